@@ -1,0 +1,107 @@
+/**
+ * Child processes that never outlive the test run: each one is started under
+ * a small bash watchdog that kills it as soon as this Deno process is gone,
+ * even when Deno was killed with SIGKILL and could run no clean-up.
+ *
+ * @module
+ */
+
+/** A running server process. */
+export interface ManagedProcess {
+  readonly name: string;
+  readonly logPath: string;
+  /** Resolves with the exit code once the process has ended. */
+  readonly exited: Promise<number>;
+  /** Sends SIGTERM, then SIGKILL after `graceMs`, and waits for the end. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+// Runs "$@" in the background and polls: when the parent (the Deno test
+// process) disappears, the child is killed. A TERM to the watchdog is passed
+// on to the child.
+const WATCHDOG = `
+parent=$1; log=$2; shift 2
+"$@" >>"$log" 2>&1 &
+child=$!
+trap 'kill -TERM $child 2>/dev/null; wait $child; exit $?' TERM INT
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 0.3
+done
+kill -KILL $child 2>/dev/null
+wait $child
+`;
+
+/**
+ * Starts `command` with `args`, its output appended to `logPath`.
+ *
+ * @example
+ * ```ts ignore
+ * const p = startProcess("etcd", "/bin/etcd", ["--data-dir", "/tmp/x"], "/tmp/etcd.log");
+ * await p.stop();
+ * ```
+ */
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  logPath: string,
+): ManagedProcess {
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      WATCHDOG,
+      "watchdog",
+      String(Deno.pid),
+      logPath,
+      command,
+      ...args,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const exited = child.status.then((s) => s.code);
+  // Do not keep the test's event loop alive just for this child.
+  child.unref();
+  let stopping: Promise<void> | undefined;
+  return {
+    name,
+    logPath,
+    exited,
+    stop(graceMs = 5000) {
+      stopping ??= (async () => {
+        try {
+          child.kill("SIGTERM");
+        } catch {
+          return; // already gone
+        }
+        const timer = setTimeout(() => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* gone */ }
+        }, graceMs);
+        await exited;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Asks the kernel for a free TCP port on 127.0.0.1. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/** The last `lines` lines of a log file, for error messages. */
+export async function tail(path: string, lines = 30): Promise<string> {
+  try {
+    const text = await Deno.readTextFile(path);
+    return text.trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The test runner behind `deno task test`: starts one real API server for
+ * the whole run (CRDs installed), hands it to the tests through
+ * `EVICTOR_ENVTEST`, runs `deno test`, and stops the server however the run
+ * ends. Extra arguments are passed to `deno test` (for example a path).
+ *
+ * @module
+ */
+import {
+  describeEnvtest,
+  SHARED_ENV,
+  startEnvtest,
+} from "./harness/envtest.ts";
+
+const started = Date.now();
+const env = await startEnvtest();
+console.error(
+  `envtest: kube-apiserver ${env.server} ready in ${Date.now() - started} ms`,
+);
+
+const args = Deno.args.length > 0 ? Deno.args : [];
+const child = new Deno.Command(Deno.execPath(), {
+  args: ["test", "--frozen", "--allow-all", "--parallel", "--doc", ...args],
+  env: { [SHARED_ENV]: describeEnvtest(env) },
+  stdin: "null",
+  stdout: "piped",
+  stderr: "inherit",
+}).spawn();
+
+let stopping = false;
+async function stopAll(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already ended */ }
+    await env.stop();
+  }
+  Deno.exit(code);
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => void stopAll(130));
+}
+
+// Pass the output through and remember deno test's summary line, so that the
+// run ends with a plain "N passed, N failed" line that any CI can read.
+const ANSI_COLOR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+let summary: { passed: number; failed: number } | undefined;
+const decoder = new TextDecoder();
+let pending = "";
+for await (const chunk of child.stdout) {
+  await Deno.stdout.write(chunk);
+  pending += decoder.decode(chunk, { stream: true });
+  const lines = pending.split("\n");
+  pending = lines.pop() ?? "";
+  for (const line of lines) {
+    // deno test ends with e.g. "ok | 12 passed (3 steps) | 0 failed (4s)".
+    const m = line.replace(ANSI_COLOR, "").match(
+      /^(?:ok|FAILED) \| (\d+) passed.*\| (\d+) failed/,
+    );
+    if (m) summary = { passed: Number(m[1]), failed: Number(m[2]) };
+  }
+}
+const status = await child.status;
+await env.stop();
+if (summary) {
+  console.log(`tests: ${summary.passed} passed, ${summary.failed} failed`);
+}
+Deno.exit(status.code);
