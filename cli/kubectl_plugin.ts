@@ -1,0 +1,313 @@
+/**
+ * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
+ * [--max-concurrent N] [--wait]` and `kubectl evictor status [HYPERVISOR]`.
+ * It talks to the cluster of the current kubeconfig context, like kubectl.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import {
+  type Eviction,
+  EvictionResource,
+  EvictionSchema,
+} from "../models/mod.ts";
+import { type DrainCounts, renderProgressLine } from "./progress.ts";
+
+/** Where the plugin writes and how it waits; injected by tests. */
+export interface PluginIo {
+  kubeConfig: k8s.KubeConfig;
+  out: (line: string) => void;
+  err: (line: string) => void;
+  /** Rewrites the current line (a TTY) instead of adding one. */
+  interactive: boolean;
+  sleep: (ms: number) => Promise<void>;
+}
+
+/** The help text of the plugin. */
+export const PLUGIN_USAGE = `Usage:
+  kubectl evictor drain HYPERVISOR --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
+      Creates the Eviction HYPERVISOR; with --wait, follows it until the host is empty.
+  kubectl evictor status [HYPERVISOR]
+      Prints the Evictions (or one) as a table.`;
+
+/** A usage mistake: the message says what was wrong and what is expected. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+const { group, version, plural } = EvictionResource;
+
+/** Counts of a drain from an Eviction's status. */
+export function countsOf(e: Eviction): DrainCounts {
+  const s = e.status ?? {};
+  return {
+    migrated: s.migratedCount ?? 0,
+    inFlight: s.inFlightCount ?? s.inFlight?.length ?? 0,
+    outstanding: s.outstandingCount ?? 0,
+    failed: s.failed?.length ?? 0,
+  };
+}
+
+/** The Evicting condition's reason, or "Pending" before the first pass. */
+export function stateOf(e: Eviction): string {
+  return e.status?.conditions?.find((c) => c.type === "Evicting")?.reason ??
+    "Pending";
+}
+
+function finished(e: Eviction): "Succeeded" | "Failed" | undefined {
+  const c = e.status?.conditions?.find((c) => c.type === "Evicting");
+  if (c?.status !== "False") return undefined;
+  return c.reason === "Succeeded" ? "Succeeded" : "Failed";
+}
+
+/**
+ * Runs the plugin with `args` (what follows `kubectl evictor`) and returns
+ * the exit code: 0 done, 1 failed drain or error, 2 usage error or timeout.
+ *
+ * @example
+ * ```ts ignore
+ * const code = await runPlugin(["status"], io);
+ * ```
+ */
+export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
+  try {
+    const [command, ...rest] = args;
+    switch (command) {
+      case "drain":
+        return await drain(rest, io);
+      case "status":
+        return await status(rest, io);
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        io.out(PLUGIN_USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(
+          `unknown command "${command}": expected drain or status`,
+        );
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`error: ${e.message}\n${PLUGIN_USAGE}`);
+      return 2;
+    }
+    if (e instanceof k8s.ApiException) {
+      io.err(`error: ${apiMessage(e)}`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+function apiMessage(e: k8s.ApiException<unknown>): string {
+  try {
+    const body = typeof e.body === "string" ? JSON.parse(e.body) : e.body;
+    if (body && typeof body === "object" && "message" in body) {
+      return String(body.message);
+    }
+  } catch { /* not JSON */ }
+  return `the API server answered ${e.code}`;
+}
+
+async function drain(args: string[], io: PluginIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      reason: { type: "string" },
+      "max-concurrent": { type: "string" },
+      wait: { type: "boolean", default: false },
+      timeout: { type: "string", default: "0" },
+    },
+  });
+  const [hypervisor, extra] = positionals;
+  if (!hypervisor) throw new UsageError("drain needs a HYPERVISOR name");
+  if (extra !== undefined) {
+    throw new UsageError(
+      `unexpected argument "${extra}": drain takes one HYPERVISOR`,
+    );
+  }
+  const reason = values.reason?.trim();
+  if (!reason) {
+    throw new UsageError("--reason is required: say why the host is drained");
+  }
+  const spec: Eviction["spec"] = { hypervisor, reason };
+  const max = values["max-concurrent"];
+  if (max !== undefined) {
+    const n = Number(max);
+    if (!Number.isInteger(n) || n < 1 || n > 64) {
+      throw new UsageError(
+        `--max-concurrent "${max}" is not valid: expected an integer from 1 to 64`,
+      );
+    }
+    spec.maxConcurrentMigrations = n;
+  }
+  const timeoutSeconds = Number(values.timeout);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
+    throw new UsageError(
+      `--timeout "${values.timeout}" is not valid: expected seconds >= 0 (0 waits forever)`,
+    );
+  }
+  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  await api.createClusterCustomObject({
+    group,
+    version,
+    plural,
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: "Eviction",
+      metadata: { name: hypervisor },
+      spec,
+    },
+  });
+  io.out(`eviction.${group}/${hypervisor} created`);
+  if (!values.wait) return 0;
+  return await follow(api, hypervisor, timeoutSeconds * 1000, io);
+}
+
+async function follow(
+  api: k8s.CustomObjectsApi,
+  name: string,
+  timeoutMs: number,
+  io: PluginIo,
+): Promise<number> {
+  const started = Date.now();
+  let last = "";
+  for (;;) {
+    const raw = await api.getClusterCustomObject({
+      group,
+      version,
+      plural,
+      name,
+    });
+    const eviction = EvictionSchema.parse(raw);
+    const line = `${renderProgressLine(name, countsOf(eviction))} (${
+      stateOf(eviction)
+    })`;
+    if (line !== last) {
+      if (io.interactive) io.err(`\r${line}`);
+      else io.err(line);
+      last = line;
+    }
+    const end = finished(eviction);
+    if (end === "Succeeded") {
+      io.out(
+        `\n${name}: drained, ${
+          eviction.status?.migratedCount ?? 0
+        } VMs migrated`,
+      );
+      return 0;
+    }
+    if (end === "Failed") {
+      const failed = eviction.status?.failed ?? [];
+      io.out(`\n${name}: drain stopped with VMs left that need a person:`);
+      for (const f of failed) {
+        io.out(`  ${f.id}: ${f.reason} (${f.attempts} attempts)`);
+      }
+      for (const s of eviction.status?.skipped ?? []) {
+        io.out(`  ${s.id}: ${s.reason}`);
+      }
+      return 1;
+    }
+    if (timeoutMs > 0 && Date.now() - started > timeoutMs) {
+      io.err(
+        `\n${name}: still draining after ${
+          timeoutMs / 1000
+        } s; stopped waiting (the drain goes on)`,
+      );
+      return 2;
+    }
+    await io.sleep(1000);
+  }
+}
+
+async function status(args: string[], io: PluginIo): Promise<number> {
+  const { positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {},
+  });
+  if (positionals.length > 1) {
+    throw new UsageError(
+      `status takes at most one HYPERVISOR, got ${positionals.length}`,
+    );
+  }
+  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const [name] = positionals;
+  const evictions: Eviction[] = [];
+  if (name) {
+    evictions.push(EvictionSchema.parse(
+      await api.getClusterCustomObject({ group, version, plural, name }),
+    ));
+  } else {
+    const list = await api.listClusterCustomObject({
+      group,
+      version,
+      plural,
+    }) as {
+      items?: unknown[];
+    };
+    for (const item of list.items ?? []) {
+      const parsed = EvictionSchema.safeParse(item);
+      if (parsed.success) evictions.push(parsed.data);
+    }
+  }
+  io.out(statusTable(evictions));
+  return 0;
+}
+
+/**
+ * Renders Evictions as an aligned table (like kubectl's).
+ *
+ * @example
+ * ```ts
+ * import { statusTable } from "./kubectl_plugin.ts";
+ * console.log(statusTable([]));
+ * ```
+ */
+export function statusTable(evictions: Eviction[]): string {
+  const header = [
+    "NAME",
+    "HYPERVISOR",
+    "STATE",
+    "MIGRATED",
+    "IN FLIGHT",
+    "OUTSTANDING",
+    "FAILED",
+    "LIMIT",
+  ];
+  const rows = evictions
+    .slice()
+    .sort((a, b) =>
+      (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? "")
+    )
+    .map((e) => {
+      const c = countsOf(e);
+      return [
+        e.metadata?.name ?? "",
+        e.spec.hypervisor,
+        stateOf(e),
+        String(c.migrated),
+        String(c.inFlight),
+        String(c.outstanding),
+        String(c.failed),
+        e.status?.effectiveLimit === undefined
+          ? "-"
+          : String(e.status.effectiveLimit),
+      ];
+    });
+  if (rows.length === 0) return "No evictions found.";
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length))
+  );
+  return [header, ...rows]
+    .map((r) =>
+      r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("   ").trimEnd()
+    )
+    .join("\n");
+}

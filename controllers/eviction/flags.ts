@@ -1,0 +1,324 @@
+/**
+ * The start-up flags `--eviction-concurrency N` and
+ * `--eviction-trait-concurrency TRAIT=N[,TRAIT=N]` (repeatable): the limit
+ * settings in force while there is no EvictionPolicy `default`.
+ *
+ * The CLI parses its arguments with `node:util` parseArgs (spread
+ * {@linkcode CONCURRENCY_FLAG_OPTIONS} into its options) and hands the raw
+ * strings to {@linkcode parseConcurrencyFlags}. The values are checked with
+ * zod and then turned into the settings in the shape of an EvictionPolicy
+ * spec (`--eviction-concurrency` is `spec.maxConcurrentMigrations`, the
+ * trait entries are `spec.traitLimits[i]` in the order given, over all
+ * occurrences of the flag) and checked by `checkLimitSpec`, the function
+ * the webhook uses: the same mistake gets the same message.
+ *
+ * An error's message is one line and never contains a raw flag entry; the
+ * entry is a structured field of the error ({@linkcode ConcurrencyFlagError}),
+ * so the CLI can log it as a field (the upstream reviewers' finding).
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { freezeSettings, type LimitSettings } from "./concurrency.ts";
+import {
+  checkLimitSpec,
+  type LimitRule,
+  type LimitViolation,
+  type LimitWarningRule,
+  MAX_PER_HOST_LIMIT,
+  violationsMessage,
+} from "./concurrency_validation.ts";
+
+/** The flag that sets the default per-host limit. */
+export const CONCURRENCY_FLAG = "--eviction-concurrency";
+/** The flag that sets per-trait limits. */
+export const TRAIT_CONCURRENCY_FLAG = "--eviction-trait-concurrency";
+
+/** Either concurrency flag. */
+export type ConcurrencyFlag =
+  | typeof CONCURRENCY_FLAG
+  | typeof TRAIT_CONCURRENCY_FLAG;
+
+/**
+ * The parseArgs option declarations of the two flags, to spread into the
+ * CLI's `options`.
+ *
+ * @example
+ * ```ts
+ * import { parseArgs } from "node:util";
+ * import { CONCURRENCY_FLAG_OPTIONS, parseConcurrencyFlags } from "./flags.ts";
+ * const { values } = parseArgs({
+ *   args: ["--eviction-trait-concurrency", "CUSTOM_A=1"],
+ *   options: { ...CONCURRENCY_FLAG_OPTIONS },
+ * });
+ * const r = parseConcurrencyFlags(values["eviction-concurrency"], values["eviction-trait-concurrency"]);
+ * console.assert(r.ok);
+ * ```
+ */
+export const CONCURRENCY_FLAG_OPTIONS = Object.freeze({
+  "eviction-concurrency": Object.freeze({ type: "string" as const }),
+  "eviction-trait-concurrency": Object.freeze({
+    type: "string" as const,
+    multiple: true as const,
+  }),
+});
+
+/** The expectation of a `--eviction-trait-concurrency` entry. */
+export const TRAIT_ENTRY_EXPECTED =
+  `TRAIT=N[,TRAIT=N] with N an integer from 1 to ${MAX_PER_HOST_LIMIT}`;
+
+/** The message of an entry that is not `TRAIT=N` (constant). */
+export const TRAIT_ENTRY_MESSAGE =
+  `${TRAIT_CONCURRENCY_FLAG}: an entry is not TRAIT=N; expected ${TRAIT_ENTRY_EXPECTED}`;
+
+/** The rules a flag problem can break: the policy's, plus the entry format. */
+export type FlagRule = LimitRule | "flag-entry-format";
+
+/** One bad flag entry. */
+export interface FlagProblem {
+  /** The flag. */
+  readonly flag: ConcurrencyFlag;
+  /** The raw entry as given (one comma-separated part of the flag's value). */
+  readonly entry: string;
+  /** The rule broken. */
+  readonly rule: FlagRule;
+  /** The field of the equivalent EvictionPolicy, or the flag for a format error. */
+  readonly field: string;
+  /** The bad value (after splitting `TRAIT=N`). */
+  readonly value: unknown;
+  /** What is expected. */
+  readonly expected: string;
+  /** The one-line message, the same as the webhook's for the same mistake. */
+  readonly message: string;
+}
+
+/** A flag entry that is allowed but probably a mistake. */
+export interface FlagWarning {
+  /** The flag. */
+  readonly flag: ConcurrencyFlag;
+  /** The raw entry. */
+  readonly entry: string;
+  /** The rule. */
+  readonly rule: LimitWarningRule;
+  /** The field of the equivalent EvictionPolicy. */
+  readonly field: string;
+  /** The one-line message, the same as the webhook's warning. */
+  readonly message: string;
+}
+
+/**
+ * Bad concurrency flags. `message` is one line and constant for a given
+ * mistake (no raw entry in it); `flag`, `entry`, `field`, `value`,
+ * `expected` and `rule` describe the first problem, `problems` all of them.
+ *
+ * @example
+ * ```ts
+ * import { parseConcurrencyFlags } from "./flags.ts";
+ * const r = parseConcurrencyFlags(undefined, ["CUSTOM_A"]);
+ * if (!r.ok) console.assert(r.error.entry === "CUSTOM_A" && !r.error.message.includes("CUSTOM_A"));
+ * ```
+ */
+export class ConcurrencyFlagError extends Error {
+  /** The flag of the first problem. */
+  readonly flag: ConcurrencyFlag;
+  /** The raw entry of the first problem. */
+  readonly entry: string;
+  /** The field of the first problem. */
+  readonly field: string;
+  /** The bad value of the first problem. */
+  readonly value: unknown;
+  /** What the first problem expected. */
+  readonly expected: string;
+  /** The rule of the first problem. */
+  readonly rule: FlagRule;
+  /** Every problem found. */
+  readonly problems: readonly FlagProblem[];
+
+  /**
+   * @param message One line, without raw entries.
+   * @param problems At least one problem.
+   */
+  constructor(
+    message: string,
+    problems: readonly [FlagProblem, ...FlagProblem[]],
+  ) {
+    super(message);
+    this.name = "ConcurrencyFlagError";
+    const first = problems[0];
+    this.flag = first.flag;
+    this.entry = first.entry;
+    this.field = first.field;
+    this.value = first.value;
+    this.expected = first.expected;
+    this.rule = first.rule;
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** The outcome of {@linkcode parseConcurrencyFlags}. */
+export type ConcurrencyFlagsResult =
+  | {
+    readonly ok: true;
+    readonly settings: LimitSettings;
+    readonly warnings: readonly FlagWarning[];
+  }
+  | { readonly ok: false; readonly error: ConcurrencyFlagError };
+
+const FlagValuesSchema = z.object({
+  concurrency: z.string().optional(),
+  traitConcurrency: z.array(z.string()).readonly().optional(),
+});
+
+/** `-?digits` becomes a number, anything else stays the string it is. */
+const NumberTextSchema = z.string().transform((text): number | string =>
+  /^-?[0-9]+$/.test(text) ? Number(text) : text
+);
+
+/** `TRAIT=N`, split at the last `=`. */
+const TraitEntrySchema = z.string().check(
+  z.refine((s) => s.includes("=")),
+).transform((s) => {
+  const at = s.lastIndexOf("=");
+  return {
+    trait: s.slice(0, at),
+    maxConcurrentMigrations: NumberTextSchema.parse(s.slice(at + 1)),
+  };
+});
+
+interface Entry {
+  raw: string;
+  trait: string;
+  maxConcurrentMigrations: number | string;
+}
+
+function typeError(flag: ConcurrencyFlag): ConcurrencyFlagsResult {
+  const message = `${flag}: the value is not a string; expected ${
+    flag === CONCURRENCY_FLAG
+      ? `an integer from 1 to ${MAX_PER_HOST_LIMIT}`
+      : TRAIT_ENTRY_EXPECTED
+  }`;
+  return {
+    ok: false,
+    error: new ConcurrencyFlagError(message, [{
+      flag,
+      entry: "",
+      rule: "flag-entry-format",
+      field: flag,
+      value: undefined,
+      expected: "a string",
+      message,
+    }]),
+  };
+}
+
+/**
+ * Turns the raw values of the two flags (as parseArgs returns them:
+ * `string | undefined` and `string[] | undefined`) into frozen settings
+ * with source `flags`, or a {@linkcode ConcurrencyFlagError}. Without
+ * flags the settings are the CRD defaults (limit 1, no trait limits).
+ * `TRAIT=N` is split at the last `=`; `N` must be written in decimal
+ * digits; empty entries (`A=1,,B=2`, a trailing comma) are errors; nothing
+ * is trimmed.
+ *
+ * @example
+ * ```ts
+ * import { parseConcurrencyFlags } from "./flags.ts";
+ * const r = parseConcurrencyFlags("4", ["CUSTOM_HANA_EXCLUSIVE_HOST=1,HW_GPU_API_CUDA=2"]);
+ * console.assert(r.ok && r.settings.spec.traitLimits?.length === 2);
+ * const bad = parseConcurrencyFlags("4", ["CUSTOM_A=8"]);
+ * console.assert(!bad.ok && bad.error.entry === "CUSTOM_A=8");
+ * ```
+ */
+export function parseConcurrencyFlags(
+  concurrency: string | undefined,
+  traitConcurrency: readonly string[] | undefined,
+): ConcurrencyFlagsResult {
+  const input = FlagValuesSchema.safeParse({ concurrency, traitConcurrency });
+  if (!input.success) {
+    const first = input.error.issues[0]?.path[0];
+    return typeError(
+      first === "concurrency" ? CONCURRENCY_FLAG : TRAIT_CONCURRENCY_FLAG,
+    );
+  }
+  const entries: Entry[] = [];
+  const formatProblems: FlagProblem[] = [];
+  for (const value of input.data.traitConcurrency ?? []) {
+    for (const raw of value.split(",")) {
+      const parsed = TraitEntrySchema.safeParse(raw);
+      if (parsed.success) {
+        entries.push({ raw, ...parsed.data });
+      } else {
+        formatProblems.push({
+          flag: TRAIT_CONCURRENCY_FLAG,
+          entry: raw,
+          rule: "flag-entry-format",
+          field: TRAIT_CONCURRENCY_FLAG,
+          value: raw,
+          expected: TRAIT_ENTRY_EXPECTED,
+          message: TRAIT_ENTRY_MESSAGE,
+        });
+      }
+    }
+  }
+  const [firstFormat, ...moreFormat] = formatProblems;
+  if (firstFormat !== undefined) {
+    return {
+      ok: false,
+      error: new ConcurrencyFlagError(TRAIT_ENTRY_MESSAGE, [
+        firstFormat,
+        ...moreFormat,
+      ]),
+    };
+  }
+  const rawDefault = input.data.concurrency;
+  const spec: Record<string, unknown> = { abortStuckMigrations: false };
+  if (rawDefault !== undefined) {
+    spec["maxConcurrentMigrations"] = NumberTextSchema.parse(rawDefault);
+  }
+  if (entries.length > 0) {
+    spec["traitLimits"] = entries.map((e) => ({
+      trait: e.trait,
+      maxConcurrentMigrations: e.maxConcurrentMigrations,
+    }));
+  }
+  const check = checkLimitSpec(spec);
+  const origin = (
+    traitIndex: number | undefined,
+  ): { flag: ConcurrencyFlag; entry: string } =>
+    traitIndex === undefined
+      ? { flag: CONCURRENCY_FLAG, entry: rawDefault ?? "" }
+      : {
+        flag: TRAIT_CONCURRENCY_FLAG,
+        entry: entries[traitIndex]?.raw ?? "",
+      };
+  const toProblem = (v: LimitViolation): FlagProblem => ({
+    ...origin(v.traitIndex),
+    rule: v.rule,
+    field: v.field,
+    value: v.value,
+    expected: v.expected,
+    message: v.message,
+  });
+  if (!check.ok) {
+    const [head, ...tail] = check.violations;
+    return {
+      ok: false,
+      error: new ConcurrencyFlagError(violationsMessage(check.violations), [
+        toProblem(head),
+        ...tail.map(toProblem),
+      ]),
+    };
+  }
+  const warnings = check.warnings.map((w): FlagWarning => ({
+    ...origin(w.traitIndex),
+    rule: w.rule,
+    field: w.field,
+    message: w.message,
+  }));
+  return {
+    ok: true,
+    settings: freezeSettings("flags", check.spec),
+    warnings: Object.freeze(warnings),
+  };
+}

@@ -1,0 +1,415 @@
+/**
+ * Keystone v3 session: authenticates with a password or an application
+ * credential, keeps the token until shortly before it expires, re-authenticates
+ * once on a 401, and looks endpoints up in the catalog.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type {
+  ApplicationCredentialAuth,
+  CloudConfig,
+  EndpointInterface,
+  PasswordAuth,
+} from "./config.ts";
+import {
+  InvalidResponseError,
+  OpenStackError,
+  UnauthorizedError,
+} from "./errors.ts";
+import {
+  type HttpRequest,
+  type HttpResponse,
+  HttpTransport,
+  type HttpTransportOptions,
+} from "./http.ts";
+import { type Logger, urlForLog } from "./logger.ts";
+
+/** One endpoint of a catalog entry. */
+export interface CatalogEndpoint {
+  /** public, internal or admin. */
+  readonly interface: string;
+  /** Region name (or id). */
+  readonly region: string | undefined;
+  /** Base URL of the service. */
+  readonly url: string;
+}
+
+/** One service in the catalog. */
+export interface CatalogEntry {
+  /** Service type, e.g. `compute`, `placement`. */
+  readonly type: string;
+  /** Service name, e.g. `nova`. */
+  readonly name: string | undefined;
+  /** Its endpoints. */
+  readonly endpoints: readonly CatalogEndpoint[];
+}
+
+/** A Keystone token with what came with it. */
+export interface Token {
+  /** The token (X-Subject-Token); never logged. */
+  readonly value: string;
+  /** Expiry, milliseconds since the epoch. */
+  readonly expiresAt: number;
+  /** When it was issued (our clock), milliseconds since the epoch. */
+  readonly obtainedAt: number;
+  /** The service catalog. */
+  readonly catalog: readonly CatalogEntry[];
+  /** Scoped project id, if any. */
+  readonly projectId: string | undefined;
+}
+
+const tokenBodySchema = z.object({
+  token: z.object({
+    expires_at: z.string().refine((s) => !Number.isNaN(Date.parse(s)), {
+      message: "expected an ISO 8601 time",
+    }),
+    catalog: z.array(z.object({
+      type: z.string(),
+      name: z.string().optional(),
+      endpoints: z.array(z.object({
+        interface: z.string(),
+        region: z.string().nullable().optional(),
+        region_id: z.string().nullable().optional(),
+        url: z.string(),
+      })),
+    })).optional(),
+    project: z.object({ id: z.string() }).optional(),
+  }),
+});
+
+/**
+ * No endpoint of the wanted type, interface and region in the catalog.
+ *
+ * @example
+ * ```ts
+ * import { EndpointNotFoundError } from "./keystone.ts";
+ * const err = new EndpointNotFoundError("no placement endpoint (interface public) in the catalog");
+ * console.log(err.message);
+ * ```
+ */
+export class EndpointNotFoundError extends OpenStackError {}
+
+/** Options of {@linkcode KeystoneSession}. */
+export interface KeystoneSessionOptions extends HttpTransportOptions {
+  /** Keystone v3 URL (ending in /v3). */
+  authUrl: string;
+  /** Credentials. */
+  auth: PasswordAuth | ApplicationCredentialAuth;
+  /** Default region for endpoint lookups. */
+  regionName?: string;
+  /** Default interface for endpoint lookups (default public). */
+  interface?: EndpointInterface;
+  /**
+   * Re-authenticate this long before the token expires (default 120 s, at
+   * most half the token's lifetime).
+   */
+  reauthMarginMs?: number;
+  /** Use this transport instead of building one from the options. */
+  transport?: HttpTransport;
+}
+
+/** Endpoint lookup options. */
+export interface EndpointQuery {
+  /** public, internal or admin (default: the session's). */
+  interface?: EndpointInterface;
+  /** Region (default: the session's; none = first match). */
+  region?: string;
+}
+
+function authBody(auth: PasswordAuth | ApplicationCredentialAuth): unknown {
+  const user = (a: {
+    username?: string;
+    userId?: string;
+    userDomainName?: string;
+    userDomainId?: string;
+  }): Record<string, unknown> => {
+    if (a.userId !== undefined) return { id: a.userId };
+    const domain = a.userDomainId !== undefined
+      ? { id: a.userDomainId }
+      : { name: a.userDomainName };
+    return { name: a.username, domain };
+  };
+  if (auth.type === "password") {
+    const project = auth.projectId !== undefined ? { id: auth.projectId } : {
+      name: auth.projectName,
+      domain: auth.projectDomainId !== undefined
+        ? { id: auth.projectDomainId }
+        : { name: auth.projectDomainName },
+    };
+    return {
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: { user: { ...user(auth), password: auth.password } },
+        },
+        scope: { project },
+      },
+    };
+  }
+  const cred: Record<string, unknown> =
+    auth.applicationCredentialId !== undefined
+      ? { id: auth.applicationCredentialId }
+      : { name: auth.applicationCredentialName, user: user(auth) };
+  cred["secret"] = auth.applicationCredentialSecret;
+  return {
+    auth: {
+      identity: {
+        methods: ["application_credential"],
+        application_credential: cred,
+      },
+    },
+  };
+}
+
+/**
+ * A Keystone v3 session shared by the Nova and Placement clients.
+ *
+ * @example
+ * ```ts
+ * import { KeystoneSession } from "./keystone.ts";
+ * const session = new KeystoneSession({
+ *   authUrl: "http://127.0.0.1:5000/v3",
+ *   auth: { type: "v3applicationcredential", applicationCredentialId: "id", applicationCredentialSecret: "s" },
+ * });
+ * // const novaUrl = await session.endpoint("compute");
+ * ```
+ */
+export class KeystoneSession {
+  readonly #authUrl: string;
+  readonly #auth: PasswordAuth | ApplicationCredentialAuth;
+  readonly #region: string | undefined;
+  readonly #interface: EndpointInterface;
+  readonly #marginMs: number;
+  readonly #transport: HttpTransport;
+  #ownedClient: Deno.HttpClient | undefined;
+  #token: Token | undefined;
+  #pending: Promise<Token> | undefined;
+  #authCount = 0;
+
+  /** Creates a session; no call is made until a token is needed. */
+  constructor(options: KeystoneSessionOptions) {
+    if (!/^https?:\/\//.test(options.authUrl)) {
+      throw new TypeError(
+        `authUrl must be an http(s) URL, got "${options.authUrl}"`,
+      );
+    }
+    this.#authUrl = options.authUrl.replace(/\/+$/, "");
+    this.#auth = options.auth;
+    this.#region = options.regionName;
+    this.#interface = options.interface ?? "public";
+    this.#marginMs = options.reauthMarginMs ?? 120_000;
+    if (this.#marginMs < 0) {
+      throw new RangeError(
+        `reauthMarginMs must be >= 0, got ${options.reauthMarginMs}`,
+      );
+    }
+    this.#transport = options.transport ?? new HttpTransport(options);
+    this.#ownedClient = undefined;
+  }
+
+  /**
+   * Builds a session from a resolved {@linkcode CloudConfig}; a CA bundle
+   * in the config becomes a Deno HTTP client (closed by {@linkcode close}).
+   */
+  static fromConfig(
+    config: CloudConfig,
+    options: Omit<KeystoneSessionOptions, "authUrl" | "auth"> = {},
+  ): KeystoneSession {
+    let httpClient = options.httpClient;
+    let owned: Deno.HttpClient | undefined;
+    if (httpClient === undefined && config.caCert !== undefined) {
+      owned = Deno.createHttpClient({ caCerts: [config.caCert.pem] });
+      httpClient = owned;
+    }
+    const session = new KeystoneSession({
+      ...options,
+      ...(httpClient === undefined ? {} : { httpClient }),
+      authUrl: config.authUrl,
+      auth: config.auth,
+      ...(config.regionName === undefined
+        ? {}
+        : { regionName: config.regionName }),
+      interface: config.interface,
+    });
+    session.#ownedClient = owned;
+    return session;
+  }
+
+  /** Releases the HTTP client this session created, if any. */
+  close(): void {
+    this.#ownedClient?.close();
+    this.#ownedClient = undefined;
+  }
+
+  /** The transport (shared by the service clients). */
+  get transport(): HttpTransport {
+    return this.#transport;
+  }
+
+  /** The logger. */
+  get logger(): Logger {
+    return this.#transport.logger;
+  }
+
+  /** How many times this session authenticated (for tests and metrics). */
+  get authCount(): number {
+    return this.#authCount;
+  }
+
+  /** Forgets the current token; the next call authenticates again. */
+  invalidate(): void {
+    this.#token = undefined;
+  }
+
+  /** A valid token, authenticating when none is cached or it is about to expire. */
+  async token(): Promise<Token> {
+    const now = this.#transport.clock.now();
+    const t = this.#token;
+    if (t !== undefined) {
+      const margin = Math.min(this.#marginMs, (t.expiresAt - t.obtainedAt) / 2);
+      if (now < t.expiresAt - margin) return t;
+      this.logger.info(
+        {
+          authUrl: this.#authUrl,
+          expiresAt: new Date(t.expiresAt).toISOString(),
+        },
+        "Keystone token about to expire; re-authenticating",
+      );
+    }
+    if (this.#pending === undefined) {
+      this.#pending = this.#authenticate().finally(() => {
+        this.#pending = undefined;
+      });
+    }
+    return await this.#pending;
+  }
+
+  async #authenticate(): Promise<Token> {
+    const url = `${this.#authUrl}/auth/tokens`;
+    const res = await this.#transport.send({
+      method: "POST",
+      url,
+      body: authBody(this.#auth),
+      // Creating a token changes nothing that matters: safe to retry.
+      idempotent: true,
+      action: "keystone.authenticate",
+    });
+    const value = res.headers.get("x-subject-token");
+    if (value === null || value === "") {
+      throw new InvalidResponseError(
+        `POST ${urlForLog(url)}: no X-Subject-Token header in the response`,
+        res.requestId === undefined ? {} : { requestId: res.requestId },
+      );
+    }
+    const parsed = tokenBodySchema.safeParse(res.json);
+    if (!parsed.success) {
+      throw new InvalidResponseError(
+        `POST ${urlForLog(url)}: unexpected token body: ${
+          parsed.error.issues[0]?.path.join(".")
+        }: ${parsed.error.issues[0]?.message}`,
+        res.requestId === undefined ? {} : { requestId: res.requestId },
+      );
+    }
+    const body = parsed.data.token;
+    const token: Token = {
+      value,
+      expiresAt: Date.parse(body.expires_at),
+      obtainedAt: this.#transport.clock.now(),
+      catalog: (body.catalog ?? []).map((s) => ({
+        type: s.type,
+        name: s.name,
+        endpoints: s.endpoints.map((ep) => ({
+          interface: ep.interface,
+          region: ep.region ?? ep.region_id ?? undefined,
+          url: ep.url.replace(/\/+$/, ""),
+        })),
+      })),
+      projectId: body.project?.id,
+    };
+    this.#token = token;
+    this.#authCount++;
+    this.logger.info({
+      authUrl: urlForLog(this.#authUrl),
+      method: this.#auth.type,
+      requestId: res.requestId,
+      expiresAt: body.expires_at,
+    }, "authenticated with Keystone");
+    return token;
+  }
+
+  /**
+   * The base URL of a service from the catalog.
+   *
+   * @throws {EndpointNotFoundError} when the catalog has no such endpoint.
+   */
+  async endpoint(type: string, query: EndpointQuery = {}): Promise<string> {
+    const token = await this.token();
+    return findEndpoint(token.catalog, type, {
+      interface: query.interface ?? this.#interface,
+      ...(query.region ?? this.#region) === undefined
+        ? {}
+        : { region: query.region ?? this.#region ?? "" },
+    });
+  }
+
+  /**
+   * Sends a request with the token. A 401 invalidates the token and the
+   * request is sent once more with a fresh one (a 401 means the request was
+   * not processed, so this is safe for actions too).
+   */
+  async request(req: HttpRequest): Promise<HttpResponse> {
+    const first = await this.token();
+    try {
+      return await this.#transport.send(withToken(req, first.value));
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError)) throw e;
+      if (this.#token === first) this.#token = undefined;
+      this.logger.warn({
+        action: req.action,
+        method: req.method,
+        url: urlForLog(req.url),
+        requestId: e.requestId,
+      }, "token refused (401); re-authenticating once");
+      const second = await this.token();
+      return await this.#transport.send(withToken(req, second.value));
+    }
+  }
+}
+
+function withToken(req: HttpRequest, token: string): HttpRequest {
+  return { ...req, headers: { ...req.headers, "X-Auth-Token": token } };
+}
+
+/**
+ * Picks an endpoint from a catalog by service type, interface and region.
+ *
+ * @example
+ * ```ts
+ * import { findEndpoint } from "./keystone.ts";
+ * const url = findEndpoint([{ type: "compute", name: "nova", endpoints: [
+ *   { interface: "public", region: "RegionOne", url: "http://nova/v2.1" },
+ * ] }], "compute", { interface: "public", region: "RegionOne" });
+ * console.log(url); // http://nova/v2.1
+ * ```
+ */
+export function findEndpoint(
+  catalog: readonly CatalogEntry[],
+  type: string,
+  query: { interface: EndpointInterface; region?: string },
+): string {
+  for (const entry of catalog) {
+    if (entry.type !== type) continue;
+    for (const ep of entry.endpoints) {
+      if (ep.interface !== query.interface) continue;
+      if (query.region !== undefined && ep.region !== query.region) continue;
+      return ep.url;
+    }
+  }
+  throw new EndpointNotFoundError(
+    `no ${type} endpoint with interface ${query.interface}${
+      query.region === undefined ? "" : ` in region ${query.region}`
+    } in the service catalog`,
+  );
+}

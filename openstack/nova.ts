@@ -1,0 +1,489 @@
+/**
+ * Nova client: the few compute calls a hypervisor drain needs, at
+ * microversion 2.90 by default.
+ *
+ * @module
+ */
+
+import type { z } from "zod";
+import {
+  DEFAULT_COMPUTE_API_VERSION,
+  type EndpointInterface,
+} from "./config.ts";
+import { NotFoundError } from "./errors.ts";
+import type { HttpRequest, HttpResponse } from "./http.ts";
+import type { KeystoneSession } from "./keystone.ts";
+import { parseBody } from "./parse.ts";
+import {
+  type ComputeService,
+  type Hypervisor,
+  hypervisorListSchema,
+  type Migration,
+  migrationListSchema,
+  type Server,
+  serverListSchema,
+  type ServerMigration,
+  serverMigrationListSchema,
+  serverShowSchema,
+  serviceListSchema,
+  serviceShowSchema,
+} from "./nova_types.ts";
+
+/** Options of {@linkcode NovaClient}. */
+export interface NovaClientOptions {
+  /** Microversion sent as `OpenStack-API-Version: compute X` (default 2.90). */
+  microversion?: string;
+  /** Catalog interface (default: the session's). */
+  interface?: EndpointInterface;
+  /** Catalog region (default: the session's). */
+  region?: string;
+  /** Use this base URL instead of the catalog's. */
+  endpointOverride?: string;
+  /** Page size of list calls (default: Nova's own limit). */
+  pageSize?: number;
+  /** Timeout of one call, in milliseconds (default: the transport's). */
+  timeoutMs?: number;
+}
+
+/** Result of an action Nova accepted (202/204). */
+export interface ActionResult {
+  /** `X-Openstack-Request-Id` of the accepted action. */
+  requestId: string | undefined;
+}
+
+/** Filters of {@linkcode NovaClient.listMigrations}. */
+export interface MigrationFilter {
+  /** Source or destination compute host. */
+  host?: string;
+  /** One server. */
+  instanceUuid?: string;
+  /** live-migration, migration, resize, evacuation. */
+  type?: string;
+  /** Only records updated at or after this time. */
+  changesSince?: Date | string;
+  /** One status. */
+  status?: string;
+}
+
+/** Options of a live migration. */
+export interface LiveMigrateOptions {
+  /** Target host; null lets the scheduler pick (default). */
+  host?: string | null;
+  /** Block migration: true, false or "auto" (default). */
+  blockMigration?: boolean | "auto";
+}
+
+function isoTime(t: Date | string): string {
+  if (typeof t === "string") return t;
+  // Nova parses ISO 8601; drop milliseconds for portability.
+  return t.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * A Nova (compute) client on a Keystone session.
+ *
+ * @example
+ * ```ts
+ * import { KeystoneSession } from "./keystone.ts";
+ * import { NovaClient } from "./nova.ts";
+ * const session = new KeystoneSession({
+ *   authUrl: "http://127.0.0.1:5000/v3",
+ *   auth: { type: "v3applicationcredential", applicationCredentialId: "id", applicationCredentialSecret: "s" },
+ * });
+ * const nova = new NovaClient(session);
+ * // for (const s of await nova.listServersOnHost("node042")) console.log(s.id, s.status);
+ * ```
+ */
+export class NovaClient {
+  readonly #session: KeystoneSession;
+  readonly #microversion: string;
+  readonly #options: NovaClientOptions;
+
+  /** Creates a client; no call is made until a method is used. */
+  constructor(session: KeystoneSession, options: NovaClientOptions = {}) {
+    const mv = options.microversion ?? DEFAULT_COMPUTE_API_VERSION;
+    if (!/^2\.\d+$/.test(mv)) {
+      throw new RangeError(`microversion must look like "2.N", got "${mv}"`);
+    }
+    if (
+      options.pageSize !== undefined &&
+      (!Number.isInteger(options.pageSize) || options.pageSize < 1)
+    ) {
+      throw new RangeError(
+        `pageSize must be an integer >= 1, got ${options.pageSize}`,
+      );
+    }
+    this.#session = session;
+    this.#microversion = mv;
+    this.#options = options;
+  }
+
+  /** The microversion this client sends. */
+  get microversion(): string {
+    return this.#microversion;
+  }
+
+  async #base(): Promise<string> {
+    if (this.#options.endpointOverride !== undefined) {
+      return this.#options.endpointOverride.replace(/\/+$/, "");
+    }
+    return await this.#session.endpoint("compute", {
+      ...(this.#options.interface === undefined
+        ? {}
+        : { interface: this.#options.interface }),
+      ...(this.#options.region === undefined
+        ? {}
+        : { region: this.#options.region }),
+    });
+  }
+
+  async #call(
+    req: Omit<HttpRequest, "url" | "headers"> & {
+      path: string;
+      query?: URLSearchParams;
+    },
+  ): Promise<HttpResponse> {
+    const base = await this.#base();
+    const qs = req.query === undefined || req.query.size === 0
+      ? ""
+      : `?${req.query}`;
+    const { path: _path, query: _query, ...rest } = req;
+    return await this.#session.request({
+      ...rest,
+      url: `${base}${req.path}${qs}`,
+      headers: {
+        "OpenStack-API-Version": `compute ${this.#microversion}`,
+        "X-OpenStack-Nova-API-Version": this.#microversion,
+      },
+      ...(this.#options.timeoutMs === undefined
+        ? {}
+        : { timeoutMs: this.#options.timeoutMs }),
+    });
+  }
+
+  async #get<S extends z.ZodType>(
+    action: string,
+    path: string,
+    query: URLSearchParams | undefined,
+    schema: S,
+    signal?: AbortSignal,
+  ): Promise<z.output<S>> {
+    const res = await this.#call({
+      method: "GET",
+      path,
+      ...(query === undefined ? {} : { query }),
+      idempotent: true,
+      action,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return parseBody(schema, res, `GET ${path}`);
+  }
+
+  async #action(
+    action: string,
+    serverId: string,
+    body: unknown,
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
+    const path = `/servers/${encodeURIComponent(serverId)}/action`;
+    const res = await this.#call({
+      method: "POST",
+      path,
+      body,
+      idempotent: false,
+      action,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    this.#session.logger.info(
+      { action, serverId, requestId: res.requestId, status: res.status },
+      "Nova accepted action",
+    );
+    return { requestId: res.requestId };
+  }
+
+  async #pages<T>(
+    query: URLSearchParams,
+    fetchPage: (
+      q: URLSearchParams,
+    ) => Promise<{ items: T[]; next: string | undefined }>,
+  ): Promise<T[]> {
+    const out: T[] = [];
+    if (this.#options.pageSize !== undefined) {
+      query.set("limit", String(this.#options.pageSize));
+    }
+    const seen = new Set<string>();
+    for (;;) {
+      const page = await fetchPage(query);
+      out.push(...page.items);
+      if (page.next === undefined) return out;
+      const marker = new URL(page.next, "http://x/").searchParams.get("marker");
+      if (marker === null || seen.has(marker)) return out;
+      seen.add(marker);
+      query.set("marker", marker);
+    }
+  }
+
+  /**
+   * Every server on a compute host, all pages
+   * (`GET /servers/detail?all_tenants=1&host=`).
+   */
+  async listServersOnHost(
+    host: string,
+    signal?: AbortSignal,
+  ): Promise<Server[]> {
+    if (host === "") {
+      throw new TypeError('host must be a non-empty string, got ""');
+    }
+    const query = new URLSearchParams({ all_tenants: "1", host });
+    return await this.#pages(
+      query,
+      async (q) => {
+        const body = await this.#get(
+          "nova.listServersOnHost",
+          "/servers/detail",
+          q,
+          serverListSchema,
+          signal,
+        );
+        return {
+          items: body.servers,
+          next: body.servers_links?.find((l) => l.rel === "next")?.href,
+        };
+      },
+    );
+  }
+
+  /**
+   * One server (`GET /servers/{id}`).
+   *
+   * @throws {NotFoundError} when it does not exist (deleted).
+   */
+  async getServer(id: string, signal?: AbortSignal): Promise<Server> {
+    const body = await this.#get(
+      "nova.getServer",
+      `/servers/${encodeURIComponent(id)}`,
+      undefined,
+      serverShowSchema,
+      signal,
+    );
+    return body.server;
+  }
+
+  /**
+   * Starts a live migration (`os-migrateLive`, host null and block
+   * migration auto by default). Never retried: on Timeout/Unavailable the
+   * outcome is unknown and the caller must re-observe.
+   *
+   * @throws {ConflictError} when the server is in the wrong state.
+   */
+  async liveMigrate(
+    id: string,
+    options: LiveMigrateOptions = {},
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
+    return await this.#action("nova.liveMigrate", id, {
+      "os-migrateLive": {
+        host: options.host ?? null,
+        block_migration: options.blockMigration ?? "auto",
+      },
+    }, signal);
+  }
+
+  /**
+   * Starts a cold migration (`migrate`). Never retried.
+   *
+   * @throws {BadRequestError} when no host can take the server.
+   */
+  async coldMigrate(
+    id: string,
+    options: { host?: string } = {},
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
+    return await this.#action(
+      "nova.coldMigrate",
+      id,
+      { migrate: options.host === undefined ? null : { host: options.host } },
+      signal,
+    );
+  }
+
+  /** Confirms a finished cold migration (`confirmResize`). */
+  async confirmResize(id: string, signal?: AbortSignal): Promise<ActionResult> {
+    return await this.#action(
+      "nova.confirmResize",
+      id,
+      { confirmResize: null },
+      signal,
+    );
+  }
+
+  /** Migration records, all pages (`GET /os-migrations`). */
+  async listMigrations(
+    filter: MigrationFilter = {},
+    signal?: AbortSignal,
+  ): Promise<Migration[]> {
+    const query = new URLSearchParams();
+    if (filter.host !== undefined) query.set("host", filter.host);
+    if (filter.instanceUuid !== undefined) {
+      query.set("instance_uuid", filter.instanceUuid);
+    }
+    if (filter.type !== undefined) query.set("migration_type", filter.type);
+    if (filter.status !== undefined) query.set("status", filter.status);
+    if (filter.changesSince !== undefined) {
+      query.set("changes-since", isoTime(filter.changesSince));
+    }
+    return await this.#pages(query, async (q) => {
+      const body = await this.#get(
+        "nova.listMigrations",
+        "/os-migrations",
+        q,
+        migrationListSchema,
+        signal,
+      );
+      return {
+        items: body.migrations,
+        next: body.migrations_links?.find((l) => l.rel === "next")?.href,
+      };
+    });
+  }
+
+  /** A server's in-progress live migrations (`GET /servers/{id}/migrations`). */
+  async listServerMigrations(
+    serverId: string,
+    signal?: AbortSignal,
+  ): Promise<ServerMigration[]> {
+    const body = await this.#get(
+      "nova.listServerMigrations",
+      `/servers/${encodeURIComponent(serverId)}/migrations`,
+      undefined,
+      serverMigrationListSchema,
+      signal,
+    );
+    return body.migrations;
+  }
+
+  /**
+   * Aborts an in-progress live migration
+   * (`DELETE /servers/{id}/migrations/{migrationId}`). Never retried.
+   */
+  async abortLiveMigration(
+    serverId: string,
+    migrationId: number,
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
+    if (!Number.isInteger(migrationId) || migrationId < 0) {
+      throw new RangeError(
+        `migrationId must be a non-negative integer, got ${migrationId}`,
+      );
+    }
+    const res = await this.#call({
+      method: "DELETE",
+      path: `/servers/${
+        encodeURIComponent(serverId)
+      }/migrations/${migrationId}`,
+      idempotent: false,
+      action: "nova.abortLiveMigration",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    this.#session.logger.info(
+      {
+        action: "nova.abortLiveMigration",
+        serverId,
+        migrationId,
+        requestId: res.requestId,
+      },
+      "Nova accepted action",
+    );
+    return { requestId: res.requestId };
+  }
+
+  /**
+   * The hypervisor whose hostname is exactly `hostname`, or undefined.
+   * (Nova matches the pattern as a substring; this filters exactly.)
+   */
+  async findHypervisorByHostname(
+    hostname: string,
+    options: { withServers?: boolean } = {},
+    signal?: AbortSignal,
+  ): Promise<Hypervisor | undefined> {
+    if (hostname === "") {
+      throw new TypeError('hostname must be a non-empty string, got ""');
+    }
+    const query = new URLSearchParams({
+      hypervisor_hostname_pattern: hostname,
+    });
+    if (options.withServers === true) query.set("with_servers", "true");
+    try {
+      const body = await this.#get(
+        "nova.findHypervisorByHostname",
+        "/os-hypervisors/detail",
+        query,
+        hypervisorListSchema,
+        signal,
+      );
+      return body.hypervisors.find((h) => h.hypervisorHostname === hostname);
+    } catch (e) {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }
+  }
+
+  /** The nova-compute service of a host, or undefined. */
+  async findComputeService(
+    host: string,
+    signal?: AbortSignal,
+  ): Promise<ComputeService | undefined> {
+    if (host === "") {
+      throw new TypeError('host must be a non-empty string, got ""');
+    }
+    const body = await this.#get(
+      "nova.findComputeService",
+      "/os-services",
+      new URLSearchParams({ binary: "nova-compute", host }),
+      serviceListSchema,
+      signal,
+    );
+    return body.services.find((s) =>
+      s.host === host && s.binary === "nova-compute"
+    );
+  }
+
+  /**
+   * Enables or disables a compute service (`PUT /os-services/{id}`); a
+   * reason is only sent when disabling. Never retried.
+   */
+  async setComputeServiceStatus(
+    id: string,
+    enabled: boolean,
+    reason?: string,
+    signal?: AbortSignal,
+  ): Promise<ComputeService> {
+    if (enabled && reason !== undefined) {
+      throw new TypeError(
+        `reason is only allowed when disabling, got "${reason}" with enabled=true`,
+      );
+    }
+    const path = `/os-services/${encodeURIComponent(id)}`;
+    const res = await this.#call({
+      method: "PUT",
+      path,
+      body: enabled ? { status: "enabled" } : {
+        status: "disabled",
+        ...(reason === undefined ? {} : { disabled_reason: reason }),
+      },
+      idempotent: false,
+      action: "nova.setComputeServiceStatus",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    this.#session.logger.info(
+      {
+        action: "nova.setComputeServiceStatus",
+        serviceId: id,
+        enabled,
+        requestId: res.requestId,
+      },
+      "Nova accepted action",
+    );
+    return parseBody(serviceShowSchema, res, `PUT ${path}`).service;
+  }
+}

@@ -1,0 +1,371 @@
+import assert from "node:assert/strict";
+import { BASIC_SCENARIO, eventually, withSim } from "./_test_util.ts";
+import {
+  BadRequestError,
+  ConflictError,
+  InvalidResponseError,
+  NotFoundError,
+} from "./errors.ts";
+import { NovaClient } from "./nova.ts";
+import { ManualClock } from "../tests/harness/nova_sim/mod.ts";
+
+Deno.test("nova: listServersOnHost returns every server of the host with flavor and states", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova }) => {
+    const servers = await nova.listServersOnHost("node001");
+    assert.deepEqual(servers.map((s) => s.name).sort(), [
+      "vm-a",
+      "vm-b",
+      "vm-c",
+    ]);
+    const b = servers.find((s) => s.name === "vm-b");
+    assert.ok(b);
+    assert.equal(b.status, "ACTIVE");
+    assert.equal(b.host, "node001");
+    assert.equal(b.hypervisorHostname, "node001");
+    assert.equal(b.taskState, null);
+    assert.equal(b.vmState, "active");
+    assert.equal(b.powerState, 1);
+    assert.deepEqual(b.flavor, {
+      ramMb: 8192,
+      vcpus: 4,
+      originalName: "m1.ram8192",
+    });
+    const c = servers.find((s) => s.name === "vm-c");
+    assert.equal(c?.status, "SHUTOFF");
+    assert.equal(c?.powerState, 4);
+  });
+});
+
+Deno.test("nova: listServersOnHost follows servers_links over every page", async () => {
+  const scenario = {
+    ...BASIC_SCENARIO,
+    maxLimit: 2,
+    serverGroups: [{ host: "node002", count: 7, ramMb: [512, 1024] }],
+  };
+  await withSim(scenario, async ({ nova, sim }) => {
+    const servers = await nova.listServersOnHost("node002");
+    assert.equal(servers.length, 8);
+    assert.equal(new Set(servers.map((s) => s.id)).size, 8);
+    // 8 servers at 2 per page: 4 full pages and one empty page.
+    assert.equal(sim.counters().calls["GET /compute/v2.1/servers/detail"], 5);
+  });
+});
+
+Deno.test("nova: client page size is sent as limit and pages are joined", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const servers = await nova.listServersOnHost("node001");
+    assert.equal(servers.length, 3);
+    assert.equal(sim.counters().calls["GET /compute/v2.1/servers/detail"], 4);
+  }, { novaPageSize: 1 });
+});
+
+Deno.test("nova: every call sends the microversion and the simulator echoes it", async () => {
+  await withSim(BASIC_SCENARIO, async ({ sim, session }) => {
+    const token = await session.token();
+    const res = await fetch(`${sim.computeUrl}/servers/detail?all_tenants=1`, {
+      headers: {
+        "X-Auth-Token": token.value,
+        "OpenStack-API-Version": "compute 2.90",
+      },
+    });
+    await res.body?.cancel();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("openstack-api-version"), "compute 2.90");
+    assert.equal(res.headers.get("x-openstack-nova-api-version"), "2.90");
+    assert.match(res.headers.get("x-openstack-request-id") ?? "", /^req-/);
+    const tooNew = await fetch(`${sim.computeUrl}/servers/detail`, {
+      headers: {
+        "X-Auth-Token": token.value,
+        "OpenStack-API-Version": "compute 2.999",
+      },
+    });
+    assert.equal(tooNew.status, 406);
+    const body = await tooNew.json();
+    assert.match(
+      body.computeFault.message,
+      /Version 2.999 is not supported by the API/,
+    );
+  });
+});
+
+Deno.test("nova: unsupported microversion gives a typed error naming the version", async () => {
+  await withSim(BASIC_SCENARIO, async ({ session }) => {
+    const nova = new NovaClient(session, { microversion: "2.200" });
+    await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
+      assert.ok(e instanceof InvalidResponseError);
+      assert.equal(e.status, 406);
+      assert.match(e.message, /Version 2.200 is not supported/);
+      assert.match(e.requestId ?? "", /^req-/);
+      return true;
+    });
+  });
+});
+
+Deno.test("nova: getServer and NotFound with Nova's message and request id", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+    const s = await nova.getServer(id);
+    assert.equal(s.name, "vm-a");
+    const missing = "00000000-0000-4000-8000-000000000000";
+    await assert.rejects(nova.getServer(missing), (e: unknown) => {
+      assert.ok(e instanceof NotFoundError);
+      assert.equal(e.status, 404);
+      assert.equal(e.message, `Instance ${missing} could not be found.`);
+      assert.match(e.requestId ?? "", /^req-/);
+      return true;
+    });
+  });
+});
+
+Deno.test("nova: liveMigrate is accepted, goes through the live statuses and moves the VM", async () => {
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim, logger }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+    const r = await nova.liveMigrate(id);
+    assert.match(r.requestId ?? "", /^req-/);
+    assert.ok(
+      logger.lines.some((l) =>
+        l.msg === "Nova accepted action" && l.obj["requestId"] === r.requestId
+      ),
+    );
+    const during = await nova.getServer(id);
+    assert.equal(during.status, "MIGRATING");
+    assert.equal(during.taskState, "migrating");
+    // A second request while it migrates is refused with 409.
+    await assert.rejects(nova.liveMigrate(id), (e: unknown) => {
+      assert.ok(e instanceof ConflictError);
+      assert.match(
+        e.message,
+        /Cannot 'os-migrateLive' instance .* while it is in task_state migrating/,
+      );
+      return true;
+    });
+    clock.advance(3_600_000);
+    const seen = new Set<string>();
+    await eventually(async () => {
+      const ms = await nova.listMigrations({ instanceUuid: id });
+      for (const m of ms) seen.add(m.status);
+      return ms[0]?.status === "completed";
+    });
+    const [m] = await nova.listMigrations({
+      instanceUuid: id,
+      type: "live-migration",
+    });
+    assert.ok(m);
+    assert.equal(m.sourceCompute, "node001");
+    assert.equal(m.destCompute, "node002");
+    assert.equal(m.instanceUuid, id);
+    assert.equal(m.migrationType, "live-migration");
+    assert.match(m.uuid, /^[0-9a-f-]{36}$/);
+    const after = await nova.getServer(id);
+    assert.equal(after.host, "node002");
+    assert.equal(after.status, "ACTIVE");
+    assert.equal(sim.counters().migrationsAccepted[id], 1);
+    assert.equal(sim.counters().migrationRequests[id], 2);
+  }, { clock });
+});
+
+Deno.test("nova: listServerMigrations shows progress and abortLiveMigration cancels", async () => {
+  await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    sim.injectMigrationFault(id, "stuck");
+    await nova.liveMigrate(id);
+    let running: Awaited<ReturnType<typeof nova.listServerMigrations>> = [];
+    await eventually(async () => {
+      running = await nova.listServerMigrations(id);
+      return running[0]?.status === "running";
+    });
+    const m = running[0];
+    assert.ok(m);
+    assert.equal(m.serverUuid, id);
+    assert.equal(m.memoryTotalBytes, 8192 * 1024 * 1024);
+    assert.ok((m.memoryProcessedBytes ?? -1) >= 0);
+    await nova.abortLiveMigration(id, m.id);
+    assert.deepEqual(await nova.listServerMigrations(id), []);
+    const [rec] = await nova.listMigrations({ instanceUuid: id });
+    assert.equal(rec?.status, "cancelled");
+    const s = await nova.getServer(id);
+    assert.equal(s.status, "ACTIVE");
+    assert.equal(s.host, "node001");
+    await assert.rejects(nova.abortLiveMigration(id, m.id), ConflictError);
+  });
+});
+
+Deno.test("nova: coldMigrate ends in VERIFY_RESIZE until confirmResize", async () => {
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-c")?.id ?? "";
+    await nova.coldMigrate(id);
+    assert.equal((await nova.getServer(id)).status, "RESIZE");
+    await assert.rejects(nova.confirmResize(id), ConflictError);
+    clock.advance(3_600_000);
+    await eventually(async () =>
+      (await nova.getServer(id)).status === "VERIFY_RESIZE"
+    );
+    const s = await nova.getServer(id);
+    assert.equal(s.host, "node002");
+    const [m] = await nova.listMigrations({
+      instanceUuid: id,
+      type: "migration",
+    });
+    assert.equal(m?.status, "finished");
+    await nova.confirmResize(id);
+    const after = await nova.getServer(id);
+    assert.equal(after.status, "SHUTOFF");
+    const [confirmed] = await nova.listMigrations({ instanceUuid: id });
+    assert.equal(confirmed?.status, "confirmed");
+  }, { clock });
+});
+
+Deno.test("nova: coldMigrate with no valid host is a BadRequest", async () => {
+  const scenario = {
+    hosts: [{ name: "a" }, { name: "b", ramMb: 1024 }],
+    servers: [{
+      name: "big",
+      host: "a",
+      ramMb: 4096,
+      status: "SHUTOFF" as const,
+    }],
+  };
+  await withSim(scenario, async ({ nova, sim }) => {
+    const id = sim.state().servers[0]?.id ?? "";
+    await assert.rejects(nova.coldMigrate(id), (e: unknown) => {
+      assert.ok(e instanceof BadRequestError);
+      assert.match(e.message, /No valid host was found/);
+      return true;
+    });
+    assert.equal(sim.counters().migrationsAccepted[id], undefined);
+  });
+});
+
+Deno.test("nova: listMigrations filters by host, type and changes-since", async () => {
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const st = sim.state();
+    const a = st.servers.find((s) => s.name === "vm-a")?.id ?? "";
+    const d = st.servers.find((s) => s.name === "vm-d")?.id ?? "";
+    await nova.liveMigrate(a);
+    await nova.liveMigrate(d);
+    // Not scheduled yet: only the source matches.
+    const before = await nova.listMigrations({ host: "node001" });
+    assert.deepEqual(before.map((m) => m.instanceUuid), [a]);
+    clock.advance(1_000);
+    // Scheduled: vm-d goes to node001, and `host` matches source or dest.
+    const onNode001 = await nova.listMigrations({ host: "node001" });
+    assert.deepEqual(onNode001.map((m) => m.instanceUuid), [d, a]);
+    assert.equal(onNode001[0]?.destCompute, "node001");
+    const live = await nova.listMigrations({ type: "live-migration" });
+    assert.equal(live.length, 2);
+    assert.deepEqual(await nova.listMigrations({ type: "migration" }), []);
+    const future = new Date(sim.state().now + 3_600_000);
+    assert.deepEqual(await nova.listMigrations({ changesSince: future }), []);
+    const past = new Date(sim.state().now - 3_600_000);
+    assert.equal((await nova.listMigrations({ changesSince: past })).length, 2);
+  }, { clock });
+});
+
+Deno.test("nova: listMigrations follows migrations_links", async () => {
+  await withSim({ ...BASIC_SCENARIO, maxLimit: 1 }, async ({ nova, sim }) => {
+    for (const s of sim.state().servers.filter((x) => x.status === "ACTIVE")) {
+      await nova.liveMigrate(s.id);
+    }
+    const all = await nova.listMigrations({});
+    assert.equal(all.length, 3);
+    assert.equal(new Set(all.map((m) => m.uuid)).size, 3);
+  });
+});
+
+Deno.test("nova: findHypervisorByHostname matches exactly, with servers", async () => {
+  const scenario = {
+    hosts: [{ name: "node1" }, { name: "node10" }],
+    servers: [{ name: "x", host: "node1" }],
+  };
+  await withSim(scenario, async ({ nova, sim }) => {
+    const h = await nova.findHypervisorByHostname("node1", {
+      withServers: true,
+    });
+    assert.ok(h);
+    assert.equal(h.hypervisorHostname, "node1");
+    assert.equal(h.id, sim.state().hosts[0]?.hypervisorId);
+    assert.equal(h.serviceHost, "node1");
+    assert.equal(h.servers?.length, 1);
+    const h10 = await nova.findHypervisorByHostname("node10", {
+      withServers: true,
+    });
+    assert.deepEqual(h10?.servers, []);
+    assert.equal(await nova.findHypervisorByHostname("nodeX"), undefined);
+  });
+});
+
+Deno.test("nova: findComputeService and setComputeServiceStatus with a reason", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const svc = await nova.findComputeService("node001");
+    assert.ok(svc);
+    assert.equal(svc.status, "enabled");
+    assert.equal(svc.disabledReason, null);
+    assert.equal(svc.id, sim.state().hosts[0]?.serviceId);
+    const off = await nova.setComputeServiceStatus(
+      svc.id,
+      false,
+      "evictor: kernel 6.12",
+    );
+    assert.equal(off.status, "disabled");
+    assert.equal(off.disabledReason, "evictor: kernel 6.12");
+    const on = await nova.setComputeServiceStatus(svc.id, true);
+    assert.equal(on.status, "enabled");
+    assert.equal(on.disabledReason, null);
+    assert.equal(await nova.findComputeService("nope"), undefined);
+    await assert.rejects(
+      nova.setComputeServiceStatus(
+        "00000000-0000-4000-8000-000000000000",
+        false,
+      ),
+      NotFoundError,
+    );
+    await assert.rejects(
+      nova.setComputeServiceStatus(svc.id, true, "x"),
+      TypeError,
+    );
+  });
+});
+
+Deno.test("nova: a response of the wrong shape is an InvalidResponseError naming the field", async () => {
+  await withSim(BASIC_SCENARIO, async ({ session, sim }) => {
+    const nova = new NovaClient(session, { microversion: "2.40" });
+    // Before 2.47 the flavor is not embedded: the zod boundary refuses it.
+    await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
+      assert.ok(e instanceof InvalidResponseError);
+      assert.match(e.message, /servers\.0\.flavor\.ram/);
+      return true;
+    });
+    void sim;
+  });
+});
+
+Deno.test("nova/placement: the client sends the microversion headers and the token on every call", async () => {
+  const seen: { url: string; headers: Headers }[] = [];
+  const spy: typeof fetch = (input, init) => {
+    seen.push({ url: String(input), headers: new Headers(init?.headers) });
+    return fetch(input, init);
+  };
+  await withSim(BASIC_SCENARIO, async ({ nova, placement, sim }) => {
+    await nova.listServersOnHost("node001");
+    await nova.findComputeService("node001");
+    const rp = sim.state().hosts[0]?.hypervisorId ?? "";
+    await placement.getTraits(rp);
+    const compute = seen.filter((s) => s.url.includes("/compute/"));
+    assert.equal(compute.length, 2);
+    for (const c of compute) {
+      assert.equal(c.headers.get("openstack-api-version"), "compute 2.90");
+      assert.equal(c.headers.get("x-openstack-nova-api-version"), "2.90");
+      assert.ok(c.headers.get("x-auth-token"));
+      assert.equal(c.headers.get("accept"), "application/json");
+    }
+    const detail = compute[0]?.url ?? "";
+    assert.match(detail, /\/servers\/detail\?all_tenants=1&host=node001$/);
+    const pl = seen.filter((s) => s.url.includes("/placement/"));
+    assert.equal(pl[0]?.headers.get("openstack-api-version"), "placement 1.39");
+    const auth = seen.find((s) => s.url.endsWith("/auth/tokens"));
+    assert.equal(auth?.headers.get("x-auth-token"), null);
+  }, { transport: { fetch: spy } });
+});

@@ -1,0 +1,603 @@
+/**
+ * The Nova API of the simulator: servers, server actions, migrations,
+ * hypervisors and services, with Nova's paths, microversion rules, status
+ * codes and messages.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { json } from "./http_util.ts";
+import { type RequestContext, type Route, route } from "./route.ts";
+import {
+  LIVE_IN_PROGRESS,
+  NovaFault,
+  novaTime,
+  serverStatus,
+  serverTime,
+  type SimHost,
+  type SimMigration,
+  type SimServer,
+  type World,
+} from "./world.ts";
+
+function serverView(
+  ctx: RequestContext,
+  s: SimServer,
+): Record<string, unknown> {
+  const w = ctx.world;
+  const host = s.host === null ? undefined : w.hosts.get(s.host);
+  const mv = ctx.mv;
+  const view: Record<string, unknown> = {
+    id: s.id,
+    name: s.name,
+    status: serverStatus(s.vmState, s.taskState),
+    tenant_id: s.projectId,
+    user_id: s.userId,
+    created: serverTime(s.created),
+    updated: serverTime(s.updated),
+    hostId: s.host === null ? "" : `h${s.host}`,
+    image: "",
+    addresses: {},
+    metadata: {},
+    key_name: null,
+    accessIPv4: "",
+    accessIPv6: "",
+    progress: 0,
+    config_drive: "",
+    "OS-DCF:diskConfig": "MANUAL",
+    "OS-EXT-AZ:availability_zone": host?.zone ?? "",
+    "OS-EXT-SRV-ATTR:host": s.host,
+    "OS-EXT-SRV-ATTR:hypervisor_hostname": s.host,
+    "OS-EXT-SRV-ATTR:instance_name": `instance-${s.id.slice(0, 8)}`,
+    "OS-EXT-STS:task_state": s.taskState,
+    "OS-EXT-STS:vm_state": s.vmState,
+    "OS-EXT-STS:power_state": s.powerState,
+    "OS-SRV-USG:launched_at": novaTime(s.created),
+    "OS-SRV-USG:terminated_at": null,
+    "os-extended-volumes:volumes_attached": [],
+    security_groups: [{ name: "default" }],
+    links: [{ rel: "self", href: `${ctx.serviceBase}/servers/${s.id}` }],
+    flavor: mv >= 47
+      ? {
+        vcpus: s.flavor.vcpus,
+        ram: s.flavor.ramMb,
+        disk: s.flavor.disk,
+        ephemeral: 0,
+        swap: 0,
+        original_name: s.flavor.name,
+        extra_specs: {},
+      }
+      : { id: s.flavor.name, links: [] },
+  };
+  if (mv >= 9) view["locked"] = s.locked;
+  if (mv >= 16) view["host_status"] = host?.state === "up" ? "UP" : "DOWN";
+  if (mv >= 19) view["description"] = null;
+  if (mv >= 26) view["tags"] = [];
+  if (mv >= 63) view["trusted_image_certificates"] = null;
+  if (mv >= 71) view["server_groups"] = [];
+  if (mv >= 73) view["locked_reason"] = null;
+  if (mv >= 90) view["OS-EXT-SRV-ATTR:hostname"] = s.name;
+  if (s.vmState === "error" && s.fault !== null) {
+    view["fault"] = {
+      code: s.fault.code,
+      created: serverTime(s.fault.created),
+      message: s.fault.message,
+    };
+  }
+  return view;
+}
+
+function parseLimit(ctx: RequestContext): number {
+  const raw = ctx.url.searchParams.get("limit");
+  const max = ctx.world.scenario.maxLimit;
+  if (raw === null) return max;
+  if (!/^\d+$/.test(raw)) {
+    throw new NovaFault(
+      400,
+      `Invalid input for query parameters limit. Value: ${raw}. '${raw}' does not match '^[0-9]*$'`,
+    );
+  }
+  return Math.min(Number(raw), max);
+}
+
+function paginate<T>(
+  ctx: RequestContext,
+  items: T[],
+  keyOf: (t: T) => string,
+  resource: string,
+): { page: T[]; next: string | undefined } {
+  const limit = parseLimit(ctx);
+  const marker = ctx.url.searchParams.get("marker");
+  let start = 0;
+  if (marker !== null) {
+    const i = items.findIndex((t) => keyOf(t) === marker);
+    if (i === -1) {
+      throw new NovaFault(
+        400,
+        resource === "servers"
+          ? `marker [${marker}] not found`
+          : `Marker ${marker} could not be found.`,
+      );
+    }
+    start = i + 1;
+  }
+  const page = items.slice(start, start + limit);
+  let next: string | undefined;
+  const last = page.at(-1);
+  if (limit > 0 && page.length === limit && last !== undefined) {
+    const q = new URLSearchParams(ctx.url.searchParams);
+    q.set("limit", String(limit));
+    q.set("marker", keyOf(last));
+    next = `${ctx.serviceBase}${ctx.path}?${q}`;
+  }
+  return { page, next };
+}
+
+function parseTime(name: string, raw: string): number {
+  const withZone = /([zZ]|[+-]\d\d:?\d\d)$/.test(raw) ? raw : `${raw}Z`;
+  const t = Date.parse(withZone);
+  if (Number.isNaN(t) || !/^\d{4}-\d\d-\d\dT/.test(raw)) {
+    throw new NovaFault(
+      400,
+      `Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a 'date-time'`,
+    );
+  }
+  return t;
+}
+
+function listServers(ctx: RequestContext): Response {
+  const q = ctx.url.searchParams;
+  const allTenants = q.has("all_tenants") &&
+    !["0", "false", "False"].includes(q.get("all_tenants") ?? "");
+  const host = q.get("host");
+  const status = q.get("status");
+  const items = ctx.world.listServers()
+    .filter((s) => allTenants || s.projectId === ctx.projectId)
+    .filter((s) => host === null || s.host === host)
+    .filter((s) =>
+      status === null ||
+      serverStatus(s.vmState, s.taskState) === status.toUpperCase()
+    )
+    .sort((a, b) => b.created - a.created || (a.id < b.id ? 1 : -1));
+  const { page, next } = paginate(ctx, items, (s) => s.id, "servers");
+  const body: Record<string, unknown> = {
+    servers: page.map((s) => serverView(ctx, s)),
+  };
+  if (next !== undefined) body["servers_links"] = [{ rel: "next", href: next }];
+  return json(200, body);
+}
+
+function getServer(ctx: RequestContext): Response {
+  const id = ctx.params["id"] ?? "";
+  const s = ctx.world.findServerByRef(id);
+  if (s === undefined || s.id !== id) {
+    throw new NovaFault(404, `Instance ${id} could not be found.`);
+  }
+  return json(200, { server: serverView(ctx, s) });
+}
+
+const actionSchema = z.union([
+  z.object({
+    "os-migrateLive": z.object({
+      host: z.string().nullable(),
+      block_migration: z.union([z.boolean(), z.literal("auto")]),
+      force: z.boolean().optional(),
+    }).strict(),
+  }).strict(),
+  z.object({
+    migrate: z.object({ host: z.string() }).strict().nullable(),
+  }).strict(),
+  z.object({ confirmResize: z.null() }).strict(),
+]);
+
+async function serverAction(ctx: RequestContext): Promise<Response> {
+  const id = ctx.params["id"] ?? "";
+  const body = await ctx.body();
+  const parsed = actionSchema.safeParse(body);
+  if (!parsed.success) {
+    const key = typeof body === "object" && body !== null
+      ? Object.keys(body)[0]
+      : undefined;
+    if (
+      key !== undefined &&
+      !["os-migrateLive", "migrate", "confirmResize"].includes(key)
+    ) {
+      throw new NovaFault(400, `There is no such action: ${key}`);
+    }
+    const issue = parsed.error.issues[0];
+    throw new NovaFault(
+      400,
+      `Invalid input for field/attribute ${
+        issue?.path.map(String).join(".") ?? key
+      }. Value: ${JSON.stringify(body)}. ${issue?.message ?? ""}`,
+    );
+  }
+  const a = parsed.data;
+  if ("os-migrateLive" in a) {
+    if (ctx.mv >= 68 && a["os-migrateLive"].force !== undefined) {
+      throw new NovaFault(
+        400,
+        "Invalid input for field/attribute os-migrateLive. Additional properties are not allowed ('force' was unexpected)",
+      );
+    }
+    ctx.counters.migrationRequest(id);
+    ctx.world.liveMigrate(id, a["os-migrateLive"].host);
+    return json(202, undefined);
+  }
+  if ("migrate" in a) {
+    ctx.counters.migrationRequest(id);
+    ctx.world.coldMigrate(id, a.migrate?.host ?? null);
+    return json(202, undefined);
+  }
+  ctx.world.confirmResize(id);
+  return json(204, undefined);
+}
+
+function migrationView(
+  ctx: RequestContext,
+  m: SimMigration,
+): Record<string, unknown> {
+  const w = ctx.world;
+  const s = w.servers.get(m.serverId);
+  const v: Record<string, unknown> = {
+    id: m.id,
+    created_at: novaTime(m.createdAt),
+    updated_at: novaTime(m.updatedAt),
+    dest_compute: m.dest,
+    dest_host: m.dest === null ? null : (w.hosts.get(m.dest)?.hostIp ?? null),
+    dest_node: m.dest,
+    instance_uuid: m.serverId,
+    new_instance_type_id: 1,
+    old_instance_type_id: 1,
+    source_compute: m.source,
+    source_node: m.source,
+    status: m.status,
+    migration_type: m.type,
+  };
+  if (ctx.mv >= 59) v["uuid"] = m.uuid;
+  if (ctx.mv >= 80) {
+    v["user_id"] = m.userId;
+    v["project_id"] = m.projectId;
+  }
+  if (
+    m.type === "live-migration" && LIVE_IN_PROGRESS.includes(m.status) &&
+    s !== undefined
+  ) {
+    v["links"] = [{
+      rel: "self",
+      href: `${ctx.serviceBase}/servers/${m.serverId}/migrations/${m.id}`,
+    }];
+  }
+  return v;
+}
+
+function listMigrations(ctx: RequestContext): Response {
+  ctx.world.advance();
+  const q = ctx.url.searchParams;
+  const host = q.get("host");
+  const instance = q.get("instance_uuid");
+  const type = q.get("migration_type");
+  const status = q.get("status");
+  const source = q.get("source_compute");
+  const sinceRaw = q.get("changes-since");
+  const beforeRaw = q.get("changes-before");
+  const since = sinceRaw === null
+    ? undefined
+    : parseTime("changes-since", sinceRaw);
+  const before = beforeRaw === null
+    ? undefined
+    : parseTime("changes-before", beforeRaw);
+  if (since !== undefined && before !== undefined && before < since) {
+    throw new NovaFault(
+      400,
+      "The value of changes-since must be less than or equal to changes-before.",
+    );
+  }
+  const items = ctx.world.migrations
+    .filter((m) => host === null || m.source === host || m.dest === host)
+    .filter((m) => instance === null || m.serverId === instance)
+    .filter((m) => type === null || m.type === type)
+    .filter((m) => status === null || m.status === status)
+    .filter((m) => source === null || m.source === source)
+    .filter((m) => since === undefined || m.updatedAt >= since)
+    .filter((m) => before === undefined || m.updatedAt <= before)
+    .sort((a, b) => b.createdAt - a.createdAt || b.id - a.id);
+  if (ctx.mv < 59) {
+    return json(200, { migrations: items.map((m) => migrationView(ctx, m)) });
+  }
+  const { page, next } = paginate(ctx, items, (m) => m.uuid, "migrations");
+  const body: Record<string, unknown> = {
+    migrations: page.map((m) => migrationView(ctx, m)),
+  };
+  if (next !== undefined) {
+    body["migrations_links"] = [{ rel: "next", href: next }];
+  }
+  return json(200, body);
+}
+
+function serverMigrationView(
+  ctx: RequestContext,
+  m: SimMigration,
+): Record<string, unknown> {
+  const w = ctx.world;
+  const mem = w.memoryProgress(m, w.now());
+  const v: Record<string, unknown> = {
+    id: m.id,
+    uuid: m.uuid,
+    server_uuid: m.serverId,
+    status: m.status,
+    source_compute: m.source,
+    source_node: m.source,
+    dest_compute: m.dest,
+    dest_node: m.dest,
+    dest_host: m.dest === null ? null : (w.hosts.get(m.dest)?.hostIp ?? null),
+    created_at: novaTime(m.createdAt),
+    updated_at: novaTime(m.updatedAt),
+    memory_total_bytes: m.memoryTotalBytes,
+    memory_processed_bytes: mem.processed,
+    memory_remaining_bytes: mem.remaining,
+    disk_total_bytes: 0,
+    disk_processed_bytes: 0,
+    disk_remaining_bytes: 0,
+  };
+  if (ctx.mv < 59) delete v["uuid"];
+  if (ctx.mv >= 80) {
+    v["user_id"] = m.userId;
+    v["project_id"] = m.projectId;
+  }
+  return v;
+}
+
+function inProgressLive(w: World, serverId: string): SimMigration[] {
+  return w.migrations.filter((m) =>
+    m.serverId === serverId && m.type === "live-migration" &&
+    LIVE_IN_PROGRESS.includes(m.status)
+  );
+}
+
+function requireServer(ctx: RequestContext): SimServer {
+  const id = ctx.params["id"] ?? "";
+  ctx.world.advance();
+  const s = ctx.world.findServerByRef(id);
+  if (s === undefined || s.id !== id) {
+    throw new NovaFault(404, `Instance ${id} could not be found.`);
+  }
+  return s;
+}
+
+function listServerMigrations(ctx: RequestContext): Response {
+  const s = requireServer(ctx);
+  return json(200, {
+    migrations: inProgressLive(ctx.world, s.id).map((m) =>
+      serverMigrationView(ctx, m)
+    ),
+  });
+}
+
+function getServerMigration(ctx: RequestContext): Response {
+  const s = requireServer(ctx);
+  const mid = Number(ctx.params["mid"]);
+  const m = inProgressLive(ctx.world, s.id).find((x) => x.id === mid);
+  if (m === undefined) {
+    throw new NovaFault(
+      404,
+      `In-progress live migration ${
+        ctx.params["mid"]
+      } is not found for server ${s.id}.`,
+    );
+  }
+  return json(200, { migration: serverMigrationView(ctx, m) });
+}
+
+function abortServerMigration(ctx: RequestContext): Response {
+  const s = requireServer(ctx);
+  const raw = ctx.params["mid"] ?? "";
+  if (!/^\d+$/.test(raw)) {
+    throw new NovaFault(
+      400,
+      `Invalid input for field/attribute migration_id. Value: ${raw}.`,
+    );
+  }
+  ctx.world.abortLiveMigration(s.id, Number(raw), ctx.mv);
+  return json(202, undefined);
+}
+
+function parseBool(name: string, raw: string | null): boolean {
+  if (raw === null) return false;
+  const v = raw.toLowerCase();
+  if (["true", "1", "yes", "on", "y", "t"].includes(v)) return true;
+  if (["false", "0", "no", "off", "n", "f"].includes(v)) return false;
+  throw new NovaFault(
+    400,
+    `Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a boolean`,
+  );
+}
+
+function hypervisorView(
+  ctx: RequestContext,
+  h: SimHost,
+  detail: boolean,
+  withServers: boolean,
+): Record<string, unknown> {
+  const v: Record<string, unknown> = {
+    id: ctx.mv >= 53 ? h.hypervisorId : h.hypervisorIntId,
+    hypervisor_hostname: h.name,
+    state: h.state,
+    status: h.enabled ? "enabled" : "disabled",
+  };
+  if (detail) {
+    v["hypervisor_type"] = "QEMU";
+    v["hypervisor_version"] = 8002000;
+    v["host_ip"] = h.hostIp;
+    v["service"] = {
+      host: h.name,
+      id: ctx.mv >= 53 ? h.serviceId : h.serviceIntId,
+      disabled_reason: h.disabledReason,
+    };
+    if (ctx.mv < 88) {
+      const u = ctx.world.usage(h.name);
+      Object.assign(v, {
+        vcpus: h.vcpus,
+        vcpus_used: u.vcpus,
+        memory_mb: h.ramMb,
+        memory_mb_used: u.ramMb,
+        free_ram_mb: h.ramMb - u.ramMb,
+        running_vms: ctx.world.listServers().filter((s) =>
+          s.host === h.name
+        ).length,
+        local_gb: 1000,
+        local_gb_used: 0,
+        free_disk_gb: 1000,
+        disk_available_least: 1000,
+        current_workload: 0,
+        cpu_info: "{}",
+      });
+    } else {
+      v["uptime"] =
+        " 10:00:00 up 42 days,  1 user,  load average: 0.10, 0.20, 0.30";
+    }
+  }
+  if (withServers) {
+    const servers = ctx.world.listServers().filter((s) => s.host === h.name)
+      .map((s) => ({ uuid: s.id, name: `instance-${s.id.slice(0, 8)}` }));
+    if (servers.length > 0 || ctx.mv >= 75) v["servers"] = servers;
+  }
+  return v;
+}
+
+function listHypervisors(detail: boolean) {
+  return (ctx: RequestContext): Response => {
+    const q = ctx.url.searchParams;
+    const pattern = q.get("hypervisor_hostname_pattern");
+    const withServers = parseBool("with_servers", q.get("with_servers"));
+    if (pattern !== null && (q.has("limit") || q.has("marker"))) {
+      throw new NovaFault(
+        400,
+        "Paging over hypervisors with the hypervisor_hostname_pattern query parameter is not supported.",
+      );
+    }
+    let hosts = [...ctx.world.hosts.values()];
+    if (pattern !== null) {
+      // Nova matches the pattern as a SQL LIKE '%pattern%'.
+      hosts = hosts.filter((h) => h.name.includes(pattern));
+      if (hosts.length === 0) {
+        throw new NovaFault(
+          404,
+          `No hypervisor matching '${pattern}' could be found.`,
+        );
+      }
+    }
+    return json(200, {
+      hypervisors: hosts.map((h) =>
+        hypervisorView(ctx, h, detail, withServers)
+      ),
+    });
+  };
+}
+
+function serviceView(ctx: RequestContext, h: SimHost): Record<string, unknown> {
+  const v: Record<string, unknown> = {
+    id: ctx.mv >= 53 ? h.serviceId : h.serviceIntId,
+    binary: "nova-compute",
+    host: h.name,
+    zone: h.zone,
+    status: h.enabled ? "enabled" : "disabled",
+    state: h.forcedDown ? "down" : h.state,
+    updated_at: novaTime(h.updatedAt),
+    disabled_reason: h.disabledReason,
+  };
+  if (ctx.mv >= 11) v["forced_down"] = h.forcedDown;
+  return v;
+}
+
+function listServices(ctx: RequestContext): Response {
+  const q = ctx.url.searchParams;
+  const binary = q.get("binary");
+  const host = q.get("host");
+  const hosts = [...ctx.world.hosts.values()]
+    .filter(() => binary === null || binary === "nova-compute")
+    .filter((h) => host === null || h.name === host);
+  return json(200, { services: hosts.map((h) => serviceView(ctx, h)) });
+}
+
+const serviceUpdateSchema = z.object({
+  status: z.enum(["enabled", "disabled"]).optional(),
+  disabled_reason: z.string().min(1).max(255).optional(),
+  forced_down: z.boolean().optional(),
+}).strict();
+
+async function updateService(ctx: RequestContext): Promise<Response> {
+  if (ctx.mv < 53) {
+    throw new NovaFault(404, "The resource could not be found.");
+  }
+  const id = ctx.params["id"] ?? "";
+  if (
+    !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)
+  ) {
+    throw new NovaFault(400, `Invalid uuid ${id}`);
+  }
+  const body = await ctx.body();
+  const parsed = serviceUpdateSchema.safeParse(body);
+  if (!parsed.success) {
+    throw new NovaFault(
+      400,
+      `Invalid input for field/attribute ${
+        parsed.error.issues[0]?.path.join(".") ?? "body"
+      }. Value: ${JSON.stringify(body)}.`,
+    );
+  }
+  const u = parsed.data;
+  if (u.status === undefined && u.forced_down === undefined) {
+    throw new NovaFault(
+      400,
+      "At least one of 'status' or 'forced_down' must be specified in the request body.",
+    );
+  }
+  if (u.disabled_reason !== undefined && u.status !== "disabled") {
+    throw new NovaFault(
+      400,
+      "Specifying 'disabled_reason' with status 'enabled' is invalid.",
+    );
+  }
+  const h = [...ctx.world.hosts.values()].find((x) => x.serviceId === id);
+  if (h === undefined) {
+    throw new NovaFault(404, `Service ${id} could not be found.`);
+  }
+  ctx.world.setService(h, u.status, u.disabled_reason, u.forced_down);
+  return json(200, { service: serviceView(ctx, h) });
+}
+
+function versionDoc(ctx: RequestContext): Response {
+  return json(200, {
+    version: {
+      id: "v2.1",
+      status: "CURRENT",
+      version: ctx.world.scenario.maxMicroversion,
+      min_version: "2.1",
+      updated: "2013-07-23T11:33:21Z",
+      links: [{ rel: "self", href: `${ctx.serviceBase}/` }],
+    },
+  });
+}
+
+/** The Nova routes (paths inside `/compute/v2.1`). */
+export const novaRoutes: Route[] = [
+  route("compute", "GET", "/", versionDoc),
+  route("compute", "GET", "/servers/detail", listServers),
+  route("compute", "GET", "/servers/{id}", getServer),
+  route("compute", "POST", "/servers/{id}/action", serverAction),
+  route("compute", "GET", "/servers/{id}/migrations", listServerMigrations),
+  route("compute", "GET", "/servers/{id}/migrations/{mid}", getServerMigration),
+  route(
+    "compute",
+    "DELETE",
+    "/servers/{id}/migrations/{mid}",
+    abortServerMigration,
+  ),
+  route("compute", "GET", "/os-migrations", listMigrations),
+  route("compute", "GET", "/os-hypervisors", listHypervisors(false)),
+  route("compute", "GET", "/os-hypervisors/detail", listHypervisors(true)),
+  route("compute", "GET", "/os-services", listServices),
+  route("compute", "PUT", "/os-services/{id}", updateService),
+];

@@ -1,0 +1,1033 @@
+/**
+ * The simulated cloud: hosts, servers and migration records, and the engine
+ * that moves migrations through Nova's real status sequences on the
+ * simulator's virtual clock. HTTP lives elsewhere; this file only knows the
+ * rules (which state allows which action, where the scheduler may send a
+ * server, how long a migration takes).
+ *
+ * @module
+ */
+
+import type { Prng } from "./prng.ts";
+import type { Scenario } from "./scenario.ts";
+import type { SimClock } from "./sim_clock.ts";
+
+/**
+ * An API-level refusal, answered with Nova's status code and message.
+ *
+ * @example
+ * ```ts
+ * import { NovaFault } from "./world.ts";
+ * const err = new NovaFault(409, "Cannot 'os-migrateLive' instance x while it is in task_state migrating");
+ * console.log(err.message);
+ * ```
+ */
+export class NovaFault extends Error {
+  /** HTTP status. */
+  readonly status: number;
+  /** Placement error code, e.g. `placement.concurrent_update`. */
+  readonly code: string | undefined;
+  /** Creates a fault. */
+  constructor(status: number, message: string, code?: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.name = "NovaFault";
+  }
+}
+
+/** A compute host with its hypervisor, service and resource provider. */
+export interface SimHost {
+  /** Service host and hypervisor hostname. */
+  name: string;
+  /** RAM capacity, MB. */
+  ramMb: number;
+  /** vCPU capacity. */
+  vcpus: number;
+  /** Placement traits of its resource provider. */
+  traits: string[];
+  /** Resource provider generation. */
+  rpGeneration: number;
+  /** Compute service enabled. */
+  enabled: boolean;
+  /** Reason when disabled. */
+  disabledReason: string | null;
+  /** Service up or down. */
+  state: "up" | "down";
+  /** Forced down by an operator. */
+  forcedDown: boolean;
+  /** Nova's max_concurrent_live_migrations on this host. */
+  maxConcurrentLiveMigrations: number;
+  /** Availability zone. */
+  zone: string;
+  /** Hypervisor (and resource provider) UUID. */
+  hypervisorId: string;
+  /** Hypervisor integer id (before 2.53). */
+  hypervisorIntId: number;
+  /** Service UUID. */
+  serviceId: string;
+  /** Service integer id (before 2.53). */
+  serviceIntId: number;
+  /** Host IP. */
+  hostIp: string;
+  /** Service update time (virtual ms). */
+  updatedAt: number;
+}
+
+/** Nova vm_state values the simulator uses. */
+export type VmState =
+  | "active"
+  | "stopped"
+  | "paused"
+  | "suspended"
+  | "rescued"
+  | "error"
+  | "resized";
+
+/** A server (VM). */
+export interface SimServer {
+  /** UUID. */
+  id: string;
+  /** Display name. */
+  name: string;
+  /** Project. */
+  projectId: string;
+  /** User. */
+  userId: string;
+  /** Flavor. */
+  flavor: { name: string; ramMb: number; vcpus: number; disk: number };
+  /** Current host, null when never scheduled. */
+  host: string | null;
+  /** vm_state. */
+  vmState: VmState;
+  /** vm_state before a cold migration (to restore on confirm). */
+  vmStateBeforeResize: VmState | null;
+  /** task_state. */
+  taskState: string | null;
+  /** power_state: 1 running, 3 paused, 4 shutdown, 7 suspended. */
+  powerState: number;
+  /** Set only when ERROR. */
+  fault: { code: number; message: string; created: number } | null;
+  /** Creation time (virtual ms). */
+  created: number;
+  /** Last update (virtual ms). */
+  updated: number;
+  /** Deleted servers answer 404. */
+  deleted: boolean;
+  /** Locked servers refuse actions. */
+  locked: boolean;
+}
+
+/** What will go wrong with a migration. */
+export type MigrationFaultKind = "none" | "fail" | "error" | "stuck" | "delete";
+
+/** A migration record. */
+export interface SimMigration {
+  /** Integer id. */
+  id: number;
+  /** UUID. */
+  uuid: string;
+  /** The server. */
+  serverId: string;
+  /** live-migration or migration (cold). */
+  type: "live-migration" | "migration";
+  /** Nova status. */
+  status: string;
+  /** Source host. */
+  source: string;
+  /** Destination host, once scheduled. */
+  dest: string | null;
+  /** Creation time (virtual ms). */
+  createdAt: number;
+  /** Last update (virtual ms). */
+  updatedAt: number;
+  /** When the current phase ends (virtual ms); undefined = waits. */
+  phaseEndsAt: number | undefined;
+  /** Length of the copy phase (virtual ms), RAM-proportional with jitter. */
+  copyMs: number;
+  /** When the copy phase started (virtual ms). */
+  copyStartedAt: number | undefined;
+  /** Injected fault. */
+  fault: MigrationFaultKind;
+  /** Guest RAM in bytes. */
+  memoryTotalBytes: number;
+  /** Project and user of the server. */
+  projectId: string;
+  /** User of the server. */
+  userId: string;
+}
+
+/** In-progress statuses of live migrations. */
+export const LIVE_IN_PROGRESS = [
+  "queued",
+  "preparing",
+  "running",
+  "post-migrating",
+];
+/** Statuses of a live migration that hold a concurrency slot on the source. */
+const LIVE_ACTIVE = ["preparing", "running", "post-migrating"];
+/** In-progress statuses of cold migrations (resources claimed on dest). */
+const COLD_IN_PROGRESS = ["pre-migrating", "migrating", "post-migrating"];
+
+/**
+ * Formats a time as Nova does (`2026-01-02T03:04:05.000000`, UTC, no zone).
+ *
+ * @example
+ * ```ts
+ * import { novaTime } from "./world.ts";
+ * console.log(novaTime(0)); // 1970-01-01T00:00:00.000000
+ * ```
+ */
+export function novaTime(ms: number): string {
+  return new Date(Math.floor(ms)).toISOString().replace(
+    /\.(\d{3})Z$/,
+    ".$1000",
+  );
+}
+
+/**
+ * Formats a time as the servers API does (`2026-01-02T03:04:05Z`).
+ *
+ * @example
+ * ```ts
+ * import { serverTime } from "./world.ts";
+ * console.log(serverTime(0)); // 1970-01-01T00:00:00Z
+ * ```
+ */
+export function serverTime(ms: number): string {
+  return new Date(Math.floor(ms)).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * Nova's status of a server from its vm_state and task_state.
+ *
+ * @example
+ * ```ts
+ * import { serverStatus } from "./world.ts";
+ * console.log(serverStatus("active", "migrating")); // MIGRATING
+ * ```
+ */
+export function serverStatus(
+  vmState: VmState,
+  taskState: string | null,
+): string {
+  if (vmState === "active" || vmState === "stopped") {
+    if (taskState === "migrating") return "MIGRATING";
+    if (taskState !== null && taskState.startsWith("resize_")) return "RESIZE";
+  }
+  switch (vmState) {
+    case "active":
+      return "ACTIVE";
+    case "stopped":
+      return "SHUTOFF";
+    case "paused":
+      return taskState === "migrating" ? "MIGRATING" : "PAUSED";
+    case "suspended":
+      return "SUSPENDED";
+    case "rescued":
+      return "RESCUE";
+    case "error":
+      return "ERROR";
+    case "resized":
+      return "VERIFY_RESIZE";
+  }
+}
+
+const VM_STATE_OF_STATUS: Record<string, [VmState, number]> = {
+  ACTIVE: ["active", 1],
+  SHUTOFF: ["stopped", 4],
+  PAUSED: ["paused", 3],
+  SUSPENDED: ["suspended", 7],
+  RESCUE: ["rescued", 1],
+  ERROR: ["error", 0],
+};
+
+/** Input of {@linkcode World.addServer}. */
+export interface NewServer {
+  /** Display name. */
+  name: string;
+  /** Host to place it on (any host, even a disabled one: admin-forced). */
+  host: string;
+  /** Flavor RAM. */
+  ramMb: number;
+  /** Flavor vCPUs. */
+  vcpus?: number;
+  /** Status (default ACTIVE). */
+  status?: "ACTIVE" | "SHUTOFF" | "PAUSED" | "SUSPENDED" | "RESCUE" | "ERROR";
+  /** UUID (default: drawn from the seed). */
+  id?: string;
+  /** Flavor name. */
+  flavorName?: string;
+  /** task_state. */
+  taskState?: string | null;
+  /** Project. */
+  projectId?: string;
+  /** Locked. */
+  locked?: boolean;
+}
+
+/**
+ * The simulated cloud.
+ *
+ * @example
+ * ```ts
+ * import { World } from "./world.ts";
+ * import { Prng } from "./prng.ts";
+ * import { ManualClock } from "./sim_clock.ts";
+ * import { parseScenario } from "./scenario.ts";
+ * const world = new World(parseScenario({ hosts: [{ name: "a" }, { name: "b" }],
+ *   servers: [{ name: "vm1", host: "a" }] }), new ManualClock(0), new Prng(1));
+ * console.log(world.listServers().length); // 1
+ * ```
+ */
+export class World {
+  /** Hosts by name. */
+  readonly hosts = new Map<string, SimHost>();
+  /** Servers by id (deleted ones kept, flagged). */
+  readonly servers = new Map<string, SimServer>();
+  /** Migration records in creation order. */
+  readonly migrations: SimMigration[] = [];
+  /** Traits Placement knows. */
+  readonly traits = new Set<string>();
+  /** Migrations Nova accepted, per server id. */
+  readonly acceptedMigrations = new Map<string, number>();
+  readonly #scenario: Scenario;
+  readonly #clock: SimClock;
+  readonly #prng: Prng;
+  readonly #pendingFaults = new Map<string, Map<MigrationFaultKind, number>>();
+  #nextMigrationId = 1;
+  #nextCreated: number;
+  readonly #events: { at: number; apply: (at: number) => void }[] = [];
+  #building = true;
+
+  /** Builds the cloud described by a scenario. */
+  constructor(scenario: Scenario, clock: SimClock, prng: Prng) {
+    this.#scenario = scenario;
+    this.#clock = clock;
+    this.#prng = prng;
+    const now = clock.now();
+    this.#nextCreated = now - 86_400_000;
+    scenario.hosts.forEach((h, i) => {
+      for (const t of h.traits) this.traits.add(t);
+      this.hosts.set(h.name, {
+        name: h.name,
+        ramMb: h.ramMb,
+        vcpus: h.vcpus,
+        traits: [...new Set(h.traits)].sort(),
+        rpGeneration: 1,
+        enabled: h.enabled,
+        disabledReason: h.enabled ? null : (h.disabledReason ?? null),
+        state: h.state,
+        forcedDown: false,
+        maxConcurrentLiveMigrations: h.maxConcurrentLiveMigrations,
+        zone: h.zone,
+        hypervisorId: prng.uuid(),
+        hypervisorIntId: i + 1,
+        serviceId: prng.uuid(),
+        serviceIntId: i + 10,
+        hostIp: `192.168.${Math.floor(i / 250)}.${(i % 250) + 1}`,
+        updatedAt: now,
+      });
+    });
+    for (
+      const t of [
+        "COMPUTE_STATUS_DISABLED",
+        "HW_CPU_X86_AVX2",
+        "COMPUTE_NET_VIF_MODEL_VIRTIO",
+      ]
+    ) {
+      this.traits.add(t);
+    }
+    for (const s of scenario.servers) {
+      this.addServer({
+        name: s.name,
+        host: s.host,
+        ramMb: s.ramMb,
+        vcpus: s.vcpus,
+        status: s.status,
+        taskState: s.taskState,
+        projectId: s.projectId,
+        locked: s.locked,
+        ...(s.id === undefined ? {} : { id: s.id }),
+        ...(s.flavorName === undefined ? {} : { flavorName: s.flavorName }),
+      });
+    }
+    for (const g of scenario.serverGroups) {
+      for (let i = 0; i < g.count; i++) {
+        const ramMb = g.ramMb[i % g.ramMb.length] ?? 2048;
+        this.addServer({
+          name: `${g.namePrefix}-${g.host}-${i + 1}`,
+          host: g.host,
+          ramMb,
+          vcpus: g.vcpus,
+          status: g.status,
+        });
+      }
+    }
+    for (const ev of scenario.events) {
+      const at = now + ev.atSeconds * 1000;
+      if ("addServer" in ev) {
+        const a = ev.addServer;
+        this.#events.push({
+          at,
+          apply: () => {
+            this.addServer({
+              name: a.name,
+              host: a.host,
+              ramMb: a.ramMb,
+              vcpus: a.vcpus,
+              status: a.status,
+            });
+          },
+        });
+      } else if ("deleteServer" in ev) {
+        const ref = ev.deleteServer;
+        this.#events.push({
+          at,
+          apply: () => {
+            const srv = this.findServerByRef(ref);
+            if (srv !== undefined) this.deleteServer(srv.id);
+          },
+        });
+      } else {
+        const ref = ev.errorServer;
+        const message = ev.message;
+        this.#events.push({
+          at,
+          apply: () => {
+            const srv = this.findServerByRef(ref);
+            if (srv !== undefined) this.setServerError(srv.id, message);
+          },
+        });
+      }
+    }
+    this.#events.sort((a, b) => a.at - b.at);
+    this.#building = false;
+    const f = scenario.faults;
+    const add = (
+      list: (string | { server: string; times: number })[],
+      kind: MigrationFaultKind,
+    ) => {
+      for (const item of list) {
+        const ref = typeof item === "string" ? item : item.server;
+        const times = typeof item === "string" ? 1 : item.times;
+        const server = this.findServerByRef(ref);
+        if (server !== undefined) {
+          this.injectMigrationFault(server.id, kind, times);
+        }
+      }
+    };
+    add(f.liveMigrationFailure, "fail");
+    add(f.errorOnMigration, "error");
+    add(f.stuckMigration, "stuck");
+    add(f.deleteDuringMigration, "delete");
+  }
+
+  #eventTime: number | undefined;
+
+  /** Current virtual time (while a scheduled event runs: its time). */
+  now(): number {
+    return this.#eventTime ?? this.#clock.now();
+  }
+
+  /** The scenario this world was built from. */
+  get scenario(): Scenario {
+    return this.#scenario;
+  }
+
+  /** A server by id or name (not deleted). */
+  findServerByRef(ref: string): SimServer | undefined {
+    const byId = this.servers.get(ref);
+    if (byId !== undefined && !byId.deleted) return byId;
+    for (const s of this.servers.values()) {
+      if (s.name === ref && !s.deleted) return s;
+    }
+    return undefined;
+  }
+
+  /** Makes the next `times` migrations of a server go wrong in a given way. */
+  injectMigrationFault(
+    serverId: string,
+    kind: MigrationFaultKind,
+    times = 1,
+  ): void {
+    let m = this.#pendingFaults.get(serverId);
+    if (m === undefined) {
+      m = new Map();
+      this.#pendingFaults.set(serverId, m);
+    }
+    m.set(kind, (m.get(kind) ?? 0) + times);
+  }
+
+  #takeFault(serverId: string, type: SimMigration["type"]): MigrationFaultKind {
+    const m = this.#pendingFaults.get(serverId);
+    const order: MigrationFaultKind[] = type === "live-migration"
+      ? ["delete", "error", "stuck", "fail"]
+      : ["delete", "error", "stuck"];
+    for (const kind of order) {
+      const n = m?.get(kind) ?? 0;
+      if (n > 0) {
+        m?.set(kind, n - 1);
+        return kind;
+      }
+    }
+    if (
+      type === "live-migration" &&
+      this.#scenario.faults.liveMigrationFailureRate > 0 &&
+      this.#prng.next() < this.#scenario.faults.liveMigrationFailureRate
+    ) return "fail";
+    return "none";
+  }
+
+  /** Adds a server on any host (even a disabled one: admin-forced placement). */
+  addServer(input: NewServer): SimServer {
+    if (!this.hosts.has(input.host)) {
+      throw new RangeError(`host "${input.host}" is not in the scenario`);
+    }
+    const [vmState, powerState] =
+      VM_STATE_OF_STATUS[input.status ?? "ACTIVE"] ?? ["active", 1];
+    const id = input.id ?? this.#prng.uuid();
+    if (this.servers.has(id)) {
+      throw new RangeError(`server id "${id}" already exists`);
+    }
+    const created = this.#building ? this.#nextCreated : this.now();
+    this.#nextCreated += 1000;
+    const server: SimServer = {
+      id,
+      name: input.name,
+      projectId: input.projectId ?? "demo-project",
+      userId: "demo-user",
+      flavor: {
+        name: input.flavorName ?? `m1.ram${input.ramMb}`,
+        ramMb: input.ramMb,
+        vcpus: input.vcpus ?? 1,
+        disk: 20,
+      },
+      host: input.host,
+      vmState,
+      vmStateBeforeResize: null,
+      taskState: input.taskState ?? null,
+      powerState,
+      fault: vmState === "error"
+        ? { code: 500, message: "Simulated failure at creation", created }
+        : null,
+      created,
+      updated: created,
+      deleted: false,
+      locked: input.locked ?? false,
+    };
+    this.servers.set(id, server);
+    return server;
+  }
+
+  /** Deletes a server now; its in-progress migration ends in error. */
+  deleteServer(id: string): void {
+    const s = this.servers.get(id);
+    if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
+    const now = this.now();
+    s.deleted = true;
+    s.taskState = null;
+    s.updated = now;
+    for (const m of this.migrations) {
+      if (m.serverId === id && this.#inProgress(m)) {
+        this.#setStatus(m, "error", now);
+        m.phaseEndsAt = undefined;
+        this.#startQueued(m.source, now);
+      }
+    }
+  }
+
+  /** Puts a server into ERROR with a fault. */
+  setServerError(id: string, message: string): void {
+    const s = this.servers.get(id);
+    if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
+    const now = this.now();
+    s.vmState = "error";
+    s.taskState = null;
+    s.fault = { code: 500, message, created: now };
+    s.updated = now;
+  }
+
+  /** Non-deleted servers. */
+  listServers(): SimServer[] {
+    return [...this.servers.values()].filter((s) => !s.deleted);
+  }
+
+  #inProgress(m: SimMigration): boolean {
+    return m.type === "live-migration"
+      ? m.status === "accepted" || LIVE_IN_PROGRESS.includes(m.status)
+      : COLD_IN_PROGRESS.includes(m.status);
+  }
+
+  /** RAM and vCPUs used on every host, counting scheduler claims. */
+  usageByHost(): Map<string, { ramMb: number; vcpus: number }> {
+    const out = new Map<string, { ramMb: number; vcpus: number }>();
+    for (const h of this.hosts.keys()) out.set(h, { ramMb: 0, vcpus: 0 });
+    const add = (host: string | null, s: SimServer) => {
+      const u = host === null ? undefined : out.get(host);
+      if (u === undefined) return;
+      u.ramMb += s.flavor.ramMb;
+      u.vcpus += s.flavor.vcpus;
+    };
+    for (const s of this.servers.values()) {
+      if (!s.deleted) add(s.host, s);
+    }
+    for (const m of this.migrations) {
+      const s = this.servers.get(m.serverId);
+      if (s === undefined || s.deleted) continue;
+      if (this.#inProgress(m) && m.status !== "accepted") add(m.dest, s);
+      if (m.type === "migration" && m.status === "finished") add(m.source, s);
+    }
+    return out;
+  }
+
+  /** RAM and vCPUs used on a host, counting scheduler claims. */
+  usage(host: string): { ramMb: number; vcpus: number } {
+    return this.usageByHost().get(host) ?? { ramMb: 0, vcpus: 0 };
+  }
+
+  /** The host the scheduler picks for a server, or undefined (NoValidHost). */
+  schedule(server: SimServer, source: string): string | undefined {
+    const usage = this.usageByHost();
+    let best: { name: string; free: number } | undefined;
+    for (const h of this.hosts.values()) {
+      if (
+        h.name === source || !h.enabled || h.state !== "up" || h.forcedDown
+      ) continue;
+      const u = usage.get(h.name) ?? { ramMb: 0, vcpus: 0 };
+      const freeRam = h.ramMb - u.ramMb;
+      if (
+        freeRam < server.flavor.ramMb ||
+        h.vcpus - u.vcpus < server.flavor.vcpus
+      ) continue;
+      if (best === undefined || freeRam > best.free) {
+        best = { name: h.name, free: freeRam };
+      }
+    }
+    return best?.name;
+  }
+
+  #duration(ramMb: number, mbPerSecond: number): number {
+    const j = this.#scenario.timing.jitter;
+    const factor = 1 + j * (2 * this.#prng.next() - 1);
+    return Math.max(1, (ramMb / mbPerSecond) * 1000 * factor);
+  }
+
+  #server(id: string): SimServer {
+    const s = this.servers.get(id);
+    if (s === undefined || s.deleted) {
+      throw new NovaFault(404, `Instance ${id} could not be found.`);
+    }
+    return s;
+  }
+
+  #checkState(
+    s: SimServer,
+    action: string,
+    vmStates: VmState[],
+    taskStates: (string | null)[] = [null],
+  ): void {
+    if (s.locked) {
+      throw new NovaFault(409, `Instance ${s.id} is locked`);
+    }
+    if (!vmStates.includes(s.vmState)) {
+      throw new NovaFault(
+        409,
+        `Cannot '${action}' instance ${s.id} while it is in vm_state ${s.vmState}`,
+      );
+    }
+    if (!taskStates.includes(s.taskState)) {
+      throw new NovaFault(
+        409,
+        `Cannot '${action}' instance ${s.id} while it is in task_state ${s.taskState}`,
+      );
+    }
+  }
+
+  #newMigration(
+    s: SimServer,
+    type: SimMigration["type"],
+    status: string,
+    dest: string | null,
+    copyMs: number,
+    now: number,
+  ): SimMigration {
+    const m: SimMigration = {
+      id: this.#nextMigrationId++,
+      uuid: this.#prng.uuid(),
+      serverId: s.id,
+      type,
+      status,
+      source: s.host ?? "",
+      dest,
+      createdAt: now,
+      updatedAt: now,
+      phaseEndsAt: undefined,
+      copyMs,
+      copyStartedAt: undefined,
+      fault: this.#takeFault(s.id, type),
+      memoryTotalBytes: s.flavor.ramMb * 1024 * 1024,
+      projectId: s.projectId,
+      userId: s.userId,
+    };
+    this.migrations.push(m);
+    this.acceptedMigrations.set(
+      s.id,
+      (this.acceptedMigrations.get(s.id) ?? 0) + 1,
+    );
+    return m;
+  }
+
+  #setStatus(m: SimMigration, status: string, at: number): void {
+    m.status = status;
+    m.updatedAt = at;
+  }
+
+  /** `os-migrateLive`: accepted (202) or refused with a {@linkcode NovaFault}. */
+  liveMigrate(serverId: string, host: string | null): SimMigration {
+    this.advance();
+    const s = this.#server(serverId);
+    this.#checkState(s, "os-migrateLive", ["active", "paused"]);
+    if (host !== null && !this.hosts.has(host)) {
+      throw new NovaFault(400, `Compute host ${host} could not be found.`);
+    }
+    const now = this.now();
+    const m = this.#newMigration(
+      s,
+      "live-migration",
+      "accepted",
+      host,
+      this.#duration(s.flavor.ramMb, this.#scenario.timing.liveMbPerSecond),
+      now,
+    );
+    m.phaseEndsAt = now + this.#scenario.timing.scheduleSeconds * 1000;
+    s.taskState = "migrating";
+    s.updated = now;
+    return m;
+  }
+
+  /** `migrate`: accepted (202) or refused (409, or 400 for no valid host). */
+  coldMigrate(serverId: string, host: string | null): SimMigration {
+    this.advance();
+    const s = this.#server(serverId);
+    this.#checkState(s, "migrate", ["active", "stopped"]);
+    if (host !== null && !this.hosts.has(host)) {
+      throw new NovaFault(404, `Compute host ${host} could not be found.`);
+    }
+    const source = s.host ?? "";
+    const dest = host ?? this.schedule(s, source);
+    if (dest === undefined) {
+      throw new NovaFault(
+        400,
+        "No valid host was found. There are not enough hosts available.",
+      );
+    }
+    const now = this.now();
+    const m = this.#newMigration(
+      s,
+      "migration",
+      "pre-migrating",
+      dest,
+      this.#duration(s.flavor.ramMb, this.#scenario.timing.coldMbPerSecond),
+      now,
+    );
+    m.phaseEndsAt = now + this.#scenario.timing.prepareSeconds * 1000;
+    s.vmStateBeforeResize = s.vmState;
+    s.taskState = "resize_prep";
+    s.updated = now;
+    return m;
+  }
+
+  /** `confirmResize`: 204 or a {@linkcode NovaFault}. */
+  confirmResize(serverId: string): void {
+    this.advance();
+    const s = this.#server(serverId);
+    this.#checkState(s, "confirmResize", ["resized"]);
+    const m = [...this.migrations].reverse().find((x) =>
+      x.serverId === serverId && x.type === "migration" &&
+      x.status === "finished"
+    );
+    if (m === undefined) {
+      throw new NovaFault(400, "Instance has not been resized.");
+    }
+    const now = this.now();
+    this.#setStatus(m, "confirmed", now);
+    s.vmState = s.vmStateBeforeResize ?? "active";
+    s.vmStateBeforeResize = null;
+    s.updated = now;
+  }
+
+  /** Aborts a live migration (`DELETE /servers/{id}/migrations/{mid}`). */
+  abortLiveMigration(
+    serverId: string,
+    migrationId: number,
+    microversion: number,
+  ): void {
+    this.advance();
+    const s = this.#server(serverId);
+    const m = this.migrations.find((x) =>
+      x.id === migrationId && x.serverId === serverId
+    );
+    if (m === undefined) {
+      throw new NovaFault(
+        404,
+        `Instance ${serverId} is not migrating with migration ${migrationId}.`,
+      );
+    }
+    if (s.taskState !== "migrating") {
+      throw new NovaFault(
+        409,
+        `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
+      );
+    }
+    const abortable = microversion >= 65
+      ? ["running", "queued", "preparing"]
+      : ["running"];
+    if (m.type !== "live-migration" || !abortable.includes(m.status)) {
+      throw new NovaFault(
+        400,
+        `Migration ${migrationId} state of instance ${serverId} is ${m.status}. Cannot abort live migration while the migration is in this state.`,
+      );
+    }
+    const now = this.now();
+    const wasActive = LIVE_ACTIVE.includes(m.status);
+    this.#setStatus(m, "cancelled", now);
+    m.phaseEndsAt = undefined;
+    s.taskState = null;
+    s.updated = now;
+    if (wasActive) this.#startQueued(m.source, now);
+  }
+
+  /** Enables or disables a compute service. */
+  setService(
+    host: SimHost,
+    status: "enabled" | "disabled" | undefined,
+    reason: string | undefined,
+    forcedDown: boolean | undefined,
+  ): void {
+    const now = this.now();
+    if (status === "enabled") {
+      host.enabled = true;
+      host.disabledReason = null;
+    } else if (status === "disabled") {
+      host.enabled = false;
+      host.disabledReason = reason ?? null;
+    }
+    if (forcedDown !== undefined) host.forcedDown = forcedDown;
+    host.updatedAt = now;
+    // Nova reports a disabled service to Placement as a trait.
+    const traits = new Set(host.traits);
+    if (host.enabled) traits.delete("COMPUTE_STATUS_DISABLED");
+    else traits.add("COMPUTE_STATUS_DISABLED");
+    const next = [...traits].sort();
+    if (next.join(",") !== host.traits.join(",")) {
+      host.traits = next;
+      host.rpGeneration++;
+    }
+  }
+
+  /** Live migrations holding a slot on a host. */
+  activeLiveMigrations(host: string): number {
+    return this.migrations.filter((m) =>
+      m.type === "live-migration" && m.source === host &&
+      LIVE_ACTIVE.includes(m.status)
+    ).length;
+  }
+
+  #startQueued(source: string, at: number): void {
+    const h = this.hosts.get(source);
+    const limit = h?.maxConcurrentLiveMigrations ?? 1;
+    let active = this.activeLiveMigrations(source);
+    for (const m of this.migrations) {
+      if (active >= limit) return;
+      if (
+        m.type !== "live-migration" || m.source !== source ||
+        m.status !== "queued"
+      ) continue;
+      this.#setStatus(m, "preparing", at);
+      m.phaseEndsAt = at + this.#scenario.timing.prepareSeconds * 1000;
+      active++;
+    }
+  }
+
+  /** Runs every phase change due up to the clock's now, in time order. */
+  advance(): void {
+    const now = this.now();
+    for (;;) {
+      let next: SimMigration | undefined;
+      for (const m of this.migrations) {
+        if (m.phaseEndsAt === undefined || m.phaseEndsAt > now) continue;
+        if (
+          next === undefined || (next.phaseEndsAt ?? 0) > m.phaseEndsAt ||
+          ((next.phaseEndsAt ?? 0) === m.phaseEndsAt && m.id < next.id)
+        ) next = m;
+      }
+      const ev = this.#events[0];
+      if (
+        ev !== undefined && ev.at <= now &&
+        (next === undefined || ev.at <= (next.phaseEndsAt ?? now))
+      ) {
+        this.#events.shift();
+        this.#eventTime = ev.at;
+        try {
+          ev.apply(ev.at);
+        } finally {
+          this.#eventTime = undefined;
+        }
+        continue;
+      }
+      if (next === undefined) return;
+      const at = next.phaseEndsAt ?? now;
+      next.phaseEndsAt = undefined;
+      if (next.type === "live-migration") this.#stepLive(next, at);
+      else this.#stepCold(next, at);
+    }
+  }
+
+  #finishLive(m: SimMigration, s: SimServer, status: string, at: number): void {
+    this.#setStatus(m, status, at);
+    m.phaseEndsAt = undefined;
+    s.taskState = null;
+    s.updated = at;
+    this.#startQueued(m.source, at);
+  }
+
+  #stepLive(m: SimMigration, at: number): void {
+    const s = this.servers.get(m.serverId);
+    if (s === undefined || s.deleted) {
+      this.#setStatus(m, "error", at);
+      this.#startQueued(m.source, at);
+      return;
+    }
+    const t = this.#scenario.timing;
+    switch (m.status) {
+      case "accepted": {
+        const dest = m.dest ?? this.schedule(s, m.source);
+        if (dest === undefined) {
+          // Since 2.34 the checks are asynchronous: the VM stays ACTIVE.
+          this.#setStatus(m, "error", at);
+          s.taskState = null;
+          s.updated = at;
+          return;
+        }
+        m.dest = dest;
+        this.#setStatus(m, "queued", at);
+        this.#startQueued(m.source, at);
+        return;
+      }
+      case "preparing":
+        this.#setStatus(m, "running", at);
+        m.copyStartedAt = at;
+        if (m.fault === "stuck") m.phaseEndsAt = undefined;
+        else if (m.fault === "delete") m.phaseEndsAt = at + m.copyMs / 2;
+        else m.phaseEndsAt = at + m.copyMs;
+        return;
+      case "running":
+        if (m.fault === "delete") {
+          s.deleted = true;
+          s.updated = at;
+          this.#finishLive(m, s, "error", at);
+          return;
+        }
+        if (m.fault === "fail") {
+          this.#finishLive(m, s, "error", at);
+          return;
+        }
+        if (m.fault === "error") {
+          s.vmState = "error";
+          s.fault = {
+            code: 500,
+            message: `Simulated live migration failure of ${s.id} to ${m.dest}`,
+            created: at,
+          };
+          this.#finishLive(m, s, "error", at);
+          return;
+        }
+        this.#setStatus(m, "post-migrating", at);
+        m.phaseEndsAt = at + t.postSeconds * 1000;
+        return;
+      case "post-migrating":
+        s.host = m.dest;
+        this.#finishLive(m, s, "completed", at);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #stepCold(m: SimMigration, at: number): void {
+    const s = this.servers.get(m.serverId);
+    if (s === undefined || s.deleted) {
+      this.#setStatus(m, "error", at);
+      return;
+    }
+    const t = this.#scenario.timing;
+    switch (m.status) {
+      case "pre-migrating":
+        this.#setStatus(m, "migrating", at);
+        s.taskState = "resize_migrating";
+        s.updated = at;
+        m.copyStartedAt = at;
+        if (m.fault === "stuck") m.phaseEndsAt = undefined;
+        else if (m.fault === "delete") m.phaseEndsAt = at + m.copyMs / 2;
+        else m.phaseEndsAt = at + m.copyMs;
+        return;
+      case "migrating":
+        if (m.fault === "delete") {
+          s.deleted = true;
+          s.taskState = null;
+          s.updated = at;
+          this.#setStatus(m, "error", at);
+          return;
+        }
+        if (m.fault === "error" || m.fault === "fail") {
+          s.vmState = "error";
+          s.taskState = null;
+          s.fault = {
+            code: 500,
+            message: `Simulated cold migration failure of ${s.id} to ${m.dest}`,
+            created: at,
+          };
+          s.updated = at;
+          this.#setStatus(m, "error", at);
+          return;
+        }
+        this.#setStatus(m, "post-migrating", at);
+        s.taskState = "resize_finish";
+        s.updated = at;
+        m.phaseEndsAt = at + t.postSeconds * 1000;
+        return;
+      case "post-migrating":
+        this.#setStatus(m, "finished", at);
+        s.host = m.dest;
+        s.vmState = "resized";
+        s.taskState = null;
+        s.updated = at;
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Memory progress of a live migration at virtual time `at`. */
+  memoryProgress(
+    m: SimMigration,
+    at: number,
+  ): { processed: number; remaining: number } {
+    const total = m.memoryTotalBytes;
+    if (
+      m.status === "queued" || m.status === "preparing" ||
+      m.status === "accepted"
+    ) {
+      return { processed: 0, remaining: total };
+    }
+    if (m.status !== "running" || m.copyStartedAt === undefined) {
+      return { processed: total, remaining: 0 };
+    }
+    const fraction = m.fault === "stuck"
+      ? Math.min(0.9, (at - m.copyStartedAt) / Math.max(1, m.copyMs))
+      : Math.min(1, (at - m.copyStartedAt) / Math.max(1, m.copyMs));
+    const processed = Math.floor(total * fraction);
+    return { processed, remaining: total - processed };
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Validation of the Eviction (pure): one unfinished Eviction per
+ * hypervisor, a reason that is not only whitespace, and warnings for a
+ * hypervisor without a Hypervisor object and for a
+ * `spec.maxConcurrentMigrations` above what the settings allow the host.
+ *
+ * On UPDATE only what changed can be refused (the one-per-hypervisor rule
+ * is checked on CREATE only, the reason only when it changed), so an
+ * existing Eviction can always get its finalizer removed; an object being
+ * deleted is always allowed. The controller must still cope with two
+ * Evictions for one host that were created concurrently.
+ *
+ * @module
+ */
+
+import { EvictionSpecSchema } from "../models/mod.ts";
+import {
+  type LimitSettings,
+  resolveLimit,
+} from "../controllers/eviction/concurrency.ts";
+import { quoteValue } from "../controllers/eviction/concurrency_quote.ts";
+import {
+  MAX_PER_HOST_LIMIT,
+  violationMessage,
+} from "../controllers/eviction/concurrency_validation.ts";
+import { isBeingDeleted, isRecord, objectName } from "./object_fields.ts";
+import { allowed, denied, type Verdict } from "./verdict.ts";
+
+/** An Eviction that exists, as the Eviction webhook needs to know it. */
+export interface ExistingEviction {
+  /** Its name. */
+  readonly name: string;
+  /** spec.hypervisor. */
+  readonly hypervisor: string;
+  /** Whether its drain has finished (status.finishedAt) and it is not being deleted. */
+  readonly finished: boolean;
+  /** Whether it is being deleted (its finalizer has not run yet). */
+  readonly deleting?: boolean | undefined;
+}
+
+/** What {@linkcode validateEviction} needs from the cluster. */
+export interface EvictionContext {
+  /** The Evictions that exist. */
+  readonly evictions: readonly ExistingEviction[];
+  /** The traits (status.traits) of the Hypervisor with that name; undefined when there is no such object. */
+  readonly hypervisorTraits: (name: string) => readonly string[] | undefined;
+  /** The limit settings in force (policy, or flags without one). */
+  readonly settings: LimitSettings;
+}
+
+const MAX_NAME = 255;
+
+function isIntIn(v: unknown, min: number, max: number): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= min &&
+    v <= max;
+}
+
+function oldReason(oldObj: unknown): unknown {
+  if (!isRecord(oldObj)) return undefined;
+  const spec = oldObj["spec"];
+  return isRecord(spec) ? spec["reason"] : undefined;
+}
+
+function clampWarning(
+  requested: number,
+  hypervisor: string,
+  traits: readonly string[] | undefined,
+  settings: LimitSettings,
+): string | undefined {
+  const r = resolveLimit(settings, traits ?? [], requested);
+  if (!r.clamped) return undefined;
+  const giver = settings.source === "policy"
+    ? "the EvictionPolicy gives"
+    : "the start-up flags give";
+  const why = r.decidingTrait !== undefined
+    ? `trait ${r.decidingTrait}`
+    : traits === undefined
+    ? "the default; the host's traits are unknown"
+    : "the default";
+  return `spec.maxConcurrentMigrations: ${requested} is above the limit ${r.hostLimit} that ${giver} hypervisor ${
+    quoteValue(hypervisor)
+  } (${why}), so it is clamped to ${r.hostLimit}`;
+}
+
+/**
+ * Validates an Eviction on CREATE (`oldObj` undefined) or UPDATE.
+ * Denies: a second Eviction for a hypervisor that has an unfinished one
+ * (naming it; CREATE only); a reason that is only whitespace; a spec the
+ * CRD schema refuses. Warns: no Hypervisor object of that name;
+ * `spec.maxConcurrentMigrations` above the limit the settings give the
+ * host (it is clamped, and the warning says to what). Several refusals are
+ * joined with ` | ` into one line.
+ *
+ * @example
+ * ```ts
+ * import { validateEviction } from "./eviction.ts";
+ * import { policySettings } from "../controllers/eviction/concurrency.ts";
+ * const v = validateEviction(
+ *   { metadata: { name: "node042-b" }, spec: { hypervisor: "node042", reason: "kernel" } },
+ *   undefined,
+ *   {
+ *     evictions: [{ name: "node042", hypervisor: "node042", finished: false }],
+ *     hypervisorTraits: () => [],
+ *     settings: policySettings({ maxConcurrentMigrations: 1, abortStuckMigrations: false }),
+ *   },
+ * );
+ * console.assert(!v.allowed);
+ * ```
+ */
+export function validateEviction(
+  newObj: unknown,
+  oldObj: unknown,
+  context: EvictionContext,
+): Verdict {
+  if (!isRecord(newObj)) {
+    return denied(
+      violationMessage("object", newObj, "", "an Eviction object"),
+    );
+  }
+  if (isBeingDeleted(newObj)) return allowed();
+  const spec = newObj["spec"];
+  if (!isRecord(spec)) {
+    return denied(
+      violationMessage(
+        "spec",
+        spec,
+        "",
+        "an object with hypervisor and reason",
+      ),
+    );
+  }
+  const messages: string[] = [];
+  const hypervisor = spec["hypervisor"];
+  const hypervisorOk = typeof hypervisor === "string" &&
+    hypervisor.length >= 1 && hypervisor.length <= MAX_NAME;
+  if (!hypervisorOk) {
+    messages.push(
+      violationMessage(
+        "spec.hypervisor",
+        hypervisor,
+        "",
+        `the name of a Hypervisor, 1 to ${MAX_NAME} characters`,
+      ),
+    );
+  }
+  const reason = spec["reason"];
+  if (
+    typeof reason !== "string" || reason.length < 1 ||
+    reason.length > MAX_NAME
+  ) {
+    messages.push(
+      violationMessage(
+        "spec.reason",
+        reason,
+        "",
+        `a reason of 1 to ${MAX_NAME} characters that says why the host is drained`,
+      ),
+    );
+  } else if (
+    reason.trim() === "" &&
+    (oldObj === undefined || oldReason(oldObj) !== reason)
+  ) {
+    messages.push(
+      violationMessage(
+        "spec.reason",
+        reason,
+        "",
+        "a reason that is not only whitespace (it becomes the compute service's disabled reason)",
+      ),
+    );
+  }
+  const requested = spec["maxConcurrentMigrations"];
+  if (requested !== undefined && !isIntIn(requested, 1, MAX_PER_HOST_LIMIT)) {
+    messages.push(
+      violationMessage(
+        "spec.maxConcurrentMigrations",
+        requested,
+        "",
+        `an integer from 1 to ${MAX_PER_HOST_LIMIT}, which can only lower the limit`,
+      ),
+    );
+  }
+  if (messages.length === 0) {
+    const parsed = EvictionSpecSchema.safeParse(spec);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const key = issue?.path[0];
+      const field = typeof key === "string" ? `spec.${key}` : "spec";
+      messages.push(
+        violationMessage(
+          field,
+          typeof key === "string" ? spec[key] : spec,
+          "",
+          issue?.message ?? "a valid Eviction spec",
+        ),
+      );
+    }
+  }
+  if (hypervisorOk && oldObj === undefined) {
+    const name = objectName(newObj);
+    const existing = context.evictions.find((e) =>
+      e.hypervisor === hypervisor && !e.finished && e.name !== name
+    );
+    if (existing !== undefined) {
+      const quoted = quoteValue(existing.name);
+      const [held, advice] = existing.deleting === true
+        ? [
+          `the Eviction ${quoted} that is being deleted`,
+          `wait until ${quoted} is gone`,
+        ]
+        : [
+          `the unfinished Eviction ${quoted}`,
+          `wait until ${quoted} is finished, or delete it`,
+        ];
+      messages.push(
+        violationMessage(
+          "spec.hypervisor",
+          hypervisor,
+          `, which already has ${held}`,
+          `at most one unfinished Eviction per hypervisor (${advice})`,
+        ),
+      );
+    }
+  }
+  const warnings: string[] = [];
+  if (hypervisorOk) {
+    const traits = context.hypervisorTraits(hypervisor);
+    if (traits === undefined) {
+      warnings.push(
+        `spec.hypervisor: no Hypervisor named ${
+          quoteValue(hypervisor)
+        } exists, so its traits and trait limits are unknown; check the name`,
+      );
+    }
+    if (isIntIn(requested, 1, MAX_PER_HOST_LIMIT)) {
+      const w = clampWarning(requested, hypervisor, traits, context.settings);
+      if (w !== undefined) warnings.push(w);
+    }
+  }
+  return messages.length > 0
+    ? denied(messages.join(" | "), warnings)
+    : allowed(warnings);
+}
