@@ -1,0 +1,400 @@
+/**
+ * Per-VM classification: what one VM still on the host is, this pass.
+ *
+ * @module
+ */
+
+import type {
+  EvictionStatusFailedItem,
+  EvictionStatusInFlightItem,
+} from "../../models/mod.ts";
+import {
+  inFlightKindOfServer,
+  isBeingDeleted,
+  kindOfMigrationType,
+  type MigrationKind,
+  migrationPhase,
+  needsPerson,
+  parseNovaTime,
+  startKindOfStatus,
+} from "./nova_states.ts";
+import {
+  type ObservedMigration,
+  type ObservedServer,
+  type PlanOptions,
+  retryDelayMs,
+} from "./observation.ts";
+
+/** What a VM on the host is this pass. */
+export type VmClass =
+  /** A migration of it runs (Nova says so, or our trigger is in its grace period). */
+  | { class: "in_flight"; entry: EvictionStatusInFlightItem }
+  /** Movable now. */
+  | { class: "ready"; kind: MigrationKind }
+  /** Failed before; retried at `retryAtMs`. */
+  | { class: "backoff"; retryAtMs: number }
+  /** Failed `maxAttempts` times; reported, never retried. */
+  | { class: "exhausted" }
+  /** Status ERROR; reported, never blocks the others. */
+  | { class: "error"; reason: string }
+  /** Being deleted, or needs a person. */
+  | { class: "skipped"; reason: string }
+  /** Transient state (BUILD, rebooting, a task running): look again next pass. */
+  | { class: "busy"; reason: string };
+
+/** A failure seen this pass (a counted attempt, or a VM newly in ERROR). */
+export interface FailureReport {
+  /** Server id. */
+  id: string;
+  /** Why, e.g. Nova's fault message or the failed migration record. */
+  reason: string;
+  /** Attempts counted so far, this one included. */
+  attempts: number;
+  /** True when the VM will not be retried any more. */
+  exhausted: boolean;
+}
+
+/** The verdict on one VM. */
+export interface VmVerdict {
+  /** What the VM is. */
+  vm: VmClass;
+  /** Its `status.failed` entry from now on (undefined: none). */
+  failed: EvictionStatusFailedItem | undefined;
+  /** Set when a failure was seen this pass. */
+  failure: FailureReport | undefined;
+}
+
+/** What {@linkcode classifyServer} looks at for one VM. */
+export interface ClassifyInput {
+  /** The VM, listed on the host being drained. */
+  server: ObservedServer;
+  /** Its most recent migration record leaving this host, if any. */
+  latest: ObservedMigration | undefined;
+  /**
+   * Its most recent record that is still in progress, if any (usually the
+   * latest; an older one stuck in progress still counts: never trigger twice).
+   */
+  inProgress: ObservedMigration | undefined;
+  /** Its `status.inFlight` entry from the previous pass. */
+  inFlight: EvictionStatusInFlightItem | undefined;
+  /** Its `status.failed` entry from the previous pass. */
+  failed: EvictionStatusFailedItem | undefined;
+  /** The current time, epoch milliseconds. */
+  nowMs: number;
+  /** Planner options. */
+  options: PlanOptions;
+}
+
+/**
+ * Whether the record belongs to the trigger recorded in `entry`: the same
+ * migration id, or created no earlier than the trigger (minus clock skew).
+ *
+ * @example
+ * ```ts
+ * import { recordMatchesEntry } from "./classify.ts";
+ * const entry = { id: "a", kind: "live" as const, startedAt: "2026-01-01T00:01:00Z" };
+ * const record = {
+ *   id: 7, instanceUuid: "a", migrationType: "live-migration", status: "error",
+ *   sourceCompute: "h", createdAt: "2026-01-01T00:01:02.000000",
+ * };
+ * console.assert(recordMatchesEntry(record, entry, 0));
+ * ```
+ */
+export function recordMatchesEntry(
+  record: ObservedMigration,
+  entry: EvictionStatusInFlightItem,
+  clockSkewMs: number,
+): boolean {
+  if (
+    entry.migrationId !== undefined && entry.migrationId === String(record.id)
+  ) {
+    return true;
+  }
+  const created = parseNovaTime(record.createdAt);
+  const started = parseNovaTime(entry.startedAt);
+  if (created === undefined || started === undefined) return false;
+  return created >= started - clockSkewMs;
+}
+
+/** The records of one VM that matter to the planner. */
+export interface VmRecords {
+  /** The most recent record. */
+  latest: ObservedMigration;
+  /** The most recent record still in progress. */
+  inProgress: ObservedMigration | undefined;
+}
+
+/**
+ * The most recent record, and the most recent one in progress, of each VM
+ * leaving `host` (latest created_at, then highest id), keyed by server id.
+ * Records of other source hosts (VMs arriving here) are ignored.
+ *
+ * @example
+ * ```ts
+ * import { latestRecords } from "./classify.ts";
+ * const base = { instanceUuid: "a", migrationType: "live-migration", sourceCompute: "h" };
+ * const latest = latestRecords([
+ *   { ...base, id: 1, status: "running", createdAt: "2026-01-01T00:00:00" },
+ *   { ...base, id: 2, status: "error", createdAt: "2026-01-01T00:05:00" },
+ * ], "h");
+ * console.assert(latest.get("a")?.latest.id === 2);
+ * console.assert(latest.get("a")?.inProgress?.id === 1);
+ * ```
+ */
+export function latestRecords(
+  records: readonly ObservedMigration[],
+  host: string,
+): Map<string, VmRecords> {
+  const byVm = new Map<string, VmRecords>();
+  for (const record of records) {
+    if (record.sourceCompute !== null && record.sourceCompute !== host) {
+      continue;
+    }
+    const known = byVm.get(record.instanceUuid);
+    const running = migrationPhase(record.status) === "in_progress";
+    if (known === undefined) {
+      byVm.set(record.instanceUuid, {
+        latest: record,
+        inProgress: running ? record : undefined,
+      });
+      continue;
+    }
+    if (newer(record, known.latest)) known.latest = record;
+    if (
+      running &&
+      (known.inProgress === undefined || newer(record, known.inProgress))
+    ) {
+      known.inProgress = record;
+    }
+  }
+  return byVm;
+}
+
+function newer(a: ObservedMigration, b: ObservedMigration): boolean {
+  const ta = parseNovaTime(a.createdAt) ?? -Infinity;
+  const tb = parseNovaTime(b.createdAt) ?? -Infinity;
+  if (ta !== tb) return ta > tb;
+  const ia = Number(a.id);
+  const ib = Number(b.id);
+  if (!Number.isNaN(ia) && !Number.isNaN(ib) && ia !== ib) return ia > ib;
+  return String(a.id) > String(b.id);
+}
+
+/**
+ * The `status.inFlight` entry for a VM in flight: the previous one kept
+ * (its startedAt and kind never change), or a new one adopted from what
+ * Nova shows (after a restart that lost the status write, or a migration
+ * someone else started). The record, when given, supplies the migration
+ * id and progress.
+ *
+ * @example
+ * ```ts
+ * import { inFlightEntry } from "./classify.ts";
+ * const entry = inFlightEntry("a", undefined, "live", undefined, Date.parse("2026-01-01T00:00:00Z"));
+ * console.assert(entry.startedAt === "2026-01-01T00:00:00.000Z");
+ * ```
+ */
+export function inFlightEntry(
+  id: string,
+  previous: EvictionStatusInFlightItem | undefined,
+  kind: MigrationKind,
+  record: ObservedMigration | undefined,
+  nowMs: number,
+): EvictionStatusInFlightItem {
+  const created = record === undefined
+    ? undefined
+    : parseNovaTime(record.createdAt);
+  const startedAt = previous?.startedAt ??
+    new Date(created === undefined ? nowMs : Math.min(created, nowMs))
+      .toISOString();
+  const migrationId = record === undefined
+    ? previous?.migrationId
+    : String(record.id);
+  const percent = progressPercent(record) ?? previous?.memoryProcessedPercent;
+  return {
+    id,
+    kind: previous?.kind ?? kind,
+    startedAt,
+    ...(migrationId === undefined ? {} : { migrationId }),
+    ...(percent === undefined ? {} : { memoryProcessedPercent: percent }),
+  };
+}
+
+function progressPercent(
+  record: ObservedMigration | undefined,
+): number | undefined {
+  const done = record?.memoryProcessedBytes;
+  const total = record?.memoryTotalBytes;
+  if (typeof done !== "number" || typeof total !== "number" || total <= 0) {
+    return undefined;
+  }
+  return Math.max(0, Math.min(100, Math.floor((done * 100) / total)));
+}
+
+/**
+ * Classifies one VM listed on the host. The order of the checks is the
+ * policy: deletion first (nothing to move), then anything that says a
+ * migration runs (never trigger twice), then the fate of our last trigger
+ * (failed, or silently lost after the grace period: one attempt each),
+ * then the VM's own state.
+ *
+ * @example
+ * ```ts
+ * import { classifyServer } from "./classify.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * const verdict = classifyServer({
+ *   server: { id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1024 } },
+ *   latest: undefined, inProgress: undefined, inFlight: undefined, failed: undefined,
+ *   nowMs: 0, options: DEFAULT_PLAN_OPTIONS,
+ * });
+ * console.assert(verdict.vm.class === "ready");
+ * ```
+ */
+export function classifyServer(input: ClassifyInput): VmVerdict {
+  const { server, latest, inProgress, inFlight, failed, nowMs, options } =
+    input;
+  const id = server.id;
+  const status = server.status.toUpperCase();
+  const taskState = server.taskState ?? null;
+  const keep = (vm: VmClass): VmVerdict => ({ vm, failed, failure: undefined });
+
+  if (isBeingDeleted(status, taskState)) {
+    return keep({
+      class: "skipped",
+      reason: `being deleted (status ${status}, task_state ${
+        taskState ?? "none"
+      })`,
+    });
+  }
+
+  const phase = latest === undefined
+    ? undefined
+    : migrationPhase(latest.status);
+  const matched = inFlight !== undefined && latest !== undefined &&
+    recordMatchesEntry(latest, inFlight, options.clockSkewMs);
+  // A record older than our trigger says nothing about the trigger (its
+  // id and progress must not be copied into the entry).
+  const ownInProgress = inProgress !== undefined &&
+      (inFlight === undefined ||
+        recordMatchesEntry(inProgress, inFlight, options.clockSkewMs))
+    ? inProgress
+    : undefined;
+
+  const serverKind = inFlightKindOfServer(status, taskState);
+  if (serverKind !== undefined) {
+    return keep({
+      class: "in_flight",
+      entry: inFlightEntry(id, inFlight, serverKind, ownInProgress, nowMs),
+    });
+  }
+  if (inProgress !== undefined) {
+    return keep({
+      class: "in_flight",
+      entry: inFlightEntry(
+        id,
+        inFlight,
+        kindOfMigrationType(inProgress.migrationType),
+        ownInProgress,
+        nowMs,
+      ),
+    });
+  }
+
+  // Did an attempt end this pass?
+  let attemptReason: string | undefined;
+  if (inFlight !== undefined) {
+    const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
+    if (matched && phase === "failed" && latest !== undefined) {
+      attemptReason = recordFailure(latest);
+    } else if (status === "ERROR") {
+      attemptReason = faultOf(server);
+    } else if (nowMs - startedMs <= options.gracePeriodMs) {
+      return keep({ class: "in_flight", entry: inFlight });
+    } else if (matched && phase === "done" && latest !== undefined) {
+      attemptReason =
+        `${latest.migrationType} ${latest.id} is ${latest.status} ` +
+        `but the VM is still on the host`;
+    } else {
+      attemptReason = `no migration of the VM visible ${
+        Math.round((nowMs - startedMs) / 1000)
+      }s after the trigger`;
+    }
+  } else if (
+    phase === "failed" && latest !== undefined && failed === undefined
+  ) {
+    // A failure we never saw (status write lost, or someone else's attempt).
+    attemptReason = recordFailure(latest);
+  }
+
+  const attempts = (failed?.attempts ?? 0) +
+    (attemptReason === undefined ? 0 : 1);
+  const exhausted = attempts >= options.maxAttempts;
+  const nowIso = new Date(nowMs).toISOString();
+
+  if (status === "ERROR") {
+    const reason = faultOf(server);
+    const next: EvictionStatusFailedItem = {
+      id,
+      reason,
+      attempts,
+      lastAttemptAt: attemptReason === undefined
+        ? failed?.lastAttemptAt ?? nowIso
+        : nowIso,
+    };
+    // Reported once per change, not on every pass the VM stays in ERROR.
+    const report = attemptReason !== undefined || failed?.reason !== reason;
+    return {
+      vm: { class: "error", reason },
+      failed: next,
+      failure: report ? { id, reason, attempts, exhausted } : undefined,
+    };
+  }
+
+  let nextFailed = failed;
+  let failure: FailureReport | undefined;
+  if (attemptReason !== undefined) {
+    nextFailed = { id, reason: attemptReason, attempts, lastAttemptAt: nowIso };
+    failure = { id, reason: attemptReason, attempts, exhausted };
+  }
+  const verdict = (vm: VmClass): VmVerdict => ({
+    vm,
+    failed: nextFailed,
+    failure,
+  });
+
+  if (needsPerson(status)) {
+    return verdict({ class: "skipped", reason: `${status} needs a person` });
+  }
+  const kind = startKindOfStatus(status);
+  if (kind === undefined || taskState !== null) {
+    return verdict({
+      class: "busy",
+      reason: `status ${status}, task_state ${taskState ?? "none"}`,
+    });
+  }
+  if (nextFailed !== undefined && nextFailed.attempts > 0) {
+    if (nextFailed.attempts >= options.maxAttempts) {
+      return verdict({ class: "exhausted" });
+    }
+    const last = parseNovaTime(nextFailed.lastAttemptAt) ?? nowMs;
+    const retryAtMs = last +
+      retryDelayMs(
+        nextFailed.attempts,
+        options.retryBaseMs,
+        options.retryCapMs,
+      );
+    if (nowMs < retryAtMs) return verdict({ class: "backoff", retryAtMs });
+  }
+  return verdict({ class: "ready", kind });
+}
+
+function recordFailure(record: ObservedMigration): string {
+  return `${record.migrationType} ${record.id} ended ${record.status}`;
+}
+
+function faultOf(server: ObservedServer): string {
+  const message = server.fault?.message;
+  return message === undefined || message === ""
+    ? "status ERROR without a fault message"
+    : `ERROR: ${message}`;
+}

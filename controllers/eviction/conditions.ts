@@ -1,0 +1,273 @@
+/**
+ * The Evicting and MigratingInstance conditions of an Eviction, derived
+ * from its next status. Conditions that the planner does not own
+ * (PreflightChecksSucceeded, HypervisorDisabled, ...) are kept as they are.
+ *
+ * @module
+ */
+
+import type {
+  EvictionStatus,
+  EvictionStatusConditionsItem,
+} from "../../models/mod.ts";
+
+/** Condition type: the drain as a whole. */
+export const CONDITION_EVICTING = "Evicting";
+/** Condition type: migrations of single VMs; sticky False/Failed while any failure remains. */
+export const CONDITION_MIGRATING_INSTANCE = "MigratingInstance";
+
+/** How the VMs not in flight stand, for the Evicting condition. */
+export interface DrainSummary {
+  /** Movable now but not started (no slot, cluster budget, starts held). */
+  ready: number;
+  /** In a transient state, or their whereabouts unknown this pass: look again. */
+  busy: number;
+  /** Waiting for their retry delay. */
+  backoff: number;
+  /** Skipped, in ERROR, or out of attempts: nothing happens without a person. */
+  needsPerson: number;
+  /** Why starts are held (e.g. stale traits); undefined when they are not. */
+  held: string | undefined;
+}
+
+/** A condition without its transition time. */
+export type ConditionUpdate = Omit<
+  EvictionStatusConditionsItem,
+  "lastTransitionTime" | "observedGeneration"
+>;
+
+/**
+ * Sets one condition in a list, the Kubernetes way: lastTransitionTime
+ * changes only when the status changes; reason and message are updated in
+ * place; other conditions and the order of the list are kept.
+ *
+ * @example
+ * ```ts
+ * import { setCondition } from "./conditions.ts";
+ * const t0 = new Date("2026-01-01T00:00:00Z");
+ * const t1 = new Date("2026-01-01T00:01:00Z");
+ * const a = setCondition([], { type: "Evicting", status: "True", reason: "Running", message: "1" }, t0);
+ * const b = setCondition(a, { type: "Evicting", status: "True", reason: "Waiting", message: "2" }, t1);
+ * console.assert(b[0]?.lastTransitionTime === "2026-01-01T00:00:00.000Z");
+ * ```
+ */
+export function setCondition(
+  conditions: readonly EvictionStatusConditionsItem[],
+  update: ConditionUpdate,
+  now: Date,
+  generation?: number,
+): EvictionStatusConditionsItem[] {
+  const index = conditions.findIndex((c) => c.type === update.type);
+  const previous = index === -1 ? undefined : conditions[index];
+  const lastTransitionTime =
+    previous !== undefined && previous.status === update.status
+      ? previous.lastTransitionTime
+      : now.toISOString();
+  const observedGeneration = generation ?? previous?.observedGeneration;
+  const next: EvictionStatusConditionsItem = {
+    type: update.type,
+    status: update.status,
+    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+    lastTransitionTime,
+    reason: update.reason,
+    message: truncate(update.message),
+  };
+  if (index === -1) return [...conditions, next];
+  return conditions.map((c, i) => (i === index ? next : c));
+}
+
+/**
+ * The Evicting condition for a status whose lists and counts are final:
+ * - False/Succeeded: nothing left on the host, nothing in flight;
+ * - True/Running: migrations in flight;
+ * - True/Waiting: none in flight, but some VM will move without help
+ *   (starts held, budget exhausted, retry delay, transient state);
+ * - False/Failed: every VM left needs a person (skipped, ERROR, exhausted).
+ *
+ * @example
+ * ```ts
+ * import { evictingCondition } from "./conditions.ts";
+ * const c = evictingCondition(
+ *   { outstandingCount: 0, inFlightCount: 0, migratedCount: 3 },
+ *   { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
+ * );
+ * console.assert(c.reason === "Succeeded" && c.status === "False");
+ * ```
+ */
+export function evictingCondition(
+  status: EvictionStatus,
+  summary: DrainSummary,
+): ConditionUpdate {
+  const outstanding = status.outstandingCount ?? 0;
+  const inFlight = status.inFlightCount ?? 0;
+  const migrated = status.migratedCount ?? 0;
+  const limit = status.effectiveLimit;
+  if (outstanding === 0 && inFlight === 0) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "False",
+      reason: "Succeeded",
+      message: `the host is empty: ${migrated} VMs migrated`,
+    };
+  }
+  if (inFlight > 0) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: "Running",
+      message:
+        `${inFlight} in flight${
+          limit === undefined ? "" : ` (limit ${limit})`
+        }, ` +
+        `${outstanding} outstanding, ${migrated} migrated` +
+        personNote(summary),
+    };
+  }
+  if (summary.ready > 0 || summary.busy > 0 || summary.backoff > 0) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: "Waiting",
+      message: waitingMessage(summary, limit) + personNote(summary),
+    };
+  }
+  return {
+    type: CONDITION_EVICTING,
+    status: "False",
+    reason: "Failed",
+    message: `${summary.needsPerson} VMs left on the host need a person ` +
+      `(see status.failed and status.skipped)`,
+  };
+}
+
+function waitingMessage(
+  summary: DrainSummary,
+  limit: number | undefined,
+): string {
+  const parts: string[] = [];
+  if (summary.ready > 0) {
+    const why = summary.held !== undefined
+      ? `starts held: ${summary.held}`
+      : limit === 0
+      ? "the limit is 0"
+      : "no cluster budget left";
+    parts.push(`${summary.ready} VMs ready (${why})`);
+  }
+  if (summary.backoff > 0) {
+    parts.push(`${summary.backoff} VMs waiting to retry`);
+  }
+  if (summary.busy > 0) parts.push(`${summary.busy} VMs busy`);
+  return parts.join(", ");
+}
+
+function personNote(summary: DrainSummary): string {
+  return summary.needsPerson > 0
+    ? `; ${summary.needsPerson} need a person`
+    : "";
+}
+
+/**
+ * The MigratingInstance condition: False/Failed while any entry of
+ * status.failed remains (sticky: a later success of another VM does not
+ * hide it, the upstream bug), True/Migrating while migrations are in
+ * flight, False/Succeeded once the drain is done, else False/Idle.
+ *
+ * @example
+ * ```ts
+ * import { migratingInstanceCondition } from "./conditions.ts";
+ * const c = migratingInstanceCondition({
+ *   inFlightCount: 1,
+ *   inFlight: [{ id: "b", kind: "live", startedAt: "2026-01-01T00:00:00Z" }],
+ *   failed: [{ id: "a", reason: "ERROR: boom", attempts: 0, lastAttemptAt: "2026-01-01T00:00:00Z" }],
+ * });
+ * console.assert(c.status === "False" && c.reason === "Failed");
+ * ```
+ */
+export function migratingInstanceCondition(
+  status: EvictionStatus,
+): ConditionUpdate {
+  const failed = status.failed ?? [];
+  const inFlight = status.inFlight ?? [];
+  if (failed.length > 0) {
+    const shown = failed.slice(0, 10).map((f) =>
+      `${f.id} (${f.attempts} attempts): ${f.reason}`
+    );
+    const more = failed.length > shown.length
+      ? `; and ${failed.length - shown.length} more`
+      : "";
+    return {
+      type: CONDITION_MIGRATING_INSTANCE,
+      status: "False",
+      reason: "Failed",
+      message: `${failed.length} VMs failed: ${shown.join("; ")}${more}`,
+    };
+  }
+  if (inFlight.length > 0) {
+    const shown = inFlight.slice(0, 10).map((e) => `${e.id} (${e.kind})`);
+    const more = inFlight.length > shown.length
+      ? `, and ${inFlight.length - shown.length} more`
+      : "";
+    return {
+      type: CONDITION_MIGRATING_INSTANCE,
+      status: "True",
+      reason: "Migrating",
+      message: `migrating ${shown.join(", ")}${more}`,
+    };
+  }
+  if ((status.outstandingCount ?? 0) === 0) {
+    return {
+      type: CONDITION_MIGRATING_INSTANCE,
+      status: "False",
+      reason: "Succeeded",
+      message: `${status.migratedCount ?? 0} VMs migrated`,
+    };
+  }
+  return {
+    type: CONDITION_MIGRATING_INSTANCE,
+    status: "False",
+    reason: "Idle",
+    message: "no migration in flight",
+  };
+}
+
+/**
+ * Both planner-owned conditions set on the status's conditions (others kept).
+ *
+ * @example
+ * ```ts
+ * import { drainConditions } from "./conditions.ts";
+ * const conditions = drainConditions(
+ *   { outstandingCount: 0, inFlightCount: 0 },
+ *   { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
+ *   new Date("2026-01-01T00:00:00Z"),
+ * );
+ * console.assert(conditions.length === 2);
+ * ```
+ */
+export function drainConditions(
+  status: EvictionStatus,
+  summary: DrainSummary,
+  now: Date,
+  generation?: number,
+): EvictionStatusConditionsItem[] {
+  const withEvicting = setCondition(
+    status.conditions ?? [],
+    evictingCondition(status, summary),
+    now,
+    generation,
+  );
+  return setCondition(
+    withEvicting,
+    migratingInstanceCondition(status),
+    now,
+    generation,
+  );
+}
+
+const MAX_MESSAGE = 32_768;
+
+function truncate(message: string): string {
+  return message.length <= MAX_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_MESSAGE - 3)}...`;
+}

@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import type { EvictionStatus } from "../../models/mod.ts";
+import {
+  type DrainSummary,
+  evictingCondition,
+  migratingInstanceCondition,
+  setCondition,
+} from "./conditions.ts";
+
+const t0 = new Date("2026-01-01T00:00:00Z");
+const t1 = new Date("2026-01-01T00:05:00Z");
+const none: DrainSummary = {
+  ready: 0,
+  busy: 0,
+  backoff: 0,
+  needsPerson: 0,
+  held: undefined,
+};
+
+Deno.test("setCondition: appends a new condition with the current time", () => {
+  const c = setCondition(
+    [],
+    { type: "Evicting", status: "True", reason: "Running", message: "m" },
+    t0,
+    3,
+  );
+  assert.deepEqual(c, [{
+    type: "Evicting",
+    status: "True",
+    observedGeneration: 3,
+    lastTransitionTime: t0.toISOString(),
+    reason: "Running",
+    message: "m",
+  }]);
+});
+
+Deno.test("setCondition: same status keeps lastTransitionTime, updates reason and message", () => {
+  const a = setCondition([], {
+    type: "Evicting",
+    status: "True",
+    reason: "Running",
+    message: "1",
+  }, t0);
+  const b = setCondition(a, {
+    type: "Evicting",
+    status: "True",
+    reason: "Waiting",
+    message: "2",
+  }, t1);
+  assert.equal(b[0]?.lastTransitionTime, t0.toISOString());
+  assert.equal(b[0]?.reason, "Waiting");
+  assert.equal(b[0]?.message, "2");
+});
+
+Deno.test("setCondition: a status change moves lastTransitionTime", () => {
+  const a = setCondition([], {
+    type: "Evicting",
+    status: "True",
+    reason: "Running",
+    message: "",
+  }, t0);
+  const b = setCondition(a, {
+    type: "Evicting",
+    status: "False",
+    reason: "Succeeded",
+    message: "",
+  }, t1);
+  assert.equal(b[0]?.lastTransitionTime, t1.toISOString());
+});
+
+Deno.test("setCondition: other conditions and their order are kept", () => {
+  const other = {
+    type: "HypervisorDisabled",
+    status: "True" as const,
+    reason: "Disabled",
+    message: "",
+    lastTransitionTime: t0.toISOString(),
+  };
+  const c = setCondition([other], {
+    type: "Evicting",
+    status: "True",
+    reason: "Running",
+    message: "",
+  }, t1);
+  assert.deepEqual(c.map((x) => x.type), ["HypervisorDisabled", "Evicting"]);
+  assert.deepEqual(c[0], other);
+});
+
+Deno.test("setCondition: very long messages are truncated to the CRD's bound", () => {
+  const c = setCondition([], {
+    type: "MigratingInstance",
+    status: "False",
+    reason: "Failed",
+    message: "x".repeat(40_000),
+  }, t0);
+  assert.equal(c[0]?.message.length, 32_768);
+});
+
+const evictingRows: Array<
+  [string, EvictionStatus, DrainSummary, [string, string]]
+> = [
+  [
+    "empty host, nothing in flight: Succeeded",
+    { outstandingCount: 0, inFlightCount: 0 },
+    none,
+    [
+      "False",
+      "Succeeded",
+    ],
+  ],
+  ["in flight: Running", { outstandingCount: 3, inFlightCount: 1 }, none, [
+    "True",
+    "Running",
+  ]],
+  ["in flight though some need a person: Running", {
+    outstandingCount: 3,
+    inFlightCount: 1,
+  }, {
+    ...none,
+    needsPerson: 2,
+  }, ["True", "Running"]],
+  ["ready but no slot: Waiting", { outstandingCount: 1, inFlightCount: 0 }, {
+    ...none,
+    ready: 1,
+  }, [
+    "True",
+    "Waiting",
+  ]],
+  ["backoff: Waiting", { outstandingCount: 1, inFlightCount: 0 }, {
+    ...none,
+    backoff: 1,
+  }, [
+    "True",
+    "Waiting",
+  ]],
+  ["busy: Waiting", { outstandingCount: 1, inFlightCount: 0 }, {
+    ...none,
+    busy: 1,
+  }, ["True", "Waiting"]],
+  ["only VMs needing a person: Failed", {
+    outstandingCount: 2,
+    inFlightCount: 0,
+  }, {
+    ...none,
+    needsPerson: 2,
+  }, ["False", "Failed"]],
+];
+
+for (const [name, status, summary, expected] of evictingRows) {
+  Deno.test(`evictingCondition: ${name}`, () => {
+    const c = evictingCondition(status, summary);
+    assert.deepEqual([c.status, c.reason], expected);
+  });
+}
+
+Deno.test("migratingInstanceCondition: Failed wins over in flight (sticky)", () => {
+  const c = migratingInstanceCondition({
+    inFlight: [{ id: "b", kind: "live", startedAt: t0.toISOString() }],
+    failed: [{
+      id: "a",
+      reason: "ERROR: x",
+      attempts: 0,
+      lastAttemptAt: t0.toISOString(),
+    }],
+    outstandingCount: 2,
+  });
+  assert.deepEqual([c.status, c.reason], ["False", "Failed"]);
+  assert.match(c.message, /a \(0 attempts\): ERROR: x/);
+});
+
+Deno.test("migratingInstanceCondition: Migrating, Succeeded, Idle", () => {
+  const flying = migratingInstanceCondition({
+    inFlight: [{ id: "b", kind: "cold", startedAt: t0.toISOString() }],
+    outstandingCount: 1,
+  });
+  assert.deepEqual([flying.status, flying.reason, flying.message], [
+    "True",
+    "Migrating",
+    "migrating b (cold)",
+  ]);
+  const done = migratingInstanceCondition({
+    outstandingCount: 0,
+    migratedCount: 4,
+  });
+  assert.deepEqual([done.status, done.reason], ["False", "Succeeded"]);
+  const idle = migratingInstanceCondition({ outstandingCount: 2 });
+  assert.deepEqual([idle.status, idle.reason], ["False", "Idle"]);
+});

@@ -1,0 +1,114 @@
+/**
+ * The next status of an Eviction, assembled from the parts a pass computed:
+ * canonical order, counts that agree with the lists, conditions set.
+ *
+ * @module
+ */
+
+import type {
+  EvictionStatus,
+  EvictionStatusFailedItem,
+  EvictionStatusInFlightItem,
+  EvictionStatusSkippedItem,
+} from "../../models/mod.ts";
+import { drainConditions, type DrainSummary } from "./conditions.ts";
+
+/** Where the limit came from (status.limitSource). */
+export type LimitSource = "policy" | "flags" | "eviction";
+
+/**
+ * Orders entries by id, the canonical order of every status list (equal
+ * content then means equal order, so status comparisons stay cheap).
+ *
+ * @example
+ * ```ts
+ * import { byId } from "./next_status.ts";
+ * console.assert([{ id: "b" }, { id: "a" }].sort(byId)[0]?.id === "a");
+ * ```
+ */
+export function byId<T extends { id: string }>(a: T, b: T): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The parts of a status that a pass computes. */
+export interface StatusParts {
+  /** Entries of status.inFlight (any order). */
+  inFlight: readonly EvictionStatusInFlightItem[];
+  /** Entries of status.failed (any order). */
+  failed: readonly EvictionStatusFailedItem[];
+  /** Entries of status.skipped (any order). */
+  skipped: readonly EvictionStatusSkippedItem[];
+  /** Ids of the VMs still on the host (any order). */
+  outstanding: readonly string[];
+  /** Sum of their flavor RAM. */
+  outstandingRamMb: number;
+  /** VMs migrated this pass. */
+  migratedDelta: number;
+  /** The resolved limit. */
+  limit: number;
+  /** Where it came from. */
+  limitSource: LimitSource;
+  /** metadata.generation, when known. */
+  generation: number | undefined;
+  /** The current time. */
+  now: Date;
+  /** For the Evicting condition. */
+  summary: DrainSummary;
+}
+
+/**
+ * A complete status from the previous one and this pass's parts: lists in
+ * canonical (id) order, counts that agree with them, conditions set,
+ * startedAt kept (or now), finishedAt set once the host is empty and
+ * nothing is in flight. Fields the planner does not own (e.g.
+ * hypervisorServiceId, other conditions) are kept.
+ *
+ * @example
+ * ```ts
+ * import { assembleStatus } from "./next_status.ts";
+ * const next = assembleStatus({}, {
+ *   inFlight: [], failed: [], skipped: [], outstanding: [], outstandingRamMb: 0,
+ *   migratedDelta: 2, limit: 1, limitSource: "flags", generation: 1,
+ *   now: new Date("2026-01-01T00:00:00Z"),
+ *   summary: { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
+ * });
+ * console.assert(next.finishedAt === "2026-01-01T00:00:00.000Z");
+ * ```
+ */
+export function assembleStatus(
+  prev: EvictionStatus,
+  parts: StatusParts,
+): EvictionStatus {
+  const nowIso = parts.now.toISOString();
+  const inFlight = [...parts.inFlight].sort(byId);
+  const outstandingInstances = [...parts.outstanding].sort();
+  const finished = outstandingInstances.length === 0 && inFlight.length === 0;
+  const observedGeneration = parts.generation ?? prev.observedGeneration;
+  const { finishedAt: _finishedAt, observedGeneration: _generation, ...kept } =
+    prev;
+  const base: EvictionStatus = {
+    ...kept,
+    outstandingRamMb: parts.outstandingRamMb,
+    outstandingInstances,
+    inFlight,
+    failed: [...parts.failed].sort(byId),
+    skipped: [...parts.skipped].sort(byId),
+    migratedCount: (prev.migratedCount ?? 0) + parts.migratedDelta,
+    outstandingCount: outstandingInstances.length,
+    inFlightCount: inFlight.length,
+    effectiveLimit: parts.limit,
+    limitSource: parts.limitSource,
+    startedAt: prev.startedAt ?? nowIso,
+    ...(finished ? { finishedAt: prev.finishedAt ?? nowIso } : {}),
+    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+  };
+  return {
+    ...base,
+    conditions: drainConditions(
+      base,
+      parts.summary,
+      parts.now,
+      observedGeneration,
+    ),
+  };
+}

@@ -1,0 +1,223 @@
+/**
+ * What Nova's server and migration states mean to a drain. Pure lookups,
+ * kept apart from the planner so that the tables are easy to audit against
+ * Nova's `vm_states.py`, `task_states.py` and `objects/migration.py`.
+ *
+ * @module
+ */
+
+/** How a VM is moved off the host. */
+export type MigrationKind = "live" | "cold";
+
+/** The phase of one Nova migration record, as far as a drain cares. */
+export type MigrationPhase = "in_progress" | "failed" | "done";
+
+/** Server statuses that only a person can resolve; the drain never loops on them. */
+const NEEDS_PERSON_STATUSES: ReadonlySet<string> = new Set([
+  "SUSPENDED",
+  "RESCUE",
+  "SHELVED",
+  "SHELVED_OFFLOADED",
+  "UNKNOWN",
+  // A VERIFY_RESIZE VM *listed on this host* was resized onto it (instance
+  // host is the destination after finish_resize); its owner must confirm or
+  // revert. Our own cold migrations show VERIFY_RESIZE on the destination.
+  "VERIFY_RESIZE",
+]);
+
+/** Server statuses of VMs that are being deleted. */
+const DELETED_STATUSES: ReadonlySet<string> = new Set([
+  "DELETED",
+  "SOFT_DELETED",
+]);
+
+/** Task states of VMs that are being deleted. */
+const DELETING_TASK_STATES: ReadonlySet<string> = new Set([
+  "deleting",
+  "soft-deleting",
+]);
+
+const MIGRATION_IN_PROGRESS: ReadonlySet<string> = new Set([
+  // live-migration
+  "queued",
+  "preparing",
+  "running",
+  "post-migrating",
+  "accepted",
+  // cold migration / resize
+  "pre-migrating",
+  "migrating",
+  "confirming",
+  "reverting",
+]);
+
+const MIGRATION_FAILED: ReadonlySet<string> = new Set([
+  "error",
+  "failed",
+  "cancelled",
+  "reverted",
+]);
+
+const MIGRATION_DONE: ReadonlySet<string> = new Set([
+  "completed",
+  "finished",
+  "confirmed",
+  "done",
+]);
+
+/** Live migration record statuses that `DELETE /servers/{id}/migrations/{mid}` can abort (2.65+). */
+const ABORTABLE: ReadonlySet<string> = new Set([
+  "queued",
+  "preparing",
+  "running",
+]);
+
+/**
+ * The phase of a migration record status. Statuses this table does not know
+ * count as in progress: treating an unknown state as finished could trigger
+ * a second migration of the same VM, which is the one thing a drain must
+ * never do; a stuck one is reported by the migration timeout instead.
+ *
+ * @example
+ * ```ts
+ * import { migrationPhase } from "./nova_states.ts";
+ * console.assert(migrationPhase("queued") === "in_progress");
+ * console.assert(migrationPhase("error") === "failed");
+ * console.assert(migrationPhase("completed") === "done");
+ * ```
+ */
+export function migrationPhase(status: string): MigrationPhase {
+  const s = status.toLowerCase();
+  if (MIGRATION_IN_PROGRESS.has(s)) return "in_progress";
+  if (MIGRATION_FAILED.has(s)) return "failed";
+  if (MIGRATION_DONE.has(s)) return "done";
+  return "in_progress";
+}
+
+/**
+ * Whether a live migration in this record status can be aborted by Nova.
+ *
+ * @example
+ * ```ts
+ * import { isAbortable } from "./nova_states.ts";
+ * console.assert(isAbortable("running"));
+ * console.assert(!isAbortable("post-migrating"));
+ * ```
+ */
+export function isAbortable(status: string): boolean {
+  return ABORTABLE.has(status.toLowerCase());
+}
+
+/**
+ * The kind of a migration record's `migration_type`: only `live-migration`
+ * is live; `migration`, `resize` and `evacuation` move a VM cold.
+ *
+ * @example
+ * ```ts
+ * import { kindOfMigrationType } from "./nova_states.ts";
+ * console.assert(kindOfMigrationType("live-migration") === "live");
+ * console.assert(kindOfMigrationType("migration") === "cold");
+ * ```
+ */
+export function kindOfMigrationType(migrationType: string): MigrationKind {
+  return migrationType.toLowerCase() === "live-migration" ? "live" : "cold";
+}
+
+/**
+ * Whether the server's own state says a migration is running: status
+ * MIGRATING or RESIZE, or task_state `migrating` or `resize_*`. Returns the
+ * kind, or undefined when the server is not migrating.
+ *
+ * @example
+ * ```ts
+ * import { inFlightKindOfServer } from "./nova_states.ts";
+ * console.assert(inFlightKindOfServer("MIGRATING", "migrating") === "live");
+ * console.assert(inFlightKindOfServer("ACTIVE", "resize_prep") === "cold");
+ * console.assert(inFlightKindOfServer("ACTIVE", null) === undefined);
+ * ```
+ */
+export function inFlightKindOfServer(
+  status: string,
+  taskState: string | null | undefined,
+): MigrationKind | undefined {
+  const s = status.toUpperCase();
+  const t = (taskState ?? "").toLowerCase();
+  if (s === "MIGRATING" || t === "migrating") return "live";
+  if (s === "RESIZE" || t.startsWith("resize_")) return "cold";
+  return undefined;
+}
+
+/**
+ * Whether the VM is being deleted (task_state deleting, or already DELETED).
+ *
+ * @example
+ * ```ts
+ * import { isBeingDeleted } from "./nova_states.ts";
+ * console.assert(isBeingDeleted("ACTIVE", "deleting"));
+ * console.assert(!isBeingDeleted("ACTIVE", null));
+ * ```
+ */
+export function isBeingDeleted(
+  status: string,
+  taskState: string | null | undefined,
+): boolean {
+  return DELETED_STATUSES.has(status.toUpperCase()) ||
+    DELETING_TASK_STATES.has((taskState ?? "").toLowerCase());
+}
+
+/**
+ * Whether only a person can make this VM movable (SUSPENDED, RESCUE,
+ * SHELVED, SHELVED_OFFLOADED, UNKNOWN, or an incoming VERIFY_RESIZE).
+ *
+ * @example
+ * ```ts
+ * import { needsPerson } from "./nova_states.ts";
+ * console.assert(needsPerson("SUSPENDED"));
+ * console.assert(!needsPerson("ACTIVE"));
+ * ```
+ */
+export function needsPerson(status: string): boolean {
+  return NEEDS_PERSON_STATUSES.has(status.toUpperCase());
+}
+
+/**
+ * How the drain moves a VM in this status: ACTIVE and PAUSED live, SHUTOFF
+ * cold; undefined for every other status (not movable right now).
+ *
+ * @example
+ * ```ts
+ * import { startKindOfStatus } from "./nova_states.ts";
+ * console.assert(startKindOfStatus("PAUSED") === "live");
+ * console.assert(startKindOfStatus("SHUTOFF") === "cold");
+ * console.assert(startKindOfStatus("BUILD") === undefined);
+ * ```
+ */
+export function startKindOfStatus(status: string): MigrationKind | undefined {
+  const s = status.toUpperCase();
+  if (s === "ACTIVE" || s === "PAUSED") return "live";
+  if (s === "SHUTOFF") return "cold";
+  return undefined;
+}
+
+/**
+ * Parses a Nova timestamp to epoch milliseconds. Nova writes migration times
+ * without a zone (`2026-11-29T22:00:00.000000`), meaning UTC; `Date.parse`
+ * would read such a string as local time, so a missing zone becomes `Z`.
+ * Returns undefined for an unparseable value.
+ *
+ * @example
+ * ```ts
+ * import { parseNovaTime } from "./nova_states.ts";
+ * console.assert(parseNovaTime("1970-01-01T00:00:01.000000") === 1000);
+ * console.assert(parseNovaTime("1970-01-01T00:00:01Z") === 1000);
+ * console.assert(parseNovaTime("yesterday") === undefined);
+ * ```
+ */
+export function parseNovaTime(
+  value: string | null | undefined,
+): number | undefined {
+  if (value === null || value === undefined || value === "") return undefined;
+  const zoned = /(Z|[+-]\d\d:?\d\d)$/i.test(value) ? value : `${value}Z`;
+  const ms = Date.parse(zoned);
+  return Number.isNaN(ms) ? undefined : ms;
+}
