@@ -1,0 +1,114 @@
+/**
+ * Errors a handler throws to steer retries, in kopf's vocabulary, and the
+ * error the Kubernetes client throws for a failed API call.
+ *
+ * @module
+ */
+
+/** Options of {@linkcode TemporaryError}. */
+export interface TemporaryErrorOptions {
+  /** Retry after this many milliseconds instead of the per-key backoff. */
+  delayMs?: number;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * A failure that is expected to go away: the key is retried after
+ * `delayMs` (or after the per-key exponential backoff when omitted).
+ *
+ * @example
+ * ```ts
+ * import { TemporaryError } from "./errors.ts";
+ * const err = new TemporaryError("nova busy", { delayMs: 2000 });
+ * console.assert(err.delayMs === 2000);
+ * ```
+ */
+export class TemporaryError extends Error {
+  /** Milliseconds to wait before the retry, or undefined for backoff. */
+  readonly delayMs: number | undefined;
+
+  /** Creates a temporary error; `delayMs` must be a finite number >= 0. */
+  constructor(message: string, options: TemporaryErrorOptions = {}) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.name = "TemporaryError";
+    if (
+      options.delayMs !== undefined &&
+      (!Number.isFinite(options.delayMs) || options.delayMs < 0)
+    ) {
+      throw new RangeError(
+        `TemporaryError delayMs must be a finite number >= 0, got ${options.delayMs}`,
+      );
+    }
+    this.delayMs = options.delayMs;
+  }
+}
+
+/**
+ * A failure that retrying cannot fix: the key is not retried until the
+ * object changes again.
+ *
+ * @example
+ * ```ts
+ * import { PermanentError } from "./errors.ts";
+ * const err = new PermanentError("spec.hypervisor names no known host");
+ * console.assert(err.name === "PermanentError");
+ * ```
+ */
+export class PermanentError extends Error {
+  /** Creates a permanent error. */
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.name = "PermanentError";
+  }
+}
+
+/**
+ * A Kubernetes API call that answered with a non-success HTTP status.
+ *
+ * @example
+ * ```ts
+ * import { ApiError } from "./errors.ts";
+ * const err = new ApiError("GET", "/api/v1/namespaces/x", 404, "NotFound", "not found");
+ * console.assert(err.status === 404);
+ * ```
+ */
+export class ApiError extends Error {
+  /** The HTTP method of the failed call. */
+  readonly method: string;
+  /** The request path of the failed call. */
+  readonly path: string;
+  /** The HTTP status code (404, 409, 410, ...). */
+  readonly status: number;
+  /** The Kubernetes `Status.reason` (NotFound, Conflict, Expired, ...). */
+  readonly reason: string;
+
+  /** Creates an API error. */
+  constructor(
+    method: string,
+    path: string,
+    status: number,
+    reason: string,
+    message: string,
+  ) {
+    super(`${method} ${path}: ${status} ${reason}: ${message}`);
+    this.name = "ApiError";
+    this.method = method;
+    this.path = path;
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+/**
+ * Tells whether `err` is an {@linkcode ApiError} with the given HTTP status.
+ *
+ * @example
+ * ```ts
+ * import { ApiError, isApiStatus } from "./errors.ts";
+ * console.assert(isApiStatus(new ApiError("GET", "/x", 409, "Conflict", ""), 409));
+ * ```
+ */
+export function isApiStatus(err: unknown, status: number): boolean {
+  return err instanceof ApiError && err.status === status;
+}

@@ -1,0 +1,667 @@
+/**
+ * The `Operator`: registration (kopf-like) and the runtime that wires
+ * informers, controllers, leader election, the webhook server, health and
+ * metrics, and graceful shutdown.
+ *
+ * @module
+ */
+
+import type { KubeConfig } from "@kubernetes/client-node";
+import { handleAdmission, type Validator } from "./admission.ts";
+import { parseAddress } from "./address.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import { KubeClient } from "./client.ts";
+import type { Clock } from "./clock.ts";
+import { Controller } from "./controller.ts";
+import { EventRecorder } from "./events.ts";
+import type {
+  FinalizeHandler,
+  ReconcileHandler,
+  ReconcileOptions,
+  TimerHandler,
+} from "./handler.ts";
+import { type Check, HealthServer } from "./health_server.ts";
+import { type CacheReader, Informer } from "./informer.ts";
+import { type Kind, kindId, type KubeObject } from "./kind.ts";
+import { LeaderElector, type LeaderTiming } from "./leader.ts";
+import { loadDefaultCredentials, readKubeconfigFile } from "./kubeconfig.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { FrameworkMetrics } from "./metrics.ts";
+import { type WebhookRoute, WebhookServer } from "./webhook_server.ts";
+
+/** Leader election settings. */
+export interface LeaderElectionOptions extends Partial<LeaderTiming> {
+  /** Lease name (default: the operator name). */
+  leaseName?: string;
+  /** Lease namespace (required). */
+  leaseNamespace: string;
+  /** This replica's identity (default: hostname + random suffix). */
+  identity?: string;
+}
+
+/** Webhook server settings. */
+export type WebhookOptions =
+  & {
+    /** `host:port` (default `:9443`). */
+    address?: string;
+    /** Body cap in bytes (default 1 MiB). */
+    maxBodyBytes?: number;
+    /** Cert file check interval, ms (default 2000). */
+    reloadIntervalMs?: number;
+    /** How long pre-rotation connections may stay open, ms (default 300000). */
+    retireAfterMs?: number;
+  }
+  & (
+    | { certFile: string; keyFile: string }
+    /** Generate a self-signed certificate: local runs only, NOT for production. */
+    | { selfSignedHosts: string[] }
+  );
+
+/** Options of {@linkcode Operator}. */
+export interface OperatorOptions {
+  /** Name used for the Lease, Events source, logs (default "operator"). */
+  name?: string;
+  /**
+   * A `@kubernetes/client-node` KubeConfig (needed for auth plugins). By
+   * default a lightweight loader reads `kubeconfigPath`, else KUBECONFIG,
+   * ~/.kube/config or the in-cluster service account.
+   */
+  kubeConfig?: KubeConfig;
+  /** Kubeconfig file to read (when no `kubeConfig` is given). */
+  kubeconfigPath?: string;
+  /** Overrides the API server URL of the kubeconfig. */
+  server?: string;
+  /** Only watch this namespace for namespaced kinds (default: all). */
+  watchNamespace?: string;
+  /** Label selector for every cache unless `watch()` says otherwise. */
+  labelSelector?: string;
+  /** Leader election; false runs handlers on every replica (default false). */
+  leaderElection?: LeaderElectionOptions | false;
+  /** `/healthz`, `/readyz`, `/metrics` address (default `:8080`); false: off. */
+  healthAddress?: string | false;
+  /** Admission webhook server; false or absent: off. */
+  webhook?: WebhookOptions | false;
+  /** How long running handlers may finish on shutdown (default 30 s). */
+  shutdownTimeoutMs?: number;
+  /** Stop on SIGTERM/SIGINT and exit 0 (default true). */
+  handleSignals?: boolean;
+  /** Exit the process (code 1) when leadership is lost (default true). */
+  exitOnLeaderLoss?: boolean;
+  /** The finalizer this operator owns (default `<name>.operator/finalizer`). */
+  finalizer?: string;
+  /** Root logger (default: JSON lines on stdout at `logLevel`). */
+  logger?: Logger;
+  /** Log level when no logger is given (default info). */
+  logLevel?: string;
+  /** Metric name prefix (default "operator_"). */
+  metricsPrefix?: string;
+  /** Export process metrics (default true). */
+  processMetrics?: boolean;
+  /** Watch inactivity timeout, ms (default 180 s). */
+  watchInactivityMs?: number;
+  /** Server-side watch timeout, s (default 300). */
+  watchTimeoutSeconds?: number;
+  /** Per-key retry backoff (default 5 ms .. 1000 s). */
+  backoff?: BackoffOptions;
+  /** Clock for queue delays (tests). */
+  clock?: Clock;
+}
+
+/** Options of {@linkcode Operator.watch}. */
+export interface CacheOptions {
+  /** Label selector for this kind; null: none even if the operator has one. */
+  labelSelector?: string | null;
+  /** Namespace for this kind (namespaced kinds). */
+  namespace?: string;
+}
+
+/** Why the operator stopped. */
+export type StopReason = "stopped" | "signal" | "leadership-lost";
+
+class LazyCache<T extends KubeObject> implements CacheReader<T> {
+  target: Informer<T> | undefined;
+  get(key: string): T | undefined {
+    return this.target?.get(key);
+  }
+  list(filter?: (obj: T) => boolean): T[] {
+    return this.target?.list(filter) ?? [];
+  }
+  get hasSynced(): boolean {
+    return this.target?.hasSynced ?? false;
+  }
+}
+
+interface CacheEntry {
+  kind: Kind<KubeObject>;
+  options: CacheOptions;
+  lazy: LazyCache<KubeObject>;
+  informer?: Informer<KubeObject>;
+}
+
+/**
+ * A kopf-like operator. Register handlers, then `start()`; `stop()` (or
+ * SIGTERM) shuts it down gracefully. Webhooks serve on every replica;
+ * reconcile, finalize and timer handlers run only on the leader.
+ *
+ * @example
+ * ```ts ignore
+ * const op = new Operator({ name: "demo", leaderElection: { leaseNamespace: "default" } });
+ * op.reconcile(ConfigMaps, ({ object }) => { if (object) console.log(object.metadata?.name); });
+ * await op.start();
+ * ```
+ */
+export class Operator {
+  /** The operator name. */
+  readonly name: string;
+  /** Metrics (registry served on `/metrics`). */
+  readonly metrics: FrameworkMetrics;
+  /** Root logger. */
+  readonly logger: Logger;
+  readonly #o: OperatorOptions;
+  readonly #caches = new Map<string, CacheEntry>();
+  readonly #controllers = new Map<string, Controller<KubeObject>>();
+  readonly #routes = new Map<string, WebhookRoute>();
+  readonly #startup: Array<() => void | Promise<void>> = [];
+  readonly #cleanup: Array<() => void | Promise<void>> = [];
+  readonly #probes = new Map<string, Check>();
+  readonly #pendingRelated: Array<() => void> = [];
+  #client: KubeClient | undefined;
+  #events: EventRecorder | undefined;
+  #elector: LeaderElector | undefined;
+  #health: HealthServer | undefined;
+  #webhook: WebhookServer | undefined;
+  #started = false;
+  #stopping: Promise<void> | undefined;
+  #doneResolve: ((r: StopReason) => void) | undefined;
+  #signalHandlers: Array<[Deno.Signal, () => void]> = [];
+  #leaderLoop: Promise<void> | undefined;
+  /** Resolves with the reason once the operator has fully stopped. */
+  readonly done: Promise<StopReason>;
+
+  /** Creates an operator; nothing runs until {@linkcode start}. */
+  constructor(options: OperatorOptions = {}) {
+    this.#o = options;
+    this.name = options.name ?? "operator";
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(this.name)) {
+      throw new TypeError(
+        `operator name must be a DNS subdomain, got "${this.name}"`,
+      );
+    }
+    this.logger = options.logger ??
+      createLogger({ name: this.name, level: options.logLevel ?? "info" });
+    this.metrics = new FrameworkMetrics({
+      ...(options.metricsPrefix === undefined
+        ? {}
+        : { prefix: options.metricsPrefix }),
+      processMetrics: options.processMetrics ?? true,
+    });
+    this.done = new Promise((resolve) => this.#doneResolve = resolve);
+  }
+
+  /** The finalizer name this operator adds. */
+  get finalizer(): string {
+    return this.#o.finalizer ?? `${this.name}.operator/finalizer`;
+  }
+
+  /** The API client (after start). */
+  get client(): KubeClient {
+    if (this.#client === undefined) {
+      throw new Error("operator is not started: no client yet");
+    }
+    return this.#client;
+  }
+
+  /** The Events recorder (after start). */
+  get events(): EventRecorder {
+    if (this.#events === undefined) {
+      throw new Error("operator is not started: no events recorder yet");
+    }
+    return this.#events;
+  }
+
+  /** Whether this replica runs handlers now. */
+  get isLeader(): boolean {
+    return this.#o.leaderElection
+      ? (this.#elector?.isLeader ?? false)
+      : this.#started;
+  }
+
+  /** Port of the health server (after start). */
+  get healthPort(): number {
+    if (this.#health === undefined) {
+      throw new Error("health server is off or not started");
+    }
+    return this.#health.port;
+  }
+
+  /** Port of the webhook server (after start). */
+  get webhookPort(): number {
+    if (this.#webhook === undefined) {
+      throw new Error("webhook server is off or not started");
+    }
+    return this.#webhook.port;
+  }
+
+  /** The webhook server (after start), e.g. to force a certificate reload. */
+  get webhookServer(): WebhookServer | undefined {
+    return this.#webhook;
+  }
+
+  #assertNotStarted(what: string): void {
+    if (this.#started) {
+      throw new Error(`${what} must be registered before start()`);
+    }
+  }
+
+  /**
+   * Keeps a cache (informer) of `kind` and returns typed read access; any
+   * handler may read it. Call before start.
+   */
+  watch<T extends KubeObject>(
+    kind: Kind<T>,
+    options: CacheOptions = {},
+  ): CacheReader<T> {
+    const id = kindId(kind);
+    let entry = this.#caches.get(id);
+    if (entry === undefined) {
+      this.#assertNotStarted(`watch(${kind.kind})`);
+      entry = {
+        kind: kind as unknown as Kind<KubeObject>,
+        options,
+        lazy: new LazyCache<KubeObject>(),
+      };
+      this.#caches.set(id, entry);
+    } else if (Object.keys(options).length > 0) {
+      entry.options = { ...entry.options, ...options };
+    }
+    return entry.lazy as unknown as CacheReader<T>;
+  }
+
+  /** Typed read access to the cache of `kind` (registers one if needed). */
+  cache<T extends KubeObject>(kind: Kind<T>): CacheReader<T> {
+    return this.watch(kind);
+  }
+
+  #controller<T extends KubeObject>(kind: Kind<T>): Controller<T> {
+    const id = kindId(kind);
+    const existing = this.#controllers.get(id);
+    if (existing !== undefined) return existing as unknown as Controller<T>;
+    this.#assertNotStarted(`a handler for ${kind.kind}`);
+    const cache = this.watch(kind);
+    const ctl = new Controller<T>({
+      kind,
+      cache,
+      client: () => this.client,
+      logger: this.logger,
+      metrics: this.metrics,
+      events: () => this.events,
+      cacheOf: (k) => this.cache(k),
+      enqueue: (k, key, afterMs) => this.enqueue(k, key, afterMs),
+      finalizer: this.finalizer,
+      ...(this.#o.clock === undefined ? {} : { clock: this.#o.clock }),
+      ...(this.#o.backoff === undefined ? {} : { backoff: this.#o.backoff }),
+    });
+    this.#controllers.set(id, ctl as unknown as Controller<KubeObject>);
+    return ctl;
+  }
+
+  /**
+   * Registers the level-based reconcile handler of `kind`: it runs for a
+   * key on create, update, delete (with `object` undefined), resume after
+   * a restart, requeue and changes of related kinds.
+   */
+  reconcile<T extends KubeObject>(
+    kind: Kind<T>,
+    handler: ReconcileHandler<T>,
+    options: ReconcileOptions = {},
+  ): this {
+    const ctl = this.#controller(kind);
+    if (ctl.reconcileHandler !== undefined) {
+      throw new Error(
+        `a reconcile handler for ${kind.kind} is already registered`,
+      );
+    }
+    ctl.reconcileHandler = handler;
+    ctl.configure(options);
+    for (const w of options.watches ?? []) {
+      this.watch(w.kind);
+      this.#pendingRelated.push(() => {
+        const inf = this.#caches.get(kindId(w.kind))?.informer;
+        inf?.on((ev) => {
+          const keys = w.map(ev.object);
+          if (keys === "all") {
+            for (const obj of this.cache(kind).list()) {
+              const name = obj.metadata?.name;
+              if (name === undefined) continue;
+              const ns = obj.metadata?.namespace;
+              ctl.enqueue(ns ? `${ns}/${name}` : name);
+            }
+          } else {
+            for (const key of keys) if (key !== "") ctl.enqueue(key);
+          }
+        });
+      });
+    }
+    return this;
+  }
+
+  /**
+   * Registers the finalize handler of `kind`. The framework adds its
+   * finalizer to every object before any other handler runs for it, calls
+   * this handler once the object is being deleted, and removes the
+   * finalizer after the handler succeeded (errors retry as usual).
+   */
+  finalize<T extends KubeObject>(
+    kind: Kind<T>,
+    handler: FinalizeHandler<T>,
+  ): this {
+    const ctl = this.#controller(kind);
+    if (ctl.finalizeHandler !== undefined) {
+      throw new Error(
+        `a finalize handler for ${kind.kind} is already registered`,
+      );
+    }
+    ctl.finalizeHandler = handler;
+    return this;
+  }
+
+  /** Registers a timer: `handler` runs every `intervalMs` per existing object, on the leader. */
+  timer<T extends KubeObject>(
+    kind: Kind<T>,
+    options: { intervalMs: number },
+    handler: TimerHandler<T>,
+  ): this {
+    if (!(options.intervalMs > 0)) {
+      throw new RangeError(
+        `timer intervalMs must be > 0, got ${options.intervalMs}`,
+      );
+    }
+    this.#controller(kind).timers.push({
+      intervalMs: options.intervalMs,
+      handler,
+      scheduled: new Map(),
+      running: new Set(),
+    });
+    return this;
+  }
+
+  /**
+   * Registers a validating admission function for `kind`, served at
+   * `options.path` (default `/validate-<group with dashes>-<version>-<kind lowercase>`).
+   * Returns the path.
+   */
+  validate<T extends KubeObject>(
+    kind: Kind<T>,
+    fn: Validator<T>,
+    options: { path?: string } = {},
+  ): string {
+    this.#assertNotStarted(`validate(${kind.kind})`);
+    const path = options.path ?? validatePath(kind);
+    if (this.#routes.has(path)) {
+      throw new Error(`a webhook at path "${path}" is already registered`);
+    }
+    const log = this.logger.child({ name: "webhook", kind: kind.kind });
+    this.#routes.set(
+      path,
+      (json) =>
+        handleAdmission(json, fn, kind.schema, (err) =>
+          log.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            "validate function threw",
+          )),
+    );
+    return path;
+  }
+
+  /** Runs `fn` during start, before caches and handlers (on every replica). */
+  onStartup(fn: () => void | Promise<void>): this {
+    this.#startup.push(fn);
+    return this;
+  }
+
+  /** Runs `fn` during stop, after handlers finished. */
+  onCleanup(fn: () => void | Promise<void>): this {
+    this.#cleanup.push(fn);
+    return this;
+  }
+
+  /** Adds a liveness check reported on `/healthz`. */
+  probe(name: string, check: Check): this {
+    this.#probes.set(name, check);
+    return this;
+  }
+
+  /** Queues `key` of a reconciled `kind` (now or after `afterMs`). */
+  enqueue<T extends KubeObject>(kind: Kind<T>, key: string, afterMs = 0): void {
+    const ctl = this.#controllers.get(kindId(kind));
+    if (ctl === undefined) {
+      throw new Error(
+        `no handler is registered for ${kind.kind}: cannot enqueue "${key}"`,
+      );
+    }
+    ctl.enqueue(key, afterMs);
+  }
+
+  /**
+   * Starts everything; resolves once the caches are synced (and the
+   * webhook and health servers listen). Handlers start on becoming leader.
+   */
+  async start(): Promise<void> {
+    if (this.#started) throw new Error("operator already started");
+    this.#started = true;
+    const o = this.#o;
+    const log = this.logger;
+    const clientOptions = o.server === undefined ? {} : { server: o.server };
+    if (o.kubeConfig !== undefined) {
+      this.#client = await KubeClient.fromKubeConfig(
+        o.kubeConfig,
+        clientOptions,
+      );
+    } else {
+      const creds = o.kubeconfigPath === undefined
+        ? await loadDefaultCredentials()
+        : await readKubeconfigFile(o.kubeconfigPath);
+      this.#client = await KubeClient.fromCredentials(creds, clientOptions);
+    }
+    this.#events = new EventRecorder(this.#client, this.name, log);
+
+    for (const fn of this.#startup) await fn();
+
+    for (const entry of this.#caches.values()) {
+      const selector = entry.options.labelSelector === null
+        ? undefined
+        : entry.options.labelSelector ?? o.labelSelector;
+      const inf = new Informer<KubeObject>({
+        kind: entry.kind,
+        client: this.#client,
+        namespace: entry.kind.namespaced
+          ? entry.options.namespace ?? o.watchNamespace
+          : undefined,
+        labelSelector: selector,
+        logger: log,
+        metrics: this.metrics,
+        ...(o.watchInactivityMs === undefined
+          ? {}
+          : { inactivityMs: o.watchInactivityMs }),
+        ...(o.watchTimeoutSeconds === undefined
+          ? {}
+          : { watchTimeoutSeconds: o.watchTimeoutSeconds }),
+      });
+      entry.informer = inf;
+      entry.lazy.target = inf;
+      const ctl = this.#controllers.get(kindId(entry.kind));
+      if (ctl !== undefined) inf.on((ev) => ctl.onEvent(ev));
+    }
+    for (const wire of this.#pendingRelated) wire();
+
+    if (o.healthAddress !== false) {
+      const readiness = new Map<string, Check>();
+      for (const [id, entry] of this.#caches) {
+        readiness.set(`cache:${id}`, () => entry.lazy.hasSynced);
+      }
+      this.#health = new HealthServer({
+        address: o.healthAddress ?? ":8080",
+        liveness: new Map([["ping", () => true], ...this.#probes]),
+        readiness,
+        registry: this.metrics.registry,
+      });
+      await this.#health.start();
+    }
+    if (o.webhook) {
+      const w = o.webhook;
+      let tls: { certFile: string; keyFile: string } | {
+        certPem: string;
+        keyPem: string;
+      };
+      if ("selfSignedHosts" in w) {
+        log.warn(
+          "serving the webhook with a SELF-SIGNED certificate: for local runs only, not for production",
+        );
+        // loaded on demand: x509 costs memory that production runs need not pay
+        const { generateSelfSignedCertificate } = await import(
+          "./self_signed.ts"
+        );
+        tls = await generateSelfSignedCertificate({ hosts: w.selfSignedHosts });
+      } else {
+        tls = { certFile: w.certFile, keyFile: w.keyFile };
+      }
+      const { hostname, port } = parseAddress(w.address ?? ":9443");
+      this.#webhook = new WebhookServer({
+        hostname,
+        port,
+        tls,
+        routes: this.#routes,
+        logger: log,
+        metrics: this.metrics,
+        ...(w.maxBodyBytes === undefined
+          ? {}
+          : { maxBodyBytes: w.maxBodyBytes }),
+        ...(w.reloadIntervalMs === undefined
+          ? {}
+          : { reloadIntervalMs: w.reloadIntervalMs }),
+        ...(w.retireAfterMs === undefined
+          ? {}
+          : { retireAfterMs: w.retireAfterMs }),
+      });
+      await this.#webhook.start();
+    }
+
+    for (const entry of this.#caches.values()) entry.informer?.start();
+    await Promise.all(
+      [...this.#caches.values()].map((e) => e.informer?.synced()),
+    );
+    log.info({ caches: this.#caches.size }, "caches synced");
+
+    if (o.handleSignals ?? true) {
+      for (const sig of ["SIGTERM", "SIGINT"] as const) {
+        const handler = () => {
+          log.info({ signal: sig }, "signal received: shutting down");
+          void this.#shutdown("signal").then(() => Deno.exit(0));
+        };
+        Deno.addSignalListener(sig, handler);
+        this.#signalHandlers.push([sig, handler]);
+      }
+    }
+
+    if (o.leaderElection) {
+      const le = o.leaderElection;
+      this.#elector = new LeaderElector({
+        client: this.#client,
+        name: le.leaseName ?? this.name,
+        namespace: le.leaseNamespace,
+        identity: le.identity ??
+          `${Deno.hostname()}_${crypto.randomUUID().slice(0, 8)}`,
+        timing: {
+          ...(le.leaseDurationMs === undefined
+            ? {}
+            : { leaseDurationMs: le.leaseDurationMs }),
+          ...(le.renewDeadlineMs === undefined
+            ? {}
+            : { renewDeadlineMs: le.renewDeadlineMs }),
+          ...(le.retryPeriodMs === undefined
+            ? {}
+            : { retryPeriodMs: le.retryPeriodMs }),
+        },
+        logger: log,
+        onStartedLeading: () => {
+          this.metrics.leader.set(1);
+          for (const c of this.#controllers.values()) c.start();
+        },
+        onStoppedLeading: () => {
+          this.metrics.leader.set(0);
+          // at once: no grace, abort the handlers' signal
+          for (const c of this.#controllers.values()) void c.stop(0);
+          void this.#shutdown("leadership-lost").then(() => {
+            if (o.exitOnLeaderLoss ?? true) Deno.exit(1);
+          });
+        },
+      });
+      this.#leaderLoop = this.#elector.run();
+    } else {
+      this.metrics.leader.set(1);
+      for (const c of this.#controllers.values()) c.start();
+    }
+  }
+
+  /** Graceful stop: no new work, running handlers finish (up to the timeout), Lease released. */
+  stop(): Promise<void> {
+    return this.#shutdown("stopped");
+  }
+
+  #shutdown(reason: StopReason): Promise<void> {
+    this.#stopping ??= (async () => {
+      const log = this.logger;
+      const grace = reason === "leadership-lost"
+        ? 0
+        : this.#o.shutdownTimeoutMs ?? 30_000;
+      await Promise.all(
+        [...this.#controllers.values()].map((c) => c.stop(grace)),
+      );
+      for (const c of this.#controllers.values()) c.shutdown();
+      if (reason !== "leadership-lost") await this.#elector?.release();
+      await this.#leaderLoop;
+      this.metrics.leader.set(0);
+      await Promise.all(
+        [...this.#caches.values()].map((e) => e.informer?.stop()),
+      );
+      await this.#webhook?.stop();
+      await this.#health?.stop();
+      for (const fn of this.#cleanup) {
+        try {
+          await fn();
+        } catch (err) {
+          log.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            "cleanup handler failed",
+          );
+        }
+      }
+      for (const [sig, h] of this.#signalHandlers) {
+        Deno.removeSignalListener(sig, h);
+      }
+      this.#signalHandlers = [];
+      this.#client?.close();
+      log.info({ reason }, "operator stopped");
+      this.#doneResolve?.(reason);
+    })();
+    return this.#stopping;
+  }
+}
+
+/**
+ * The default webhook path of a kind (kubebuilder's convention).
+ *
+ * @example
+ * ```ts
+ * import { validatePath } from "./operator.ts";
+ * const path = validatePath({ group: "kvm.cloud.sap", version: "v1", kind: "Eviction" });
+ * console.assert(path === "/validate-kvm-cloud-sap-v1-eviction");
+ * ```
+ */
+export function validatePath(
+  kind: { group: string; version: string; kind: string },
+): string {
+  return `/validate-${
+    kind.group.replaceAll(".", "-")
+  }-${kind.version}-${kind.kind.toLowerCase()}`;
+}

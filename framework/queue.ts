@@ -1,0 +1,181 @@
+/**
+ * A work queue with controller-runtime's semantics: a key is never handed
+ * to two workers at once, adds of a queued key collapse into one, a key
+ * added while it is processed is queued again when it is done, delayed adds
+ * keep the earliest deadline, and failures back off per key.
+ *
+ * @module
+ */
+
+import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
+import { type BackoffOptions, KeyBackoff } from "./backoff.ts";
+
+/** Options of {@linkcode WorkQueue}. */
+export interface WorkQueueOptions {
+  /** Time source for delayed adds (default: the wall clock). */
+  clock?: Clock;
+  /** Per-key backoff bounds for {@linkcode WorkQueue.addRateLimited}. */
+  backoff?: BackoffOptions;
+}
+
+/**
+ * The work queue. Workers call {@linkcode get} (or {@linkcode tryGet}) and
+ * must call {@linkcode done} with the key when finished.
+ *
+ * @example
+ * ```ts
+ * import { WorkQueue } from "./queue.ts";
+ * const q = new WorkQueue();
+ * q.add("a"); q.add("a");
+ * console.assert(q.length === 1);
+ * const key = q.tryGet();
+ * q.add("a"); // while processing: deferred until done
+ * console.assert(q.length === 0);
+ * if (key !== undefined) q.done(key);
+ * console.assert(q.length === 1);
+ * q.shutdown();
+ * ```
+ */
+export class WorkQueue {
+  readonly #clock: Clock;
+  readonly #backoff: KeyBackoff;
+  readonly #queue: string[] = [];
+  readonly #dirty = new Set<string>();
+  readonly #processing = new Set<string>();
+  readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
+  #waiters: Array<(key: string | undefined) => void> = [];
+  #shuttingDown = false;
+
+  /** Creates an empty queue. */
+  constructor(options: WorkQueueOptions = {}) {
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = new KeyBackoff(options.backoff ?? {});
+  }
+
+  /** Keys waiting to be processed (the queue depth). */
+  get length(): number {
+    return this.#queue.length;
+  }
+
+  /** Keys currently handed to workers. */
+  get processing(): ReadonlySet<string> {
+    return this.#processing;
+  }
+
+  /** Keys waiting for a delayed add. */
+  get delayedCount(): number {
+    return this.#delayed.size;
+  }
+
+  /** Whether {@linkcode shutdown} was called. */
+  get isShuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Queues `key` now; a no-op if it is already queued. */
+  add(key: string): void {
+    if (this.#shuttingDown || this.#dirty.has(key)) return;
+    this.#dirty.add(key);
+    if (this.#processing.has(key)) return;
+    const waiter = this.#waiters.shift();
+    if (waiter !== undefined) {
+      this.#dirty.delete(key);
+      this.#processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.#queue.push(key);
+  }
+
+  /** Queues `key` after `delayMs`; an earlier pending deadline wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#shuttingDown) return;
+    if (!Number.isFinite(delayMs)) {
+      throw new RangeError(`addAfter delayMs must be finite, got ${delayMs}`);
+    }
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = this.#clock.now() + delayMs;
+    const existing = this.#delayed.get(key);
+    if (existing !== undefined) {
+      if (existing.at <= at) return;
+      existing.cancel();
+    }
+    const cancel = this.#clock.setTimer(() => {
+      this.#delayed.delete(key);
+      this.add(key);
+    }, delayMs);
+    this.#delayed.set(key, { at, cancel });
+  }
+
+  /** Queues `key` after its next backoff delay; returns that delay. */
+  addRateLimited(key: string): number {
+    const delay = this.#backoff.next(key);
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  /** Resets the backoff of `key` (after a success). */
+  forget(key: string): void {
+    this.#backoff.forget(key);
+  }
+
+  /** Failures of `key` since its last {@linkcode forget}. */
+  failures(key: string): number {
+    return this.#backoff.failures(key);
+  }
+
+  /** Takes the next key if one is ready, without waiting. */
+  tryGet(): string | undefined {
+    const key = this.#queue.shift();
+    if (key === undefined) return undefined;
+    this.#dirty.delete(key);
+    this.#processing.add(key);
+    return key;
+  }
+
+  /**
+   * Waits for the next key; resolves undefined once shut down or when
+   * `signal` aborts (then no key is taken).
+   */
+  get(signal?: AbortSignal): Promise<string | undefined> {
+    const key = this.tryGet();
+    if (key !== undefined) return Promise.resolve(key);
+    if (this.#shuttingDown || signal?.aborted) {
+      return Promise.resolve(undefined);
+    }
+    return new Promise((resolve) => {
+      const waiter = (k: string | undefined) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(k);
+      };
+      const onAbort = () => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  /** Marks `key` finished; re-queues it if it was added meanwhile. */
+  done(key: string): void {
+    if (!this.#processing.delete(key)) return;
+    if (this.#dirty.has(key)) {
+      this.#dirty.delete(key);
+      this.add(key);
+    }
+  }
+
+  /** Stops handing out keys; pending waiters get undefined. */
+  shutdown(): void {
+    this.#shuttingDown = true;
+    for (const { cancel } of this.#delayed.values()) cancel();
+    this.#delayed.clear();
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w(undefined);
+  }
+}
