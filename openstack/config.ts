@@ -165,7 +165,11 @@ function defaultReadTextFile(path: string): string | undefined {
   try {
     return Deno.readTextFileSync(path);
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return undefined;
+    // A file this process may not read (a compiled binary is only allowed
+    // the documented config folders) is, for the search, not there.
+    if (
+      e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable
+    ) return undefined;
     throw e;
   }
 }

@@ -14,16 +14,20 @@ export interface ManagedProcess {
   readonly exited: Promise<number>;
   /** Sends SIGTERM, then SIGKILL after `graceMs`, and waits for the end. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILL to the process (no clean-up at all), and waits for the end. */
+  kill(): Promise<void>;
 }
 
 // Runs "$@" in the background and polls: when the parent (the Deno test
 // process) disappears, the child is killed. A TERM to the watchdog is passed
-// on to the child.
+// on to the child; a USR1 makes it SIGKILL the child (SIGKILL itself cannot
+// be passed on).
 const WATCHDOG = `
 parent=$1; log=$2; shift 2
 "$@" >>"$log" 2>&1 &
 child=$!
 trap 'kill -TERM $child 2>/dev/null; wait $child; exit $?' TERM INT
+trap 'kill -KILL $child 2>/dev/null; wait $child; exit 137' USR1
 while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
   sleep 0.3
 done
@@ -32,7 +36,8 @@ wait $child
 `;
 
 /**
- * Starts `command` with `args`, its output appended to `logPath`.
+ * Starts `command` with `args`, its output appended to `logPath`; with
+ * `env`, in exactly that environment.
  *
  * @example
  * ```ts ignore
@@ -45,6 +50,7 @@ export function startProcess(
   command: string,
   args: string[],
   logPath: string,
+  env?: Record<string, string>,
 ): ManagedProcess {
   const child = new Deno.Command("bash", {
     args: [
@@ -59,6 +65,11 @@ export function startProcess(
     stdin: "null",
     stdout: "null",
     stderr: "null",
+    // With `env`, the child sees only that (and PATH, for the watchdog).
+    ...(env === undefined ? {} : {
+      clearEnv: true,
+      env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", ...env },
+    }),
   }).spawn();
   const exited = child.status.then((s) => s.code);
   // Do not keep the test's event loop alive just for this child.
@@ -68,6 +79,14 @@ export function startProcess(
     name,
     logPath,
     exited,
+    async kill() {
+      try {
+        child.kill("SIGUSR1");
+      } catch {
+        return; // already gone
+      }
+      await exited;
+    },
     stop(graceMs = 5000) {
       stopping ??= (async () => {
         try {

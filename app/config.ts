@@ -1,0 +1,466 @@
+/**
+ * evictor's configuration: read once from the command line and the
+ * environment (every flag has an environment twin), validated, frozen.
+ * A bad value stops start-up with one structured error naming the flag, the
+ * bad value and what is expected.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { parseAddress } from "../framework/address.ts";
+import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import {
+  type ConcurrencyFlagError,
+  parseConcurrencyFlags,
+} from "../controllers/eviction/flags.ts";
+import { parseDuration } from "./duration.ts";
+
+/** The controllers `--controllers` can switch on. */
+export const CONTROLLERS = [
+  "eviction",
+  "hypervisor-sync",
+  "maintenance",
+] as const;
+/** One of {@linkcode CONTROLLERS}. */
+export type ControllerName = typeof CONTROLLERS[number];
+
+/** Everything `evictor run` needs, frozen. */
+export interface Config {
+  readonly kubeconfig: string | undefined;
+  readonly osCloud: string | undefined;
+  readonly pollIntervalMs: number;
+  readonly leaderElection:
+    | false
+    | {
+      readonly namespace: string;
+      readonly leaseName: string;
+      readonly identity: string | undefined;
+      readonly leaseDurationMs: number;
+      readonly renewDeadlineMs: number;
+      readonly retryPeriodMs: number;
+    };
+  readonly labelSelector: string | undefined;
+  readonly controllers: readonly ControllerName[];
+  readonly metricsAddress: string | false;
+  readonly webhook:
+    | false
+    | { readonly address: string; readonly certDir: string }
+    | { readonly address: string; readonly selfSigned: true };
+  readonly limits: LimitSettings;
+  readonly limitWarnings: readonly { message: string; flag: string }[];
+  readonly maxConcurrentReconciles: number;
+  readonly hypervisorResyncMs: number;
+  readonly discoverHypervisors: boolean;
+  readonly logLevel: string;
+  readonly shutdownTimeoutMs: number;
+}
+
+/** A bad flag or environment variable, with its parts as fields. */
+export class ConfigFlagError extends Error {
+  override name = "ConfigFlagError";
+  /** The flag, e.g. `--poll-interval`. */
+  readonly flag: string;
+  /** The environment variable it came from, when it did. */
+  readonly envVar: string | undefined;
+  /** The bad value as given. */
+  readonly value: string | undefined;
+  /** What is expected instead. */
+  readonly expected: string;
+  /** Further structured fields (for example a concurrency flag's entry). */
+  readonly fields: Readonly<Record<string, unknown>>;
+
+  constructor(
+    message: string,
+    parts: {
+      flag: string;
+      envVar?: string | undefined;
+      value?: string | undefined;
+      expected: string;
+      fields?: Record<string, unknown>;
+    },
+  ) {
+    super(message);
+    this.flag = parts.flag;
+    this.envVar = parts.envVar;
+    this.value = parts.value;
+    this.expected = parts.expected;
+    this.fields = Object.freeze({ ...parts.fields });
+  }
+}
+
+/** The flags of `evictor run`, with their environment twins and help. */
+export const RUN_FLAGS = {
+  kubeconfig: {
+    type: "string",
+    env: "KUBECONFIG",
+    help: "kubeconfig file (default: in-cluster service account)",
+  },
+  "os-cloud": {
+    type: "string",
+    env: "OS_CLOUD",
+    help: "cloud in clouds.yaml (OS_CLIENT_CONFIG_FILE); else OS_* variables",
+  },
+  "poll-interval": {
+    type: "string",
+    env: "EVICTOR_POLL_INTERVAL",
+    default: "2s",
+    help: "how often a drain with migrations in flight is looked at",
+  },
+  "leader-elect": {
+    type: "boolean",
+    env: "EVICTOR_LEADER_ELECT",
+    default: false,
+    help: "elect a leader on a Lease (run with 2 replicas)",
+  },
+  "leader-election-namespace": {
+    type: "string",
+    env: "POD_NAMESPACE",
+    help: "namespace of the Lease (required with --leader-elect)",
+  },
+  "leader-election-id": {
+    type: "string",
+    env: "EVICTOR_LEADER_ELECTION_ID",
+    default: "evictor",
+    help: "name of the Lease",
+  },
+  "lease-duration": {
+    type: "string",
+    env: "EVICTOR_LEASE_DURATION",
+    default: "15s",
+    help: "how long a Lease holds",
+  },
+  "renew-deadline": {
+    type: "string",
+    env: "EVICTOR_RENEW_DEADLINE",
+    default: "10s",
+    help: "a leader that cannot renew within this stops",
+  },
+  "retry-period": {
+    type: "string",
+    env: "EVICTOR_RETRY_PERIOD",
+    default: "2s",
+    help: "how often to try to take or renew the Lease",
+  },
+  "label-selector": {
+    type: "string",
+    env: "EVICTOR_LABEL_SELECTOR",
+    help: "only handle objects with these labels (partition several instances)",
+  },
+  controllers: {
+    type: "string",
+    env: "EVICTOR_CONTROLLERS",
+    default: CONTROLLERS.join(","),
+    help: `controllers to run, comma-separated: ${CONTROLLERS.join(", ")}`,
+  },
+  "metrics-bind-address": {
+    type: "string",
+    env: "EVICTOR_METRICS_BIND_ADDRESS",
+    default: ":8080",
+    help: "/metrics, /healthz and /readyz; 0 turns them off",
+  },
+  "webhook-bind-address": {
+    type: "string",
+    env: "EVICTOR_WEBHOOK_BIND_ADDRESS",
+    default: ":9443",
+    help: "the validating admission webhook (HTTPS); 0 turns it off",
+  },
+  "webhook-cert-dir": {
+    type: "string",
+    env: "EVICTOR_WEBHOOK_CERT_DIR",
+    default: "/etc/evictor/webhook-certs",
+    help: "folder with tls.crt and tls.key, reloaded when they change",
+  },
+  "webhook-self-signed": {
+    type: "boolean",
+    env: "EVICTOR_WEBHOOK_SELF_SIGNED",
+    default: false,
+    help: "serve the webhook with a self-signed certificate (local runs only)",
+  },
+  "eviction-concurrency": {
+    type: "string",
+    env: "EVICTOR_EVICTION_CONCURRENCY",
+    help: "migrations in flight per hypervisor without an EvictionPolicy",
+  },
+  "eviction-trait-concurrency": {
+    type: "string",
+    multiple: true,
+    env: "EVICTOR_EVICTION_TRAIT_CONCURRENCY",
+    help: "TRAIT=N[,TRAIT=N] lower limits for hosts with a trait (repeatable)",
+  },
+  "max-concurrent-reconciles": {
+    type: "string",
+    env: "EVICTOR_MAX_CONCURRENT_RECONCILES",
+    default: "4",
+    help: "Evictions worked on at once",
+  },
+  "hypervisor-resync-interval": {
+    type: "string",
+    env: "EVICTOR_HYPERVISOR_RESYNC_INTERVAL",
+    default: "5m",
+    help: "how often Hypervisor status is refreshed from Nova and Placement",
+  },
+  "discover-hypervisors": {
+    type: "boolean",
+    env: "EVICTOR_DISCOVER_HYPERVISORS",
+    default: false,
+    help: "create a Hypervisor for every nova-compute host that has none",
+  },
+  "log-level": {
+    type: "string",
+    env: "EVICTOR_LOG_LEVEL",
+    default: "info",
+    help: "trace, debug, info, warn, error or fatal",
+  },
+  "shutdown-timeout": {
+    type: "string",
+    env: "EVICTOR_SHUTDOWN_TIMEOUT",
+    default: "30s",
+    help: "how long running work may finish after SIGTERM",
+  },
+} as const satisfies Record<string, FlagSpec>;
+
+interface FlagSpec {
+  type: "string" | "boolean";
+  env: string;
+  help: string;
+  default?: string | boolean;
+  multiple?: boolean;
+}
+
+type FlagName = keyof typeof RUN_FLAGS;
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"];
+
+/**
+ * Builds the frozen {@linkcode Config} from `args` (after `run`) and `env`.
+ * A flag wins over its environment twin.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "./config.ts";
+ * const config = loadConfig(["--poll-interval", "5s"], {});
+ * console.assert(config.pollIntervalMs === 5000);
+ * ```
+ */
+export function loadConfig(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Config {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      strict: true,
+      allowPositionals: false,
+      options: Object.fromEntries(
+        Object.entries(RUN_FLAGS).map(([name, spec]) => [
+          name,
+          {
+            type: spec.type,
+            ...("multiple" in spec ? { multiple: true } : {}),
+          },
+        ]),
+      ),
+    });
+  } catch (e) {
+    const message = e instanceof Error ? e.message.split("\n")[0] ?? "" : "";
+    throw new ConfigFlagError(`invalid command line: ${message}`, {
+      flag: "(command line)",
+      expected: "the flags listed by `evictor run --help`",
+    });
+  }
+  const values = parsed.values as Record<
+    string,
+    string | boolean | string[] | undefined
+  >;
+
+  /** The flag's value, else its environment twin, else its default. */
+  const source = (name: FlagName): { value: unknown; envVar?: string } => {
+    const spec: FlagSpec = RUN_FLAGS[name];
+    const fromFlag = values[name];
+    if (fromFlag !== undefined) return { value: fromFlag };
+    const fromEnv = env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== "") {
+      if (spec.type === "boolean") {
+        if (!["true", "false", "1", "0"].includes(fromEnv)) {
+          throw new ConfigFlagError(`${spec.env} is not a boolean`, {
+            flag: `--${name}`,
+            envVar: spec.env,
+            value: fromEnv,
+            expected: "true, false, 1 or 0",
+          });
+        }
+        return {
+          value: fromEnv === "true" || fromEnv === "1",
+          envVar: spec.env,
+        };
+      }
+      return {
+        value: spec.multiple ? [fromEnv] : fromEnv,
+        envVar: spec.env,
+      };
+    }
+    return { value: spec.default };
+  };
+  const str = (name: FlagName) => {
+    const v = source(name).value;
+    return typeof v === "string" && v !== "" ? v : undefined;
+  };
+  const bool = (name: FlagName) => source(name).value === true;
+  const bad = (name: FlagName, expected: string): never => {
+    const s = source(name);
+    throw new ConfigFlagError(`--${name} is not valid`, {
+      flag: `--${name}`,
+      envVar: s.envVar,
+      value: String(s.value),
+      expected,
+    });
+  };
+  const duration = (name: FlagName, min = 1) => {
+    const ms = parseDuration(str(name) ?? "");
+    return ms !== undefined && ms >= min
+      ? ms
+      : bad(name, `a duration of at least ${min} ms, like 500ms, 2s or 5m`);
+  };
+  const address = (name: FlagName): string | false => {
+    const text = str(name);
+    if (text === "0") return false;
+    try {
+      parseAddress(text ?? "");
+      return text ?? "";
+    } catch {
+      return bad(name, '"host:port", ":port", or 0 to turn it off');
+    }
+  };
+
+  const controllers = (str("controllers") ?? "").split(",").map((c) => c.trim())
+    .filter((c) => c !== "");
+  const unknown = controllers.find((c) =>
+    !(CONTROLLERS as readonly string[]).includes(c)
+  );
+  if (unknown !== undefined || controllers.length === 0) {
+    bad("controllers", `a comma-separated list of ${CONTROLLERS.join(", ")}`);
+  }
+
+  const leaderElect = bool("leader-elect");
+  const namespace = str("leader-election-namespace");
+  if (leaderElect && namespace === undefined) {
+    throw new ConfigFlagError("--leader-election-namespace is required", {
+      flag: "--leader-election-namespace",
+      envVar: "POD_NAMESPACE",
+      expected: "the namespace of the Lease, when --leader-elect is on",
+    });
+  }
+  const leaseDurationMs = duration("lease-duration");
+  const renewDeadlineMs = duration("renew-deadline");
+  const retryPeriodMs = duration("retry-period");
+  if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) {
+    bad(
+      "renew-deadline",
+      "--retry-period < --renew-deadline < --lease-duration",
+    );
+  }
+
+  const concurrency = source("eviction-concurrency").value;
+  const traitConcurrency = source("eviction-trait-concurrency").value;
+  const limits = parseConcurrencyFlags(
+    typeof concurrency === "string" ? concurrency : undefined,
+    Array.isArray(traitConcurrency)
+      ? traitConcurrency.filter((t): t is string => typeof t === "string")
+      : undefined,
+  );
+  if (!limits.ok) {
+    const e: ConcurrencyFlagError = limits.error;
+    throw new ConfigFlagError(e.message, {
+      flag: e.flag,
+      value: e.value === undefined ? undefined : String(e.value),
+      expected: e.expected,
+      fields: { entry: e.entry, field: e.field, rule: e.rule },
+    });
+  }
+
+  const webhookAddress = address("webhook-bind-address");
+  const logLevel = str("log-level") ?? "info";
+  if (!LOG_LEVELS.includes(logLevel)) bad("log-level", LOG_LEVELS.join(", "));
+  const reconciles = Number(str("max-concurrent-reconciles"));
+  if (!Number.isInteger(reconciles) || reconciles < 1 || reconciles > 256) {
+    bad("max-concurrent-reconciles", "an integer from 1 to 256");
+  }
+
+  const config: Config = {
+    kubeconfig: str("kubeconfig"),
+    osCloud: str("os-cloud"),
+    pollIntervalMs: duration("poll-interval", 100),
+    leaderElection: leaderElect && namespace !== undefined
+      ? {
+        namespace,
+        leaseName: str("leader-election-id") ?? "evictor",
+        identity: env["POD_NAME"],
+        leaseDurationMs,
+        renewDeadlineMs,
+        retryPeriodMs,
+      }
+      : false,
+    labelSelector: str("label-selector"),
+    controllers: controllers as ControllerName[],
+    metricsAddress: address("metrics-bind-address"),
+    webhook: webhookAddress === false
+      ? false
+      : bool("webhook-self-signed")
+      ? { address: webhookAddress, selfSigned: true }
+      : {
+        address: webhookAddress,
+        certDir: str("webhook-cert-dir") ?? "/etc/evictor/webhook-certs",
+      },
+    limits: limits.settings,
+    limitWarnings: limits.warnings.map((w) => ({
+      message: w.message,
+      flag: w.flag,
+    })),
+    maxConcurrentReconciles: reconciles,
+    hypervisorResyncMs: duration("hypervisor-resync-interval", 1000),
+    discoverHypervisors: bool("discover-hypervisors"),
+    logLevel,
+    shutdownTimeoutMs: duration("shutdown-timeout", 0),
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * The help text of `evictor run`, generated from {@linkcode RUN_FLAGS}.
+ *
+ * @example
+ * ```ts
+ * import { runHelp } from "./config.ts";
+ * console.assert(runHelp().includes("--poll-interval"));
+ * ```
+ */
+export function runHelp(): string {
+  const lines = Object.entries(RUN_FLAGS).map(
+    ([name, spec]: [string, FlagSpec]) => {
+      const arg = spec.type === "string"
+        ? ` ${name === "eviction-trait-concurrency" ? "TRAIT=N" : "VALUE"}`
+        : "";
+      const def = spec.default === undefined || spec.default === false
+        ? ""
+        : ` (default ${spec.default})`;
+      return `  --${name}${arg}\n      ${spec.help}${def} [env ${spec.env}]`;
+    },
+  );
+  return `Usage: evictor run [flags]
+
+Runs the operator (Eviction, Hypervisor and maintenance controllers) and the
+validating admission webhook in one process.
+
+Flags (a flag wins over its environment variable):
+${lines.join("\n")}
+`;
+}

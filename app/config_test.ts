@@ -1,0 +1,159 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { ConfigFlagError, loadConfig, RUN_FLAGS, runHelp } from "./config.ts";
+import { parseDuration } from "./duration.ts";
+
+Deno.test("defaults", () => {
+  const c = loadConfig([], {});
+  assert.equal(c.pollIntervalMs, 2000);
+  assert.equal(c.leaderElection, false);
+  assert.deepEqual(c.controllers, [
+    "eviction",
+    "hypervisor-sync",
+    "maintenance",
+  ]);
+  assert.equal(c.metricsAddress, ":8080");
+  assert.deepEqual(c.webhook, {
+    address: ":9443",
+    certDir: "/etc/evictor/webhook-certs",
+  });
+  assert.equal(c.limits.source, "flags");
+  assert.equal(c.limits.spec.maxConcurrentMigrations, 1);
+  assert.ok(Object.isFrozen(c) && Object.isFrozen(c.controllers));
+});
+
+Deno.test("flags win over their environment twins", () => {
+  const env = { EVICTOR_POLL_INTERVAL: "5s", KUBECONFIG: "/etc/evictor/kc" };
+  assert.equal(loadConfig([], env).pollIntervalMs, 5000);
+  assert.equal(loadConfig([], env).kubeconfig, "/etc/evictor/kc");
+  assert.equal(
+    loadConfig(["--poll-interval", "250ms"], env).pollIntervalMs,
+    250,
+  );
+});
+
+Deno.test("every flag has an environment twin and help", () => {
+  for (const [name, spec] of Object.entries(RUN_FLAGS)) {
+    assert.ok(spec.env.length > 0, name);
+    assert.ok(runHelp().includes(`--${name}`), name);
+    assert.ok(runHelp().includes(`[env ${spec.env}]`), name);
+  }
+});
+
+Deno.test("leader election and concurrency flags", () => {
+  const c = loadConfig([
+    "--leader-elect",
+    "--eviction-concurrency=4",
+    "--eviction-trait-concurrency=CUSTOM_HANA_EXCLUSIVE_HOST=1",
+    "--eviction-trait-concurrency",
+    "CUSTOM_A=2,CUSTOM_B=3",
+    "--controllers=eviction",
+  ], { POD_NAMESPACE: "evictor-system", POD_NAME: "evictor-0" });
+  assert.deepEqual(c.leaderElection, {
+    namespace: "evictor-system",
+    leaseName: "evictor",
+    identity: "evictor-0",
+    leaseDurationMs: 15000,
+    renewDeadlineMs: 10000,
+    retryPeriodMs: 2000,
+  });
+  assert.equal(c.limits.spec.maxConcurrentMigrations, 4);
+  assert.deepEqual(
+    c.limits.spec.traitLimits?.map((t) => [t.trait, t.maxConcurrentMigrations]),
+    [["CUSTOM_HANA_EXCLUSIVE_HOST", 1], ["CUSTOM_A", 2], ["CUSTOM_B", 3]],
+  );
+  assert.deepEqual(c.controllers, ["eviction"]);
+});
+
+Deno.test("bad flags: one error naming the flag, the value and what is expected", () => {
+  const rows: [string[], Record<string, string>, Partial<ConfigFlagError>][] = [
+    [["--poll-interval", "soon"], {}, {
+      flag: "--poll-interval",
+      value: "soon",
+      expected: "a duration of at least 100 ms, like 500ms, 2s or 5m",
+    }],
+    [[], { EVICTOR_POLL_INTERVAL: "2 seconds" }, {
+      flag: "--poll-interval",
+      envVar: "EVICTOR_POLL_INTERVAL",
+      value: "2 seconds",
+    }],
+    [["--controllers", "eviction,evacuation"], {}, {
+      flag: "--controllers",
+      value: "eviction,evacuation",
+      expected:
+        "a comma-separated list of eviction, hypervisor-sync, maintenance",
+    }],
+    [["--leader-elect"], {}, {
+      flag: "--leader-election-namespace",
+      envVar: "POD_NAMESPACE",
+    }],
+    [["--metrics-bind-address", "8080"], {}, {
+      flag: "--metrics-bind-address",
+      value: "8080",
+    }],
+    [["--log-level", "loud"], {}, { flag: "--log-level", value: "loud" }],
+    [["--lease-duration", "5s"], {}, { flag: "--renew-deadline" }],
+    [["--max-concurrent-reconciles", "0"], {}, {
+      flag: "--max-concurrent-reconciles",
+      value: "0",
+      expected: "an integer from 1 to 256",
+    }],
+    [[], { EVICTOR_LEADER_ELECT: "yes" }, {
+      flag: "--leader-elect",
+      envVar: "EVICTOR_LEADER_ELECT",
+      expected: "true, false, 1 or 0",
+    }],
+    [["--no-such-flag"], {}, { flag: "(command line)" }],
+    [["--eviction-concurrency", "0"], {}, {
+      flag: "--eviction-concurrency",
+    }],
+    [["--eviction-trait-concurrency", "CUSTOM_A"], {}, {
+      flag: "--eviction-trait-concurrency",
+    }],
+  ];
+  for (const [args, env, expected] of rows) {
+    let error: unknown;
+    try {
+      loadConfig(args, env);
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error instanceof ConfigFlagError, `${args.join(" ")}: ${error}`);
+    for (const [key, value] of Object.entries(expected)) {
+      assert.deepEqual(
+        (error as unknown as Record<string, unknown>)[key],
+        value,
+        `${args.join(" ")} ${JSON.stringify(env)}: ${key}`,
+      );
+    }
+    assert.ok(!error.message.includes("\n"), "one line");
+  }
+});
+
+Deno.test("a bad trait entry is a structured field, not part of the message", () => {
+  const entry = "CUSTOM_X=abc";
+  try {
+    loadConfig(["--eviction-trait-concurrency", entry], {});
+    assert.fail("accepted");
+  } catch (e) {
+    assert.ok(e instanceof ConfigFlagError);
+    assert.equal(e.fields["entry"], entry);
+    assert.ok(!e.message.includes(entry));
+  }
+});
+
+Deno.test("parseDuration: table and round trip", () => {
+  const rows: [string, number | undefined][] = [
+    ["500ms", 500],
+    ["2s", 2000],
+    ["1.5m", 90000],
+    ["1h", 3600000],
+    ["2", undefined],
+    ["-1s", undefined],
+    ["s", undefined],
+  ];
+  for (const [text, ms] of rows) assert.equal(parseDuration(text), ms, text);
+  fc.assert(fc.property(fc.nat(10_000_000), (ms) => {
+    assert.equal(parseDuration(`${ms}ms`), ms);
+  }));
+});

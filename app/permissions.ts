@@ -1,0 +1,76 @@
+/**
+ * The permissions evictor runs with, in one place: `deno task compile` bakes
+ * them into the binary and the tests run `main.ts` with exactly these, so a
+ * missing permission fails a test instead of a deployment.
+ *
+ * Never `--allow-run`, `--allow-ffi` or `--allow-write`.
+ *
+ * @module
+ */
+
+/** Folders the binary may read: nothing else. */
+export const READ_PATHS = [
+  // The service-account token and CA when running in a cluster.
+  "/var/run/secrets/kubernetes.io/serviceaccount",
+  // clouds.yaml and secure.yaml, as the openstack CLI looks for them.
+  "/etc/openstack",
+  // The webhook's serving certificate (a mounted Secret), and a kubeconfig
+  // when one is used outside a cluster.
+  "/etc/evictor",
+  // Local runs and tests keep their kubeconfig and clouds.yaml here.
+  "/tmp/evictor",
+  // prom-client's process metrics (CPU, memory, open files).
+  "/proc/self",
+] as const;
+
+/** Environment variables the binary may read. */
+export const ENV_NAMES = [
+  "HOME",
+  "KUBECONFIG",
+  "KUBERNETES_SERVICE_HOST",
+  "KUBERNETES_SERVICE_PORT",
+  "POD_NAME",
+  "POD_NAMESPACE",
+  "EVICTOR_*",
+  "OS_*",
+  // The yaml package checks it for debug output.
+  "LOG_TOKENS",
+  "NO_COLOR",
+] as const;
+
+/**
+ * The permission flags of `deno run` / `deno compile`.
+ *
+ * The network cannot be narrowed to hosts: the Nova and Placement endpoints
+ * come from the Keystone catalog at run time, and the API server's address
+ * from the kubeconfig or the pod's environment.
+ *
+ * @example
+ * ```ts
+ * import { PERMISSION_FLAGS } from "./permissions.ts";
+ * console.assert(!PERMISSION_FLAGS.some((f) => f.startsWith("--allow-run")));
+ * ```
+ */
+export const PERMISSION_FLAGS: readonly string[] = Object.freeze([
+  `--allow-read=${READ_PATHS.join(",")}`,
+  `--allow-env=${ENV_NAMES.join(",")}`,
+  "--allow-net",
+  "--allow-sys=hostname,osRelease,loadavg,uid,gid",
+]);
+
+/**
+ * The permission flags of the kubectl plugin (`kubectl-evictor`): it runs on
+ * a person's machine, reads their kubeconfig wherever it is, and talks to
+ * their API server; it never writes, spawns or loads native code.
+ *
+ * @example
+ * ```ts
+ * import { PLUGIN_PERMISSION_FLAGS } from "./permissions.ts";
+ * console.assert(PLUGIN_PERMISSION_FLAGS.includes("--allow-net"));
+ * ```
+ */
+export const PLUGIN_PERMISSION_FLAGS: readonly string[] = Object.freeze([
+  "--allow-read",
+  "--allow-env",
+  "--allow-net",
+]);

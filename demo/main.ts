@@ -1,0 +1,355 @@
+/**
+ * `deno task demo`: evictor end to end on one machine, in about a minute.
+ *
+ * Starts a real kube-apiserver and etcd (building them first if needed), the
+ * Nova simulator with 8 hypervisors and 150 VMs, and evictor itself as a
+ * separate process with the compiled binary's permissions; then drains three
+ * hosts the way operators do: an Eviction with kubectl, a Hypervisor put into
+ * maintenance with kubectl patch, and a HANA host with the kubectl plugin.
+ * Shows live progress and ends with a summary. `--keep` leaves everything
+ * running to play with.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { parse as parseYaml } from "yaml";
+import { PERMISSION_FLAGS } from "../app/permissions.ts";
+import { renderProgressLine } from "../cli/progress.ts";
+import { countsOf, stateOf } from "../cli/kubectl_plugin.ts";
+import {
+  type Eviction,
+  EvictionResource,
+  EvictionSchema,
+  HypervisorResource,
+  HypervisorSchema,
+} from "../models/mod.ts";
+import { type Envtest, startEnvtest } from "../tests/harness/envtest.ts";
+import {
+  loadScenarioFile,
+  startNovaSim,
+} from "../tests/harness/nova_sim/mod.ts";
+import {
+  operatorLogTail,
+  type OperatorProcess,
+  STAGING_ROOT,
+  startOperatorProcess,
+} from "../tests/harness/operator_process.ts";
+import { freePort } from "../tests/harness/processes.ts";
+import { renderSummary, summariseDrain } from "./summary.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    keep: { type: "boolean", default: false },
+    timeout: { type: "string", default: "300" },
+  },
+});
+
+const ROOT = new URL("../", import.meta.url);
+const POLICY = {
+  apiVersion: "kvm.cloud.sap/v1alpha1",
+  kind: "EvictionPolicy",
+  metadata: { name: "default" },
+  spec: {
+    maxConcurrentMigrations: 4,
+    traitLimits: [{
+      trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
+      maxConcurrentMigrations: 1,
+    }],
+    clusterMaxConcurrentMigrations: 10,
+  },
+};
+const DRAINS = [
+  { host: "node001", how: "Eviction" },
+  { host: "node002", how: "maintenance" },
+  { host: "node003", how: "kubectl plugin" },
+] as const;
+
+const interactive = Deno.stdout.isTerminal();
+const say = (text: string) => console.log(text);
+const step = (text: string) => say(`\n==> ${text}`);
+
+let env: Envtest | undefined;
+let sim: Awaited<ReturnType<typeof startNovaSim>> | undefined;
+let operator: OperatorProcess | undefined;
+let stageDir: string | undefined;
+
+async function cleanUp() {
+  await operator?.stop().catch(() => {});
+  if (operator) {
+    await Deno.remove(operator.dir, { recursive: true }).catch(() => {});
+  }
+  await sim?.close().catch(() => {});
+  await env?.stop().catch(() => {});
+  if (stageDir) {
+    await Deno.remove(stageDir, { recursive: true }).catch(() => {});
+  }
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => {
+    void cleanUp().then(() => Deno.exit(130));
+  });
+}
+
+async function kubectl(args: string[], stdin?: string, show = true) {
+  if (!env) throw new Error("no API server");
+  if (show) say(`$ kubectl ${args.join(" ")}`);
+  const out = await env.kubectl(args, stdin === undefined ? {} : { stdin });
+  const text = (out.stdout + out.stderr).trimEnd();
+  if (show && text) say(text.replace(/^/gm, "  "));
+  return out;
+}
+
+async function waitFor(what: string, ok: () => Promise<boolean>, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+try {
+  const started = Date.now();
+  step("Starting kube-apiserver and etcd (built from Go modules on first use)");
+  env = await startEnvtest();
+  say(`API server at ${env.server}`);
+
+  step("Starting the Nova simulator: 8 hypervisors, 150 VMs");
+  const scenario = await loadScenarioFile(
+    new URL("demo/scenario.yaml", ROOT).pathname,
+  );
+  sim = await startNovaSim(scenario);
+  say(`Keystone at ${sim.authUrl} (time runs ${scenario.timeScale}x faster)`);
+
+  step(
+    "Starting evictor (operator + webhook) with the compiled binary's permissions",
+  );
+  await Deno.mkdir(STAGING_ROOT, { recursive: true });
+  stageDir = await Deno.makeTempDir({ dir: STAGING_ROOT, prefix: "demo-" });
+  const cert = await env.servingCert(["127.0.0.1", "localhost"]);
+  await Deno.mkdir(`${stageDir}/certs`);
+  await Deno.writeTextFile(`${stageDir}/certs/tls.crt`, cert.certPem);
+  await Deno.writeTextFile(`${stageDir}/certs/tls.key`, cert.keyPem);
+  const webhookPort = freePort();
+  const metricsPort = freePort();
+  operator = await startOperatorProcess({
+    kubeconfigPath: env.kubeconfigPath,
+    cloudsYaml: sim.cloudsYaml({
+      cloud: "demo",
+      auth: "application_credential",
+    }),
+    cloud: "demo",
+    args: [
+      "--poll-interval=250ms",
+      "--discover-hypervisors",
+      "--hypervisor-resync-interval=2s",
+      `--webhook-bind-address=127.0.0.1:${webhookPort}`,
+      `--webhook-cert-dir=${stageDir}/certs`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    ],
+  });
+  say(
+    `$ evictor run ${PERMISSION_FLAGS.length} permission flags, log in ${operator.logPath}`,
+  );
+
+  // The webhook configuration from manifests/, pointed at this process.
+  const manifest = parseYaml(
+    await Deno.readTextFile(
+      new URL("manifests/webhook/validating_webhook_configuration.yaml", ROOT),
+    ),
+  ) as {
+    metadata: Record<string, unknown>;
+    webhooks: Record<string, unknown>[];
+  };
+  delete manifest.metadata["annotations"];
+  for (const hook of manifest.webhooks) {
+    const service =
+      (hook["clientConfig"] as { service: { path: string } }).service;
+    hook["clientConfig"] = {
+      url: `https://127.0.0.1:${webhookPort}${service.path}`,
+      caBundle: btoa(env.caCertPem),
+    };
+  }
+  await waitFor("the webhook to serve", async () => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      await res.body?.cancel();
+      return res.ok;
+    } catch {
+      return false;
+    }
+  });
+  await kubectl(["apply", "-f", "-"], JSON.stringify(manifest), false);
+
+  step("Hypervisors discovered from Nova, traits synced from Placement");
+  const kc = env.kubeConfig();
+  const api = kc.makeApiClient(k8s.CustomObjectsApi);
+  await waitFor("8 Hypervisors with traits", async () => {
+    const list = await api.listClusterCustomObject({
+      ...HypervisorResource,
+    }) as { items: unknown[] };
+    const hvs = list.items.map((i) => HypervisorSchema.safeParse(i)).filter((
+      p,
+    ) => p.success);
+    return hvs.length === 8 &&
+      hvs.every((p) =>
+        p.data.status?.conditions?.some((c) =>
+          c.type === "TraitsUpdated" && c.status === "True"
+        )
+      );
+  });
+  await kubectl(["get", "hypervisors"]);
+
+  step("The webhook refuses a policy whose trait limit would raise the limit");
+  const bad = structuredClone(POLICY);
+  bad.spec.traitLimits = [{
+    trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
+    maxConcurrentMigrations: 8,
+  }];
+  await kubectl(["apply", "-f", "-"], JSON.stringify(bad));
+  step(
+    "The EvictionPolicy: 4 per host, 1 on HANA hosts, 10 in the whole cluster",
+  );
+  await kubectl(["apply", "-f", "-"], JSON.stringify(POLICY));
+
+  step("Draining three hosts");
+  const drainStarted = Date.now();
+  await kubectl(
+    ["create", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "kvm.cloud.sap/v1",
+      kind: "Eviction",
+      metadata: { name: "node001" },
+      spec: { hypervisor: "node001", reason: "kernel 6.12" },
+    }),
+  );
+  await kubectl([
+    "patch",
+    "hypervisor",
+    "node002",
+    "--type",
+    "merge",
+    "-p",
+    '{"spec":{"maintenance":"manual","maintenanceReason":"DIMM replacement"}}',
+  ]);
+  // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
+  say("$ kubectl evictor drain node003 --reason 'HANA firmware'");
+  const plugin = await new Deno.Command(`${env.binDir}/kubectl`, {
+    args: ["evictor", "drain", "node003", "--reason", "HANA firmware"],
+    env: {
+      PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
+      KUBECONFIG: env.kubeconfigPath,
+      NO_COLOR: "1",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const pluginOut = new TextDecoder().decode(plugin.stdout) +
+    new TextDecoder().decode(plugin.stderr);
+  say(pluginOut.trimEnd().replace(/^/gm, "  "));
+  if (!plugin.success) throw new Error("the kubectl plugin failed");
+
+  step("Progress (# migrated, > in flight, ! failed, . waiting)");
+  const timeoutMs = Number(flags.timeout) * 1000;
+  let lines = 0;
+  let lastPrint = 0;
+  let evictions: Eviction[] = [];
+  for (;;) {
+    const list = await api.listClusterCustomObject({ ...EvictionResource }) as {
+      items: unknown[];
+    };
+    evictions = list.items.map((i) => EvictionSchema.safeParse(i))
+      .flatMap((p) => (p.success ? [p.data] : []))
+      .sort((a, b) => a.spec.hypervisor.localeCompare(b.spec.hypervisor));
+    const rows = DRAINS.map(({ host }) => {
+      const e = evictions.find((x) => x.spec.hypervisor === host);
+      return e
+        ? `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`
+        : `${host.padEnd(14)} (waiting for its Eviction)`;
+    });
+    const done = DRAINS.every(({ host }) => {
+      const c = evictions.find((x) => x.spec.hypervisor === host)?.status
+        ?.conditions?.find((c) => c.type === "Evicting");
+      return c?.status === "False";
+    });
+    if (interactive) {
+      if (lines > 0) {
+        await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
+      }
+      for (const row of rows) say(`\x1b[2K${row}`);
+      lines = rows.length;
+    } else if (done || Date.now() - lastPrint > 5000) {
+      for (const row of rows) say(row);
+      say("");
+      lastPrint = Date.now();
+    }
+    if (done) break;
+    if (Date.now() - drainStarted > timeoutMs) {
+      throw new Error(`the drains did not end within ${flags.timeout} s`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+
+  step("kubectl get evictions");
+  await kubectl(["get", "evictions"]);
+
+  step("Summary");
+  const state = sim.state();
+  const timing = scenario.timing;
+  const overheadMs = (timing.prepareSeconds + timing.postSeconds) * 1000;
+  const rows = DRAINS.map(({ host, how }) => {
+    const e = evictions.find((x) => x.spec.hypervisor === host);
+    const novaLimit = state.hosts.find((h) =>
+      h.name === host
+    )?.maxConcurrentLiveMigrations ?? 1;
+    const limit = Math.min(e?.status?.effectiveLimit ?? 1, novaLimit);
+    return summariseDrain(
+      host,
+      how,
+      Math.max(1, limit),
+      overheadMs,
+      state.migrations,
+    );
+  });
+  const migrated = evictions.reduce(
+    (n, e) => n + (e.status?.migratedCount ?? 0),
+    0,
+  );
+  say(renderSummary(rows, sim.counters().total, migrated));
+  const left = evictions.flatMap((e) => [
+    ...(e.status?.failed ?? []).map((f) =>
+      `${e.spec.hypervisor}/${f.id}: ${f.reason}`
+    ),
+    ...(e.status?.skipped ?? []).map((s) =>
+      `${e.spec.hypervisor}/${s.id}: ${s.reason}`
+    ),
+  ]);
+  if (left.length > 0) {
+    say(`\nLeft for a person (reported on the Evictions, never looped on):`);
+    for (const l of left) say(`  ${l}`);
+  }
+  say(`\nDemo took ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+
+  if (flags.keep) {
+    const cloudsPath = `${stageDir}/clouds.yaml`;
+    await Deno.writeTextFile(cloudsPath, sim.cloudsYaml({ cloud: "demo" }));
+    step("Everything keeps running (Ctrl-C ends it):");
+    say(`export KUBECONFIG=${env.kubeconfigPath}`);
+    say(`export OS_CLIENT_CONFIG_FILE=${cloudsPath} OS_CLOUD=demo`);
+    say(`kubectl get evictions,hypervisors; kubectl describe eviction node001`);
+    say(`metrics: http://127.0.0.1:${metricsPort}/metrics`);
+    await new Promise(() => {});
+  }
+} catch (e) {
+  console.error(`\ndemo failed: ${e instanceof Error ? e.message : e}`);
+  if (operator) {
+    console.error(
+      `evictor's log, last lines:\n${await operatorLogTail(operator)}`,
+    );
+  }
+  await cleanUp();
+  Deno.exit(1);
+}
+await cleanUp();
+Deno.exit(0);

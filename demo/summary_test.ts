@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  type MigrationRecord,
+  renderSummary,
+  summariseDrain,
+} from "./summary.ts";
+
+const m = (
+  over: Partial<MigrationRecord>,
+): MigrationRecord => ({
+  source: "n1",
+  type: "live-migration",
+  status: "completed",
+  createdAt: 0,
+  updatedAt: 1000,
+  copyMs: 1000,
+  ...over,
+});
+
+Deno.test("summariseDrain: table", () => {
+  const serial = summariseDrain("n1", "Eviction", 1, 0, [
+    m({ createdAt: 0, updatedAt: 1000 }),
+    m({ createdAt: 1000, updatedAt: 2000 }),
+  ]);
+  assert.equal(serial.lowerBoundSeconds, 2);
+  assert.equal(serial.makespanSeconds, 2);
+  assert.equal(serial.ratio, 1);
+
+  const failedAndOther = summariseDrain("n1", "Eviction", 2, 500, [
+    m({ status: "error", updatedAt: 400 }),
+    m({ createdAt: 500, updatedAt: 3000, copyMs: 2000 }),
+    m({ source: "n2", updatedAt: 99_000 }),
+  ]);
+  assert.equal(failedAndOther.migrations, 2);
+  assert.equal(failedAndOther.failures, 1);
+  assert.equal(failedAndOther.lowerBoundSeconds, 2.5); // the longest one
+  assert.equal(failedAndOther.makespanSeconds, 3);
+
+  const none = summariseDrain("n9", "x", 4, 0, []);
+  assert.deepEqual([none.migrations, none.ratio], [0, 1]);
+  assert.throws(() => summariseDrain("n1", "x", 0, 0, []), RangeError);
+});
+
+Deno.test("summariseDrain: no schedule beats the lower bound", () => {
+  // Any actual schedule that respects the limit has makespan >= bound.
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 1, max: 10_000 }), {
+      minLength: 1,
+      maxLength: 30,
+    }),
+    fc.integer({ min: 1, max: 8 }),
+    (copies, limit) => {
+      // Greedy list scheduling on `limit` slots.
+      const slots = Array.from({ length: limit }, () => 0);
+      const records = copies.map((copyMs) => {
+        const i = slots.indexOf(Math.min(...slots));
+        const start = slots[i] ?? 0;
+        slots[i] = start + copyMs;
+        return m({ createdAt: start, updatedAt: start + copyMs, copyMs });
+      });
+      const row = summariseDrain("n1", "x", limit, 0, records);
+      assert.ok(row.ratio >= 1 - 1e-9, `ratio ${row.ratio}`);
+    },
+  ));
+});
+
+Deno.test("renderSummary", () => {
+  const text = renderSummary(
+    [summariseDrain("node001", "Eviction", 4, 0, [
+      m({ source: "node001", updatedAt: 60_000, copyMs: 60_000 }),
+    ])],
+    30,
+    1,
+  );
+  assert.match(
+    text,
+    /^HOST\s+DRAINED BY\s+LIMIT\s+MIGRATIONS\s+FAILED\s+MAKESPAN\s+LOWER BOUND\s+RATIO$/m,
+  );
+  assert.match(
+    text,
+    /^node001\s+Eviction\s+4\s+1\s+0\s+1\.0 min\s+1\.0 min\s+1\.00$/m,
+  );
+  assert.match(text, /30 in all, 30\.00 per migrated VM/);
+});

@@ -1,0 +1,47 @@
+/**
+ * `deno task compile [--output DIR] [--target TRIPLE]`: compiles `evictor`
+ * (main.ts, the operator) and `kubectl-evictor` (the kubectl plugin), each
+ * with its permissions from app/permissions.ts. Deno fetches its `denort`
+ * runtime for that, or takes the file that `DENORT_BIN` names.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import {
+  PERMISSION_FLAGS,
+  PLUGIN_PERMISSION_FLAGS,
+} from "../app/permissions.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    output: { type: "string", default: "dist" },
+    target: { type: "string" },
+  },
+});
+const builds = [
+  { name: "evictor", entry: "../main.ts", permissions: PERMISSION_FLAGS },
+  {
+    name: "kubectl-evictor",
+    entry: "../cli/kubectl_evictor.ts",
+    permissions: PLUGIN_PERMISSION_FLAGS,
+  },
+];
+for (const build of builds) {
+  const args = [
+    "compile",
+    "--frozen",
+    ...build.permissions,
+    "--output",
+    `${values.output}/${build.name}`,
+    ...(values.target ? ["--target", values.target] : []),
+    new URL(build.entry, import.meta.url).pathname,
+  ];
+  console.error(`deno ${args.join(" ")}`);
+  const { code } = await new Deno.Command(Deno.execPath(), {
+    args,
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (code !== 0) Deno.exit(code);
+}

@@ -1,0 +1,349 @@
+/**
+ * The eviction controller's integration harness: a Nova simulator and an
+ * in-process Operator with the eviction controller against a real API
+ * server, isolated from other test files by a unique label, plus helpers
+ * to create Hypervisors and Evictions and to measure what Nova saw.
+ *
+ * @module
+ */
+
+import { KubeClient } from "../../framework/client.ts";
+import { createLogger } from "../../framework/logger.ts";
+import { Operator } from "../../framework/operator.ts";
+import { registerEvictionController } from "../../controllers/eviction/controller.ts";
+import { parseConcurrencyFlags } from "../../controllers/eviction/flags.ts";
+import type { PlanOptions } from "../../controllers/eviction/observation.ts";
+import {
+  EvictionKind,
+  EvictionPolicyKind,
+  HypervisorKind,
+} from "../../controllers/kinds.ts";
+import type {
+  Eviction,
+  EvictionPolicySpec,
+  Hypervisor,
+} from "../../models/mod.ts";
+import {
+  createOpenStackClients,
+  loadCloudConfig,
+  type OpenStackClients,
+} from "../../openstack/mod.ts";
+import type { Envtest } from "./envtest.ts";
+import {
+  type NovaSim,
+  type ScenarioInput,
+  startNovaSim,
+} from "./nova_sim/mod.ts";
+
+/** Options of {@linkcode startDrainEnv}. */
+export interface DrainEnvOptions {
+  /** The API server. */
+  env: Envtest;
+  /** The cloud. */
+  scenario: ScenarioInput;
+  /** `--eviction-concurrency` (default "4"). */
+  concurrency?: string;
+  /** `--eviction-trait-concurrency` entries. */
+  traitConcurrency?: string[];
+  /** Poll interval, real ms (default 100). */
+  pollIntervalMs?: number;
+  /** Planner options in simulator (virtual) time. */
+  planOptions?: Partial<PlanOptions>;
+  /** Evictions reconciled at once (default 4). */
+  maxConcurrentReconciles?: number;
+}
+
+/** A running drain environment. */
+export interface DrainEnv {
+  /** The simulator. */
+  sim: NovaSim;
+  /** The operator (started). */
+  operator: Operator;
+  /** An admin API client. */
+  client: KubeClient;
+  /** The label every object of this environment carries. */
+  label: Record<string, string>;
+  /** The operator's log lines. */
+  logs: string[];
+  /** Creates a Hypervisor for a simulator host (ids, traits, TraitsUpdated). */
+  hypervisor(
+    host: string,
+    options?: {
+      traitsUpdated?: "True" | "False";
+      maintenance?: string;
+      registered?: boolean;
+    },
+  ): Promise<void>;
+  /** Sets the TraitsUpdated condition of a Hypervisor. */
+  setTraitsUpdated(host: string, value: "True" | "False"): Promise<void>;
+  /** Creates an Eviction. */
+  evict(
+    name: string,
+    host: string,
+    maxConcurrentMigrations?: number,
+  ): Promise<void>;
+  /** Reads an Eviction. */
+  eviction(name: string): Promise<Eviction>;
+  /** Creates or replaces the EvictionPolicy `default`. */
+  policy(spec: Partial<EvictionPolicySpec>): Promise<void>;
+  /** Stops the operator and the simulator. */
+  stop(): Promise<void>;
+}
+
+/** A unique suffix for names in the shared API server. */
+export function uniqueSuffix(): string {
+  return crypto.randomUUID().slice(0, 8);
+}
+
+/** Starts a simulator and an operator running the eviction controller. */
+export async function startDrainEnv(
+  options: DrainEnvOptions,
+): Promise<DrainEnv> {
+  const sim = await startNovaSim(options.scenario);
+  const suffix = uniqueSuffix();
+  const label = { "evictor-test": suffix };
+  const logs: string[] = [];
+  let clients: OpenStackClients | undefined;
+  let operator: Operator | undefined;
+  const client = await KubeClient.fromKubeConfig(options.env.kubeConfig());
+  try {
+    clients = createOpenStackClients(
+      loadCloudConfig({
+        sources: { env: sim.env(), readTextFile: () => undefined },
+      }),
+    );
+    const flags = parseConcurrencyFlags(
+      options.concurrency ?? "4",
+      options.traitConcurrency,
+    );
+    if (!flags.ok) throw new Error(flags.error.message);
+    const timeScale = sim.scenario.timeScale;
+    operator = new Operator({
+      name: "evictor-test",
+      kubeConfig: options.env.kubeConfig(),
+      labelSelector: `evictor-test=${suffix}`,
+      healthAddress: false,
+      handleSignals: false,
+      processMetrics: false,
+      shutdownTimeoutMs: 2000,
+      finalizer: "kvm.cloud.sap/evictor-test",
+      logger: createLogger({
+        name: "evictor-test",
+        level: "info",
+        destination: { write: (l) => logs.push(l) },
+      }),
+    });
+    registerEvictionController(operator, {
+      nova: clients.nova,
+      flagSettings: flags.settings,
+      pollIntervalMs: options.pollIntervalMs ?? 100,
+      planOptions: {
+        retryBaseMs: 5_000,
+        retryCapMs: 20_000,
+        maxAttempts: 3,
+        ...options.planOptions,
+      },
+      maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4,
+      clock: { now: () => sim.world.now(), rate: timeScale },
+    });
+    await operator.start();
+  } catch (err) {
+    await operator?.stop();
+    clients?.close();
+    client.close();
+    await sim.close();
+    throw err;
+  }
+  const op = operator;
+  const os = clients;
+  const hostOf = (host: string) => sim.state().hosts.find((h) => h.name === host);
+  const setStatus = async (host: string, status: Record<string, unknown>) => {
+    await client.patch(HypervisorKind, host, { status }, "merge", "status");
+  };
+  const traitsCondition = (value: "True" | "False") => ({
+    type: "TraitsUpdated",
+    status: value,
+    reason: value === "True" ? "Updated" : "Failed",
+    message: value === "True" ? "" : "placement unreachable",
+    lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+  });
+  return {
+    sim,
+    operator: op,
+    client,
+    label,
+    logs,
+    async hypervisor(host, o = {}) {
+      await client.create<Hypervisor>(HypervisorKind, {
+        metadata: { name: host, labels: label },
+        spec: o.maintenance === undefined
+          ? {}
+          : { maintenance: o.maintenance as "manual", maintenanceReason: "test" },
+      });
+      const h = hostOf(host);
+      await setStatus(host, {
+        ...(h === undefined || o.registered === false
+          ? {}
+          : { hypervisorId: h.hypervisorId, serviceId: h.serviceId }),
+        traits: h?.traits ?? [],
+        conditions: [traitsCondition(o.traitsUpdated ?? "True")],
+      });
+    },
+    async setTraitsUpdated(host, value) {
+      await setStatus(host, { conditions: [traitsCondition(value)] });
+    },
+    async evict(name, host, max) {
+      await client.create<Eviction>(EvictionKind, {
+        metadata: { name, labels: label },
+        spec: {
+          hypervisor: host,
+          reason: `test ${name}`,
+          ...(max === undefined ? {} : { maxConcurrentMigrations: max }),
+        },
+      });
+    },
+    eviction: (name) => client.get<Eviction>(EvictionKind, name),
+    async policy(spec) {
+      const body = {
+        metadata: { name: "default" },
+        spec: { maxConcurrentMigrations: 1, ...spec },
+      };
+      try {
+        const current = await client.get<{ metadata?: { resourceVersion?: string } }>(
+          EvictionPolicyKind,
+          "default",
+        );
+        await client.replace(EvictionPolicyKind, {
+          ...body,
+          metadata: {
+            ...body.metadata,
+            resourceVersion: current.metadata?.resourceVersion ?? "",
+          },
+        });
+      } catch {
+        await client.create(EvictionPolicyKind, body);
+      }
+    },
+    async stop() {
+      await op.stop();
+      os.close();
+      client.close();
+      await sim.close();
+    },
+  };
+}
+
+/**
+ * Polls `probe` until it returns a value other than undefined; throws after
+ * `timeoutMs` with `what` in the message.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  everyMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${
+          last === undefined ? "" : `: ${String(last)}`
+        }`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** In-progress statuses of a migration record (Nova holds resources). */
+const IN_PROGRESS = new Set([
+  "accepted",
+  "queued",
+  "preparing",
+  "running",
+  "post-migrating",
+  "pre-migrating",
+  "migrating",
+  "finished",
+]);
+
+/** Whether a simulator migration record is still in flight. */
+export function inProgress(status: string): boolean {
+  return IN_PROGRESS.has(status);
+}
+
+/**
+ * The most migrations of `hosts` in flight at once, from the simulator's
+ * records (exact: every record is an interval from its creation to its
+ * last update, or to now while in progress). Cold migrations count until
+ * confirmed.
+ */
+export function maxOverlap(sim: NovaSim, hosts: readonly string[]): number {
+  const state = sim.state();
+  const set = new Set(hosts);
+  const points: Array<[number, number]> = [];
+  for (const m of state.migrations) {
+    if (!set.has(m.source)) continue;
+    const end = inProgress(m.status) ? Number.POSITIVE_INFINITY : m.updatedAt;
+    points.push([m.createdAt, 1], [end, -1]);
+  }
+  // Ends before starts at the same instant: a slot freed and refilled.
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of points) {
+    now += d;
+    max = Math.max(max, now);
+  }
+  return max;
+}
+
+/** Migrations in flight on `hosts` right now, per the simulator. */
+export function inFlightNow(sim: NovaSim, hosts: readonly string[]): number {
+  const set = new Set(hosts);
+  return sim.state().migrations.filter((m) =>
+    set.has(m.source) && inProgress(m.status)
+  ).length;
+}
+
+/**
+ * Samples {@linkcode inFlightNow} every `everyMs` until stopped; returns
+ * the maximum seen.
+ */
+export function sampleInFlight(
+  sim: NovaSim,
+  hosts: readonly string[],
+  everyMs = 10,
+): { stop(): number } {
+  let max = 0;
+  const timer = setInterval(() => {
+    max = Math.max(max, inFlightNow(sim, hosts));
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(max, inFlightNow(sim, hosts));
+    },
+  };
+}
+
+/** VMs (by id) on a simulator host now. */
+export function serversOn(sim: NovaSim, host: string): string[] {
+  return sim.state().servers.filter((s) => s.host === host && !s.deleted).map(
+    (s) => s.id,
+  );
+}
+
+/** VMs with more than one migration accepted. */
+export function migratedTwice(sim: NovaSim): string[] {
+  return Object.entries(sim.counters().migrationsAccepted)
+    .filter(([, n]) => n > 1).map(([id]) => id);
+}

@@ -1,0 +1,90 @@
+/**
+ * Runs the real `main.ts` as a separate process with exactly the permission
+ * flags that `deno task compile` bakes into the binary, so that tests can
+ * kill it, restart it and catch a missing permission.
+ *
+ * @module
+ */
+import { PERMISSION_FLAGS } from "../../app/permissions.ts";
+import { type ManagedProcess, startProcess, tail } from "./processes.ts";
+
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+
+/** The folder under which the binary may read a kubeconfig and clouds.yaml. */
+export const STAGING_ROOT = "/tmp/evictor";
+
+/** What the operator process gets. */
+export interface OperatorProcessOptions {
+  /** A kubeconfig file; copied under {@linkcode STAGING_ROOT}. */
+  kubeconfigPath: string;
+  /** clouds.yaml text (for example `sim.cloudsYaml()`). */
+  cloudsYaml: string;
+  /** The cloud in it (default the first). */
+  cloud?: string;
+  /** Flags after `run`. */
+  args?: string[];
+  /** More environment variables (the process sees nothing else). */
+  env?: Record<string, string>;
+}
+
+/** A running operator process. */
+export interface OperatorProcess extends ManagedProcess {
+  /** The folder with its kubeconfig, clouds.yaml and log. */
+  dir: string;
+  /** The log so far. */
+  log(): Promise<string>;
+}
+
+/**
+ * Stages the files under {@linkcode STAGING_ROOT} and starts
+ * `deno run <permissions> main.ts run ...`.
+ *
+ * @example
+ * ```ts ignore
+ * const op = await startOperatorProcess({ kubeconfigPath, cloudsYaml: sim.cloudsYaml() });
+ * await op.stop();
+ * ```
+ */
+export async function startOperatorProcess(
+  options: OperatorProcessOptions,
+): Promise<OperatorProcess> {
+  await Deno.mkdir(STAGING_ROOT, { recursive: true });
+  const dir = await Deno.makeTempDir({ dir: STAGING_ROOT, prefix: "op-" });
+  await Deno.copyFile(options.kubeconfigPath, `${dir}/kubeconfig`);
+  await Deno.writeTextFile(`${dir}/clouds.yaml`, options.cloudsYaml);
+  const cloud = options.cloud ??
+    /^clouds:\s*\n\s+([A-Za-z0-9_.-]+):/m.exec(options.cloudsYaml)?.[1] ??
+    "evictor";
+  const logPath = `${dir}/operator.log`;
+  const proc = startProcess(
+    "evictor",
+    Deno.execPath(),
+    [
+      "run",
+      "--frozen",
+      ...PERMISSION_FLAGS,
+      MAIN,
+      "run",
+      `--kubeconfig=${dir}/kubeconfig`,
+      `--os-cloud=${cloud}`,
+      ...(options.args ?? []),
+    ],
+    logPath,
+    {
+      OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
+      HOME: dir,
+      NO_COLOR: "1",
+      ...options.env,
+    },
+  );
+  return {
+    ...proc,
+    dir,
+    log: () => Deno.readTextFile(logPath).catch(() => ""),
+  };
+}
+
+/** The last lines of an operator's log, for assertion messages. */
+export function operatorLogTail(op: OperatorProcess, lines = 40) {
+  return tail(op.logPath, lines);
+}
