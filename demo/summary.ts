@@ -9,7 +9,7 @@
 /** One migration as the simulator recorded it (virtual milliseconds). */
 export interface MigrationRecord {
   source: string;
-  type: "live-migration" | "migration";
+  type: string;
   status: string;
   createdAt: number;
   updatedAt: number;
