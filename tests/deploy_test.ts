@@ -1,0 +1,308 @@
+/**
+ * What a deployment relies on, against a dedicated real API server:
+ * the manifests apply (server-side dry run), the operator holding only the
+ * manifests' RBAC completes a drain as a separate process with exactly the
+ * compiled binary's permissions, and what it must not do is refused.
+ */
+import assert from "node:assert/strict";
+import * as k8s from "@kubernetes/client-node";
+import { PERMISSION_FLAGS } from "../app/permissions.ts";
+import { type Envtest, startEnvtest } from "./harness/envtest.ts";
+import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import {
+  operatorLogTail,
+  startOperatorProcess,
+} from "./harness/operator_process.ts";
+import { freePort } from "./harness/processes.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const SA_USER = "system:serviceaccount:evictor-system:evictor";
+const SA_GROUPS = [
+  "system:serviceaccounts",
+  "system:serviceaccounts:evictor-system",
+  "system:authenticated",
+];
+
+let envPromise: Promise<Envtest> | undefined;
+/** One dedicated API server for this file: it installs cluster-wide RBAC. */
+function env(): Promise<Envtest> {
+  envPromise ??= (async () => {
+    const e = await startEnvtest();
+    const fixture =
+      new URL("tests/testdata/cert_manager_crds.yaml", ROOT).pathname;
+    const applied = await e.kubectl(["apply", "-f", fixture]);
+    assert.equal(applied.code, 0, applied.stderr);
+    const ns = await e.kubectl([
+      "apply",
+      "-f",
+      new URL("manifests/namespace.yaml", ROOT).pathname,
+    ]);
+    assert.equal(ns.code, 0, ns.stderr);
+    const waited = await e.kubectl([
+      "wait",
+      "--for=condition=Established",
+      "crd/issuers.cert-manager.io",
+      "crd/certificates.cert-manager.io",
+    ]);
+    assert.equal(waited.code, 0, waited.stderr);
+    return e;
+  })();
+  return envPromise;
+}
+
+async function waitUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+Deno.test("kubectl apply --dry-run=server -k manifests/ succeeds", async () => {
+  const e = await env();
+  const out = await e.kubectl([
+    "apply",
+    "--dry-run=server",
+    "-k",
+    new URL("manifests", ROOT).pathname,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  for (
+    const kind of [
+      "customresourcedefinition.apiextensions.k8s.io/evictions.kvm.cloud.sap",
+      "deployment.apps/evictor",
+      "validatingwebhookconfiguration.admissionregistration.k8s.io/evictor",
+      "certificate.cert-manager.io/evictor-webhook",
+      "poddisruptionbudget.policy/evictor",
+      "clusterrole.rbac.authorization.k8s.io/evictor",
+    ]
+  ) {
+    assert.match(
+      out.stdout,
+      new RegExp(`${kind.replaceAll(".", "\\.")} .*\\(server dry run\\)`),
+    );
+  }
+});
+
+Deno.test("the operator with only the manifests' RBAC and the binary's permissions drains a host", async () => {
+  const e = await env();
+  const rbac = await e.kubectl([
+    "apply",
+    "-f",
+    new URL("manifests/rbac", ROOT).pathname,
+  ]);
+  assert.equal(rbac.code, 0, rbac.stderr);
+  const saKubeconfig = await e.kubeconfigFor(SA_USER, SA_GROUPS);
+
+  // What it must not do.
+  for (
+    const [verb, resource] of [
+      ["list", "secrets"],
+      ["create", "validatingwebhookconfigurations"],
+      ["delete", "customresourcedefinitions"],
+    ]
+  ) {
+    const can = await e.kubectl([
+      "auth",
+      "can-i",
+      verb ?? "",
+      resource ?? "",
+      "-A",
+    ], {
+      kubeconfig: saKubeconfig,
+    });
+    assert.equal(can.stdout.trim(), "no", `${verb} ${resource}: ${can.stdout}`);
+  }
+  const secrets = await e.kubectl(["get", "secrets", "-A"], {
+    kubeconfig: saKubeconfig,
+  });
+  assert.notEqual(secrets.code, 0);
+  assert.match(secrets.stderr, /forbidden/);
+
+  const sim = await startNovaSim({
+    timeScale: 200,
+    hosts: [
+      { name: "rbac-a", maxConcurrentLiveMigrations: 2 },
+      { name: "rbac-b", ramMb: 1048576 },
+    ],
+    servers: [
+      { name: "vm-1", host: "rbac-a", ramMb: 4096 },
+      { name: "vm-2", host: "rbac-a", ramMb: 8192 },
+      { name: "vm-3", host: "rbac-a", ramMb: 2048, status: "SHUTOFF" },
+      { name: "vm-4", host: "rbac-a", ramMb: 2048, status: "PAUSED" },
+      { name: "vm-5", host: "rbac-a", ramMb: 16384 },
+    ],
+  });
+  const admin = e.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+  const hv = { group: "kvm.cloud.sap", version: "v1", plural: "hypervisors" };
+  const ev = { group: "kvm.cloud.sap", version: "v1", plural: "evictions" };
+  for (const name of ["rbac-a", "rbac-b"]) {
+    await admin.createClusterCustomObject({
+      ...hv,
+      body: {
+        apiVersion: "kvm.cloud.sap/v1",
+        kind: "Hypervisor",
+        metadata: { name },
+        spec: {},
+      },
+    });
+  }
+  const metricsPort = freePort();
+  const op = await startOperatorProcess({
+    kubeconfigPath: saKubeconfig,
+    cloudsYaml: sim.cloudsYaml({
+      cloud: "rbac",
+      auth: "application_credential",
+    }),
+    cloud: "rbac",
+    args: [
+      "--leader-elect",
+      "--lease-duration=4s",
+      "--renew-deadline=3s",
+      "--retry-period=500ms",
+      "--poll-interval=200ms",
+      "--hypervisor-resync-interval=1s",
+      "--eviction-concurrency=3",
+      "--webhook-bind-address=0",
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    ],
+    env: { POD_NAMESPACE: "evictor-system", POD_NAME: "evictor-test-0" },
+  });
+  try {
+    await admin.createClusterCustomObject({
+      ...ev,
+      body: {
+        apiVersion: "kvm.cloud.sap/v1",
+        kind: "Eviction",
+        metadata: { name: "rbac-a" },
+        spec: { hypervisor: "rbac-a", reason: "kernel 6.12" },
+      },
+    });
+    const done = await waitUntil("the drain to succeed", async () => {
+      const obj = await admin.getClusterCustomObject({
+        ...ev,
+        name: "rbac-a",
+      }) as {
+        status?: {
+          conditions?: { type: string; status: string; reason: string }[];
+          migratedCount?: number;
+        };
+      };
+      const c = obj.status?.conditions?.find((c) => c.type === "Evicting");
+      return c?.status === "False" ? obj : undefined;
+    }, 90_000).catch(async (err) => {
+      throw new Error(`${err}\n${await operatorLogTail(op)}`);
+    });
+    const evicting = done.status?.conditions?.find((c) =>
+      c.type === "Evicting"
+    );
+    assert.equal(evicting?.reason, "Succeeded", await operatorLogTail(op));
+    assert.equal(done.status?.migratedCount, 5);
+    const counters = sim.counters();
+    for (const s of sim.state().servers) {
+      assert.notEqual(s.host, "rbac-a", `${s.name} left behind`);
+      assert.equal(
+        counters.migrationsAccepted[s.id] ?? 0,
+        1,
+        `${s.name} migrated once`,
+      );
+    }
+    const hostA = sim.state().hosts.find((h) => h.name === "rbac-a");
+    assert.equal(hostA?.enabled, false, "the drained host stays disabled");
+
+    // The Lease in evictor-system is held by this process.
+    const lease = await e.kubectl([
+      "get",
+      "lease",
+      "-n",
+      "evictor-system",
+      "evictor",
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
+    assert.equal(lease.stdout, "evictor-test-0");
+
+    // Deleting the Eviction re-enables the compute service.
+    await admin.deleteClusterCustomObject({ ...ev, name: "rbac-a" });
+    await waitUntil("the service to be re-enabled", () =>
+      Promise.resolve(
+        sim.state().hosts.find((h) => h.name === "rbac-a")?.enabled
+          ? true
+          : undefined,
+      ));
+  } finally {
+    await op.stop();
+    await Deno.remove(op.dir, { recursive: true }).catch(() => {});
+    await sim.close();
+  }
+});
+
+Deno.test("the binary's permissions refuse reads outside its folders and spawning", async () => {
+  const probe = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--frozen",
+      ...PERMISSION_FLAGS,
+      new URL("tests/testdata/probe_permissions.ts", ROOT).pathname,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(probe.code, 0, new TextDecoder().decode(probe.stderr));
+  const results = JSON.parse(new TextDecoder().decode(probe.stdout));
+  assert.deepEqual(results, {
+    "read /etc/hostname": "NotCapable",
+    "read /root": "NotCapable",
+    "spawn true": "NotCapable",
+    "write /tmp/evictor/x": "NotCapable",
+    "read /etc/openstack": "allowed",
+  });
+  assert.ok(
+    !PERMISSION_FLAGS.some((f) =>
+      /^--allow-(run|ffi|write|all)\b/.test(f) || f === "-A"
+    ),
+  );
+});
+
+Deno.test("a kubeconfig outside the allowed folders stops start-up with one clear line", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--frozen",
+      ...PERMISSION_FLAGS,
+      new URL("main.ts", ROOT).pathname,
+      "run",
+      "--kubeconfig=/etc/hostname",
+      "--webhook-bind-address=0",
+      "--metrics-bind-address=0",
+    ],
+    env: {
+      OS_AUTH_URL: "http://127.0.0.1:1/v3",
+      OS_APPLICATION_CREDENTIAL_ID: "x",
+      OS_APPLICATION_CREDENTIAL_SECRET: "y",
+    },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) +
+    new TextDecoder().decode(out.stderr);
+  assert.notEqual(out.code, 0, text);
+  assert.match(text, /\/etc\/hostname/);
+  assert.match(text, /NotCapable|read access/);
+});
+
+Deno.test({
+  name: "stop the dedicated API server",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    if (envPromise) await (await envPromise).stop();
+  },
+});
