@@ -33,9 +33,12 @@ export const ENV_NAMES = [
   "POD_NAMESPACE",
   "EVICTOR_*",
   "OS_*",
-  // The yaml package checks it for debug output.
+  // The yaml package checks these for debug output.
   "LOG_TOKENS",
+  "LOG_STREAM",
   "NO_COLOR",
+  // pino's worker-thread helper checks it.
+  "NODE_V8_COVERAGE",
 ] as const;
 
 /**

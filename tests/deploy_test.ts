@@ -5,13 +5,13 @@
  * compiled binary's permissions, and what it must not do is refused.
  */
 import assert from "node:assert/strict";
-import * as k8s from "@kubernetes/client-node";
 import { PERMISSION_FLAGS } from "../app/permissions.ts";
 import { type Envtest, startEnvtest } from "./harness/envtest.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   operatorLogTail,
   startOperatorProcess,
+  toolchainEnv,
 } from "./harness/operator_process.ts";
 import { freePort } from "./harness/processes.ts";
 
@@ -57,7 +57,10 @@ async function waitUntil<T>(
 ): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = await probe().catch(() => undefined);
+    const value = await probe().catch((e) => {
+      if (e instanceof Error && e.message.startsWith("evictor exited")) throw e;
+      return undefined;
+    });
     if (value !== undefined) return value;
     if (Date.now() > deadline) assert.fail(`timed out waiting: ${what}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -139,19 +142,26 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
       { name: "vm-5", host: "rbac-a", ramMb: 16384 },
     ],
   });
-  const admin = e.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
-  const hv = { group: "kvm.cloud.sap", version: "v1", plural: "hypervisors" };
-  const ev = { group: "kvm.cloud.sap", version: "v1", plural: "evictions" };
+  // kubectl rather than an in-process client: this file stops its API
+  // server, and Deno has crashed when a server went away under in-process
+  // keep-alive connections.
+  const admin = async (args: string[], stdin?: string) => {
+    const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
+    if (out.code !== 0) {
+      throw new Error(`kubectl ${args.join(" ")}: ${out.stderr}`);
+    }
+    return out.stdout;
+  };
   for (const name of ["rbac-a", "rbac-b"]) {
-    await admin.createClusterCustomObject({
-      ...hv,
-      body: {
+    await admin(
+      ["create", "-f", "-"],
+      JSON.stringify({
         apiVersion: "kvm.cloud.sap/v1",
         kind: "Hypervisor",
         metadata: { name },
         spec: {},
-      },
-    });
+      }),
+    );
   }
   const metricsPort = freePort();
   const op = await startOperatorProcess({
@@ -175,20 +185,24 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
     env: { POD_NAMESPACE: "evictor-system", POD_NAME: "evictor-test-0" },
   });
   try {
-    await admin.createClusterCustomObject({
-      ...ev,
-      body: {
+    await admin(
+      ["create", "-f", "-"],
+      JSON.stringify({
         apiVersion: "kvm.cloud.sap/v1",
         kind: "Eviction",
         metadata: { name: "rbac-a" },
         spec: { hypervisor: "rbac-a", reason: "kernel 6.12" },
-      },
-    });
+      }),
+    );
+    let exited: number | undefined;
+    op.exited.then((code) => exited = code);
     const done = await waitUntil("the drain to succeed", async () => {
-      const obj = await admin.getClusterCustomObject({
-        ...ev,
-        name: "rbac-a",
-      }) as {
+      if (exited !== undefined) {
+        throw new Error(`evictor exited with code ${exited}`);
+      }
+      const obj = JSON.parse(
+        await admin(["get", "eviction", "rbac-a", "-o", "json"]),
+      ) as {
         status?: {
           conditions?: { type: string; status: string; reason: string }[];
           migratedCount?: number;
@@ -229,7 +243,7 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
     assert.equal(lease.stdout, "evictor-test-0");
 
     // Deleting the Eviction re-enables the compute service.
-    await admin.deleteClusterCustomObject({ ...ev, name: "rbac-a" });
+    await admin(["delete", "eviction", "rbac-a", "--wait=false"]);
     await waitUntil("the service to be re-enabled", () =>
       Promise.resolve(
         sim.state().hosts.find((h) => h.name === "rbac-a")?.enabled

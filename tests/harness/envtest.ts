@@ -115,6 +115,10 @@ export async function startEnvtest(
   await Deno.writeTextFile(`${dir}/owner.pid`, String(Deno.pid));
   const processes: ManagedProcess[] = [];
   const cleanup = async () => {
+    // Let clients of this test process finish with their keep-alive
+    // connections first: Deno 2.9 has crashed (SIGSEGV in a tokio worker)
+    // when the API server went away right under a connection in use.
+    if (processes.length > 0) await new Promise((r) => setTimeout(r, 1000));
     for (const p of processes.reverse()) await p.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };

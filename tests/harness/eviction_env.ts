@@ -8,6 +8,7 @@
  */
 
 import { KubeClient } from "../../framework/client.ts";
+import { ApiError } from "../../framework/errors.ts";
 import { createLogger } from "../../framework/logger.ts";
 import { Operator } from "../../framework/operator.ts";
 import { registerEvictionController } from "../../controllers/eviction/controller.ts";
@@ -156,7 +157,8 @@ export async function startDrainEnv(
   }
   const op = operator;
   const os = clients;
-  const hostOf = (host: string) => sim.state().hosts.find((h) => h.name === host);
+  const hostOf = (host: string) =>
+    sim.state().hosts.find((h) => h.name === host);
   const setStatus = async (host: string, status: Record<string, unknown>) => {
     await client.patch(HypervisorKind, host, { status }, "merge", "status");
   };
@@ -176,15 +178,19 @@ export async function startDrainEnv(
     async hypervisor(host, o = {}) {
       await client.create<Hypervisor>(HypervisorKind, {
         metadata: { name: host, labels: label },
-        spec: o.maintenance === undefined
-          ? {}
-          : { maintenance: o.maintenance as "manual", maintenanceReason: "test" },
+        spec: o.maintenance === undefined ? {} : {
+          maintenance: o.maintenance as "manual",
+          maintenanceReason: "test",
+        },
       });
       const h = hostOf(host);
       await setStatus(host, {
-        ...(h === undefined || o.registered === false
+        ...(o.registered === false || (h === undefined && !o.registered)
           ? {}
-          : { hypervisorId: h.hypervisorId, serviceId: h.serviceId }),
+          : {
+            hypervisorId: h?.hypervisorId ?? crypto.randomUUID(),
+            serviceId: h?.serviceId ?? crypto.randomUUID(),
+          }),
         traits: h?.traits ?? [],
         conditions: [traitsCondition(o.traitsUpdated ?? "True")],
       });
@@ -205,24 +211,28 @@ export async function startDrainEnv(
     eviction: (name) => client.get<Eviction>(EvictionKind, name),
     async policy(spec) {
       const body = {
+        apiVersion: "kvm.cloud.sap/v1alpha1",
+        kind: "EvictionPolicy",
         metadata: { name: "default" },
         spec: { maxConcurrentMigrations: 1, ...spec },
       };
+      let current: { metadata?: { resourceVersion?: string } } | undefined;
       try {
-        const current = await client.get<{ metadata?: { resourceVersion?: string } }>(
-          EvictionPolicyKind,
-          "default",
-        );
-        await client.replace(EvictionPolicyKind, {
-          ...body,
-          metadata: {
-            ...body.metadata,
-            resourceVersion: current.metadata?.resourceVersion ?? "",
-          },
-        });
-      } catch {
-        await client.create(EvictionPolicyKind, body);
+        current = await client.get(EvictionPolicyKind, "default");
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
       }
+      if (current === undefined) {
+        await client.create(EvictionPolicyKind, body);
+        return;
+      }
+      await client.replace(EvictionPolicyKind, {
+        ...body,
+        metadata: {
+          name: "default",
+          resourceVersion: current.metadata?.resourceVersion ?? "",
+        },
+      });
     },
     async stop() {
       await op.stop();
@@ -315,22 +325,31 @@ export function inFlightNow(sim: NovaSim, hosts: readonly string[]): number {
 }
 
 /**
- * Samples {@linkcode inFlightNow} every `everyMs` until stopped; returns
- * the maximum seen.
+ * Samples the simulator every `everyMs` until stopped: the most migrations
+ * of `hosts` in flight at once, and the most of them Nova held `queued`.
  */
 export function sampleInFlight(
   sim: NovaSim,
   hosts: readonly string[],
   everyMs = 10,
-): { stop(): number } {
+): { stop(): { max: number; maxQueued: number } } {
+  const set = new Set(hosts);
   let max = 0;
-  const timer = setInterval(() => {
-    max = Math.max(max, inFlightNow(sim, hosts));
-  }, everyMs);
+  let maxQueued = 0;
+  const sample = () => {
+    const mine = sim.state().migrations.filter((m) => set.has(m.source));
+    max = Math.max(max, mine.filter((m) => inProgress(m.status)).length);
+    maxQueued = Math.max(
+      maxQueued,
+      mine.filter((m) => m.status === "queued").length,
+    );
+  };
+  const timer = setInterval(sample, everyMs);
   return {
     stop() {
       clearInterval(timer);
-      return Math.max(max, inFlightNow(sim, hosts));
+      sample();
+      return { max, maxQueued };
     },
   };
 }
@@ -342,8 +361,20 @@ export function serversOn(sim: NovaSim, host: string): string[] {
   );
 }
 
-/** VMs with more than one migration accepted. */
-export function migratedTwice(sim: NovaSim): string[] {
+/**
+ * VMs that Nova accepted more than one migration of, among those that had
+ * a migration from `hosts` (all hosts when absent).
+ */
+export function migratedTwice(
+  sim: NovaSim,
+  hosts?: readonly string[],
+): string[] {
+  const from = hosts === undefined ? undefined : new Set(hosts);
+  const ids = new Set(
+    sim.state().migrations.filter((m) =>
+      from === undefined || from.has(m.source)
+    ).map((m) => m.serverId),
+  );
   return Object.entries(sim.counters().migrationsAccepted)
-    .filter(([, n]) => n > 1).map(([id]) => id);
+    .filter(([id, n]) => n > 1 && ids.has(id)).map(([id]) => id).sort();
 }

@@ -71,6 +71,7 @@ export async function startOperatorProcess(
     ],
     logPath,
     {
+      ...toolchainEnv(),
       OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
       HOME: dir,
       NO_COLOR: "1",
@@ -82,6 +83,27 @@ export async function startOperatorProcess(
     dir,
     log: () => Deno.readTextFile(logPath).catch(() => ""),
   };
+}
+
+/**
+ * What Deno itself needs from this environment to run main.ts: the same
+ * module cache (HOME changes for the child) and the machine's TLS and proxy
+ * settings for the npm registry. main.ts never reads these: its own reads
+ * are limited by the permission flags.
+ */
+export function toolchainEnv(): Record<string, string> {
+  const env = Deno.env.toObject();
+  const home = env["HOME"] ?? "/root";
+  const out: Record<string, string> = {
+    DENO_DIR: env["DENO_DIR"] ??
+      `${env["XDG_CACHE_HOME"] ?? `${home}/.cache`}/deno`,
+  };
+  for (const [name, value] of Object.entries(env)) {
+    if (/^(DENO_|SSL_CERT_|NODE_EXTRA_CA_CERTS$)|_proxy$|_PROXY$/.test(name)) {
+      out[name] = value;
+    }
+  }
+  return out;
 }
 
 /** The last lines of an operator's log, for assertion messages. */

@@ -1,0 +1,97 @@
+/**
+ * Puts evictor together: one Operator with the controllers that
+ * `--controllers` switches on and the validating webhook.
+ *
+ * @module
+ */
+import { Operator } from "../framework/operator.ts";
+import type { Logger } from "../framework/logger.ts";
+import type { NovaClient, PlacementClient } from "../openstack/mod.ts";
+import { registerEvictionController } from "../controllers/eviction/mod.ts";
+import {
+  registerHypervisorSync,
+  registerMaintenance,
+} from "../controllers/hypervisor/mod.ts";
+import { registerWebhooks } from "../webhooks/register.ts";
+import type { Config } from "./config.ts";
+
+/** The finalizer evictor puts on Evictions (same group as the resources). */
+export const FINALIZER = "kvm.cloud.sap/evictor";
+
+/** What {@linkcode buildOperator} needs besides the configuration. */
+export interface WireDeps {
+  nova: NovaClient;
+  placement: PlacementClient;
+  logger: Logger;
+}
+
+/**
+ * Builds the operator for `config`: nothing is started yet.
+ *
+ * @example
+ * ```ts ignore
+ * const operator = buildOperator(config, { nova, placement, logger });
+ * await operator.start();
+ * ```
+ */
+export function buildOperator(config: Config, deps: WireDeps): Operator {
+  const webhook = config.webhook;
+  const operator = new Operator({
+    name: "evictor",
+    finalizer: FINALIZER,
+    logger: deps.logger,
+    metricsPrefix: "evictor_",
+    ...(config.kubeconfig === undefined
+      ? {}
+      : { kubeconfigPath: config.kubeconfig }),
+    ...(config.labelSelector === undefined
+      ? {}
+      : { labelSelector: config.labelSelector }),
+    leaderElection: config.leaderElection === false ? false : {
+      leaseNamespace: config.leaderElection.namespace,
+      leaseName: config.leaderElection.leaseName,
+      leaseDurationMs: config.leaderElection.leaseDurationMs,
+      renewDeadlineMs: config.leaderElection.renewDeadlineMs,
+      retryPeriodMs: config.leaderElection.retryPeriodMs,
+      ...(config.leaderElection.identity === undefined
+        ? {}
+        : { identity: config.leaderElection.identity }),
+    },
+    healthAddress: config.metricsAddress,
+    webhook: webhook === false ? false : "selfSigned" in webhook
+      ? {
+        address: webhook.address,
+        selfSignedHosts: ["localhost", "127.0.0.1"],
+      }
+      : {
+        address: webhook.address,
+        certFile: `${webhook.certDir}/tls.crt`,
+        keyFile: `${webhook.certDir}/tls.key`,
+      },
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+  });
+  const on = new Set(config.controllers);
+  if (on.has("eviction")) {
+    registerEvictionController(operator, {
+      nova: deps.nova,
+      flagSettings: config.limits,
+      pollIntervalMs: config.pollIntervalMs,
+      maxConcurrentReconciles: config.maxConcurrentReconciles,
+    });
+  }
+  if (on.has("hypervisor-sync")) {
+    registerHypervisorSync(operator, {
+      nova: deps.nova,
+      placement: deps.placement,
+      resyncIntervalMs: config.hypervisorResyncMs,
+      discover: config.discoverHypervisors,
+    });
+  }
+  if (on.has("maintenance")) {
+    registerMaintenance(operator, { nova: deps.nova });
+  }
+  if (webhook !== false) {
+    registerWebhooks(operator, { flagSettings: config.limits });
+  }
+  return operator;
+}
