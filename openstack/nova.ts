@@ -449,6 +449,26 @@ export class NovaClient {
   }
 
   /**
+   * Every nova-compute service (`GET /os-services?binary=nova-compute`;
+   * Nova does not page this list). Used to discover compute hosts.
+   *
+   * @example
+   * ```ts ignore
+   * const hosts = (await nova.listComputeServices()).map((s) => s.host);
+   * ```
+   */
+  async listComputeServices(signal?: AbortSignal): Promise<ComputeService[]> {
+    const body = await this.#get(
+      "nova.listComputeServices",
+      "/os-services",
+      new URLSearchParams({ binary: "nova-compute" }),
+      serviceListSchema,
+      signal,
+    );
+    return body.services.filter((s) => s.binary === "nova-compute");
+  }
+
+  /**
    * Enables or disables a compute service (`PUT /os-services/{id}`); a
    * reason is only sent when disabling. Never retried.
    */

@@ -329,6 +329,21 @@ Deno.test("nova: findComputeService and setComputeServiceStatus with a reason", 
   });
 });
 
+Deno.test("nova: listComputeServices lists every nova-compute host", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const services = await nova.listComputeServices();
+    assert.deepEqual(
+      services.map((s) => s.host).sort(),
+      ["node001", "node002", "node003"],
+    );
+    assert.ok(services.every((s) => s.binary === "nova-compute"));
+    const node003 = services.find((s) => s.host === "node003");
+    assert.equal(node003?.status, "disabled");
+    assert.equal(node003?.disabledReason, "broken");
+    assert.equal(node003?.id, sim.state().hosts[2]?.serviceId);
+  });
+});
+
 Deno.test("nova: a response of the wrong shape is an InvalidResponseError naming the field", async () => {
   await withSim(BASIC_SCENARIO, async ({ session, sim }) => {
     const nova = new NovaClient(session, { microversion: "2.40" });

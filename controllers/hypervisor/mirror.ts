@@ -1,0 +1,186 @@
+/**
+ * Pure status decisions of a Hypervisor: its Evicting condition and
+ * status.evicted mirror the Eviction of the host; its HypervisorDisabled
+ * condition mirrors the compute service.
+ *
+ * @module
+ */
+
+import type {
+  Eviction,
+  HypervisorStatus,
+  HypervisorStatusConditionsItem,
+} from "../../models/mod.ts";
+import {
+  CONDITION_EVICTING,
+  type ConditionUpdate,
+  setCondition,
+} from "../eviction/conditions.ts";
+import { disabledByUs } from "../compute_service.ts";
+import type { ServiceState } from "./decide.ts";
+
+/** Condition type: whether the compute service is disabled. */
+export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
+/** Condition type of the Eviction's preflight. */
+const CONDITION_PREFLIGHT = "PreflightChecksSucceeded";
+
+/** How the Hypervisor shows its drain: absent fields are removed. */
+export interface EvictionMirror {
+  /** The Evicting condition; undefined removes it (no drain). */
+  evicting: ConditionUpdate | undefined;
+  /** status.evicted; undefined removes it. */
+  evicted: boolean | undefined;
+}
+
+/**
+ * What the Hypervisor shows of the Eviction of its host:
+ * - the Eviction's Evicting condition, named (evicted once it Succeeded);
+ * - before it has one: Pending, or PreflightFailed when its preflight failed;
+ * - no Eviction while a drain is asked: Pending (it is being created);
+ * - no Eviction and no drain asked: nothing (both fields removed).
+ *
+ * @example
+ * ```ts
+ * import { mirrorEviction } from "./mirror.ts";
+ * const m = mirrorEviction(undefined, false);
+ * console.assert(m.evicting === undefined && m.evicted === undefined);
+ * ```
+ */
+export function mirrorEviction(
+  eviction: Eviction | undefined,
+  drainWanted: boolean,
+): EvictionMirror {
+  if (eviction === undefined) {
+    return drainWanted
+      ? {
+        evicting: {
+          type: CONDITION_EVICTING,
+          status: "True",
+          reason: "Pending",
+          message: "creating the Eviction for this host",
+        },
+        evicted: false,
+      }
+      : { evicting: undefined, evicted: undefined };
+  }
+  const name = eviction.metadata?.name ?? eviction.spec.hypervisor;
+  const conditions = eviction.status?.conditions ?? [];
+  const evicting = conditions.find((c) => c.type === CONDITION_EVICTING);
+  if (evicting !== undefined) {
+    return {
+      evicting: {
+        type: CONDITION_EVICTING,
+        status: evicting.status,
+        reason: evicting.reason,
+        message: `Eviction ${name}: ${evicting.message}`,
+      },
+      evicted: evicting.status === "False" && evicting.reason === "Succeeded",
+    };
+  }
+  const preflight = conditions.find((c) => c.type === CONDITION_PREFLIGHT);
+  if (preflight?.status === "False") {
+    return {
+      evicting: {
+        type: CONDITION_EVICTING,
+        status: "False",
+        reason: "PreflightFailed",
+        message: `Eviction ${name}: ${preflight.message}`,
+      },
+      evicted: false,
+    };
+  }
+  return {
+    evicting: {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: "Pending",
+      message: `Eviction ${name}: not started yet`,
+    },
+    evicted: false,
+  };
+}
+
+/**
+ * The HypervisorDisabled condition for a compute service: True with reason
+ * DisabledByEvictor or DisabledByOthers (the message is Nova's disabled
+ * reason), False/Enabled otherwise.
+ *
+ * @example
+ * ```ts
+ * import { serviceCondition } from "./mirror.ts";
+ * const c = serviceCondition({ status: "disabled", disabledReason: "evictor: kernel" });
+ * console.assert(c.reason === "DisabledByEvictor");
+ * ```
+ */
+export function serviceCondition(service: ServiceState): ConditionUpdate {
+  if (service.status === "enabled") {
+    return {
+      type: CONDITION_HYPERVISOR_DISABLED,
+      status: "False",
+      reason: "Enabled",
+      message: "the nova-compute service is enabled",
+    };
+  }
+  return {
+    type: CONDITION_HYPERVISOR_DISABLED,
+    status: "True",
+    reason: disabledByUs(service.disabledReason)
+      ? "DisabledByEvictor"
+      : "DisabledByOthers",
+    message: service.disabledReason ?? "disabled without a reason",
+  };
+}
+
+/**
+ * Sets (or, with `undefined`, removes) a condition of a Hypervisor status;
+ * lastTransitionTime changes only when the condition's status does.
+ *
+ * @example
+ * ```ts
+ * import { withCondition } from "./mirror.ts";
+ * const s = withCondition({}, { type: "Evicting", status: "True", reason: "Pending", message: "" }, "Evicting", new Date(0));
+ * console.assert(s.conditions?.length === 1);
+ * ```
+ */
+export function withCondition(
+  status: HypervisorStatus,
+  update: ConditionUpdate | undefined,
+  type: string,
+  now: Date,
+  generation?: number,
+): HypervisorStatus {
+  const conditions: HypervisorStatusConditionsItem[] = status.conditions ?? [];
+  if (update === undefined) {
+    if (!conditions.some((c) => c.type === type)) return status;
+    const rest = conditions.filter((c) => c.type !== type);
+    const { conditions: _drop, ...others } = status;
+    return rest.length === 0 ? others : { ...others, conditions: rest };
+  }
+  return {
+    ...status,
+    conditions: setCondition(conditions, update, now, generation),
+  };
+}
+
+/**
+ * A status with the mirror of the host's Eviction applied.
+ *
+ * @example
+ * ```ts
+ * import { applyMirror, mirrorEviction } from "./mirror.ts";
+ * const s = applyMirror({ evicted: true }, mirrorEviction(undefined, false), new Date(0));
+ * console.assert(!("evicted" in s));
+ * ```
+ */
+export function applyMirror(
+  status: HypervisorStatus,
+  mirror: EvictionMirror,
+  now: Date,
+): HypervisorStatus {
+  const next = withCondition(status, mirror.evicting, CONDITION_EVICTING, now);
+  if (mirror.evicted === undefined) {
+    const { evicted: _drop, ...rest } = next;
+    return rest;
+  }
+  return { ...next, evicted: mirror.evicted };
+}
