@@ -36,7 +36,7 @@ import {
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort } from "../tests/harness/processes.ts";
-import { renderSummary, summariseDrain } from "./summary.ts";
+import { drainCalls, renderSummary, summariseDrain } from "./summary.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -150,7 +150,9 @@ try {
     ],
   });
   say(
-    `$ evictor run ${PERMISSION_FLAGS.length} permission flags, log in ${operator.logPath}`,
+    `evictor runs as its own process with the binary's permissions (${
+      PERMISSION_FLAGS.join(" ")
+    }); log: ${operator.logPath}`,
   );
 
   // The webhook configuration from manifests/, pointed at this process.
@@ -264,9 +266,9 @@ try {
       .sort((a, b) => a.spec.hypervisor.localeCompare(b.spec.hypervisor));
     const rows = DRAINS.map(({ host }) => {
       const e = evictions.find((x) => x.spec.hypervisor === host);
-      return e
-        ? `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`
-        : `${host.padEnd(14)} (waiting for its Eviction)`;
+      return e?.status?.conditions === undefined
+        ? `${host.padEnd(14)} (starting)`
+        : `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`;
     });
     const done = DRAINS.every(({ host }) => {
       const c = evictions.find((x) => x.spec.hypervisor === host)?.status
@@ -316,7 +318,12 @@ try {
     (n, e) => n + (e.status?.migratedCount ?? 0),
     0,
   );
-  say(renderSummary(rows, sim.counters().total, migrated));
+  const counters = sim.counters();
+  say(renderSummary(
+    rows,
+    { total: counters.total, drain: drainCalls(counters.calls) },
+    migrated,
+  ));
   const left = evictions.flatMap((e) => [
     ...(e.status?.failed ?? []).map((f) =>
       `${e.spec.hypervisor}/${f.id}: ${f.reason}`

@@ -86,12 +86,12 @@ export function summariseDrain(
  * @example
  * ```ts
  * import { renderSummary } from "./summary.ts";
- * console.log(renderSummary([], 0, 0));
+ * console.log(renderSummary([], { total: 0, drain: 0 }, 0));
  * ```
  */
 export function renderSummary(
   rows: readonly DrainSummaryRow[],
-  novaCalls: number,
+  calls: { total: number; drain: number },
   migrated: number,
 ): string {
   const header = [
@@ -121,6 +121,22 @@ export function renderSummary(
   const table = [header, ...body].map((r) =>
     r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
   ).join("\n");
-  const perVm = migrated === 0 ? "-" : (novaCalls / migrated).toFixed(2);
-  return `${table}\n\nNova API calls: ${novaCalls} in all, ${perVm} per migrated VM (times are the simulator's virtual time)`;
+  const perVm = migrated === 0 ? "-" : (calls.drain / migrated).toFixed(2);
+  return `${table}\n\nTimes are the simulator's virtual time. Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
+}
+
+/**
+ * The calls the drains made, from the simulator's counters: servers and
+ * migrations, not Hypervisor sync, discovery or Keystone.
+ *
+ * @example
+ * ```ts
+ * import { drainCalls } from "./summary.ts";
+ * console.assert(drainCalls({ "GET /compute/v2.1/servers/detail": 3, "GET /placement/x": 9 }) === 3);
+ * ```
+ */
+export function drainCalls(calls: Readonly<Record<string, number>>): number {
+  return Object.entries(calls)
+    .filter(([key]) => /\/servers\b|\/os-migrations\b/.test(key))
+    .reduce((n, [, count]) => n + count, 0);
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  drainCalls,
   type MigrationRecord,
   renderSummary,
   summariseDrain,
@@ -70,7 +71,7 @@ Deno.test("renderSummary", () => {
     [summariseDrain("node001", "Eviction", 4, 0, [
       m({ source: "node001", updatedAt: 60_000, copyMs: 60_000 }),
     ])],
-    30,
+    { total: 50, drain: 30 },
     1,
   );
   assert.match(
@@ -81,5 +82,22 @@ Deno.test("renderSummary", () => {
     text,
     /^node001\s+Eviction\s+4\s+1\s+0\s+1\.0 min\s+1\.0 min\s+1\.00$/m,
   );
-  assert.match(text, /30 in all, 30\.00 per migrated VM/);
+  assert.match(
+    text,
+    /50 in all .*; 30 by the drains .*, 30\.00 per migrated VM/,
+  );
+});
+
+Deno.test("drainCalls counts servers and migrations only", () => {
+  assert.equal(
+    drainCalls({
+      "GET /compute/v2.1/servers/detail": 4,
+      "POST /compute/v2.1/servers/{id}/action": 2,
+      "GET /compute/v2.1/os-migrations": 3,
+      "GET /compute/v2.1/os-hypervisors/detail": 7,
+      "PUT /placement/resource_providers/{uuid}/traits": 5,
+      "POST /identity/v3/auth/tokens": 1,
+    }),
+    9,
+  );
 });
