@@ -297,6 +297,7 @@ Deno.test("a kubeconfig outside the allowed folders stops start-up with one clea
       "--metrics-bind-address=0",
     ],
     env: {
+      ...toolchainEnv(),
       OS_AUTH_URL: "http://127.0.0.1:1/v3",
       OS_APPLICATION_CREDENTIAL_ID: "x",
       OS_APPLICATION_CREDENTIAL_SECRET: "y",

@@ -1,0 +1,133 @@
+/**
+ * Pure gates of a drain pass: whether starts are held for stale traits,
+ * which of several Evictions of one hypervisor drains, and whether the
+ * finalizer may re-enable the compute service.
+ *
+ * @module
+ */
+
+import type { Eviction, Hypervisor } from "../../models/mod.ts";
+import { disabledByUs } from "../compute_service.ts";
+
+/** The Hypervisor condition that says its traits are current. */
+export const TRAITS_UPDATED = "TraitsUpdated";
+
+/** Maintenance modes in which the compute service stays disabled. */
+export const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
+  "manual",
+  "auto",
+  "termination",
+]);
+
+/**
+ * Why starts are held for stale traits, or undefined when they are not.
+ * Without a Hypervisor object the traits (and so the limit) are unknown:
+ * starts wait, as upstream does, rather than drain an exclusive host at the
+ * default limit.
+ *
+ * @example
+ * ```ts
+ * import { traitsHold } from "./gates.ts";
+ * console.assert(traitsHold("node042", undefined) !== undefined);
+ * const hv = { status: { conditions: [{ type: "TraitsUpdated", status: "True" as const,
+ *   reason: "Updated", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" }] } };
+ * console.assert(traitsHold("node042", hv) === undefined);
+ * ```
+ */
+export function traitsHold(
+  host: string,
+  hypervisor: Hypervisor | undefined,
+): string | undefined {
+  if (hypervisor === undefined) {
+    return `there is no Hypervisor ${host}: its traits, and so the limit, are unknown`;
+  }
+  const c = hypervisor.status?.conditions?.find((x) =>
+    x.type === TRAITS_UPDATED
+  );
+  if (c?.status === "True") return undefined;
+  const state = c === undefined
+    ? "missing"
+    : `${c.status} (${c.reason}${c.message === "" ? "" : `: ${c.message}`})`;
+  return `Hypervisor ${host} condition ${TRAITS_UPDATED} is ${state}: its traits may be stale`;
+}
+
+function deleting(e: Eviction): boolean {
+  const ts = e.metadata?.deletionTimestamp;
+  return ts !== undefined && ts !== "";
+}
+
+function olderThan(a: Eviction, b: Eviction): boolean {
+  const ta = Date.parse(a.metadata?.creationTimestamp ?? "");
+  const tb = Date.parse(b.metadata?.creationTimestamp ?? "");
+  if (!Number.isNaN(ta) && !Number.isNaN(tb) && ta !== tb) return ta < tb;
+  return (a.metadata?.name ?? "") < (b.metadata?.name ?? "");
+}
+
+/**
+ * The Eviction that drains `eviction`'s hypervisor ahead of it, if any: the
+ * oldest (creation time, then name) of the other Evictions of the same
+ * hypervisor that are neither finished nor being deleted. Only the oldest
+ * drains; the others wait (the webhook should have refused them, but two
+ * can slip past it, e.g. when it was down).
+ *
+ * @example
+ * ```ts
+ * import { drainingAhead } from "./gates.ts";
+ * const e = (name: string, t: string) => ({
+ *   metadata: { name, creationTimestamp: t }, spec: { hypervisor: "h", reason: "r" },
+ * });
+ * const a = e("a", "2026-01-01T00:00:00Z");
+ * const b = e("b", "2026-01-01T00:00:01Z");
+ * console.assert(drainingAhead(b, [a, b])?.metadata?.name === "a");
+ * console.assert(drainingAhead(a, [a, b]) === undefined);
+ * ```
+ */
+export function drainingAhead(
+  eviction: Eviction,
+  all: readonly Eviction[],
+): Eviction | undefined {
+  const name = eviction.metadata?.name;
+  let ahead: Eviction | undefined;
+  for (const other of all) {
+    if (other.metadata?.name === name) continue;
+    if (other.spec.hypervisor !== eviction.spec.hypervisor) continue;
+    if (deleting(other) || other.status?.finishedAt !== undefined) continue;
+    if (!olderThan(other, eviction)) continue;
+    if (ahead === undefined || olderThan(other, ahead)) ahead = other;
+  }
+  return ahead;
+}
+
+/**
+ * Why the finalizer must leave the compute service disabled, or undefined
+ * when it may re-enable it: not while the Hypervisor is in maintenance
+ * (manual, auto, termination), not when someone else disabled it (its
+ * reason lacks evictor's mark), and not while another Eviction of the same
+ * hypervisor still stands.
+ *
+ * @example
+ * ```ts
+ * import { keepDisabledBecause } from "./gates.ts";
+ * console.assert(keepDisabledBecause(undefined, "evictor: kernel", false) === undefined);
+ * console.assert(keepDisabledBecause(undefined, "broken disk", false) !== undefined);
+ * ```
+ */
+export function keepDisabledBecause(
+  hypervisor: Hypervisor | undefined,
+  disabledReason: string | null,
+  otherEvictionStands: boolean,
+): string | undefined {
+  const maintenance = hypervisor?.spec?.maintenance ?? "";
+  if (MAINTENANCE_KEEPS_DISABLED.has(maintenance)) {
+    return `Hypervisor is in maintenance ${JSON.stringify(maintenance)}`;
+  }
+  if (otherEvictionStands) {
+    return "another Eviction of the same hypervisor still stands";
+  }
+  if (!disabledByUs(disabledReason)) {
+    return `the service was disabled by someone else (${
+      JSON.stringify(disabledReason ?? "")
+    })`;
+  }
+  return undefined;
+}

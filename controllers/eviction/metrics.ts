@@ -1,0 +1,92 @@
+/**
+ * Prometheus metrics of the eviction controller, on the operator's registry
+ * (served on `/metrics` with the framework's own).
+ *
+ * @module
+ */
+
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** Migration kinds as metric labels; `unknown` when the status lost track. */
+export type KindLabel = "live" | "cold" | "unknown";
+
+/**
+ * The eviction controller's metrics.
+ *
+ * @example
+ * ```ts
+ * import { Registry } from "prom-client";
+ * import { EvictionMetrics } from "./metrics.ts";
+ * const m = new EvictionMetrics(new Registry());
+ * m.started.inc({ kind: "live" });
+ * const text = await m.registry.metrics();
+ * console.assert(text.includes('evictor_migrations_started_total{kind="live"} 1'));
+ * ```
+ */
+export class EvictionMetrics {
+  /** The registry the metrics live on. */
+  readonly registry: Registry;
+  /** Migrations Nova accepted, by kind. */
+  readonly started: Counter<"kind">;
+  /** Migrations whose VM left the host, by kind. */
+  readonly succeeded: Counter<"kind">;
+  /** Failed attempts (refused starts, async failures, VMs in ERROR), by kind. */
+  readonly failed: Counter<"kind">;
+  /** Migrations in flight, per hypervisor being drained. */
+  readonly inFlight: Gauge<"hypervisor">;
+  /** Seconds from trigger to the VM leaving the host, by kind. */
+  readonly migrationDuration: Histogram<"kind">;
+  /** Seconds from drain start to an empty host. */
+  readonly drainDuration: Histogram;
+  /** Nova API calls made by the controller, by call and outcome. */
+  readonly novaCalls: Counter<"call" | "outcome">;
+
+  /** Registers the metrics on `registry`. */
+  constructor(registry: Registry) {
+    this.registry = registry;
+    const registers = [registry];
+    this.started = new Counter({
+      name: "evictor_migrations_started_total",
+      help: "Migrations Nova accepted, by kind.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.succeeded = new Counter({
+      name: "evictor_migrations_succeeded_total",
+      help: "Migrations whose VM left the drained host, by kind.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.failed = new Counter({
+      name: "evictor_migrations_failed_total",
+      help: "Failed migration attempts, by kind.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.inFlight = new Gauge({
+      name: "evictor_migrations_in_flight",
+      help: "Migrations in flight, per drained hypervisor.",
+      labelNames: ["hypervisor"],
+      registers,
+    });
+    this.migrationDuration = new Histogram({
+      name: "evictor_migration_duration_seconds",
+      help: "Time from trigger to the VM leaving the drained host.",
+      labelNames: ["kind"],
+      buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 3600],
+      registers,
+    });
+    this.drainDuration = new Histogram({
+      name: "evictor_drain_duration_seconds",
+      help: "Time from drain start to an empty host.",
+      buckets: [60, 300, 900, 1800, 3600, 7200, 14400, 43200],
+      registers,
+    });
+    this.novaCalls = new Counter({
+      name: "evictor_nova_calls_total",
+      help: "Nova API calls made by the eviction controller.",
+      labelNames: ["call", "outcome"],
+      registers,
+    });
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Preflight of a drain: find the host's compute service, disable it (marked
+ * as ours), record it. Runs until it succeeded once (status.hypervisorServiceId
+ * set) or the drain ended.
+ *
+ * @module
+ */
+
+import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
+import { disabledByUs, ourDisabledReason } from "../compute_service.ts";
+import { setCondition } from "./conditions.ts";
+import type { CountedNova } from "./nova_calls.ts";
+
+/** Condition type: the preflight checks. */
+export const CONDITION_PREFLIGHT = "PreflightChecksSucceeded";
+/** Condition type: the compute service is disabled. */
+export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
+/** Condition type: the compute service was enabled again. */
+export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
+
+/** What the preflight found. */
+export type PreflightOutcome =
+  /** The service is disabled and recorded: drain. */
+  | { kind: "ready"; status: EvictionStatus; disabledNow: boolean }
+  /** The host never registered in Nova: nothing to drain, done. */
+  | { kind: "unregistered"; status: EvictionStatus }
+  /** The host registered once but Nova no longer knows it. */
+  | { kind: "failed"; status: EvictionStatus; message: string };
+
+/** What {@linkcode preflight} looks at. */
+export interface PreflightInput {
+  /** The compute host (the Hypervisor's name). */
+  host: string;
+  /** The Eviction's spec.reason. */
+  reason: string;
+  /** The Hypervisor object, if any. */
+  hypervisor: Hypervisor | undefined;
+  /** The Eviction's status so far. */
+  status: EvictionStatus;
+  /** The current time. */
+  now: Date;
+  /** metadata.generation of the Eviction. */
+  generation: number | undefined;
+}
+
+/**
+ * Runs the preflight. A host that never registered (no compute service, and
+ * the Hypervisor carries no Nova ids) succeeds at once with an empty drain;
+ * a registered host that Nova no longer knows fails. An enabled service is
+ * disabled with `ourDisabledReason(reason)`; one disabled already is kept
+ * as it is (and the finalizer only re-enables services whose reason is ours).
+ *
+ * @example
+ * ```ts ignore
+ * const out = await preflight(nova, { host: "node042", reason: "kernel", hypervisor, status: {}, now, generation: 1 });
+ * if (out.kind === "ready") console.log(out.status.hypervisorServiceId);
+ * ```
+ */
+export async function preflight(
+  nova: CountedNova,
+  input: PreflightInput,
+  signal?: AbortSignal,
+): Promise<PreflightOutcome> {
+  const { host, now, generation } = input;
+  const nowIso = now.toISOString();
+  const set = (
+    status: EvictionStatus,
+    type: string,
+    value: "True" | "False",
+    reason: string,
+    message: string,
+  ): EvictionStatus => ({
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      { type, status: value, reason, message },
+      now,
+      generation,
+    ),
+  });
+  const service = await nova.findComputeService(host, signal);
+  if (service === undefined) {
+    const ids = input.hypervisor?.status;
+    const registered = (ids?.hypervisorId ?? "") !== "" ||
+      (ids?.serviceId ?? "") !== "";
+    if (registered) {
+      const message =
+        `Nova has no nova-compute service on host ${host}, but Hypervisor ${host} ` +
+        `records Nova ids (hypervisorId ${
+          JSON.stringify(ids?.hypervisorId ?? "")
+        }, serviceId ${JSON.stringify(ids?.serviceId ?? "")})`;
+      let status = set(
+        input.status,
+        CONDITION_PREFLIGHT,
+        "False",
+        "HypervisorNotFound",
+        message,
+      );
+      status = set(status, "Evicting", "False", "Failed", message);
+      return { kind: "failed", status, message };
+    }
+    let status = set(
+      input.status,
+      CONDITION_PREFLIGHT,
+      "True",
+      "NotRegistered",
+      `host ${host} never registered in Nova: nothing to drain`,
+    );
+    status = set(
+      status,
+      "Evicting",
+      "False",
+      "Succeeded",
+      "the host never registered in Nova: nothing to drain",
+    );
+    return {
+      kind: "unregistered",
+      status: {
+        ...status,
+        outstandingInstances: [],
+        outstandingCount: 0,
+        outstandingRamMb: 0,
+        inFlightCount: 0,
+        migratedCount: status.migratedCount ?? 0,
+        startedAt: status.startedAt ?? nowIso,
+        finishedAt: status.finishedAt ?? nowIso,
+      },
+    };
+  }
+  let disabledNow = false;
+  let status: EvictionStatus = input.status;
+  if (service.status === "enabled") {
+    await nova.setComputeServiceStatus(
+      service.id,
+      false,
+      ourDisabledReason(input.reason),
+      signal,
+    );
+    disabledNow = true;
+    status = set(
+      status,
+      CONDITION_HYPERVISOR_DISABLED,
+      "True",
+      "Disabled",
+      `compute service ${service.id} disabled: ${
+        ourDisabledReason(input.reason)
+      }`,
+    );
+  } else {
+    const ours = disabledByUs(service.disabledReason);
+    status = set(
+      status,
+      CONDITION_HYPERVISOR_DISABLED,
+      "True",
+      ours ? "Disabled" : "AlreadyDisabled",
+      ours
+        ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
+        : `compute service ${service.id} was already disabled by someone else (${
+          JSON.stringify(service.disabledReason ?? "")
+        }); it will not be re-enabled`,
+    );
+  }
+  status = set(
+    status,
+    CONDITION_PREFLIGHT,
+    "True",
+    "Succeeded",
+    `compute service ${service.id} of host ${host} is disabled`,
+  );
+  return {
+    kind: "ready",
+    disabledNow,
+    status: {
+      ...status,
+      hypervisorServiceId: service.id,
+      startedAt: status.startedAt ?? nowIso,
+    },
+  };
+}
