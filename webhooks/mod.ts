@@ -11,3 +11,4 @@ export * from "./eviction_policy.ts";
 export * from "./eviction.ts";
 export * from "./context.ts";
 export * from "./admission_review.ts";
+export * from "./register.ts";
