@@ -333,7 +333,7 @@ if (import.meta.main) {
   const check = Deno.args.includes("--check");
   const stale: string[] = [];
   const rendered = await render();
-  await Deno.mkdir(OUT_DIR, { recursive: true });
+  if (!check) await Deno.mkdir(OUT_DIR, { recursive: true });
   for (const [name, source] of rendered) {
     const formatted = await format(source);
     const target = new URL(name, OUT_DIR);
