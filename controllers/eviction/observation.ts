@@ -40,6 +40,8 @@ export interface ObservedMigration {
   status: string;
   /** The host the VM leaves; records of other sources are ignored. */
   sourceCompute: string | null;
+  /** The host it goes to, once known (tells where a completed one went). */
+  destCompute?: string | null;
   /** Nova time, usually without a zone (UTC). */
   createdAt: string;
   /** Nova time of the last change. */

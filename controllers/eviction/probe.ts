@@ -5,44 +5,26 @@
  * of this host appeared or reached a final state, when the Eviction, its
  * Hypervisor or the policy changed, or when the last full pass is older
  * than the longest poll wait; otherwise the pass ends after that one call.
+ * When the only news is migrations that completed away from the host, the
+ * pass refills the freed slots from the last server view instead (see
+ * `refill.ts`): one call plus the starts.
  *
  * @module
  */
 
-import type { ObservedMigration } from "./observation.ts";
-
-/** Statuses after which a migration holds nothing any more (or awaits a confirm). */
-const SETTLED = new Set([
-  "completed",
-  "error",
-  "failed",
-  "cancelled",
-  "aborted",
-  "done",
-  "finished",
-  "confirmed",
-  "reverted",
-]);
+import type { EvictionStatus } from "../../models/mod.ts";
+import type { ObservedMigration, ObservedServer } from "./observation.ts";
+import { type ProbeVerdict, probeVerdict, recordStates } from "./refill.ts";
 
 interface LastFull {
   /** resourceVersions of the Eviction, Hypervisor and policy. */
   fingerprint: string;
   /** Record ids of this host, each with "settled" or "open". */
   records: Map<string, boolean>;
-  /** When it ran (clock ms). */
+  /** The server view: the last full pass's list, less VMs refills saw leave. */
+  servers: readonly ObservedServer[];
+  /** When the last full pass ran (clock ms); refills do not renew it. */
   atMs: number;
-}
-
-function recordsOf(
-  migrations: readonly ObservedMigration[],
-  host: string,
-): Map<string, boolean> {
-  const out = new Map<string, boolean>();
-  for (const m of migrations) {
-    if (m.sourceCompute !== null && m.sourceCompute !== host) continue;
-    out.set(String(m.id), SETTLED.has(m.status.toLowerCase()));
-  }
-  return out;
 }
 
 /**
@@ -69,11 +51,65 @@ export class Prober {
     migrations: readonly ObservedMigration[],
     host: string,
     nowMs: number,
+    servers: readonly ObservedServer[] = [],
   ): void {
     this.#last.set(key, {
       fingerprint,
-      records: recordsOf(migrations, host),
+      records: recordStates(migrations, host),
+      servers,
       atMs: nowMs,
+    });
+  }
+
+  /**
+   * Records a refill: the records and server view it planned from become
+   * the reference of the next probe; the age of the last full pass stays,
+   * so a full pass still comes at least every `maxAgeMs`.
+   */
+  refilled(
+    key: string,
+    migrations: readonly ObservedMigration[],
+    host: string,
+    servers: readonly ObservedServer[],
+  ): void {
+    const last = this.#last.get(key);
+    if (last === undefined) return;
+    this.#last.set(key, {
+      ...last,
+      records: recordStates(migrations, host),
+      servers,
+    });
+  }
+
+  /**
+   * What this migration list calls for (see {@linkcode probeVerdict}); a
+   * full pass whenever probing is not allowed at all.
+   */
+  verdict(
+    key: string,
+    fingerprint: string,
+    migrations: readonly ObservedMigration[],
+    probe: {
+      host: string;
+      status: EvictionStatus;
+      nowMs: number;
+      maxAgeMs: number;
+      gracePeriodMs: number;
+    },
+  ): ProbeVerdict {
+    const last = this.#last.get(key);
+    if (
+      last === undefined ||
+      !this.mayProbe(key, fingerprint, probe.nowMs, probe.maxAgeMs)
+    ) return { kind: "full", why: "no recent full pass" };
+    return probeVerdict({
+      host: probe.host,
+      servers: last.servers,
+      records: last.records,
+      migrations,
+      status: probe.status,
+      nowMs: probe.nowMs,
+      gracePeriodMs: probe.gracePeriodMs,
     });
   }
 
@@ -105,7 +141,7 @@ export class Prober {
     if (!this.mayProbe(key, fingerprint, nowMs, maxAgeMs)) return true;
     const last = this.#last.get(key);
     if (last === undefined) return true;
-    for (const [id, settled] of recordsOf(migrations, host)) {
+    for (const [id, settled] of recordStates(migrations, host)) {
       const before = last.records.get(id);
       if (before === undefined || before !== settled) return true;
     }

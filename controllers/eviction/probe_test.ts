@@ -50,3 +50,39 @@ Deno.test("Prober: another object version or an old full pass forces a full pass
   p.forget("e");
   assert.equal(p.mayProbe("e", "1/a/b", 1000, 30_000), false);
 });
+
+Deno.test("Prober: a refill becomes the reference of the next probe, not a full pass", () => {
+  const p = new Prober();
+  const servers = [{
+    id: "vm1",
+    status: "ACTIVE",
+    host: "h",
+    flavor: { ramMb: 1 },
+  }, {
+    id: "vm2",
+    status: "ACTIVE",
+    host: "h",
+    flavor: { ramMb: 1 },
+  }];
+  p.fullPass("e", "fp", [rec(1, "running")], "h", 0, servers);
+  const done = [{ ...rec(1, "completed"), destCompute: "d" }];
+  const probe = {
+    host: "h",
+    status: {},
+    nowMs: 1000,
+    maxAgeMs: 30_000,
+    gracePeriodMs: 60_000,
+  };
+  const v = p.verdict("e", "fp", done, probe);
+  assert.equal(v.kind, "refill");
+  if (v.kind !== "refill") return;
+  assert.deepEqual(v.servers.map((s) => s.id), ["vm2"]);
+  p.refilled("e", done, "h", v.servers);
+  assert.equal(p.verdict("e", "fp", done, probe).kind, "idle");
+  // The full pass's age still counts: past it, a full pass.
+  assert.equal(
+    p.verdict("e", "fp", done, { ...probe, nowMs: 31_000 }).kind,
+    "full",
+  );
+  assert.equal(p.verdict("e", "other", done, probe).kind, "full");
+});

@@ -35,8 +35,10 @@ import type { CountedNova } from "./nova_calls.ts";
 import {
   DEFAULT_PLAN_OPTIONS,
   type DepartedServer,
+  type ObservedServer,
   type PlanOptions,
 } from "./observation.ts";
+import { completedLiveMoves } from "./refill.ts";
 import { departedIds, type Plan, planPass } from "./plan.ts";
 import { actOnPlan } from "./act.ts";
 import { preflight } from "./preflight.ts";
@@ -111,33 +113,6 @@ async function writeStatus(
   if (statusEqual(current.status, next)) return;
   const written = await ctx.updateStatus(() => next);
   deps.memo.remember(ctx.key, current.metadata?.resourceVersion, written);
-}
-
-/**
- * The destination of every VM whose latest migration record from `host`
- * is a completed live migration.
- */
-function completedLiveMoves(
-  migrations: readonly Migration[],
-  host: string,
-): Map<string, string> {
-  const latest = new Map<string, Migration>();
-  for (const m of migrations) {
-    if (m.sourceCompute !== host) continue;
-    const prev = latest.get(m.instanceUuid);
-    if (
-      prev === undefined || m.createdAt > prev.createdAt ||
-      (m.createdAt === prev.createdAt && m.id > prev.id)
-    ) latest.set(m.instanceUuid, m);
-  }
-  const moved = new Map<string, string>();
-  for (const [id, m] of latest) {
-    if (
-      m.migrationType === "live-migration" && m.status === "completed" &&
-      m.destCompute !== null && m.destCompute !== host
-    ) moved.set(id, m.destCompute);
-  }
-  return moved;
 }
 
 function isDeleting(e: Eviction): boolean {
@@ -303,6 +278,9 @@ export async function reconcileEviction(
   const rate = deps.clock.rate ?? 1;
   const maxAgeMs = deps.pollIntervalMs * MAX_POLL_FACTOR * rate;
   let probed: Migration[] | undefined;
+  // Set when a probe showed only migrations that completed away: this
+  // pass refills from the last server view instead of listing the host.
+  let refillFrom: ObservedServer[] | undefined;
   if (
     initial.hypervisorServiceId !== undefined &&
     (status.inFlightCount ?? 0) > 0 &&
@@ -319,16 +297,14 @@ export async function reconcileEviction(
       );
     }
     const nowMs = deps.clock.now();
-    if (
-      !deps.prober.needsFullPass(
-        key,
-        fingerprint,
-        probed,
-        host,
-        nowMs,
-        maxAgeMs,
-      )
-    ) {
+    const verdict = deps.prober.verdict(key, fingerprint, probed, {
+      host,
+      status,
+      nowMs,
+      maxAgeMs,
+      gracePeriodMs: options.gracePeriodMs,
+    });
+    if (verdict.kind === "idle") {
       return {
         requeueAfterMs: requeueDelay(deps.pacer, {
           key,
@@ -342,13 +318,14 @@ export async function reconcileEviction(
         }),
       };
     }
+    if (verdict.kind === "refill") refillFrom = verdict.servers;
   }
 
-  let servers;
+  let servers: readonly ObservedServer[];
   let migrations: Migration[];
   let departed: DepartedServer[];
   try {
-    servers = await deps.nova.listServersOnHost(host, signal);
+    servers = refillFrom ?? await deps.nova.listServersOnHost(host, signal);
     migrations = probed ??
       await deps.nova.listMigrations({ host, changesSince }, signal);
     const get = pLimit(deps.actConcurrency);
@@ -458,7 +435,16 @@ export async function reconcileEviction(
 
   // The write comes before anything else can fail: the starts must be
   // recorded (restart safety).
-  deps.prober.fullPass(key, fingerprint, migrations, host, deps.clock.now());
+  if (refillFrom === undefined) {
+    deps.prober.fullPass(
+      key,
+      fingerprint,
+      migrations,
+      host,
+      deps.clock.now(),
+      servers,
+    );
+  } else deps.prober.refilled(key, migrations, host, servers);
   // Events go out alongside the write: they must not delay the next pass.
   await Promise.all([writeStatus(ctx, deps, ev, next), flush()]);
   deps.ledger.set(key, next.inFlightCount ?? 0);
