@@ -324,6 +324,9 @@ try {
     { total: counters.total, drain: drainCalls(counters.calls) },
     migrated,
   ));
+  const twice = Object.values(counters.migrationsAccepted).filter((n) => n > 1)
+    .length;
+  say(`VMs that Nova accepted a second migration for: ${twice}`);
   const left = evictions.flatMap((e) => [
     ...(e.status?.failed ?? []).map((f) =>
       `${e.spec.hypervisor}/${f.id}: ${f.reason}`
