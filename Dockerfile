@@ -2,9 +2,9 @@
 # Build: compile evictor into one executable on the official Deno image.
 FROM denoland/deno:2.9.6 AS build
 WORKDIR /src
-COPY deno.json deno.lock ./
 COPY . .
-RUN deno task compile --output /out/evictor
+# Both executables: evictor (the operator) and kubectl-evictor (the plugin).
+RUN deno task compile --output /out
 
 # Run: distroless cc (glibc, libgcc; no shell), non-root, read-only root FS
 # (set readOnlyRootFilesystem in the pod, as manifests/manager does).
