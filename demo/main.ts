@@ -35,7 +35,7 @@ import {
   STAGING_ROOT,
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
-import { freePort } from "../tests/harness/processes.ts";
+import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
 import { drainCalls, renderSummary, summariseDrain } from "./summary.ts";
 
 const { values: flags } = parseArgs({
@@ -125,8 +125,7 @@ try {
   step(
     "Starting evictor (operator + webhook) with the compiled binary's permissions",
   );
-  await Deno.mkdir(STAGING_ROOT, { recursive: true });
-  stageDir = await Deno.makeTempDir({ dir: STAGING_ROOT, prefix: "demo-" });
+  stageDir = await makeOwnedTempDir(STAGING_ROOT, "demo-");
   const cert = await env.servingCert(["127.0.0.1", "localhost"]);
   await Deno.mkdir(`${stageDir}/certs`);
   await Deno.writeTextFile(`${stageDir}/certs/tls.crt`, cert.certPem);

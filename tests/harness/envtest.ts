@@ -18,6 +18,7 @@ import {
 } from "./pki.ts";
 import {
   freePort,
+  makeOwnedTempDir,
   type ManagedProcess,
   startProcess,
   tail,
@@ -110,9 +111,10 @@ export async function startEnvtest(
   options: EnvtestOptions = {},
 ): Promise<Envtest> {
   const binDir = await envtestBinDir();
-  await removeStaleDirs();
-  const dir = await Deno.makeTempDir({ prefix: DIR_PREFIX });
-  await Deno.writeTextFile(`${dir}/owner.pid`, String(Deno.pid));
+  const dir = await makeOwnedTempDir(
+    Deno.env.get("TMPDIR") ?? "/tmp",
+    DIR_PREFIX,
+  );
   const processes: ManagedProcess[] = [];
   const cleanup = async () => {
     // Let clients of this test process finish with their keep-alive
@@ -215,22 +217,6 @@ export async function startEnvtest(
 }
 
 const DIR_PREFIX = "evictor-envtest-";
-
-/**
- * Removes the folders of envtests whose owning process is gone (killed
- * before it could clean up; the watchdogs already ended its servers).
- */
-async function removeStaleDirs(): Promise<void> {
-  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
-  for await (const entry of Deno.readDir(tmp)) {
-    if (!entry.isDirectory || !entry.name.startsWith(DIR_PREFIX)) continue;
-    const dir = `${tmp}/${entry.name}`;
-    const owner = await Deno.readTextFile(`${dir}/owner.pid`).catch(() => "");
-    const alive = /^\d+$/.test(owner) &&
-      await Deno.stat(`/proc/${owner}`).then(() => true, () => false);
-    if (!alive) await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-}
 
 let shared: Promise<Envtest> | undefined;
 

@@ -6,7 +6,12 @@
  * @module
  */
 import { PERMISSION_FLAGS } from "../../app/permissions.ts";
-import { type ManagedProcess, startProcess, tail } from "./processes.ts";
+import {
+  makeOwnedTempDir,
+  type ManagedProcess,
+  startProcess,
+  tail,
+} from "./processes.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -35,6 +40,18 @@ export interface OperatorProcess extends ManagedProcess {
   log(): Promise<string>;
 }
 
+/** The folders this process staged: removed when it ends. */
+const ownDirs = new Set<string>();
+globalThis.addEventListener("unload", () => {
+  for (const dir of ownDirs) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  }
+});
+
 /**
  * Stages the files under {@linkcode STAGING_ROOT} and starts
  * `deno run <permissions> main.ts run ...`.
@@ -48,8 +65,8 @@ export interface OperatorProcess extends ManagedProcess {
 export async function startOperatorProcess(
   options: OperatorProcessOptions,
 ): Promise<OperatorProcess> {
-  await Deno.mkdir(STAGING_ROOT, { recursive: true });
-  const dir = await Deno.makeTempDir({ dir: STAGING_ROOT, prefix: "op-" });
+  const dir = await makeOwnedTempDir(STAGING_ROOT, "op-");
+  ownDirs.add(dir);
   await Deno.copyFile(options.kubeconfigPath, `${dir}/kubeconfig`);
   await Deno.writeTextFile(`${dir}/clouds.yaml`, options.cloudsYaml);
   const cloud = options.cloud ??

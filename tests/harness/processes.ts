@@ -124,3 +124,27 @@ export async function tail(path: string, lines = 30): Promise<string> {
     return "(no log)";
   }
 }
+
+/**
+ * Makes a temporary folder under `root` owned by this process (its pid is
+ * written into it), first removing folders with the same `prefix` whose
+ * owner is gone: a test process killed before its clean-up leaves no folder
+ * for long (the watchdogs already ended its servers).
+ */
+export async function makeOwnedTempDir(
+  root: string,
+  prefix: string,
+): Promise<string> {
+  await Deno.mkdir(root, { recursive: true });
+  for await (const entry of Deno.readDir(root)) {
+    if (!entry.isDirectory || !entry.name.startsWith(prefix)) continue;
+    const dir = `${root}/${entry.name}`;
+    const owner = await Deno.readTextFile(`${dir}/owner.pid`).catch(() => "");
+    const alive = /^\d+$/.test(owner) &&
+      await Deno.stat(`/proc/${owner}`).then(() => true, () => false);
+    if (!alive) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  const dir = await Deno.makeTempDir({ dir: root, prefix });
+  await Deno.writeTextFile(`${dir}/owner.pid`, String(Deno.pid));
+  return dir;
+}
