@@ -15,6 +15,6 @@ LABEL org.opencontainers.image.title="evictor" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/evictor /usr/local/bin/evictor
 USER 65532:65532
-EXPOSE 8080 8081 9443
+EXPOSE 8080 9443
 ENTRYPOINT ["/usr/local/bin/evictor"]
 CMD ["run"]

@@ -157,3 +157,26 @@ Deno.test("parseDuration: table and round trip", () => {
     assert.equal(parseDuration(`${ms}ms`), ms);
   }));
 });
+
+Deno.test("the Deployment's arguments are flags evictor accepts", async () => {
+  const { parse } = await import("yaml");
+  const deployment = parse(
+    await Deno.readTextFile(
+      new URL("../manifests/manager/deployment.yaml", import.meta.url),
+    ),
+  ) as {
+    spec: {
+      template: { spec: { containers: { args: string[] }[] } };
+    };
+  };
+  const [command, ...args] =
+    deployment.spec.template.spec.containers[0]?.args ?? [];
+  assert.equal(command, "run");
+  // $(POD_NAMESPACE) is expanded by the kubelet.
+  const config = loadConfig(
+    args.map((a) => a.replace("$(POD_NAMESPACE)", "evictor-system")),
+    {},
+  );
+  assert.equal(config.metricsAddress, ":8080");
+  assert.notEqual(config.leaderElection, false);
+});
