@@ -69,7 +69,7 @@ const TRAIT_NAME = /^[A-Z0-9_]{1,255}$/;
  *   auth: { type: "v3applicationcredential", applicationCredentialId: "id", applicationCredentialSecret: "s" },
  * });
  * const placement = new PlacementClient(session);
- * // await placement.updateTraits(rpUuid, (t) => [...t, "CUSTOM_DRAINING"]);
+ * // await placement.setTraits(rpUuid, (t) => [...t, "CUSTOM_DRAINING"]);
  * ```
  */
 export class PlacementClient {

@@ -18,9 +18,15 @@ console.error(
   `envtest: kube-apiserver ${env.server} ready in ${Date.now() - started} ms`,
 );
 
-const args = Deno.args.length > 0 ? Deno.args : [];
 const child = new Deno.Command(Deno.execPath(), {
-  args: ["test", "--frozen", "--allow-all", "--parallel", "--doc", ...args],
+  args: [
+    "test",
+    "--frozen",
+    "--allow-all",
+    "--parallel",
+    "--doc",
+    ...Deno.args,
+  ],
   env: { [SHARED_ENV]: describeEnvtest(env) },
   stdin: "null",
   stdout: "piped",

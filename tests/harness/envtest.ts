@@ -236,11 +236,9 @@ export function sharedEnvtest(): Promise<Envtest> {
       ]);
       return envtestFrom(d, caCertPem, caKeyPem, () => Promise.resolve());
     }
+    // Ends with this process: the watchdogs stop its servers, and the next
+    // envtest removes its folder (makeOwnedTempDir).
     const own = await startEnvtest();
-    globalThis.addEventListener("unload", () => {
-      // Synchronous clean-up only; the watchdogs catch whatever is left.
-      Deno.remove(own.kubeconfigPath).catch(() => {});
-    });
     return { ...own, stop: () => Promise.resolve() };
   })();
   return shared;
