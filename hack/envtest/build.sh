@@ -34,6 +34,16 @@ if has_all "$out"; then
   exit 0
 fi
 
+# One build at a time: parallel test runs on a fresh machine wait for the
+# first build instead of starting their own into the same folder.
+mkdir -p "$(dirname "$out")"
+exec 9>"$out.lock"
+flock 9
+if has_all "$out"; then
+  echo "$out"
+  exit 0
+fi
+
 if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi
