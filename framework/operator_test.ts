@@ -19,7 +19,7 @@ import {
   waitFor,
   type Widget,
   Widgets,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
 import { related } from "./handler.ts";
 

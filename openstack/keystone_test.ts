@@ -4,7 +4,7 @@ import {
   captureLogger,
   fakeClock,
   withSim,
-} from "./_test_util.ts";
+} from "../tests/harness/openstack_util.ts";
 import { UnauthorizedError } from "./errors.ts";
 import {
   EndpointNotFoundError,
