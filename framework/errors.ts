@@ -112,3 +112,42 @@ export class ApiError extends Error {
 export function isApiStatus(err: unknown, status: number): boolean {
   return err instanceof ApiError && err.status === status;
 }
+
+/**
+ * The operator could not start: `what` failed (a kubeconfig, the API
+ * server, a certificate, a listening address) at `where` (a file, a URL, an
+ * address), for `reason`. The message says all three in one line, so that
+ * a start-up failure is one log line rather than a stack trace.
+ *
+ * @example
+ * ```ts
+ * import { StartupError } from "./errors.ts";
+ * const err = new StartupError("kubeconfig", "/etc/evictor/kubeconfig", "file not found");
+ * console.assert(err.message === "kubeconfig /etc/evictor/kubeconfig: file not found");
+ * ```
+ */
+export class StartupError extends Error {
+  /** What failed, e.g. "kubeconfig", "API server", "webhook certificate". */
+  readonly what: string;
+  /** Where: a file, a URL or an address. */
+  readonly where: string;
+  /** Why, in one line. */
+  readonly reason: string;
+
+  /** Creates a start-up error. */
+  constructor(
+    what: string,
+    where: string,
+    reason: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `${what} ${where}: ${reason}`,
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
+    this.name = "StartupError";
+    this.what = what;
+    this.where = where;
+    this.reason = reason;
+  }
+}
