@@ -19,6 +19,7 @@ import {
 } from "../openstack/mod.ts";
 import { type Config, ConfigFlagError, loadConfig } from "./config.ts";
 import { readEnvironment } from "./environment.ts";
+import { OpenStackAuthMetrics } from "./openstack_metrics.ts";
 import { READ_PATHS } from "./permissions.ts";
 import { buildOperator } from "./wire.ts";
 
@@ -72,8 +73,10 @@ async function runOperator(
   cloud: Readonly<CloudConfig>,
   logger: Logger,
 ): Promise<number> {
+  const authMetrics = new OpenStackAuthMetrics();
   const openstack = createOpenStackClients(cloud, {
     logger: logger.child({ name: "openstack" }),
+    onAuthentication: authMetrics.observe,
   });
   try {
     const operator = buildOperator(config, {
@@ -81,6 +84,7 @@ async function runOperator(
       placement: openstack.placement,
       logger,
     });
+    authMetrics.register(operator.metrics.registry);
     await operator.start();
     const reason = await operator.done;
     return reason === "leadership-lost" ? EXIT_FAILURE : 0;

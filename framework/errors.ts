@@ -151,3 +151,56 @@ export class StartupError extends Error {
     this.reason = reason;
   }
 }
+
+/** What {@linkcode failureHints} found on a failure. */
+export interface FailureHints {
+  /** Retry no sooner than this, in milliseconds. */
+  retryAfterMs?: number;
+  /** Record a Warning Event with this reason and message. */
+  event?: { reason: string; message: string };
+}
+
+/**
+ * Reads what a library's error asks of the framework, without the framework
+ * importing that library: on the error or any of its causes, a numeric
+ * `retryAfterMs` (the key is retried no sooner) and a string `eventReason`
+ * (a Warning Event with that reason and the error's message goes on the
+ * object, even when a {@linkcode TemporaryError} wraps it). The first of each
+ * along the cause chain wins.
+ *
+ * @example
+ * ```ts
+ * import { failureHints, TemporaryError } from "./errors.ts";
+ * const refused = Object.assign(new Error("credentials refused"), {
+ *   eventReason: "CredentialsRefused",
+ *   retryAfterMs: 5000,
+ * });
+ * const hints = failureHints(new TemporaryError("observing failed", { cause: refused }));
+ * console.assert(hints.retryAfterMs === 5000);
+ * console.assert(hints.event?.reason === "CredentialsRefused");
+ * ```
+ */
+export function failureHints(err: unknown): FailureHints {
+  const hints: FailureHints = {};
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const { retryAfterMs, eventReason } = e as {
+      retryAfterMs?: unknown;
+      eventReason?: unknown;
+    };
+    if (
+      hints.retryAfterMs === undefined && typeof retryAfterMs === "number" &&
+      Number.isFinite(retryAfterMs) && retryAfterMs >= 0
+    ) {
+      hints.retryAfterMs = retryAfterMs;
+    }
+    if (
+      hints.event === undefined && typeof eventReason === "string" &&
+      /^[A-Z][A-Za-z0-9]*$/.test(eventReason)
+    ) {
+      hints.event = { reason: eventReason, message: e.message };
+    }
+  }
+  return hints;
+}
