@@ -115,7 +115,7 @@ function reportFailure(logger: Logger, e: unknown): number {
   if (e instanceof StartupError) {
     // A compiled binary reads only its documented folders: say which.
     if (e.cause instanceof Deno.errors.NotCapable) {
-      const reason = `evictor may not read it: it reads only under ${
+      const reason = `evictor has no read access to it: it reads only under ${
         READ_PATHS.join(", ")
       }`;
       logger.fatal(

@@ -125,7 +125,7 @@ Deno.test({
           line["readablePaths"].includes("/etc/evictor"),
         JSON.stringify(line),
       );
-      assert.match(String(line["msg"]), /may not read it/);
+      assert.match(String(line["msg"]), /has no read access to it/);
     } finally {
       await Deno.remove(outside);
     }
