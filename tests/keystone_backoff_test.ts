@@ -6,7 +6,9 @@
  *
  * The backoff is production's shape scaled down 20 times (250 ms doubling
  * to 15 s instead of 5 s to 5 minutes), so 3 seconds here stand for a
- * minute.
+ * minute. A second test runs the real program (`main.ts run` with the
+ * binary's permissions) to check the wiring: the metrics read 0 from
+ * start-up and turn with a refusal.
  */
 import assert from "node:assert/strict";
 import { registerHypervisorSync } from "../controllers/hypervisor/mod.ts";
@@ -28,6 +30,13 @@ import {
   uniq,
   waitFor,
 } from "./_hypervisor_util.ts";
+import { sharedEnvtest } from "./harness/envtest.ts";
+import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import {
+  operatorLogTail,
+  startOperatorProcess,
+} from "./harness/operator_process.ts";
+import { freePort } from "./harness/processes.ts";
 
 const TOKENS = "POST /identity/v3/auth/tokens";
 const SCALE = 20;
@@ -135,6 +144,96 @@ Deno.test({
       );
     } finally {
       await h.close();
+    }
+  },
+});
+
+/** The value of an unlabelled metric on a /metrics page. */
+function metricValue(text: string, name: string): number | undefined {
+  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+  return m === null ? undefined : Number(m[1]);
+}
+
+Deno.test({
+  name:
+    "keystone backoff: the real program shows the metrics at 0 from start-up, then the refusal in the metrics, the log and an Event",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const label = uniq("kbp");
+    const host = `${label}-host`;
+    const sim = await startNovaSim({ hosts: [{ name: host }] });
+    const cloudsYaml = sim.cloudsYaml({ cloud: "wrong" }).replace(
+      /^( +password: ).*$/m,
+      '$1"wrong-password"',
+    );
+    assert.match(cloudsYaml, /password: "wrong-password"/);
+    const port = freePort();
+    const op = await startOperatorProcess({
+      kubeconfigPath: env.kubeconfigPath,
+      cloudsYaml,
+      cloud: "wrong",
+      args: [
+        `--label-selector=evictor-test=${label}`,
+        "--controllers=hypervisor-sync",
+        "--webhook-bind-address=0",
+        `--metrics-bind-address=127.0.0.1:${port}`,
+      ],
+    });
+    const scrape = async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      return await res.text();
+    };
+    try {
+      // Nothing reconciled yet: no login, both metrics present at 0.
+      const first = await waitFor("/metrics", () => scrape(), 30_000)
+        .catch(async (err) => {
+          throw new Error(`${err}\n${await operatorLogTail(op)}`);
+        });
+      assert.equal(metricValue(first, AUTH_FAILURES_METRIC), 0, first);
+      assert.equal(metricValue(first, CREDENTIALS_REFUSED_METRIC), 0, first);
+      assert.equal(sim.counters().calls[TOKENS], undefined);
+
+      await env.kubectl(["create", "-f", "-"], {
+        stdin: JSON.stringify({
+          apiVersion: "kvm.cloud.sap/v1",
+          kind: "Hypervisor",
+          metadata: { name: host, labels: { "evictor-test": label } },
+          spec: {},
+        }),
+      });
+      const refused = await waitFor("the refusal in the metrics", async () => {
+        const text = await scrape();
+        return metricValue(text, CREDENTIALS_REFUSED_METRIC) === 1 && text;
+      });
+      assert.equal(
+        metricValue(refused, AUTH_FAILURES_METRIC),
+        sim.counters().calls[TOKENS],
+      );
+      const lines = (await op.log()).split("\n").filter((l: string) =>
+        /REFUSED the credentials/.test(l)
+      );
+      assert.ok(lines.length >= 1, await operatorLogTail(op));
+      assert.doesNotMatch(lines.join("\n"), /wrong-password/);
+      await waitFor(
+        "a CredentialsRefused Event on the Hypervisor",
+        async () => {
+          const got = await env.kubectl([
+            "get",
+            "events",
+            "-A",
+            "--field-selector",
+            `reason=CredentialsRefused,involvedObject.name=${host}`,
+            "-o",
+            "name",
+          ]);
+          return got.code === 0 && got.stdout.trim() !== "";
+        },
+      );
+    } finally {
+      await op.stop();
+      await env.kubectl(["delete", "hypervisor", host, "--wait=false"]);
+      await sim.close();
     }
   },
 });
