@@ -1,9 +1,10 @@
 /**
  * Start-up failures of the real program: `main.ts run` as a process with
  * the compiled binary's permissions. A missing or invalid certificate, an
- * unreadable kubeconfig, an unreachable API server and a bad clouds.yaml
- * each end in exactly one JSON log line (level fatal) that names what failed
- * and where, exit code 1, and no stack trace.
+ * unreadable kubeconfig, an unreachable API server, a bad clouds.yaml
+ * and a listening address in use each end in exactly one JSON log line
+ * (level fatal) that names what failed and where, exit code 1, and no stack
+ * trace.
  */
 import assert from "node:assert/strict";
 import { sharedEnvtest } from "./harness/envtest.ts";
@@ -206,5 +207,28 @@ Deno.test({
     assert.equal(code, 1);
     assert.equal(line["what"], "webhook certificate");
     assert.equal(line["where"], `${certDir}/tls.crt / ${certDir}/tls.key`);
+  },
+});
+
+Deno.test({
+  name: "start-up: a metrics address in use is one fatal line, exit 1",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const address = `127.0.0.1:${(taken.addr as Deno.NetAddr).port}`;
+    try {
+      const { code, line } = await runUntilExit({
+        kubeconfigPath: env.kubeconfigPath,
+        args: ["--webhook-bind-address=0", `--metrics-bind-address=${address}`],
+      });
+      assert.equal(code, 1);
+      assert.equal(line["what"], "metrics server");
+      assert.equal(line["where"], address);
+      assert.match(String(line["reason"]), /in use/i);
+    } finally {
+      taken.close();
+    }
   },
 });
