@@ -107,7 +107,7 @@ function reportFailure(logger: Logger, e: unknown): number {
   }
   if (e instanceof ConfigError) {
     logger.fatal(
-      { what: "OpenStack configuration" },
+      { what: "OpenStack configuration", where: e.where },
       `invalid OpenStack configuration: ${e.message}`,
     );
     return EXIT_FAILURE;

@@ -87,14 +87,22 @@ export interface CloudConfig {
  * ```ts
  * import { ConfigError } from "./config.ts";
  * const err = new ConfigError("OS_AUTH_URL: not set; expected ...");
- * console.log(err.message);
+ * console.assert(err.where === "OS_AUTH_URL");
  * ```
  */
 export class ConfigError extends TypeError {
+  /**
+   * The file, variable or flag the message starts with (every message is
+   * `<where>: <what is wrong>; expected ...`).
+   */
+  readonly where: string;
+
   /** Creates a configuration error. */
   constructor(message: string) {
     super(message);
     this.name = "ConfigError";
+    const colon = message.indexOf(": ");
+    this.where = colon < 0 ? "" : message.slice(0, colon);
   }
 }
 

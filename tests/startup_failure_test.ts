@@ -167,6 +167,10 @@ Deno.test({
     });
     assert.equal(code, 1);
     assert.equal(line["what"], "OpenStack configuration");
+    assert.match(
+      String(line["where"]),
+      /^\/tmp\/evictor\/op-[^/]+\/clouds\.yaml$/,
+    );
     assert.match(String(line["msg"]), /clouds\.yaml: not valid YAML/);
   },
 });
