@@ -1,5 +1,6 @@
 /**
- * evictor's entry point: `evictor run | kubectl | version | help`.
+ * evictor's entry point: `evictor run | version | help` (the kubectl plugin
+ * is its own executable, `kubectl-evictor`, from cli/).
  * Compiled by `deno task compile` with the permissions in
  * app/permissions.ts; tests run it with exactly those permissions.
  *

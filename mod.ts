@@ -1,6 +1,10 @@
 /**
- * evictor's public surface: the kopf-like operator framework (below) and,
- * later, the generated models.
+ * evictor's public surface: the kopf-like operator framework (`framework/`,
+ * which knows nothing about OpenStack) and the types and zod schemas of
+ * evictor's custom resources, generated from the CRDs (`models/`). The
+ * OpenStack client has its own entry point, `openstack/mod.ts`; the
+ * controllers, the webhooks and the command line are the program, not a
+ * library.
  *
  * A complete small operator:
  *
@@ -35,6 +39,18 @@
  *   (object?.spec.size ?? 0) >= 0 ? allow() : deny("spec.size must be >= 0"));
  *
  * if (import.meta.main) await operator.start(); // SIGTERM: graceful stop, exit 0
+ * ```
+ *
+ * The models check what crosses the boundary, with the CRDs' own rules:
+ *
+ * ```ts
+ * import { EvictionSchema } from "./mod.ts";
+ * const eviction = EvictionSchema.parse({
+ *   metadata: { name: "node042" },
+ *   spec: { hypervisor: "node042", reason: "kernel 6.12" },
+ * });
+ * console.assert(eviction.spec.hypervisor === "node042");
+ * console.assert(!EvictionSchema.safeParse({ spec: { hypervisor: "" } }).success);
  * ```
  *
  * @module
@@ -84,11 +100,16 @@ export type {
 } from "./framework/controller.ts";
 export {
   ApiError,
+  failureHints,
   isApiStatus,
   PermanentError,
+  StartupError,
   TemporaryError,
 } from "./framework/errors.ts";
-export type { TemporaryErrorOptions } from "./framework/errors.ts";
+export type {
+  FailureHints,
+  TemporaryErrorOptions,
+} from "./framework/errors.ts";
 export { EventRecorder } from "./framework/events.ts";
 export type { EventSpec, EventType } from "./framework/events.ts";
 export { related } from "./framework/handler.ts";
@@ -183,4 +204,9 @@ export type {
   WebhookTls,
 } from "./framework/webhook_server.ts";
 
-// --- models (re-exported here by the models owner) ---------------------------
+// --- models --------------------------------------------------------------------
+// Eviction, EvictionPolicy and Hypervisor: types, zod schemas, API versions.
+// Both sides name a type `ObjectMeta`: the framework's (above) is the one
+// exported under that name, as an explicit export wins over `export *`; the
+// models' is `z.infer<typeof ObjectMetaSchema>`.
+export * from "./models/mod.ts";

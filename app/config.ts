@@ -246,9 +246,39 @@ export function loadConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): Config {
-  let parsed;
+  const flags = flagReader(parseCommandLine(args), env);
+  const controllers = readControllers(flags);
+  const leaderElection = readLeaderElection(flags, env);
+  const limits = readLimits(flags);
+  const webhook = readWebhook(flags);
+  const logLevel = readLogLevel(flags);
+  const maxConcurrentReconciles = readMaxConcurrentReconciles(flags);
+  const config: Config = {
+    kubeconfig: flags.str("kubeconfig"),
+    osCloud: flags.str("os-cloud"),
+    pollIntervalMs: flags.duration("poll-interval", 100),
+    leaderElection,
+    labelSelector: flags.str("label-selector"),
+    controllers,
+    metricsAddress: flags.address("metrics-bind-address"),
+    webhook,
+    limits: limits.settings,
+    limitWarnings: limits.warnings,
+    maxConcurrentReconciles,
+    hypervisorResyncMs: flags.duration("hypervisor-resync-interval", 1000),
+    discoverHypervisors: flags.bool("discover-hypervisors"),
+    logLevel,
+    shutdownTimeoutMs: flags.duration("shutdown-timeout", 0),
+  };
+  return deepFreeze(config);
+}
+
+type FlagValues = Record<string, string | boolean | string[] | undefined>;
+
+/** The command line parsed against {@linkcode RUN_FLAGS}. */
+function parseCommandLine(args: readonly string[]): FlagValues {
   try {
-    parsed = parseArgs({
+    const parsed = parseArgs({
       args: [...args],
       strict: true,
       allowPositionals: false,
@@ -262,6 +292,7 @@ export function loadConfig(
         ]),
       ),
     });
+    return parsed.values as FlagValues;
   } catch (e) {
     const message = e instanceof Error ? e.message.split("\n")[0] ?? "" : "";
     throw new ConfigFlagError(`invalid command line: ${message}`, {
@@ -269,12 +300,28 @@ export function loadConfig(
       expected: "the flags listed by `evictor run --help`",
     });
   }
-  const values = parsed.values as Record<
-    string,
-    string | boolean | string[] | undefined
-  >;
+}
 
+/** Typed reads of the flags, each with its environment twin and default. */
+interface FlagReader {
   /** The flag's value, else its environment twin, else its default. */
+  source(name: FlagName): { value: unknown; envVar?: string };
+  /** A non-empty string value. */
+  str(name: FlagName): string | undefined;
+  /** A boolean flag. */
+  bool(name: FlagName): boolean;
+  /** Throws the {@linkcode ConfigFlagError} of a bad value. */
+  bad(name: FlagName, expected: string): never;
+  /** A duration of at least `min` ms. */
+  duration(name: FlagName, min?: number): number;
+  /** A listening address, or false for `0`. */
+  address(name: FlagName): string | false;
+}
+
+function flagReader(
+  values: FlagValues,
+  env: Readonly<Record<string, string | undefined>>,
+): FlagReader {
   const source = (name: FlagName): { value: unknown; envVar?: string } => {
     const spec: FlagSpec = RUN_FLAGS[name];
     const fromFlag = values[name];
@@ -332,18 +379,33 @@ export function loadConfig(
       return bad(name, '"host:port", ":port", or 0 to turn it off');
     }
   };
+  return { source, str, bool, bad, duration, address };
+}
 
-  const controllers = (str("controllers") ?? "").split(",").map((c) => c.trim())
+/** `--controllers`: a non-empty list of known controllers. */
+function readControllers(flags: FlagReader): ControllerName[] {
+  const controllers = (flags.str("controllers") ?? "").split(",")
+    .map((c) => c.trim())
     .filter((c) => c !== "");
   const unknown = controllers.find((c) =>
     !(CONTROLLERS as readonly string[]).includes(c)
   );
   if (unknown !== undefined || controllers.length === 0) {
-    bad("controllers", `a comma-separated list of ${CONTROLLERS.join(", ")}`);
+    flags.bad(
+      "controllers",
+      `a comma-separated list of ${CONTROLLERS.join(", ")}`,
+    );
   }
+  return controllers as ControllerName[];
+}
 
-  const leaderElect = bool("leader-elect");
-  const namespace = str("leader-election-namespace");
+/** `--leader-elect` and its Lease settings. */
+function readLeaderElection(
+  flags: FlagReader,
+  env: Readonly<Record<string, string | undefined>>,
+): Config["leaderElection"] {
+  const leaderElect = flags.bool("leader-elect");
+  const namespace = flags.str("leader-election-namespace");
   if (leaderElect && namespace === undefined) {
     throw new ConfigFlagError("--leader-election-namespace is required", {
       flag: "--leader-election-namespace",
@@ -351,18 +413,33 @@ export function loadConfig(
       expected: "the namespace of the Lease, when --leader-elect is on",
     });
   }
-  const leaseDurationMs = duration("lease-duration");
-  const renewDeadlineMs = duration("renew-deadline");
-  const retryPeriodMs = duration("retry-period");
+  const leaseDurationMs = flags.duration("lease-duration");
+  const renewDeadlineMs = flags.duration("renew-deadline");
+  const retryPeriodMs = flags.duration("retry-period");
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) {
-    bad(
+    flags.bad(
       "renew-deadline",
       "--retry-period < --renew-deadline < --lease-duration",
     );
   }
+  return leaderElect && namespace !== undefined
+    ? {
+      namespace,
+      leaseName: flags.str("leader-election-id") ?? "evictor",
+      identity: env["POD_NAME"],
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+    }
+    : false;
+}
 
-  const concurrency = source("eviction-concurrency").value;
-  const traitConcurrency = source("eviction-trait-concurrency").value;
+/** `--eviction-concurrency` and `--eviction-trait-concurrency`. */
+function readLimits(
+  flags: FlagReader,
+): { settings: LimitSettings; warnings: Config["limitWarnings"] } {
+  const concurrency = flags.source("eviction-concurrency").value;
+  const traitConcurrency = flags.source("eviction-trait-concurrency").value;
   const limits = parseConcurrencyFlags(
     typeof concurrency === "string" ? concurrency : undefined,
     Array.isArray(traitConcurrency)
@@ -378,52 +455,39 @@ export function loadConfig(
       fields: { entry: e.entry, field: e.field, rule: e.rule },
     });
   }
-
-  const webhookAddress = address("webhook-bind-address");
-  const logLevel = str("log-level") ?? "info";
-  if (!LOG_LEVELS.includes(logLevel)) bad("log-level", LOG_LEVELS.join(", "));
-  const reconciles = Number(str("max-concurrent-reconciles"));
-  if (!Number.isInteger(reconciles) || reconciles < 1 || reconciles > 256) {
-    bad("max-concurrent-reconciles", "an integer from 1 to 256");
-  }
-
-  const config: Config = {
-    kubeconfig: str("kubeconfig"),
-    osCloud: str("os-cloud"),
-    pollIntervalMs: duration("poll-interval", 100),
-    leaderElection: leaderElect && namespace !== undefined
-      ? {
-        namespace,
-        leaseName: str("leader-election-id") ?? "evictor",
-        identity: env["POD_NAME"],
-        leaseDurationMs,
-        renewDeadlineMs,
-        retryPeriodMs,
-      }
-      : false,
-    labelSelector: str("label-selector"),
-    controllers: controllers as ControllerName[],
-    metricsAddress: address("metrics-bind-address"),
-    webhook: webhookAddress === false
-      ? false
-      : bool("webhook-self-signed")
-      ? { address: webhookAddress, selfSigned: true }
-      : {
-        address: webhookAddress,
-        certDir: str("webhook-cert-dir") ?? "/etc/evictor/webhook-certs",
-      },
-    limits: limits.settings,
-    limitWarnings: limits.warnings.map((w) => ({
+  return {
+    settings: limits.settings,
+    warnings: limits.warnings.map((w) => ({
       message: w.message,
       flag: w.flag,
     })),
-    maxConcurrentReconciles: reconciles,
-    hypervisorResyncMs: duration("hypervisor-resync-interval", 1000),
-    discoverHypervisors: bool("discover-hypervisors"),
-    logLevel,
-    shutdownTimeoutMs: duration("shutdown-timeout", 0),
   };
-  return deepFreeze(config);
+}
+
+/** The webhook: off, self-signed, or with the certificate folder. */
+function readWebhook(flags: FlagReader): Config["webhook"] {
+  const address = flags.address("webhook-bind-address");
+  if (address === false) return false;
+  return flags.bool("webhook-self-signed") ? { address, selfSigned: true } : {
+    address,
+    certDir: flags.str("webhook-cert-dir") ?? "/etc/evictor/webhook-certs",
+  };
+}
+
+function readLogLevel(flags: FlagReader): string {
+  const logLevel = flags.str("log-level") ?? "info";
+  if (!LOG_LEVELS.includes(logLevel)) {
+    flags.bad("log-level", LOG_LEVELS.join(", "));
+  }
+  return logLevel;
+}
+
+function readMaxConcurrentReconciles(flags: FlagReader): number {
+  const reconciles = Number(flags.str("max-concurrent-reconciles"));
+  if (!Number.isInteger(reconciles) || reconciles < 1 || reconciles > 256) {
+    flags.bad("max-concurrent-reconciles", "an integer from 1 to 256");
+  }
+  return reconciles;
 }
 
 function deepFreeze<T>(value: T): T {

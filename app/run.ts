@@ -3,17 +3,30 @@
  * operator and its webhook until SIGTERM (exit 0) or a lost leadership
  * (exit 1).
  *
+ * Every way start-up can fail ends the same: one JSON log line at level
+ * fatal that says what failed and where, and an exit code (2 for a bad
+ * flag, 1 for everything else), never a stack trace.
+ *
  * @module
  */
-import { createLogger } from "../framework/logger.ts";
+import { StartupError } from "../framework/errors.ts";
+import { createLogger, type Logger } from "../framework/logger.ts";
 import {
+  type CloudConfig,
   ConfigError,
   createOpenStackClients,
   loadCloudConfig,
 } from "../openstack/mod.ts";
-import { ConfigFlagError, loadConfig } from "./config.ts";
+import { type Config, ConfigFlagError, loadConfig } from "./config.ts";
 import { readEnvironment } from "./environment.ts";
+import { OpenStackAuthMetrics } from "./openstack_metrics.ts";
+import { READ_PATHS } from "./permissions.ts";
 import { buildOperator } from "./wire.ts";
+
+/** Exit code of a bad flag or environment variable (a usage error). */
+export const EXIT_USAGE = 2;
+/** Exit code of any other failure, at start-up or later. */
+export const EXIT_FAILURE = 1;
 
 /**
  * Runs the operator with `args` (what follows `run`); resolves with the
@@ -28,44 +41,42 @@ export async function runCommand(args: readonly string[]): Promise<number> {
   const env = readEnvironment();
   // Start-up errors are logged like everything else: one JSON line with the
   // bad value as a field (never pasted into the message).
-  const bootLogger = createLogger({ name: "evictor", level: "info" });
-  let config;
+  let logger = createLogger({ name: "evictor", level: "info" });
   try {
-    config = loadConfig(args, env);
-  } catch (e) {
-    if (e instanceof ConfigFlagError) {
-      bootLogger.fatal({
-        flag: e.flag,
-        ...(e.envVar === undefined ? {} : { envVar: e.envVar }),
-        ...(e.value === undefined ? {} : { value: e.value }),
-        expected: e.expected,
-        ...e.fields,
-      }, `invalid configuration: ${e.message}`);
-      return 2;
+    const config = loadConfig(args, env);
+    logger = createLogger({ name: "evictor", level: config.logLevel });
+    for (const w of config.limitWarnings) {
+      logger.warn({ flag: w.flag }, w.message);
     }
-    throw e;
+    const cloud = loadCloud(config, env);
+    return await runOperator(config, cloud, logger);
+  } catch (e) {
+    return reportFailure(logger, e);
   }
-  const logger = createLogger({ name: "evictor", level: config.logLevel });
-  for (const w of config.limitWarnings) {
-    logger.warn({ flag: w.flag }, w.message);
-  }
+}
 
-  let cloud;
-  try {
-    cloud = loadCloudConfig({
-      ...(config.osCloud === undefined ? {} : { cloud: config.osCloud }),
-      cloudFlagName: "--os-cloud",
-      sources: { env },
-    });
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      logger.fatal({}, `invalid OpenStack configuration: ${e.message}`);
-      return 2;
-    }
-    throw e;
-  }
+/** The OpenStack configuration `--os-cloud` (or the OS_* variables) names. */
+function loadCloud(
+  config: Config,
+  env: Readonly<Record<string, string | undefined>>,
+): Readonly<CloudConfig> {
+  return loadCloudConfig({
+    ...(config.osCloud === undefined ? {} : { cloud: config.osCloud }),
+    cloudFlagName: "--os-cloud",
+    sources: { env },
+  });
+}
+
+/** Runs the operator until it stops; resolves with the exit code. */
+async function runOperator(
+  config: Config,
+  cloud: Readonly<CloudConfig>,
+  logger: Logger,
+): Promise<number> {
+  const authMetrics = new OpenStackAuthMetrics();
   const openstack = createOpenStackClients(cloud, {
     logger: logger.child({ name: "openstack" }),
+    onAuthentication: authMetrics.observe,
   });
   try {
     const operator = buildOperator(config, {
@@ -73,10 +84,53 @@ export async function runCommand(args: readonly string[]): Promise<number> {
       placement: openstack.placement,
       logger,
     });
+    authMetrics.register(operator.metrics.registry);
     await operator.start();
     const reason = await operator.done;
-    return reason === "leadership-lost" ? 1 : 0;
+    return reason === "leadership-lost" ? EXIT_FAILURE : 0;
   } finally {
     openstack.close();
   }
+}
+
+/** Logs why `evictor run` could not go on, in one line; the exit code. */
+function reportFailure(logger: Logger, e: unknown): number {
+  if (e instanceof ConfigFlagError) {
+    logger.fatal({
+      flag: e.flag,
+      ...(e.envVar === undefined ? {} : { envVar: e.envVar }),
+      ...(e.value === undefined ? {} : { value: e.value }),
+      expected: e.expected,
+      ...e.fields,
+    }, `invalid configuration: ${e.message}`);
+    return EXIT_USAGE;
+  }
+  if (e instanceof ConfigError) {
+    logger.fatal(
+      { what: "OpenStack configuration", where: e.where },
+      `invalid OpenStack configuration: ${e.message}`,
+    );
+    return EXIT_FAILURE;
+  }
+  if (e instanceof StartupError) {
+    // A compiled binary reads only its documented folders: say which.
+    if (e.cause instanceof Deno.errors.NotCapable) {
+      const reason = `evictor has no read access to it: it reads only under ${
+        READ_PATHS.join(", ")
+      }`;
+      logger.fatal(
+        { what: e.what, where: e.where, reason, readablePaths: READ_PATHS },
+        `start-up failed: ${e.what} ${e.where}: ${reason}`,
+      );
+      return EXIT_FAILURE;
+    }
+    logger.fatal(
+      { what: e.what, where: e.where, reason: e.reason },
+      `start-up failed: ${e.message}`,
+    );
+    return EXIT_FAILURE;
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  logger.fatal({ err: message.split("\n")[0] }, `evictor failed: ${message}`);
+  return EXIT_FAILURE;
 }

@@ -10,7 +10,12 @@
 
 import type { KubeClient } from "./client.ts";
 import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
-import { ApiError, PermanentError, TemporaryError } from "./errors.ts";
+import {
+  ApiError,
+  failureHints,
+  PermanentError,
+  TemporaryError,
+} from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import type {
   FinalizeHandler,
@@ -420,6 +425,9 @@ export class Controller<T extends KubeObject> {
         this.#count("success");
       }
     } catch (err) {
+      // What the error (or a cause) asks for: a later retry, an Event.
+      const hints = failureHints(err);
+      const atLeastMs = hints.retryAfterMs ?? 0;
       if (err instanceof PermanentError) {
         this.queue.forget(key);
         this.#count("permanent_error");
@@ -431,21 +439,30 @@ export class Controller<T extends KubeObject> {
       } else if (err instanceof TemporaryError) {
         this.#count("temporary_error");
         this.#d.metrics.retries.inc({ controller: this.name });
-        const delay = err.delayMs ?? this.queue.addRateLimited(key);
-        if (err.delayMs !== undefined) this.queue.addAfter(key, err.delayMs);
+        const delay = err.delayMs === undefined
+          ? this.queue.addRateLimited(key, atLeastMs)
+          : Math.max(err.delayMs, atLeastMs);
+        if (err.delayMs !== undefined) this.queue.addAfter(key, delay);
         log.warn(
           { err: err.message, delayMs: delay },
           "reconcile failed temporarily: retrying",
         );
+        if (hints.event !== undefined) {
+          await this.#warn(key, hints.event.reason, hints.event.message);
+        }
       } else {
         this.#count("error");
         this.#d.metrics.retries.inc({ controller: this.name });
-        const delay = this.queue.addRateLimited(key);
+        const delay = this.queue.addRateLimited(key, atLeastMs);
         log.error(
           { err: errText(err), delayMs: delay },
           "reconcile failed: retrying with backoff",
         );
-        await this.#warn(key, "ReconcileError", errText(err));
+        await this.#warn(
+          key,
+          hints.event?.reason ?? "ReconcileError",
+          hints.event?.message ?? errText(err),
+        );
       }
     } finally {
       this.#d.metrics.reconcileDuration.observe(

@@ -112,3 +112,95 @@ export class ApiError extends Error {
 export function isApiStatus(err: unknown, status: number): boolean {
   return err instanceof ApiError && err.status === status;
 }
+
+/**
+ * The operator could not start: `what` failed (a kubeconfig, the API
+ * server, a certificate, a listening address) at `where` (a file, a URL, an
+ * address), for `reason`. The message says all three in one line, so that
+ * a start-up failure is one log line rather than a stack trace.
+ *
+ * @example
+ * ```ts
+ * import { StartupError } from "./errors.ts";
+ * const err = new StartupError("kubeconfig", "/etc/evictor/kubeconfig", "file not found");
+ * console.assert(err.message === "kubeconfig /etc/evictor/kubeconfig: file not found");
+ * ```
+ */
+export class StartupError extends Error {
+  /** What failed, e.g. "kubeconfig", "API server", "webhook certificate". */
+  readonly what: string;
+  /** Where: a file, a URL or an address. */
+  readonly where: string;
+  /** Why, in one line. */
+  readonly reason: string;
+
+  /** Creates a start-up error. */
+  constructor(
+    what: string,
+    where: string,
+    reason: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `${what} ${where}: ${reason}`,
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
+    this.name = "StartupError";
+    this.what = what;
+    this.where = where;
+    this.reason = reason;
+  }
+}
+
+/** What {@linkcode failureHints} found on a failure. */
+export interface FailureHints {
+  /** Retry no sooner than this, in milliseconds. */
+  retryAfterMs?: number;
+  /** Record a Warning Event with this reason and message. */
+  event?: { reason: string; message: string };
+}
+
+/**
+ * Reads what a library's error asks of the framework, without the framework
+ * importing that library: on the error or any of its causes, a numeric
+ * `retryAfterMs` (the key is retried no sooner) and a string `eventReason`
+ * (a Warning Event with that reason and the error's message goes on the
+ * object, even when a {@linkcode TemporaryError} wraps it). The first of each
+ * along the cause chain wins.
+ *
+ * @example
+ * ```ts
+ * import { failureHints, TemporaryError } from "./errors.ts";
+ * const refused = Object.assign(new Error("credentials refused"), {
+ *   eventReason: "CredentialsRefused",
+ *   retryAfterMs: 5000,
+ * });
+ * const hints = failureHints(new TemporaryError("observing failed", { cause: refused }));
+ * console.assert(hints.retryAfterMs === 5000);
+ * console.assert(hints.event?.reason === "CredentialsRefused");
+ * ```
+ */
+export function failureHints(err: unknown): FailureHints {
+  const hints: FailureHints = {};
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const { retryAfterMs, eventReason } = e as {
+      retryAfterMs?: unknown;
+      eventReason?: unknown;
+    };
+    if (
+      hints.retryAfterMs === undefined && typeof retryAfterMs === "number" &&
+      Number.isFinite(retryAfterMs) && retryAfterMs >= 0
+    ) {
+      hints.retryAfterMs = retryAfterMs;
+    }
+    if (
+      hints.event === undefined && typeof eventReason === "string" &&
+      /^[A-Z][A-Za-z0-9]*$/.test(eventReason)
+    ) {
+      hints.event = { reason: eventReason, message: e.message };
+    }
+  }
+  return hints;
+}

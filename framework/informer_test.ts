@@ -14,7 +14,7 @@ import {
   TcpProxy,
   uniq,
   waitFor,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import { startEnvtest } from "../tests/harness/envtest.ts";
 
 type CM = KubeObject & { data?: Record<string, string> };

@@ -14,7 +14,7 @@ import {
   TcpProxy,
   uniq,
   waitFor,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import type { KubeObject } from "./kind.ts";
 
 Deno.test("leader: lease decisions by the candidate's own observation time", () => {

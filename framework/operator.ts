@@ -13,6 +13,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { KubeClient } from "./client.ts";
 import type { Clock } from "./clock.ts";
 import { Controller } from "./controller.ts";
+import { StartupError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type {
   FinalizeHandler,
@@ -445,40 +446,81 @@ export class Operator {
   /**
    * Starts everything; resolves once the caches are synced (and the
    * webhook and health servers listen). Handlers start on becoming leader.
+   *
+   * @throws {StartupError} naming what failed and where (the kubeconfig,
+   * the API server, the webhook certificate, a listening address); what
+   * had started is stopped again.
    */
   async start(): Promise<void> {
     if (this.#started) throw new Error("operator already started");
     this.#started = true;
-    const o = this.#o;
-    const log = this.logger;
-    const clientOptions = o.server === undefined ? {} : { server: o.server };
-    if (o.kubeConfig !== undefined) {
-      this.#client = await KubeClient.fromKubeConfig(
-        o.kubeConfig,
-        clientOptions,
-      );
-    } else {
-      const creds = o.kubeconfigPath === undefined
-        ? await loadDefaultCredentials()
-        : await readKubeconfigFile(o.kubeconfigPath);
-      this.#client = await KubeClient.fromCredentials(creds, clientOptions);
+    try {
+      const client = await this.#connect();
+      this.#client = client;
+      this.#events = new EventRecorder(client, this.name, this.logger);
+      for (const fn of this.#startup) await fn();
+      this.#createInformers(client);
+      await this.#startHealthServer();
+      await this.#startWebhookServer();
+      await this.#syncCaches();
+    } catch (err) {
+      await this.#abortStart();
+      throw err;
     }
-    this.#events = new EventRecorder(this.#client, this.name, log);
+    this.#handleSignals();
+    this.#startHandlers();
+  }
 
-    for (const fn of this.#startup) await fn();
+  /** Builds the API client and checks that the API server answers. */
+  async #connect(): Promise<KubeClient> {
+    const o = this.#o;
+    const clientOptions = o.server === undefined ? {} : { server: o.server };
+    const source = o.kubeConfig !== undefined
+      ? "(KubeConfig object)"
+      : o.kubeconfigPath ??
+        "(KUBECONFIG, ~/.kube/config or the pod's service account)";
+    let client: KubeClient;
+    try {
+      if (o.kubeConfig !== undefined) {
+        client = await KubeClient.fromKubeConfig(o.kubeConfig, clientOptions);
+      } else {
+        const creds = o.kubeconfigPath === undefined
+          ? await loadDefaultCredentials()
+          : await readKubeconfigFile(o.kubeconfigPath);
+        client = await KubeClient.fromCredentials(creds, clientOptions);
+      }
+    } catch (err) {
+      throw new StartupError("kubeconfig", source, oneLine(err), {
+        cause: err,
+      });
+    }
+    try {
+      // Every authenticated user may read /version (system:public-info-viewer).
+      await client.request("GET", "/version");
+    } catch (err) {
+      client.close();
+      throw new StartupError("API server", client.server, oneLine(err), {
+        cause: err,
+      });
+    }
+    return client;
+  }
 
+  /** One informer per watched kind, feeding its controller and related kinds. */
+  #createInformers(client: KubeClient): void {
+    const o = this.#o;
     for (const entry of this.#caches.values()) {
       const selector = entry.options.labelSelector === null
         ? undefined
         : entry.options.labelSelector ?? o.labelSelector;
       const inf = new Informer<KubeObject>({
         kind: entry.kind,
-        client: this.#client,
+        client,
         namespace: entry.kind.namespaced
           ? entry.options.namespace ?? o.watchNamespace
           : undefined,
         labelSelector: selector,
-        logger: log,
+        logger: this.logger,
         metrics: this.metrics,
         ...(o.watchInactivityMs === undefined
           ? {}
@@ -493,114 +535,154 @@ export class Operator {
       if (ctl !== undefined) inf.on((ev) => ctl.onEvent(ev));
     }
     for (const wire of this.#pendingRelated) wire();
+  }
 
-    if (o.healthAddress !== false) {
-      const readiness = new Map<string, Check>();
-      for (const [id, entry] of this.#caches) {
-        readiness.set(`cache:${id}`, () => entry.lazy.hasSynced);
-      }
-      this.#health = new HealthServer({
-        address: o.healthAddress ?? ":8080",
-        liveness: new Map([["ping", () => true], ...this.#probes]),
-        readiness,
-        registry: this.metrics.registry,
-      });
+  /** `/healthz`, `/readyz` (one check per cache) and `/metrics`. */
+  async #startHealthServer(): Promise<void> {
+    const o = this.#o;
+    if (o.healthAddress === false) return;
+    const address = o.healthAddress ?? ":8080";
+    const readiness = new Map<string, Check>();
+    for (const [id, entry] of this.#caches) {
+      readiness.set(`cache:${id}`, () => entry.lazy.hasSynced);
+    }
+    this.#health = new HealthServer({
+      address,
+      liveness: new Map([["ping", () => true], ...this.#probes]),
+      readiness,
+      registry: this.metrics.registry,
+    });
+    try {
       await this.#health.start();
-    }
-    if (o.webhook) {
-      const w = o.webhook;
-      let tls: { certFile: string; keyFile: string } | {
-        certPem: string;
-        keyPem: string;
-      };
-      if ("selfSignedHosts" in w) {
-        log.warn(
-          "serving the webhook with a SELF-SIGNED certificate: for local runs only, not for production",
-        );
-        // loaded on demand: x509 costs memory that production runs need not pay
-        const { generateSelfSignedCertificate } = await import(
-          "./self_signed.ts"
-        );
-        tls = await generateSelfSignedCertificate({ hosts: w.selfSignedHosts });
-      } else {
-        tls = { certFile: w.certFile, keyFile: w.keyFile };
-      }
-      const { hostname, port } = parseAddress(w.address ?? ":9443");
-      this.#webhook = new WebhookServer({
-        hostname,
-        port,
-        tls,
-        routes: this.#routes,
-        logger: log,
-        metrics: this.metrics,
-        ...(w.maxBodyBytes === undefined
-          ? {}
-          : { maxBodyBytes: w.maxBodyBytes }),
-        ...(w.reloadIntervalMs === undefined
-          ? {}
-          : { reloadIntervalMs: w.reloadIntervalMs }),
-        ...(w.retireAfterMs === undefined
-          ? {}
-          : { retireAfterMs: w.retireAfterMs }),
+    } catch (err) {
+      this.#health = undefined;
+      throw new StartupError("metrics server", address, oneLine(err), {
+        cause: err,
       });
-      await this.#webhook.start();
     }
+  }
 
+  /** The admission webhook server, when one is configured. */
+  async #startWebhookServer(): Promise<void> {
+    const w = this.#o.webhook;
+    if (!w) return;
+    const log = this.logger;
+    let tls: { certFile: string; keyFile: string } | {
+      certPem: string;
+      keyPem: string;
+    };
+    if ("selfSignedHosts" in w) {
+      log.warn(
+        "serving the webhook with a SELF-SIGNED certificate: for local runs only, not for production",
+      );
+      // loaded on demand: x509 costs memory that production runs need not pay
+      const { generateSelfSignedCertificate } = await import(
+        "./self_signed.ts"
+      );
+      tls = await generateSelfSignedCertificate({ hosts: w.selfSignedHosts });
+    } else {
+      tls = { certFile: w.certFile, keyFile: w.keyFile };
+    }
+    const address = w.address ?? ":9443";
+    const { hostname, port } = parseAddress(address);
+    const server = new WebhookServer({
+      hostname,
+      port,
+      tls,
+      routes: this.#routes,
+      logger: log,
+      metrics: this.metrics,
+      ...(w.maxBodyBytes === undefined ? {} : { maxBodyBytes: w.maxBodyBytes }),
+      ...(w.reloadIntervalMs === undefined
+        ? {}
+        : { reloadIntervalMs: w.reloadIntervalMs }),
+      ...(w.retireAfterMs === undefined
+        ? {}
+        : { retireAfterMs: w.retireAfterMs }),
+    });
+    try {
+      await server.start();
+    } catch (err) {
+      await server.stop().catch(() => {});
+      throw webhookStartupError(w, address, err);
+    }
+    this.#webhook = server;
+  }
+
+  /** Starts every informer and waits until all have listed. */
+  async #syncCaches(): Promise<void> {
     for (const entry of this.#caches.values()) entry.informer?.start();
     await Promise.all(
       [...this.#caches.values()].map((e) => e.informer?.synced()),
     );
-    log.info({ caches: this.#caches.size }, "caches synced");
+    this.logger.info({ caches: this.#caches.size }, "caches synced");
+  }
 
-    if (o.handleSignals ?? true) {
-      for (const sig of ["SIGTERM", "SIGINT"] as const) {
-        const handler = () => {
-          log.info({ signal: sig }, "signal received: shutting down");
-          void this.#shutdown("signal").then(() => Deno.exit(0));
-        };
-        Deno.addSignalListener(sig, handler);
-        this.#signalHandlers.push([sig, handler]);
-      }
+  /** Stops what a failed start had started, quietly (the caller reports). */
+  async #abortStart(): Promise<void> {
+    await Promise.all(
+      [...this.#caches.values()].map((e) => e.informer?.stop()),
+    );
+    await this.#webhook?.stop();
+    await this.#health?.stop();
+    this.#client?.close();
+  }
+
+  /** SIGTERM and SIGINT stop gracefully and exit 0. */
+  #handleSignals(): void {
+    if (!(this.#o.handleSignals ?? true)) return;
+    for (const sig of ["SIGTERM", "SIGINT"] as const) {
+      const handler = () => {
+        this.logger.info({ signal: sig }, "signal received: shutting down");
+        void this.#shutdown("signal").then(() => Deno.exit(0));
+      };
+      Deno.addSignalListener(sig, handler);
+      this.#signalHandlers.push([sig, handler]);
     }
+  }
 
-    if (o.leaderElection) {
-      const le = o.leaderElection;
-      this.#elector = new LeaderElector({
-        client: this.#client,
-        name: le.leaseName ?? this.name,
-        namespace: le.leaseNamespace,
-        identity: le.identity ??
-          `${Deno.hostname()}_${crypto.randomUUID().slice(0, 8)}`,
-        timing: {
-          ...(le.leaseDurationMs === undefined
-            ? {}
-            : { leaseDurationMs: le.leaseDurationMs }),
-          ...(le.renewDeadlineMs === undefined
-            ? {}
-            : { renewDeadlineMs: le.renewDeadlineMs }),
-          ...(le.retryPeriodMs === undefined
-            ? {}
-            : { retryPeriodMs: le.retryPeriodMs }),
-        },
-        logger: log,
-        onStartedLeading: () => {
-          this.metrics.leader.set(1);
-          for (const c of this.#controllers.values()) c.start();
-        },
-        onStoppedLeading: () => {
-          this.metrics.leader.set(0);
-          // at once: no grace, abort the handlers' signal
-          for (const c of this.#controllers.values()) void c.stop(0);
-          void this.#shutdown("leadership-lost").then(() => {
-            if (o.exitOnLeaderLoss ?? true) Deno.exit(1);
-          });
-        },
-      });
-      this.#leaderLoop = this.#elector.run();
-    } else {
+  /** Handlers run now, or once this replica leads. */
+  #startHandlers(): void {
+    const o = this.#o;
+    const client = this.client;
+    if (!o.leaderElection) {
       this.metrics.leader.set(1);
       for (const c of this.#controllers.values()) c.start();
+      return;
     }
+    const le = o.leaderElection;
+    this.#elector = new LeaderElector({
+      client,
+      name: le.leaseName ?? this.name,
+      namespace: le.leaseNamespace,
+      identity: le.identity ??
+        `${Deno.hostname()}_${crypto.randomUUID().slice(0, 8)}`,
+      timing: {
+        ...(le.leaseDurationMs === undefined
+          ? {}
+          : { leaseDurationMs: le.leaseDurationMs }),
+        ...(le.renewDeadlineMs === undefined
+          ? {}
+          : { renewDeadlineMs: le.renewDeadlineMs }),
+        ...(le.retryPeriodMs === undefined
+          ? {}
+          : { retryPeriodMs: le.retryPeriodMs }),
+      },
+      logger: this.logger,
+      onStartedLeading: () => {
+        this.metrics.leader.set(1);
+        for (const c of this.#controllers.values()) c.start();
+      },
+      onStoppedLeading: () => {
+        this.metrics.leader.set(0);
+        // at once: no grace, abort the handlers' signal
+        for (const c of this.#controllers.values()) void c.stop(0);
+        void this.#shutdown("leadership-lost").then(() => {
+          if (o.exitOnLeaderLoss ?? true) Deno.exit(1);
+        });
+      },
+    });
+    this.#leaderLoop = this.#elector.run();
   }
 
   /** Graceful stop: no new work, running handlers finish (up to the timeout), Lease released. */
@@ -664,4 +746,40 @@ export function validatePath(
   return `/validate-${
     kind.group.replaceAll(".", "-")
   }-${kind.version}-${kind.kind.toLowerCase()}`;
+}
+
+/** The first line of an error's message, with its causes ("fetch failed: ..."). */
+function oneLine(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e !== undefined && parts.length < 4;) {
+    const text = e instanceof Error ? e.message : String(e);
+    const first = text.split("\n")[0]?.trim() ?? text;
+    if (first !== "" && !parts.some((p) => p.includes(first))) {
+      parts.push(first);
+    }
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ");
+}
+
+/** A failed webhook start: a listening problem, else the certificate. */
+function webhookStartupError(
+  w: WebhookOptions,
+  address: string,
+  err: unknown,
+): StartupError {
+  const listening = err instanceof Deno.errors.AddrInUse ||
+    err instanceof Deno.errors.AddrNotAvailable ||
+    err instanceof Deno.errors.PermissionDenied;
+  if (listening || "selfSignedHosts" in w) {
+    return new StartupError("webhook server", address, oneLine(err), {
+      cause: err,
+    });
+  }
+  return new StartupError(
+    "webhook certificate",
+    `${w.certFile} / ${w.keyFile}`,
+    oneLine(err),
+    { cause: err },
+  );
 }

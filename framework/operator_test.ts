@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { PermanentError, TemporaryError } from "./errors.ts";
+import { ManualClock } from "./clock.ts";
 import type { HandlerContext } from "./handler.ts";
 import { createLogger } from "./logger.ts";
 import { Operator, type OperatorOptions } from "./operator.ts";
@@ -19,7 +20,7 @@ import {
   waitFor,
   type Widget,
   Widgets,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
 import { related } from "./handler.ts";
 
@@ -594,6 +595,72 @@ Deno.test({
     } finally {
       await deleteNamespace(client, ns);
       client.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "operator: an error whose cause asks for a later retry and an Event gets both, through a TemporaryError too",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const client = await adminClient(env);
+    const ns = await createNamespace(client, "fw-hint");
+    const label = uniq("t");
+    const clock = new ManualClock(Date.now());
+    const lines: string[] = [];
+    const op = new Operator({ ...options(env, ns, label, lines), clock });
+    // What a library might throw: no import of the framework needed.
+    const refused = () =>
+      Object.assign(new Error("the credentials were refused"), {
+        retryAfterMs: 60_000,
+        eventReason: "CredentialsRefused",
+      });
+    const calls: string[] = [];
+    op.reconcile(ConfigMaps, ({ name }: HandlerContext<CM>) => {
+      calls.push(name);
+      // one plain failure, then one wrapped in a TemporaryError of 1 ms
+      if (calls.length === 1) throw refused();
+      if (calls.length === 2) {
+        throw new TemporaryError("observing failed", {
+          delayMs: 1,
+          cause: refused(),
+        });
+      }
+    });
+    try {
+      await client.create(ConfigMaps, {
+        metadata: { name: "h", namespace: ns, labels: { t: label } },
+        data: {},
+      } as CM);
+      await op.start();
+      for (const expected of [1, 2, 3]) {
+        await waitFor(`reconcile #${expected}`, () => calls.length >= expected);
+        // Not sooner than asked: a minute on the queue's clock, not 5 ms.
+        clock.advance(59_999);
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(calls.length, expected, "retried before retryAfterMs");
+        clock.advance(1);
+      }
+      const events = await waitFor(
+        "a counted CredentialsRefused Event",
+        async () => {
+          const list = await client.request<
+            { items: Array<{ reason: string; count: number; message: string }> }
+          >("GET", `/api/v1/namespaces/${ns}/events`);
+          const mine = list.items.filter((e) =>
+            e.reason === "CredentialsRefused"
+          );
+          return mine.length === 1 && (mine[0]?.count ?? 0) >= 2
+            ? mine
+            : undefined;
+        },
+      );
+      assert.equal(events[0]?.message, "the credentials were refused");
+      await op.stop();
+    } finally {
+      await deleteNamespace(client, ns);
     }
   },
 });

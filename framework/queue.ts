@@ -110,9 +110,12 @@ export class WorkQueue {
     this.#delayed.set(key, { at, cancel });
   }
 
-  /** Queues `key` after its next backoff delay; returns that delay. */
-  addRateLimited(key: string): number {
-    const delay = this.#backoff.next(key);
+  /**
+   * Queues `key` after its next backoff delay, or after `atLeastMs` when
+   * that is longer (a failure that said when to retry); returns the delay.
+   */
+  addRateLimited(key: string, atLeastMs = 0): number {
+    const delay = Math.max(this.#backoff.next(key), atLeastMs);
     this.addAfter(key, delay);
     return delay;
   }

@@ -186,3 +186,19 @@ Deno.test("queue: an aborted get takes no key", async () => {
   assert.equal(await q.get(), "k");
   q.shutdown();
 });
+
+Deno.test("queue: addRateLimited waits at least what the failure asked, and still counts the failure", () => {
+  const clock = new ManualClock(0);
+  const q = new WorkQueue({ clock });
+  // the failure asks for 1 s; the backoff would say 5 ms
+  assert.equal(q.addRateLimited("k", 1_000), 1_000);
+  clock.advance(999);
+  assert.equal(q.tryGet(), undefined);
+  clock.advance(1);
+  assert.equal(q.tryGet(), "k");
+  q.done("k");
+  assert.equal(q.failures("k"), 1);
+  // a shorter request than the backoff leaves the backoff's delay
+  assert.equal(q.addRateLimited("k", 1), 10);
+  q.shutdown();
+});

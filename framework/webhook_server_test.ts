@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { allow, deny, handleAdmission } from "./admission.ts";
-import { createTestCa, waitFor } from "./_test_util.ts";
+import { createTestCa, waitFor } from "../tests/harness/framework_util.ts";
 import { FrameworkMetrics } from "./metrics.ts";
 import { WebhookServer } from "./webhook_server.ts";
 import { generateSelfSignedCertificate } from "./self_signed.ts";

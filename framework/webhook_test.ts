@@ -13,7 +13,7 @@ import {
   waitFor,
   type Widget,
   Widgets,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import { ApiError } from "./errors.ts";
 
 Deno.test({

@@ -1,7 +1,10 @@
 /**
  * Generates `models/` from the OpenAPI v3 schemas of the CRDs under
  * `manifests/crds/`: one file per kind with zod schemas and the TypeScript
- * types inferred from them.
+ * types inferred from them. Every schema is declared with its zod type
+ * written out (`z.ZodObject<{ ... }>`), so that the models can be part of
+ * the package's public surface (mod.ts) without slow types: what
+ * `z.infer` gives is the same as without the annotation.
  *
  * Usage: `deno task gen` writes the files; `--check` only compares and exits
  * 1 when `models/` is stale.
@@ -55,22 +58,32 @@ interface Crd {
   };
 }
 
+/** A zod expression and its zod type, written out. */
+interface Zod {
+  expr: string;
+  type: string;
+}
+
 /** Collects hoisted named schemas while converting one kind. */
 class Emitter {
   readonly decls: string[] = [];
 
   /** Converts `schema` to a zod expression; objects get their own const. */
-  convert(schema: JsonSchema, name: string, path: string): string {
-    let expr = this.#base(schema, name, path);
-    if (schema.default !== undefined) {
-      expr += `.default(${JSON.stringify(schema.default)})`;
-    }
-    return expr;
+  convert(schema: JsonSchema, name: string, path: string): Zod {
+    const base = this.#base(schema, name, path);
+    if (schema.default === undefined) return base;
+    return {
+      expr: `${base.expr}.default(${JSON.stringify(schema.default)})`,
+      type: `z.ZodDefault<${base.type}>`,
+    };
   }
 
-  #base(schema: JsonSchema, name: string, path: string): string {
+  #base(schema: JsonSchema, name: string, path: string): Zod {
     if (schema["x-kubernetes-int-or-string"]) {
-      return "z.union([z.number().int(), z.string()])";
+      return {
+        expr: "z.union([z.number().int(), z.string()])",
+        type: "z.ZodUnion<readonly [z.ZodNumber, z.ZodString]>",
+      };
     }
     const validations = (schema["x-kubernetes-validations"] ?? [])
       .map((v) => this.#refinement(v.rule, v.message, path))
@@ -84,7 +97,7 @@ class Emitter {
           `${name}Item`,
           `${path}[]`,
         );
-        let expr = `z.array(${items})`;
+        let expr = `z.array(${items.expr})`;
         if (schema.maxItems !== undefined) expr += `.max(${schema.maxItems})`;
         const keys = schema["x-kubernetes-list-map-keys"];
         if (schema["x-kubernetes-list-type"] === "map" && keys) {
@@ -92,11 +105,19 @@ class Emitter {
         } else if (schema["x-kubernetes-list-type"] === "set") {
           expr += `.superRefine(uniqueBy([]))`;
         }
-        return expr + validations;
+        return { expr: expr + validations, type: `z.ZodArray<${items.type}>` };
       }
       case "string": {
         if (schema.enum) {
-          return `z.enum(${JSON.stringify(schema.enum)})${validations}`;
+          return {
+            expr: `z.enum(${JSON.stringify(schema.enum)})${validations}`,
+            type: `z.ZodEnum<{ ${
+              schema.enum.map((v) =>
+                `${JSON.stringify(v)}: ${JSON.stringify(v)}`
+              )
+                .join("; ")
+            } }>`,
+          };
         }
         let expr = schema.format === "date-time"
           ? "z.iso.datetime({ offset: true })"
@@ -110,7 +131,12 @@ class Emitter {
         if (schema.pattern !== undefined) {
           expr += `.regex(new RegExp(${JSON.stringify(schema.pattern)}))`;
         }
-        return expr + validations;
+        return {
+          expr: expr + validations,
+          type: schema.format === "date-time"
+            ? "z.ZodISODateTime"
+            : "z.ZodString",
+        };
       }
       case "integer":
       case "number": {
@@ -119,13 +145,13 @@ class Emitter {
           : "z.number()";
         if (schema.minimum !== undefined) expr += `.min(${schema.minimum})`;
         if (schema.maximum !== undefined) expr += `.max(${schema.maximum})`;
-        return expr + validations;
+        return { expr: expr + validations, type: "z.ZodNumber" };
       }
       case "boolean":
-        return "z.boolean()" + validations;
+        return { expr: "z.boolean()" + validations, type: "z.ZodBoolean" };
       case undefined:
         if (schema["x-kubernetes-preserve-unknown-fields"]) {
-          return "z.unknown()";
+          return { expr: "z.unknown()", type: "z.ZodUnknown" };
         }
         throw new TypeError(
           `schema at ${path} has no type: expected one of object, array, string, integer, number, boolean`,
@@ -142,35 +168,52 @@ class Emitter {
     name: string,
     path: string,
     validations: string,
-  ): string {
+  ): Zod {
     const preserve = schema["x-kubernetes-preserve-unknown-fields"] === true;
     if (path.endsWith(".metadata") && path.split(".").length === 2) {
-      return "ObjectMetaSchema";
+      return { expr: "ObjectMetaSchema", type: "typeof ObjectMetaSchema" };
     }
     if (!schema.properties) {
-      return preserve ? "z.record(z.string(), z.unknown())" : "z.object({})";
+      return preserve
+        ? {
+          expr: "z.record(z.string(), z.unknown())",
+          type: "z.ZodRecord<z.ZodString, z.ZodUnknown>",
+        }
+        : {
+          expr: "z.object({})",
+          type: "z.ZodObject<Record<never, never>, z.core.$strip>",
+        };
     }
     const required = new Set(schema.required ?? []);
-    const fields = Object.entries(schema.properties).map(([key, child]) => {
+    const fields: string[] = [];
+    const types: string[] = [];
+    for (const [key, child] of Object.entries(schema.properties)) {
       const childName = name + pascal(key);
-      let expr = this.convert(child, childName, `${path}.${key}`);
+      let { expr, type } = this.convert(child, childName, `${path}.${key}`);
       if (!required.has(key) && child.default === undefined) {
         expr += ".optional()";
+        type = `z.ZodOptional<${type}>`;
       }
-      return `${doc(child.description)}  ${JSON.stringify(key)}: ${expr},`;
-    });
+      fields.push(
+        `${doc(child.description)}  ${JSON.stringify(key)}: ${expr},`,
+      );
+      types.push(`  ${JSON.stringify(key)}: ${type};`);
+    }
     const ctor = preserve ? "z.looseObject" : "z.object";
+    const mode = preserve ? "z.core.$loose" : "z.core.$strip";
     const constName = `${name}Schema`;
     const description = schema.description ??
       `The \`${path.replace(/^[A-Za-z]+\.?/, ".")}\` field of ${
         path.split(".")[0]
       }.`;
     this.decls.push(
-      `${doc(description)}export const ${constName} = ${ctor}({\n${
+      `${doc(description)}export const ${constName}: z.ZodObject<{\n${
+        types.join("\n")
+      }\n}, ${mode}> = ${ctor}({\n${
         fields.join("\n")
       }\n})${validations};\n/** The type of {@linkcode ${constName}}. */\nexport type ${name} = z.infer<typeof ${constName}>;\n`,
     );
-    return constName;
+    return { expr: constName, type: `typeof ${constName}` };
   }
 
   #refinement(rule: string, message: string | undefined, path: string) {
@@ -205,7 +248,27 @@ const META = `${header("hack/gen_models.ts")}
 import { z } from "zod";
 
 /** The fields of Kubernetes ObjectMeta that evictor reads; others are kept. */
-export const ObjectMetaSchema = z.looseObject({
+export const ObjectMetaSchema: z.ZodObject<{
+  name: z.ZodOptional<z.ZodString>;
+  generateName: z.ZodOptional<z.ZodString>;
+  namespace: z.ZodOptional<z.ZodString>;
+  uid: z.ZodOptional<z.ZodString>;
+  resourceVersion: z.ZodOptional<z.ZodString>;
+  generation: z.ZodOptional<z.ZodNumber>;
+  creationTimestamp: z.ZodOptional<z.ZodString>;
+  deletionTimestamp: z.ZodOptional<z.ZodString>;
+  labels: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
+  annotations: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
+  finalizers: z.ZodOptional<z.ZodArray<z.ZodString>>;
+  ownerReferences: z.ZodOptional<z.ZodArray<z.ZodObject<{
+    apiVersion: z.ZodString;
+    kind: z.ZodString;
+    name: z.ZodString;
+    uid: z.ZodString;
+    controller: z.ZodOptional<z.ZodBoolean>;
+    blockOwnerDeletion: z.ZodOptional<z.ZodBoolean>;
+  }, z.core.$loose>>>;
+}, z.core.$loose> = z.looseObject({
   name: z.string().optional(),
   generateName: z.string().optional(),
   namespace: z.string().optional(),
@@ -233,7 +296,9 @@ export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
  * Refuses lists with two entries that agree on \`keys\` (all of the value when
  * \`keys\` is empty), like the API server does for list-type map and set.
  */
-export function uniqueBy(keys: string[]) {
+export function uniqueBy(
+  keys: string[],
+): (list: unknown[], ctx: z.RefinementCtx) => void {
   return (list: unknown[], ctx: z.RefinementCtx): void => {
     const seen = new Set<string>();
     list.forEach((item, index) => {

@@ -13,7 +13,11 @@ export const EvictionResource = {
   "namespaced": false,
 } as const;
 /** The `.spec` field of Eviction. */
-export const EvictionSpecSchema = z.object({
+export const EvictionSpecSchema: z.ZodObject<{
+  "hypervisor": z.ZodString;
+  "reason": z.ZodString;
+  "maxConcurrentMigrations": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
   /** Name of the Hypervisor (the compute host) to drain. */
   "hypervisor": z.string().min(1).max(255),
   /** Why the host is drained; becomes the compute service's disabled reason. */
@@ -25,7 +29,16 @@ export const EvictionSpecSchema = z.object({
 export type EvictionSpec = z.infer<typeof EvictionSpecSchema>;
 
 /** The `.status.conditions[]` field of Eviction. */
-export const EvictionStatusConditionsItemSchema = z.object({
+export const EvictionStatusConditionsItemSchema: z.ZodObject<{
+  "type": z.ZodString;
+  "status": z.ZodEnum<
+    { "True": "True"; "False": "False"; "Unknown": "Unknown" }
+  >;
+  "observedGeneration": z.ZodOptional<z.ZodNumber>;
+  "lastTransitionTime": z.ZodISODateTime;
+  "reason": z.ZodString;
+  "message": z.ZodString;
+}, z.core.$strip> = z.object({
   "type": z.string().max(316).regex(
     new RegExp(
       "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
@@ -45,7 +58,13 @@ export type EvictionStatusConditionsItem = z.infer<
 >;
 
 /** The `.status.inFlight[]` field of Eviction. */
-export const EvictionStatusInFlightItemSchema = z.object({
+export const EvictionStatusInFlightItemSchema: z.ZodObject<{
+  "id": z.ZodString;
+  "kind": z.ZodEnum<{ "live": "live"; "cold": "cold" }>;
+  "startedAt": z.ZodISODateTime;
+  "migrationId": z.ZodOptional<z.ZodString>;
+  "memoryProcessedPercent": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
   "id": z.string(),
   "kind": z.enum(["live", "cold"]),
   "startedAt": z.iso.datetime({ offset: true }),
@@ -58,7 +77,12 @@ export type EvictionStatusInFlightItem = z.infer<
 >;
 
 /** The `.status.failed[]` field of Eviction. */
-export const EvictionStatusFailedItemSchema = z.object({
+export const EvictionStatusFailedItemSchema: z.ZodObject<{
+  "id": z.ZodString;
+  "reason": z.ZodString;
+  "attempts": z.ZodNumber;
+  "lastAttemptAt": z.ZodISODateTime;
+}, z.core.$strip> = z.object({
   "id": z.string(),
   "reason": z.string(),
   "attempts": z.number().int().min(0),
@@ -70,7 +94,10 @@ export type EvictionStatusFailedItem = z.infer<
 >;
 
 /** The `.status.skipped[]` field of Eviction. */
-export const EvictionStatusSkippedItemSchema = z.object({
+export const EvictionStatusSkippedItemSchema: z.ZodObject<{
+  "id": z.ZodString;
+  "reason": z.ZodString;
+}, z.core.$strip> = z.object({
   "id": z.string(),
   "reason": z.string(),
 });
@@ -80,7 +107,29 @@ export type EvictionStatusSkippedItem = z.infer<
 >;
 
 /** The `.status` field of Eviction. */
-export const EvictionStatusSchema = z.object({
+export const EvictionStatusSchema: z.ZodObject<{
+  "hypervisorServiceId": z.ZodOptional<z.ZodString>;
+  "outstandingRamMb": z.ZodOptional<z.ZodNumber>;
+  "outstandingInstances": z.ZodOptional<z.ZodArray<z.ZodString>>;
+  "conditions": z.ZodOptional<
+    z.ZodArray<typeof EvictionStatusConditionsItemSchema>
+  >;
+  "inFlight": z.ZodOptional<
+    z.ZodArray<typeof EvictionStatusInFlightItemSchema>
+  >;
+  "failed": z.ZodOptional<z.ZodArray<typeof EvictionStatusFailedItemSchema>>;
+  "skipped": z.ZodOptional<z.ZodArray<typeof EvictionStatusSkippedItemSchema>>;
+  "migratedCount": z.ZodOptional<z.ZodNumber>;
+  "outstandingCount": z.ZodOptional<z.ZodNumber>;
+  "inFlightCount": z.ZodOptional<z.ZodNumber>;
+  "effectiveLimit": z.ZodOptional<z.ZodNumber>;
+  "limitSource": z.ZodOptional<
+    z.ZodEnum<{ "policy": "policy"; "flags": "flags"; "eviction": "eviction" }>
+  >;
+  "startedAt": z.ZodOptional<z.ZodISODateTime>;
+  "finishedAt": z.ZodOptional<z.ZodISODateTime>;
+  "observedGeneration": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
   /** Id of the host's nova-compute service. */
   "hypervisorServiceId": z.string().optional(),
   /** Sum of the flavor RAM of the VMs still on the host. */
@@ -116,7 +165,13 @@ export const EvictionStatusSchema = z.object({
 export type EvictionStatus = z.infer<typeof EvictionStatusSchema>;
 
 /** Eviction drains one hypervisor by migrating every VM off it. */
-export const EvictionSchema = z.object({
+export const EvictionSchema: z.ZodObject<{
+  "apiVersion": z.ZodOptional<z.ZodString>;
+  "kind": z.ZodOptional<z.ZodString>;
+  "metadata": z.ZodOptional<typeof ObjectMetaSchema>;
+  "spec": typeof EvictionSpecSchema;
+  "status": z.ZodOptional<typeof EvictionStatusSchema>;
+}, z.core.$strip> = z.object({
   "apiVersion": z.string().optional(),
   "kind": z.string().optional(),
   "metadata": ObjectMetaSchema.optional(),

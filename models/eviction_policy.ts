@@ -13,7 +13,10 @@ export const EvictionPolicyResource = {
   "namespaced": false,
 } as const;
 /** The `.spec.traitLimits[]` field of EvictionPolicy. */
-export const EvictionPolicySpecTraitLimitsItemSchema = z.object({
+export const EvictionPolicySpecTraitLimitsItemSchema: z.ZodObject<{
+  "trait": z.ZodString;
+  "maxConcurrentMigrations": z.ZodNumber;
+}, z.core.$strip> = z.object({
   "trait": z.string().min(1).max(255),
   "maxConcurrentMigrations": z.number().int().min(1).max(64),
 });
@@ -23,7 +26,15 @@ export type EvictionPolicySpecTraitLimitsItem = z.infer<
 >;
 
 /** The `.spec` field of EvictionPolicy. */
-export const EvictionPolicySpecSchema = z.object({
+export const EvictionPolicySpecSchema: z.ZodObject<{
+  "maxConcurrentMigrations": z.ZodDefault<z.ZodNumber>;
+  "traitLimits": z.ZodOptional<
+    z.ZodArray<typeof EvictionPolicySpecTraitLimitsItemSchema>
+  >;
+  "clusterMaxConcurrentMigrations": z.ZodOptional<z.ZodNumber>;
+  "migrationTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+  "abortStuckMigrations": z.ZodDefault<z.ZodBoolean>;
+}, z.core.$strip> = z.object({
   /** Migrations in flight per hypervisor. */
   "maxConcurrentMigrations": z.number().int().min(1).max(64).default(1),
   /** Lower limits for hosts with a placement trait; the lowest matching one wins. */
@@ -41,7 +52,12 @@ export const EvictionPolicySpecSchema = z.object({
 export type EvictionPolicySpec = z.infer<typeof EvictionPolicySpecSchema>;
 
 /** EvictionPolicy sets the concurrency limits of every drain. */
-export const EvictionPolicySchema = z.object({
+export const EvictionPolicySchema: z.ZodObject<{
+  "apiVersion": z.ZodOptional<z.ZodString>;
+  "kind": z.ZodOptional<z.ZodString>;
+  "metadata": z.ZodOptional<typeof ObjectMetaSchema>;
+  "spec": typeof EvictionPolicySpecSchema;
+}, z.core.$strip> = z.object({
   "apiVersion": z.string().optional(),
   "kind": z.string().optional(),
   "metadata": ObjectMetaSchema.optional(),

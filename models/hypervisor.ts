@@ -13,7 +13,21 @@ export const HypervisorResource = {
   "namespaced": false,
 } as const;
 /** The `.spec` field of Hypervisor. */
-export const HypervisorSpecSchema = z.looseObject({
+export const HypervisorSpecSchema: z.ZodObject<{
+  "maintenance": z.ZodOptional<
+    z.ZodEnum<
+      {
+        "": "";
+        "manual": "manual";
+        "auto": "auto";
+        "ha": "ha";
+        "termination": "termination";
+      }
+    >
+  >;
+  "maintenanceReason": z.ZodOptional<z.ZodString>;
+  "customTraits": z.ZodOptional<z.ZodArray<z.ZodString>>;
+}, z.core.$loose> = z.looseObject({
   /** Maintenance mode; manual, auto and termination drain the host, ha does nothing here. */
   "maintenance": z.enum(["", "manual", "auto", "ha", "termination"]).optional(),
   "maintenanceReason": z.string().max(255).optional(),
@@ -34,7 +48,16 @@ export const HypervisorSpecSchema = z.looseObject({
 export type HypervisorSpec = z.infer<typeof HypervisorSpecSchema>;
 
 /** The `.status.conditions[]` field of Hypervisor. */
-export const HypervisorStatusConditionsItemSchema = z.object({
+export const HypervisorStatusConditionsItemSchema: z.ZodObject<{
+  "type": z.ZodString;
+  "status": z.ZodEnum<
+    { "True": "True"; "False": "False"; "Unknown": "Unknown" }
+  >;
+  "observedGeneration": z.ZodOptional<z.ZodNumber>;
+  "lastTransitionTime": z.ZodISODateTime;
+  "reason": z.ZodString;
+  "message": z.ZodString;
+}, z.core.$strip> = z.object({
   "type": z.string().max(316),
   "status": z.enum(["True", "False", "Unknown"]),
   "observedGeneration": z.number().int().min(0).optional(),
@@ -48,7 +71,16 @@ export type HypervisorStatusConditionsItem = z.infer<
 >;
 
 /** The `.status` field of Hypervisor. */
-export const HypervisorStatusSchema = z.looseObject({
+export const HypervisorStatusSchema: z.ZodObject<{
+  "hypervisorId": z.ZodOptional<z.ZodString>;
+  "serviceId": z.ZodOptional<z.ZodString>;
+  "traits": z.ZodOptional<z.ZodArray<z.ZodString>>;
+  "numInstances": z.ZodOptional<z.ZodNumber>;
+  "evicted": z.ZodOptional<z.ZodBoolean>;
+  "conditions": z.ZodOptional<
+    z.ZodArray<typeof HypervisorStatusConditionsItemSchema>
+  >;
+}, z.core.$loose> = z.looseObject({
   "hypervisorId": z.string().optional(),
   "serviceId": z.string().optional(),
   "traits": z.array(z.string()).optional(),
@@ -62,7 +94,13 @@ export const HypervisorStatusSchema = z.looseObject({
 export type HypervisorStatus = z.infer<typeof HypervisorStatusSchema>;
 
 /** Hypervisor is one OpenStack compute host. */
-export const HypervisorSchema = z.object({
+export const HypervisorSchema: z.ZodObject<{
+  "apiVersion": z.ZodOptional<z.ZodString>;
+  "kind": z.ZodOptional<z.ZodString>;
+  "metadata": z.ZodOptional<typeof ObjectMetaSchema>;
+  "spec": z.ZodOptional<typeof HypervisorSpecSchema>;
+  "status": z.ZodOptional<typeof HypervisorStatusSchema>;
+}, z.core.$strip> = z.object({
   "apiVersion": z.string().optional(),
   "kind": z.string().optional(),
   "metadata": ObjectMetaSchema.optional(),

@@ -2,7 +2,31 @@
 import { z } from "zod";
 
 /** The fields of Kubernetes ObjectMeta that evictor reads; others are kept. */
-export const ObjectMetaSchema = z.looseObject({
+export const ObjectMetaSchema: z.ZodObject<{
+  name: z.ZodOptional<z.ZodString>;
+  generateName: z.ZodOptional<z.ZodString>;
+  namespace: z.ZodOptional<z.ZodString>;
+  uid: z.ZodOptional<z.ZodString>;
+  resourceVersion: z.ZodOptional<z.ZodString>;
+  generation: z.ZodOptional<z.ZodNumber>;
+  creationTimestamp: z.ZodOptional<z.ZodString>;
+  deletionTimestamp: z.ZodOptional<z.ZodString>;
+  labels: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
+  annotations: z.ZodOptional<z.ZodRecord<z.ZodString, z.ZodString>>;
+  finalizers: z.ZodOptional<z.ZodArray<z.ZodString>>;
+  ownerReferences: z.ZodOptional<
+    z.ZodArray<
+      z.ZodObject<{
+        apiVersion: z.ZodString;
+        kind: z.ZodString;
+        name: z.ZodString;
+        uid: z.ZodString;
+        controller: z.ZodOptional<z.ZodBoolean>;
+        blockOwnerDeletion: z.ZodOptional<z.ZodBoolean>;
+      }, z.core.$loose>
+    >
+  >;
+}, z.core.$loose> = z.looseObject({
   name: z.string().optional(),
   generateName: z.string().optional(),
   namespace: z.string().optional(),
@@ -30,7 +54,9 @@ export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
  * Refuses lists with two entries that agree on `keys` (all of the value when
  * `keys` is empty), like the API server does for list-type map and set.
  */
-export function uniqueBy(keys: string[]) {
+export function uniqueBy(
+  keys: string[],
+): (list: unknown[], ctx: z.RefinementCtx) => void {
   return (list: unknown[], ctx: z.RefinementCtx): void => {
     const seen = new Set<string>();
     list.forEach((item, index) => {

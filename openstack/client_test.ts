@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createOpenStackClients } from "./client.ts";
 import { loadCloudConfig } from "./config.ts";
 import { startNovaSim } from "../tests/harness/nova_sim/mod.ts";
-import { BASIC_SCENARIO } from "./_test_util.ts";
+import { BASIC_SCENARIO } from "../tests/harness/openstack_util.ts";
 
 Deno.test("client: a clouds.yaml written by the simulator drives Nova and Placement", async () => {
   const sim = await startNovaSim(BASIC_SCENARIO);

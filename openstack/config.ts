@@ -87,14 +87,22 @@ export interface CloudConfig {
  * ```ts
  * import { ConfigError } from "./config.ts";
  * const err = new ConfigError("OS_AUTH_URL: not set; expected ...");
- * console.log(err.message);
+ * console.assert(err.where === "OS_AUTH_URL");
  * ```
  */
 export class ConfigError extends TypeError {
+  /**
+   * The file, variable or flag the message starts with (every message is
+   * `<where>: <what is wrong>; expected ...`).
+   */
+  readonly where: string;
+
   /** Creates a configuration error. */
   constructor(message: string) {
     super(message);
     this.name = "ConfigError";
+    const colon = message.indexOf(": ");
+    this.where = colon < 0 ? "" : message.slice(0, colon);
   }
 }
 
@@ -267,86 +275,180 @@ interface Located {
 export function loadCloudConfig(
   options: LoadCloudConfigOptions = {},
 ): Readonly<CloudConfig> {
-  const src = options.sources ?? {};
+  const files = fileSearch(options.sources ?? {});
+  const cloudLabel = options.cloud !== undefined
+    ? (options.cloudFlagName ?? "--os-cloud")
+    : "OS_CLOUD";
+  const cloudName = nonEmpty(options.cloud) ?? files.env("OS_CLOUD");
+  const entry = cloudName === undefined
+    ? undefined
+    : readCloudEntry(files, cloudName, cloudLabel);
+  const s = settingsOf(files, entry);
+
+  // In this order, so that the first problem is the one reported.
+  const authUrl = resolveAuthUrl(s);
+  const auth = resolveAuth(s);
+  const regionName = s.top(s.raw?.region_name, "region_name", "OS_REGION_NAME")
+    .value;
+  const endpointInterface = resolveInterface(s);
+  const insecure = resolveInsecure(s);
+  const caCert = resolveCaCert(s, files.read);
+  const computeApiVersion = resolveMicroversion(s, COMPUTE_VERSION);
+  const placementApiVersion = resolveMicroversion(s, PLACEMENT_VERSION);
+  const config: CloudConfig = {
+    ...(cloudName === undefined ? {} : { cloud: cloudName }),
+    authUrl,
+    auth: Object.freeze(auth),
+    ...(regionName === undefined ? {} : { regionName }),
+    interface: endpointInterface,
+    ...(caCert === undefined ? {} : { caCert: Object.freeze(caCert) }),
+    insecure,
+    computeApiVersion,
+    placementApiVersion,
+  };
+  return Object.freeze(config);
+}
+
+/** The environment and the files, as the openstack CLI searches them. */
+interface FileSearch {
+  /** A non-empty environment variable. */
+  env(name: string): string | undefined;
+  /** Reads a file; undefined when it does not exist. */
+  read(path: string): string | undefined;
+  /** Where `name` (clouds.yaml, secure.yaml) is looked for, in order. */
+  candidates(name: string): string[];
+  /** The first `name` found: `envName` names it, else the candidates. */
+  find(
+    name: string,
+    envName: string,
+  ): { path: string; text: string } | undefined;
+}
+
+function fileSearch(src: ConfigSources): FileSearch {
   const env = src.env ?? Deno.env.toObject();
   const read = src.readTextFile ?? defaultReadTextFile;
   const home = src.homeDir ?? env["HOME"] ?? "/root";
   const cwd = src.cwd ?? Deno.cwd();
   const e = (name: string) => nonEmpty(env[name]);
+  const candidates = (name: string) => [
+    `${cwd}/${name}`,
+    `${home}/.config/openstack/${name}`,
+    `/etc/openstack/${name}`,
+  ];
+  const find = (name: string, envName: string) => {
+    const explicit = e(envName);
+    if (explicit !== undefined) {
+      const text = read(explicit);
+      if (text === undefined) {
+        throw new ConfigError(
+          `${envName}: file "${explicit}" does not exist; expected a ${name}`,
+        );
+      }
+      return { path: explicit, text };
+    }
+    for (const path of candidates(name)) {
+      const text = read(path);
+      if (text !== undefined) return { path, text };
+    }
+    return undefined;
+  };
+  return { env: e, read, candidates, find };
+}
 
-  const cloudLabel = options.cloud !== undefined
-    ? (options.cloudFlagName ?? "--os-cloud")
-    : "OS_CLOUD";
-  const cloudName = nonEmpty(options.cloud) ?? e("OS_CLOUD");
+/** One cloud's entry of clouds.yaml with secure.yaml merged over it. */
+interface CloudEntry {
+  name: string;
+  /** The clouds.yaml it came from. */
+  file: string;
+  raw: RawCloud;
+}
 
-  let raw: RawCloud | undefined;
-  let file: string | undefined;
-  if (cloudName !== undefined) {
-    const found = findFile("clouds.yaml", "OS_CLIENT_CONFIG_FILE");
-    if (found === undefined) {
-      throw new ConfigError(
-        `${cloudLabel}: cloud "${cloudName}" requested but no clouds.yaml found; looked in ${
-          candidates("clouds.yaml").join(", ")
-        }`,
-      );
-    }
-    file = found.path;
-    const clouds = parseCloudsFile(found.path, found.text);
-    const entry = clouds.clouds[cloudName];
-    if (entry === undefined) {
-      const known = Object.keys(clouds.clouds);
-      throw new ConfigError(
-        `${cloudLabel}: cloud "${cloudName}" is not in ${found.path}; expected one of: ${
-          known.length === 0 ? "(none)" : known.join(", ")
-        }`,
-      );
-    }
-    let merged: Record<string, unknown> = entry;
-    const secure = findFile("secure.yaml", "OS_CLIENT_SECURE_FILE");
-    if (secure !== undefined) {
-      const secureClouds = parseCloudsFile(secure.path, secure.text);
-      const over = secureClouds.clouds[cloudName];
-      if (over !== undefined) merged = mergeDeep(merged, over);
-    }
-    const again = cloudSchema.safeParse(merged);
-    if (!again.success) {
-      const issue = again.error.issues[0];
-      throw new ConfigError(
-        `${found.path}: clouds.${cloudName}.${
-          issue?.path.map(String).join(".") ?? ""
-        }: ${issue?.message ?? "invalid"}`,
-      );
-    }
-    raw = again.data;
+function readCloudEntry(
+  files: FileSearch,
+  cloudName: string,
+  cloudLabel: string,
+): CloudEntry {
+  const found = files.find("clouds.yaml", "OS_CLIENT_CONFIG_FILE");
+  if (found === undefined) {
+    throw new ConfigError(
+      `${cloudLabel}: cloud "${cloudName}" requested but no clouds.yaml found; looked in ${
+        files.candidates("clouds.yaml").join(", ")
+      }`,
+    );
   }
+  const clouds = parseCloudsFile(found.path, found.text);
+  const entry = clouds.clouds[cloudName];
+  if (entry === undefined) {
+    const known = Object.keys(clouds.clouds);
+    throw new ConfigError(
+      `${cloudLabel}: cloud "${cloudName}" is not in ${found.path}; expected one of: ${
+        known.length === 0 ? "(none)" : known.join(", ")
+      }`,
+    );
+  }
+  let merged: Record<string, unknown> = entry;
+  const secure = files.find("secure.yaml", "OS_CLIENT_SECURE_FILE");
+  if (secure !== undefined) {
+    const secureClouds = parseCloudsFile(secure.path, secure.text);
+    const over = secureClouds.clouds[cloudName];
+    if (over !== undefined) merged = mergeDeep(merged, over);
+  }
+  const again = cloudSchema.safeParse(merged);
+  if (!again.success) {
+    const issue = again.error.issues[0];
+    throw new ConfigError(
+      `${found.path}: clouds.${cloudName}.${
+        issue?.path.map(String).join(".") ?? ""
+      }: ${issue?.message ?? "invalid"}`,
+    );
+  }
+  return { name: cloudName, file: found.path, raw: again.data };
+}
 
-  const fileLabel = (key: string, envName: string, inAuth = true) =>
-    file === undefined
+/** Settings looked up in the cloud's entry, else in the `OS_*` variables. */
+interface Settings {
+  /** The cloud's entry, when a cloud was named. */
+  raw: RawCloud | undefined;
+  /** A non-empty environment variable. */
+  env(name: string): string | undefined;
+  /** A setting under `auth:` (`key`), else `envName`. */
+  auth(key: string, envName: string): Located;
+  /** A top-level setting (`value` from the file), else `envName`. */
+  top(value: string | undefined, key: string, envName: string): Located;
+}
+
+function settingsOf(
+  files: FileSearch,
+  entry: CloudEntry | undefined,
+): Settings {
+  const label = (key: string, envName: string, inAuth: boolean) =>
+    entry === undefined
       ? envName
-      : `${file}: clouds.${cloudName}.${
+      : `${entry.file}: clouds.${entry.name}.${
         inAuth ? "auth." : ""
       }${key} (or ${envName})`;
-  const authValue = (key: string, envName: string): Located => {
-    const fromFile: unknown = raw?.auth?.[key];
-    return {
-      value: nonEmpty(typeof fromFile === "string" ? fromFile : undefined) ??
-        e(envName),
-      label: fileLabel(key, envName),
-    };
+  return {
+    raw: entry?.raw,
+    env: files.env,
+    auth: (key, envName) => {
+      const fromFile: unknown = entry?.raw.auth?.[key];
+      return {
+        value: nonEmpty(typeof fromFile === "string" ? fromFile : undefined) ??
+          files.env(envName),
+        label: label(key, envName, true),
+      };
+    },
+    top: (value, key, envName) => ({
+      value: nonEmpty(value) ?? files.env(envName),
+      label: label(key, envName, false),
+    }),
   };
-  const topValue = (
-    value: string | undefined,
-    key: string,
-    envName: string,
-  ): Located => ({
-    value: nonEmpty(value) ?? e(envName),
-    label: fileLabel(key, envName, false),
-  });
+}
 
-  // auth_url
-  const authUrlV = authValue("auth_url", "OS_AUTH_URL");
+function resolveAuthUrl(s: Settings): string {
+  const authUrlV = s.auth("auth_url", "OS_AUTH_URL");
   if (authUrlV.value === undefined) {
-    if (file === undefined) {
+    if (s.raw === undefined) {
       throw new ConfigError(
         "OS_AUTH_URL: not set; expected OS_CLOUD naming a cloud in clouds.yaml, or OS_AUTH_URL and the other OS_* variables",
       );
@@ -355,49 +457,62 @@ export function loadCloudConfig(
       `${authUrlV.label}: not set; expected the Keystone URL`,
     );
   }
-  const authUrl = normalizeAuthUrl(authUrlV);
+  return normalizeAuthUrl(authUrlV);
+}
 
-  // auth type
-  const authTypeV = topValue(raw?.auth_type, "auth_type", "OS_AUTH_TYPE");
-  const appCredId = authValue(
-    "application_credential_id",
-    "OS_APPLICATION_CREDENTIAL_ID",
-  );
-  const appCredName = authValue(
-    "application_credential_name",
-    "OS_APPLICATION_CREDENTIAL_NAME",
-  );
-  const appCredSecret = authValue(
-    "application_credential_secret",
-    "OS_APPLICATION_CREDENTIAL_SECRET",
-  );
-  let authType: "password" | "v3applicationcredential";
+/** The application-credential settings (they also pick the default type). */
+function appCredentialSettings(s: Settings) {
+  return {
+    id: s.auth("application_credential_id", "OS_APPLICATION_CREDENTIAL_ID"),
+    name: s.auth(
+      "application_credential_name",
+      "OS_APPLICATION_CREDENTIAL_NAME",
+    ),
+    secret: s.auth(
+      "application_credential_secret",
+      "OS_APPLICATION_CREDENTIAL_SECRET",
+    ),
+  };
+}
+
+function resolveAuth(s: Settings): PasswordAuth | ApplicationCredentialAuth {
+  const appCred = appCredentialSettings(s);
+  return resolveAuthType(s, appCred) === "password"
+    ? passwordAuth(s)
+    : applicationCredentialAuth(s, appCred);
+}
+
+function resolveAuthType(
+  s: Settings,
+  appCred: ReturnType<typeof appCredentialSettings>,
+): "password" | "v3applicationcredential" {
+  const authTypeV = s.top(s.raw?.auth_type, "auth_type", "OS_AUTH_TYPE");
   switch (authTypeV.value) {
     case undefined:
-      authType =
-        appCredId.value !== undefined || appCredName.value !== undefined ||
-          appCredSecret.value !== undefined
-          ? "v3applicationcredential"
-          : "password";
-      break;
+      return appCred.id.value !== undefined ||
+          appCred.name.value !== undefined ||
+          appCred.secret.value !== undefined
+        ? "v3applicationcredential"
+        : "password";
     case "password":
     case "v3password":
-      authType = "password";
-      break;
+      return "password";
     case "v3applicationcredential":
     case "applicationcredential":
-      authType = "v3applicationcredential";
-      break;
+      return "v3applicationcredential";
     default:
       throw new ConfigError(
         `${authTypeV.label}: "${authTypeV.value}" is not supported; expected password, v3password or v3applicationcredential`,
       );
   }
+}
 
-  const username = authValue("username", "OS_USERNAME");
-  const userId = authValue("user_id", "OS_USER_ID");
-  const userDomainName = authValue("user_domain_name", "OS_USER_DOMAIN_NAME");
-  const userDomainId = authValue("user_domain_id", "OS_USER_DOMAIN_ID");
+/** The user settings and the user they name (id, or name and domain). */
+function userSettings(s: Settings) {
+  const username = s.auth("username", "OS_USERNAME");
+  const userId = s.auth("user_id", "OS_USER_ID");
+  const userDomainName = s.auth("user_domain_name", "OS_USER_DOMAIN_NAME");
+  const userDomainId = s.auth("user_domain_id", "OS_USER_DOMAIN_ID");
   const user = (): Record<string, string> => {
     const out: Record<string, string> = {};
     if (userId.value !== undefined) {
@@ -417,91 +532,108 @@ export function loadCloudConfig(
     }
     return out;
   };
+  return { username, userId, user };
+}
 
-  let auth: PasswordAuth | ApplicationCredentialAuth;
-  if (authType === "password") {
-    const password = authValue("password", "OS_PASSWORD");
-    const u = user();
-    if (u["userId"] === undefined && u["username"] === undefined) {
-      throw new ConfigError(
-        `${username.label}: not set; expected a user name (or ${userId.label}) for password authentication`,
-      );
-    }
-    if (password.value === undefined) {
-      throw new ConfigError(
-        `${password.label}: not set; expected the password of user "${
-          u["username"] ?? u["userId"]
-        }"`,
-      );
-    }
-    const projectName = authValue("project_name", "OS_PROJECT_NAME");
-    const projectId = authValue("project_id", "OS_PROJECT_ID");
-    const projectDomainName = authValue(
-      "project_domain_name",
-      "OS_PROJECT_DOMAIN_NAME",
+function passwordAuth(s: Settings): PasswordAuth {
+  const { username, userId, user } = userSettings(s);
+  const password = s.auth("password", "OS_PASSWORD");
+  const u = user();
+  if (u["userId"] === undefined && u["username"] === undefined) {
+    throw new ConfigError(
+      `${username.label}: not set; expected a user name (or ${userId.label}) for password authentication`,
     );
-    const projectDomainId = authValue(
-      "project_domain_id",
-      "OS_PROJECT_DOMAIN_ID",
-    );
-    const project: Record<string, string> = {};
-    if (projectId.value !== undefined) project["projectId"] = projectId.value;
-    else if (projectName.value !== undefined) {
-      project["projectName"] = projectName.value;
-      if (projectDomainId.value !== undefined) {
-        project["projectDomainId"] = projectDomainId.value;
-      } else if (projectDomainName.value !== undefined) {
-        project["projectDomainName"] = projectDomainName.value;
-      } else {
-        throw new ConfigError(
-          `${projectDomainName.label}: not set; expected the domain of project "${projectName.value}" (or ${projectDomainId.label})`,
-        );
-      }
-    } else {
-      throw new ConfigError(
-        `${projectName.label}: not set; expected a project (or ${projectId.label}) to scope the token to`,
-      );
-    }
-    auth = { type: "password", password: password.value, ...u, ...project };
-  } else {
-    if (appCredSecret.value === undefined) {
-      throw new ConfigError(
-        `${appCredSecret.label}: not set; expected the application credential's secret`,
-      );
-    }
-    if (appCredId.value !== undefined) {
-      auth = {
-        type: "v3applicationcredential",
-        applicationCredentialId: appCredId.value,
-        applicationCredentialSecret: appCredSecret.value,
-      };
-    } else if (appCredName.value !== undefined) {
-      const u = user();
-      if (u["userId"] === undefined && u["username"] === undefined) {
-        throw new ConfigError(
-          `${username.label}: not set; expected the owner (or ${userId.label}) of application credential "${appCredName.value}"`,
-        );
-      }
-      auth = {
-        type: "v3applicationcredential",
-        applicationCredentialName: appCredName.value,
-        applicationCredentialSecret: appCredSecret.value,
-        ...u,
-      };
-    } else {
-      throw new ConfigError(
-        `${appCredId.label}: not set; expected an application credential id (or ${appCredName.label} with the user)`,
-      );
-    }
   }
+  if (password.value === undefined) {
+    throw new ConfigError(
+      `${password.label}: not set; expected the password of user "${
+        u["username"] ?? u["userId"]
+      }"`,
+    );
+  }
+  return {
+    type: "password",
+    password: password.value,
+    ...u,
+    ...projectScope(s),
+  };
+}
 
-  const regionV = topValue(raw?.region_name, "region_name", "OS_REGION_NAME");
-  const ifaceV = topValue(
-    raw?.interface ?? raw?.endpoint_type,
-    "interface",
-    e("OS_INTERFACE") === undefined ? "OS_ENDPOINT_TYPE" : "OS_INTERFACE",
+/** The project a password token is scoped to (id, or name and domain). */
+function projectScope(s: Settings): Record<string, string> {
+  const projectName = s.auth("project_name", "OS_PROJECT_NAME");
+  const projectId = s.auth("project_id", "OS_PROJECT_ID");
+  const projectDomainName = s.auth(
+    "project_domain_name",
+    "OS_PROJECT_DOMAIN_NAME",
   );
-  const ifaceRaw = ifaceV.value ?? e("OS_ENDPOINT_TYPE");
+  const projectDomainId = s.auth("project_domain_id", "OS_PROJECT_DOMAIN_ID");
+  if (projectId.value !== undefined) return { projectId: projectId.value };
+  if (projectName.value === undefined) {
+    throw new ConfigError(
+      `${projectName.label}: not set; expected a project (or ${projectId.label}) to scope the token to`,
+    );
+  }
+  if (projectDomainId.value !== undefined) {
+    return {
+      projectName: projectName.value,
+      projectDomainId: projectDomainId.value,
+    };
+  }
+  if (projectDomainName.value !== undefined) {
+    return {
+      projectName: projectName.value,
+      projectDomainName: projectDomainName.value,
+    };
+  }
+  throw new ConfigError(
+    `${projectDomainName.label}: not set; expected the domain of project "${projectName.value}" (or ${projectDomainId.label})`,
+  );
+}
+
+function applicationCredentialAuth(
+  s: Settings,
+  appCred: ReturnType<typeof appCredentialSettings>,
+): ApplicationCredentialAuth {
+  if (appCred.secret.value === undefined) {
+    throw new ConfigError(
+      `${appCred.secret.label}: not set; expected the application credential's secret`,
+    );
+  }
+  if (appCred.id.value !== undefined) {
+    return {
+      type: "v3applicationcredential",
+      applicationCredentialId: appCred.id.value,
+      applicationCredentialSecret: appCred.secret.value,
+    };
+  }
+  if (appCred.name.value === undefined) {
+    throw new ConfigError(
+      `${appCred.id.label}: not set; expected an application credential id (or ${appCred.name.label} with the user)`,
+    );
+  }
+  const { username, userId, user } = userSettings(s);
+  const u = user();
+  if (u["userId"] === undefined && u["username"] === undefined) {
+    throw new ConfigError(
+      `${username.label}: not set; expected the owner (or ${userId.label}) of application credential "${appCred.name.value}"`,
+    );
+  }
+  return {
+    type: "v3applicationcredential",
+    applicationCredentialName: appCred.name.value,
+    applicationCredentialSecret: appCred.secret.value,
+    ...u,
+  };
+}
+
+function resolveInterface(s: Settings): EndpointInterface {
+  const ifaceV = s.top(
+    s.raw?.interface ?? s.raw?.endpoint_type,
+    "interface",
+    s.env("OS_INTERFACE") === undefined ? "OS_ENDPOINT_TYPE" : "OS_INTERFACE",
+  );
+  const ifaceRaw = ifaceV.value ?? s.env("OS_ENDPOINT_TYPE");
   const ifaceNorm = ifaceRaw?.replace(/URL$/, "");
   if (
     ifaceNorm !== undefined && ifaceNorm !== "public" &&
@@ -511,114 +643,88 @@ export function loadCloudConfig(
       `${ifaceV.label}: "${ifaceRaw}" is not an endpoint interface; expected public, internal or admin`,
     );
   }
+  return ifaceNorm ?? "public";
+}
 
-  let insecure = false;
-  if (raw?.verify !== undefined) insecure = !raw.verify;
-  else if (raw?.insecure !== undefined) insecure = raw.insecure;
-  else if (e("OS_INSECURE") !== undefined) {
-    const v = (e("OS_INSECURE") ?? "").toLowerCase();
-    if (["1", "true", "yes"].includes(v)) insecure = true;
-    else if (["0", "false", "no"].includes(v)) insecure = false;
-    else {
-      throw new ConfigError(
-        `OS_INSECURE: "${
-          e("OS_INSECURE")
-        }" is not a boolean; expected true or false`,
-      );
-    }
-  }
-
-  const caV = topValue(raw?.cacert, "cacert", "OS_CACERT");
-  let caCert: CloudConfig["caCert"];
-  if (caV.value !== undefined) {
-    const pem = read(caV.value);
-    if (pem === undefined) {
-      throw new ConfigError(
-        `${caV.label}: file "${caV.value}" does not exist; expected a PEM CA bundle`,
-      );
-    }
-    if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
-      throw new ConfigError(
-        `${caV.label}: file "${caV.value}" holds no PEM certificate; expected a PEM CA bundle`,
-      );
-    }
-    caCert = { path: caV.value, pem };
-  }
-
-  const computeV = topValue(
-    raw?.compute_api_version === undefined
-      ? undefined
-      : String(raw.compute_api_version),
-    "compute_api_version",
-    "OS_COMPUTE_API_VERSION",
+function resolveInsecure(s: Settings): boolean {
+  const raw = s.raw;
+  if (raw?.verify !== undefined) return !raw.verify;
+  if (raw?.insecure !== undefined) return raw.insecure;
+  const text = s.env("OS_INSECURE");
+  if (text === undefined) return false;
+  const v = text.toLowerCase();
+  if (["1", "true", "yes"].includes(v)) return true;
+  if (["0", "false", "no"].includes(v)) return false;
+  throw new ConfigError(
+    `OS_INSECURE: "${text}" is not a boolean; expected true or false`,
   );
-  const computeApiVersion = computeV.value ?? DEFAULT_COMPUTE_API_VERSION;
-  if (
-    !/^2\.\d+$/.test(computeApiVersion) ||
-    compareMicroversions(computeApiVersion, MIN_COMPUTE_API_VERSION) < 0
-  ) {
+}
+
+function resolveCaCert(
+  s: Settings,
+  read: (path: string) => string | undefined,
+): CloudConfig["caCert"] {
+  const caV = s.top(s.raw?.cacert, "cacert", "OS_CACERT");
+  if (caV.value === undefined) return undefined;
+  const pem = read(caV.value);
+  if (pem === undefined) {
     throw new ConfigError(
-      `${computeV.label}: "${computeApiVersion}" is not usable; expected a Nova microversion 2.N >= ${MIN_COMPUTE_API_VERSION} (default ${DEFAULT_COMPUTE_API_VERSION})`,
+      `${caV.label}: file "${caV.value}" does not exist; expected a PEM CA bundle`,
     );
   }
-  const placementV = topValue(
-    raw?.placement_api_version === undefined
-      ? undefined
-      : String(raw.placement_api_version),
-    "placement_api_version",
-    "OS_PLACEMENT_API_VERSION",
-  );
-  const placementApiVersion = placementV.value ?? DEFAULT_PLACEMENT_API_VERSION;
-  if (
-    !/^1\.\d+$/.test(placementApiVersion) ||
-    compareMicroversions(placementApiVersion, "1.6") < 0
-  ) {
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
     throw new ConfigError(
-      `${placementV.label}: "${placementApiVersion}" is not usable; expected a Placement microversion 1.N >= 1.6 (default ${DEFAULT_PLACEMENT_API_VERSION})`,
+      `${caV.label}: file "${caV.value}" holds no PEM certificate; expected a PEM CA bundle`,
     );
   }
+  return { path: caV.value, pem };
+}
 
-  const config: CloudConfig = {
-    ...(cloudName === undefined ? {} : { cloud: cloudName }),
-    authUrl,
-    auth: Object.freeze(auth),
-    ...(regionV.value === undefined ? {} : { regionName: regionV.value }),
-    interface: ifaceNorm ?? "public",
-    ...(caCert === undefined ? {} : { caCert: Object.freeze(caCert) }),
-    insecure,
-    computeApiVersion,
-    placementApiVersion,
-  };
-  return Object.freeze(config);
+/** A service's microversion setting and what it may be. */
+interface MicroversionSetting {
+  key: "compute_api_version" | "placement_api_version";
+  envName: string;
+  service: string;
+  major: number;
+  min: string;
+  fallback: string;
+}
 
-  function candidates(name: string): string[] {
-    return [
-      `${cwd}/${name}`,
-      `${home}/.config/openstack/${name}`,
-      `/etc/openstack/${name}`,
-    ];
+const COMPUTE_VERSION: MicroversionSetting = {
+  key: "compute_api_version",
+  envName: "OS_COMPUTE_API_VERSION",
+  service: "Nova",
+  major: 2,
+  min: MIN_COMPUTE_API_VERSION,
+  fallback: DEFAULT_COMPUTE_API_VERSION,
+};
+
+const PLACEMENT_VERSION: MicroversionSetting = {
+  key: "placement_api_version",
+  envName: "OS_PLACEMENT_API_VERSION",
+  service: "Placement",
+  major: 1,
+  min: "1.6",
+  fallback: DEFAULT_PLACEMENT_API_VERSION,
+};
+
+function resolveMicroversion(s: Settings, m: MicroversionSetting): string {
+  const fromFile = s.raw?.[m.key];
+  const v = s.top(
+    fromFile === undefined ? undefined : String(fromFile),
+    m.key,
+    m.envName,
+  );
+  const version = v.value ?? m.fallback;
+  if (
+    !new RegExp(`^${m.major}\\.\\d+$`).test(version) ||
+    compareMicroversions(version, m.min) < 0
+  ) {
+    throw new ConfigError(
+      `${v.label}: "${version}" is not usable; expected a ${m.service} microversion ${m.major}.N >= ${m.min} (default ${m.fallback})`,
+    );
   }
-
-  function findFile(
-    name: string,
-    envName: string,
-  ): { path: string; text: string } | undefined {
-    const explicit = e(envName);
-    if (explicit !== undefined) {
-      const text = read(explicit);
-      if (text === undefined) {
-        throw new ConfigError(
-          `${envName}: file "${explicit}" does not exist; expected a ${name}`,
-        );
-      }
-      return { path: explicit, text };
-    }
-    for (const path of candidates(name)) {
-      const text = read(path);
-      if (text !== undefined) return { path, text };
-    }
-    return undefined;
-  }
+  return version;
 }
 
 function normalizeAuthUrl(v: Located): string {

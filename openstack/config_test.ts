@@ -324,6 +324,9 @@ for (const [name, env, files, expected] of ERRORS) {
         assert.ok(e instanceof ConfigError, String(e));
         assert.match(e.message, expected);
         assert.ok(!e.message.includes("\n"), `one line: ${e.message}`);
+        // where: the file, variable or flag the message starts with
+        assert.match(e.where, /^(\/\S+|OS_[A-Z_]+|--[a-z-]+)$/, e.message);
+        assert.ok(e.message.startsWith(`${e.where}: `), e.message);
         return true;
       },
     );

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { BASIC_SCENARIO, fakeClock, withSim } from "./_test_util.ts";
+import {
+  BASIC_SCENARIO,
+  fakeClock,
+  withSim,
+} from "../tests/harness/openstack_util.ts";
 import { ConflictError, TimeoutError, UnavailableError } from "./errors.ts";
 import { HttpTransport, parseRetryAfter } from "./http.ts";
 import { NovaClient } from "./nova.ts";

@@ -7,6 +7,11 @@
  */
 
 import { z } from "zod";
+import {
+  type AuthBackoffOptions,
+  authRetryDelayMs,
+  checkedAuthBackoff,
+} from "./auth_backoff.ts";
 import type {
   ApplicationCredentialAuth,
   CloudConfig,
@@ -17,6 +22,7 @@ import {
   InvalidResponseError,
   OpenStackError,
   UnauthorizedError,
+  UnavailableError,
 } from "./errors.ts";
 import {
   type HttpRequest,
@@ -91,6 +97,49 @@ const tokenBodySchema = z.object({
  */
 export class EndpointNotFoundError extends OpenStackError {}
 
+/**
+ * Keystone refused the credentials (401 on `POST /auth/tokens`). Every
+ * caller gets this error until the session's backoff lets one new attempt
+ * through; the message stays the same across attempts (Events built from it
+ * are counted, not repeated), the wait is in `retryAfterMs`.
+ *
+ * @example
+ * ```ts
+ * import { CredentialsRefusedError } from "./keystone.ts";
+ * const err = new CredentialsRefusedError("Keystone refused the credentials", { status: 401, retryAfterMs: 5000 }, 1);
+ * console.assert(err.eventReason === "CredentialsRefused");
+ * ```
+ */
+export class CredentialsRefusedError extends UnauthorizedError {
+  /** The reason of the Warning Event on the objects this error stops. */
+  readonly eventReason = "CredentialsRefused";
+  /** Failed authentications in a row. */
+  readonly failures: number;
+
+  /** Creates the error; `details.retryAfterMs` is the wait left. */
+  constructor(
+    message: string,
+    details: ConstructorParameters<typeof UnauthorizedError>[1],
+    failures: number,
+  ) {
+    super(message, details);
+    this.failures = failures;
+  }
+}
+
+/** The outcome of one authentication, for metrics. */
+export type AuthOutcome =
+  | { readonly ok: true }
+  | {
+    readonly ok: false;
+    /** True when Keystone refused the credentials (401). */
+    readonly refused: boolean;
+    /** Failed authentications in a row. */
+    readonly failures: number;
+    /** How long every caller now waits before the next attempt. */
+    readonly retryInMs: number;
+  };
+
 /** Options of {@linkcode KeystoneSession}. */
 export interface KeystoneSessionOptions extends HttpTransportOptions {
   /** Keystone v3 URL (ending in /v3). */
@@ -108,6 +157,13 @@ export interface KeystoneSessionOptions extends HttpTransportOptions {
   reauthMarginMs?: number;
   /** Use this transport instead of building one from the options. */
   transport?: HttpTransport;
+  /**
+   * How long a failed authentication is remembered before the next one is
+   * tried, for every caller (default 5 s doubling to 5 minutes).
+   */
+  authBackoff?: AuthBackoffOptions;
+  /** Called after every authentication attempt (metrics). */
+  onAuthentication?: (outcome: AuthOutcome) => void;
 }
 
 /** Endpoint lookup options. */
@@ -187,6 +243,12 @@ export class KeystoneSession {
   #token: Token | undefined;
   #pending: Promise<Token> | undefined;
   #authCount = 0;
+  readonly #backoff: Required<AuthBackoffOptions>;
+  readonly #onAuthentication: (outcome: AuthOutcome) => void;
+  /** The last failed authentication, while no token has been got since. */
+  #failure:
+    | { error: OpenStackError; count: number; retryAt: number }
+    | undefined;
 
   /** Creates a session; no call is made until a token is needed. */
   constructor(options: KeystoneSessionOptions) {
@@ -207,6 +269,8 @@ export class KeystoneSession {
     }
     this.#transport = options.transport ?? new HttpTransport(options);
     this.#ownedClient = undefined;
+    this.#backoff = checkedAuthBackoff(options.authBackoff ?? {});
+    this.#onAuthentication = options.onAuthentication ?? (() => {});
   }
 
   /**
@@ -253,6 +317,11 @@ export class KeystoneSession {
     return this.#transport.logger;
   }
 
+  /** Whether Keystone refused the credentials at the last attempt. */
+  get credentialsRefused(): boolean {
+    return this.#failure?.error instanceof UnauthorizedError;
+  }
+
   /** How many times this session authenticated (for tests and metrics). */
   get authCount(): number {
     return this.#authCount;
@@ -263,7 +332,14 @@ export class KeystoneSession {
     this.#token = undefined;
   }
 
-  /** A valid token, authenticating when none is cached or it is about to expire. */
+  /**
+   * A valid token, authenticating when none is cached or it is about to
+   * expire. Concurrent callers share one authentication; after a failed one,
+   * every caller gets the failure again without a call to Keystone until
+   * the backoff has passed.
+   *
+   * @throws {CredentialsRefusedError} while Keystone refuses the credentials.
+   */
   async token(): Promise<Token> {
     const now = this.#transport.clock.now();
     const t = this.#token;
@@ -279,6 +355,10 @@ export class KeystoneSession {
       );
     }
     if (this.#pending === undefined) {
+      const failure = this.#failure;
+      if (failure !== undefined && now < failure.retryAt) {
+        throw this.#backingOff(failure, failure.retryAt - now);
+      }
       this.#pending = this.#authenticate().finally(() => {
         this.#pending = undefined;
       });
@@ -286,7 +366,97 @@ export class KeystoneSession {
     return await this.#pending;
   }
 
+  /** One authentication; a failure is remembered, logged and reported. */
   async #authenticate(): Promise<Token> {
+    let token: Token;
+    try {
+      token = await this.#login();
+    } catch (e) {
+      if (!(e instanceof OpenStackError)) throw e;
+      const count = (this.#failure?.count ?? 0) + 1;
+      const waitMs = authRetryDelayMs(count, this.#backoff);
+      const failure = {
+        error: e,
+        count,
+        retryAt: this.#transport.clock.now() + waitMs,
+      };
+      this.#failure = failure;
+      const refused = e instanceof UnauthorizedError;
+      this.logger.warn(
+        {
+          authUrl: urlForLog(this.#authUrl),
+          method: this.#auth.type,
+          ...this.#who(),
+          status: e.status,
+          requestId: e.requestId,
+          failures: count,
+          retryInMs: waitMs,
+          error: e.message,
+        },
+        refused
+          ? "Keystone REFUSED the credentials: no OpenStack call is made until the next attempt; fix the credentials (OpenStack Secret) and restart"
+          : "authenticating with Keystone failed: every caller waits for the next attempt",
+      );
+      this.#onAuthentication({
+        ok: false,
+        refused,
+        failures: count,
+        retryInMs: waitMs,
+      });
+      throw this.#backingOff(failure, waitMs);
+    }
+    this.#failure = undefined;
+    this.#onAuthentication({ ok: true });
+    return token;
+  }
+
+  /** The error every caller gets while a failed authentication backs off. */
+  #backingOff(
+    failure: { error: OpenStackError; count: number },
+    waitMs: number,
+  ): OpenStackError {
+    const e = failure.error;
+    const details = {
+      ...(e.status === undefined ? {} : { status: e.status }),
+      ...(e.requestId === undefined ? {} : { requestId: e.requestId }),
+      retryAfterMs: waitMs,
+      cause: e,
+    };
+    if (e instanceof UnauthorizedError) {
+      // The same text at every attempt: Events from it are counted.
+      const who = Object.values(this.#who())[0] ?? "";
+      return new CredentialsRefusedError(
+        `Keystone ${
+          urlForLog(this.#authUrl)
+        } refused the credentials of ${who} (${this.#auth.type}): ${e.message}`,
+        details,
+        failure.count,
+      );
+    }
+    return new UnavailableError(
+      `authenticating with Keystone ${
+        urlForLog(this.#authUrl)
+      } failed: ${e.message}`,
+      details,
+    );
+  }
+
+  /** Who authenticates, without a secret: for logs and messages. */
+  #who(): Record<string, string> {
+    const a = this.#auth;
+    if (a.type === "v3applicationcredential") {
+      return a.applicationCredentialId !== undefined
+        ? { applicationCredentialId: a.applicationCredentialId }
+        : {
+          applicationCredentialName: a.applicationCredentialName ?? "",
+        };
+    }
+    return a.userId !== undefined
+      ? { userId: a.userId }
+      : { username: a.username ?? "" };
+  }
+
+  async #login(): Promise<Token> {
     const url = `${this.#authUrl}/auth/tokens`;
     const res = await this.#transport.send({
       method: "POST",

@@ -4,13 +4,16 @@ import {
   captureLogger,
   fakeClock,
   withSim,
-} from "./_test_util.ts";
-import { UnauthorizedError } from "./errors.ts";
+} from "../tests/harness/openstack_util.ts";
+import { UnauthorizedError, UnavailableError } from "./errors.ts";
 import {
+  type AuthOutcome,
+  CredentialsRefusedError,
   EndpointNotFoundError,
   findEndpoint,
   KeystoneSession,
 } from "./keystone.ts";
+import { authRetryDelayMs } from "./auth_backoff.ts";
 import { NovaClient } from "./nova.ts";
 import { startNovaSim } from "../tests/harness/nova_sim/mod.ts";
 
@@ -73,9 +76,10 @@ Deno.test("keystone: wrong password is Unauthorized with Keystone's message", as
     });
     await assert.rejects(session.token(), (e: unknown) => {
       assert.ok(e instanceof UnauthorizedError);
+      assert.ok(e instanceof CredentialsRefusedError);
       assert.equal(
         e.message,
-        "The request you have made requires authentication.",
+        `Keystone ${sim.authUrl} refused the credentials of ${c.username} (password): The request you have made requires authentication.`,
       );
       assert.match(e.requestId ?? "", /^req-/);
       return true;
@@ -248,4 +252,169 @@ Deno.test("keystone: findEndpoint picks by type, interface and region", () => {
     () => findEndpoint(catalog, "compute", { interface: "admin" }),
     /no compute endpoint with interface admin/,
   );
+});
+
+/** A session with the sim's password user, `password` instead of theirs. */
+function sessionFor(
+  sim: Awaited<ReturnType<typeof startNovaSim>>,
+  password: () => string,
+  clock: ReturnType<typeof fakeClock>,
+  outcomes: AuthOutcome[],
+  logger = captureLogger(),
+): KeystoneSession {
+  const c = sim.credentials.password;
+  // Rewrites the password of each login, so that a test can fix it later.
+  const rewriting: typeof fetch = (input, init) => {
+    if (String(input).endsWith("/auth/tokens") && init?.body !== undefined) {
+      const body = JSON.parse(String(init.body));
+      body.auth.identity.password.user.password = password();
+      return fetch(input, { ...init, body: JSON.stringify(body) });
+    }
+    return fetch(input, init);
+  };
+  return new KeystoneSession({
+    authUrl: sim.authUrl,
+    auth: { type: "password", ...c },
+    fetch: rewriting,
+    clock,
+    logger,
+    onAuthentication: (o) => outcomes.push(o),
+  });
+}
+
+Deno.test("keystone: refused credentials are remembered: one login per backoff step for every caller", async () => {
+  const sim = await startNovaSim(BASIC_SCENARIO);
+  try {
+    const clock = fakeClock();
+    const outcomes: AuthOutcome[] = [];
+    const logger = captureLogger();
+    const session = sessionFor(sim, () => "wrong", clock, outcomes, logger);
+    const nova = new NovaClient(session);
+    const logins = () => sim.counters().calls[TOKENS] ?? 0;
+
+    // 10 callers at once share the one failed login.
+    const first = await Promise.allSettled(
+      Array.from({ length: 10 }, () => nova.listServersOnHost("node001")),
+    );
+    assert.equal(logins(), 1);
+    for (const r of first) {
+      assert.equal(r.status, "rejected");
+      assert.ok(r.reason instanceof CredentialsRefusedError);
+      assert.equal(r.reason.retryAfterMs, 5_000);
+    }
+    assert.deepEqual(outcomes, [
+      { ok: false, refused: true, failures: 1, retryInMs: 5_000 },
+    ]);
+    assert.equal(session.credentialsRefused, true);
+    const warned = logger.lines.filter((l) => /REFUSED/.test(l.msg ?? ""));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]?.obj["username"], sim.credentials.password.username);
+
+    // During the backoff: the same error for everyone, no login, the wait left.
+    clock.advance(4_000);
+    for (let i = 0; i < 20; i++) {
+      await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
+        assert.ok(e instanceof CredentialsRefusedError);
+        assert.equal(e.retryAfterMs, 1_000);
+        assert.equal(
+          e.message,
+          (first[0] as PromiseRejectedResult).reason.message,
+        );
+        return true;
+      });
+    }
+    assert.equal(logins(), 1);
+
+    // Each step lets exactly one login through; the steps double.
+    for (let failures = 1; failures <= 8; failures++) {
+      clock.advance(authRetryDelayMs(failures) - (failures === 1 ? 4_000 : 0));
+      await Promise.allSettled(
+        Array.from({ length: 10 }, () => session.token()),
+      );
+      assert.equal(logins(), failures + 1, `after step ${failures}`);
+    }
+    assert.equal(outcomes.length, 9);
+    assert.deepEqual(outcomes.at(-1), {
+      ok: false,
+      refused: true,
+      failures: 9,
+      retryInMs: 300_000,
+    });
+  } finally {
+    await sim.close();
+  }
+});
+
+Deno.test("keystone: a success after refusals ends the backoff and reports ok", async () => {
+  const sim = await startNovaSim(BASIC_SCENARIO);
+  try {
+    const clock = fakeClock();
+    const outcomes: AuthOutcome[] = [];
+    let password = "wrong";
+    const right = sim.credentials.password.password;
+    const session = sessionFor(sim, () => password, clock, outcomes);
+    const logins = () => sim.counters().calls[TOKENS] ?? 0;
+    await assert.rejects(session.token(), CredentialsRefusedError);
+    clock.advance(5_000);
+    await assert.rejects(session.token(), CredentialsRefusedError);
+    assert.equal(logins(), 2);
+    // Fixed, but the backoff (10 s now) still holds the next login back.
+    password = right;
+    clock.advance(9_999);
+    await assert.rejects(session.token(), CredentialsRefusedError);
+    assert.equal(logins(), 2);
+    clock.advance(1);
+    assert.ok((await session.token()).value);
+    assert.equal(session.credentialsRefused, false);
+    assert.deepEqual(outcomes.map((o) => o.ok), [false, false, true]);
+    // A later refusal starts again at the first step.
+    session.invalidate();
+    password = "wrong-again";
+    await assert.rejects(session.token(), (e: unknown) => {
+      assert.ok(e instanceof CredentialsRefusedError);
+      assert.equal(e.retryAfterMs, 5_000);
+      assert.equal(e.failures, 1);
+      return true;
+    });
+  } finally {
+    await sim.close();
+  }
+});
+
+Deno.test("keystone: an unreachable Keystone is backed off too, as Unavailable", async () => {
+  const clock = fakeClock();
+  const outcomes: AuthOutcome[] = [];
+  let calls = 0;
+  const session = new KeystoneSession({
+    authUrl: "http://127.0.0.1:9/v3",
+    auth: {
+      type: "v3applicationcredential",
+      applicationCredentialId: "id",
+      applicationCredentialSecret: "s",
+    },
+    fetch: () => {
+      calls++;
+      return Promise.reject(new TypeError("connection refused"));
+    },
+    clock,
+    retry: { maxAttempts: 2 },
+    onAuthentication: (o) => outcomes.push(o),
+  });
+  await assert.rejects(session.token(), (e: unknown) => {
+    assert.ok(e instanceof UnavailableError);
+    assert.ok(!(e instanceof CredentialsRefusedError));
+    assert.match(
+      e.message,
+      /authenticating with Keystone http:\/\/127\.0\.0\.1:9\/v3 failed: .*connection refused/,
+    );
+    assert.equal(e.retryAfterMs, 5_000);
+    return true;
+  });
+  assert.equal(calls, 2); // the transport's own retry of one attempt
+  await assert.rejects(session.token(), UnavailableError);
+  assert.equal(calls, 2);
+  assert.equal(session.credentialsRefused, false);
+  assert.deepEqual(outcomes, [
+    { ok: false, refused: false, failures: 1, retryInMs: 5_000 },
+  ]);
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import pino from "pino";
-import { BASIC_SCENARIO, withSim } from "./_test_util.ts";
+import { BASIC_SCENARIO, withSim } from "../tests/harness/openstack_util.ts";
 import { type Logger, silentLogger, urlForLog } from "./logger.ts";
 import { KeystoneSession } from "./keystone.ts";
 import { NovaClient } from "./nova.ts";

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { BASIC_SCENARIO, eventually, withSim } from "./_test_util.ts";
+import {
+  BASIC_SCENARIO,
+  eventually,
+  withSim,
+} from "../tests/harness/openstack_util.ts";
 import {
   BadRequestError,
   ConflictError,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BASIC_SCENARIO, withSim } from "./_test_util.ts";
+import { BASIC_SCENARIO, withSim } from "../tests/harness/openstack_util.ts";
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts";
 import { PlacementClient } from "./placement.ts";
 

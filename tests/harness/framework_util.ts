@@ -10,7 +10,7 @@ import {
   type CertificatePair,
   privateKeyPem,
   sanExtension,
-} from "./self_signed.ts";
+} from "../../framework/self_signed.ts";
 
 const ALG: EcKeyGenParams & EcdsaParams = {
   name: "ECDSA",
@@ -241,9 +241,9 @@ export function uniq(prefix: string): string {
 
 // --- envtest helpers -------------------------------------------------------
 
-import { type Envtest, sharedEnvtest } from "../tests/harness/envtest.ts";
-import { KubeClient } from "./client.ts";
-import { defineKind, type KubeObject } from "./kind.ts";
+import { type Envtest, sharedEnvtest } from "./envtest.ts";
+import { KubeClient } from "../../framework/client.ts";
+import { defineKind, type KubeObject } from "../../framework/kind.ts";
 
 export type { Envtest };
 export { sharedEnvtest };

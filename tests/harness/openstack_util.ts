@@ -4,18 +4,18 @@
  * @module
  */
 
-import type { Clock } from "./clock.ts";
-import type { Logger } from "./logger.ts";
-import { KeystoneSession } from "./keystone.ts";
-import { NovaClient } from "./nova.ts";
-import { PlacementClient } from "./placement.ts";
+import type { Clock } from "../../openstack/clock.ts";
+import type { Logger } from "../../openstack/logger.ts";
+import { KeystoneSession } from "../../openstack/keystone.ts";
+import { NovaClient } from "../../openstack/nova.ts";
+import { PlacementClient } from "../../openstack/placement.ts";
 import {
   type NovaSim,
   type ScenarioInput,
   type SimClock,
   startNovaSim,
-} from "../tests/harness/nova_sim/mod.ts";
-import type { HttpTransportOptions } from "./http.ts";
+} from "./nova_sim/mod.ts";
+import type { HttpTransportOptions } from "../../openstack/http.ts";
 
 /** One captured log line. */
 export interface LogLine {
