@@ -103,6 +103,8 @@ export interface OperatorOptions {
   watchTimeoutSeconds?: number;
   /** Per-key retry backoff (default 5 ms .. 1000 s). */
   backoff?: BackoffOptions;
+  /** Retry backoff while a service is unavailable (default 200 ms .. 2 s). */
+  outageBackoff?: BackoffOptions;
   /** Clock for queue delays (tests). */
   clock?: Clock;
 }
@@ -122,6 +124,9 @@ class LazyCache<T extends KubeObject> implements CacheReader<T> {
   target: Informer<T> | undefined;
   get(key: string): T | undefined {
     return this.target?.get(key);
+  }
+  raw(key: string): KubeObject | undefined {
+    return this.target?.raw(key);
   }
   list(filter?: (obj: T) => boolean): T[] {
     return this.target?.list(filter) ?? [];
@@ -300,6 +305,7 @@ export class Operator {
       finalizer: this.finalizer,
       ...(this.#o.clock === undefined ? {} : { clock: this.#o.clock }),
       ...(this.#o.backoff === undefined ? {} : { backoff: this.#o.backoff }),
+      ...(this.#o.outageBackoff && { outageBackoff: this.#o.outageBackoff }),
     });
     this.#controllers.set(id, ctl as unknown as Controller<KubeObject>);
     return ctl;
