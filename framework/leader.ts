@@ -122,6 +122,31 @@ export function decideLease(
   return { action: "wait", holder };
 }
 
+/**
+ * How long a candidate waits before its next attempt: the retry period, or
+ * less when the Lease it waits for expires sooner (`expiresAt`, by its own
+ * clock), so that it takes an abandoned Lease within one retry period of
+ * seeing its last renewal plus the lease duration — not up to one more
+ * retry period later.
+ *
+ * @example
+ * ```ts
+ * import { nextAttemptDelay } from "./leader.ts";
+ * console.assert(nextAttemptDelay(2000, undefined, 0) === 2000);
+ * console.assert(nextAttemptDelay(2000, 15_500, 15_000) === 501);
+ * console.assert(nextAttemptDelay(2000, 14_000, 15_000) === 1);
+ * ```
+ */
+export function nextAttemptDelay(
+  retryPeriodMs: number,
+  expiresAt: number | undefined,
+  now: number,
+): number {
+  if (expiresAt === undefined) return retryPeriodMs;
+  // +1: decideLease takes the Lease only once now > expiry
+  return Math.min(retryPeriodMs, Math.max(1, expiresAt + 1 - now));
+}
+
 /** A MicroTime string (RFC 3339 with microseconds). */
 export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
@@ -175,6 +200,8 @@ export class LeaderElector {
   #watchdog: CancelTimer | undefined;
   #wake: (() => void) | undefined;
   #lease: Lease | undefined;
+  /** When the Lease held by another candidate expires (our clock), if one is. */
+  #expiresAt: number | undefined;
 
   /** Creates an elector; timing is validated. */
   constructor(options: LeaderElectorOptions) {
@@ -254,6 +281,9 @@ export class LeaderElector {
       }
     }
     const decision = decideLease(lease?.spec, identity, this.#observed.at, now);
+    this.#expiresAt = decision.action === "wait"
+      ? this.#observed.at + (lease?.spec?.leaseDurationSeconds ?? 0) * 1000
+      : undefined;
     if (decision.action === "wait") return false;
     const spec: LeaseSpec = {
       holderIdentity: identity,
@@ -327,7 +357,13 @@ export class LeaderElector {
           this.#armWatchdog();
         }
       }
-      await this.#sleep(this.#t.retryPeriodMs);
+      await this.#sleep(
+        this.#leader ? this.#t.retryPeriodMs : nextAttemptDelay(
+          this.#t.retryPeriodMs,
+          this.#expiresAt,
+          this.#clock.now(),
+        ),
+      );
     }
   }
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { decideLease, LeaderElector, validateTiming } from "./leader.ts";
+import {
+  decideLease,
+  LeaderElector,
+  nextAttemptDelay,
+  validateTiming,
+} from "./leader.ts";
 import { createLogger } from "./logger.ts";
 import { Operator } from "./operator.ts";
 import {
@@ -321,6 +326,32 @@ Deno.test("leader: property: no candidate may take the Lease before the holder's
           // the holder stopped at renewedAt + renewDeadline at the latest
           assert.ok(now > renewedAt + renewDeadlineMs);
         }
+      },
+    ),
+  );
+});
+
+Deno.test("leader: a waiting candidate retries at the Lease's expiry when that comes first", () => {
+  const cases: [number, number | undefined, number, number][] = [
+    [2000, undefined, 0, 2000],
+    [2000, 10_000, 0, 2000],
+    [2000, 10_000, 9_000, 1001],
+    [2000, 10_000, 10_000, 1],
+    [2000, 10_000, 12_000, 1],
+  ];
+  for (const [retry, expiresAt, now, want] of cases) {
+    assert.equal(nextAttemptDelay(retry, expiresAt, now), want);
+  }
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 10_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      (retry, expiresAt, now) => {
+        const d = nextAttemptDelay(retry, expiresAt, now);
+        assert.ok(d >= 1 && d <= retry);
+        // the attempt after the wait is past the expiry, or a full retry period away
+        assert.ok(now + d > expiresAt || d === retry);
       },
     ),
   );

@@ -1,0 +1,171 @@
+/**
+ * An API-server outage of 30 s in the middle of a drain, with the real
+ * program (`main.ts run` as a process) against a real kube-apiserver that
+ * is killed and started again on the same port and etcd. When it is back,
+ * the drain's next Nova call must come within its poll interval + 2 s, the
+ * watches must recover (a new Eviction starts within seconds), and the
+ * drain must still finish with every VM migrated exactly once.
+ */
+import assert from "node:assert/strict";
+import { KubeClient } from "../framework/client.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
+import type { Eviction } from "../models/mod.ts";
+import { startEnvtest } from "./harness/envtest.ts";
+import {
+  migratedTwice,
+  serversOn,
+  uniqueSuffix,
+  waitFor,
+} from "./harness/eviction_env.ts";
+import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import {
+  operatorLogTail,
+  type OperatorProcess,
+  startOperatorProcess,
+} from "./harness/operator_process.ts";
+import {
+  createEviction,
+  drainProcessArgs,
+  recordNovaCalls,
+  registerHypervisor,
+} from "./harness/process_drain.ts";
+
+const OUTAGE_MS = 30_000;
+const POLL_MS = 1_000;
+const VMS = 40;
+
+Deno.test({
+  name:
+    "eviction: after a 30 s API-server outage mid-drain, Nova is called again within poll interval + 2 s",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const env = await startEnvtest();
+    const s = uniqueSuffix();
+    const src = `outage-${s}`;
+    const late = `late-${s}`;
+    const sim = await startNovaSim({
+      seed: 12,
+      // 8-16 GB at 1000 MB/s plus 3.5 s of phases, 2 at once: the drain
+      // lasts well beyond the outage
+      timeScale: 3,
+      hosts: [
+        { name: src, ramMb: 2_000_000, vcpus: 2048 },
+        { name: late, ramMb: 2_000_000, vcpus: 2048 },
+        { name: `dst1-${s}`, ramMb: 8_000_000, vcpus: 8192 },
+        { name: `dst2-${s}`, ramMb: 8_000_000, vcpus: 8192 },
+      ],
+      serverGroups: [
+        { host: src, count: VMS, namePrefix: "vm", ramMb: [8192, 16384] },
+        { host: late, count: 4, namePrefix: "late", ramMb: [4096] },
+      ],
+    });
+    const labels = { "evictor-test": s };
+    let client = await KubeClient.fromKubeConfig(env.kubeConfig());
+    const accepted = (host: string) =>
+      sim.state().migrations.filter((m) => m.source === host).length;
+    let op: OperatorProcess | undefined;
+    const calls = recordNovaCalls(sim);
+    try {
+      await registerHypervisor(client, sim, src, labels);
+      await registerHypervisor(client, sim, late, labels);
+      op = await startOperatorProcess({
+        kubeconfigPath: env.kubeconfigPath,
+        cloudsYaml: sim.cloudsYaml({ cloud: "outage" }),
+        cloud: "outage",
+        args: drainProcessArgs(`evictor-test=${s}`, `${POLL_MS}ms`, [
+          "--eviction-concurrency=2",
+        ]),
+      });
+      const running = op;
+      const fail = async (err: unknown): Promise<never> => {
+        throw new Error(`${err}\n${await operatorLogTail(running, 60)}`);
+      };
+      await createEviction(client, src, labels);
+      await waitFor(
+        "the first migrations",
+        () => accepted(src) >= 2 ? true : undefined,
+        60_000,
+      ).catch(fail);
+
+      // The test's own client must not hold a connection while the server
+      // dies under it (Deno 2.9 has crashed then): close it first.
+      client.close();
+      await env.stopApiServer();
+      const downAt = Date.now();
+      const acceptedAtDown = accepted(src);
+      await new Promise((r) => setTimeout(r, OUTAGE_MS));
+      await env.startApiServer();
+      const backAt = Date.now();
+      client = await KubeClient.fromKubeConfig(env.kubeConfig());
+
+      const first = await waitFor(
+        "a Nova call after the API server came back",
+        () => calls.firstAfter(backAt),
+        POLL_MS + 10_000,
+        20,
+      ).catch(fail);
+      const delay = first - backAt;
+      assert.ok(
+        serversOn(sim, src).length > 0,
+        "the drain finished during the outage: not a mid-drain outage",
+      );
+
+      // Watches recovered: an Eviction created now is seen and started.
+      const createdAt = Date.now();
+      await createEviction(client, late, labels);
+      await waitFor(
+        "the late Eviction to start",
+        () => accepted(late) > 0 ? true : undefined,
+        30_000,
+        20,
+      ).catch(fail);
+      const lateStart = Date.now() - createdAt;
+
+      for (const host of [src, late]) {
+        await waitFor(
+          `the drain of ${host} to finish`,
+          async () => {
+            const e = await client.get<Eviction>(EvictionKind, host);
+            return e.status?.finishedAt === undefined ? undefined : e;
+          },
+          240_000,
+          250,
+        ).catch(fail);
+      }
+      const log = await op.log();
+      console.log(
+        `API server down ${
+          backAt - downAt
+        } ms: first Nova call ${delay} ms after it was back (poll ${POLL_MS} ms); ${
+          accepted(src) - acceptedAtDown
+        } migrations accepted since it went down; a new Eviction started ${lateStart} ms after its creation`,
+      );
+      assert.ok(
+        delay <= POLL_MS + 2_000,
+        `first Nova call ${delay} ms after the API server was back, want <= ${
+          POLL_MS + 2_000
+        }`,
+      );
+      assert.ok(
+        lateStart <= 10_000,
+        `new Eviction started after ${lateStart} ms`,
+      );
+      assert.match(log, /a service is unavailable: retrying soon/);
+      assert.doesNotMatch(
+        log,
+        /retrying with backoff.*(Connection refused|error sending request)/,
+        "an outage error took the long backoff",
+      );
+      assert.deepEqual(migratedTwice(sim, [src, late]), [], "migrated twice");
+      assert.deepEqual(serversOn(sim, src), [], "left behind");
+      assert.equal(accepted(src), VMS);
+    } finally {
+      calls.stop();
+      await op?.stop();
+      client.close();
+      await sim.close();
+      await env.stop();
+    }
+  },
+});
