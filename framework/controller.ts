@@ -319,6 +319,15 @@ export class Controller<T extends KubeObject> {
     return { object: cached, raw };
   }
 
+  /**
+   * The versions known to be older than a write about to be sent from
+   * `base`: its own and what the cache shows now (taken before the write,
+   * never after: by then the cache may show a later writer's version).
+   */
+  #olderThanWrite(key: string, base: T | undefined): (string | undefined)[] {
+    return [rvOf(base), rvOf(this.#cachedRaw(key) ?? this.#d.cache.get(key))];
+  }
+
   /** Remembers an object the server returned for a write; returns it parsed. */
   #remember(
     key: string,
@@ -328,10 +337,7 @@ export class Controller<T extends KubeObject> {
     const parsed = this.#parse(written);
     const rv = rvOf(written);
     if (parsed !== undefined && rv !== undefined && rv !== "") {
-      this.#written.remember(key, written, parsed, rv, [
-        ...older,
-        rvOf(this.#cachedRaw(key) ?? this.#d.cache.get(key)),
-      ]);
+      this.#written.remember(key, written, parsed, rv, older);
     }
     return parsed;
   }
@@ -372,7 +378,7 @@ export class Controller<T extends KubeObject> {
         // Start from the server's unparsed object (a schema may strip
         // fields that the write must keep) with its resourceVersion: no
         // GET, and a conflict (409) re-reads once per attempt.
-        const older: Array<string | undefined> = [rvOf(raw)];
+        const older = this.#olderThanWrite(key, raw);
         const updated = await updateStatus<S, W>(
           d.client(),
           this.kind,
@@ -420,7 +426,7 @@ export class Controller<T extends KubeObject> {
         throw e;
       }
     };
-    const older: Array<string | undefined> = [rvOf(raw)];
+    const older = this.#olderThanWrite(key, raw);
     let current = raw !== undefined && rvOf(raw) !== undefined
       ? raw
       : await read();
