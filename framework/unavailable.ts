@@ -22,9 +22,13 @@ const UNAVAILABLE_NAMES: ReadonlySet<string> = new Set([
   "TimeoutError",
 ]);
 
-/** What fetch says (in its TypeError's message) when no answer came. */
+/**
+ * What fetch says (in its TypeError's message) when no answer came; by the
+ * Fetch standard a rejected fetch is a network error, and Deno says
+ * "fetch failed" when its HTTP client could not connect.
+ */
 const UNAVAILABLE_MESSAGE =
-  /connection refused|connection reset|connection closed|broken pipe|timed out|error sending request|tcp connect error|unexpected eof|os error 10[34]|os error 111/i;
+  /fetch failed|connection refused|connection reset|connection closed|broken pipe|timed out|error sending request|tcp connect error|unexpected eof|os error 10[34]|os error 111/i;
 
 /** How deep a `cause` chain is followed. */
 const MAX_DEPTH = 8;

@@ -22,6 +22,7 @@ Deno.test("isUnavailable: outages versus other failures", () => {
       ),
       true,
     ],
+    ["fetch failed (Deno's client)", new TypeError("fetch failed"), true],
     [
       "fetch: connection reset",
       new TypeError("connection reset by peer (os error 104)"),
