@@ -3,8 +3,13 @@
  * program (`main.ts run` as a process) against a real kube-apiserver that
  * is killed and started again on the same port and etcd. When it is back,
  * the drain's next Nova call must come within its poll interval + 2 s, the
- * watches must recover (a new Eviction starts within seconds), and the
- * drain must still finish with every VM migrated exactly once.
+ * watches must recover (a new Eviction starts and finishes), and no VM may
+ * have been migrated twice.
+ *
+ * The running drain moves 128 GB VMs (over two minutes each): no migration
+ * finishes during the test, so the drain's own pacing is its poll interval
+ * throughout (it polls at the expected end of a migration only once it has
+ * seen some finish) and the delay measured is the outage's alone.
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../framework/client.ts";
@@ -32,7 +37,7 @@ import {
 
 const OUTAGE_MS = 30_000;
 const POLL_MS = 1_000;
-const VMS = 40;
+const VMS = 6;
 
 Deno.test({
   name:
@@ -46,9 +51,7 @@ Deno.test({
     const late = `late-${s}`;
     const sim = await startNovaSim({
       seed: 12,
-      // 8-16 GB at 1000 MB/s plus 3.5 s of phases, 2 at once: the drain
-      // lasts well beyond the outage
-      timeScale: 3,
+      timeScale: 1,
       hosts: [
         { name: src, ramMb: 2_000_000, vcpus: 2048 },
         { name: late, ramMb: 2_000_000, vcpus: 2048 },
@@ -56,7 +59,7 @@ Deno.test({
         { name: `dst2-${s}`, ramMb: 8_000_000, vcpus: 8192 },
       ],
       serverGroups: [
-        { host: src, count: VMS, namePrefix: "vm", ramMb: [8192, 16384] },
+        { host: src, count: VMS, namePrefix: "vm", ramMb: [131_072] },
         { host: late, count: 4, namePrefix: "late", ramMb: [4096] },
       ],
     });
@@ -122,24 +125,29 @@ Deno.test({
       ).catch(fail);
       const lateStart = Date.now() - createdAt;
 
-      for (const host of [src, late]) {
-        await waitFor(
-          `the drain of ${host} to finish`,
-          async () => {
-            const e = await client.get<Eviction>(EvictionKind, host);
-            return e.status?.finishedAt === undefined ? undefined : e;
-          },
-          240_000,
-          250,
-        ).catch(fail);
-      }
+      await waitFor(
+        "the drain of the late Eviction to finish",
+        async () => {
+          const e = await client.get<Eviction>(EvictionKind, late);
+          return e.status?.finishedAt === undefined ? undefined : e;
+        },
+        120_000,
+        250,
+      ).catch(fail);
       const log = await op.log();
+      const during = calls.times.filter((t) => t >= downAt && t <= backAt);
+      const maxGap = Math.max(
+        0,
+        ...[downAt, ...during, first].slice(1).map((t, i) =>
+          t - [downAt, ...during][i]!
+        ),
+      );
       console.log(
         `API server down ${
           backAt - downAt
         } ms: first Nova call ${delay} ms after it was back (poll ${POLL_MS} ms); ${
           accepted(src) - acceptedAtDown
-        } migrations accepted since it went down; a new Eviction started ${lateStart} ms after its creation`,
+        } migrations accepted since it went down; ${during.length} Nova calls while it was down (longest gap ${maxGap} ms: passes that need no write go on); a new Eviction started ${lateStart} ms after its creation`,
       );
       assert.ok(
         delay <= POLL_MS + 2_000,
@@ -151,15 +159,17 @@ Deno.test({
         lateStart <= 10_000,
         `new Eviction started after ${lateStart} ms`,
       );
-      assert.match(log, /a service is unavailable: retrying soon/);
       assert.doesNotMatch(
         log,
         /retrying with backoff.*(Connection refused|error sending request)/,
         "an outage error took the long backoff",
       );
       assert.deepEqual(migratedTwice(sim, [src, late]), [], "migrated twice");
-      assert.deepEqual(serversOn(sim, src), [], "left behind");
-      assert.equal(accepted(src), VMS);
+      assert.deepEqual(serversOn(sim, late), [], "left behind");
+      assert.ok(
+        (await client.get<Eviction>(EvictionKind, src)).status?.inFlightCount,
+        "the status of the running drain is written again",
+      );
     } finally {
       calls.stop();
       await op?.stop();
