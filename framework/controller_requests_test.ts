@@ -19,6 +19,7 @@ import {
   waitFor,
 } from "./_test_util.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
+import { apiRequests, requestsBetween } from "../tests/harness/api_requests.ts";
 
 interface Tally extends KubeObject {
   spec: { goal: number };
@@ -72,37 +73,6 @@ const TALLY_CRD = {
     }],
   },
 };
-
-/** Requests to tallies per verb (watches left out: they stay open). */
-async function tallyRequests(
-  kubectl: (args: string[]) => Promise<{ code: number; stdout: string }>,
-): Promise<Map<string, number>> {
-  const { code, stdout } = await kubectl(["get", "--raw", "/metrics"]);
-  assert.equal(code, 0, "kubectl get --raw /metrics");
-  const out = new Map<string, number>();
-  for (const line of stdout.split("\n")) {
-    if (!line.startsWith("apiserver_request_total{")) continue;
-    if (!line.includes('resource="tallies"')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? "?";
-    if (verb === "WATCH") continue;
-    const sub = /subresource="([a-z]*)"/.exec(line)?.[1] ?? "";
-    const key = sub === "" ? verb : `${verb} ${sub}`;
-    out.set(key, (out.get(key) ?? 0) + Number(line.split(" ").at(-1)));
-  }
-  return out;
-}
-
-function delta(
-  before: Map<string, number>,
-  after: Map<string, number>,
-): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of after) {
-    const d = v - (before.get(k) ?? 0);
-    if (d !== 0) out[k] = d;
-  }
-  return out;
-}
 
 const K = 6;
 const IDLE = 25;
@@ -183,13 +153,16 @@ Deno.test({
         return idle < IDLE ? { requeueAfterMs: 5 } : undefined;
       });
       op.finalize(Tallies, () => {});
-      const before = await tallyRequests((a) => env.kubectl(a));
+      const before = await apiRequests(env, "tallies");
       await op.start();
       await waitFor("the idle passes", () => idle >= IDLE, 30_000, 20);
       // anything late (a retry, a stray GET) would show up now
       await new Promise((r) => setTimeout(r, 500));
-      const after = await tallyRequests((a) => env.kubectl(a));
-      const d = delta(before, after);
+      const spent = requestsBetween(
+        before,
+        await apiRequests(env, "tallies"),
+      );
+      const d = spent.byVerb;
       const statusWrites = d["PUT status"] ?? 0;
       const others = Object.entries(d).filter(([k]) =>
         k !== "PUT status" && k !== "LIST" && k !== "PATCH"
@@ -204,6 +177,7 @@ Deno.test({
       assert.equal(d["LIST"], 1, "the informer's one list");
       assert.equal(d["PATCH"], 1, "the one finalizer patch");
       assert.deepEqual(others, [], "no GET, no other request");
+      assert.equal(spent.conflicts, 0, "no conflict");
       assert.ok(passes >= K + IDLE);
       const raw = await client.get<Tally>(Tallies, `${ns}/t`);
       assert.deepEqual(raw.status, { foreign: "keep me", count: K });

@@ -31,9 +31,11 @@ import {
 import {
   createEviction,
   drainProcessArgs,
+  novaCalls,
   recordNovaCalls,
   registerHypervisor,
 } from "./harness/process_drain.ts";
+import { apiRequests, requestsBetween } from "./harness/api_requests.ts";
 
 const OUTAGE_MS = 30_000;
 const POLL_MS = 1_000;
@@ -84,12 +86,21 @@ Deno.test({
       const fail = async (err: unknown): Promise<never> => {
         throw new Error(`${err}\n${await operatorLogTail(running, 60)}`);
       };
+      const before = await apiRequests(env, "evictions");
+      const novaBefore = novaCalls(sim);
       await createEviction(client, src, labels);
       await waitFor(
         "the first migrations",
         () => accepted(src) >= 2 ? true : undefined,
         60_000,
       ).catch(fail);
+      // some idle passes: migrations run, nothing else changes
+      await new Promise((r) => setTimeout(r, 4 * POLL_MS));
+      const spent = requestsBetween(
+        before,
+        await apiRequests(env, "evictions"),
+      );
+      const novaSpent = novaCalls(sim) - novaBefore;
 
       // The test's own client must not hold a connection while the server
       // dies under it (Deno 2.9 has crashed then): close it first.
@@ -143,6 +154,11 @@ Deno.test({
         ),
       );
       console.log(
+        `before the outage: ${novaSpent} Nova calls (one or more per pass) cost the API server ${
+          JSON.stringify(spent.byVerb)
+        } on evictions (the POST is the test's), ${spent.conflicts} conflicts`,
+      );
+      console.log(
         `API server down ${
           backAt - downAt
         } ms: first Nova call ${delay} ms after it was back (poll ${POLL_MS} ms); ${
@@ -163,6 +179,12 @@ Deno.test({
         log,
         /retrying with backoff.*(Connection refused|error sending request)/,
         "an outage error took the long backoff",
+      );
+      assert.equal(spent.byVerb["GET"], undefined, "a pass read the server");
+      assert.equal(spent.conflicts, 0, "a status write conflicted");
+      assert.ok(
+        (spent.byVerb["PUT status"] ?? 0) < novaSpent,
+        "a status write per pass",
       );
       assert.deepEqual(migratedTwice(sim, [src, late]), [], "migrated twice");
       assert.deepEqual(serversOn(sim, late), [], "left behind");
