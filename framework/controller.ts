@@ -258,17 +258,20 @@ export class Controller<T extends KubeObject> {
     if (!this.#active) return;
     this.#active = false;
     this.#stopTaking?.abort();
-    if (graceMs <= 0) this.#handlerAbort?.abort();
+    // this stop's own: a start() while it waits (leadership regained) has new ones
+    const handlerAbort = this.#handlerAbort;
+    const workers = this.#workers;
+    this.#workers = [];
+    if (graceMs <= 0) handlerAbort?.abort();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const all = Promise.all(this.#workers);
+    const all = Promise.all(workers);
     await Promise.race([
       all,
       new Promise((r) => timer = setTimeout(r, graceMs)),
     ]);
     clearTimeout(timer);
-    this.#handlerAbort?.abort();
+    handlerAbort?.abort();
     await all;
-    this.#workers = [];
   }
 
   /** Stops queue timers for good. */

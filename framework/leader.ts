@@ -168,8 +168,15 @@ export interface LeaderElectorOptions {
   clock?: Clock;
   /** Called when this instance becomes the leader. */
   onStartedLeading: () => void;
-  /** Called once, at once, when leadership is lost (not on release). */
+  /** Called at once when leadership is lost (not on release). */
   onStoppedLeading: () => void;
+  /**
+   * After losing leadership, campaign again instead of stopping (default
+   * false): when the Lease still names this candidate — nobody else could
+   * write it, as after an API-server outage — it leads again on its first
+   * successful attempt, and `onStartedLeading` is called again.
+   */
+  keepCampaigning?: boolean;
   /** Logger. */
   logger?: Logger;
 }
@@ -220,7 +227,7 @@ export class LeaderElector {
     return this.#leader;
   }
 
-  /** Whether leadership was lost (renewal failed within the deadline). */
+  /** Whether leadership was lost (renewal failed within the deadline) at least once. */
   get lost(): boolean {
     return this.#lost;
   }
@@ -247,16 +254,19 @@ export class LeaderElector {
 
   #loseLeadership(): void {
     if (!this.#leader) return;
+    const again = this.#o.keepCampaigning ?? false;
     this.#leader = false;
     this.#lost = true;
-    this.#stopped = true;
+    if (!again) this.#stopped = true;
     this.#watchdog?.();
     this.#log.error(
       { renewDeadlineMs: this.#t.renewDeadlineMs },
-      "could not renew the leader lease in time: stopping",
+      again
+        ? "could not renew the leader lease in time: stopping the handlers, campaigning again"
+        : "could not renew the leader lease in time: stopping",
     );
     this.#o.onStoppedLeading();
-    this.#wake?.();
+    if (!again) this.#wake?.();
   }
 
   /** One attempt to acquire or renew; true when we hold the lease after it. */

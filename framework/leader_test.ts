@@ -356,3 +356,85 @@ Deno.test("leader: a waiting candidate retries at the Lease's expiry when that c
     ),
   );
 });
+
+Deno.test({
+  name:
+    "leader: with keepCampaigning, a leader cut off from the API server stops its handlers and leads again as soon as it is back",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const client = await adminClient(env);
+    const ns = await createNamespace(client, "fw-back");
+    const label = uniq("t");
+    const lease = uniq("lease");
+    const proxy = new TcpProxy(hostPort(env.server));
+    const handled: number[] = [];
+    const op = new Operator({
+      name: "fwtest-back",
+      kubeConfig: env.kubeConfig(),
+      server: `https://127.0.0.1:${proxy.port}`,
+      watchNamespace: ns,
+      labelSelector: `t=${label}`,
+      healthAddress: false,
+      handleSignals: false,
+      exitOnLeaderLoss: false,
+      processMetrics: false,
+      watchInactivityMs: 1000,
+      logger: createLogger({ level: "silent" }),
+      leaderElection: {
+        leaseName: lease,
+        leaseNamespace: ns,
+        identity: "a",
+        leaseDurationMs: 3000,
+        renewDeadlineMs: 2000,
+        retryPeriodMs: 400,
+        keepCampaigning: true,
+      },
+    });
+    // handlers that need no API call: they go on while leading, cut off or not
+    op.reconcile(ConfigMaps, ({ object }) => {
+      if (object === undefined) return;
+      handled.push(Date.now());
+      return { requeueAfterMs: 20 };
+    });
+    try {
+      await client.create(
+        ConfigMaps,
+        {
+          metadata: { name: "tick", namespace: ns, labels: { t: label } },
+        } as KubeObject,
+      );
+      await op.start();
+      await waitFor("a leads and reconciles", () => handled.length > 0);
+      proxy.cut();
+      const cutAt = Date.now();
+      await waitFor("a to stop leading", () => !op.isLeader, 5_000, 10);
+      const stoppedAt = Date.now();
+      await new Promise((r) => setTimeout(r, 3_000));
+      const during = handled.filter((t) => t > stoppedAt + 100).length;
+      proxy.restore();
+      const backAt = Date.now();
+      await waitFor("a leads again", () => op.isLeader, 10_000, 10);
+      const ledAgain = Date.now() - backAt;
+      const n = handled.length;
+      await waitFor("a reconciles again", () => handled.length > n, 5_000, 10);
+      assert.equal(during, 0, "a handler ran while not leading");
+      assert.ok(
+        stoppedAt - cutAt <= 2000 + 400 + 1000,
+        `stopped ${stoppedAt - cutAt} ms after the cut`,
+      );
+      assert.ok(ledAgain <= 400 + 1000, `led again after ${ledAgain} ms`);
+      const race = await Promise.race([
+        op.done,
+        new Promise((r) => setTimeout(() => r("running"), 10)),
+      ]);
+      assert.equal(race, "running", "the operator did not shut down");
+      await op.stop();
+      assert.equal(await op.done, "stopped");
+    } finally {
+      await proxy.close();
+      await deleteNamespace(client, ns);
+      client.close();
+    }
+  },
+});

@@ -33,6 +33,12 @@ import { type WebhookRoute, WebhookServer } from "./webhook_server.ts";
 export interface LeaderElectionOptions extends Partial<LeaderTiming> {
   /** Lease name (default: the operator name). */
   leaseName?: string;
+  /**
+   * On a lost Lease, stop the handlers and campaign again rather than shut
+   * down (default false): after an API-server outage the Lease still names
+   * this replica, which then leads again at once.
+   */
+  keepCampaigning?: boolean;
   /** Lease namespace (required). */
   leaseNamespace: string;
   /** This replica's identity (default: hostname + random suffix). */
@@ -589,6 +595,7 @@ export class Operator {
             : { retryPeriodMs: le.retryPeriodMs }),
         },
         logger: log,
+        keepCampaigning: le.keepCampaigning === true,
         onStartedLeading: () => {
           this.metrics.leader.set(1);
           for (const c of this.#controllers.values()) c.start();
@@ -597,6 +604,7 @@ export class Operator {
           this.metrics.leader.set(0);
           // at once: no grace, abort the handlers' signal
           for (const c of this.#controllers.values()) void c.stop(0);
+          if (le.keepCampaigning) return;
           void this.#shutdown("leadership-lost").then(() => {
             if (o.exitOnLeaderLoss ?? true) Deno.exit(1);
           });
