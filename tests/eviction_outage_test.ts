@@ -1,7 +1,10 @@
 /**
  * An API-server outage of 30 s in the middle of a drain, with the real
- * program (`main.ts run` as a process) against a real kube-apiserver that
- * is killed and started again on the same port and etcd. When it is back,
+ * program (`main.ts run --leader-elect`, as deployed, as a process) against
+ * a real kube-apiserver that is killed and started again on the same port
+ * and etcd. The leader cannot renew its Lease during the outage, so it
+ * stops its handlers at the renew deadline; the Lease still names it when
+ * the server is back, so it leads again at once. When it is back,
  * the drain's next Nova call must come within its poll interval + 2 s, the
  * watches must recover (a new Eviction starts and finishes), and no VM may
  * have been migrated twice.
@@ -39,6 +42,7 @@ import { apiRequests, requestsBetween } from "./harness/api_requests.ts";
 
 const OUTAGE_MS = 30_000;
 const POLL_MS = 1_000;
+const RETRY_MS = 1_000;
 const VMS = 6;
 
 Deno.test({
@@ -80,6 +84,12 @@ Deno.test({
         cloud: "outage",
         args: drainProcessArgs(`evictor-test=${s}`, `${POLL_MS}ms`, [
           "--eviction-concurrency=2",
+          "--leader-elect",
+          "--leader-election-namespace=default",
+          `--leader-election-id=evictor-${s}`,
+          "--lease-duration=8s",
+          "--renew-deadline=5s",
+          `--retry-period=${RETRY_MS}ms`,
         ]),
       });
       const running = op;
@@ -163,7 +173,7 @@ Deno.test({
           backAt - downAt
         } ms: first Nova call ${delay} ms after it was back (poll ${POLL_MS} ms); ${
           accepted(src) - acceptedAtDown
-        } migrations accepted since it went down; ${during.length} Nova calls while it was down (longest gap ${maxGap} ms: passes that need no write go on); a new Eviction started ${lateStart} ms after its creation`,
+        } migrations accepted since it went down; ${during.length} Nova calls while it was down (longest gap ${maxGap} ms: the handlers stop at the renew deadline); a new Eviction started ${lateStart} ms after its creation`,
       );
       assert.ok(
         delay <= POLL_MS + 2_000,
@@ -175,10 +185,24 @@ Deno.test({
         lateStart <= 10_000,
         `new Eviction started after ${lateStart} ms`,
       );
-      assert.doesNotMatch(
-        log,
-        /retrying with backoff.*(Connection refused|error sending request)/,
+      assert.deepEqual(
+        log.split("\n").filter((l) =>
+          l.includes("retrying with backoff") &&
+          /fetch failed|Connection refused|ServiceUnavailable|TooManyRequests/
+            .test(l)
+        ),
+        [],
         "an outage error took the long backoff",
+      );
+      assert.match(
+        log,
+        /stopping the handlers, campaigning again/,
+        "the outage outlasted the renew deadline",
+      );
+      assert.equal(
+        await Promise.race([op.exited, Promise.resolve("running")]),
+        "running",
+        "the operator exited",
       );
       assert.equal(spent.byVerb["GET"], undefined, "a pass read the server");
       assert.equal(spent.conflicts, 0, "a status write conflicted");
