@@ -272,6 +272,9 @@ export class LeaderElector {
   /** One attempt to acquire or renew; true when we hold the lease after it. */
   async tryAcquireOrRenew(): Promise<boolean> {
     const { client, name, namespace, identity } = this.#o;
+    // set again below only when this attempt reads a Lease held by another;
+    // a failed attempt must not leave a past expiry that would spin the loop
+    this.#expiresAt = undefined;
     const timeout = AbortSignal.timeout(Math.max(1, this.#t.retryPeriodMs));
     let lease: Lease | undefined;
     try {

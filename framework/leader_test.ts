@@ -438,3 +438,72 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "leader: a candidate waiting for another's Lease keeps its retry period when the API server stops answering",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const admin = await adminClient(env);
+    const ns = await createNamespace(admin, "fw-wait");
+    const lease = uniq("lease");
+    const proxy = new TcpProxy(hostPort(env.server));
+    const client = await adminClient(env, `https://127.0.0.1:${proxy.port}`);
+    const lines: string[] = [];
+    let elector: LeaderElector | undefined;
+    try {
+      // held by someone else, for 1 s, never renewed
+      await admin.request(
+        "POST",
+        `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
+        {
+          body: {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name: lease, namespace: ns },
+            spec: { holderIdentity: "gone", leaseDurationSeconds: 1 },
+          },
+        },
+      );
+      elector = new LeaderElector({
+        client,
+        name: lease,
+        namespace: ns,
+        identity: "b",
+        timing: {
+          leaseDurationMs: 3000,
+          renewDeadlineMs: 2000,
+          retryPeriodMs: 400,
+        },
+        logger: createLogger({
+          level: "debug",
+          destination: { write: (l) => lines.push(l) },
+        }),
+        onStartedLeading: () => {},
+        onStoppedLeading: () => {},
+      });
+      const run = elector.run();
+      // one attempt sees the Lease held and sets its expiry, then the server
+      // goes away before that expiry
+      await new Promise((r) => setTimeout(r, 200));
+      proxy.cut();
+      await new Promise((r) => setTimeout(r, 2_500));
+      const failed = lines.filter((l) => l.includes("lease request failed"));
+      assert.equal(elector.isLeader, false);
+      // 2.5 s at one attempt per 400 ms; a spinning loop would log thousands
+      assert.ok(
+        failed.length >= 3 && failed.length <= 8,
+        `${failed.length} failed attempts in 2.5 s`,
+      );
+      await elector.release();
+      await run;
+    } finally {
+      await elector?.release();
+      await proxy.close();
+      client.close();
+      await deleteNamespace(admin, ns);
+      admin.close();
+    }
+  },
+});
