@@ -138,17 +138,26 @@ Deno.test({
         10,
       ).catch(fail);
 
-      await a.kill();
       const killedAt = Date.now();
+      await a.kill();
       const acceptedAtKill = accepted();
-      await waitFor(
+      // when replica-b says it became the leader (same machine, same clock),
+      // not when this test happens to read the Lease
+      const ledAt = await waitFor(
         "replica-b to lead",
-        async () => await holder() === "replica-b" ? true : undefined,
+        async () => {
+          const line = (await b.log()).split("\n").find((l) =>
+            l.includes('"msg":"became the leader"')
+          );
+          return line === undefined
+            ? undefined
+            : Date.parse((JSON.parse(line) as { time: string }).time);
+        },
         30_000,
         20,
-      )
-        .catch(fail);
-      const takeover = Date.now() - killedAt;
+      ).catch(fail);
+      assert.equal(await holder(), "replica-b");
+      const takeover = ledAt - killedAt;
       await waitFor(
         "a migration under replica-b",
         () => accepted() > acceptedAtKill ? true : undefined,
