@@ -370,12 +370,12 @@ export class LeaderElector {
           this.#armWatchdog();
         }
       }
+      // attempts start one retry period apart (not a period after the
+      // last one ended), or at the expiry of the Lease waited for
+      const now = this.#clock.now();
+      const rest = Math.max(1, this.#t.retryPeriodMs - (now - started));
       await this.#sleep(
-        this.#leader ? this.#t.retryPeriodMs : nextAttemptDelay(
-          this.#t.retryPeriodMs,
-          this.#expiresAt,
-          this.#clock.now(),
-        ),
+        this.#leader ? rest : nextAttemptDelay(rest, this.#expiresAt, now),
       );
     }
   }
