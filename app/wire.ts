@@ -53,6 +53,9 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       leaseDurationMs: config.leaderElection.leaseDurationMs,
       renewDeadlineMs: config.leaderElection.renewDeadlineMs,
       retryPeriodMs: config.leaderElection.retryPeriodMs,
+      // after an API-server outage the Lease still names this replica:
+      // lead again at once instead of exiting and waiting for a restart
+      keepCampaigning: true,
       ...(config.leaderElection.identity === undefined
         ? {}
         : { identity: config.leaderElection.identity }),

@@ -1,6 +1,8 @@
 /**
  * Per-key capped exponential backoff, as controller-runtime's default
- * item rate limiter (5 ms .. 1000 s).
+ * item rate limiter (5 ms .. 1000 s), and the short capped backoff used
+ * while a service is unavailable (200 ms .. 2 s), which never outlasts an
+ * outage by more than its cap.
  *
  * @module
  */
@@ -17,6 +19,11 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF_BASE_MS = 5;
 /** The default delay cap: 1000 s. */
 export const DEFAULT_BACKOFF_MAX_MS = 1_000_000;
+
+/** The default first delay while a service is unavailable: 200 ms. */
+export const DEFAULT_OUTAGE_BASE_MS = 200;
+/** The default delay cap while a service is unavailable: 2 s. */
+export const DEFAULT_OUTAGE_MAX_MS = 2_000;
 
 /**
  * Delay after `failures` previous failures: `min(base * 2^failures, max)`.
@@ -89,4 +96,35 @@ export class KeyBackoff {
   forget(key: string): void {
     this.#failures.delete(key);
   }
+}
+
+/**
+ * The retry delay of a pass that failed only because a service was
+ * unavailable: the outage backoff, but never shorter than the pacing the
+ * handler itself asked for last time (its requeue delay), so an outage
+ * neither speeds a handler up beyond its own pace nor slows it down beyond
+ * `max(pacing, cap)`.
+ *
+ * @example
+ * ```ts
+ * import { outageRetryDelay } from "./backoff.ts";
+ * console.assert(outageRetryDelay(400, undefined) === 400);
+ * console.assert(outageRetryDelay(400, 5000) === 5000);
+ * console.assert(outageRetryDelay(2000, 1000) === 2000);
+ * ```
+ */
+export function outageRetryDelay(
+  backoffMs: number,
+  pacingMs: number | undefined,
+): number {
+  if (!(backoffMs >= 0) || !Number.isFinite(backoffMs)) {
+    throw new RangeError(
+      `backoffMs must be a finite number >= 0, got ${backoffMs}`,
+    );
+  }
+  if (pacingMs === undefined || !(pacingMs > backoffMs)) return backoffMs;
+  if (!Number.isFinite(pacingMs)) {
+    throw new RangeError(`pacingMs must be finite, got ${pacingMs}`);
+  }
+  return pacingMs;
 }

@@ -5,6 +5,14 @@
  * error. The framework adds its finalizer before a finalize handler can be
  * needed and removes it once that handler succeeded.
  *
+ * Cheap on the API server: a pass reads the informer cache, never the
+ * server; the controller's own writes (status, finalizer) are remembered
+ * per key and preferred to the cache until the cache catches up
+ * (read-your-writes), and a status write starts from that object with its
+ * resourceVersion, so it costs one request (two more per conflict). A pass
+ * that failed because a service was unavailable is retried after a short
+ * capped delay, at the handler's own pace if that is slower.
+ *
  * @module
  */
 
@@ -33,6 +41,8 @@ import type { FrameworkMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
 import { updateStatus } from "./status.ts";
 import type { BackoffOptions } from "./backoff.ts";
+import { isUnavailable } from "./unavailable.ts";
+import { WrittenObjects } from "./written.ts";
 
 /** What a controller needs from the operator. */
 export interface ControllerDeps<T extends KubeObject> {
@@ -62,6 +72,8 @@ export interface ControllerDeps<T extends KubeObject> {
   clock?: Clock;
   /** Queue backoff bounds. */
   backoff?: BackoffOptions;
+  /** Queue backoff bounds while a service is unavailable. */
+  outageBackoff?: BackoffOptions;
 }
 
 /** A registered timer and its per-object state. */
@@ -80,6 +92,9 @@ function deleting(obj: KubeObject): boolean {
   const ts = obj.metadata?.deletionTimestamp;
   return ts !== undefined && ts !== null && ts !== "";
 }
+
+const rvOf = (obj: KubeObject | undefined): string | undefined =>
+  obj?.metadata?.resourceVersion;
 
 function sameMeta(a: KubeObject, b: KubeObject): boolean {
   const ma = a.metadata ?? {};
@@ -125,6 +140,10 @@ export class Controller<T extends KubeObject> {
   #stopTaking: AbortController | undefined;
   #handlerAbort: AbortController | undefined;
   #active = false;
+  /** Objects this controller wrote, until the cache shows them. */
+  readonly #written = new WrittenObjects<T, T>();
+  /** The requeue delay each key's handler asked for last. */
+  readonly #pacing = new Map<string, number>();
 
   /** Creates a controller; handlers are set by the operator. */
   constructor(deps: ControllerDeps<T>) {
@@ -135,6 +154,7 @@ export class Controller<T extends KubeObject> {
     this.queue = new WorkQueue({
       clock: this.#clock,
       ...(deps.backoff ? { backoff: deps.backoff } : {}),
+      ...(deps.outageBackoff ? { outageBackoff: deps.outageBackoff } : {}),
     });
     this.#log = deps.logger.child({
       name: "controller",
@@ -183,6 +203,10 @@ export class Controller<T extends KubeObject> {
     ) {
       return;
     }
+    if (ev.type === "deleted") {
+      this.#written.forget(ev.key);
+      this.#pacing.delete(ev.key);
+    }
     this.enqueue(ev.key);
     for (const t of this.timers) {
       if (ev.type === "deleted") {
@@ -199,12 +223,12 @@ export class Controller<T extends KubeObject> {
       key,
       this.#clock.setTimer(async () => {
         t.scheduled.delete(key);
-        const obj = this.#d.cache.get(key);
+        const { object: obj, raw } = this.#current(key);
         if (obj === undefined) return;
         if (this.#active && !t.running.has(key) && !deleting(obj)) {
           t.running.add(key);
           try {
-            await t.handler(this.#context(key, obj));
+            await t.handler(this.#context(key, obj, raw));
           } catch (err) {
             this.#log.warn({ key, err: errText(err) }, "timer handler failed");
           } finally {
@@ -239,17 +263,20 @@ export class Controller<T extends KubeObject> {
     if (!this.#active) return;
     this.#active = false;
     this.#stopTaking?.abort();
-    if (graceMs <= 0) this.#handlerAbort?.abort();
+    // this stop's own: a start() while it waits (leadership regained) has new ones
+    const handlerAbort = this.#handlerAbort;
+    const workers = this.#workers;
+    this.#workers = [];
+    if (graceMs <= 0) handlerAbort?.abort();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const all = Promise.all(this.#workers);
+    const all = Promise.all(workers);
     await Promise.race([
       all,
       new Promise((r) => timer = setTimeout(r, graceMs)),
     ]);
     clearTimeout(timer);
-    this.#handlerAbort?.abort();
+    handlerAbort?.abort();
     await all;
-    this.#workers = [];
   }
 
   /** Stops queue timers for good. */
@@ -281,9 +308,52 @@ export class Controller<T extends KubeObject> {
     }
   }
 
+  /**
+   * The server's unparsed object in the cache; undefined when the cache
+   * cannot tell it (a schema parsed it and the cache keeps no raw copy).
+   */
+  #cachedRaw(key: string): T | undefined {
+    const cache = this.#d.cache;
+    if (cache.raw !== undefined) return cache.raw(key) as T | undefined;
+    return this.kind.schema === undefined ? cache.get(key) : undefined;
+  }
+
+  /** The object of a pass: the last own write while the cache lags behind it. */
+  #current(key: string): { object: T | undefined; raw: T | undefined } {
+    const cached = this.#d.cache.get(key);
+    const raw = this.#cachedRaw(key);
+    const w = this.#written.resolve(key, rvOf(raw ?? cached));
+    if (w !== undefined) return { object: w.parsed, raw: w.raw };
+    return { object: cached, raw };
+  }
+
+  /**
+   * The versions known to be older than a write about to be sent from
+   * `base`: its own and what the cache shows now (taken before the write,
+   * never after: by then the cache may show a later writer's version).
+   */
+  #olderThanWrite(key: string, base: T | undefined): (string | undefined)[] {
+    return [rvOf(base), rvOf(this.#cachedRaw(key) ?? this.#d.cache.get(key))];
+  }
+
+  /** Remembers an object the server returned for a write; returns it parsed. */
+  #remember(
+    key: string,
+    written: T,
+    older: Iterable<string | undefined>,
+  ): T | undefined {
+    const parsed = this.#parse(written);
+    const rv = rvOf(written);
+    if (parsed !== undefined && rv !== undefined && rv !== "") {
+      this.#written.remember(key, written, parsed, rv, older);
+    }
+    return parsed;
+  }
+
   #context<O extends T | undefined>(
     key: string,
     object: O,
+    raw: T | undefined,
   ): HandlerContext<T> & { object: O } {
     const { namespace, name } = parseKey(key);
     const d = this.#d;
@@ -312,23 +382,23 @@ export class Controller<T extends KubeObject> {
         ) => StatusOf<T> | void | Promise<StatusOf<T> | void>,
       ) => {
         type S = StatusOf<T>;
-        // Without a schema the cached object is the server's object and
-        // saves the first GET. With one, the cache holds the parsed object,
-        // which may lack fields the schema does not know (or strips): the
-        // write must start from the raw object so that it loses nothing.
-        const current = this.kind.schema === undefined ? ctx.object : undefined;
-        const updated = await updateStatus<S, T & { status?: S }>(
+        type W = T & { status?: S };
+        // Start from the server's unparsed object (a schema may strip
+        // fields that the write must keep) with its resourceVersion: no
+        // GET, and a conflict (409) re-reads once per attempt.
+        const older = this.#olderThanWrite(key, raw);
+        const updated = await updateStatus<S, W>(
           d.client(),
           this.kind,
           key,
           mutate,
-          current === undefined
-            ? {}
-            : { current: current as T & { status?: S } },
+          {
+            ...(raw === undefined ? {} : { current: raw as W }),
+            onRead: (fresh) => older.push(rvOf(fresh)),
+          },
         );
-        const parsed = this.kind.schema === undefined
-          ? updated
-          : this.kind.schema.safeParse(updated).data;
+        raw = updated;
+        const parsed = this.#remember(key, updated, older);
         // a write succeeded, so the object exists: O is T here
         if (parsed !== undefined) ctx.object = parsed as O;
         return ctx.object ?? updated;
@@ -343,24 +413,32 @@ export class Controller<T extends KubeObject> {
     return schema === undefined ? raw : schema.safeParse(raw).data;
   }
 
+  /**
+   * Adds or removes this operator's finalizer, starting from `raw` (the
+   * server's object, no GET) when the cache has it; returns the object
+   * after the change (`raw` itself when nothing had to change), or
+   * undefined when it is gone.
+   */
   async #setFinalizer(
     key: string,
-    obj: T,
+    raw: T | undefined,
     present: boolean,
   ): Promise<T | undefined> {
-    // a schema may have stripped the resourceVersion: start from the server's copy
-    let current: T = obj;
-    if (
-      this.kind.schema !== undefined ||
-      obj.metadata?.resourceVersion === undefined
-    ) {
+    const read = async (): Promise<T | undefined> => {
       try {
-        current = await this.#d.client().get<T>(this.kind, key);
+        const fresh = await this.#d.client().get<T>(this.kind, key);
+        older.push(rvOf(fresh));
+        return fresh;
       } catch (e) {
         if (e instanceof ApiError && e.status === 404) return undefined;
         throw e;
       }
-    }
+    };
+    const older = this.#olderThanWrite(key, raw);
+    let current = raw !== undefined && rvOf(raw) !== undefined
+      ? raw
+      : await read();
+    if (current === undefined) return undefined;
     for (let attempt = 1;; attempt++) {
       const list = current.metadata?.finalizers ?? [];
       const has = list.includes(this.#d.finalizer);
@@ -369,23 +447,21 @@ export class Controller<T extends KubeObject> {
         ? [...list, this.#d.finalizer]
         : list.filter((f) => f !== this.#d.finalizer);
       try {
-        return await this.#d.client().patch<T>(this.kind, key, {
+        const written = await this.#d.client().patch<T>(this.kind, key, {
           metadata: {
             finalizers,
             resourceVersion: current.metadata?.resourceVersion,
           },
         });
+        this.#remember(key, written, older);
+        return written;
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) return undefined;
         if (!(err instanceof ApiError && err.status === 409) || attempt >= 5) {
           throw err;
         }
-        try {
-          current = await this.#d.client().get<T>(this.kind, key);
-        } catch (e) {
-          if (e instanceof ApiError && e.status === 404) return undefined;
-          throw e;
-        }
+        current = await read();
+        if (current === undefined) return undefined;
       }
     }
   }
@@ -395,13 +471,15 @@ export class Controller<T extends KubeObject> {
     const log = this.#log.child({ key });
     let result: ReconcileResult | void = undefined;
     try {
-      let obj = this.#d.cache.get(key);
+      let { object: obj, raw } = this.#current(key);
       if (
         obj !== undefined && deleting(obj) && this.finalizeHandler !== undefined
       ) {
-        if ((obj.metadata?.finalizers ?? []).includes(this.#d.finalizer)) {
-          await this.finalizeHandler(this.#context(key, obj));
-          await this.#setFinalizer(key, obj, false);
+        const meta = (raw ?? obj).metadata;
+        if ((meta?.finalizers ?? []).includes(this.#d.finalizer)) {
+          await this.finalizeHandler(this.#context(key, obj, raw));
+          // the handler may have written status: start from that object
+          await this.#setFinalizer(key, this.#current(key).raw, false);
           log.info("finalized; finalizer removed");
         }
       } else {
@@ -409,19 +487,26 @@ export class Controller<T extends KubeObject> {
           obj !== undefined && this.finalizeHandler !== undefined &&
           !deleting(obj)
         ) {
-          const raw = await this.#setFinalizer(key, obj, true);
-          obj = raw === undefined ? undefined : this.#parse(raw) ?? obj;
+          const after = await this.#setFinalizer(key, raw, true);
+          if (after !== raw) {
+            raw = after;
+            obj = after === undefined ? undefined : this.#parse(after) ?? obj;
+          }
         }
         if (this.reconcileHandler !== undefined) {
-          result = await this.reconcileHandler(this.#context(key, obj));
+          result = await this.reconcileHandler(
+            this.#context(key, obj, raw),
+          );
         }
       }
       this.queue.forget(key);
       const after = result?.requeueAfterMs;
       if (after !== undefined && after >= 0) {
+        this.#pacing.set(key, after);
         this.queue.addAfter(key, after);
         this.#count("requeue");
       } else {
+        this.#pacing.delete(key);
         this.#count("success");
       }
     } catch (err) {
@@ -436,6 +521,20 @@ export class Controller<T extends KubeObject> {
           "reconcile failed permanently: not retrying until the object changes",
         );
         await this.#warn(key, "ReconcileFailed", err.message);
+      } else if (
+        !(err instanceof TemporaryError && err.delayMs !== undefined) &&
+        isUnavailable(err)
+      ) {
+        // The API server (or a service the handler calls) did not answer:
+        // retry soon, at the handler's own pace if that is slower, and
+        // record no Event (it could not be written either).
+        this.#count("unavailable");
+        this.#d.metrics.retries.inc({ controller: this.name });
+        const delay = this.queue.addOutageLimited(key, this.#pacing.get(key));
+        log.warn(
+          { err: errText(err), delayMs: delay },
+          "reconcile failed: a service is unavailable: retrying soon",
+        );
       } else if (err instanceof TemporaryError) {
         this.#count("temporary_error");
         this.#d.metrics.retries.inc({ controller: this.name });

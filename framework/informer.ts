@@ -1,8 +1,11 @@
 /**
  * An informer per kind: list, then watch from the list's resourceVersion
  * with bookmarks; relist on 410 Gone; restart a watch that stays silent
- * past an inactivity timeout; optional label selector. Keeps a store that
- * handlers read with typed `get`/`list`.
+ * past an inactivity timeout; retry a failed list or watch after a short
+ * capped backoff (200 ms doubling up to 5 s by default), so that the cache
+ * is live again within seconds of an API-server outage; optional label
+ * selector. Keeps a store that handlers read with typed `get`/`list`, and
+ * the server's unparsed object for writes that must lose no field.
  *
  * @module
  */
@@ -17,6 +20,7 @@ import {
   type KubeObject,
   objectKey,
 } from "./kind.ts";
+import { backoffDelay } from "./backoff.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
@@ -41,6 +45,11 @@ export interface CacheReader<T> {
   list(filter?: (obj: T) => boolean): T[];
   /** Whether the initial list completed. */
   readonly hasSynced: boolean;
+  /**
+   * The object with this key as the API server sent it (every field, even
+   * those a schema strips), or undefined.
+   */
+  raw?(key: string): KubeObject | undefined;
 }
 
 /** Options of {@linkcode Informer}. */
@@ -61,7 +70,16 @@ export interface InformerOptions<T extends KubeObject> {
   logger?: Logger;
   /** Metrics. */
   metrics?: FrameworkMetrics | undefined;
+  /** First delay after a failed list or watch, ms (default 200). */
+  retryBaseMs?: number;
+  /** Longest delay between list/watch attempts, ms (default 5000). */
+  retryMaxMs?: number;
 }
+
+/** The default first delay after a failed list or watch. */
+export const DEFAULT_INFORMER_RETRY_BASE_MS = 200;
+/** The default cap of the delay between list/watch attempts. */
+export const DEFAULT_INFORMER_RETRY_MAX_MS = 5_000;
 
 function rvOf(obj: unknown): string | undefined {
   if (typeof obj !== "object" || obj === null) return undefined;
@@ -107,6 +125,10 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
   readonly #log: Logger;
   readonly #metrics: FrameworkMetrics | undefined;
   readonly #store = new Map<string, T>();
+  /** Unparsed objects, kept only when a schema parses them into `#store`. */
+  readonly #raw = new Map<string, KubeObject>();
+  readonly #retryBaseMs: number;
+  readonly #retryMaxMs: number;
   readonly #listeners = new Set<(ev: InformerEvent<T>) => void>();
   #abort: AbortController | undefined;
   #loop: Promise<void> | undefined;
@@ -131,6 +153,13 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
       kind: kindId(options.kind),
     });
     this.#metrics = options.metrics;
+    this.#retryBaseMs = options.retryBaseMs ?? DEFAULT_INFORMER_RETRY_BASE_MS;
+    this.#retryMaxMs = options.retryMaxMs ?? DEFAULT_INFORMER_RETRY_MAX_MS;
+    if (!(this.#retryBaseMs > 0) || !(this.#retryMaxMs >= this.#retryBaseMs)) {
+      throw new RangeError(
+        `informer retry needs 0 < retryBaseMs <= retryMaxMs, got retryBaseMs=${this.#retryBaseMs} retryMaxMs=${this.#retryMaxMs}`,
+      );
+    }
     if (!(this.#inactivityMs > 0)) {
       throw new RangeError(
         `inactivityMs must be > 0, got ${this.#inactivityMs}`,
@@ -157,6 +186,13 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
   /** The cached object with this key. */
   get(key: string): T | undefined {
     return this.#store.get(key);
+  }
+
+  /** The cached object with this key as the API server sent it. */
+  raw(key: string): KubeObject | undefined {
+    return this.kind.schema === undefined
+      ? this.#store.get(key)
+      : this.#raw.get(key);
   }
 
   /** All cached objects, optionally filtered. */
@@ -236,6 +272,7 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
     if (type === "DELETED") {
       const old = this.#store.get(key);
       this.#store.delete(key);
+      this.#raw.delete(key);
       const obj = old ?? this.#parse(raw);
       if (obj !== undefined) this.#emit({ type: "deleted", key, object: obj });
       return;
@@ -244,6 +281,7 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
     if (obj === undefined) return;
     const old = this.#store.get(key);
     this.#store.set(key, obj);
+    if (this.kind.schema !== undefined) this.#raw.set(key, raw as KubeObject);
     this.#emit(
       old === undefined
         ? { type: "added", key, object: obj }
@@ -273,6 +311,7 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
     for (const [key, obj] of [...this.#store]) {
       if (!seen.has(key)) {
         this.#store.delete(key);
+        this.#raw.delete(key);
         this.#emit({ type: "deleted", key, object: obj });
       }
     }
@@ -295,6 +334,7 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
         if (needList) {
           await this.#list(signal);
           needList = false;
+          failures = 0;
         }
         this.watchCount++;
         let gone = false;
@@ -365,9 +405,12 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
           });
           continue;
         }
-        failures++;
-        const delay = Math.min(200 * 2 ** Math.min(failures, 8), 30_000) *
-          (0.5 + Math.random() / 2);
+        const delay = informerRetryDelay(
+          failures++,
+          this.#retryBaseMs,
+          this.#retryMaxMs,
+          Math.random(),
+        );
         this.#log.warn(
           {
             err: err instanceof Error ? err.message : String(err),
@@ -384,4 +427,25 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
       }
     }
   }
+}
+
+/**
+ * The delay before list/watch attempt `failures + 1`: `base * 2^failures`
+ * capped at `max`, times a jitter factor in [0.5, 1) from `random` in [0, 1),
+ * so that replicas and kinds do not all retry in the same instant.
+ *
+ * @example
+ * ```ts
+ * import { informerRetryDelay } from "./informer.ts";
+ * console.assert(informerRetryDelay(0, 200, 5000, 0) === 100);
+ * console.assert(informerRetryDelay(10, 200, 5000, 0.999) < 5000);
+ * ```
+ */
+export function informerRetryDelay(
+  failures: number,
+  baseMs: number,
+  maxMs: number,
+  random: number,
+): number {
+  return backoffDelay(failures, baseMs, maxMs) * (0.5 + random / 2);
 }

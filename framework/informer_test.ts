@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { z } from "zod";
-import { Informer, type InformerEvent } from "./informer.ts";
+import {
+  Informer,
+  type InformerEvent,
+  informerRetryDelay,
+} from "./informer.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
 import { FrameworkMetrics } from "./metrics.ts";
 import {
@@ -251,4 +256,24 @@ Deno.test({
       await env.stop();
     }
   },
+});
+
+Deno.test("informerRetryDelay: doubles from the base to the cap, jittered into [half, full)", () => {
+  assert.equal(informerRetryDelay(0, 200, 5000, 0), 100);
+  assert.equal(informerRetryDelay(0, 200, 5000, 1), 200);
+  assert.equal(informerRetryDelay(3, 200, 5000, 1), 1600);
+  assert.equal(informerRetryDelay(5, 200, 5000, 1), 5000);
+  assert.equal(informerRetryDelay(1000, 200, 5000, 0), 2500);
+  fc.assert(
+    fc.property(
+      fc.nat(100),
+      fc.integer({ min: 1, max: 1000 }),
+      fc.integer({ min: 1000, max: 60_000 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      (failures, base, max, random) => {
+        const d = informerRetryDelay(failures, base, max, random);
+        assert.ok(d >= Math.min(base, max) / 2 && d <= max, `${d}`);
+      },
+    ),
+  );
 });

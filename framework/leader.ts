@@ -122,6 +122,31 @@ export function decideLease(
   return { action: "wait", holder };
 }
 
+/**
+ * How long a candidate waits before its next attempt: the retry period, or
+ * less when the Lease it waits for expires sooner (`expiresAt`, by its own
+ * clock), so that it takes an abandoned Lease within one retry period of
+ * seeing its last renewal plus the lease duration — not up to one more
+ * retry period later.
+ *
+ * @example
+ * ```ts
+ * import { nextAttemptDelay } from "./leader.ts";
+ * console.assert(nextAttemptDelay(2000, undefined, 0) === 2000);
+ * console.assert(nextAttemptDelay(2000, 15_500, 15_000) === 501);
+ * console.assert(nextAttemptDelay(2000, 14_000, 15_000) === 1);
+ * ```
+ */
+export function nextAttemptDelay(
+  retryPeriodMs: number,
+  expiresAt: number | undefined,
+  now: number,
+): number {
+  if (expiresAt === undefined) return retryPeriodMs;
+  // +1: decideLease takes the Lease only once now > expiry
+  return Math.min(retryPeriodMs, Math.max(1, expiresAt + 1 - now));
+}
+
 /** A MicroTime string (RFC 3339 with microseconds). */
 export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
@@ -143,8 +168,15 @@ export interface LeaderElectorOptions {
   clock?: Clock;
   /** Called when this instance becomes the leader. */
   onStartedLeading: () => void;
-  /** Called once, at once, when leadership is lost (not on release). */
+  /** Called at once when leadership is lost (not on release). */
   onStoppedLeading: () => void;
+  /**
+   * After losing leadership, campaign again instead of stopping (default
+   * false): when the Lease still names this candidate — nobody else could
+   * write it, as after an API-server outage — it leads again on its first
+   * successful attempt, and `onStartedLeading` is called again.
+   */
+  keepCampaigning?: boolean;
   /** Logger. */
   logger?: Logger;
 }
@@ -175,6 +207,8 @@ export class LeaderElector {
   #watchdog: CancelTimer | undefined;
   #wake: (() => void) | undefined;
   #lease: Lease | undefined;
+  /** When the Lease held by another candidate expires (our clock), if one is. */
+  #expiresAt: number | undefined;
 
   /** Creates an elector; timing is validated. */
   constructor(options: LeaderElectorOptions) {
@@ -193,7 +227,7 @@ export class LeaderElector {
     return this.#leader;
   }
 
-  /** Whether leadership was lost (renewal failed within the deadline). */
+  /** Whether leadership was lost (renewal failed within the deadline) at least once. */
   get lost(): boolean {
     return this.#lost;
   }
@@ -220,21 +254,27 @@ export class LeaderElector {
 
   #loseLeadership(): void {
     if (!this.#leader) return;
+    const again = this.#o.keepCampaigning ?? false;
     this.#leader = false;
     this.#lost = true;
-    this.#stopped = true;
+    if (!again) this.#stopped = true;
     this.#watchdog?.();
     this.#log.error(
       { renewDeadlineMs: this.#t.renewDeadlineMs },
-      "could not renew the leader lease in time: stopping",
+      again
+        ? "could not renew the leader lease in time: stopping the handlers, campaigning again"
+        : "could not renew the leader lease in time: stopping",
     );
     this.#o.onStoppedLeading();
-    this.#wake?.();
+    if (!again) this.#wake?.();
   }
 
   /** One attempt to acquire or renew; true when we hold the lease after it. */
   async tryAcquireOrRenew(): Promise<boolean> {
     const { client, name, namespace, identity } = this.#o;
+    // set again below only when this attempt reads a Lease held by another;
+    // a failed attempt must not leave a past expiry that would spin the loop
+    this.#expiresAt = undefined;
     const timeout = AbortSignal.timeout(Math.max(1, this.#t.retryPeriodMs));
     let lease: Lease | undefined;
     try {
@@ -254,6 +294,9 @@ export class LeaderElector {
       }
     }
     const decision = decideLease(lease?.spec, identity, this.#observed.at, now);
+    this.#expiresAt = decision.action === "wait"
+      ? this.#observed.at + (lease?.spec?.leaseDurationSeconds ?? 0) * 1000
+      : undefined;
     if (decision.action === "wait") return false;
     const spec: LeaseSpec = {
       holderIdentity: identity,
@@ -327,7 +370,13 @@ export class LeaderElector {
           this.#armWatchdog();
         }
       }
-      await this.#sleep(this.#t.retryPeriodMs);
+      // attempts start one retry period apart (not a period after the
+      // last one ended), or at the expiry of the Lease waited for
+      const now = this.#clock.now();
+      const rest = Math.max(1, this.#t.retryPeriodMs - (now - started));
+      await this.#sleep(
+        this.#leader ? rest : nextAttemptDelay(rest, this.#expiresAt, now),
+      );
     }
   }
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { decideLease, LeaderElector, validateTiming } from "./leader.ts";
+import {
+  decideLease,
+  LeaderElector,
+  nextAttemptDelay,
+  validateTiming,
+} from "./leader.ts";
 import { createLogger } from "./logger.ts";
 import { Operator } from "./operator.ts";
 import {
@@ -324,4 +329,181 @@ Deno.test("leader: property: no candidate may take the Lease before the holder's
       },
     ),
   );
+});
+
+Deno.test("leader: a waiting candidate retries at the Lease's expiry when that comes first", () => {
+  const cases: [number, number | undefined, number, number][] = [
+    [2000, undefined, 0, 2000],
+    [2000, 10_000, 0, 2000],
+    [2000, 10_000, 9_000, 1001],
+    [2000, 10_000, 10_000, 1],
+    [2000, 10_000, 12_000, 1],
+  ];
+  for (const [retry, expiresAt, now, want] of cases) {
+    assert.equal(nextAttemptDelay(retry, expiresAt, now), want);
+  }
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 10_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      (retry, expiresAt, now) => {
+        const d = nextAttemptDelay(retry, expiresAt, now);
+        assert.ok(d >= 1 && d <= retry);
+        // the attempt after the wait is past the expiry, or a full retry period away
+        assert.ok(now + d > expiresAt || d === retry);
+      },
+    ),
+  );
+});
+
+Deno.test({
+  name:
+    "leader: with keepCampaigning, a leader cut off from the API server stops its handlers and leads again as soon as it is back",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const client = await adminClient(env);
+    const ns = await createNamespace(client, "fw-back");
+    const label = uniq("t");
+    const lease = uniq("lease");
+    const proxy = new TcpProxy(hostPort(env.server));
+    const handled: number[] = [];
+    const op = new Operator({
+      name: "fwtest-back",
+      kubeConfig: env.kubeConfig(),
+      server: `https://127.0.0.1:${proxy.port}`,
+      watchNamespace: ns,
+      labelSelector: `t=${label}`,
+      healthAddress: false,
+      handleSignals: false,
+      exitOnLeaderLoss: false,
+      processMetrics: false,
+      watchInactivityMs: 1000,
+      logger: createLogger({ level: "silent" }),
+      leaderElection: {
+        leaseName: lease,
+        leaseNamespace: ns,
+        identity: "a",
+        leaseDurationMs: 3000,
+        renewDeadlineMs: 2000,
+        retryPeriodMs: 400,
+        keepCampaigning: true,
+      },
+    });
+    // handlers that need no API call: they go on while leading, cut off or not
+    op.reconcile(ConfigMaps, ({ object }) => {
+      if (object === undefined) return;
+      handled.push(Date.now());
+      return { requeueAfterMs: 20 };
+    });
+    try {
+      await client.create(
+        ConfigMaps,
+        {
+          metadata: { name: "tick", namespace: ns, labels: { t: label } },
+        } as KubeObject,
+      );
+      await op.start();
+      await waitFor("a leads and reconciles", () => handled.length > 0);
+      proxy.cut();
+      const cutAt = Date.now();
+      await waitFor("a to stop leading", () => !op.isLeader, 5_000, 10);
+      const stoppedAt = Date.now();
+      await new Promise((r) => setTimeout(r, 3_000));
+      const during = handled.filter((t) => t > stoppedAt + 100).length;
+      proxy.restore();
+      const backAt = Date.now();
+      await waitFor("a leads again", () => op.isLeader, 10_000, 10);
+      const ledAgain = Date.now() - backAt;
+      const n = handled.length;
+      await waitFor("a reconciles again", () => handled.length > n, 5_000, 10);
+      assert.equal(during, 0, "a handler ran while not leading");
+      assert.ok(
+        stoppedAt - cutAt <= 2000 + 400 + 1000,
+        `stopped ${stoppedAt - cutAt} ms after the cut`,
+      );
+      assert.ok(ledAgain <= 400 + 1000, `led again after ${ledAgain} ms`);
+      const race = await Promise.race([
+        op.done,
+        new Promise((r) => setTimeout(() => r("running"), 10)),
+      ]);
+      assert.equal(race, "running", "the operator did not shut down");
+      await op.stop();
+      assert.equal(await op.done, "stopped");
+    } finally {
+      await proxy.close();
+      await deleteNamespace(client, ns);
+      client.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "leader: a candidate waiting for another's Lease keeps its retry period when the API server stops answering",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const admin = await adminClient(env);
+    const ns = await createNamespace(admin, "fw-wait");
+    const lease = uniq("lease");
+    const proxy = new TcpProxy(hostPort(env.server));
+    const client = await adminClient(env, `https://127.0.0.1:${proxy.port}`);
+    const lines: string[] = [];
+    let elector: LeaderElector | undefined;
+    try {
+      // held by someone else, for 1 s, never renewed
+      await admin.request(
+        "POST",
+        `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
+        {
+          body: {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name: lease, namespace: ns },
+            spec: { holderIdentity: "gone", leaseDurationSeconds: 1 },
+          },
+        },
+      );
+      elector = new LeaderElector({
+        client,
+        name: lease,
+        namespace: ns,
+        identity: "b",
+        timing: {
+          leaseDurationMs: 3000,
+          renewDeadlineMs: 2000,
+          retryPeriodMs: 400,
+        },
+        logger: createLogger({
+          level: "debug",
+          destination: { write: (l) => lines.push(l) },
+        }),
+        onStartedLeading: () => {},
+        onStoppedLeading: () => {},
+      });
+      const run = elector.run();
+      // one attempt sees the Lease held and sets its expiry, then the server
+      // goes away before that expiry
+      await new Promise((r) => setTimeout(r, 200));
+      proxy.cut();
+      await new Promise((r) => setTimeout(r, 2_500));
+      const failed = lines.filter((l) => l.includes("lease request failed"));
+      assert.equal(elector.isLeader, false);
+      // 2.5 s at one attempt per 400 ms; a spinning loop would log thousands
+      assert.ok(
+        failed.length >= 3 && failed.length <= 8,
+        `${failed.length} failed attempts in 2.5 s`,
+      );
+      await elector.release();
+      await run;
+    } finally {
+      await elector?.release();
+      await proxy.close();
+      client.close();
+      await deleteNamespace(admin, ns);
+      admin.close();
+    }
+  },
 });

@@ -20,6 +20,7 @@ export type ReconcileResult =
   | "requeue"
   | "temporary_error"
   | "permanent_error"
+  | "unavailable"
   | "error";
 
 /** Options of {@linkcode FrameworkMetrics}. */

@@ -34,6 +34,12 @@ import { type WebhookRoute, WebhookServer } from "./webhook_server.ts";
 export interface LeaderElectionOptions extends Partial<LeaderTiming> {
   /** Lease name (default: the operator name). */
   leaseName?: string;
+  /**
+   * On a lost Lease, stop the handlers and campaign again rather than shut
+   * down (default false): after an API-server outage the Lease still names
+   * this replica, which then leads again at once.
+   */
+  keepCampaigning?: boolean;
   /** Lease namespace (required). */
   leaseNamespace: string;
   /** This replica's identity (default: hostname + random suffix). */
@@ -104,6 +110,8 @@ export interface OperatorOptions {
   watchTimeoutSeconds?: number;
   /** Per-key retry backoff (default 5 ms .. 1000 s). */
   backoff?: BackoffOptions;
+  /** Retry backoff while a service is unavailable (default 200 ms .. 2 s). */
+  outageBackoff?: BackoffOptions;
   /** Clock for queue delays (tests). */
   clock?: Clock;
 }
@@ -123,6 +131,9 @@ class LazyCache<T extends KubeObject> implements CacheReader<T> {
   target: Informer<T> | undefined;
   get(key: string): T | undefined {
     return this.target?.get(key);
+  }
+  raw(key: string): KubeObject | undefined {
+    return this.target?.raw(key);
   }
   list(filter?: (obj: T) => boolean): T[] {
     return this.target?.list(filter) ?? [];
@@ -301,6 +312,7 @@ export class Operator {
       finalizer: this.finalizer,
       ...(this.#o.clock === undefined ? {} : { clock: this.#o.clock }),
       ...(this.#o.backoff === undefined ? {} : { backoff: this.#o.backoff }),
+      ...(this.#o.outageBackoff && { outageBackoff: this.#o.outageBackoff }),
     });
     this.#controllers.set(id, ctl as unknown as Controller<KubeObject>);
     return ctl;
@@ -669,6 +681,7 @@ export class Operator {
           : { retryPeriodMs: le.retryPeriodMs }),
       },
       logger: this.logger,
+      keepCampaigning: le.keepCampaigning === true,
       onStartedLeading: () => {
         this.metrics.leader.set(1);
         for (const c of this.#controllers.values()) c.start();
@@ -677,6 +690,7 @@ export class Operator {
         this.metrics.leader.set(0);
         // at once: no grace, abort the handlers' signal
         for (const c of this.#controllers.values()) void c.stop(0);
+        if (le.keepCampaigning) return;
         void this.#shutdown("leadership-lost").then(() => {
           if (o.exitOnLeaderLoss ?? true) Deno.exit(1);
         });

@@ -8,7 +8,13 @@
  */
 
 import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
-import { type BackoffOptions, KeyBackoff } from "./backoff.ts";
+import {
+  type BackoffOptions,
+  DEFAULT_OUTAGE_BASE_MS,
+  DEFAULT_OUTAGE_MAX_MS,
+  KeyBackoff,
+  outageRetryDelay,
+} from "./backoff.ts";
 
 /** Options of {@linkcode WorkQueue}. */
 export interface WorkQueueOptions {
@@ -16,6 +22,11 @@ export interface WorkQueueOptions {
   clock?: Clock;
   /** Per-key backoff bounds for {@linkcode WorkQueue.addRateLimited}. */
   backoff?: BackoffOptions;
+  /**
+   * Per-key backoff bounds for {@linkcode WorkQueue.addOutageLimited}
+   * (default 200 ms .. 2 s).
+   */
+  outageBackoff?: BackoffOptions;
 }
 
 /**
@@ -39,6 +50,7 @@ export interface WorkQueueOptions {
 export class WorkQueue {
   readonly #clock: Clock;
   readonly #backoff: KeyBackoff;
+  readonly #outage: KeyBackoff;
   readonly #queue: string[] = [];
   readonly #dirty = new Set<string>();
   readonly #processing = new Set<string>();
@@ -50,6 +62,11 @@ export class WorkQueue {
   constructor(options: WorkQueueOptions = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#backoff = new KeyBackoff(options.backoff ?? {});
+    this.#outage = new KeyBackoff({
+      baseMs: DEFAULT_OUTAGE_BASE_MS,
+      maxMs: DEFAULT_OUTAGE_MAX_MS,
+      ...options.outageBackoff,
+    });
   }
 
   /** Keys waiting to be processed (the queue depth). */
@@ -120,9 +137,21 @@ export class WorkQueue {
     return delay;
   }
 
-  /** Resets the backoff of `key` (after a success). */
+  /**
+   * Queues `key` after its next outage delay (a service was unavailable):
+   * the short capped backoff, or `pacingMs` (the handler's own last
+   * requeue delay) when that is longer. Returns the delay.
+   */
+  addOutageLimited(key: string, pacingMs?: number): number {
+    const delay = outageRetryDelay(this.#outage.next(key), pacingMs);
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  /** Resets both backoffs of `key` (after a success). */
   forget(key: string): void {
     this.#backoff.forget(key);
+    this.#outage.forget(key);
   }
 
   /** Failures of `key` since its last {@linkcode forget}. */

@@ -20,6 +20,8 @@ export interface UpdateStatusOptions<T> {
   subresource?: boolean;
   /** Called on each 409 before the re-read (for metrics and tests). */
   onConflict?: (attempt: number) => void;
+  /** Called with every object read from the server (the first GET, re-reads). */
+  onRead?: (fresh: T) => void;
 }
 
 /** An object with a status. */
@@ -48,7 +50,12 @@ export async function updateStatus<S extends object, T extends WithStatus<S>>(
   if (!Number.isInteger(attempts) || attempts < 1) {
     throw new RangeError(`attempts must be an integer >= 1, got ${attempts}`);
   }
-  let current: T = options.current ?? await client.get<T>(kind, key);
+  const read = async () => {
+    const fresh = await client.get<T>(kind, key);
+    options.onRead?.(fresh);
+    return fresh;
+  };
+  let current: T = options.current ?? await read();
   for (let attempt = 1;; attempt++) {
     const copy = structuredClone(current);
     const status = (copy.status ?? {}) as S;
@@ -67,7 +74,7 @@ export async function updateStatus<S extends object, T extends WithStatus<S>>(
         throw err;
       }
       options.onConflict?.(attempt);
-      current = await client.get<T>(kind, key);
+      current = await read();
     }
   }
 }

@@ -57,6 +57,17 @@ export interface Envtest {
   stop(): Promise<void>;
 }
 
+/** An API server this process started: it can take the API server down and up. */
+export interface OwnEnvtest extends Envtest {
+  /** Kills kube-apiserver with SIGKILL (etcd keeps running); resolves once it is gone. */
+  stopApiServer(): Promise<void>;
+  /**
+   * Starts kube-apiserver again with the same flags: same port, same etcd,
+   * same certificates; resolves once `/readyz` answers 200.
+   */
+  startApiServer(): Promise<void>;
+}
+
 /** What {@linkcode startEnvtest} can be told. */
 export interface EnvtestOptions {
   /** Install the CRDs from manifests/crds (default true). */
@@ -109,7 +120,7 @@ export async function envtestBinDir(): Promise<string> {
  */
 export async function startEnvtest(
   options: EnvtestOptions = {},
-): Promise<Envtest> {
+): Promise<OwnEnvtest> {
   const binDir = await envtestBinDir();
   const dir = await makeOwnedTempDir(
     Deno.env.get("TMPDIR") ?? "/tmp",
@@ -171,7 +182,7 @@ export async function startEnvtest(
 
     const port = freePort();
     const server = `https://127.0.0.1:${port}`;
-    processes.push(startProcess("kube-apiserver", `${binDir}/kube-apiserver`, [
+    const apiServerArgs = [
       `--etcd-servers=${etcdEndpoint}`,
       `--secure-port=${port}`,
       "--bind-address=127.0.0.1",
@@ -191,7 +202,15 @@ export async function startEnvtest(
       "--allow-privileged=true",
       "--v=1",
       ...(options.apiServerFlags ?? []),
-    ], `${dir}/kube-apiserver.log`));
+    ];
+    const startApiServer = () =>
+      startProcess(
+        "kube-apiserver",
+        `${binDir}/kube-apiserver`,
+        apiServerArgs,
+        `${dir}/kube-apiserver.log`,
+      );
+    processes.push(startApiServer());
 
     await Deno.writeTextFile(
       files.kubeconfig,
@@ -209,7 +228,26 @@ export async function startEnvtest(
     const env = await envtestFrom(descriptor, ca.certPem, ca.keyPem, cleanup);
     await waitReady(env, processes);
     if (options.installCrds ?? true) await installCrds(env);
-    return env;
+    // processes: [etcd, kube-apiserver]
+    return {
+      ...env,
+      async stopApiServer() {
+        await processes[1]?.kill();
+      },
+      async startApiServer() {
+        if (
+          await Promise.race([
+            processes[1]?.exited,
+            Promise.resolve(undefined),
+          ]) ===
+            undefined
+        ) {
+          throw new Error("kube-apiserver is running: stop it first");
+        }
+        processes[1] = startApiServer();
+        await waitReady(env, processes);
+      },
+    };
   } catch (error) {
     await cleanup();
     throw error;
