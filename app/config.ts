@@ -42,6 +42,8 @@ export interface Config {
   readonly labelSelector: string | undefined;
   readonly controllers: readonly ControllerName[];
   readonly metricsAddress: string | false;
+  /** /metrics for anyone, not only tokens the API server authorizes. */
+  readonly insecureMetrics: boolean;
   readonly webhook:
     | false
     | { readonly address: string; readonly certDir: string }
@@ -157,6 +159,12 @@ export const RUN_FLAGS = {
     env: "EVICTOR_METRICS_BIND_ADDRESS",
     default: ":8080",
     help: "/metrics, /healthz and /readyz; 0 turns them off",
+  },
+  "insecure-metrics": {
+    type: "boolean",
+    env: "EVICTOR_INSECURE_METRICS",
+    default: false,
+    help: "serve /metrics without authentication (local runs only)",
   },
   "webhook-bind-address": {
     type: "string",
@@ -404,6 +412,7 @@ export function loadConfig(
     labelSelector: str("label-selector"),
     controllers: controllers as ControllerName[],
     metricsAddress: address("metrics-bind-address"),
+    insecureMetrics: bool("insecure-metrics"),
     webhook: webhookAddress === false
       ? false
       : bool("webhook-self-signed")

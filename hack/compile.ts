@@ -2,7 +2,12 @@
  * `deno task compile [--output DIR] [--target TRIPLE]`: compiles `evictor`
  * (main.ts, the operator) and `kubectl-evictor` (the kubectl plugin), each
  * with its permissions from app/permissions.ts. Deno fetches its `denort`
- * runtime for that, or takes the file that `DENORT_BIN` names.
+ * runtime for that, or takes the file that `DENORT_BIN` names. Only the npm
+ * packages an entry point imports are embedded (`--exclude-unused-npm`).
+ *
+ * At run time the binary writes one thing: its V8 code cache,
+ * `$TMPDIR/deno-compile-<name>.cache` (manifests/manager/deployment.yaml
+ * mounts an emptyDir at /tmp for it).
  *
  * @module
  */
@@ -31,6 +36,9 @@ for (const build of builds) {
   const args = [
     "compile",
     "--frozen",
+    // Without it `deno compile` embeds every npm package of deno.lock
+    // (fast-check and the benches' too), not only those main.ts reaches.
+    "--exclude-unused-npm",
     ...build.permissions,
     "--output",
     `${values.output}/${build.name}`,
