@@ -24,6 +24,7 @@ import type { CacheReader } from "../framework/informer.ts";
 import { defineKind, type KubeObject } from "../framework/kind.ts";
 import { silentLogger } from "../framework/logger.ts";
 import { FrameworkMetrics } from "../framework/metrics.ts";
+import { V8_FLAGS } from "../app/permissions.ts";
 import { measureOperatorRss } from "./operator_rss.ts";
 
 const Items = defineKind<KubeObject>({
@@ -40,6 +41,10 @@ const { values } = parseArgs({
     hypervisors: { type: "string", default: "5000" },
     evictions: { type: "string", default: "100" },
     "resync-seconds": { type: "string", default: "120" },
+    // comma-separated, instead of the binary's (experiments)
+    "v8-flags": { type: "string" },
+    // report file names under bench/reports/ (experiments write elsewhere)
+    report: { type: "string", default: "framework" },
     keys: { type: "string", default: "50000" },
   },
 });
@@ -128,6 +133,9 @@ const rss = await measureOperatorRss({
   vmsPerDrain: 2,
   resyncSeconds,
   settleSeconds: 30,
+  ...(values["v8-flags"] === undefined ? {} : {
+    v8Flags: values["v8-flags"].split(",").filter((f) => f !== ""),
+  }),
 });
 
 const report = {
@@ -139,7 +147,13 @@ const report = {
   // come from (tests/deploy_manifest_test.ts checks them against these)
   peakRssMb: rss.peakRssMb,
   settledRssMb: rss.settledRssMb,
-  operator: { hypervisors, evictions, resyncSeconds, ...rss },
+  operator: {
+    hypervisors,
+    evictions,
+    resyncSeconds,
+    v8Flags: values["v8-flags"] ?? V8_FLAGS.join(","),
+    ...rss,
+  },
 };
 const md = `# Framework benchmark
 
@@ -180,10 +194,10 @@ transpiler loaded) should use somewhat less than \`deno run\`.
 console.log(md);
 await Deno.mkdir(new URL("./reports/", import.meta.url), { recursive: true });
 await Deno.writeTextFile(
-  new URL("./reports/framework.md", import.meta.url),
+  new URL(`./reports/${values.report}.md`, import.meta.url),
   md,
 );
 await Deno.writeTextFile(
-  new URL("./reports/framework.json", import.meta.url),
+  new URL(`./reports/${values.report}.json`, import.meta.url),
   JSON.stringify(report, null, 2) + "\n",
 );

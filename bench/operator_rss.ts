@@ -1,6 +1,7 @@
 /**
  * The resident memory of the whole operator in the shape it is deployed:
- * main.ts with exactly the compile task's permissions (app/permissions.ts),
+ * main.ts with exactly the compile task's permissions and V8 flags
+ * (app/permissions.ts),
  * every controller and the webhook on, against a real kube-apiserver and
  * the Nova simulator, with N Hypervisors and M Evictions, through the first
  * Hypervisor sync and one full resync. Used by bench/framework.ts.
@@ -9,7 +10,7 @@
  */
 
 import pLimit from "p-limit";
-import { PERMISSION_FLAGS } from "../app/permissions.ts";
+import { PERMISSION_FLAGS, V8_FLAGS } from "../app/permissions.ts";
 import { EvictionKind, HypervisorKind } from "../controllers/kinds.ts";
 import { KubeClient } from "../framework/client.ts";
 import type { Eviction, Hypervisor } from "../models/mod.ts";
@@ -33,6 +34,8 @@ export interface OperatorRssOptions {
   resyncSeconds: number;
   /** How long RSS is watched once the resync is over, seconds. */
   settleSeconds: number;
+  /** V8 flags of the operator process (default: the binary's, V8_FLAGS). */
+  v8Flags?: readonly string[];
 }
 
 /** RSS samples of the run and where its phases ended. */
@@ -55,6 +58,8 @@ export interface OperatorRss {
   hypervisorsSynced: number;
   /** Seconds to create the objects (not part of the measure). */
   setupS: number;
+  /** Every 10 s: seconds from start, RSS in MB, Nova hypervisor reads so far. */
+  timeline: [number, number, number][];
 }
 
 const mb = (kb: number) => Math.round(kb / 1024 * 10) / 10;
@@ -152,6 +157,7 @@ export async function measureOperatorRss(
         "run",
         "--frozen",
         ...PERMISSION_FLAGS,
+        `--v8-flags=${(o.v8Flags ?? V8_FLAGS).join(",")}`,
         new URL("../main.ts", import.meta.url).pathname,
         "run",
         `--kubeconfig=${dir}/kubeconfig`,
@@ -178,19 +184,25 @@ export async function measureOperatorRss(
     const pid = child.pid;
     let ended = false;
     child.status.then(() => ended = true);
-    const sampler = (async () => {
-      while (!ended) {
-        const kb = await rssKb(pid);
-        if (kb !== undefined) sampled.push({ t: at(), kb });
-        await sleep(250);
-      }
-    })();
-
     // The sync's Nova read per Hypervisor marks its progress.
     const detailCalls = () =>
       Object.entries(sim.counters().calls)
         .filter(([k]) => k.includes("os-hypervisors/detail"))
         .reduce((n, [, v]) => n + v, 0);
+    const timeline: [number, number, number][] = [];
+    const sampler = (async () => {
+      while (!ended) {
+        const kb = await rssKb(pid);
+        if (kb !== undefined) {
+          const t = at();
+          sampled.push({ t, kb });
+          if (t >= timeline.length * 10) {
+            timeline.push([Math.round(t), mb(kb), detailCalls()]);
+          }
+        }
+        await sleep(250);
+      }
+    })();
     const waitCalls = async (n: number, what: string) => {
       const deadline = Date.now() + 30 * 60_000;
       while (detailCalls() < n) {
@@ -235,6 +247,7 @@ export async function measureOperatorRss(
         h.status?.hypervisorId !== undefined
       ).length,
       setupS: Math.round(setupS),
+      timeline,
     };
   } finally {
     if (child !== undefined) {

@@ -1,7 +1,8 @@
 /**
  * `deno task compile [--output DIR] [--target TRIPLE]`: compiles `evictor`
  * (main.ts, the operator) and `kubectl-evictor` (the kubectl plugin), each
- * with its permissions from app/permissions.ts. Deno fetches its `denort`
+ * with its permissions (and evictor with its V8 flags) from
+ * app/permissions.ts. Deno fetches its `denort`
  * runtime for that, or takes the file that `DENORT_BIN` names. Only the npm
  * packages an entry point imports are embedded (`--exclude-unused-npm`).
  *
@@ -15,6 +16,7 @@ import { parseArgs } from "node:util";
 import {
   PERMISSION_FLAGS,
   PLUGIN_PERMISSION_FLAGS,
+  V8_FLAGS,
 } from "../app/permissions.ts";
 
 const { values } = parseArgs({
@@ -25,11 +27,17 @@ const { values } = parseArgs({
   },
 });
 const builds = [
-  { name: "evictor", entry: "../main.ts", permissions: PERMISSION_FLAGS },
+  {
+    name: "evictor",
+    entry: "../main.ts",
+    permissions: PERMISSION_FLAGS,
+    v8Flags: V8_FLAGS,
+  },
   {
     name: "kubectl-evictor",
     entry: "../cli/kubectl_evictor.ts",
     permissions: PLUGIN_PERMISSION_FLAGS,
+    v8Flags: [],
   },
 ];
 for (const build of builds) {
@@ -40,6 +48,9 @@ for (const build of builds) {
     // (fast-check and the benches' too), not only those main.ts reaches.
     "--exclude-unused-npm",
     ...build.permissions,
+    ...(build.v8Flags.length > 0
+      ? [`--v8-flags=${build.v8Flags.join(",")}`]
+      : []),
     "--output",
     `${values.output}/${build.name}`,
     ...(values.target ? ["--target", values.target] : []),
