@@ -64,9 +64,10 @@ export const PERMISSION_FLAGS: readonly string[] = Object.freeze([
 /**
  * V8 flags the compile task bakes into `evictor` (and bench:framework runs
  * main.ts with): young-generation semi-spaces of at most 2 MB instead of
- * V8's 16 MB. Measured with 5,000 Hypervisors and 100 Evictions
- * (bench/reports/framework.json): the peak RSS falls by about 100 MB and
- * stays near the settled figure, for more frequent, shorter scavenges.
+ * V8's 16 MB. With 5,000 Hypervisors and 100 Evictions (bench:framework;
+ * `--v8-flags=` runs it without) the peak RSS was 297-310 MB without and
+ * 177-212 MB with, settled 203-217 MB and 149-167 MB: shorter, more
+ * frequent scavenges keep the peak near the settled figure.
  *
  * @example
  * ```ts

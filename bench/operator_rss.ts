@@ -157,7 +157,9 @@ export async function measureOperatorRss(
         "run",
         "--frozen",
         ...PERMISSION_FLAGS,
-        `--v8-flags=${(o.v8Flags ?? V8_FLAGS).join(",")}`,
+        ...((o.v8Flags ?? V8_FLAGS).length > 0
+          ? [`--v8-flags=${(o.v8Flags ?? V8_FLAGS).join(",")}`]
+          : []),
         new URL("../main.ts", import.meta.url).pathname,
         "run",
         `--kubeconfig=${dir}/kubeconfig`,
