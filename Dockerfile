@@ -7,7 +7,8 @@ COPY . .
 RUN deno task compile --output /out
 
 # Run: distroless cc (glibc, libgcc; no shell), non-root, read-only root FS
-# (set readOnlyRootFilesystem in the pod, as manifests/manager does).
+# (set readOnlyRootFilesystem in the pod, as manifests/manager does, with an
+# emptyDir at /tmp: the binary keeps its V8 code cache in $TMPDIR).
 FROM gcr.io/distroless/cc-debian12:nonroot
 LABEL org.opencontainers.image.title="evictor" \
       org.opencontainers.image.description="Drains OpenStack hypervisors from Kubernetes: parallel, trait-aware live migration with a validating webhook" \

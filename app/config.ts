@@ -42,6 +42,8 @@ export interface Config {
   readonly labelSelector: string | undefined;
   readonly controllers: readonly ControllerName[];
   readonly metricsAddress: string | false;
+  /** /metrics for anyone, not only tokens the API server authorizes. */
+  readonly insecureMetrics: boolean;
   readonly webhook:
     | false
     | { readonly address: string; readonly certDir: string }
@@ -158,6 +160,12 @@ export const RUN_FLAGS = {
     default: ":8080",
     help: "/metrics, /healthz and /readyz; 0 turns them off",
   },
+  "insecure-metrics": {
+    type: "boolean",
+    env: "EVICTOR_INSECURE_METRICS",
+    default: false,
+    help: "serve /metrics without authentication (local runs only)",
+  },
   "webhook-bind-address": {
     type: "string",
     env: "EVICTOR_WEBHOOK_BIND_ADDRESS",
@@ -261,6 +269,7 @@ export function loadConfig(
     labelSelector: flags.str("label-selector"),
     controllers,
     metricsAddress: flags.address("metrics-bind-address"),
+    insecureMetrics: flags.bool("insecure-metrics"),
     webhook,
     limits: limits.settings,
     limitWarnings: limits.warnings,

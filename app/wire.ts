@@ -61,6 +61,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
         : { identity: config.leaderElection.identity }),
     },
     healthAddress: config.metricsAddress,
+    secureMetrics: !config.insecureMetrics,
     webhook: webhook === false ? false : "selfSigned" in webhook
       ? {
         address: webhook.address,

@@ -17,7 +17,7 @@ import {
   sharedEnvtest,
   uniq,
   waitFor,
-} from "./_test_util.ts";
+} from "../tests/harness/framework_util.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
 import { apiRequests, requestsBetween } from "../tests/harness/api_requests.ts";
 

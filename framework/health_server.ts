@@ -1,12 +1,15 @@
 /**
  * The plain-HTTP endpoints every replica serves: `/healthz` (liveness and
  * registered probes), `/readyz` (caches synced), `/metrics` (Prometheus).
+ * The probes are open (the kubelet calls them); `/metrics` answers only
+ * scrapes that `authorizeMetrics` allows when one is given.
  *
  * @module
  */
 
 import type { Registry } from "prom-client";
 import { parseAddress } from "./address.ts";
+import type { MetricsAuthorizer } from "./metrics_auth.ts";
 
 /** A named check; false or a throw means unhealthy. */
 export type Check = () => boolean | Promise<boolean>;
@@ -21,6 +24,8 @@ export interface HealthServerOptions {
   readiness: Map<string, Check>;
   /** Metrics registry (`/metrics`). */
   registry: Registry;
+  /** Who may scrape `/metrics` (default: anyone). */
+  authorizeMetrics?: MetricsAuthorizer;
 }
 
 async function runChecks(
@@ -76,6 +81,21 @@ export class HealthServer {
       async (req) => {
         const path = new URL(req.url).pathname;
         if (path === "/metrics") {
+          const authorize = this.#o.authorizeMetrics;
+          const verdict = authorize === undefined
+            ? undefined
+            : await authorize(req.headers.get("authorization"));
+          if (verdict !== undefined && !verdict.allowed) {
+            return new Response(`${verdict.reason}\n`, {
+              status: verdict.status,
+              headers: {
+                "content-type": "text/plain",
+                ...(verdict.status === 401
+                  ? { "www-authenticate": 'Bearer realm="metrics"' }
+                  : {}),
+              },
+            });
+          }
           return new Response(await this.#o.registry.metrics(), {
             headers: { "content-type": this.#o.registry.contentType },
           });

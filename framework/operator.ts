@@ -22,6 +22,7 @@ import type {
   TimerHandler,
 } from "./handler.ts";
 import { type Check, HealthServer } from "./health_server.ts";
+import { apiServerMetricsAuthorizer } from "./metrics_auth.ts";
 import { type CacheReader, Informer } from "./informer.ts";
 import { type Kind, kindId, type KubeObject } from "./kind.ts";
 import { LeaderElector, type LeaderTiming } from "./leader.ts";
@@ -86,6 +87,8 @@ export interface OperatorOptions {
   leaderElection?: LeaderElectionOptions | false;
   /** `/healthz`, `/readyz`, `/metrics` address (default `:8080`); false: off. */
   healthAddress?: string | false;
+  /** `/metrics` only for tokens the API server authorizes (default false). */
+  secureMetrics?: boolean;
   /** Admission webhook server; false or absent: off. */
   webhook?: WebhookOptions | false;
   /** How long running handlers may finish on shutdown (default 30 s). */
@@ -563,6 +566,9 @@ export class Operator {
       liveness: new Map([["ping", () => true], ...this.#probes]),
       readiness,
       registry: this.metrics.registry,
+      ...(o.secureMetrics === true
+        ? { authorizeMetrics: apiServerMetricsAuthorizer(this.client) }
+        : {}),
     });
     try {
       await this.#health.start();

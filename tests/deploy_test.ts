@@ -5,6 +5,7 @@
  * compiled binary's permissions, and what it must not do is refused.
  */
 import assert from "node:assert/strict";
+import { parse } from "yaml";
 import { PERMISSION_FLAGS } from "../app/permissions.ts";
 import { type Envtest, startEnvtest } from "./harness/envtest.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
@@ -67,6 +68,51 @@ async function waitUntil<T>(
   }
 }
 
+/**
+ * The operator's /metrics (secured by default) refuses a scrape without a
+ * token and one whose ServiceAccount is not bound to evictor-metrics-reader,
+ * and answers one that is; the probes stay open.
+ */
+async function metricsNeedAnAuthorizedToken(e: Envtest, port: number) {
+  const base = `http://127.0.0.1:${port}`;
+  const get = async (path: string, token?: string) => {
+    const res = await fetch(`${base}${path}`, {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  const kubectl = async (args: string[]) => {
+    const out = await e.kubectl(args);
+    assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
+    return out.stdout.trim();
+  };
+  for (const sa of ["scraper", "stranger"]) {
+    await kubectl(["-n", "evictor-system", "create", "serviceaccount", sa]);
+  }
+  await kubectl([
+    "create",
+    "clusterrolebinding",
+    "evictor-metrics-scraper",
+    "--clusterrole=evictor-metrics-reader",
+    "--serviceaccount=evictor-system:scraper",
+  ]);
+  const token = (sa: string) =>
+    kubectl(["-n", "evictor-system", "create", "token", sa]);
+
+  const anonymous = await get("/metrics");
+  assert.equal(anonymous.status, 401, anonymous.text);
+  assert.doesNotMatch(anonymous.text, /evictor_/);
+  assert.equal((await get("/metrics", "not-a-token")).status, 401);
+  const stranger = await get("/metrics", await token("stranger"));
+  assert.equal(stranger.status, 403, stranger.text);
+  assert.doesNotMatch(stranger.text, /evictor_/);
+  const scraper = await get("/metrics", await token("scraper"));
+  assert.equal(scraper.status, 200, scraper.text);
+  assert.match(scraper.text, /^evictor_/m);
+  assert.equal((await get("/healthz")).status, 200);
+  assert.equal((await get("/readyz")).status, 200);
+}
+
 Deno.test("kubectl apply --dry-run=server -k manifests/ succeeds", async () => {
   const e = await env();
   const out = await e.kubectl([
@@ -109,6 +155,8 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
       ["list", "secrets"],
       ["create", "validatingwebhookconfigurations"],
       ["delete", "customresourcedefinitions"],
+      ["create", "events"],
+      ["delete", "leases"],
     ]
   ) {
     const can = await e.kubectl([
@@ -242,6 +290,37 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
     ]);
     assert.equal(lease.stdout, "evictor-test-0");
 
+    // Events about the cluster-scoped Eviction are in default, the one
+    // namespace evictor may write Events to.
+    const events = JSON.parse(
+      await admin([
+        "get",
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
+        "involvedObject.kind=Eviction,involvedObject.name=rbac-a",
+        "-o",
+        "json",
+      ]),
+    ) as { items: unknown[] };
+    assert.ok(events.items.length > 0, await operatorLogTail(op));
+    for (
+      const [ns, want] of [
+        ["default", "yes"],
+        ["evictor-system", "no"],
+        ["kube-system", "no"],
+      ]
+    ) {
+      const can = await e.kubectl(
+        ["auth", "can-i", "create", "events", "-n", ns ?? ""],
+        { kubeconfig: saKubeconfig },
+      );
+      assert.equal(can.stdout.trim(), want, `create events in ${ns}`);
+    }
+
+    await metricsNeedAnAuthorizedToken(e, metricsPort);
+
     // Deleting the Eviction re-enables the compute service.
     await admin(["delete", "eviction", "rbac-a", "--wait=false"]);
     await waitUntil("the service to be re-enabled", () =>
@@ -254,6 +333,115 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
     await op.stop();
     await Deno.remove(op.dir, { recursive: true }).catch(() => {});
     await sim.close();
+  }
+});
+
+Deno.test("kubectl apply --server-side -k manifests/ leaves an existing OpenStack Secret as it was", async () => {
+  const e = await env();
+  const made = await e.kubectl([
+    "-n",
+    "evictor-system",
+    "create",
+    "secret",
+    "generic",
+    "evictor-openstack",
+    "--from-literal=clouds.yaml=clouds: {evictor: {auth: {application_credential_secret: real}}}",
+  ]);
+  assert.equal(made.code, 0, made.stderr);
+  const read = async () => {
+    const out = await e.kubectl([
+      "-n",
+      "evictor-system",
+      "get",
+      "secret",
+      "evictor-openstack",
+      "-o",
+      "json",
+    ]);
+    assert.equal(out.code, 0, out.stderr);
+    return JSON.parse(out.stdout) as {
+      data: Record<string, string>;
+      metadata: { resourceVersion: string; managedFields: unknown[] };
+    };
+  };
+  const before = await read();
+  try {
+    const applied = await e.kubectl([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      "-k",
+      new URL("manifests", ROOT).pathname,
+    ]);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.doesNotMatch(applied.stdout, /secret\//);
+    const after = await read();
+    assert.deepEqual(after.data, before.data);
+    assert.equal(
+      after.metadata.resourceVersion,
+      before.metadata.resourceVersion,
+    );
+    assert.deepEqual(
+      after.metadata.managedFields,
+      before.metadata.managedFields,
+    );
+  } finally {
+    // no webhook runs here: the configuration would refuse every Eviction
+    await e.kubectl([
+      "delete",
+      "validatingwebhookconfiguration",
+      "evictor",
+      "--ignore-not-found",
+    ]);
+  }
+  const rendered = await e.kubectl([
+    "kustomize",
+    new URL("manifests", ROOT).pathname,
+  ]);
+  assert.equal(rendered.code, 0, rendered.stderr);
+  assert.doesNotMatch(rendered.stdout, /^kind: Secret$/m);
+  assert.doesNotMatch(rendered.stdout, /REPLACE_ME/);
+});
+
+Deno.test("manifests/credentials/ makes the Secret from the local clouds.yaml, and refuses without one", async () => {
+  const e = await env();
+  const dir = await Deno.makeTempDir({ prefix: "evictor-credentials-" });
+  try {
+    const src = new URL("manifests/credentials/", ROOT);
+    await Deno.copyFile(
+      new URL("kustomization.yaml", src),
+      `${dir}/kustomization.yaml`,
+    );
+    const missing = await e.kubectl(["kustomize", dir]);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /clouds\.yaml/);
+
+    const clouds = await Deno.readTextFile(
+      new URL("clouds.yaml.example", src),
+    );
+    await Deno.writeTextFile(`${dir}/clouds.yaml`, clouds);
+    const out = await e.kubectl(["kustomize", dir]);
+    assert.equal(out.code, 0, out.stderr);
+    const secret = parse(out.stdout) as {
+      kind: string;
+      metadata: { name: string; namespace: string };
+      data: Record<string, string>;
+    };
+    assert.equal(secret.kind, "Secret");
+    // the name the Deployment mounts, without a hash suffix
+    assert.equal(secret.metadata.name, "evictor-openstack");
+    assert.equal(secret.metadata.namespace, "evictor-system");
+    const deployment = await Deno.readTextFile(
+      new URL("manifests/manager/deployment.yaml", ROOT),
+    );
+    assert.match(deployment, /secretName: evictor-openstack$/m);
+    const bytes = Uint8Array.from(
+      atob(secret.data["clouds.yaml"] ?? ""),
+      (c) => c.charCodeAt(0),
+    );
+    assert.equal(new TextDecoder().decode(bytes), clouds);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 
