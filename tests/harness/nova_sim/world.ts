@@ -559,15 +559,21 @@ export class World {
       : COLD_IN_PROGRESS.includes(m.status);
   }
 
-  /** RAM and vCPUs used on every host, counting scheduler claims. */
-  usageByHost(): Map<string, { ramMb: number; vcpus: number }> {
-    const out = new Map<string, { ramMb: number; vcpus: number }>();
-    for (const h of this.hosts.keys()) out.set(h, { ramMb: 0, vcpus: 0 });
+  /** RAM, vCPUs and disk used on every host, counting scheduler claims. */
+  usageByHost(): Map<string, { ramMb: number; vcpus: number; diskGb: number }> {
+    const out = new Map<
+      string,
+      { ramMb: number; vcpus: number; diskGb: number }
+    >();
+    for (const h of this.hosts.keys()) {
+      out.set(h, { ramMb: 0, vcpus: 0, diskGb: 0 });
+    }
     const add = (host: string | null, s: SimServer) => {
       const u = host === null ? undefined : out.get(host);
       if (u === undefined) return;
       u.ramMb += s.flavor.ramMb;
       u.vcpus += s.flavor.vcpus;
+      u.diskGb += s.flavor.disk;
     };
     for (const s of this.servers.values()) {
       if (!s.deleted) add(s.host, s);
@@ -582,8 +588,8 @@ export class World {
   }
 
   /** RAM and vCPUs used on a host, counting scheduler claims. */
-  usage(host: string): { ramMb: number; vcpus: number } {
-    return this.usageByHost().get(host) ?? { ramMb: 0, vcpus: 0 };
+  usage(host: string): { ramMb: number; vcpus: number; diskGb: number } {
+    return this.usageByHost().get(host) ?? { ramMb: 0, vcpus: 0, diskGb: 0 };
   }
 
   /** The host the scheduler picks for a server, or undefined (NoValidHost). */
