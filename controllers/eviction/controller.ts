@@ -26,6 +26,7 @@ import {
 import { Prober } from "./probe.ts";
 import { Pacer } from "./requeue.ts";
 import { StatusMemo } from "./status_memo.ts";
+import type { CapacityPlacement } from "../../capacity/check.ts";
 
 /** What the eviction controller needs. */
 export interface EvictionControllerDeps {
@@ -48,6 +49,8 @@ export interface EvictionControllerDeps {
   slowPollMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
+  /** Placement, for the capacity check before a host is disabled (none without it). */
+  placement?: CapacityPlacement;
 }
 
 function positiveInt(value: number, what: string): void {
@@ -102,6 +105,7 @@ export function registerEvictionController(
     prober: new Prober(),
     metrics,
     actConcurrency,
+    ...(deps.placement === undefined ? {} : { placement: deps.placement }),
   };
 
   // The policy is cluster-wide: never partitioned by the label selector.

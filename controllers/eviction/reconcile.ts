@@ -48,6 +48,8 @@ import type { Prober } from "./probe.ts";
 import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
 import type { StatusMemo } from "./status_memo.ts";
 import { statusEqual } from "./status_equal.ts";
+import { capacityGate, waveOf } from "../../capacity/gate.ts";
+import type { CapacityPlacement } from "../../capacity/check.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -87,6 +89,8 @@ export interface EvictionPassDeps {
   metrics: EvictionMetrics;
   /** Nova calls of one pass running at once (GETs, starts, confirms). */
   actConcurrency: number;
+  /** Placement for the capacity check; without it there is none. */
+  placement?: CapacityPlacement;
 }
 
 /** The planner options of a pass: defaults, the deps' overrides, the policy's. */
@@ -203,6 +207,56 @@ export async function reconcileEviction(
   let status = initial;
 
   if (status.hypervisorServiceId === undefined) {
+    // Capacity phase (issue 14): before the compute service is disabled,
+    // and again at the slow interval while capacityCheck Hold waits.
+    if (deps.placement !== undefined) {
+      const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
+      const gate = await capacityGate(deps.nova, deps.placement, {
+        host,
+        wave: waveOf(
+          host,
+          ctx.cache(EvictionKind).list(),
+          (name) => ctx.cache(HypervisorKind).get(name),
+        ),
+        mode: spec?.capacityCheck,
+        limit: resolveLimit(
+          effectiveSettings(spec, deps.flagSettings),
+          hypervisor?.status?.traits,
+          ev.spec.maxConcurrentMigrations,
+        ).limit,
+        signal,
+      });
+      const before = status.conditions?.find((c) =>
+        c.type === gate.condition.type
+      );
+      status = {
+        ...status,
+        conditions: setCondition(
+          status.conditions ?? [],
+          gate.condition,
+          new Date(deps.clock.now()),
+          generation,
+        ),
+        ...(gate.predictedMakespanSeconds === undefined
+          ? {}
+          : { predictedMakespanSeconds: gate.predictedMakespanSeconds }),
+      };
+      if (
+        gate.condition.status !== "True" &&
+        before?.message !== gate.condition.message
+      ) {
+        events.push({
+          type: "Warning",
+          reason: gate.hold ? "CapacityHold" : "CapacityInsufficient",
+          message: gate.condition.message,
+        });
+      }
+      if (gate.hold) {
+        await writeStatus(ctx, deps, ev, status);
+        await flush();
+        return { requeueAfterMs: deps.slowPollMs };
+      }
+    }
     const out = await preflight(deps.nova, {
       host,
       reason: ev.spec.reason,

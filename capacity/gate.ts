@@ -1,0 +1,157 @@
+/**
+ * The capacity phase of a drain, before the compute service is disabled:
+ * check the wave's VMs against Placement, say so in a `CapacityChecked`
+ * condition, predict the drain's makespan, and tell the pass whether to
+ * hold (policy `capacityCheck: Hold` and not everything fits).
+ *
+ * Independent of the pass's internals: the pass passes the wave, the mode
+ * and the limit, and applies the condition it gets back.
+ *
+ * @module
+ */
+
+import type { Eviction, Hypervisor } from "../models/mod.ts";
+import {
+  type CapacityNova,
+  type CapacityPlacement,
+  checkCapacity,
+  type DrainedHost,
+} from "./check.ts";
+import { DEFAULT_RATE, predictMakespan } from "./makespan.ts";
+import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
+
+/** What a drain does when not everything fits. */
+export type CapacityMode = "Warn" | "Hold";
+
+/** Input of {@linkcode capacityGate}. */
+export interface CapacityGateInput {
+  /** The host of this drain. */
+  host: string;
+  /** Every host of the wave, this one included. */
+  wave: readonly DrainedHost[];
+  /** The policy's capacityCheck (absent: Warn). */
+  mode: CapacityMode | undefined;
+  /** The migration limit in force for this host. */
+  limit: number;
+  /** Copy rate for the prediction (default {@linkcode DEFAULT_RATE}). */
+  rate?: { mbPerSecond: number; overheadSeconds: number };
+  /** Cancels the calls. */
+  signal?: AbortSignal;
+}
+
+/** The condition the pass sets, and what it does next. */
+export interface CapacityGateResult {
+  /** The `CapacityChecked` condition. */
+  condition: {
+    type: typeof CONDITION_CAPACITY_CHECKED;
+    status: "True" | "False" | "Unknown";
+    reason: "Fits" | "NoTarget" | "CheckFailed";
+    message: string;
+  };
+  /** Do not disable the host or start migrations yet. */
+  hold: boolean;
+  /** Predicted makespan of this host's drain, whole seconds (when checked). */
+  predictedMakespanSeconds?: number;
+}
+
+/**
+ * The hosts of a wave: every unfinished Eviction that is not being deleted
+ * drains its host together with this one, so their VMs are placed in one
+ * assignment and their providers are no target. Provider UUIDs come from
+ * the Hypervisors' status.hypervisorId when known.
+ *
+ * @example
+ * ```ts
+ * import { waveOf } from "./gate.ts";
+ * const wave = waveOf("a", [{ metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" } }], () => undefined);
+ * console.log(wave.map((h) => h.name)); // [ "a", "b" ]
+ * ```
+ */
+export function waveOf(
+  host: string,
+  evictions: readonly Eviction[],
+  hypervisor: (name: string) => Hypervisor | undefined,
+): DrainedHost[] {
+  const names = new Set([host]);
+  for (const e of evictions) {
+    const deleting = (e.metadata?.deletionTimestamp ?? "") !== "";
+    if (e.status?.finishedAt === undefined && !deleting) {
+      names.add(e.spec.hypervisor);
+    }
+  }
+  return [...names].sort().map((name) => {
+    const uuid = hypervisor(name)?.status?.hypervisorId;
+    return uuid === undefined || uuid === ""
+      ? { name }
+      : { name, providerUuid: uuid };
+  });
+}
+
+/**
+ * Runs the capacity check for one drain. Never throws for a failed check:
+ * the condition becomes Unknown (and Hold holds, since nothing says the
+ * VMs fit).
+ *
+ * @example
+ * ```ts ignore
+ * const gate = await capacityGate(nova, placement, { host, wave, mode: "Hold", limit: 4 });
+ * if (gate.hold) return { requeueAfterMs: slowPollMs };
+ * ```
+ */
+export async function capacityGate(
+  nova: CapacityNova,
+  placement: CapacityPlacement,
+  input: CapacityGateInput,
+): Promise<CapacityGateResult> {
+  const hold = input.mode === "Hold";
+  let report;
+  try {
+    report = await checkCapacity(
+      nova,
+      placement,
+      input.wave,
+      input.signal === undefined ? {} : { signal: input.signal },
+    );
+  } catch (err) {
+    return {
+      condition: {
+        type: CONDITION_CAPACITY_CHECKED,
+        status: "Unknown",
+        reason: "CheckFailed",
+        message: `the capacity check failed: ${
+          err instanceof Error ? err.message : String(err)
+        }${hold ? "; capacityCheck is Hold, so the drain waits" : ""}`,
+      },
+      hold,
+    };
+  }
+  const verdict = capacityVerdict({
+    host: input.host,
+    vmsPerHost: new Map(
+      [...report.vmsByHost].map(([h, vms]) => [h, vms.length]),
+    ),
+    unplaced: report.assignment.unplaced,
+  });
+  const rate = input.rate ?? DEFAULT_RATE;
+  const predicted = predictMakespan({
+    ramMb: (report.vmsByHost.get(input.host) ?? []).map((v) =>
+      v.resources["MEMORY_MB"] ?? 0
+    ),
+    limit: Math.max(1, input.limit),
+    mbPerSecond: rate.mbPerSecond,
+    overheadSeconds: rate.overheadSeconds,
+  });
+  const holding = hold && verdict.status === "False";
+  return {
+    condition: {
+      type: CONDITION_CAPACITY_CHECKED,
+      status: verdict.status,
+      reason: verdict.reason,
+      message: holding
+        ? `${verdict.message}; capacityCheck is Hold: the compute service stays enabled and no migration starts until they fit`
+        : verdict.message,
+    },
+    hold: holding,
+    predictedMakespanSeconds: Math.ceil(predicted.predictedSeconds),
+  };
+}

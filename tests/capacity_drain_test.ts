@@ -1,0 +1,160 @@
+/**
+ * The capacity check in the drain, against a real API server and the Nova
+ * simulator's Placement: CapacityChecked True when the VMs fit, False
+ * naming a VM too large for any other host (Warn drains anyway), and with
+ * `capacityCheck: Hold` the compute service stays enabled and nothing
+ * migrates until capacity is added. The policy is a cluster singleton, so
+ * this file has its own API server.
+ */
+import assert from "node:assert/strict";
+import type { Eviction } from "../models/mod.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
+import { startEnvtest } from "./harness/envtest.ts";
+import {
+  type DrainEnv,
+  startDrainEnv,
+  waitFor,
+} from "./harness/eviction_env.ts";
+
+function condition(e: Eviction, type: string) {
+  return e.status?.conditions?.find((c) => c.type === type);
+}
+
+async function checked(env: DrainEnv, name: string) {
+  return await waitFor(`CapacityChecked on ${name}`, async () => {
+    const ev = await env.eviction(name);
+    return condition(ev, "CapacityChecked") === undefined ? undefined : ev;
+  });
+}
+
+Deno.test({
+  name: "eviction: the capacity check before a host is disabled",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const api = await startEnvtest();
+    let env: DrainEnv | undefined;
+    try {
+      env = await startDrainEnv({
+        env: api,
+        capacityCheck: true,
+        pollIntervalMs: 50,
+        scenario: {
+          seed: 3,
+          timeScale: 20,
+          hosts: [
+            { name: "fits", ramMb: 65536 },
+            { name: "toolarge", ramMb: 262144 },
+            { name: "held", ramMb: 262144 },
+            { name: "dst", ramMb: 65536 },
+          ],
+          servers: [
+            { name: "fits-a", host: "fits", ramMb: 8192 },
+            { name: "fits-b", host: "fits", ramMb: 4096 },
+            { name: "big", host: "toolarge", ramMb: 131072 },
+            { name: "ok", host: "toolarge", ramMb: 2048 },
+            { name: "held-big", host: "held", ramMb: 131072 },
+            { name: "held-small", host: "held", ramMb: 2048 },
+          ],
+        },
+      });
+      const e = env;
+      for (const h of ["fits", "toolarge", "held", "dst"]) {
+        await e.hypervisor(h);
+      }
+      const sim = e.sim;
+      const host = (name: string) =>
+        sim.state().hosts.find((h) => h.name === name);
+
+      await t.step(
+        "a host whose VMs fit gets CapacityChecked=True",
+        async () => {
+          await e.evict("fits", "fits");
+          const ev = await checked(e, "fits");
+          const c = condition(ev, "CapacityChecked");
+          assert.equal(c?.status, "True");
+          assert.match(c?.message ?? "", /^all 2 VMs fit on other hosts/);
+          assert.match(
+            c?.message ?? "",
+            /Placement's view, a necessary condition/,
+          );
+          assert.ok((ev.status?.predictedMakespanSeconds ?? 0) > 0);
+          await waitFor(
+            "fits drained",
+            async () => (await e.eviction("fits")).status?.finishedAt,
+            60_000,
+          );
+          await e.client.delete(
+            (await import("../controllers/kinds.ts")).EvictionKind,
+            "fits",
+          );
+        },
+      );
+
+      await t.step(
+        "one VM too large for any other host: False naming it; Warn drains anyway",
+        async () => {
+          await e.evict("toolarge", "toolarge");
+          const ev = await checked(e, "toolarge");
+          const c = condition(ev, "CapacityChecked");
+          assert.equal(c?.status, "False");
+          assert.equal(c?.reason, "NoTarget");
+          assert.match(
+            c?.message ?? "",
+            /^1 of \d+ VMs have no target: big \(/,
+          );
+          await waitFor(
+            "toolarge disabled",
+            () => host("toolarge")?.enabled === false ? true : undefined,
+          );
+        },
+      );
+
+      await t.step(
+        "Hold: the service stays enabled and nothing migrates until capacity is added",
+        async () => {
+          await e.policy({ maxConcurrentMigrations: 4, capacityCheck: "Hold" });
+          const migrationsBefore = sim.world.migrations.filter((m) =>
+            m.source === "held"
+          ).length;
+          assert.equal(migrationsBefore, 0);
+          await e.evict("held", "held");
+          const ev = await checked(e, "held");
+          assert.equal(condition(ev, "CapacityChecked")?.status, "False");
+          assert.match(
+            condition(ev, "CapacityChecked")?.message ?? "",
+            /held-big .*capacityCheck is Hold/,
+          );
+          // Several slow passes (10 x 50 ms each) later: still nothing.
+          await new Promise((r) => setTimeout(r, 2_000));
+          assert.equal(host("held")?.enabled, true);
+          assert.equal(
+            sim.world.migrations.filter((m) => m.source === "held").length,
+            0,
+          );
+          assert.equal(
+            (await e.eviction("held")).status?.hypervisorServiceId,
+            undefined,
+          );
+          // Capacity arrives: dst grows to take held-big.
+          const dst = sim.world.hosts.get("dst");
+          assert.ok(dst !== undefined);
+          dst.ramMb = 524288;
+          const done = await waitFor("held drained", async () => {
+            const x = await e.eviction("held");
+            return x.status?.finishedAt === undefined ? undefined : x;
+          }, 60_000);
+          assert.equal(condition(done, "CapacityChecked")?.status, "True");
+          assert.equal(host("held")?.enabled, false);
+          assert.deepEqual(
+            sim.world.listServers().filter((s) => s.host === "held"),
+            [],
+          );
+        },
+      );
+    } finally {
+      await env?.stop();
+      await api.stop();
+    }
+  },
+});
