@@ -84,10 +84,7 @@ Deno.test({
             async () => (await e.eviction("fits")).status?.finishedAt,
             60_000,
           );
-          await e.client.delete(
-            (await import("../controllers/kinds.ts")).EvictionKind,
-            "fits",
-          );
+          await e.client.delete(EvictionKind, "fits");
         },
       );
 
