@@ -17,7 +17,7 @@ import {
   checkCapacity,
   type DrainedHost,
 } from "./check.ts";
-import { DEFAULT_RATE, predictMakespan } from "./makespan.ts";
+import { calibratedRate, drainHistory, predictMakespan } from "./makespan.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -27,14 +27,14 @@ export type CapacityMode = "Warn" | "Hold";
 export interface CapacityGateInput {
   /** The host of this drain. */
   host: string;
-  /** Every host of the wave, this one included. */
-  wave: readonly DrainedHost[];
+  /** Every Eviction in the cache: the wave, and the history the rate is calibrated on. */
+  evictions: readonly Eviction[];
+  /** The Hypervisor of a host (for its provider UUID), if cached. */
+  hypervisor: (name: string) => Hypervisor | undefined;
   /** The policy's capacityCheck (absent: Warn). */
   mode: CapacityMode | undefined;
   /** The migration limit in force for this host. */
   limit: number;
-  /** Copy rate for the prediction (default {@linkcode DEFAULT_RATE}). */
-  rate?: { mbPerSecond: number; overheadSeconds: number };
   /** Cancels the calls. */
   signal?: AbortSignal;
 }
@@ -94,7 +94,9 @@ export function waveOf(
  *
  * @example
  * ```ts ignore
- * const gate = await capacityGate(nova, placement, { host, wave, mode: "Hold", limit: 4 });
+ * const gate = await capacityGate(nova, placement, {
+ *   host, evictions, hypervisor: (n) => hypervisors.get(n), mode: "Hold", limit: 4,
+ * });
  * if (gate.hold) return { requeueAfterMs: slowPollMs };
  * ```
  */
@@ -109,7 +111,7 @@ export async function capacityGate(
     report = await checkCapacity(
       nova,
       placement,
-      input.wave,
+      waveOf(input.host, input.evictions, input.hypervisor),
       input.signal === undefined ? {} : { signal: input.signal },
     );
   } catch (err) {
@@ -132,7 +134,8 @@ export async function capacityGate(
     ),
     unplaced: report.assignment.unplaced,
   });
-  const rate = input.rate ?? DEFAULT_RATE;
+  // The documented default rate, calibrated on finished drains.
+  const rate = calibratedRate(drainHistory(input.evictions));
   const predicted = predictMakespan({
     ramMb: (report.vmsByHost.get(input.host) ?? []).map((v) =>
       v.resources["MEMORY_MB"] ?? 0

@@ -83,38 +83,81 @@ export function predictMakespan(input: MakespanInput): Makespan {
   };
 }
 
-/** A completed migration: how much RAM it moved and how long it took. */
-export interface ObservedMigration {
-  /** Guest RAM, MB. */
-  ramMb: number;
-  /** Seconds from trigger to done. */
-  seconds: number;
+/** A finished drain: what was predicted and how long it took. */
+export interface DrainRecord {
+  /** status.predictedMakespanSeconds. */
+  predictedSeconds: number;
+  /** finishedAt - startedAt, seconds. */
+  actualSeconds: number;
 }
 
 /**
- * The copy rate observed over completed migrations (total RAM over total
- * time, after the fixed overhead), or the default when there are none.
+ * The copy rate calibrated on finished drains (Eviction history): the
+ * median of actual / predicted over drains that recorded a prediction
+ * scales the base rate (a factor of 2 halves the MB/s and doubles the
+ * overhead). The base rate when there is no history.
  *
  * @example
  * ```ts
- * import { observedRate } from "./makespan.ts";
- * console.log(observedRate([{ ramMb: 8000, seconds: 9 }], 1).mbPerSecond); // 1000
+ * import { calibratedRate } from "./makespan.ts";
+ * const r = calibratedRate([{ predictedSeconds: 100, actualSeconds: 200 }]);
+ * console.log(r.mbPerSecond, r.overheadSeconds, r.drains); // 500 10 1
  * ```
  */
-export function observedRate(
-  migrations: readonly ObservedMigration[],
-  overheadSeconds: number = DEFAULT_RATE.overheadSeconds,
-): { mbPerSecond: number; overheadSeconds: number; observed: number } {
-  let ram = 0;
-  let secs = 0;
-  let n = 0;
-  for (const m of migrations) {
-    const copy = m.seconds - overheadSeconds;
-    if (!(m.ramMb > 0) || !(copy > 0)) continue;
-    ram += m.ramMb;
-    secs += copy;
-    n++;
+export function calibratedRate(
+  history: readonly DrainRecord[],
+  base: { mbPerSecond: number; overheadSeconds: number } = DEFAULT_RATE,
+): { mbPerSecond: number; overheadSeconds: number; drains: number } {
+  const ratios = history
+    .filter((h) => h.predictedSeconds > 0 && h.actualSeconds > 0)
+    .map((h) => h.actualSeconds / h.predictedSeconds)
+    .sort((a, b) => a - b);
+  if (ratios.length === 0) return { ...base, drains: 0 };
+  const mid = Math.floor(ratios.length / 2);
+  const factor = ratios.length % 2 === 1
+    ? ratios[mid] ?? 1
+    : ((ratios[mid - 1] ?? 1) + (ratios[mid] ?? 1)) / 2;
+  return {
+    mbPerSecond: base.mbPerSecond / factor,
+    overheadSeconds: base.overheadSeconds * factor,
+    drains: ratios.length,
+  };
+}
+
+/**
+ * The drain records of finished Evictions that recorded a prediction.
+ *
+ * @example
+ * ```ts
+ * import { drainHistory } from "./makespan.ts";
+ * console.log(drainHistory([{ status: { startedAt: "2026-01-01T00:00:00Z",
+ *   finishedAt: "2026-01-01T00:01:00Z", predictedMakespanSeconds: 30 } }]));
+ * // [ { predictedSeconds: 30, actualSeconds: 60 } ]
+ * ```
+ */
+export function drainHistory(
+  evictions: readonly {
+    status?: {
+      startedAt?: string | undefined;
+      finishedAt?: string | undefined;
+      predictedMakespanSeconds?: number | undefined;
+    } | undefined;
+  }[],
+): DrainRecord[] {
+  const out: DrainRecord[] = [];
+  for (const e of evictions) {
+    const s = e.status;
+    const started = Date.parse(s?.startedAt ?? "");
+    const finished = Date.parse(s?.finishedAt ?? "");
+    const predicted = s?.predictedMakespanSeconds;
+    if (
+      predicted === undefined || Number.isNaN(started) ||
+      Number.isNaN(finished) || finished <= started
+    ) continue;
+    out.push({
+      predictedSeconds: predicted,
+      actualSeconds: (finished - started) / 1000,
+    });
   }
-  if (n === 0) return { ...DEFAULT_RATE, observed: 0 };
-  return { mbPerSecond: ram / secs, overheadSeconds, observed: n };
+  return out;
 }

@@ -1,6 +1,11 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
-import { DEFAULT_RATE, observedRate, predictMakespan } from "./makespan.ts";
+import {
+  calibratedRate,
+  DEFAULT_RATE,
+  drainHistory,
+  predictMakespan,
+} from "./makespan.ts";
 
 Deno.test("predictMakespan: table", () => {
   const cases: [number[], number, number, number][] = [
@@ -79,12 +84,46 @@ Deno.test("property: a higher limit never predicts a longer drain", () => {
   ));
 });
 
-Deno.test("observedRate: default without observations, else RAM over copy time", () => {
-  assert.deepEqual(observedRate([]), { ...DEFAULT_RATE, observed: 0 });
-  const r = observedRate([{ ramMb: 4000, seconds: 3 }, {
-    ramMb: 2000,
-    seconds: 4,
-  }], 1);
-  assert.equal(r.mbPerSecond, 6000 / 5);
-  assert.equal(r.observed, 2);
+Deno.test("calibratedRate: median of actual / predicted scales the rate", () => {
+  assert.deepEqual(calibratedRate([]), { ...DEFAULT_RATE, drains: 0 });
+  const r = calibratedRate([
+    { predictedSeconds: 100, actualSeconds: 100 },
+    { predictedSeconds: 100, actualSeconds: 300 },
+    { predictedSeconds: 100, actualSeconds: 200 },
+    { predictedSeconds: 0, actualSeconds: 50 },
+  ]);
+  assert.equal(r.drains, 3);
+  assert.equal(r.mbPerSecond, DEFAULT_RATE.mbPerSecond / 2);
+  assert.equal(r.overheadSeconds, DEFAULT_RATE.overheadSeconds * 2);
+});
+
+Deno.test("property: calibrating on exact predictions keeps the rate", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 1, max: 10_000 }), { minLength: 1 }),
+    (secs) => {
+      const r = calibratedRate(
+        secs.map((s) => ({ predictedSeconds: s, actualSeconds: s })),
+      );
+      assert.equal(r.mbPerSecond, DEFAULT_RATE.mbPerSecond);
+    },
+  ));
+});
+
+Deno.test("drainHistory: only finished drains with a prediction", () => {
+  const t0 = "2026-01-01T00:00:00Z";
+  assert.deepEqual(
+    drainHistory([
+      {
+        status: {
+          startedAt: t0,
+          finishedAt: "2026-01-01T00:02:00Z",
+          predictedMakespanSeconds: 60,
+        },
+      },
+      { status: { startedAt: t0, predictedMakespanSeconds: 60 } },
+      { status: { startedAt: t0, finishedAt: "2026-01-01T00:02:00Z" } },
+      {},
+    ]),
+    [{ predictedSeconds: 60, actualSeconds: 120 }],
+  );
 });

@@ -36,7 +36,7 @@ import {
   resolveLimit,
 } from "../controllers/eviction/concurrency.ts";
 import { checkCapacity } from "../capacity/check.ts";
-import { DEFAULT_RATE } from "../capacity/makespan.ts";
+import { calibratedRate, drainHistory } from "../capacity/makespan.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
 import { type HostPlan, planHost, type PlanLimit, renderPlan } from "./plan.ts";
 
@@ -155,13 +155,6 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       `--overhead-seconds "${overheadRaw}" is not valid: expected seconds >= 0`,
     );
   }
-  const rate = {
-    mbPerSecond: mbPerSecond ?? DEFAULT_RATE.mbPerSecond,
-    overheadSeconds: overhead ?? DEFAULT_RATE.overheadSeconds,
-    source: mbPerSecond === undefined && overhead === undefined
-      ? "documented default rate"
-      : "rate from the command line",
-  };
   const hosts = [...new Set(positionals)];
 
   const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
@@ -199,6 +192,22 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     const parsed = EvictionSchema.safeParse(item);
     if (parsed.success) evictions.push(parsed.data);
   }
+
+  // The documented default rate, calibrated on finished drains that
+  // recorded a prediction; the command line overrides either part.
+  const calibrated = calibratedRate(drainHistory(evictions));
+  const fromFlags = mbPerSecond !== undefined || overhead !== undefined;
+  const rate = {
+    mbPerSecond: mbPerSecond ?? calibrated.mbPerSecond,
+    overheadSeconds: overhead ?? calibrated.overheadSeconds,
+    source: fromFlags
+      ? "rate from the command line"
+      : calibrated.drains === 0
+      ? "documented default rate: no finished drain to calibrate on"
+      : `default rate calibrated on ${calibrated.drains} finished drain${
+        calibrated.drains === 1 ? "" : "s"
+      }`,
+  };
 
   const flagDefaults = freezeSettings("flags", {
     maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,

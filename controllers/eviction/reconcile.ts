@@ -48,7 +48,7 @@ import type { Prober } from "./probe.ts";
 import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
 import type { StatusMemo } from "./status_memo.ts";
 import { statusEqual } from "./status_equal.ts";
-import { capacityGate, waveOf } from "../../capacity/gate.ts";
+import { capacityGate } from "../../capacity/gate.ts";
 import type { CapacityPlacement } from "../../capacity/check.ts";
 
 /** The controller's time source. */
@@ -213,11 +213,8 @@ export async function reconcileEviction(
       const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
       const gate = await capacityGate(deps.nova, deps.placement, {
         host,
-        wave: waveOf(
-          host,
-          ctx.cache(EvictionKind).list(),
-          (name) => ctx.cache(HypervisorKind).get(name),
-        ),
+        evictions: ctx.cache(EvictionKind).list(),
+        hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
         mode: spec?.capacityCheck,
         limit: resolveLimit(
           effectiveSettings(spec, deps.flagSettings),
