@@ -9,12 +9,30 @@
 import assert from "node:assert/strict";
 import type { Eviction } from "../models/mod.ts";
 import { EvictionKind } from "../controllers/kinds.ts";
+import { EVENTS } from "../framework/events.ts";
 import { startEnvtest } from "./harness/envtest.ts";
 import {
   type DrainEnv,
   startDrainEnv,
   waitFor,
 } from "./harness/eviction_env.ts";
+
+async function warned(env: DrainEnv, name: string, reason: string) {
+  return await waitFor(`${reason} event of ${name}`, async () => {
+    const list = await env.client.list(EVENTS, { namespace: "default" });
+    return (list.items as Array<
+      {
+        involvedObject?: { name?: string };
+        reason?: string;
+        type?: string;
+        message?: string;
+      }
+    >).find((x) =>
+      x.involvedObject?.name === name && x.reason === reason &&
+      x.type === "Warning"
+    );
+  });
+}
 
 function condition(e: Eviction, type: string) {
   return e.status?.conditions?.find((c) => c.type === type);
@@ -100,6 +118,8 @@ Deno.test({
             c?.message ?? "",
             /^1 of \d+ VMs have no target: big \(/,
           );
+          const event = await warned(e, "toolarge", "CapacityInsufficient");
+          assert.match(event.message ?? "", /no target: big/);
           await waitFor(
             "toolarge disabled",
             () => host("toolarge")?.enabled === false ? true : undefined,
@@ -122,6 +142,7 @@ Deno.test({
             condition(ev, "CapacityChecked")?.message ?? "",
             /held-big .*capacityCheck is Hold/,
           );
+          await warned(e, "held", "CapacityHold");
           // Several slow passes (10 x 50 ms each) later: still nothing.
           await new Promise((r) => setTimeout(r, 2_000));
           assert.equal(host("held")?.enabled, true);
