@@ -246,3 +246,46 @@ Deno.test("capacity: forbidden traits before 1.22 are a 400, as in Placement", a
     }
   });
 });
+
+Deno.test("capacity: flavor extra specs (traits, dedicated CPUs) reach Placement", async () => {
+  await withSim({
+    hosts: [
+      { name: "src", ramMb: 262144, traits: ["CUSTOM_GOLD"] },
+      { name: "gold", ramMb: 65536, traits: ["CUSTOM_GOLD"] },
+      { name: "plain", ramMb: 65536 },
+    ],
+    servers: [
+      {
+        name: "wants-gold",
+        host: "src",
+        ramMb: 8192,
+        extraSpecs: { "trait:CUSTOM_GOLD": "required" },
+      },
+      {
+        name: "avoids-gold",
+        host: "src",
+        ramMb: 4096,
+        extraSpecs: { "trait:CUSTOM_GOLD": "forbidden" },
+      },
+      {
+        name: "pinned",
+        host: "src",
+        ramMb: 1024,
+        extraSpecs: { "hw:cpu_policy": "dedicated" },
+      },
+    ],
+  }, async ({ nova, placement }, sim) => {
+    const id = (name: string) => sim.world.findServerByRef(name)?.id ?? "";
+    const rp = (host: string) => sim.world.hosts.get(host)?.hypervisorId;
+    const report = await checkCapacity(nova, placement, [{ name: "src" }]);
+    const placed = report.assignment.placed;
+    assert.equal(placed.get(id("wants-gold")), rp("gold"));
+    assert.equal(placed.get(id("avoids-gold")), rp("plain"));
+    // No simulated host has PCPU inventory.
+    assert.deepEqual(
+      report.assignment.unplaced.map((u) => [u.vm.name, u.cause]),
+      [["pinned", "no_candidate"]],
+    );
+    assert.match(report.assignment.unplaced[0]?.why ?? "", /PCPU=1/);
+  });
+});

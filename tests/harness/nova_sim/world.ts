@@ -95,7 +95,13 @@ export interface SimServer {
   /** User. */
   userId: string;
   /** Flavor. */
-  flavor: { name: string; ramMb: number; vcpus: number; disk: number };
+  flavor: {
+    name: string;
+    ramMb: number;
+    vcpus: number;
+    disk: number;
+    extraSpecs?: Record<string, string>;
+  };
   /** Current host, null when never scheduled. */
   host: string | null;
   /** vm_state. */
@@ -258,6 +264,8 @@ export interface NewServer {
   id?: string;
   /** Flavor name. */
   flavorName?: string;
+  /** Flavor extra specs. */
+  extraSpecs?: Record<string, string>;
   /** task_state. */
   taskState?: string | null;
   /** Project. */
@@ -350,6 +358,7 @@ export class World {
         locked: s.locked,
         ...(s.id === undefined ? {} : { id: s.id }),
         ...(s.flavorName === undefined ? {} : { flavorName: s.flavorName }),
+        ...(s.extraSpecs === undefined ? {} : { extraSpecs: s.extraSpecs }),
       });
     }
     for (const g of scenario.serverGroups) {
@@ -502,6 +511,9 @@ export class World {
         ramMb: input.ramMb,
         vcpus: input.vcpus ?? 1,
         disk: 20,
+        ...(input.extraSpecs === undefined
+          ? {}
+          : { extraSpecs: { ...input.extraSpecs } }),
       },
       host: input.host,
       vmState,
