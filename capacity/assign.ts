@@ -40,8 +40,6 @@ export interface Inventory {
 export interface ProviderCapacity {
   /** Resource provider UUID (the hypervisor's id). */
   uuid: string;
-  /** Its name (the hypervisor hostname). */
-  name: string;
   /** Inventories per resource class. */
   inventories: Readonly<Record<string, Inventory>>;
   /** Usages per resource class. */
@@ -186,7 +184,7 @@ function describeNoCandidate(vm: VmDemand): string {
  *     { id: "b", name: "b", host: "h1", resources: { MEMORY_MB: 6 }, required: [], forbidden: [] },
  *   ],
  *   candidates: new Map([["a", ["p"]], ["b", ["p"]]]),
- *   providers: new Map([["p", { uuid: "p", name: "h2", inventories: { MEMORY_MB: inv(10) }, usages: {} }]]),
+ *   providers: new Map([["p", { uuid: "p", inventories: { MEMORY_MB: inv(10) }, usages: {} }]]),
  *   excluded: new Set(),
  * });
  * console.log(out.fits, out.unplaced[0]?.vm.id); // false b

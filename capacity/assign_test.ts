@@ -41,7 +41,6 @@ function provider(
 ): ProviderCapacity {
   return {
     uuid,
-    name: `host-${uuid}`,
     inventories: { MEMORY_MB: inv(ram, extra), VCPU: inv(vcpu) },
     usages: { MEMORY_MB: usedRam, VCPU: 0 },
   };
@@ -234,7 +233,7 @@ const arbProvider = (uuid: string) =>
       VCPU: fc.integer({ min: 0, max: 40 }),
       DISK_GB: fc.integer({ min: 0, max: 40 }),
     }),
-  }).map((p): ProviderCapacity => ({ uuid, name: uuid, ...p }));
+  }).map((p): ProviderCapacity => ({ uuid, ...p }));
 
 const arbWorld = fc.integer({ min: 1, max: 5 }).chain((np) =>
   fc.record({

@@ -192,7 +192,7 @@ export async function checkCapacity(
         placement.getInventories(uuid, signal),
         placement.getUsages(uuid, signal),
       ]);
-      providers.set(uuid, { uuid, name: uuid, inventories, usages });
+      providers.set(uuid, { uuid, inventories, usages });
     })
   ));
 

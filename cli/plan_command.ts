@@ -1,8 +1,9 @@
 /**
  * `kubectl evictor plan HOST [HOST...]`: reads the cluster (EvictionPolicy,
  * Hypervisors, Evictions) and OpenStack (servers, Placement), changes
- * nothing, and prints each host's plan as a table or JSON. The hosts are
- * checked for capacity together, as one wave.
+ * nothing, and prints each host's plan as a table or JSON. The hosts, with
+ * those of unfinished Evictions, are checked for capacity together, as one
+ * wave (as the controller checks them).
  *
  * OpenStack credentials are read as the operator reads them: clouds.yaml
  * (`OS_CLOUD`, `OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack,
@@ -19,9 +20,9 @@ import {
   type EvictionPolicySpec,
   EvictionResource,
   EvictionSchema,
+  type Hypervisor,
   HypervisorResource,
   HypervisorSchema,
-  type HypervisorStatus,
 } from "../models/mod.ts";
 import {
   createOpenStackClients,
@@ -35,7 +36,8 @@ import {
   freezeSettings,
   resolveLimit,
 } from "../controllers/eviction/concurrency.ts";
-import { checkCapacity } from "../capacity/check.ts";
+import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
+import { waveOf } from "../capacity/gate.ts";
 import { calibratedRate, drainHistory } from "../capacity/makespan.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
 import { type HostPlan, planHost, type PlanLimit, renderPlan } from "./plan.ts";
@@ -168,7 +170,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       }),
     (raw) => EvictionPolicySchema.parse(raw),
   );
-  const hypervisors = new Map<string, HypervisorStatus | undefined>();
+  const hypervisors = new Map<string, Hypervisor | undefined>();
   for (const h of hosts) {
     const hv = await getOrUndefined(
       () =>
@@ -180,7 +182,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
         }),
       (raw) => HypervisorSchema.parse(raw),
     );
-    hypervisors.set(h, hv?.status);
+    hypervisors.set(h, hv);
   }
   const list = await api.listClusterCustomObject({
     group: EvictionResource.group,
@@ -218,16 +220,17 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
 
   const clients = io.openStack?.() ?? createOpenStackClients(loadCloudConfig());
   try {
-    const report = await checkCapacity(
-      clients.nova,
-      clients.placement,
-      hosts.map((name) => {
-        const uuid = hypervisors.get(name)?.hypervisorId;
-        return uuid === undefined || uuid === ""
-          ? { name }
-          : { name, providerUuid: uuid };
-      }),
-    );
+    // As the controller does: the hosts of running drains are no target
+    // and their VMs compete for the same room.
+    const wave = new Map<string, DrainedHost>();
+    for (const h of hosts) {
+      for (const d of waveOf(h, evictions, (n) => hypervisors.get(n))) {
+        wave.set(d.name, d);
+      }
+    }
+    const report = await checkCapacity(clients.nova, clients.placement, [
+      ...wave.values(),
+    ]);
     const vmsPerHost = new Map(
       [...report.vmsByHost].map(([h, v]) => [h, v.length]),
     );
@@ -239,7 +242,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       );
       const resolved = resolveLimit(
         settings,
-        hypervisors.get(host)?.traits,
+        hypervisors.get(host)?.status?.traits,
         own?.spec.maxConcurrentMigrations,
       );
       const verdict = capacityVerdict({
