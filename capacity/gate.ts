@@ -14,9 +14,11 @@ import type { Eviction, Hypervisor } from "../models/mod.ts";
 import {
   type CapacityNova,
   type CapacityPlacement,
+  type CapacityReport,
   checkCapacity,
   type DrainedHost,
 } from "./check.ts";
+import type { RecentMemo } from "./memo.ts";
 import { calibratedRate, drainHistory, predictMakespan } from "./makespan.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
@@ -37,6 +39,8 @@ export interface CapacityGateInput {
   limit: number;
   /** Cancels the calls. */
   signal?: AbortSignal;
+  /** Shares one report among the drains of a wave. */
+  memo?: { memo: RecentMemo<CapacityReport>; nowMs: number };
 }
 
 /** The condition the pass sets, and what it does next. */
@@ -108,12 +112,16 @@ export async function capacityGate(
   const hold = input.mode === "Hold";
   let report;
   try {
-    report = await checkCapacity(
-      nova,
-      placement,
-      waveOf(input.host, input.evictions, input.hypervisor),
-      input.signal === undefined ? {} : { signal: input.signal },
-    );
+    const wave = waveOf(input.host, input.evictions, input.hypervisor);
+    const check = () =>
+      checkCapacity(
+        nova,
+        placement,
+        wave,
+        input.signal === undefined ? {} : { signal: input.signal },
+      );
+    report = input.memo === undefined ? await check() : await input.memo.memo
+      .get(JSON.stringify(wave), input.memo.nowMs, check);
   } catch (err) {
     return {
       condition: {

@@ -19,13 +19,13 @@ const MAX_NAMED = 10;
 
 /** A condition's status, reason and message. */
 export interface CapacityVerdict {
-  /** True when every VM of the host has a target. */
+  /** True when every VM of the wave has a target. */
   status: "True" | "False";
   /** `Fits` or `NoTarget`. */
   reason: "Fits" | "NoTarget";
   /** For an operator. */
   message: string;
-  /** The host's VMs without a target. */
+  /** The wave's VMs without a target, this host's first. */
   unplaced: Unplaced[];
 }
 
@@ -40,7 +40,9 @@ export interface VerdictInput {
 }
 
 /**
- * The verdict for one host.
+ * The verdict for one host. A wave is judged as a whole: its drains
+ * compete for the same room, so a VM of another host of the wave without a
+ * target makes this host's verdict False too (its own VMs named first).
  *
  * @example
  * ```ts
@@ -51,35 +53,45 @@ export interface VerdictInput {
  */
 export function capacityVerdict(input: VerdictInput): CapacityVerdict {
   const n = input.vmsPerHost.get(input.host) ?? 0;
-  const others = [...input.vmsPerHost].filter(([h]) => h !== input.host);
-  const wave = others.length === 0
-    ? ""
-    : ` together with the ${others.reduce((s, [, k]) => s + k, 0)} VMs of ${
-      others.map(([h]) => h).join(", ")
-    } (one wave)`;
-  const mine = input.unplaced.filter((u) => u.vm.host === input.host);
-  if (mine.length === 0) {
+  const hosts = [...input.vmsPerHost.keys()];
+  const waveSize = [...input.vmsPerHost.values()].reduce((a, b) => a + b, 0);
+  const inWave = hosts.length > 1;
+  if (input.unplaced.length === 0) {
+    const others = hosts.filter((h) => h !== input.host);
     return {
       status: "True",
       reason: "Fits",
-      message: `all ${n} VM${
-        n === 1 ? "" : "s"
-      } fit on other hosts${wave} (${PLACEMENT_CAVEAT})`,
+      message: `all ${n} VM${n === 1 ? "" : "s"} fit on other hosts${
+        inWave
+          ? ` together with the ${waveSize - n} VMs of ${
+            others.join(", ")
+          } (one wave)`
+          : ""
+      } (${PLACEMENT_CAVEAT})`,
       unplaced: [],
     };
   }
-  const named = mine.slice(0, MAX_NAMED).map((u) =>
-    `${u.vm.name} (${u.vm.id}): ${u.why}`
+  const ordered = [
+    ...input.unplaced.filter((u) => u.vm.host === input.host),
+    ...input.unplaced.filter((u) => u.vm.host !== input.host),
+  ];
+  const named = ordered.slice(0, MAX_NAMED).map((u) =>
+    `${u.vm.name} (${u.vm.id})${inWave ? ` on ${u.vm.host}` : ""}: ${u.why}`
   );
-  const more = mine.length > MAX_NAMED
-    ? `; and ${mine.length - MAX_NAMED} more`
+  const more = ordered.length > MAX_NAMED
+    ? `; and ${ordered.length - MAX_NAMED} more`
     : "";
+  const of = inWave
+    ? `${ordered.length} of ${waveSize} VMs of the wave (hosts ${
+      hosts.join(", ")
+    })`
+    : `${ordered.length} of ${n} VMs`;
   return {
     status: "False",
     reason: "NoTarget",
-    message: `${mine.length} of ${n} VMs have no target${wave}: ${
+    message: `${of} have no target: ${
       named.join("; ")
     }${more} (${PLACEMENT_CAVEAT})`,
-    unplaced: mine,
+    unplaced: ordered,
   };
 }

@@ -40,9 +40,19 @@ Deno.test("capacityVerdict: table", async (t) => {
       name: "fits in a wave",
       host: "a",
       per: [["a", 2], ["b", 3]],
-      unplaced: [unplaced("x", "b")],
+      unplaced: [],
       status: "True",
-      match: /together with the 3 VMs of b \(one wave\)/,
+      match:
+        /^all 2 VMs fit on other hosts together with the 3 VMs of b \(one wave\)/,
+    },
+    {
+      name: "a wave is judged as a whole, own VMs named first",
+      host: "a",
+      per: [["a", 2], ["b", 3]],
+      unplaced: [unplaced("x", "b"), unplaced("y", "a")],
+      status: "False",
+      match:
+        /^2 of 5 VMs of the wave \(hosts a, b\) have no target: vm-y \(y\) on a: .*; vm-x \(x\) on b: /,
     },
     {
       name: "one VM has no target",

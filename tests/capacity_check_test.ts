@@ -289,3 +289,18 @@ Deno.test("capacity: flavor extra specs (traits, dedicated CPUs) reach Placement
     assert.match(report.assignment.unplaced[0]?.why ?? "", /PCPU=1/);
   });
 });
+
+Deno.test("capacity: a host disabled from the start carries COMPUTE_STATUS_DISABLED", async () => {
+  await withSim({
+    hosts: [
+      { name: "src", ramMb: 65536 },
+      { name: "off", ramMb: 65536, enabled: false },
+    ],
+    servers: [{ name: "vm", host: "src", ramMb: 4096 }],
+  }, async ({ nova, placement }, sim) => {
+    const off = sim.world.hosts.get("off");
+    assert.ok(off?.traits.includes("COMPUTE_STATUS_DISABLED"));
+    const report = await checkCapacity(nova, placement, [{ name: "src" }]);
+    assert.equal(report.assignment.unplaced[0]?.cause, "no_candidate");
+  });
+});

@@ -65,6 +65,10 @@ Deno.test({
             { name: "toolarge", ramMb: 262144 },
             { name: "held", ramMb: 262144 },
             { name: "dst", ramMb: 65536 },
+            // Disabled: they take no VM of the other steps.
+            { name: "wa", ramMb: 1_000_000, enabled: false },
+            { name: "wb", ramMb: 1_000_000, enabled: false },
+            { name: "spare", ramMb: 600_000, enabled: false },
           ],
           servers: [
             { name: "fits-a", host: "fits", ramMb: 8192 },
@@ -73,11 +77,13 @@ Deno.test({
             { name: "ok", host: "toolarge", ramMb: 2048 },
             { name: "held-big", host: "held", ramMb: 131072 },
             { name: "held-small", host: "held", ramMb: 2048 },
+            { name: "wave-a", host: "wa", ramMb: 400_000 },
+            { name: "wave-b", host: "wb", ramMb: 400_000 },
           ],
         },
       });
       const e = env;
-      for (const h of ["fits", "toolarge", "held", "dst"]) {
+      for (const h of ["fits", "toolarge", "held", "dst", "wa", "wb"]) {
         await e.hypervisor(h);
       }
       const sim = e.sim;
@@ -168,6 +174,34 @@ Deno.test({
             sim.world.listServers().filter((s) => s.host === "held"),
             [],
           );
+        },
+      );
+
+      await t.step(
+        "two hosts of a wave never count the same free capacity twice",
+        async () => {
+          // Only spare can take a 400000 MB VM, and only one of them.
+          const spare = sim.world.hosts.get("spare");
+          assert.ok(spare !== undefined);
+          sim.world.setService(spare, "enabled", undefined, undefined);
+          await Promise.all([e.evict("wa", "wa"), e.evict("wb", "wb")]);
+          const [a, b] = await Promise.all([
+            checked(e, "wa"),
+            checked(e, "wb"),
+          ]);
+          const verdicts = [a, b].map((x) =>
+            condition(x, "CapacityChecked")?.status
+          );
+          assert.ok(
+            verdicts.filter((v) => v === "True").length <= 1,
+            `both fit: ${verdicts}`,
+          );
+          assert.ok(verdicts.includes("False"), `${verdicts}`);
+          await new Promise((r) => setTimeout(r, 1_000));
+          const moved = sim.world.migrations.filter((m) =>
+            m.source === "wa" || m.source === "wb"
+          );
+          assert.ok(moved.length <= 1, `${moved.length} migrations`);
         },
       );
     } finally {

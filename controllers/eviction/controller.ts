@@ -26,7 +26,11 @@ import {
 import { Prober } from "./probe.ts";
 import { Pacer } from "./requeue.ts";
 import { StatusMemo } from "./status_memo.ts";
-import type { CapacityPlacement } from "../../capacity/check.ts";
+import type {
+  CapacityPlacement,
+  CapacityReport,
+} from "../../capacity/check.ts";
+import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
 
 /** What the eviction controller needs. */
 export interface EvictionControllerDeps {
@@ -105,7 +109,12 @@ export function registerEvictionController(
     prober: new Prober(),
     metrics,
     actConcurrency,
-    ...(deps.placement === undefined ? {} : { placement: deps.placement }),
+    ...(deps.placement === undefined ? {} : {
+      capacity: {
+        placement: deps.placement,
+        memo: new RecentMemo<CapacityReport>(CAPACITY_REPORT_TTL_MS),
+      },
+    }),
   };
 
   // The policy is cluster-wide: never partitioned by the label selector.

@@ -49,7 +49,11 @@ import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
 import type { StatusMemo } from "./status_memo.ts";
 import { statusEqual } from "./status_equal.ts";
 import { capacityGate } from "../../capacity/gate.ts";
-import type { CapacityPlacement } from "../../capacity/check.ts";
+import type {
+  CapacityPlacement,
+  CapacityReport,
+} from "../../capacity/check.ts";
+import type { RecentMemo } from "../../capacity/memo.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -89,8 +93,8 @@ export interface EvictionPassDeps {
   metrics: EvictionMetrics;
   /** Nova calls of one pass running at once (GETs, starts, confirms). */
   actConcurrency: number;
-  /** Placement for the capacity check; without it there is none. */
-  placement?: CapacityPlacement;
+  /** Placement for the capacity check, and the wave's shared report; without it there is none. */
+  capacity?: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> };
 }
 
 /** The planner options of a pass: defaults, the deps' overrides, the policy's. */
@@ -209,9 +213,9 @@ export async function reconcileEviction(
   if (status.hypervisorServiceId === undefined) {
     // Capacity phase (issue 14): before the compute service is disabled,
     // and again at the slow interval while capacityCheck Hold waits.
-    if (deps.placement !== undefined) {
+    if (deps.capacity !== undefined) {
       const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
-      const gate = await capacityGate(deps.nova, deps.placement, {
+      const gate = await capacityGate(deps.nova, deps.capacity.placement, {
         host,
         evictions: ctx.cache(EvictionKind).list(),
         hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
@@ -222,6 +226,7 @@ export async function reconcileEviction(
           ev.spec.maxConcurrentMigrations,
         ).limit,
         signal,
+        memo: { memo: deps.capacity.memo, nowMs: deps.clock.now() },
       });
       const before = status.conditions?.find((c) =>
         c.type === gate.condition.type

@@ -321,7 +321,13 @@ export class World {
         name: h.name,
         ramMb: h.ramMb,
         vcpus: h.vcpus,
-        traits: [...new Set(h.traits)].sort(),
+        // Nova reports a disabled service to Placement as a trait.
+        traits: [
+          ...new Set([
+            ...h.traits,
+            ...(h.enabled ? [] : ["COMPUTE_STATUS_DISABLED"]),
+          ]),
+        ].sort(),
         rpGeneration: 1,
         enabled: h.enabled,
         disabledReason: h.enabled ? null : (h.disabledReason ?? null),
