@@ -10,7 +10,12 @@
  * @module
  */
 
-import type { Eviction, Hypervisor } from "../models/mod.ts";
+import type {
+  Eviction,
+  EvictionStatus,
+  EvictionStatusConditionsItem,
+  Hypervisor,
+} from "../models/mod.ts";
 import {
   type CapacityNova,
   type CapacityPlacement,
@@ -165,4 +170,96 @@ export async function capacityGate(
     hold: holding,
     predictedMakespanSeconds: Math.ceil(predicted.predictedSeconds),
   };
+}
+
+/** A condition setter (the controllers' `setCondition`), passed in. */
+export type SetCondition = (
+  conditions: readonly EvictionStatusConditionsItem[],
+  update: CapacityGateResult["condition"],
+  now: Date,
+  generation?: number,
+) => EvictionStatusConditionsItem[];
+
+/** What a pass does after the capacity phase. */
+export interface CapacityPhase {
+  /** The status with the condition and the prediction. */
+  status: EvictionStatus;
+  /** A Warning event to send (only when the verdict changed). */
+  event?: { type: "Warning"; reason: string; message: string };
+  /** Do not disable the host or start migrations yet. */
+  hold: boolean;
+}
+
+/**
+ * Applies a gate's result to an Eviction's status (pure): sets the
+ * condition, records the prediction, and asks for a Warning event when a
+ * verdict other than True is new or changed.
+ *
+ * @example
+ * ```ts ignore
+ * const phase = applyGate(status, gate, now, generation, setCondition);
+ * ```
+ */
+export function applyGate(
+  status: EvictionStatus,
+  gate: CapacityGateResult,
+  now: Date,
+  generation: number | undefined,
+  setCondition: SetCondition,
+): CapacityPhase {
+  const before = status.conditions?.find((c) => c.type === gate.condition.type);
+  const next: EvictionStatus = {
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      gate.condition,
+      now,
+      generation,
+    ),
+    ...(gate.predictedMakespanSeconds === undefined
+      ? {}
+      : { predictedMakespanSeconds: gate.predictedMakespanSeconds }),
+  };
+  const changed = before?.message !== gate.condition.message;
+  return {
+    status: next,
+    hold: gate.hold,
+    ...(gate.condition.status !== "True" && changed
+      ? {
+        event: {
+          type: "Warning" as const,
+          reason: gate.hold ? "CapacityHold" : "CapacityInsufficient",
+          message: gate.condition.message,
+        },
+      }
+      : {}),
+  };
+}
+
+/**
+ * The capacity phase of a pass: {@linkcode capacityGate}, then
+ * {@linkcode applyGate}.
+ *
+ * @example
+ * ```ts ignore
+ * const phase = await capacityPhase(nova, { placement, memo }, { ...gateInput, status, now, setCondition });
+ * if (phase.hold) return { requeueAfterMs: slowPollMs };
+ * ```
+ */
+export async function capacityPhase(
+  nova: CapacityNova,
+  capacity: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> },
+  input: Omit<CapacityGateInput, "memo"> & {
+    status: EvictionStatus;
+    now: Date;
+    generation?: number | undefined;
+    setCondition: SetCondition;
+  },
+): Promise<CapacityPhase> {
+  const { status, now, generation, setCondition, ...gateInput } = input;
+  const gate = await capacityGate(nova, capacity.placement, {
+    ...gateInput,
+    memo: { memo: capacity.memo, nowMs: now.getTime() },
+  });
+  return applyGate(status, gate, now, generation, setCondition);
 }

@@ -48,7 +48,7 @@ import type { Prober } from "./probe.ts";
 import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
 import type { StatusMemo } from "./status_memo.ts";
 import { statusEqual } from "./status_equal.ts";
-import { capacityGate } from "../../capacity/gate.ts";
+import { capacityPhase } from "../../capacity/gate.ts";
 import type {
   CapacityPlacement,
   CapacityReport,
@@ -215,7 +215,7 @@ export async function reconcileEviction(
     // and again at the slow interval while capacityCheck Hold waits.
     if (deps.capacity !== undefined) {
       const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
-      const gate = await capacityGate(deps.nova, deps.capacity.placement, {
+      const phase = await capacityPhase(deps.nova, deps.capacity, {
         host,
         evictions: ctx.cache(EvictionKind).list(),
         hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
@@ -226,34 +226,14 @@ export async function reconcileEviction(
           ev.spec.maxConcurrentMigrations,
         ).limit,
         signal,
-        memo: { memo: deps.capacity.memo, nowMs: deps.clock.now() },
+        status,
+        now: new Date(deps.clock.now()),
+        generation,
+        setCondition,
       });
-      const before = status.conditions?.find((c) =>
-        c.type === gate.condition.type
-      );
-      status = {
-        ...status,
-        conditions: setCondition(
-          status.conditions ?? [],
-          gate.condition,
-          new Date(deps.clock.now()),
-          generation,
-        ),
-        ...(gate.predictedMakespanSeconds === undefined
-          ? {}
-          : { predictedMakespanSeconds: gate.predictedMakespanSeconds }),
-      };
-      if (
-        gate.condition.status !== "True" &&
-        before?.message !== gate.condition.message
-      ) {
-        events.push({
-          type: "Warning",
-          reason: gate.hold ? "CapacityHold" : "CapacityInsufficient",
-          message: gate.condition.message,
-        });
-      }
-      if (gate.hold) {
+      status = phase.status;
+      if (phase.event !== undefined) events.push(phase.event);
+      if (phase.hold) {
         await writeStatus(ctx, deps, ev, status);
         await flush();
         return { requeueAfterMs: deps.slowPollMs };
