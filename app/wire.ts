@@ -81,6 +81,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       flagSettings: config.limits,
       pollIntervalMs: config.pollIntervalMs,
       maxConcurrentReconciles: config.maxConcurrentReconciles,
+      placement: deps.placement,
     });
   }
   if (on.has("hypervisor-sync")) {

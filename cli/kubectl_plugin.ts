@@ -1,7 +1,9 @@
 /**
  * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
- * [--max-concurrent N] [--wait]` and `kubectl evictor status [HYPERVISOR]`.
- * It talks to the cluster of the current kubeconfig context, like kubectl.
+ * [--max-concurrent N] [--wait]`, `kubectl evictor status [HYPERVISOR]` and
+ * `kubectl evictor plan HOST [HOST...]` (cli/plan_command.ts). It talks to
+ * the cluster of the current kubeconfig context, like kubectl; `plan` also
+ * reads OpenStack (clouds.yaml / OS_*).
  *
  * @module
  */
@@ -13,9 +15,10 @@ import {
   EvictionSchema,
 } from "../models/mod.ts";
 import { type DrainCounts, renderProgressLine } from "./progress.ts";
+import { type PlanIo, PlanUsageError, runPlan } from "./plan_command.ts";
 
 /** Where the plugin writes and how it waits; injected by tests. */
-export interface PluginIo {
+export interface PluginIo extends Pick<PlanIo, "openStack"> {
   kubeConfig: k8s.KubeConfig;
   out: (line: string) => void;
   err: (line: string) => void;
@@ -29,7 +32,11 @@ export const PLUGIN_USAGE = `Usage:
   kubectl evictor drain HYPERVISOR --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
       Creates the Eviction HYPERVISOR; with --wait, follows it until the host is empty.
   kubectl evictor status [HYPERVISOR]
-      Prints the Evictions (or one) as a table.`;
+      Prints the Evictions (or one) as a table.
+  kubectl evictor plan HOST [HOST...] [--output table|json] [--mb-per-second N] [--overhead-seconds N]
+      Changes nothing: per host, each VM's class and order, the limit and its
+      source, the capacity verdict (Placement's view) and the predicted makespan.
+      Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.`;
 
 /** A usage mistake: the message says what was wrong and what is expected. */
 export class UsageError extends Error {
@@ -78,6 +85,8 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return await drain(rest, io);
       case "status":
         return await status(rest, io);
+      case "plan":
+        return await runPlan(rest, io);
       case undefined:
       case "help":
       case "--help":
@@ -86,11 +95,11 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return command === undefined ? 2 : 0;
       default:
         throw new UsageError(
-          `unknown command "${command}": expected drain or status`,
+          `unknown command "${command}": expected drain, status or plan`,
         );
     }
   } catch (e) {
-    if (e instanceof UsageError) {
+    if (e instanceof UsageError || e instanceof PlanUsageError) {
       io.err(`error: ${e.message}\n${PLUGIN_USAGE}`);
       return 2;
     }

@@ -43,7 +43,7 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
       ["drain", "n1", "--reason", "x", "--max-concurrent", "0"],
       '--max-concurrent "0" is not valid: expected an integer from 1 to 64',
     ],
-    [["evict"], 'unknown command "evict": expected drain or status'],
+    [["evict"], 'unknown command "evict": expected drain, status or plan'],
   ];
   for (const [args, message] of rows) {
     err.length = 0;

@@ -24,7 +24,8 @@ export interface EventSpec {
   message: string;
 }
 
-const EVENTS = {
+/** The core/v1 Event kind (namespaced). */
+export const EVENTS = {
   group: "",
   version: "v1",
   plural: "events",

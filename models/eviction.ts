@@ -159,6 +159,8 @@ export const EvictionStatusSchema: z.ZodObject<{
   /** When the drain started; migrations are listed from this time on. */
   "startedAt": z.iso.datetime({ offset: true }).optional(),
   "finishedAt": z.iso.datetime({ offset: true }).optional(),
+  /** The drain's predicted duration when it started (largest RAM first on the limit, at the observed or default migration rate); compare with finishedAt - startedAt. */
+  "predictedMakespanSeconds": z.number().int().min(0).optional(),
   "observedGeneration": z.number().int().min(0).optional(),
 });
 /** The type of {@linkcode EvictionStatusSchema}. */

@@ -47,6 +47,8 @@ export const EvictionPolicySpecSchema: z.ZodObject<{
   "migrationTimeoutSeconds": z.number().int().min(1).optional(),
   /** Abort live migrations in flight longer than migrationTimeoutSeconds. */
   "abortStuckMigrations": z.boolean().default(false),
+  /** Absent means Warn. What a drain does when Placement says its VMs do not all fit elsewhere (condition CapacityChecked=False, Placement's view, a necessary condition). Warn drains anyway with an event; Hold keeps the compute service enabled and starts no migration until they fit, re-checking at the slow poll interval. */
+  "capacityCheck": z.enum(["Warn", "Hold"]).optional(),
 });
 /** The type of {@linkcode EvictionPolicySpecSchema}. */
 export type EvictionPolicySpec = z.infer<typeof EvictionPolicySpecSchema>;

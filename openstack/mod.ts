@@ -34,4 +34,5 @@ export {
 } from "./nova_types.ts";
 export * from "./nova.ts";
 export * from "./placement.ts";
+export * from "./placement_capacity.ts";
 export * from "./client.ts";

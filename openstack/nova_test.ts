@@ -33,6 +33,10 @@ Deno.test("nova: listServersOnHost returns every server of the host with flavor 
       ramMb: 8192,
       vcpus: 4,
       originalName: "m1.ram8192",
+      disk: 20,
+      ephemeral: 0,
+      swap: 0,
+      extraSpecs: {},
     });
     const c = servers.find((s) => s.name === "vm-c");
     assert.equal(c?.status, "SHUTOFF");

@@ -50,6 +50,10 @@ export const serverSchema = z.object({
     ram: z.number().int().nonnegative(),
     vcpus: z.number().int().nonnegative(),
     original_name: z.string().optional(),
+    disk: z.number().int().nonnegative().optional(),
+    ephemeral: z.number().int().nonnegative().optional(),
+    swap: z.number().int().nonnegative().optional(),
+    extra_specs: z.record(z.string(), z.string()).optional(),
   }),
   fault: z.object({
     code: z.number().int(),
@@ -72,6 +76,14 @@ export const serverSchema = z.object({
       ...(s.flavor.original_name === undefined
         ? {}
         : { originalName: s.flavor.original_name }),
+      ...(s.flavor.disk === undefined ? {} : { disk: s.flavor.disk }),
+      ...(s.flavor.ephemeral === undefined
+        ? {}
+        : { ephemeral: s.flavor.ephemeral }),
+      ...(s.flavor.swap === undefined ? {} : { swap: s.flavor.swap }),
+      ...(s.flavor.extra_specs === undefined
+        ? {}
+        : { extraSpecs: s.flavor.extra_specs }),
     },
     ...(s.tenant_id === undefined ? {} : { tenantId: s.tenant_id }),
     ...(s.updated === undefined ? {} : { updated: s.updated }),
@@ -100,8 +112,19 @@ export interface Server {
   vmState: string | null;
   /** `OS-EXT-STS:power_state`: 0 nostate, 1 running, 3 paused, 4 shutdown, 6 crashed, 7 suspended. */
   powerState: number | null;
-  /** Embedded flavor (2.47+). */
-  flavor: { ramMb: number; vcpus: number; originalName?: string };
+  /**
+   * Embedded flavor (2.47+); disk, ephemeral and swap when Nova sends
+   * them, extra specs when the caller may see them (the capacity check).
+   */
+  flavor: {
+    ramMb: number;
+    vcpus: number;
+    originalName?: string;
+    disk?: number;
+    ephemeral?: number;
+    swap?: number;
+    extraSpecs?: Record<string, string>;
+  };
   /** Owning project. */
   tenantId?: string;
   /** Last update time. */

@@ -14,6 +14,16 @@ import { ConflictError } from "./errors.ts";
 import type { HttpRequest, HttpResponse } from "./http.ts";
 import type { KeystoneSession } from "./keystone.ts";
 import { parseBody } from "./parse.ts";
+import {
+  aggregatesSchema,
+  type AllocationCandidates,
+  allocationCandidatesSchema,
+  type CandidateQuery,
+  candidateQueryString,
+  inventoriesSchema,
+  type InventoryRecord,
+  usagesSchema,
+} from "./placement_capacity.ts";
 
 /** A resource provider's traits with its generation. */
 export interface ProviderTraits {
@@ -208,6 +218,68 @@ export class PlacementClient {
       action: "placement.ensureCustomTrait",
       ...(signal === undefined ? {} : { signal }),
     });
+  }
+
+  async #getProvider<S extends z.ZodType>(
+    rpUuid: string,
+    what: string,
+    schema: S,
+    signal: AbortSignal | undefined,
+  ): Promise<z.output<S>> {
+    const path = `/resource_providers/${encodeURIComponent(rpUuid)}/${what}`;
+    const res = await this.#call({
+      method: "GET",
+      path,
+      idempotent: true,
+      action: `placement.get_${what}`,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return parseBody(schema, res, `GET ${path}`);
+  }
+
+  /**
+   * `GET /allocation_candidates`: the providers that could take one
+   * consumer asking for `query` (needs microversion 1.22+ for forbidden
+   * traits, 1.21+ for `member_of`).
+   */
+  async allocationCandidates(
+    query: CandidateQuery,
+    signal?: AbortSignal,
+  ): Promise<AllocationCandidates> {
+    const path = `/allocation_candidates?${candidateQueryString(query)}`;
+    const res = await this.#call({
+      method: "GET",
+      path,
+      idempotent: true,
+      action: "placement.allocationCandidates",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return parseBody(
+      allocationCandidatesSchema,
+      res,
+      "GET /allocation_candidates",
+    );
+  }
+
+  /** A resource provider's inventories per resource class. */
+  getInventories(
+    rpUuid: string,
+    signal?: AbortSignal,
+  ): Promise<Record<string, InventoryRecord>> {
+    return this.#getProvider(rpUuid, "inventories", inventoriesSchema, signal);
+  }
+
+  /** A resource provider's usages per resource class. */
+  getUsages(
+    rpUuid: string,
+    signal?: AbortSignal,
+  ): Promise<Record<string, number>> {
+    return this.#getProvider(rpUuid, "usages", usagesSchema, signal);
+  }
+
+  /** The aggregates a resource provider is in, sorted. */
+  getAggregates(rpUuid: string, signal?: AbortSignal): Promise<string[]> {
+    return this.#getProvider(rpUuid, "aggregates", aggregatesSchema, signal);
   }
 
   /**

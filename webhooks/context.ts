@@ -75,6 +75,7 @@ export function evictionContextFrom(
   evictions: readonly Eviction[],
   hypervisorTraits: HypervisorTraitsLookup,
   settings: LimitSettings,
+  capacityCheck?: "Warn" | "Hold",
 ): EvictionContext {
   const existing: ExistingEviction[] = evictions.map((e) => ({
     name: e.metadata?.name ?? "",
@@ -82,5 +83,5 @@ export function evictionContextFrom(
     finished: e.status?.finishedAt !== undefined && !deleting(e),
     deleting: deleting(e),
   }));
-  return { evictions: existing, hypervisorTraits, settings };
+  return { evictions: existing, hypervisorTraits, settings, capacityCheck };
 }

@@ -46,7 +46,13 @@ export interface EvictionContext {
   readonly hypervisorTraits: (name: string) => readonly string[] | undefined;
   /** The limit settings in force (policy, or flags without one). */
   readonly settings: LimitSettings;
+  /** The EvictionPolicy's spec.capacityCheck (absent means Warn). */
+  readonly capacityCheck?: "Warn" | "Hold" | undefined;
 }
+
+/** The warning at creation of an Eviction while the policy says Hold. */
+export const HOLD_WARNING =
+  "the EvictionPolicy's capacityCheck is Hold: if Placement finds no target for some of the host's VMs, the drain waits (compute service enabled, no migration) until they fit; see the CapacityChecked condition";
 
 const MAX_NAME = 255;
 
@@ -88,7 +94,8 @@ function clampWarning(
  * (naming it; CREATE only); a reason that is only whitespace; a spec the
  * CRD schema refuses. Warns: no Hypervisor object of that name;
  * `spec.maxConcurrentMigrations` above the limit the settings give the
- * host (it is clamped, and the warning says to what). Several refusals are
+ * host (it is clamped, and the warning says to what); on CREATE, a policy
+ * whose capacityCheck is Hold (the drain may wait). Several refusals are
  * joined with ` | ` into one line.
  *
  * @example
@@ -236,6 +243,9 @@ export function validateEviction(
       const w = clampWarning(requested, hypervisor, traits, context.settings);
       if (w !== undefined) warnings.push(w);
     }
+  }
+  if (oldObj === undefined && context.capacityCheck === "Hold") {
+    warnings.push(HOLD_WARNING);
   }
   return messages.length > 0
     ? denied(messages.join(" | "), warnings)

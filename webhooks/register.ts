@@ -168,6 +168,7 @@ export function webhookValidators(
             caches.policies.get(POLICY_NAME)?.spec,
             flagSettings,
           ),
+          caches.policies.get(POLICY_NAME)?.spec.capacityCheck,
         )),
     ),
   };

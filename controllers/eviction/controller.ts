@@ -26,6 +26,11 @@ import {
 import { Prober } from "./probe.ts";
 import { Pacer } from "./requeue.ts";
 import { StatusMemo } from "./status_memo.ts";
+import type {
+  CapacityPlacement,
+  CapacityReport,
+} from "../../capacity/check.ts";
+import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
 
 /** What the eviction controller needs. */
 export interface EvictionControllerDeps {
@@ -48,6 +53,8 @@ export interface EvictionControllerDeps {
   slowPollMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
+  /** Placement, for the capacity check before a host is disabled (none without it). */
+  placement?: CapacityPlacement;
 }
 
 function positiveInt(value: number, what: string): void {
@@ -102,6 +109,12 @@ export function registerEvictionController(
     prober: new Prober(),
     metrics,
     actConcurrency,
+    ...(deps.placement === undefined ? {} : {
+      capacity: {
+        placement: deps.placement,
+        memo: new RecentMemo<CapacityReport>(CAPACITY_REPORT_TTL_MS),
+      },
+    }),
   };
 
   // The policy is cluster-wide: never partitioned by the label selector.

@@ -48,6 +48,12 @@ import type { Prober } from "./probe.ts";
 import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
 import type { StatusMemo } from "./status_memo.ts";
 import { statusEqual } from "./status_equal.ts";
+import { capacityPhase } from "../../capacity/gate.ts";
+import type {
+  CapacityPlacement,
+  CapacityReport,
+} from "../../capacity/check.ts";
+import type { RecentMemo } from "../../capacity/memo.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -87,6 +93,8 @@ export interface EvictionPassDeps {
   metrics: EvictionMetrics;
   /** Nova calls of one pass running at once (GETs, starts, confirms). */
   actConcurrency: number;
+  /** Placement for the capacity check, and the wave's shared report; without it there is none. */
+  capacity?: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> };
 }
 
 /** The planner options of a pass: defaults, the deps' overrides, the policy's. */
@@ -203,6 +211,34 @@ export async function reconcileEviction(
   let status = initial;
 
   if (status.hypervisorServiceId === undefined) {
+    // Capacity phase (issue 14): before the compute service is disabled,
+    // and again at the slow interval while capacityCheck Hold waits.
+    if (deps.capacity !== undefined) {
+      const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
+      const phase = await capacityPhase(deps.nova, deps.capacity, {
+        host,
+        evictions: ctx.cache(EvictionKind).list(),
+        hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
+        mode: spec?.capacityCheck,
+        limit: resolveLimit(
+          effectiveSettings(spec, deps.flagSettings),
+          hypervisor?.status?.traits,
+          ev.spec.maxConcurrentMigrations,
+        ).limit,
+        signal,
+        status,
+        now: new Date(deps.clock.now()),
+        generation,
+        setCondition,
+      });
+      status = phase.status;
+      if (phase.event !== undefined) events.push(phase.event);
+      if (phase.hold) {
+        await writeStatus(ctx, deps, ev, status);
+        await flush();
+        return { requeueAfterMs: deps.slowPollMs };
+      }
+    }
     const out = await preflight(deps.nova, {
       host,
       reason: ev.spec.reason,

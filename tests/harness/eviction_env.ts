@@ -52,6 +52,8 @@ export interface DrainEnvOptions {
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
   maxConcurrentReconciles?: number;
+  /** Give the controller Placement, so drains run the capacity check. */
+  capacityCheck?: boolean;
 }
 
 /** A running drain environment. */
@@ -146,6 +148,9 @@ export async function startDrainEnv(
       },
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4,
       clock: { now: () => sim.world.now(), rate: timeScale },
+      ...(options.capacityCheck === true
+        ? { placement: clients.placement }
+        : {}),
     });
     await operator.start();
   } catch (err) {

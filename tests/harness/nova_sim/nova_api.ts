@@ -66,7 +66,7 @@ function serverView(
         ephemeral: 0,
         swap: 0,
         original_name: s.flavor.name,
-        extra_specs: {},
+        extra_specs: s.flavor.extraSpecs ?? {},
       }
       : { id: s.flavor.name, links: [] },
   };

@@ -7,6 +7,7 @@
 
 import { z } from "zod";
 import { json } from "./http_util.ts";
+import { placementCapacityRoutes } from "./placement_capacity.ts";
 import { type RequestContext, type Route, route } from "./route.ts";
 import { NovaFault, type SimHost } from "./world.ts";
 
@@ -150,4 +151,5 @@ export const placementRoutes: Route[] = [
   route("placement", "PUT", "/resource_providers/{uuid}/traits", putTraits),
   route("placement", "GET", "/traits", listTraits),
   route("placement", "PUT", "/traits/{name}", putTrait),
+  ...placementCapacityRoutes,
 ];

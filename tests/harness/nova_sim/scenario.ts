@@ -140,6 +140,8 @@ export const scenarioSchema = z.strictObject({
     ramMb: z.number().int().positive().default(2048),
     vcpus: z.number().int().positive().default(1),
     flavorName: name.optional(),
+    /** Flavor extra specs (e.g. `trait:CUSTOM_GOLD: required`), shown at 2.47+. */
+    extraSpecs: z.record(z.string(), z.string()).optional(),
     status: z.enum([
       "ACTIVE",
       "SHUTOFF",

@@ -95,7 +95,13 @@ export interface SimServer {
   /** User. */
   userId: string;
   /** Flavor. */
-  flavor: { name: string; ramMb: number; vcpus: number; disk: number };
+  flavor: {
+    name: string;
+    ramMb: number;
+    vcpus: number;
+    disk: number;
+    extraSpecs?: Record<string, string>;
+  };
   /** Current host, null when never scheduled. */
   host: string | null;
   /** vm_state. */
@@ -258,6 +264,8 @@ export interface NewServer {
   id?: string;
   /** Flavor name. */
   flavorName?: string;
+  /** Flavor extra specs. */
+  extraSpecs?: Record<string, string>;
   /** task_state. */
   taskState?: string | null;
   /** Project. */
@@ -313,7 +321,13 @@ export class World {
         name: h.name,
         ramMb: h.ramMb,
         vcpus: h.vcpus,
-        traits: [...new Set(h.traits)].sort(),
+        // Nova reports a disabled service to Placement as a trait.
+        traits: [
+          ...new Set([
+            ...h.traits,
+            ...(h.enabled ? [] : ["COMPUTE_STATUS_DISABLED"]),
+          ]),
+        ].sort(),
         rpGeneration: 1,
         enabled: h.enabled,
         disabledReason: h.enabled ? null : (h.disabledReason ?? null),
@@ -350,6 +364,7 @@ export class World {
         locked: s.locked,
         ...(s.id === undefined ? {} : { id: s.id }),
         ...(s.flavorName === undefined ? {} : { flavorName: s.flavorName }),
+        ...(s.extraSpecs === undefined ? {} : { extraSpecs: s.extraSpecs }),
       });
     }
     for (const g of scenario.serverGroups) {
@@ -502,6 +517,9 @@ export class World {
         ramMb: input.ramMb,
         vcpus: input.vcpus ?? 1,
         disk: 20,
+        ...(input.extraSpecs === undefined
+          ? {}
+          : { extraSpecs: { ...input.extraSpecs } }),
       },
       host: input.host,
       vmState,
@@ -559,15 +577,21 @@ export class World {
       : COLD_IN_PROGRESS.includes(m.status);
   }
 
-  /** RAM and vCPUs used on every host, counting scheduler claims. */
-  usageByHost(): Map<string, { ramMb: number; vcpus: number }> {
-    const out = new Map<string, { ramMb: number; vcpus: number }>();
-    for (const h of this.hosts.keys()) out.set(h, { ramMb: 0, vcpus: 0 });
+  /** RAM, vCPUs and disk used on every host, counting scheduler claims. */
+  usageByHost(): Map<string, { ramMb: number; vcpus: number; diskGb: number }> {
+    const out = new Map<
+      string,
+      { ramMb: number; vcpus: number; diskGb: number }
+    >();
+    for (const h of this.hosts.keys()) {
+      out.set(h, { ramMb: 0, vcpus: 0, diskGb: 0 });
+    }
     const add = (host: string | null, s: SimServer) => {
       const u = host === null ? undefined : out.get(host);
       if (u === undefined) return;
       u.ramMb += s.flavor.ramMb;
       u.vcpus += s.flavor.vcpus;
+      u.diskGb += s.flavor.disk;
     };
     for (const s of this.servers.values()) {
       if (!s.deleted) add(s.host, s);
@@ -582,8 +606,8 @@ export class World {
   }
 
   /** RAM and vCPUs used on a host, counting scheduler claims. */
-  usage(host: string): { ramMb: number; vcpus: number } {
-    return this.usageByHost().get(host) ?? { ramMb: 0, vcpus: 0 };
+  usage(host: string): { ramMb: number; vcpus: number; diskGb: number } {
+    return this.usageByHost().get(host) ?? { ramMb: 0, vcpus: 0, diskGb: 0 };
   }
 
   /** The host the scheduler picks for a server, or undefined (NoValidHost). */

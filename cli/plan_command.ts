@@ -1,0 +1,270 @@
+/**
+ * `kubectl evictor plan HOST [HOST...]`: reads the cluster (EvictionPolicy,
+ * Hypervisors, Evictions) and OpenStack (servers, Placement), changes
+ * nothing, and prints each host's plan as a table or JSON. The hosts, with
+ * those of unfinished Evictions, are checked for capacity together, as one
+ * wave (as the controller checks them).
+ *
+ * OpenStack credentials are read as the operator reads them: clouds.yaml
+ * (`OS_CLOUD`, `OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack,
+ * /etc/openstack) or the `OS_*` variables.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import {
+  type Eviction,
+  EvictionPolicyResource,
+  EvictionPolicySchema,
+  type EvictionPolicySpec,
+  EvictionResource,
+  EvictionSchema,
+  type Hypervisor,
+  HypervisorResource,
+  HypervisorSchema,
+} from "../models/mod.ts";
+import {
+  createOpenStackClients,
+  loadCloudConfig,
+  type NovaClient,
+  type PlacementClient,
+} from "../openstack/mod.ts";
+import {
+  DEFAULT_MAX_CONCURRENT_MIGRATIONS,
+  effectiveSettings,
+  freezeSettings,
+  resolveLimit,
+} from "../controllers/eviction/concurrency.ts";
+import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
+import { waveOf } from "../capacity/gate.ts";
+import { calibratedRate, drainHistory } from "../capacity/makespan.ts";
+import { capacityVerdict } from "../capacity/verdict.ts";
+import { type HostPlan, planHost, type PlanLimit, renderPlan } from "./plan.ts";
+
+/** The OpenStack clients the plan needs. */
+export interface PlanClients {
+  /** Nova. */
+  nova: NovaClient;
+  /** Placement. */
+  placement: PlacementClient;
+  /** Closes the session. */
+  close(): void;
+}
+
+/** What `plan` needs besides its arguments. */
+export interface PlanIo {
+  /** The cluster. */
+  kubeConfig: k8s.KubeConfig;
+  /** Standard output. */
+  out: (line: string) => void;
+  /** OpenStack clients (default: from clouds.yaml / OS_* of the process). */
+  openStack?: () => PlanClients;
+}
+
+/** A usage mistake of `plan`. */
+export class PlanUsageError extends Error {
+  override name = "PlanUsageError";
+}
+
+async function getOrUndefined<T>(
+  fetch: () => Promise<unknown>,
+  parse: (raw: unknown) => T,
+): Promise<T | undefined> {
+  try {
+    return parse(await fetch());
+  } catch (e) {
+    if (e instanceof k8s.ApiException && e.code === 404) return undefined;
+    throw e;
+  }
+}
+
+function positiveNumber(
+  flag: string,
+  raw: string | undefined,
+): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new PlanUsageError(
+      `${flag} "${raw}" is not valid: expected a number > 0`,
+    );
+  }
+  return n;
+}
+
+function limitText(
+  r: ReturnType<typeof resolveLimit>,
+  hasPolicy: boolean,
+): PlanLimit {
+  const source = r.source;
+  const from = source === "eviction"
+    ? `the Eviction's spec.maxConcurrentMigrations (the ${
+      hasPolicy ? "policy" : "flags"
+    } give ${r.hostLimit})`
+    : source === "policy"
+    ? r.decidingTrait === undefined
+      ? "EvictionPolicy default"
+      : `EvictionPolicy, lowered by trait ${r.decidingTrait}`
+    : `no EvictionPolicy: the operator's --eviction-concurrency flags apply (assumed ${DEFAULT_MAX_CONCURRENT_MIGRATIONS}${
+      r.decidingTrait === undefined ? "" : `, trait ${r.decidingTrait}`
+    })`;
+  return {
+    value: r.limit,
+    source,
+    ...(r.decidingTrait === undefined ? {} : { trait: r.decidingTrait }),
+    text: `${r.limit} (${from})`,
+  };
+}
+
+/**
+ * Runs `plan` with its arguments; returns the exit code (0).
+ *
+ * @throws {PlanUsageError} for bad arguments.
+ *
+ * @example
+ * ```ts ignore
+ * await runPlan(["node042", "--output", "json"], io);
+ * ```
+ */
+export async function runPlan(args: string[], io: PlanIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      output: { type: "string", short: "o", default: "table" },
+      "mb-per-second": { type: "string" },
+      "overhead-seconds": { type: "string" },
+    },
+  });
+  if (positionals.length === 0) {
+    throw new PlanUsageError("plan needs at least one HOST");
+  }
+  if (values.output !== "table" && values.output !== "json") {
+    throw new PlanUsageError(
+      `--output "${values.output}" is not valid: expected table or json`,
+    );
+  }
+  const mbPerSecond = positiveNumber(
+    "--mb-per-second",
+    values["mb-per-second"],
+  );
+  const overheadRaw = values["overhead-seconds"];
+  const overhead = overheadRaw === undefined ? undefined : Number(overheadRaw);
+  if (overhead !== undefined && !(overhead >= 0 && Number.isFinite(overhead))) {
+    throw new PlanUsageError(
+      `--overhead-seconds "${overheadRaw}" is not valid: expected seconds >= 0`,
+    );
+  }
+  const hosts = [...new Set(positionals)];
+
+  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const policy = await getOrUndefined(
+    () =>
+      api.getClusterCustomObject({
+        group: EvictionPolicyResource.group,
+        version: EvictionPolicyResource.version,
+        plural: EvictionPolicyResource.plural,
+        name: "default",
+      }),
+    (raw) => EvictionPolicySchema.parse(raw),
+  );
+  const hypervisors = new Map<string, Hypervisor | undefined>();
+  for (const h of hosts) {
+    const hv = await getOrUndefined(
+      () =>
+        api.getClusterCustomObject({
+          group: HypervisorResource.group,
+          version: HypervisorResource.version,
+          plural: HypervisorResource.plural,
+          name: h,
+        }),
+      (raw) => HypervisorSchema.parse(raw),
+    );
+    hypervisors.set(h, hv);
+  }
+  const list = await api.listClusterCustomObject({
+    group: EvictionResource.group,
+    version: EvictionResource.version,
+    plural: EvictionResource.plural,
+  }) as { items?: unknown[] };
+  const evictions: Eviction[] = [];
+  for (const item of list.items ?? []) {
+    const parsed = EvictionSchema.safeParse(item);
+    if (parsed.success) evictions.push(parsed.data);
+  }
+
+  // The documented default rate, calibrated on finished drains that
+  // recorded a prediction; the command line overrides either part.
+  const calibrated = calibratedRate(drainHistory(evictions));
+  const fromFlags = mbPerSecond !== undefined || overhead !== undefined;
+  const rate = {
+    mbPerSecond: mbPerSecond ?? calibrated.mbPerSecond,
+    overheadSeconds: overhead ?? calibrated.overheadSeconds,
+    source: fromFlags
+      ? "rate from the command line"
+      : calibrated.drains === 0
+      ? "documented default rate: no finished drain to calibrate on"
+      : `default rate calibrated on ${calibrated.drains} finished drain${
+        calibrated.drains === 1 ? "" : "s"
+      }`,
+  };
+
+  const flagDefaults = freezeSettings("flags", {
+    maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,
+    abortStuckMigrations: false,
+  });
+  const policySpec: EvictionPolicySpec | undefined = policy?.spec;
+  const settings = effectiveSettings(policySpec, flagDefaults);
+
+  const clients = io.openStack?.() ?? createOpenStackClients(loadCloudConfig());
+  try {
+    // As the controller does: the hosts of running drains are no target
+    // and their VMs compete for the same room.
+    const wave = new Map<string, DrainedHost>();
+    for (const h of hosts) {
+      for (const d of waveOf(h, evictions, (n) => hypervisors.get(n))) {
+        wave.set(d.name, d);
+      }
+    }
+    const report = await checkCapacity(clients.nova, clients.placement, [
+      ...wave.values(),
+    ]);
+    const vmsPerHost = new Map(
+      [...report.vmsByHost].map(([h, v]) => [h, v.length]),
+    );
+    const plans: HostPlan[] = [];
+    for (const host of hosts) {
+      const servers = await clients.nova.listServersOnHost(host);
+      const own = evictions.find((e) =>
+        e.spec.hypervisor === host && e.status?.finishedAt === undefined
+      );
+      const resolved = resolveLimit(
+        settings,
+        hypervisors.get(host)?.status?.traits,
+        own?.spec.maxConcurrentMigrations,
+      );
+      const verdict = capacityVerdict({
+        host,
+        vmsPerHost,
+        unplaced: report.assignment.unplaced,
+      });
+      plans.push(planHost({
+        host,
+        servers,
+        limit: limitText(resolved, policy !== undefined),
+        capacity: { status: verdict.status, message: verdict.message },
+        rate,
+      }));
+    }
+    io.out(
+      values.output === "json"
+        ? JSON.stringify({ hosts: plans }, null, 2)
+        : renderPlan(plans),
+    );
+    return 0;
+  } finally {
+    clients.close();
+  }
+}

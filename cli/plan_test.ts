@@ -1,0 +1,134 @@
+import { strict as assert } from "node:assert";
+import fc from "fast-check";
+import type { Server } from "../openstack/mod.ts";
+import { classOf, formatSeconds, planHost, renderPlan } from "./plan.ts";
+
+function server(
+  id: string,
+  ramMb: number,
+  status = "ACTIVE",
+  taskState: string | null = null,
+): Server {
+  return {
+    id,
+    name: `vm-${id}`,
+    status,
+    host: "n1",
+    hypervisorHostname: "n1",
+    taskState,
+    vmState: null,
+    powerState: null,
+    flavor: { ramMb, vcpus: 1 },
+  };
+}
+
+const LIMIT = {
+  value: 2,
+  source: "policy",
+  text: "2 (EvictionPolicy default)",
+};
+const RATE = { mbPerSecond: 1000, overheadSeconds: 0, source: "test" };
+const FITS = { status: "True", message: "all fit" };
+
+Deno.test("classOf: table", () => {
+  const cases: [string, string | null, string][] = [
+    ["ACTIVE", null, "live"],
+    ["PAUSED", null, "live"],
+    ["SHUTOFF", null, "cold"],
+    ["SUSPENDED", null, "needs a person"],
+    ["RESCUE", null, "needs a person"],
+    ["SHELVED", null, "needs a person"],
+    ["ACTIVE", "deleting", "being deleted"],
+    ["MIGRATING", "migrating", "in flight"],
+    ["RESIZE", "resize_prep", "in flight"],
+    ["ERROR", null, "waits"],
+    ["BUILD", "spawning", "waits"],
+  ];
+  for (const [status, task, want] of cases) {
+    assert.equal(classOf({ status, taskState: task }).class, want, status);
+  }
+});
+
+Deno.test("planHost: largest RAM first, others after without an order", () => {
+  const p = planHost({
+    host: "n1",
+    servers: [
+      server("a", 2048),
+      server("b", 8192, "SHUTOFF"),
+      server("c", 4096),
+      server("d", 16384, "SUSPENDED"),
+    ],
+    limit: LIMIT,
+    capacity: FITS,
+    rate: RATE,
+  });
+  assert.deepEqual(p.vms.map((v) => [v.id, v.order, v.class]), [
+    ["b", 1, "cold"],
+    ["c", 2, "live"],
+    ["a", 3, "live"],
+    ["d", null, "needs a person"],
+  ]);
+  // 8.192 | 4.096 + 2.048 on two slots; the suspended VM does not count.
+  assert.equal(p.makespan.predictedSeconds, 9);
+  assert.equal(p.makespan.lowerBoundSeconds, 9);
+});
+
+Deno.test("property: the order is 1..n over movable VMs, RAM never increasing", () => {
+  const statuses = ["ACTIVE", "SHUTOFF", "PAUSED", "SUSPENDED", "ERROR"];
+  fc.assert(fc.property(
+    fc.array(
+      fc.record({
+        ram: fc.integer({ min: 1, max: 1 << 20 }),
+        status: fc.constantFrom(...statuses),
+      }),
+      { maxLength: 30 },
+    ),
+    (vms) => {
+      const p = planHost({
+        host: "n1",
+        servers: vms.map((v, i) => server(`s${i}`, v.ram, v.status)),
+        limit: LIMIT,
+        capacity: FITS,
+        rate: RATE,
+      });
+      const ordered = p.vms.filter((v) => v.order !== null);
+      assert.deepEqual(
+        ordered.map((v) => v.order),
+        ordered.map((_, i) => i + 1),
+      );
+      for (let i = 1; i < ordered.length; i++) {
+        assert.ok((ordered[i - 1]?.ramMb ?? 0) >= (ordered[i]?.ramMb ?? 0));
+      }
+      assert.equal(
+        ordered.length,
+        vms.filter((v) => ["ACTIVE", "SHUTOFF", "PAUSED"].includes(v.status))
+          .length,
+      );
+      assert.ok(p.makespan.lowerBoundSeconds <= p.makespan.predictedSeconds);
+    },
+  ));
+});
+
+Deno.test("formatSeconds", () => {
+  const cases: [number, string][] = [[0, "0s"], [7, "7s"], [245, "4m05s"], [
+    3723,
+    "1h02m03s",
+  ]];
+  for (const [n, want] of cases) assert.equal(formatSeconds(n), want);
+});
+
+Deno.test("renderPlan: header lines and one row per VM", () => {
+  const p = planHost({
+    host: "n1",
+    servers: [server("a", 2048), server("b", 1024, "SUSPENDED")],
+    limit: LIMIT,
+    capacity: FITS,
+    rate: RATE,
+  });
+  const text = renderPlan([p]);
+  assert.match(text, /^HOST n1\n {2}limit: {5}2 \(EvictionPolicy default\)/);
+  assert.match(text, /capacity: {2}True: all fit/);
+  assert.match(text, /makespan: {2}3s predicted, lower bound 3s/);
+  assert.match(text, /\n {2}1 +vm-a +a +ACTIVE +2048 +live/);
+  assert.match(text, /\n {2}- +vm-b +b +SUSPENDED +1024 +needs a person/);
+});
