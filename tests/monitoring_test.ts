@@ -346,6 +346,67 @@ Deno.test("every metric of the rules and the dashboard exists in evictor's /metr
   }
 });
 
+interface Obj {
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+  };
+  data?: Record<string, string>;
+  spec?: {
+    ports?: { name?: string }[];
+    selector?: { matchLabels?: Record<string, string> };
+    endpoints?: Record<string, unknown>[];
+  };
+}
+
+async function kustomize(e: Envtest, dir: string): Promise<Obj[]> {
+  const out = await e.kubectl([
+    "kustomize",
+    new URL(dir, ROOT).pathname,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  return out.stdout.split(/^---$/m).map((d) => parseYaml(d) as Obj);
+}
+
+Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMonitor on the metrics Service and the dashboard", async () => {
+  const e = await env();
+  const objs = await kustomize(e, "manifests/monitoring/");
+  assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    "ConfigMap",
+    "PrometheusRule",
+    "ServiceMonitor",
+  ]);
+  for (const o of objs) assert.equal(o.metadata.namespace, "evictor-system");
+  const cm = objs.find((o) => o.kind === "ConfigMap");
+  assert.equal(cm?.metadata.labels?.["grafana_dashboard"], "1");
+  assert.equal(
+    cm?.data?.["evictor-dashboard.json"],
+    await Deno.readTextFile(
+      new URL("manifests/monitoring/evictor-dashboard.json", ROOT),
+    ),
+  );
+  // The ServiceMonitor selects evictor's metrics Service as deployed, and
+  // scrapes its port over HTTPS with Prometheus's service-account token.
+  const sm = objs.find((o) => o.kind === "ServiceMonitor");
+  const endpoint = sm?.spec?.endpoints?.[0];
+  assert.equal(endpoint?.["path"], "/metrics");
+  assert.equal(endpoint?.["scheme"], "https");
+  assert.equal(
+    endpoint?.["bearerTokenFile"],
+    "/var/run/secrets/kubernetes.io/serviceaccount/token",
+  );
+  const selector = Object.entries(sm?.spec?.selector?.matchLabels ?? {});
+  assert.ok(selector.length > 0);
+  const services = (await kustomize(e, "manifests/")).filter((o) =>
+    o.kind === "Service" &&
+    selector.every(([k, v]) => o.metadata.labels?.[k] === v) &&
+    (o.spec?.ports ?? []).some((p) => p.name === endpoint?.["port"])
+  );
+  assert.deepEqual(services.map((o) => o.metadata.name), ["evictor-metrics"]);
+});
+
 Deno.test({
   name: "stop the dedicated API server",
   sanitizeOps: false,
