@@ -192,3 +192,92 @@ export function headingAnchors(markdown: string): Set<string> {
   }
   return anchors;
 }
+
+/** A label matcher of a PromQL selector. */
+export interface Matcher {
+  label: string;
+  op: "=" | "!=" | "=~" | "!~";
+  value: string;
+}
+
+/** A selector with label matchers, e.g. `a_total{x="y"}`. */
+export interface Selector {
+  name: string;
+  matchers: Matcher[];
+}
+
+const STRING = String.raw`"(?:[^"\\]|\\.)*"`;
+
+/**
+ * The selectors of a PromQL expression that carry label matchers (values
+ * as written: the expressions here use no escapes).
+ *
+ * @example
+ * ```ts
+ * import { selectors } from "./_monitoring.ts";
+ * const [s] = selectors('rate(a{x="}",y=~"b|c"}[5m])');
+ * console.assert(s?.name === "a" && s.matchers[1]?.op === "=~");
+ * ```
+ */
+export function selectors(expr: string): Selector[] {
+  const out: Selector[] = [];
+  const re = new RegExp(
+    String.raw`([A-Za-z_:][\w:]*)\s*\{((?:[^}"]|${STRING})*)\}`,
+    "g",
+  );
+  for (const m of expr.matchAll(re)) {
+    const matchers: Matcher[] = [];
+    const body = m[2] ?? "";
+    for (
+      const l of body.matchAll(
+        new RegExp(String.raw`(\w+)\s*(=~|!~|!=|=)\s*(${STRING})`, "g"),
+      )
+    ) {
+      matchers.push({
+        label: l[1] ?? "",
+        op: l[2] as Matcher["op"],
+        value: JSON.parse(l[3] ?? '""'),
+      });
+    }
+    out.push({ name: m[1] ?? "", matchers });
+  }
+  return out;
+}
+
+/** One sample line of a text exposition. */
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/** The samples of a text exposition (values left out). */
+export function samples(exposition: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of exposition.split("\n")) {
+    const m = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})? \S+/.exec(line);
+    if (m === null) continue;
+    const labels: Record<string, string> = {};
+    for (
+      const l of (m[2] ?? "").matchAll(new RegExp(`(\\w+)=(${STRING})`, "g"))
+    ) {
+      labels[l[1] ?? ""] = JSON.parse(l[2] ?? '""');
+    }
+    out.push({ name: m[1] ?? "", labels });
+  }
+  return out;
+}
+
+/**
+ * Whether `sample` satisfies the positive matchers (`=`, `=~`) of
+ * `selector`: a selector whose equality matchers no real series has
+ * selects nothing, and its alert never fires.
+ */
+export function satisfiesPositive(sample: Sample, selector: Selector): boolean {
+  if (sample.name !== selector.name) return false;
+  return selector.matchers.every((m) => {
+    const v = sample.labels[m.label] ?? "";
+    if (m.op === "=") return v === m.value;
+    if (m.op === "=~") return new RegExp(`^(?:${m.value})$`).test(v);
+    return true;
+  });
+}

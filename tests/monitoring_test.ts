@@ -18,6 +18,8 @@ import {
 } from "./harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
 import {
+  eviction,
+  hypervisor,
   manifest,
   policy,
   webhookConfigurationYaml,
@@ -30,7 +32,10 @@ import {
   metricFamilies,
   metricNames,
   ruleGroups,
+  samples,
+  satisfiesPositive,
   scrapeMetrics,
+  selectors,
 } from "./_monitoring.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -207,6 +212,27 @@ Deno.test("metricNames reads the metric names of PromQL", () => {
   }
 });
 
+Deno.test("selectors and samples read label matchers and exposition lines", () => {
+  const [sel] = selectors('sum(rate(a_total{x="1",y=~"b|c",z!="q}"}[5m]))');
+  assert.deepEqual(sel, {
+    name: "a_total",
+    matchers: [
+      { label: "x", op: "=", value: "1" },
+      { label: "y", op: "=~", value: "b|c" },
+      { label: "z", op: "!=", value: "q}" },
+    ],
+  });
+  const text = '# TYPE a_total counter\na_total{x="1",y="c",z="q}"} 3\n' +
+    'a_total{x="2",y="b"} 1\nb 0\n';
+  const found = samples(text);
+  assert.deepEqual(found.map((s) => s.name), ["a_total", "a_total", "b"]);
+  assert.deepEqual(found[0]?.labels, { x: "1", y: "c", z: "q}" });
+  assert.deepEqual(
+    found.map((s) => sel !== undefined && satisfiesPositive(s, sel)),
+    [true, false, false],
+  );
+});
+
 Deno.test("the dashboard's panels all have queries, the ConfigMap is generated from its JSON", async () => {
   const d = await dashboard();
   const panels = d.panels.filter((p) => p.type !== "row");
@@ -255,11 +281,29 @@ async function waitUntil<T>(
   }
 }
 
-Deno.test("every metric of the rules and the dashboard exists in evictor's /metrics or the API server's", async () => {
+/** Every selector of the rules and the panels, with where it is used. */
+async function usedSelectors(): Promise<{ where: string; expr: string }[]> {
+  const out: { where: string; expr: string }[] = [];
+  for (const g of await ruleGroups()) {
+    for (const r of g.rules) {
+      out.push({ where: `alert ${r.alert}`, expr: r.expr });
+    }
+  }
+  for (const q of await dashboardQueries()) {
+    out.push({ where: `panel ${q.panel}`, expr: q.expr });
+  }
+  return out;
+}
+
+Deno.test("every metric and label of the rules and the dashboard exists in evictor's /metrics or the API server's", async () => {
   const e = await env();
   const sim = await startNovaSim({
-    hosts: [{ name: "mon-a" }],
-    servers: [],
+    timeScale: 200,
+    hosts: [{ name: "mon-a" }, { name: "mon-b", ramMb: 1048576 }],
+    servers: [
+      { name: "vm-1", host: "mon-a", ramMb: 4096 },
+      { name: "vm-2", host: "mon-a", ramMb: 8192 },
+    ],
   });
   const certDir = await makeOwnedTempDir(STAGING_ROOT, "webhook-");
   const pair = await e.servingCert(["127.0.0.1", "localhost"]);
@@ -267,17 +311,27 @@ Deno.test("every metric of the rules and the dashboard exists in evictor's /metr
   await Deno.writeTextFile(`${certDir}/tls.key`, pair.keyPem);
   const metricsPort = freePort();
   const webhookPort = freePort();
+  const kubectl = async (args: string[], stdin?: string) => {
+    const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
+    assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
+    return out.stdout;
+  };
+  for (const name of ["mon-a", "mon-b"]) {
+    await kubectl(["create", "-f", "-"], manifest(hypervisor(name)));
+  }
   const op = await startOperatorProcess({
     kubeconfigPath: e.kubeconfigPath,
     cloudsYaml: sim.cloudsYaml(),
     args: [
+      "--poll-interval=200ms",
+      "--hypervisor-resync-interval=1s",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${certDir}`,
     ],
   });
+  let stopped = false;
   try {
-    const evictorMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
     await waitUntil("evictor to be ready", async () => {
       const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
       await res.body?.cancel();
@@ -285,14 +339,12 @@ Deno.test("every metric of the rules and the dashboard exists in evictor's /metr
     }).catch(async (err) => {
       throw new Error(`${err}\n${await operatorLogTail(op)}`);
     });
-    // The API server calls evictor's webhook: once allowing, once denying,
-    // so that its admission metrics exist.
+    // The API server calls evictor's webhook: allowing, then denying.
     const config = await webhookConfigurationYaml(
       `https://127.0.0.1:${webhookPort}`,
       e.caCertPem,
     );
-    const applied = await e.kubectl(["apply", "-f", "-"], { stdin: config });
-    assert.equal(applied.code, 0, applied.stderr);
+    await kubectl(["apply", "-f", "-"], config);
     await waitUntil("the webhook to admit a policy", async () => {
       const out = await e.kubectl(["apply", "-f", "-"], {
         stdin: manifest(policy({ maxConcurrentMigrations: 2 })),
@@ -308,38 +360,82 @@ Deno.test("every metric of the rules and the dashboard exists in evictor's /metr
     });
     assert.notEqual(denied.code, 0);
     assert.match(denied.stderr, /denied the request/);
+    // A drain, so that the drain's series carry their labels.
+    await kubectl(
+      ["create", "-f", "-"],
+      manifest(eviction("mon-a", { hypervisor: "mon-a", reason: "metrics" })),
+    );
+    await waitUntil("the drain to succeed", async () => {
+      const reason = await kubectl([
+        "get",
+        "eviction",
+        "mon-a",
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="Evicting")].reason}',
+      ]);
+      return reason === "Succeeded" ? true : undefined;
+    }, 90_000).catch(async (err) => {
+      throw new Error(`${err}\n${await operatorLogTail(op)}`);
+    });
+    const evictorText = await scrapeMetrics(
+      `http://127.0.0.1:${metricsPort}/metrics`,
+    );
 
-    const evictor = metricFamilies(await scrapeMetrics(evictorMetrics));
-    const apiserverScrape = await e.kubectl(["get", "--raw", "/metrics"]);
-    assert.equal(apiserverScrape.code, 0, apiserverScrape.stderr);
-    const apiserver = metricFamilies(apiserverScrape.stdout);
-
-    const used = new Map<string, string>();
-    for (const g of await ruleGroups()) {
-      for (const r of g.rules) {
-        for (const n of metricNames(r.expr)) used.set(n, `alert ${r.alert}`);
-      }
-    }
-    for (const q of await dashboardQueries()) {
-      for (const n of metricNames(q.expr)) used.set(n, `panel ${q.panel}`);
-    }
-    assert.ok(used.size > 10, [...used.keys()].join());
-    const missing: string[] = [];
-    for (const [name, where] of used) {
-      // apiserver_* come from the API server's own scrape job.
-      const families = name.startsWith("apiserver_") ? apiserver : evictor;
-      const source = families === apiserver ? "the API server" : "evictor";
-      if (NOT_YET_EXPOSED.has(name)) continue;
-      if (!exposes(families, name)) {
-        missing.push(`${name} (${where}) is not in ${source}'s /metrics`);
-      }
-    }
-    assert.deepEqual(missing, []);
-    // Both kinds are used: the distinction is not vacuous.
-    assert.ok([...used.keys()].some((n) => n.startsWith("apiserver_")));
-    assert.ok([...used.keys()].some((n) => n.startsWith("evictor_")));
-  } finally {
+    // With evictor gone the API server cannot call the webhook, and refuses.
     await op.stop();
+    stopped = true;
+    const refused = await e.kubectl(["apply", "-f", "-"], {
+      stdin: manifest(policy({ maxConcurrentMigrations: 3 })),
+    });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /failed calling webhook/);
+    const apiserverText = await kubectl(["get", "--raw", "/metrics"]);
+
+    const scrapes = {
+      evictor: {
+        families: metricFamilies(evictorText),
+        samples: samples(evictorText),
+      },
+      "the API server": {
+        families: metricFamilies(apiserverText),
+        samples: samples(apiserverText),
+      },
+    };
+    const problems: string[] = [];
+    const used = new Set<string>();
+    for (const { where, expr } of await usedSelectors()) {
+      for (const name of metricNames(expr)) {
+        used.add(name);
+        if (NOT_YET_EXPOSED.has(name)) continue;
+        // apiserver_* come from the API server's own scrape job.
+        const source = name.startsWith("apiserver_")
+          ? "the API server"
+          : "evictor";
+        if (!exposes(scrapes[source].families, name)) {
+          problems.push(`${name} (${where}) is not in ${source}'s /metrics`);
+        }
+      }
+      for (const sel of selectors(expr)) {
+        if (NOT_YET_EXPOSED.has(sel.name)) continue;
+        const source = sel.name.startsWith("apiserver_")
+          ? "the API server"
+          : "evictor";
+        if (!scrapes[source].samples.some((s) => satisfiesPositive(s, sel))) {
+          problems.push(
+            `no series of ${source} matches ${sel.name}{${
+              sel.matchers.map((m) => `${m.label}${m.op}"${m.value}"`).join()
+            }} (${where})`,
+          );
+        }
+      }
+    }
+    assert.deepEqual(problems, []);
+    assert.ok(used.size > 10, [...used].join());
+    // Both sources are used: the distinction is not vacuous.
+    assert.ok([...used].some((n) => n.startsWith("apiserver_")));
+    assert.ok([...used].some((n) => n.startsWith("evictor_")));
+  } finally {
+    if (!stopped) await op.stop();
     await Deno.remove(op.dir, { recursive: true }).catch(() => {});
     await Deno.remove(certDir, { recursive: true }).catch(() => {});
     await sim.close();
