@@ -146,6 +146,7 @@ try {
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${stageDir}/certs`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      "--insecure-metrics", // the demo prints a /metrics URL to open
     ],
   });
   say(

@@ -178,6 +178,7 @@ Deno.test({
         "--controllers=hypervisor-sync",
         "--webhook-bind-address=0",
         `--metrics-bind-address=127.0.0.1:${port}`,
+        "--insecure-metrics", // a plain scrape; tests/deploy_test.ts covers the secured one
       ],
     });
     const scrape = async () => {

@@ -1,0 +1,503 @@
+/**
+ * `manifests/monitoring/`: the PrometheusRule passes the real promtool's
+ * `check rules` and `test rules` (each alert fires on synthetic series,
+ * tests/testdata/monitoring/alerts_test.yaml), every alert links to a
+ * README section, and every metric a rule or a dashboard panel reads exists:
+ * evictor's in the `/metrics` of a running evictor (main.ts as a process with
+ * the binary's permissions), `apiserver_*` in the real API server's after it
+ * called evictor's webhook.
+ */
+import assert from "node:assert/strict";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { type Envtest, startEnvtest } from "./harness/envtest.ts";
+import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import {
+  operatorLogTail,
+  STAGING_ROOT,
+  startOperatorProcess,
+} from "./harness/operator_process.ts";
+import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
+import {
+  eviction,
+  hypervisor,
+  manifest,
+  policy,
+  webhookConfigurationYaml,
+} from "./_webhook_fixture.ts";
+import {
+  dashboard,
+  dashboardQueries,
+  exposes,
+  headingAnchors,
+  metricFamilies,
+  metricNames,
+  ruleGroups,
+  samples,
+  satisfiesPositive,
+  scrapeMetrics,
+  selectors,
+} from "./_monitoring.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const TESTDATA = new URL("testdata/monitoring/", import.meta.url);
+
+async function run(cmd: string, args: string[], cwd?: string) {
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(cmd, {
+      args,
+      ...(cwd === undefined ? {} : { cwd }),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) {
+      throw new Error(
+        `${cmd} not found: install Debian's prometheus package ` +
+          "(apt-get install --no-install-recommends prometheus; .ci/run does)",
+      );
+    }
+    throw err;
+  }
+  const text = new TextDecoder();
+  return {
+    code: out.code,
+    output: text.decode(out.stdout) + text.decode(out.stderr),
+  };
+}
+
+/** The rule groups as a rules file, and the unit tests beside it. */
+async function stageRules(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "evictor-rules-" });
+  await Deno.writeTextFile(
+    `${dir}/rules.yaml`,
+    stringifyYaml({ groups: await ruleGroups() }),
+  );
+  await Deno.copyFile(
+    new URL("alerts_test.yaml", TESTDATA),
+    `${dir}/alerts_test.yaml`,
+  );
+  return dir;
+}
+
+async function alertNames(): Promise<string[]> {
+  return (await ruleGroups()).flatMap((g) => g.rules.map((r) => r.alert));
+}
+
+Deno.test("promtool check rules accepts the PrometheusRule's groups", async () => {
+  const dir = await stageRules();
+  try {
+    const out = await run("promtool", ["check", "rules", "rules.yaml"], dir);
+    assert.equal(out.code, 0, out.output);
+    const rules = (await ruleGroups()).flatMap((g) => g.rules).length;
+    assert.match(out.output, new RegExp(`SUCCESS: ${rules} rules found`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("promtool test rules: every alert fires on its synthetic series", async () => {
+  const dir = await stageRules();
+  try {
+    const out = await run(
+      "promtool",
+      ["test", "rules", "alerts_test.yaml"],
+      dir,
+    );
+    assert.equal(out.code, 0, out.output);
+    assert.match(out.output, /SUCCESS/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // Each alert has a case where it fires and one where it must not.
+  const tests = parseYaml(
+    await Deno.readTextFile(new URL("alerts_test.yaml", TESTDATA)),
+  ) as {
+    tests: {
+      alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[];
+    }[];
+  };
+  const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+  for (const name of await alertNames()) {
+    const mine = cases.filter((c) => c.alertname === name);
+    assert.ok(
+      mine.some((c) => (c.exp_alerts ?? []).length > 0),
+      `no promtool case fires ${name}`,
+    );
+    assert.ok(
+      mine.some((c) => (c.exp_alerts ?? []).length === 0),
+      `no promtool case shows ${name} silent`,
+    );
+  }
+});
+
+Deno.test("a changed threshold fails promtool test rules", async () => {
+  // The unit tests pin the rules' behaviour: a rule that pages later (or
+  // never) must not pass them.
+  const dir = await stageRules();
+  try {
+    const groups = await ruleGroups();
+    for (const g of groups) {
+      for (const r of g.rules) {
+        if (r.for !== undefined) r.for = "3h";
+      }
+    }
+    await Deno.writeTextFile(
+      `${dir}/rules.yaml`,
+      stringifyYaml({ groups }),
+    );
+    const out = await run(
+      "promtool",
+      ["test", "rules", "alerts_test.yaml"],
+      dir,
+    );
+    assert.notEqual(out.code, 0, out.output);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("every alert has a summary, a description and a runbook in the README", async () => {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  const anchors = headingAnchors(readme);
+  // The repository the image names as its source.
+  const dockerfile = await Deno.readTextFile(new URL("Dockerfile", ROOT));
+  const source: string =
+    /org\.opencontainers\.image\.source="([^"]+)"/.exec(dockerfile)?.[1] ?? "";
+  assert.ok(source !== "", "the Dockerfile names no image source");
+  const prefix = `${source}/blob/main/README.md#`;
+  for (const g of await ruleGroups()) {
+    for (const r of g.rules) {
+      const a = r.annotations ?? {};
+      assert.ok(a["summary"], `${r.alert}: no summary`);
+      assert.ok(a["description"], `${r.alert}: no description`);
+      const url = a["runbook_url"] ?? "";
+      assert.ok(url.startsWith(prefix), `${r.alert}: runbook_url ${url}`);
+      const anchor = url.slice(prefix.length);
+      assert.ok(anchors.has(anchor), `${r.alert}: README has no #${anchor}`);
+      assert.ok(
+        ["warning", "critical"].includes(r.labels?.["severity"] ?? ""),
+        `${r.alert}: severity`,
+      );
+    }
+  }
+});
+
+Deno.test("metricNames reads the metric names of PromQL", () => {
+  const table: [string, string[]][] = [
+    ["up", ["up"]],
+    ['rate(a_total{code!~"2..",x="{b}"}[5m])', ["a_total"]],
+    ["sum by (le, kind) (rate(h_bucket[$__rate_interval]))", ["h_bucket"]],
+    ["sum(x) without (pod) / on (ns) group_left (y) z", ["x", "z"]],
+    ["a unless a offset 1h", ["a"]],
+    ["count(g > 0) or vector(0)", ["g"]],
+    ["histogram_quantile(0.99, sum by (le) (rate(s_bucket[1m]))) > 1e3", [
+      "s_bucket",
+    ]],
+    ["max_over_time(g[15m:1m]) > bool 0 and on () absent(l)", ["g", "l"]],
+    ["vector($budget)", []],
+    ["sum(rate(a[5m])) BY (x)", ["a"]],
+  ];
+  for (const [expr, want] of table) {
+    assert.deepEqual([...metricNames(expr)].sort(), want.sort(), expr);
+  }
+});
+
+Deno.test("selectors and samples read label matchers and exposition lines", () => {
+  const [sel] = selectors('sum(rate(a_total{x="1",y=~"b|c",z!="q}"}[5m]))');
+  assert.deepEqual(sel, {
+    name: "a_total",
+    matchers: [
+      { label: "x", op: "=", value: "1" },
+      { label: "y", op: "=~", value: "b|c" },
+      { label: "z", op: "!=", value: "q}" },
+    ],
+  });
+  const text = '# TYPE a_total counter\na_total{x="1",y="c",z="q}"} 3\n' +
+    'a_total{x="2",y="b"} 1\nb 0\n';
+  const found = samples(text);
+  assert.deepEqual(found.map((s) => s.name), ["a_total", "a_total", "b"]);
+  assert.deepEqual(found[0]?.labels, { x: "1", y: "c", z: "q}" });
+  assert.deepEqual(
+    found.map((s) => sel !== undefined && satisfiesPositive(s, sel)),
+    [true, false, false],
+  );
+});
+
+Deno.test("the dashboard's panels all have queries, the ConfigMap is generated from its JSON", async () => {
+  const d = await dashboard();
+  const panels = d.panels.filter((p) => p.type !== "row");
+  assert.ok(panels.length > 0);
+  for (const p of panels) {
+    assert.ok((p.targets ?? []).length > 0, `panel ${p.title} has no query`);
+  }
+  const kustomization = parseYaml(
+    await Deno.readTextFile(
+      new URL("manifests/monitoring/kustomization.yaml", ROOT),
+    ),
+  ) as {
+    configMapGenerator?: {
+      files?: string[];
+      options?: { labels?: Record<string, string> };
+    }[];
+  };
+  const gen = kustomization.configMapGenerator?.[0];
+  assert.deepEqual(gen?.files, ["evictor-dashboard.json"]);
+  assert.equal(gen?.options?.labels?.["grafana_dashboard"], "1");
+  // Not applied with evictor itself: it needs the Prometheus operator's CRDs.
+  const main = await Deno.readTextFile(
+    new URL("manifests/kustomization.yaml", ROOT),
+  );
+  assert.doesNotMatch(main, /monitoring/);
+});
+
+let envPromise: Promise<Envtest> | undefined;
+/** A dedicated API server: this file installs a webhook configuration. */
+function env(): Promise<Envtest> {
+  envPromise ??= startEnvtest();
+  return envPromise;
+}
+
+async function waitUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Every selector of the rules and the panels, with where it is used. */
+async function usedSelectors(): Promise<{ where: string; expr: string }[]> {
+  const out: { where: string; expr: string }[] = [];
+  for (const g of await ruleGroups()) {
+    for (const r of g.rules) {
+      out.push({ where: `alert ${r.alert}`, expr: r.expr });
+    }
+  }
+  for (const q of await dashboardQueries()) {
+    out.push({ where: `panel ${q.panel}`, expr: q.expr });
+  }
+  return out;
+}
+
+Deno.test("every metric and label of the rules and the dashboard exists in evictor's /metrics or the API server's", async () => {
+  const e = await env();
+  const sim = await startNovaSim({
+    timeScale: 200,
+    hosts: [{ name: "mon-a" }, { name: "mon-b", ramMb: 1048576 }],
+    servers: [
+      { name: "vm-1", host: "mon-a", ramMb: 4096 },
+      { name: "vm-2", host: "mon-a", ramMb: 8192 },
+    ],
+  });
+  const certDir = await makeOwnedTempDir(STAGING_ROOT, "webhook-");
+  const pair = await e.servingCert(["127.0.0.1", "localhost"]);
+  await Deno.writeTextFile(`${certDir}/tls.crt`, pair.certPem);
+  await Deno.writeTextFile(`${certDir}/tls.key`, pair.keyPem);
+  const metricsPort = freePort();
+  const webhookPort = freePort();
+  const kubectl = async (args: string[], stdin?: string) => {
+    const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
+    assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
+    return out.stdout;
+  };
+  for (const name of ["mon-a", "mon-b"]) {
+    await kubectl(["create", "-f", "-"], manifest(hypervisor(name)));
+  }
+  const op = await startOperatorProcess({
+    kubeconfigPath: e.kubeconfigPath,
+    cloudsYaml: sim.cloudsYaml(),
+    args: [
+      "--poll-interval=200ms",
+      "--hypervisor-resync-interval=1s",
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      "--insecure-metrics", // a plain scrape; tests/deploy_test.ts covers the secured one
+      `--webhook-bind-address=127.0.0.1:${webhookPort}`,
+      `--webhook-cert-dir=${certDir}`,
+    ],
+  });
+  let stopped = false;
+  try {
+    await waitUntil("evictor to be ready", async () => {
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      await res.body?.cancel();
+      return res.ok ? true : undefined;
+    }).catch(async (err) => {
+      throw new Error(`${err}\n${await operatorLogTail(op)}`);
+    });
+    // The API server calls evictor's webhook: allowing, then denying.
+    const config = await webhookConfigurationYaml(
+      `https://127.0.0.1:${webhookPort}`,
+      e.caCertPem,
+    );
+    await kubectl(["apply", "-f", "-"], config);
+    await waitUntil("the webhook to admit a policy", async () => {
+      const out = await e.kubectl(["apply", "-f", "-"], {
+        stdin: manifest(policy({ maxConcurrentMigrations: 2 })),
+      });
+      return out.code === 0 ? true : undefined;
+    });
+    const denied = await e.kubectl(["apply", "-f", "-"], {
+      // a trait limit above the default: only the webhook knows
+      stdin: manifest(policy({
+        maxConcurrentMigrations: 2,
+        traitLimits: [{ trait: "CUSTOM_MON", maxConcurrentMigrations: 5 }],
+      })),
+    });
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /denied the request/);
+    // A drain, so that the drain's series carry their labels.
+    await kubectl(
+      ["create", "-f", "-"],
+      manifest(eviction("mon-a", { hypervisor: "mon-a", reason: "metrics" })),
+    );
+    await waitUntil("the drain to succeed", async () => {
+      const reason = await kubectl([
+        "get",
+        "eviction",
+        "mon-a",
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="Evicting")].reason}',
+      ]);
+      return reason === "Succeeded" ? true : undefined;
+    }, 90_000).catch(async (err) => {
+      throw new Error(`${err}\n${await operatorLogTail(op)}`);
+    });
+    const evictorText = await scrapeMetrics(
+      `http://127.0.0.1:${metricsPort}/metrics`,
+    );
+
+    // With evictor gone the API server cannot call the webhook, and refuses.
+    await op.stop();
+    stopped = true;
+    const refused = await e.kubectl(["apply", "-f", "-"], {
+      stdin: manifest(policy({ maxConcurrentMigrations: 3 })),
+    });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /failed calling webhook/);
+    const apiserverText = await kubectl(["get", "--raw", "/metrics"]);
+
+    const scrapes = {
+      evictor: {
+        families: metricFamilies(evictorText),
+        samples: samples(evictorText),
+      },
+      "the API server": {
+        families: metricFamilies(apiserverText),
+        samples: samples(apiserverText),
+      },
+    };
+    const problems: string[] = [];
+    const used = new Set<string>();
+    for (const { where, expr } of await usedSelectors()) {
+      for (const name of metricNames(expr)) {
+        used.add(name);
+        // apiserver_* come from the API server's own scrape job.
+        const source = name.startsWith("apiserver_")
+          ? "the API server"
+          : "evictor";
+        if (!exposes(scrapes[source].families, name)) {
+          problems.push(`${name} (${where}) is not in ${source}'s /metrics`);
+        }
+      }
+      for (const sel of selectors(expr)) {
+        const source = sel.name.startsWith("apiserver_")
+          ? "the API server"
+          : "evictor";
+        if (!scrapes[source].samples.some((s) => satisfiesPositive(s, sel))) {
+          problems.push(
+            `no series of ${source} matches ${sel.name}{${
+              sel.matchers.map((m) => `${m.label}${m.op}"${m.value}"`).join()
+            }} (${where})`,
+          );
+        }
+      }
+    }
+    assert.deepEqual(problems, []);
+    assert.ok(used.size > 10, [...used].join());
+    // Both sources are used: the distinction is not vacuous.
+    assert.ok([...used].some((n) => n.startsWith("apiserver_")));
+    assert.ok([...used].some((n) => n.startsWith("evictor_")));
+  } finally {
+    if (!stopped) await op.stop();
+    await Deno.remove(op.dir, { recursive: true }).catch(() => {});
+    await Deno.remove(certDir, { recursive: true }).catch(() => {});
+    await sim.close();
+  }
+});
+
+interface Obj {
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+  };
+  data?: Record<string, string>;
+  spec?: {
+    ports?: { name?: string }[];
+    selector?: { matchLabels?: Record<string, string> };
+    endpoints?: Record<string, unknown>[];
+  };
+}
+
+async function kustomize(e: Envtest, dir: string): Promise<Obj[]> {
+  const out = await e.kubectl([
+    "kustomize",
+    new URL(dir, ROOT).pathname,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  return out.stdout.split(/^---$/m).map((d) => parseYaml(d) as Obj);
+}
+
+Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMonitor on the metrics Service and the dashboard", async () => {
+  const e = await env();
+  const objs = await kustomize(e, "manifests/monitoring/");
+  assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    "ConfigMap",
+    "PrometheusRule",
+    "ServiceMonitor",
+  ]);
+  for (const o of objs) assert.equal(o.metadata.namespace, "evictor-system");
+  const cm = objs.find((o) => o.kind === "ConfigMap");
+  assert.equal(cm?.metadata.labels?.["grafana_dashboard"], "1");
+  assert.equal(
+    cm?.data?.["evictor-dashboard.json"],
+    await Deno.readTextFile(
+      new URL("manifests/monitoring/evictor-dashboard.json", ROOT),
+    ),
+  );
+  // The ServiceMonitor selects evictor's metrics Service as deployed, and
+  // scrapes its port over HTTPS with Prometheus's service-account token.
+  const sm = objs.find((o) => o.kind === "ServiceMonitor");
+  const endpoint = sm?.spec?.endpoints?.[0];
+  assert.equal(endpoint?.["path"], "/metrics");
+  assert.equal(endpoint?.["scheme"], "https");
+  assert.equal(
+    endpoint?.["bearerTokenFile"],
+    "/var/run/secrets/kubernetes.io/serviceaccount/token",
+  );
+  const selector = Object.entries(sm?.spec?.selector?.matchLabels ?? {});
+  assert.ok(selector.length > 0);
+  const services = (await kustomize(e, "manifests/")).filter((o) =>
+    o.kind === "Service" &&
+    selector.every(([k, v]) => o.metadata.labels?.[k] === v) &&
+    (o.spec?.ports ?? []).some((p) => p.name === endpoint?.["port"])
+  );
+  assert.deepEqual(services.map((o) => o.metadata.name), ["evictor-metrics"]);
+});
+
+Deno.test({
+  name: "stop the dedicated API server",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    if (envPromise) await (await envPromise).stop();
+  },
+});
