@@ -128,6 +128,7 @@ export const EvictionStatusSchema: z.ZodObject<{
   >;
   "startedAt": z.ZodOptional<z.ZodISODateTime>;
   "finishedAt": z.ZodOptional<z.ZodISODateTime>;
+  "predictedMakespanSeconds": z.ZodOptional<z.ZodNumber>;
   "observedGeneration": z.ZodOptional<z.ZodNumber>;
 }, z.core.$strip> = z.object({
   /** Id of the host's nova-compute service. */

@@ -34,6 +34,7 @@ export const EvictionPolicySpecSchema: z.ZodObject<{
   "clusterMaxConcurrentMigrations": z.ZodOptional<z.ZodNumber>;
   "migrationTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
   "abortStuckMigrations": z.ZodDefault<z.ZodBoolean>;
+  "capacityCheck": z.ZodOptional<z.ZodEnum<{ "Warn": "Warn"; "Hold": "Hold" }>>;
 }, z.core.$strip> = z.object({
   /** Migrations in flight per hypervisor. */
   "maxConcurrentMigrations": z.number().int().min(1).max(64).default(1),
