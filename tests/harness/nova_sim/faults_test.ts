@@ -391,3 +391,48 @@ Deno.test("sim: a user's own resize is a `resize` migration waiting in VERIFY_RE
     assert.equal(confirm.status, 204);
   }, SCENARIO);
 });
+
+Deno.test("sim faults: `*` hits whichever server's action comes next; the log and held answers tell which", async () => {
+  await withSim(async (sim, token) => {
+    sim.injectActionFault("*", {
+      action: "os-migrateLive",
+      mode: "drop",
+      processed: true,
+    });
+    assert.equal(sim.heldAnswers(), 0);
+    const held = actionWithTimeout(sim, token, "vm2", LIVE, 400);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(sim.heldAnswers(), 1);
+    // Used up: the next server's start is answered.
+    assert.equal(await actionWithTimeout(sim, token, "vm1", LIVE, 2000), 202);
+    assert.equal(await held, "timeout");
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(sim.heldAnswers(), 0, "released when the client gave up");
+    assert.deepEqual(sim.actionFaultLog(), [{
+      serverId: idOf(sim, "vm2"),
+      action: "os-migrateLive",
+      mode: "drop",
+    }]);
+  }, SCENARIO);
+});
+
+Deno.test("sim: os-resetState brings an ERROR server back to active", async () => {
+  await withSim(async (sim, token) => {
+    sim.setServerError("vm1", "boom");
+    const path = `/servers/${idOf(sim, "vm1")}`;
+    const show = async () =>
+      ((await call(sim, token, "GET", path)).json as {
+        server: Record<string, unknown>;
+      }).server;
+    assert.equal((await show())["status"], "ERROR");
+    assert.ok("fault" in await show());
+    sim.resetState("vm1", "active");
+    const s = await show();
+    assert.equal(s["status"], "ACTIVE");
+    assert.ok(!("fault" in s));
+    assert.equal(
+      (await call(sim, token, "POST", `${path}/action`, LIVE)).status,
+      202,
+    );
+  }, SCENARIO);
+});

@@ -187,9 +187,16 @@ export interface NovaSim {
   ): void;
   /**
    * Makes the answer to a server's next action(s) go wrong (see
-   * {@linkcode ActionFault}); returns a function removing the fault.
+   * {@linkcode ActionFault}); `server` `*` means whichever server's action
+   * comes next. Returns a function removing the fault.
    */
   injectActionFault(server: string, fault: ActionFault): () => void;
+  /** The action faults applied so far: which server, action and mode. */
+  actionFaultLog(): { serverId: string; action: string; mode: string }[];
+  /** Answers held back right now (dropped answers whose client still waits). */
+  heldAnswers(): number;
+  /** `os-resetState`: sets vm_state (active or error), clears task_state. */
+  resetState(server: string, state: "active" | "error"): void;
   /**
    * An admin's forced live migration of a server to `host` (the scheduler
    * skipped, so even to a disabled host): an incoming migration for `host`.
@@ -308,6 +315,8 @@ export async function startNovaSim(
   }));
   const hangs = new Set<() => void>();
   const actionFaults: PendingActionFault[] = [];
+  const actionFaultLog: { serverId: string; action: string; mode: string }[] =
+    [];
   /** Waits until the client gives up or the simulator closes. */
   const hang = (req: Request): Promise<void> => {
     if (closing || req.signal.aborted) return Promise.resolve();
@@ -335,13 +344,14 @@ export async function startNovaSim(
       return undefined; // a malformed body is answered by the handler
     }
     const f = actionFaults.find((x) =>
-      x.serverId === serverId && x.remaining > 0 &&
+      (x.serverId === serverId || x.serverId === "*") && x.remaining > 0 &&
       (x.action === undefined || x.action === "any" || x.action === action)
     );
     if (f === undefined) return undefined;
     f.remaining--;
     if (f.remaining === 0) actionFaults.splice(actionFaults.indexOf(f), 1);
     counters.fault();
+    actionFaultLog.push({ serverId, action: action ?? "", mode: f.mode });
     return f;
   };
   let closing = false;
@@ -748,7 +758,7 @@ export async function startNovaSim(
       world.injectMigrationFault(resolve(server).id, kind, times);
     },
     injectActionFault(ref, fault) {
-      const serverId = resolve(ref).id;
+      const serverId = ref === "*" ? "*" : resolve(ref).id;
       if (!["drop", "delay", "status"].includes(fault.mode)) {
         throw new RangeError(
           `mode must be drop, delay or status, got ${
@@ -779,6 +789,12 @@ export async function startNovaSim(
         const i = actionFaults.indexOf(f);
         if (i !== -1) actionFaults.splice(i, 1);
       };
+    },
+    actionFaultLog: () => actionFaultLog.map((x) => ({ ...x })),
+    heldAnswers: () => hangs.size,
+    resetState: (ref, state) => {
+      world.advance();
+      world.resetState(resolve(ref).id, state);
     },
     migrateTo: (ref, host) => {
       world.liveMigrate(resolve(ref).id, host, true);

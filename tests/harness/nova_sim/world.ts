@@ -570,6 +570,19 @@ export class World {
     s.updated = now;
   }
 
+  /**
+   * `os-resetState`: an admin sets vm_state to active or error; task_state is
+   * cleared (the fault record stays, shown only while ERROR).
+   */
+  resetState(id: string, state: "active" | "error"): void {
+    const s = this.servers.get(id);
+    if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
+    s.vmState = state;
+    s.taskState = null;
+    if (state === "active") s.powerState = 1;
+    s.updated = this.now();
+  }
+
   /** Non-deleted servers. */
   listServers(): SimServer[] {
     return [...this.servers.values()].filter((s) => !s.deleted);
