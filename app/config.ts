@@ -8,11 +8,11 @@
  */
 import { parseArgs } from "node:util";
 import { parseAddress } from "../framework/address.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import {
   type ConcurrencyFlagError,
   parseConcurrencyFlags,
-} from "../controllers/eviction/flags.ts";
+} from "../limits/flags.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */

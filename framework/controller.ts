@@ -22,7 +22,7 @@ import type {
   TimerHandler,
 } from "./handler.ts";
 import type { CacheReader, InformerEvent } from "./informer.ts";
-import { type Kind, type KubeObject, parseKey } from "./kind.ts";
+import { isDeleting, type Kind, type KubeObject, parseKey } from "./kind.ts";
 import type { Logger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
@@ -69,11 +69,6 @@ export interface TimerRegistration<T extends KubeObject> {
   scheduled: Map<string, CancelTimer>;
   /** Keys whose handler runs now (never two at once per key). */
   running: Set<string>;
-}
-
-function deleting(obj: KubeObject): boolean {
-  const ts = obj.metadata?.deletionTimestamp;
-  return ts !== undefined && ts !== null && ts !== "";
 }
 
 function sameMeta(a: KubeObject, b: KubeObject): boolean {
@@ -196,7 +191,7 @@ export class Controller<T extends KubeObject> {
         t.scheduled.delete(key);
         const obj = this.#d.cache.get(key);
         if (obj === undefined) return;
-        if (this.#active && !t.running.has(key) && !deleting(obj)) {
+        if (this.#active && !t.running.has(key) && !isDeleting(obj)) {
           t.running.add(key);
           try {
             await t.handler(this.#context(key, obj));
@@ -392,7 +387,8 @@ export class Controller<T extends KubeObject> {
     try {
       let obj = this.#d.cache.get(key);
       if (
-        obj !== undefined && deleting(obj) && this.finalizeHandler !== undefined
+        obj !== undefined && isDeleting(obj) &&
+        this.finalizeHandler !== undefined
       ) {
         if ((obj.metadata?.finalizers ?? []).includes(this.#d.finalizer)) {
           await this.finalizeHandler(this.#context(key, obj));
@@ -402,7 +398,7 @@ export class Controller<T extends KubeObject> {
       } else {
         if (
           obj !== undefined && this.finalizeHandler !== undefined &&
-          !deleting(obj)
+          !isDeleting(obj)
         ) {
           const raw = await this.#setFinalizer(key, obj, true);
           obj = raw === undefined ? undefined : this.#parse(raw) ?? obj;

@@ -51,6 +51,8 @@ export const EvictionStatusInFlightItemSchema = z.object({
   "startedAt": z.iso.datetime({ offset: true }),
   "migrationId": z.string().optional(),
   "memoryProcessedPercent": z.number().int().min(0).max(100).optional(),
+  /** Set when Nova showed this migration but this drain did not start it; such a resize is never confirmed by the drain. */
+  "adopted": z.boolean().optional(),
 });
 /** The type of {@linkcode EvictionStatusInFlightItemSchema}. */
 export type EvictionStatusInFlightItem = z.infer<
@@ -63,6 +65,10 @@ export const EvictionStatusFailedItemSchema = z.object({
   "reason": z.string(),
   "attempts": z.number().int().min(0),
   "lastAttemptAt": z.iso.datetime({ offset: true }),
+  /** The cause may go away by itself (no valid host, a failed migration record); retried with backoff within the retry window. Otherwise the failure is sticky until retried by a person. */
+  "transient": z.boolean().optional(),
+  /** When the VM first failed; transient failures are retried until this plus the retry window. */
+  "firstFailedAt": z.iso.datetime({ offset: true }).optional(),
 });
 /** The type of {@linkcode EvictionStatusFailedItemSchema}. */
 export type EvictionStatusFailedItem = z.infer<
