@@ -352,8 +352,13 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
   const phase = latest === undefined
     ? undefined
     : migrationPhase(latest.status);
+  // A record created before the last attempt we charged belongs to that
+  // attempt (the clock skew allowance must not make it count twice).
+  const chargedAt = parseNovaTime(failed?.lastAttemptAt);
   const matched = inFlight !== undefined && latest !== undefined &&
-    recordMatchesEntry(latest, inFlight, options.clockSkewMs);
+    recordMatchesEntry(latest, inFlight, options.clockSkewMs) &&
+    (chargedAt === undefined ||
+      (parseNovaTime(latest.createdAt) ?? -Infinity) > chargedAt);
   // A record older than our trigger says nothing about the trigger (its
   // id and progress must not be copied into the entry).
   const ownInProgress = inProgress !== undefined &&
@@ -361,8 +366,8 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
         recordMatchesEntry(inProgress, inFlight, options.clockSkewMs))
     ? inProgress
     : undefined;
-  // Nova refused our start with 409 because something else runs on it.
-  const refusedBusy = note?.state === "conflict";
+  // Nova refused our start: whatever runs on the VM is someone else's.
+  const refused = note?.state === "conflict" || note?.state === "refused";
 
   const serverKind = inFlightKindOfServer(status, taskState);
   const runningKind = serverKind ??
@@ -377,8 +382,11 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
       ownInProgress,
       nowMs,
     );
-    // Not ours: Nova showed it without a start of ours, or refused ours.
-    const adopted = !ours || refusedBusy;
+    // Not ours: Nova showed it without a start of ours, refused ours, or it
+    // is not the kind we started (a user's resize is never ours).
+    const adopted = !ours || refused ||
+      (ownInProgress !== undefined &&
+        !isOurKind(ownInProgress.migrationType, inFlight?.kind));
     return keep({
       class: "in_flight",
       entry: adopted ? { ...entry, adopted: true } : entry,
@@ -394,6 +402,13 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     if (state === "pending") {
       // No answer yet: its slot stays taken, and the drain cannot finish.
       return keep({ class: "in_flight", entry: inFlight });
+    }
+    if (state === "refused" && /not supported/i.test(note?.message ?? "")) {
+      // Nova cannot move it live (vTPM, SEV): a person decides.
+      return keep({
+        class: "skipped",
+        reason: UNSUPPORTED_PREFIX + (note?.message ?? ""),
+      });
     }
     if (state === "refused") {
       attemptReason = `starting the ${inFlight.kind} migration was refused: ${
@@ -511,6 +526,26 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
   }
   return verdict({ class: "ready", kind });
 }
+/**
+ * Whether a record's migration_type is what a drain's start of `kind`
+ * creates: `live-migration` for live, `migration` for cold (a `resize` is
+ * always a user's own).
+ *
+ * @example
+ * ```ts
+ * import { isOurKind } from "./classify.ts";
+ * console.assert(isOurKind("migration", "cold"));
+ * console.assert(!isOurKind("resize", "cold"));
+ * ```
+ */
+export function isOurKind(
+  migrationType: string,
+  kind: MigrationKind | undefined,
+): boolean {
+  const t = migrationType.toLowerCase();
+  return kind === "live" ? t === "live-migration" : t === "migration";
+}
+
 function recordFailure(record: ObservedMigration): string {
   return `${record.migrationType} ${record.id} ended ${record.status}`;
 }

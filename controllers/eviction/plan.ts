@@ -18,6 +18,7 @@ import {
   classifyServer,
   type FailureReport,
   inFlightEntry,
+  isOurKind,
   latestRecords,
   type VmClass,
   type VmRecords,
@@ -478,7 +479,11 @@ export function planPass(input: PlanInput): Plan {
     }
     const status = server.status.toUpperCase();
     if (status === "VERIFY_RESIZE") {
-      if (entry !== undefined && entry.adopted !== true) {
+      const type = latest.get(id)?.latest.migrationType;
+      if (
+        entry !== undefined && entry.adopted !== true &&
+        (type === undefined || isOurKind(type, "cold"))
+      ) {
         // Our cold migration waits for confirmation on its destination; the
         // source still holds the VM's resources, so it stays in flight.
         confirmResize.push(id);
@@ -500,7 +505,11 @@ export function planPass(input: PlanInput): Plan {
     if (kind !== undefined) {
       // Left the host but still finishing (post-migration on the destination).
       const e = inFlightEntry(id, entry, kind, record, nowMs);
-      inFlight.push(entry === undefined ? { ...e, adopted: true } : e);
+      inFlight.push(
+        entry === undefined || entry.adopted === true
+          ? { ...e, adopted: true }
+          : e,
+      );
       continue;
     }
     // Only VMs we tracked count as migrated: a stale record of an untracked
