@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import {
+  conflictKind,
   inFlightKindOfServer,
   isAbortable,
   isBeingDeleted,
+  isTransientRefusal,
   kindOfMigrationType,
   migrationPhase,
   needsPerson,
@@ -131,4 +133,38 @@ Deno.test("parseNovaTime: zone-less Nova times are UTC; zoned ones honoured; jun
   assert.equal(parseNovaTime("not a time"), undefined);
   assert.equal(parseNovaTime(null), undefined);
   assert.equal(parseNovaTime(""), undefined);
+});
+
+Deno.test("conflictKind: Nova's 409 messages", () => {
+  const rows: Array<[string, string]> = [
+    [
+      "Cannot 'os-migrateLive' instance a while it is in task_state migrating",
+      "busy",
+    ],
+    [
+      "Cannot 'migrate' instance a while it is in task_state resize_prep",
+      "busy",
+    ],
+    [
+      "Cannot 'os-migrateLive' instance a while it is in vm_state stopped",
+      "wrong_state",
+    ],
+    [
+      "Operation 'live-migration' not supported for SEV-enabled instance (a).",
+      "unsupported",
+    ],
+    ["Instance a is locked", "unsupported"],
+  ];
+  for (const [message, want] of rows) {
+    assert.equal(conflictKind(message), want, message);
+  }
+});
+
+Deno.test("isTransientRefusal: only no valid host", () => {
+  assert.ok(
+    isTransientRefusal(
+      "No valid host was found. There are not enough hosts available.",
+    ),
+  );
+  assert.ok(!isTransientRefusal("Compute host x could not be found."));
 });
