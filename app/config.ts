@@ -53,6 +53,8 @@ export interface Config {
   readonly discoverHypervisors: boolean;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  readonly novaTimeoutMs: number;
+  readonly migrationRetryWindowMs: number;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -104,7 +106,8 @@ export const RUN_FLAGS = {
     type: "string",
     env: "EVICTOR_POLL_INTERVAL",
     default: "2s",
-    help: "how often a drain with migrations in flight is looked at",
+    help:
+      "the shortest wait between two looks at a drain (passes are paced by the expected end of the earliest running migration)",
   },
   "leader-elect": {
     type: "boolean",
@@ -216,6 +219,20 @@ export const RUN_FLAGS = {
     env: "EVICTOR_SHUTDOWN_TIMEOUT",
     default: "30s",
     help: "how long running work may finish after SIGTERM",
+  },
+  "nova-timeout": {
+    type: "string",
+    env: "EVICTOR_NOVA_TIMEOUT",
+    default: "30s",
+    help:
+      "timeout of one Nova call; a start without an answer in time is resolved by looking, never charged",
+  },
+  "migration-retry-window": {
+    type: "string",
+    env: "EVICTOR_MIGRATION_RETRY_WINDOW",
+    default: "1h",
+    help:
+      "how long after its first failure a VM failing for a transient cause (no valid host, a failed migration) is retried",
   },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -422,6 +439,8 @@ export function loadConfig(
     discoverHypervisors: bool("discover-hypervisors"),
     logLevel,
     shutdownTimeoutMs: duration("shutdown-timeout", 0),
+    novaTimeoutMs: duration("nova-timeout", 100),
+    migrationRetryWindowMs: duration("migration-retry-window", 0),
   };
   return deepFreeze(config);
 }

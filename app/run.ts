@@ -66,6 +66,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
   }
   const openstack = createOpenStackClients(cloud, {
     logger: logger.child({ name: "openstack" }),
+    novaTimeoutMs: config.novaTimeoutMs,
   });
   try {
     const operator = buildOperator(config, {

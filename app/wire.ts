@@ -77,6 +77,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       flagSettings: config.limits,
       pollIntervalMs: config.pollIntervalMs,
       maxConcurrentReconciles: config.maxConcurrentReconciles,
+      planOptions: { retryWindowMs: config.migrationRetryWindowMs },
     });
   }
   if (on.has("hypervisor-sync")) {
