@@ -34,6 +34,8 @@ const H = {
   drop: `drop-${s}`,
   busy: `busy-${s}`,
   retry: `retry-${s}`,
+  tpm: `tpm-${s}`,
+  resize: `resize-${s}`,
 };
 const SOURCE = {
   ramMb: 1_000_000,
@@ -51,6 +53,8 @@ const scenario: ScenarioInput = {
     { name: H.drop, ...SOURCE },
     { name: H.busy, ...SOURCE },
     { name: H.retry, ...SOURCE },
+    { name: H.tpm, ...SOURCE },
+    { name: H.resize, ...SOURCE },
   ],
   servers: [
     { name: "small", host: H.arrive, ramMb: 2048 },
@@ -59,6 +63,10 @@ const scenario: ScenarioInput = {
     { name: "traveller", host: `dst1-${s}`, ramMb: 2048 },
     { name: "fine", host: H.retry, ramMb: 2048 },
     { name: "breaks", host: H.retry, ramMb: 2048 },
+    { name: "plain", host: H.tpm, ramMb: 2048 },
+    { name: "vtpm", host: H.tpm, ramMb: 2048, liveMigrationBlocker: "vtpm" },
+    { name: "stays", host: H.resize, ramMb: 2048 },
+    { name: "owner", host: H.resize, ramMb: 2048 },
   ],
   serverGroups: [
     { host: H.drop, count: 6, namePrefix: "drop", ramMb: [1024, 2048] },
@@ -329,6 +337,78 @@ Deno.test({
           );
           assert.ok((await eventReasons(e, name)).includes("RetryRequested"));
           assert.equal(e.sim.counters().migrationsAccepted[breaks], 4);
+        },
+      );
+
+      await t.step(
+        "a VM Nova cannot live-migrate is skipped with Nova's reason, never charged",
+        async () => {
+          const name = `tpm-${s}`;
+          await e.hypervisor(H.tpm);
+          await e.evict(name, H.tpm);
+          const vtpm = idOf(e, "vtpm");
+          const ev = await waitFor("vtpm skipped, plain drained", async () => {
+            const x = await e.eviction(name);
+            const skipped = (x.status?.skipped ?? []).find((k) =>
+              k.id === vtpm
+            );
+            return skipped !== undefined &&
+                serversOn(e.sim, H.tpm).join() === vtpm
+              ? x
+              : undefined;
+          }, 60_000);
+          const reason = ev.status?.skipped?.find((k) => k.id === vtpm)?.reason;
+          assert.match(
+            reason ?? "",
+            /not supported for vTPM-enabled instance/,
+            "Nova's reason",
+          );
+          assert.ok(!(ev.status?.failed ?? []).some((f) => f.id === vtpm));
+          assert.notEqual(drainOutcome(ev), "Succeeded");
+          assert.equal(e.sim.counters().migrationsAccepted[vtpm], undefined);
+        },
+      );
+
+      await t.step(
+        "a user's own resize from the host is left to its owner; the drain ends once they confirm",
+        async () => {
+          const name = `resize-${s}`;
+          await e.hypervisor(H.resize);
+          // The owner resizes before the drain; it lands in VERIFY_RESIZE on
+          // another host while the drain runs (a revert would bring it back).
+          e.sim.resize("owner", 4096);
+          await e.evict(name, H.resize);
+          const owner = idOf(e, "owner");
+          const resizeOf = () =>
+            e.sim.state().migrations.find((m) =>
+              m.serverId === owner && m.type === "resize"
+            );
+          await waitFor(
+            "stays drained, owner's resize finished",
+            () =>
+              serversOn(e.sim, H.resize).length === 0 &&
+                resizeOf()?.status === "finished"
+                ? true
+                : undefined,
+            60_000,
+          );
+          // Long enough for a wrong confirm or a wrong Succeeded.
+          await new Promise((r) => setTimeout(r, 1500));
+          assert.equal(
+            resizeOf()?.status,
+            "finished",
+            "the drain confirmed it",
+          );
+          assert.notEqual(
+            drainOutcome(await e.eviction(name)),
+            "Succeeded",
+            "Succeeded while a revert could bring the VM back",
+          );
+          // The owner confirms: nothing can come back, the drain ends.
+          e.sim.world.confirmResize(owner);
+          const ev = await settled(e, name);
+          assert.equal(resizeOf()?.status, "confirmed");
+          assert.deepEqual(ev.status?.failed ?? [], []);
         },
       );
     } finally {
