@@ -89,6 +89,7 @@ export interface WorldSpec {
       | "user_resize"
       | "lower_policy"
       | "fault_next"
+      | "owner_confirms"
       | "restart";
     pick: number;
   }>;
@@ -792,6 +793,14 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       }
       case "lower_policy":
         policyLimit = Math.max(1, policyLimit - 1);
+        return;
+      case "owner_confirms":
+        // Owners confirm their own resizes (the drain never does).
+        for (const m of world.migrations) {
+          if (m.type === "resize" && m.status === "finished") {
+            world.confirmResize(m.serverId);
+          }
+        }
         return;
       case "restart":
         // The controller restarts: its memory is gone, the status stays;

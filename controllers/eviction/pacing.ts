@@ -107,6 +107,8 @@ export interface PaceView {
 export class Pace {
   readonly #samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
   readonly #active = new Map<string, Active>();
+  /** Migration record ids already sampled (a record stays listed). */
+  readonly #sampled = new Set<string>();
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
@@ -120,6 +122,25 @@ export class Pace {
   predictMs(kind: MigrationKind, ramMb: number): number | undefined {
     const fit = fitDuration(this.#samples[kind]);
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
+  }
+
+  /**
+   * How late to wake after the expected end, as a fraction of it: the
+   * 80th percentile of how much longer than the fit the samples took
+   * (durations jitter), at least {@linkcode LATE_MARGIN}, at most 25 %.
+   * Waking early costs Nova calls (a pass that finds nothing done); waking
+   * late leaves a slot idle.
+   */
+  marginOf(kind: MigrationKind): number {
+    const samples = this.#samples[kind];
+    const fit = fitDuration(samples);
+    if (fit === undefined || samples.length < 3) return LATE_MARGIN;
+    const over = samples.map((x) => {
+      const predicted = fit.a + fit.b * x.ramMb;
+      return predicted > 0 ? x.durationMs / predicted - 1 : 0;
+    }).sort((a, b) => a - b);
+    const q = over[Math.floor(over.length * 0.8)] ?? 0;
+    return Math.min(0.25, Math.max(LATE_MARGIN, q));
   }
 
   /**
@@ -142,13 +163,15 @@ export class Pace {
         continue;
       }
       if (COMPLETED.has(status)) {
-        if (known === undefined || known.queued) {
-          // Never seen running: its created_at is its start only if it
-          // never waited, which we cannot tell. No sample.
-          if (known === undefined) continue;
-        }
-        const start = known.novaSinceMs ??
-          (known.queued ? undefined : parseNovaTime(r.createdAt));
+        // Never seen waiting: it ran from its creation (our start) to its
+        // last update, the span pacing needs (it times from our start).
+        // Seen waiting: from when it was seen running, if it was.
+        if (known === undefined && view.issuedAt(id) === undefined) continue;
+        if (this.#sampled.has(String(r.id))) continue;
+        this.#sampled.add(String(r.id));
+        const start = known?.queued === true
+          ? known.novaSinceMs
+          : parseNovaTime(r.createdAt);
         const end = parseNovaTime(r.updatedAt ?? undefined);
         const ram = view.ramOf(id);
         if (start !== undefined && end !== undefined && ram !== undefined) {
@@ -163,7 +186,9 @@ export class Pace {
         const wasQueued = known?.queued ?? false;
         this.#active.set(id, {
           sinceMs: !wasQueued && issued !== undefined ? issued : view.nowMs,
-          novaSinceMs: parseNovaTime(r.updatedAt ?? r.createdAt),
+          novaSinceMs: wasQueued
+            ? parseNovaTime(r.updatedAt ?? r.createdAt)
+            : parseNovaTime(r.createdAt),
           queued: wasQueued,
         });
       }
@@ -182,10 +207,15 @@ export class Pace {
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
     let earliest: number | undefined;
     let untimed = false;
+    // Nova queues migrations on this host (its own per-host limit): a
+    // start not listed yet will wait in that queue too.
+    const queueing = [...view.records.values()].some((r) =>
+      r.status.toLowerCase() === "queued"
+    );
     for (const entry of view.inFlight) {
-      if (view.pending(entry.id)) continue;
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
+      if (status === undefined && queueing) continue;
       const ram = view.ramOf(entry.id);
       const predicted = ram === undefined
         ? undefined
@@ -198,7 +228,7 @@ export class Pace {
         untimed = true;
         continue;
       }
-      const end = since + predicted * (1 + LATE_MARGIN);
+      const end = since + predicted * (1 + this.marginOf(entry.kind));
       if (earliest === undefined || end < earliest) earliest = end;
     }
     return {

@@ -179,16 +179,41 @@ Deno.test("Pace: learns a duration from Nova's records, times the next finish in
   assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)));
 });
 
-Deno.test("Pace: a queued migration is not timed, a pending start is skipped, no model is untimed", () => {
+Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed; no model is untimed", () => {
   const p = new Pace();
-  const queued = view(T, [["q", record("q", "queued", T, T)]], ["q"]);
+  const queued = view(T, [["q", record("q", "queued", T, T)]], ["q", "new"], {
+    issuedAt: (id) => id === "new" ? T : undefined,
+  });
   p.learn(queued);
   assert.deepEqual(p.dueInMs(queued), { dueMs: undefined, untimed: false });
-  const pending = view(T, [], ["x"], { pending: () => true });
-  assert.deepEqual(p.dueInMs(pending), { dueMs: undefined, untimed: false });
   const running = view(T, [["r", record("r", "running", T, T)]], ["r"]);
   p.learn(running);
   assert.deepEqual(p.dueInMs(running), { dueMs: undefined, untimed: true });
+});
+
+Deno.test("Pace: a start still waiting for its answer is timed from when it was issued", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const v = view(T + 1000, [], ["new"], {
+    issuedAt: () => T,
+    pending: () => true,
+  });
+  assert.equal(
+    p.dueInMs(v).dueMs,
+    Math.round(10_000 * (1 + LATE_MARGIN)) - 1000,
+  );
+});
+
+Deno.test("Pace: the margin grows with the jitter the samples show", () => {
+  const p = new Pace();
+  for (const d of [9000, 10_000, 11_000, 9500, 10_500, 12_000]) {
+    p.sample("live", 4096, d);
+  }
+  const m = p.marginOf("live");
+  assert.ok(m > LATE_MARGIN && m <= 0.25, String(m));
+  const steady = new Pace();
+  for (let i = 0; i < 5; i++) steady.sample("live", 4096, 10_000);
+  assert.equal(steady.marginOf("live"), LATE_MARGIN);
 });
 
 Deno.test("Pace: a migration first seen queued is timed from when it was seen running", () => {

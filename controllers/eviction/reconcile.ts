@@ -31,7 +31,11 @@ import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { type Observation, observe } from "./observe.ts";
-import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+import {
+  DEFAULT_PLAN_OPTIONS,
+  type ObservedMigration,
+  type PlanOptions,
+} from "./observation.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { preflight } from "./preflight.ts";
@@ -110,6 +114,8 @@ interface Pass {
   rate: number;
   /** Set when a retry annotation was consumed (removed after the write). */
   retried: boolean;
+  /** The latest record leaving the host per VM, this pass. */
+  records: Map<string, ObservedMigration>;
 }
 
 /**
@@ -145,6 +151,7 @@ export async function reconcileEviction(
     hypervisor: ctx.cache(HypervisorKind).get(host),
     rate: deps.clock.rate ?? 1,
     retried: false,
+    records: new Map(),
   };
   const gated = await gate(pass);
   if (gated !== undefined) return gated;
@@ -158,10 +165,11 @@ export async function reconcileEviction(
 
   const seen = await observeOrKeep(pass, options);
   const plan = planAndReserve(pass, seen, settings, options);
+  learn(pass, plan, seen);
   await record(pass, plan.next);
   act(pass, plan);
   await report(pass, plan);
-  return requeue(pass, plan, seen, fingerprint);
+  return requeue(pass, plan, fingerprint);
 }
 
 /**
@@ -514,33 +522,46 @@ async function report(pass: Pass, plan: Plan): Promise<void> {
   }
 }
 
+/** The pacing model's view of this pass (its records, the drain's memory). */
+function paceView(pass: Pass, plan: Plan): PaceView {
+  const { state } = pass;
+  return {
+    nowMs: pass.deps.clock.now(),
+    inFlight: plan.next.inFlight ?? [],
+    records: pass.records,
+    ramOf: (id) => state.ram.get(id),
+    issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
+    pending: (id) => state.starts.get(id)?.state === "pending",
+  };
+}
+
 /**
- * Requeue: when to look again (pacing.ts). Learns from this pass's records
- * first, then times the earliest expected finish in the controller's clock.
+ * Part of planning: the pacing model learns from this pass's records (how
+ * long the migrations that completed took), while the start notes still
+ * say which of them this process started and when.
  */
-function requeue(
-  pass: Pass,
-  plan: Plan,
-  seen: Observation,
-  fingerprint: string,
-): ReconcileResult {
-  const { deps, state } = pass;
-  const nowMs = deps.clock.now();
-  const records = new Map(
+function learn(pass: Pass, plan: Plan, seen: Observation): void {
+  pass.records = new Map(
     [...latestRecords(seen.migrations, pass.host)].map(([id, r]) => [
       id,
       r.inProgress ?? r.latest,
     ]),
   );
-  const view: PaceView = {
-    nowMs,
-    inFlight: plan.next.inFlight ?? [],
-    records,
-    ramOf: (id) => state.ram.get(id),
-    issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
-    pending: (id) => state.starts.get(id)?.state === "pending",
-  };
-  state.pace.learn(view);
+  pass.state.pace.learn(paceView(pass, plan));
+}
+
+/**
+ * Requeue: when to look again (pacing.ts): the earliest expected finish,
+ * timed in the controller's clock.
+ */
+function requeue(
+  pass: Pass,
+  plan: Plan,
+  fingerprint: string,
+): ReconcileResult {
+  const { deps, state } = pass;
+  const view = paceView(pass, plan);
+  const nowMs = view.nowMs;
   if (plan.finished) {
     state.lastFinishedCheckMs = nowMs;
     state.due = undefined;

@@ -63,6 +63,7 @@ const specArb: fc.Arbitrary<WorldSpec> = fc.record({
         "user_resize",
         "lower_policy",
         "fault_next",
+        "owner_confirms",
         "restart",
       ),
       pick: fc.nat(20),
@@ -93,6 +94,28 @@ Deno.test("world simulation: invariants hold after every pass of thousands of dr
     `only ${succeeded} of ${RUNS} worlds drained`,
   );
   assert.ok(settled > RUNS * 0.9, `only ${settled} of ${RUNS} worlds settled`);
+});
+
+Deno.test("world simulation: a user's resize from the host waits for its owner, then the drain ends", async () => {
+  const run = await runWorld({
+    seed: 11,
+    vms: [2048, 1024].map((ramMb) => ({
+      ramMb,
+      status: "ACTIVE" as const,
+      blocker: false,
+      migrationFault: "none" as const,
+    })),
+    limit: 2,
+    novaHostLimit: 2,
+    startFaults: ["ok"],
+    events: [
+      { atPass: 0, what: "user_resize", pick: 0 },
+      { atPass: 12, what: "owner_confirms", pick: 0 },
+    ],
+    retryWindowMs: 0,
+  });
+  assert.equal(run.finalReason, "Succeeded");
+  assert.ok(run.hostEmpty);
 });
 
 Deno.test("world simulation: a calm world drains every VM once", async () => {
