@@ -90,6 +90,7 @@ export interface WorldSpec {
       | "lower_policy"
       | "fault_next"
       | "owner_confirms"
+      | "write_fails"
       | "restart";
     pick: number;
   }>;
@@ -391,7 +392,23 @@ class EvictionStore {
     this.cached = this.object;
   }
 
+  /** Status writes to refuse with a 500 (the API server has trouble). */
+  failWrites = 0;
+  /** Set when a write was refused (the status shown is the last one written). */
+  failedWrite = false;
+
   write(status: EvictionStatus, expectRv: string | undefined): Eviction {
+    if (this.failWrites > 0) {
+      this.failWrites--;
+      this.failedWrite = true;
+      throw new ApiError(
+        "PATCH",
+        "evictions/e1/status",
+        500,
+        "Internal",
+        "etcd",
+      );
+    }
     if (
       expectRv !== undefined &&
       expectRv !== this.object.metadata?.resourceVersion
@@ -627,12 +644,23 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       applyEvent(ev);
     }
     nova.observed = false;
+    store.failedWrite = false;
     const before = oursInProgress();
     const limitInForce = limitNow();
     // The cache catches up with the store most of the time, not always.
     if (!restarted && prng.next() < 0.7) store.sync();
     restarted = false;
-    const result = await reconcileEviction(ctxFor(), deps);
+    let result: { requeueAfterMs?: number | undefined };
+    try {
+      result = await reconcileEviction(ctxFor(), deps);
+    } catch (err) {
+      if (
+        !(err instanceof ApiError) &&
+        !(err instanceof Error && err.name === "TemporaryError")
+      ) throw err;
+      // The framework retries a failed pass after a backoff.
+      result = { requeueAfterMs: deps.pollIntervalMs };
+    }
     await flush();
     if (violations.length > 0) {
       throw new InvariantError(violations.splice(0).join("; "));
@@ -646,7 +674,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         `Succeeded with counts ${status.outstandingCount}/${status.inFlightCount}`,
       );
     }
-    if (evicting?.reason === "Succeeded" && nova.observed) {
+    if (
+      evicting?.reason === "Succeeded" && nova.observed && !store.failedWrite
+    ) {
       check(
         nova.listedServers.length === 0,
         `Succeeded while the pass's list showed ${nova.listedServers.length} servers`,
@@ -793,6 +823,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       }
       case "lower_policy":
         policyLimit = Math.max(1, policyLimit - 1);
+        return;
+      case "write_fails":
+        store.failWrites++;
         return;
       case "owner_confirms":
         // Owners confirm their own resizes (the drain never does).

@@ -16,12 +16,11 @@
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
  *    (ledger.ts).
- * 4. **record** — the status is written (only when it changed), the entries
- *    of this pass's starts included: write-ahead, so a restart never loses
- *    a start.
- * 5. **act** — starts, confirms and aborts are issued, none awaited
+ * 4. **act** — starts, confirms and aborts are issued, none awaited
  *    (act.ts): their answers become notes in the drain's memory
  *    (memory.ts) that the next pass plans with.
+ * 5. **record** — the status is written (only when it changed), alongside
+ *    the starts, their entries included, so a restart finds them.
  * 6. **report** — Events and metrics (report.ts).
  * 7. **requeue** — the next pass when the earliest running migration should
  *    finish (pacing.ts), in the controller's clock.

@@ -198,4 +198,8 @@ export interface StartNote {
   message?: string;
   /** For a refusal: whether its cause may go away by itself (no valid host). */
   transient?: boolean;
+  /** live or cold (what was started). */
+  kind?: "live" | "cold";
+  /** Controller clock when it was issued. */
+  issuedAtMs?: number;
 }

@@ -302,8 +302,25 @@ export function planPass(input: PlanInput): Plan {
   const prevInFlight = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
   const prevFailed = new Map((prev.failed ?? []).map((f) => [f.id, f]));
   const prevSkipped = new Map((prev.skipped ?? []).map((f) => [f.id, f]));
-  const notes = input.starts ?? new Map<string, StartNote>();
   const prevOutstanding = new Set(prev.outstandingInstances ?? []);
+  const notes = input.starts ?? new Map<string, StartNote>();
+  // A start this process issued is ours even when its entry did not reach
+  // the status (the write runs alongside the starts and may have failed):
+  // the note, newer than any entry, says what was started and when.
+  for (const n of notes.values()) {
+    if (n.kind === undefined || n.issuedAtMs === undefined) continue;
+    const known = prevInFlight.get(n.id);
+    if (
+      known !== undefined && known.kind === n.kind &&
+      (parseNovaTime(known.startedAt) ?? 0) >= n.issuedAtMs
+    ) continue;
+    prevInFlight.set(n.id, {
+      id: n.id,
+      kind: n.kind,
+      startedAt: new Date(n.issuedAtMs).toISOString(),
+    });
+    prevOutstanding.add(n.id);
+  }
 
   const departedById = new Map<string, ObservedServer | null>();
   for (const d of input.departed) {

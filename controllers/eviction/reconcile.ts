@@ -166,8 +166,11 @@ export async function reconcileEviction(
   const seen = await observeOrKeep(pass, options);
   const plan = planAndReserve(pass, seen, settings, options);
   learn(pass, plan, seen);
-  await record(pass, plan.next);
+  // The starts go out with the status write, not after it: a start never
+  // waits for the API server. Its entry is in the written status, and the
+  // drain's memory knows it even if the write fails.
   act(pass, plan);
+  await record(pass, plan.next);
   await report(pass, plan);
   return requeue(pass, plan, fingerprint);
 }
@@ -426,8 +429,10 @@ function planAndReserve(
  * the resourceVersion this process knows (no GET first); on a 409 the
  * framework's read-modify-write takes over. The written object's
  * resourceVersion goes to the drain's memory, so an older cached status
- * can never come back. The starts' entries are in it: written before they
- * are issued, a restart never loses one.
+ * can never come back. The starts' entries are in it, so a restart finds
+ * them (only a crash within the write's milliseconds could lose one: Nova
+ * then shows the migration, which the next process watches to its end but
+ * never confirms, leaving a cold one to a person).
  */
 async function record(pass: Pass, next: EvictionStatus): Promise<void> {
   const { ctx, deps, ev } = pass;
