@@ -334,3 +334,27 @@ Deno.test("arrivingRecords and isOurKind", () => {
   assert.ok(!isOurKind("migration", "live"));
   assert.ok(!isOurKind("resize", "cold"));
 });
+
+Deno.test("property: isExhausted never turns back to retrying as time passes, and never before maxAttempts", () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 0, max: 10 }),
+    fc.boolean(),
+    fc.integer({ min: 0, max: 7_200_000 }),
+    fc.integer({ min: 0, max: 7_200_000 }),
+    (attempts, transient, t1, dt) => {
+      const f = {
+        id: "a",
+        reason: "r",
+        attempts,
+        lastAttemptAt: T0.toISOString(),
+        firstFailedAt: T0.toISOString(),
+        ...(transient ? { transient } : {}),
+      };
+      const options = { ...OPTIONS, retryWindowMs: 3_600_000 };
+      const early = isExhausted(f, T0.getTime() + t1, options);
+      const later = isExhausted(f, T0.getTime() + t1 + dt, options);
+      if (early) assert.ok(later);
+      if (attempts < options.maxAttempts) assert.ok(!early && !later);
+    },
+  ));
+});

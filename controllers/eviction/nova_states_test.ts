@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import {
   conflictKind,
   inFlightKindOfServer,
@@ -167,4 +168,16 @@ Deno.test("isTransientRefusal: only no valid host", () => {
     ),
   );
   assert.ok(!isTransientRefusal("Compute host x could not be found."));
+});
+
+Deno.test("property: conflictKind — a task_state message is busy, a vm_state one (without task_state) a wrong state, anything else unsupported", () => {
+  fc.assert(fc.property(fc.string(), fc.string(), (a, b) => {
+    const m = `${a}${b}`;
+    const kind = conflictKind(m);
+    const lower = m.toLowerCase();
+    if (lower.includes("task_state")) assert.equal(kind, "busy");
+    else if (lower.includes("vm_state")) assert.equal(kind, "wrong_state");
+    else assert.equal(kind, "unsupported");
+    assert.equal(conflictKind(`${a} task_state ${b}`), "busy");
+  }));
 });

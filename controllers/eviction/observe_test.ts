@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { departureOf } from "./observe.ts";
 
 Deno.test("departureOf: where a record says the VM went, or undefined", () => {
@@ -42,4 +43,31 @@ Deno.test("departureOf: where a record says the VM went, or undefined", () => {
     assert.equal(s?.status, want, name);
     if (s !== undefined) assert.equal(s.host, "d", name);
   }
+});
+
+Deno.test("property: departureOf tells a place only for a finished record with a destination", () => {
+  fc.assert(fc.property(
+    fc.constantFrom("live-migration", "migration", "resize", "evacuation"),
+    fc.constantFrom(
+      "queued",
+      "running",
+      "post-migrating",
+      "completed",
+      "finished",
+      "confirmed",
+      "error",
+      "reverted",
+      "weird",
+    ),
+    fc.option(fc.constantFrom("d", "e"), { nil: null }),
+    (migrationType, status, destCompute) => {
+      const s = departureOf(
+        { instanceUuid: "a", migrationType, status, destCompute },
+        1,
+      );
+      const done = ["completed", "finished", "confirmed"].includes(status);
+      assert.equal(s !== undefined, done && destCompute !== null);
+      if (s !== undefined) assert.equal(s.host, destCompute);
+    },
+  ));
 });
