@@ -35,6 +35,8 @@ const COMPLETED: ReadonlySet<string> = new Set(["completed", "finished"]);
 const MAX_SAMPLES = 64;
 /** Wake this much after the expected end (durations jitter). */
 export const LATE_MARGIN = 0.03;
+/** The margin while Nova queues migrations of the host (it stays busy). */
+export const QUEUED_MARGIN = 0.25;
 
 /**
  * A fitted line `durationMs = a + b * ramMb`, or undefined without samples.
@@ -228,7 +230,10 @@ export class Pace {
         untimed = true;
         continue;
       }
-      const end = since + predicted * (1 + this.marginOf(entry.kind));
+      // While Nova's queue holds more work for this host, a late look
+      // costs nothing (the host stays busy) and an early one costs calls.
+      const margin = queueing ? QUEUED_MARGIN : this.marginOf(entry.kind);
+      const end = since + predicted * (1 + margin);
       if (earliest === undefined || end < earliest) earliest = end;
     }
     return {

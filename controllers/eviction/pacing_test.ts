@@ -5,6 +5,7 @@ import {
   LATE_MARGIN,
   Pace,
   type PaceView,
+  QUEUED_MARGIN,
   requeueAfterMs,
   type RequeueInput,
 } from "./pacing.ts";
@@ -233,4 +234,17 @@ Deno.test("Pace: a migration first seen queued is timed from when it was seen ru
     p.dueInMs(later).dueMs,
     Math.round(8000 * (1 + LATE_MARGIN)),
   );
+});
+
+Deno.test("Pace: while Nova queues more work for the host, the look comes later (it stays busy)", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const v = view(
+    T,
+    [["r", record("r", "running", T, T)], ["q", record("q", "queued", T, T)]],
+    ["r", "q"],
+    { issuedAt: () => T },
+  );
+  p.learn(v);
+  assert.equal(p.dueInMs(v).dueMs, Math.round(10_000 * (1 + QUEUED_MARGIN)));
 });
