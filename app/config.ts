@@ -8,11 +8,11 @@
  */
 import { parseArgs } from "node:util";
 import { parseAddress } from "../framework/address.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import {
   type ConcurrencyFlagError,
   parseConcurrencyFlags,
-} from "../controllers/eviction/flags.ts";
+} from "../limits/flags.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */
@@ -55,6 +55,8 @@ export interface Config {
   readonly discoverHypervisors: boolean;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  readonly novaTimeoutMs: number;
+  readonly migrationRetryWindowMs: number;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -106,7 +108,8 @@ export const RUN_FLAGS = {
     type: "string",
     env: "EVICTOR_POLL_INTERVAL",
     default: "2s",
-    help: "how often a drain with migrations in flight is looked at",
+    help:
+      "the shortest wait between two looks at a drain (passes are paced by the expected end of the earliest running migration)",
   },
   "leader-elect": {
     type: "boolean",
@@ -225,6 +228,20 @@ export const RUN_FLAGS = {
     default: "30s",
     help: "how long running work may finish after SIGTERM",
   },
+  "nova-timeout": {
+    type: "string",
+    env: "EVICTOR_NOVA_TIMEOUT",
+    default: "30s",
+    help:
+      "timeout of one Nova call; a start without an answer in time is resolved by looking, never charged",
+  },
+  "migration-retry-window": {
+    type: "string",
+    env: "EVICTOR_MIGRATION_RETRY_WINDOW",
+    default: "1h",
+    help:
+      "how long after its first failure a VM failing for a transient cause (no valid host, a failed migration) is retried",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -278,6 +295,8 @@ export function loadConfig(
     discoverHypervisors: flags.bool("discover-hypervisors"),
     logLevel,
     shutdownTimeoutMs: flags.duration("shutdown-timeout", 0),
+    novaTimeoutMs: flags.duration("nova-timeout", 100),
+    migrationRetryWindowMs: flags.duration("migration-retry-window", 0),
   };
   return deepFreeze(config);
 }

@@ -6,6 +6,8 @@ import { parseDuration } from "./duration.ts";
 Deno.test("defaults", () => {
   const c = loadConfig([], {});
   assert.equal(c.pollIntervalMs, 2000);
+  assert.equal(c.novaTimeoutMs, 30_000);
+  assert.equal(c.migrationRetryWindowMs, 3_600_000);
   assert.equal(c.leaderElection, false);
   assert.deepEqual(c.controllers, [
     "eviction",
@@ -179,4 +181,19 @@ Deno.test("the Deployment's arguments are flags evictor accepts", async () => {
   );
   assert.equal(config.metricsAddress, ":8080");
   assert.notEqual(config.leaderElection, false);
+});
+
+Deno.test("--nova-timeout and --migration-retry-window", () => {
+  const c = loadConfig([
+    "--nova-timeout=5s",
+    "--migration-retry-window",
+    "0ms",
+  ], {});
+  assert.equal(c.novaTimeoutMs, 5000);
+  assert.equal(c.migrationRetryWindowMs, 0);
+  assert.throws(
+    () => loadConfig(["--nova-timeout", "10ms"], {}),
+    (e: unknown) =>
+      e instanceof ConfigFlagError && e.message.includes("--nova-timeout"),
+  );
 });

@@ -77,6 +77,7 @@ async function runOperator(
   const openstack = createOpenStackClients(cloud, {
     logger: logger.child({ name: "openstack" }),
     onAuthentication: authMetrics.observe,
+    novaTimeoutMs: config.novaTimeoutMs,
   });
   try {
     const operator = buildOperator(config, {

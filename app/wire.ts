@@ -82,6 +82,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       pollIntervalMs: config.pollIntervalMs,
       maxConcurrentReconciles: config.maxConcurrentReconciles,
       placement: deps.placement,
+      planOptions: { retryWindowMs: config.migrationRetryWindowMs },
     });
   }
   if (on.has("hypervisor-sync")) {

@@ -19,7 +19,7 @@
 import { parseArgs } from "node:util";
 import { silentLogger } from "../framework/logger.ts";
 import { Operator } from "../framework/operator.ts";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import {
   EVICTION_WEBHOOK_PATH,
   POLICY_WEBHOOK_PATH,

@@ -1,9 +1,10 @@
 /**
  * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
  * [--max-concurrent N] [--wait]`, `kubectl evictor status [HYPERVISOR]` and
- * `kubectl evictor plan HOST [HOST...]` (cli/plan_command.ts). It talks to
- * the cluster of the current kubeconfig context, like kubectl; `plan` also
- * reads OpenStack (clouds.yaml / OS_*).
+ * `kubectl evictor plan HOST [HOST...]` (cli/plan_command.ts) and
+ * `kubectl evictor retry NAME [VM...]`. It talks to the cluster of the current
+ * kubeconfig context, like kubectl; `plan` also reads OpenStack (clouds.yaml /
+ * OS_*).
  *
  * @module
  */
@@ -14,6 +15,7 @@ import {
   EvictionResource,
   EvictionSchema,
 } from "../models/mod.ts";
+import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import { type DrainCounts, renderProgressLine } from "./progress.ts";
 import { type PlanIo, PlanUsageError, runPlan } from "./plan_command.ts";
 
@@ -36,7 +38,10 @@ export const PLUGIN_USAGE = `Usage:
   kubectl evictor plan HOST [HOST...] [--output table|json] [--mb-per-second N] [--overhead-seconds N]
       Changes nothing: per host, each VM's class and order, the limit and its
       source, the capacity verdict (Placement's view) and the predicted makespan.
-      Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.`;
+      Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.
+  kubectl evictor retry NAME [VM...]
+      Asks the controller to re-arm failed VMs of the Eviction NAME (all of
+      them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`;
 
 /** A usage mistake: the message says what was wrong and what is expected. */
 export class UsageError extends Error {
@@ -62,10 +67,28 @@ export function stateOf(e: Eviction): string {
     "Pending";
 }
 
-function finished(e: Eviction): "Succeeded" | "Failed" | undefined {
+/**
+ * How a drain stands for `--wait`: `Succeeded` only when the Evicting
+ * condition says so for the current generation with nothing outstanding or
+ * in flight (the controller sets these together); `Failed` when it stopped
+ * otherwise; undefined while it runs.
+ *
+ * @example
+ * ```ts
+ * import { drainOutcome } from "./kubectl_plugin.ts";
+ * console.log(drainOutcome({ spec: { hypervisor: "n", reason: "r" } })); // undefined
+ * ```
+ */
+export function drainOutcome(e: Eviction): "Succeeded" | "Failed" | undefined {
   const c = e.status?.conditions?.find((c) => c.type === "Evicting");
   if (c?.status !== "False") return undefined;
-  return c.reason === "Succeeded" ? "Succeeded" : "Failed";
+  if (c.reason !== "Succeeded") return "Failed";
+  const s = e.status ?? {};
+  const current = e.metadata?.generation !== undefined &&
+    s.observedGeneration === e.metadata.generation;
+  return current && s.outstandingCount === 0 && s.inFlightCount === 0
+    ? "Succeeded"
+    : undefined;
 }
 
 /**
@@ -87,6 +110,8 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return await status(rest, io);
       case "plan":
         return await runPlan(rest, io);
+      case "retry":
+        return await retry(rest, io);
       case undefined:
       case "help":
       case "--help":
@@ -95,7 +120,7 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return command === undefined ? 2 : 0;
       default:
         throw new UsageError(
-          `unknown command "${command}": expected drain, status or plan`,
+          `unknown command "${command}": expected drain, status, plan or retry`,
         );
     }
   } catch (e) {
@@ -186,6 +211,9 @@ async function follow(
 ): Promise<number> {
   const started = Date.now();
   let last = "";
+  // A Succeeded counts once it still holds one poll later ("settled"): a VM
+  // arriving at the last moment reopens the drain, and then we keep waiting.
+  let succeededOnce = false;
   for (;;) {
     const raw = await api.getClusterCustomObject({
       group,
@@ -202,7 +230,13 @@ async function follow(
       else io.err(line);
       last = line;
     }
-    const end = finished(eviction);
+    const end = drainOutcome(eviction);
+    if (end === "Succeeded" && !succeededOnce) {
+      succeededOnce = true;
+      await io.sleep(1000);
+      continue;
+    }
+    succeededOnce = end === "Succeeded";
     if (end === "Succeeded") {
       io.out(
         `\n${name}: drained, ${
@@ -232,6 +266,82 @@ async function follow(
     }
     await io.sleep(1000);
   }
+}
+
+/**
+ * The retry annotation's value for the VMs named (every failed VM, `*`,
+ * when none); a bad VM id is a usage error naming it.
+ *
+ * @example
+ * ```ts
+ * import { retryValue } from "./kubectl_plugin.ts";
+ * console.log(retryValue([])); // *
+ * ```
+ */
+export function retryValue(vms: string[]): string {
+  if (vms.length === 0) return "*";
+  for (const vm of vms) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(vm)) {
+      throw new UsageError(
+        `VM "${vm}" is not valid: expected a Nova server id such as 3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f`,
+      );
+    }
+  }
+  return [...new Set(vms)].join(",");
+}
+
+async function retry(args: string[], io: PluginIo): Promise<number> {
+  const { positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {},
+  });
+  const [name, ...vms] = positionals;
+  if (!name) throw new UsageError("retry needs the NAME of an Eviction");
+  const value = retryValue(vms);
+  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  let eviction: Eviction;
+  try {
+    eviction = EvictionSchema.parse(
+      await api.getClusterCustomObject({ group, version, plural, name }),
+    );
+  } catch (e) {
+    if (e instanceof k8s.ApiException && e.code === 404) {
+      io.err(
+        `error: no Eviction "${name}": see kubectl evictor status for the names`,
+      );
+      return 1;
+    }
+    throw e;
+  }
+  await api.patchClusterCustomObject(
+    {
+      group,
+      version,
+      plural,
+      name,
+      body: { metadata: { annotations: { [RETRY_ANNOTATION]: value } } },
+    },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
+  const failed = new Set((eviction.status?.failed ?? []).map((f) => f.id));
+  if (value === "*") {
+    io.out(
+      `eviction.${group}/${name}: retry requested for every failed VM (${failed.size} failed now)`,
+    );
+  } else {
+    io.out(`eviction.${group}/${name}: retry requested for ${vms.join(", ")}`);
+    const unknown = vms.filter((vm) => !failed.has(vm));
+    if (unknown.length > 0) {
+      io.err(
+        `note: not failed now, the controller will ignore: ${
+          unknown.join(", ")
+        }`,
+      );
+    }
+  }
+  return 0;
 }
 
 async function status(args: string[], io: PluginIo): Promise<number> {

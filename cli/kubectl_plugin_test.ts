@@ -4,10 +4,18 @@
  */
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
+import fc from "fast-check";
 import { PLUGIN_PERMISSION_FLAGS } from "../app/permissions.ts";
+import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import type { Eviction } from "../models/mod.ts";
 import { sharedEnvtest } from "../tests/harness/envtest.ts";
-import { type PluginIo, runPlugin, statusTable } from "./kubectl_plugin.ts";
+import {
+  drainOutcome,
+  type PluginIo,
+  retryValue,
+  runPlugin,
+  statusTable,
+} from "./kubectl_plugin.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -43,12 +51,118 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
       ["drain", "n1", "--reason", "x", "--max-concurrent", "0"],
       '--max-concurrent "0" is not valid: expected an integer from 1 to 64',
     ],
-    [["evict"], 'unknown command "evict": expected drain, status or plan'],
+    [
+      ["evict"],
+      'unknown command "evict": expected drain, status, plan or retry',
+    ],
+    [["retry"], "retry needs the NAME of an Eviction"],
+    [
+      ["retry", "n1", "a,b"],
+      'VM "a,b" is not valid: expected a Nova server id',
+    ],
   ];
   for (const [args, message] of rows) {
     err.length = 0;
     assert.equal(await runPlugin(args, io), 2, args.join(" "));
     assert.ok(err.join("\n").includes(message), `${args}: ${err.join("\n")}`);
+  }
+});
+
+function evictionWith(
+  o: {
+    status?: "True" | "False" | "Unknown";
+    reason?: string;
+    generation?: number | undefined;
+    observed?: number | undefined;
+    outstanding?: number | undefined;
+    inFlight?: number | undefined;
+  },
+): Eviction {
+  return {
+    metadata: {
+      name: "n",
+      ...(o.generation === undefined ? {} : { generation: o.generation }),
+    },
+    spec: { hypervisor: "n", reason: "r" },
+    status: {
+      ...(o.observed === undefined ? {} : { observedGeneration: o.observed }),
+      ...(o.outstanding === undefined
+        ? {}
+        : { outstandingCount: o.outstanding }),
+      ...(o.inFlight === undefined ? {} : { inFlightCount: o.inFlight }),
+      conditions: o.status === undefined ? [] : [{
+        type: "Evicting",
+        status: o.status,
+        reason: o.reason ?? "",
+        message: "",
+        lastTransitionTime: "2026-12-01T00:00:00Z",
+      }],
+    },
+  };
+}
+
+Deno.test("drainOutcome: Succeeded only for the current generation with nothing left", () => {
+  const done = {
+    status: "False" as const,
+    reason: "Succeeded",
+    generation: 2,
+    observed: 2,
+    outstanding: 0,
+    inFlight: 0,
+  };
+  const rows: [Parameters<typeof evictionWith>[0], string | undefined][] = [
+    [done, "Succeeded"],
+    [{ ...done, observed: 1 }, undefined],
+    [{ ...done, observed: undefined }, undefined],
+    [{ ...done, outstanding: 1 }, undefined],
+    [{ ...done, outstanding: undefined }, undefined],
+    [{ ...done, inFlight: 1 }, undefined],
+    [{ ...done, status: "True", reason: "Running" }, undefined],
+    [{ ...done, reason: "Failed" }, "Failed"],
+    [{}, undefined],
+  ];
+  for (const [input, want] of rows) {
+    assert.equal(
+      drainOutcome(evictionWith(input)),
+      want,
+      JSON.stringify(input),
+    );
+  }
+});
+
+Deno.test("drainOutcome: a Succeeded always has the strict fields (property)", () => {
+  fc.assert(fc.property(
+    fc.record({
+      status: fc.constantFrom("True", "False", "Unknown"),
+      reason: fc.constantFrom("Running", "Succeeded", "Failed", "Pending"),
+      generation: fc.option(fc.nat(3), { nil: undefined }),
+      observed: fc.option(fc.nat(3), { nil: undefined }),
+      outstanding: fc.option(fc.nat(2), { nil: undefined }),
+      inFlight: fc.option(fc.nat(2), { nil: undefined }),
+    }),
+    (o) => {
+      const out = drainOutcome(evictionWith(o));
+      if (out === "Succeeded") {
+        assert.equal(o.status, "False");
+        assert.equal(o.reason, "Succeeded");
+        assert.equal(o.observed, o.generation);
+        assert.notEqual(o.generation, undefined);
+        assert.equal(o.outstanding, 0);
+        assert.equal(o.inFlight, 0);
+      }
+      if (o.status !== "False") assert.equal(out, undefined);
+    },
+  ));
+});
+
+Deno.test("retryValue: * for none, the ids joined once each otherwise", () => {
+  assert.equal(retryValue([]), "*");
+  assert.equal(retryValue(["a1", "b2", "a1"]), "a1,b2");
+  for (const bad of ["", "*", "a b", "x,y", "-x"]) {
+    assert.throws(
+      () => retryValue([bad]),
+      new RegExp(`VM "${bad.replace("*", "\\*")}" is not valid`),
+    );
   }
 });
 
@@ -112,6 +226,7 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
         k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
       );
     await patch({
+      observedGeneration: 1,
       migratedCount: 1,
       inFlightCount: 2,
       outstandingCount: 2,
@@ -119,12 +234,32 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
       conditions: [condition("True", "Running")],
     });
     await new Promise((r) => setTimeout(r, 1500));
+    // Not a settled Succeeded: one VM still outstanding (longer than a poll).
+    await patch({
+      migratedCount: 2,
+      inFlightCount: 0,
+      outstandingCount: 1,
+      conditions: [condition("False", "Succeeded")],
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    // Succeeded for less than a poll, then a VM arrives: reopened.
+    await patch({
+      outstandingCount: 0,
+      conditions: [condition("False", "Succeeded")],
+    });
+    await new Promise((r) => setTimeout(r, 800));
+    await patch({
+      outstandingCount: 1,
+      conditions: [condition("True", "Running")],
+    });
+    await new Promise((r) => setTimeout(r, 2000));
     await patch({
       migratedCount: 3,
       inFlightCount: 0,
       outstandingCount: 0,
       conditions: [condition("False", "Succeeded")],
     });
+    return performance.now();
   })();
   const run = await new Deno.Command(`${env.binDir}/kubectl`, {
     args: [
@@ -144,11 +279,16 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
     stdout: "piped",
     stderr: "piped",
   }).output();
-  await controller;
+  const exitedAt = performance.now();
+  const finalWrittenAt = await controller;
   const stdout = new TextDecoder().decode(run.stdout);
   const stderr = new TextDecoder().decode(run.stderr);
   try {
     assert.equal(run.code, 0, stderr);
+    assert.ok(
+      exitedAt >= finalWrittenAt,
+      "--wait returned only after the settled Succeeded",
+    );
     assert.match(stdout, new RegExp(`eviction.kvm.cloud.sap/${name} created`));
     assert.match(stdout, new RegExp(`${name}: drained, 3 VMs migrated`));
     assert.match(
@@ -187,6 +327,61 @@ Deno.test("kubectl evictor status prints a table from the API server", async () 
       out.join("\n"),
       new RegExp(`^${name}\\s+${name}\\s+Pending\\s+0`, "m"),
     );
+  } finally {
+    await api.deleteClusterCustomObject({ ...ref, name });
+  }
+});
+
+Deno.test("kubectl evictor retry sets the retry annotation; an unknown Eviction is refused", async () => {
+  const env = await sharedEnvtest();
+  const name = `plugin-retry-${crypto.randomUUID().slice(0, 8)}`;
+  const api = env.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+  const ref = { group: "kvm.cloud.sap", version: "v1", plural: "evictions" };
+  await api.createClusterCustomObject({
+    ...ref,
+    body: {
+      apiVersion: "kvm.cloud.sap/v1",
+      kind: "Eviction",
+      metadata: { name, annotations: { keep: "me" } },
+      spec: { hypervisor: name, reason: "x" },
+    },
+  });
+  const kubectl = async (...args: string[]) => {
+    const r = await new Deno.Command(`${env.binDir}/kubectl`, {
+      args: ["evictor", "retry", ...args],
+      env: {
+        PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
+        KUBECONFIG: env.kubeconfigPath,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return {
+      code: r.code,
+      out: new TextDecoder().decode(r.stdout),
+      err: new TextDecoder().decode(r.stderr),
+    };
+  };
+  const annotations = async () =>
+    ((await api.getClusterCustomObject({ ...ref, name })) as Eviction)
+      .metadata?.annotations ?? {};
+  try {
+    const vm = "3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f";
+    const two = await kubectl(name, vm, "other-vm");
+    assert.equal(two.code, 0, two.err);
+    assert.match(two.out, new RegExp(`retry requested for ${vm}, other-vm`));
+    assert.match(two.err, /not failed now, the controller will ignore: 3f1c/);
+    assert.deepEqual(await annotations(), {
+      keep: "me",
+      [RETRY_ANNOTATION]: `${vm},other-vm`,
+    });
+    const all = await kubectl(name);
+    assert.equal(all.code, 0, all.err);
+    assert.match(all.out, /retry requested for every failed VM/);
+    assert.equal((await annotations())[RETRY_ANNOTATION], "*");
+    const missing = await kubectl(`${name}-nosuch`);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, new RegExp(`no Eviction "${name}-nosuch"`));
   } finally {
     await api.deleteClusterCustomObject({ ...ref, name });
   }

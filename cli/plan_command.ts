@@ -35,7 +35,7 @@ import {
   effectiveSettings,
   freezeSettings,
   resolveLimit,
-} from "../controllers/eviction/concurrency.ts";
+} from "../limits/resolve.ts";
 import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
 import { calibratedRate, drainHistory } from "../capacity/makespan.ts";

@@ -33,6 +33,3 @@ export const EvictionPolicyKind = defineKind<EvictionPolicy>(
   EvictionPolicyResource,
   { schema: EvictionPolicySchema },
 );
-
-/** The name of the one EvictionPolicy a cluster has. */
-export const POLICY_NAME = "default";

@@ -35,7 +35,7 @@ import type {
   TimerHandler,
 } from "./handler.ts";
 import type { CacheReader, InformerEvent } from "./informer.ts";
-import { type Kind, type KubeObject, parseKey } from "./kind.ts";
+import { isDeleting, type Kind, type KubeObject, parseKey } from "./kind.ts";
 import type { Logger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
@@ -86,11 +86,6 @@ export interface TimerRegistration<T extends KubeObject> {
   scheduled: Map<string, CancelTimer>;
   /** Keys whose handler runs now (never two at once per key). */
   running: Set<string>;
-}
-
-function deleting(obj: KubeObject): boolean {
-  const ts = obj.metadata?.deletionTimestamp;
-  return ts !== undefined && ts !== null && ts !== "";
 }
 
 const rvOf = (obj: KubeObject | undefined): string | undefined =>
@@ -225,7 +220,7 @@ export class Controller<T extends KubeObject> {
         t.scheduled.delete(key);
         const { object: obj, raw } = this.#current(key);
         if (obj === undefined) return;
-        if (this.#active && !t.running.has(key) && !deleting(obj)) {
+        if (this.#active && !t.running.has(key) && !isDeleting(obj)) {
           t.running.add(key);
           try {
             await t.handler(this.#context(key, obj, raw));
@@ -473,7 +468,8 @@ export class Controller<T extends KubeObject> {
     try {
       let { object: obj, raw } = this.#current(key);
       if (
-        obj !== undefined && deleting(obj) && this.finalizeHandler !== undefined
+        obj !== undefined && isDeleting(obj) &&
+        this.finalizeHandler !== undefined
       ) {
         const meta = (raw ?? obj).metadata;
         if ((meta?.finalizers ?? []).includes(this.#d.finalizer)) {
@@ -485,7 +481,7 @@ export class Controller<T extends KubeObject> {
       } else {
         if (
           obj !== undefined && this.finalizeHandler !== undefined &&
-          !deleting(obj)
+          !isDeleting(obj)
         ) {
           const after = await this.#setFinalizer(key, raw, true);
           if (after !== raw) {

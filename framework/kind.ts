@@ -41,6 +41,21 @@ export interface KubeObject {
   metadata?: ObjectMeta | undefined;
 }
 
+/**
+ * Whether the object is being deleted (`metadata.deletionTimestamp` set).
+ *
+ * @example
+ * ```ts
+ * import { isDeleting } from "./kind.ts";
+ * console.assert(isDeleting({ metadata: { deletionTimestamp: "2026-01-01T00:00:00Z" } }));
+ * console.assert(!isDeleting({ metadata: {} }));
+ * ```
+ */
+export function isDeleting(obj: KubeObject): boolean {
+  const ts = obj.metadata?.deletionTimestamp;
+  return ts !== undefined && ts !== null && ts !== "";
+}
+
 /** The identity of a resource type. */
 export interface KindDescriptor {
   /** API group; "" for the core group. */

@@ -64,12 +64,15 @@ export const EvictionStatusInFlightItemSchema: z.ZodObject<{
   "startedAt": z.ZodISODateTime;
   "migrationId": z.ZodOptional<z.ZodString>;
   "memoryProcessedPercent": z.ZodOptional<z.ZodNumber>;
+  "adopted": z.ZodOptional<z.ZodBoolean>;
 }, z.core.$strip> = z.object({
   "id": z.string(),
   "kind": z.enum(["live", "cold"]),
   "startedAt": z.iso.datetime({ offset: true }),
   "migrationId": z.string().optional(),
   "memoryProcessedPercent": z.number().int().min(0).max(100).optional(),
+  /** Set when Nova showed this migration but this drain did not start it; such a resize is never confirmed by the drain. */
+  "adopted": z.boolean().optional(),
 });
 /** The type of {@linkcode EvictionStatusInFlightItemSchema}. */
 export type EvictionStatusInFlightItem = z.infer<
@@ -82,11 +85,17 @@ export const EvictionStatusFailedItemSchema: z.ZodObject<{
   "reason": z.ZodString;
   "attempts": z.ZodNumber;
   "lastAttemptAt": z.ZodISODateTime;
+  "transient": z.ZodOptional<z.ZodBoolean>;
+  "firstFailedAt": z.ZodOptional<z.ZodISODateTime>;
 }, z.core.$strip> = z.object({
   "id": z.string(),
   "reason": z.string(),
   "attempts": z.number().int().min(0),
   "lastAttemptAt": z.iso.datetime({ offset: true }),
+  /** The cause may go away by itself (no valid host, a failed migration record); retried with backoff within the retry window. Otherwise the failure is sticky until retried by a person. */
+  "transient": z.boolean().optional(),
+  /** When the VM first failed; transient failures are retried until this plus the retry window. */
+  "firstFailedAt": z.iso.datetime({ offset: true }).optional(),
 });
 /** The type of {@linkcode EvictionStatusFailedItemSchema}. */
 export type EvictionStatusFailedItem = z.infer<

@@ -40,9 +40,13 @@ export interface OpenStackClients {
  */
 export function createOpenStackClients(
   config: CloudConfig,
-  options: Omit<KeystoneSessionOptions, "authUrl" | "auth"> = {},
+  options: Omit<KeystoneSessionOptions, "authUrl" | "auth"> & {
+    /** Timeout of one Nova call (`--nova-timeout`), ms. */
+    novaTimeoutMs?: number;
+  } = {},
 ): OpenStackClients {
-  const session = KeystoneSession.fromConfig(config, options);
+  const { novaTimeoutMs, ...sessionOptions } = options;
+  const session = KeystoneSession.fromConfig(config, sessionOptions);
   if (config.insecure) {
     session.logger.warn(
       { authUrl: config.authUrl },
@@ -51,7 +55,10 @@ export function createOpenStackClients(
   }
   return {
     session,
-    nova: new NovaClient(session, { microversion: config.computeApiVersion }),
+    nova: new NovaClient(session, {
+      microversion: config.computeApiVersion,
+      ...(novaTimeoutMs === undefined ? {} : { timeoutMs: novaTimeoutMs }),
+    }),
     placement: new PlacementClient(session, {
       microversion: config.placementApiVersion,
     }),

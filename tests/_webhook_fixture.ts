@@ -9,7 +9,7 @@
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { Operator } from "../framework/operator.ts";
 import { silentLogger } from "../framework/logger.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import { registerWebhooks } from "../webhooks/register.ts";
 import type { Envtest } from "./harness/envtest.ts";
 

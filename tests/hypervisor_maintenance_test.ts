@@ -10,7 +10,7 @@ import {
   registerMaintenance,
 } from "../controllers/hypervisor/mod.ts";
 import { registerEvictionController } from "../controllers/eviction/mod.ts";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { EvictionKind } from "../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../models/mod.ts";
 import {

@@ -7,9 +7,9 @@
  * closed while other resources are unaffected.
  */
 import assert from "node:assert/strict";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { EvictionKind, EvictionPolicyKind } from "../controllers/kinds.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import { validateEvictionPolicy } from "../webhooks/eviction_policy.ts";
 import { startEnvtest } from "./harness/envtest.ts";
 import {

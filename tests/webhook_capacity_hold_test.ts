@@ -4,7 +4,7 @@
  * The policy is a cluster singleton, so this file has its own API server.
  */
 import assert from "node:assert/strict";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { EvictionPolicyKind } from "../controllers/kinds.ts";
 import { HOLD_WARNING } from "../webhooks/eviction.ts";
 import { startEnvtest } from "./harness/envtest.ts";

@@ -7,7 +7,7 @@
  * is enough.
  */
 import assert from "node:assert/strict";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import {
   EVICTION_WEBHOOK_PATH,
   POLICY_WEBHOOK_PATH,

@@ -4,7 +4,7 @@ import { objectValidator, type ReviewRequest } from "./admission_review.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
 import { validateEviction } from "./eviction.ts";
 import { denied } from "./verdict.ts";
-import { policySettings } from "../controllers/eviction/concurrency.ts";
+import { policySettings } from "../limits/resolve.ts";
 
 Deno.test("objectValidator: CREATE has no old object, DELETE and CONNECT are allowed unseen", () => {
   const calls: unknown[][] = [];

@@ -5,8 +5,9 @@
  * @module
  */
 
+import { isDeleting } from "../framework/kind.ts";
 import type { Eviction } from "../models/mod.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import type { EvictionContext, ExistingEviction } from "./eviction.ts";
 import type { PolicyContext, RunningEviction } from "./eviction_policy.ts";
 
@@ -14,11 +15,6 @@ import type { PolicyContext, RunningEviction } from "./eviction_policy.ts";
 export type HypervisorTraitsLookup = (
   name: string,
 ) => readonly string[] | undefined;
-
-function deleting(e: Eviction): boolean {
-  const ts = e.metadata?.deletionTimestamp;
-  return ts !== undefined && ts !== "";
-}
 
 /**
  * The policy webhook's context: the Evictions whose drain runs (no
@@ -62,7 +58,7 @@ export function policyContextFrom(
  * @example
  * ```ts
  * import { evictionContextFrom } from "./context.ts";
- * import { policySettings } from "../controllers/eviction/concurrency.ts";
+ * import { policySettings } from "../limits/resolve.ts";
  * const ctx = evictionContextFrom(
  *   [{ metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" } }],
  *   () => undefined,
@@ -80,8 +76,8 @@ export function evictionContextFrom(
   const existing: ExistingEviction[] = evictions.map((e) => ({
     name: e.metadata?.name ?? "",
     hypervisor: e.spec.hypervisor,
-    finished: e.status?.finishedAt !== undefined && !deleting(e),
-    deleting: deleting(e),
+    finished: e.status?.finishedAt !== undefined && !isDeleting(e),
+    deleting: isDeleting(e),
   }));
   return { evictions: existing, hypervisorTraits, settings, capacityCheck };
 }

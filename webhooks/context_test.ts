@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Eviction } from "../models/mod.ts";
-import { policySettings } from "../controllers/eviction/concurrency.ts";
+import { policySettings } from "../limits/resolve.ts";
 import { evictionContextFrom, policyContextFrom } from "./context.ts";
 
 const EVICTIONS: Eviction[] = [

@@ -14,15 +14,9 @@
  */
 
 import { EvictionSpecSchema } from "../models/mod.ts";
-import {
-  type LimitSettings,
-  resolveLimit,
-} from "../controllers/eviction/concurrency.ts";
-import { quoteValue } from "../controllers/eviction/concurrency_quote.ts";
-import {
-  MAX_PER_HOST_LIMIT,
-  violationMessage,
-} from "../controllers/eviction/concurrency_validation.ts";
+import { type LimitSettings, resolveLimit } from "../limits/resolve.ts";
+import { quoteValue } from "../limits/quote.ts";
+import { MAX_PER_HOST_LIMIT, violationMessage } from "../limits/validation.ts";
 import { isBeingDeleted, isRecord, objectName } from "./object_fields.ts";
 import { allowed, denied, type Verdict } from "./verdict.ts";
 
@@ -101,7 +95,7 @@ function clampWarning(
  * @example
  * ```ts
  * import { validateEviction } from "./eviction.ts";
- * import { policySettings } from "../controllers/eviction/concurrency.ts";
+ * import { policySettings } from "../limits/resolve.ts";
  * const v = validateEviction(
  *   { metadata: { name: "node042-b" }, spec: { hypervisor: "node042", reason: "kernel" } },
  *   undefined,

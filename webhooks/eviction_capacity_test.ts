@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { policySettings } from "../controllers/eviction/concurrency.ts";
+import { policySettings } from "../limits/resolve.ts";
 import { evictionContextFrom } from "./context.ts";
 import { HOLD_WARNING, validateEviction } from "./eviction.ts";
 

@@ -13,13 +13,11 @@
 
 import {
   type LimitSettings,
+  POLICY_NAME,
   policySettings,
   resolveLimit,
-} from "../controllers/eviction/concurrency.ts";
-import {
-  checkLimitSpec,
-  violationMessage,
-} from "../controllers/eviction/concurrency_validation.ts";
+} from "../limits/resolve.ts";
+import { checkLimitSpec, violationMessage } from "../limits/validation.ts";
 import {
   isBeingDeleted,
   isRecord,
@@ -27,9 +25,6 @@ import {
   objectName,
 } from "./object_fields.ts";
 import { allowed, denied, type Verdict } from "./verdict.ts";
-
-/** The only allowed name of the EvictionPolicy. */
-export const POLICY_NAME = "default";
 
 /** A drain that is running now, as the policy webhook needs to know it. */
 export interface RunningEviction {

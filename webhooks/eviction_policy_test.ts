@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { EvictionPolicySpecSchema } from "../models/mod.ts";
-import {
-  policySettings,
-  resolveLimit,
-} from "../controllers/eviction/concurrency.ts";
+import { policySettings, resolveLimit } from "../limits/resolve.ts";
 import {
   type PolicyContext,
   validateEvictionPolicy,

@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  freezeSettings,
-  policySettings,
-} from "../controllers/eviction/concurrency.ts";
+import { freezeSettings, policySettings } from "../limits/resolve.ts";
 import { type EvictionContext, validateEviction } from "./eviction.ts";
 
 const HANA = "CUSTOM_HANA_EXCLUSIVE_HOST";

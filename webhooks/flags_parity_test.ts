@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { resolveLimit } from "../controllers/eviction/concurrency.ts";
-import { policySettings } from "../controllers/eviction/concurrency.ts";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+import { resolveLimit } from "../limits/resolve.ts";
+import { policySettings } from "../limits/resolve.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { EvictionPolicySpecSchema } from "../models/mod.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
 

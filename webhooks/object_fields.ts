@@ -5,7 +5,7 @@
  * @module
  */
 
-import { quoteValue } from "../controllers/eviction/concurrency_quote.ts";
+import { quoteValue } from "../limits/quote.ts";
 
 /**
  * Whether `v` is a plain JSON object (not null, not an array).

@@ -24,7 +24,8 @@ import {
 import {
   effectiveSettings,
   type LimitSettings,
-} from "../controllers/eviction/concurrency.ts";
+  POLICY_NAME,
+} from "../limits/resolve.ts";
 import {
   EvictionKind,
   EvictionPolicyKind,
@@ -37,7 +38,7 @@ import {
 } from "./admission_review.ts";
 import { evictionContextFrom, policyContextFrom } from "./context.ts";
 import { validateEviction } from "./eviction.ts";
-import { POLICY_NAME, validateEvictionPolicy } from "./eviction_policy.ts";
+import { validateEvictionPolicy } from "./eviction_policy.ts";
 import type { Verdict } from "./verdict.ts";
 
 // The routes get the objects unparsed: the generated schemas would refuse
@@ -125,7 +126,7 @@ function adapt(
  * @example
  * ```ts
  * import { webhookValidators } from "./register.ts";
- * import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+ * import { parseConcurrencyFlags } from "../limits/flags.ts";
  * const flags = parseConcurrencyFlags("2", []);
  * const empty = { get: () => undefined, list: () => [], hasSynced: true };
  * if (flags.ok) {
@@ -184,7 +185,7 @@ export function webhookValidators(
  * @example
  * ```ts
  * import { Operator } from "../framework/operator.ts";
- * import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
+ * import { parseConcurrencyFlags } from "../limits/flags.ts";
  * import { registerWebhooks } from "./register.ts";
  * const flags = parseConcurrencyFlags("4", ["CUSTOM_HANA_EXCLUSIVE_HOST=1"]);
  * if (flags.ok) {

@@ -9,8 +9,8 @@ import type { CacheReader } from "../framework/informer.ts";
 import type { KubeObject } from "../framework/kind.ts";
 import { silentLogger } from "../framework/logger.ts";
 import { Operator } from "../framework/operator.ts";
-import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
-import type { LimitSettings } from "../controllers/eviction/concurrency.ts";
+import { parseConcurrencyFlags } from "../limits/flags.ts";
+import type { LimitSettings } from "../limits/resolve.ts";
 import type { Eviction, EvictionPolicy, Hypervisor } from "../models/mod.ts";
 import {
   EVICTION_WEBHOOK_PATH,

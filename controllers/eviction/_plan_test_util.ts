@@ -18,6 +18,7 @@ export const OPTIONS: PlanOptions = {
   retryBaseMs: 30_000,
   retryCapMs: 240_000,
   maxAttempts: 3,
+  retryWindowMs: 0,
   abortStuckMigrations: false,
   clockSkewMs: 5_000,
 };

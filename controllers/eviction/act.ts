@@ -1,21 +1,32 @@
 /**
- * Acting on a plan: confirm resizes, abort stuck migrations and start
- * migrations against Nova, with bounded concurrency. Per-VM errors never
- * throw: a start becomes an outcome for `recordStarts`, or none at all when
- * Nova may have accepted it (no answer, 5xx, abort): such a start stays in
- * flight and the grace period settles it.
+ * Act: issue the plan's starts, confirms and aborts. Each call is issued
+ * and tracked on its own and none is awaited by the pass: a slow or lost
+ * answer holds only its own VM's slot, never the others, and never delays
+ * the next pass. A start's answer becomes a {@linkcode StartNote} in the
+ * drain's memory that the next pass reads; an answer that needs action (a
+ * refusal, a 409, no answer at all) wakes the drain at once.
  *
  * @module
  */
 
-import pLimit from "p-limit";
 import type { Logger } from "../../framework/logger.ts";
-import { ConflictError, OpenStackError } from "../../openstack/mod.ts";
+import { ConflictError, errText, OpenStackError } from "../../openstack/mod.ts";
+import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import type { Plan, StartAction } from "./plan.ts";
-import type { StartOutcome } from "./record_starts.ts";
-import { errText, type PendingEvent } from "./report.ts";
+import { isTransientRefusal } from "./nova_states.ts";
+import type { StartNote } from "./observation.ts";
+import type { Plan } from "./plan.ts";
+
+/** An Event to record on the Eviction. */
+export interface PendingEvent {
+  /** Normal or Warning. */
+  type: "Normal" | "Warning";
+  /** CamelCase reason. */
+  reason: string;
+  /** Message. */
+  message: string;
+}
 
 /** What acting needs. */
 export interface ActDeps {
@@ -23,51 +34,140 @@ export interface ActDeps {
   nova: CountedNova;
   /** Metrics (migrations started). */
   metrics: EvictionMetrics;
-  /** Nova calls at once. */
-  actConcurrency: number;
+}
+
+/** Where the answers go. */
+export interface ActSinks {
+  /** Records an Event (errors are the sink's business). */
+  emit: (event: PendingEvent) => void;
+  /** Runs the drain's next pass soon. */
+  wake: () => void;
+  /** Logger. */
+  log: Logger;
 }
 
 /**
- * Carries out the plan's confirms, aborts and starts; returns the known
- * start outcomes and appends Events to `events`.
+ * What Nova's answer to a start means: 202 accepted; 409 conflict (look at
+ * the VM); another 4xx a definitive refusal (transient for "no valid
+ * host"); anything else (timeout, reset, 5xx, an abort) unknown: Nova may
+ * or may not have processed it, so only observation can tell.
+ *
+ * @example
+ * ```ts
+ * import { answerOf } from "./act.ts";
+ * import { ConflictError, OpenStackError } from "../../openstack/mod.ts";
+ * console.assert(answerOf(undefined).state === "accepted");
+ * console.assert(answerOf(new ConflictError("busy", { status: 409 })).state === "conflict");
+ * console.assert(answerOf(new OpenStackError("x", { status: 503 })).state === "unknown");
+ * console.assert(answerOf(new OpenStackError("No valid host was found.", { status: 400 })).transient === true);
+ * ```
+ */
+export function answerOf(
+  err: unknown,
+): Pick<StartNote, "state" | "message" | "transient"> {
+  if (err === undefined) return { state: "accepted" };
+  const message = errText(err);
+  if (err instanceof ConflictError) return { state: "conflict", message };
+  const status = err instanceof OpenStackError ? err.status : undefined;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return {
+      state: "refused",
+      message,
+      transient: isTransientRefusal(message),
+    };
+  }
+  return { state: "unknown", message };
+}
+
+/**
+ * Issues the plan's starts, confirms and aborts without waiting for any of
+ * them. `nowMs` is the controller clock, recorded as the starts' issue time.
  *
  * @example
  * ```ts ignore
- * const outcomes = await actOnPlan(plan, deps, log, signal, events);
- * const { status } = recordStarts(plan, outcomes, now, options);
+ * actOnPlan(plan, state, deps, sinks, nowMs, signal);
  * ```
  */
-export async function actOnPlan(
+export function actOnPlan(
   plan: Plan,
+  state: DrainState,
   deps: ActDeps,
-  log: Logger,
+  sinks: ActSinks,
+  nowMs: number,
   signal: AbortSignal,
-  events: PendingEvent[],
-): Promise<StartOutcome[]> {
-  const act = pLimit(deps.actConcurrency);
-  const confirms = plan.confirmResize.map((id) =>
-    act(async () => {
-      try {
-        const r = await deps.nova.confirmResize(id, signal);
+): void {
+  const { log, emit } = sinks;
+  for (const s of plan.start) {
+    const issued: IssuedStart = {
+      id: s.id,
+      kind: s.kind,
+      state: "pending",
+      issuedAtMs: nowMs,
+    };
+    state.starts.set(s.id, issued);
+    const call = s.kind === "live"
+      ? deps.nova.liveMigrate(s.id, signal)
+      : deps.nova.coldMigrate(s.id, signal);
+    call.then(
+      (r) => {
+        Object.assign(issued, answerOf(undefined));
+        deps.metrics.started.inc({ kind: s.kind });
+        log.info(
+          {
+            serverId: s.id,
+            kind: s.kind,
+            attempt: s.attempt,
+            ramMb: s.ramMb,
+            requestId: r.requestId,
+          },
+          "migration started",
+        );
+        emit({
+          type: "Normal",
+          reason: "MigrationStarted",
+          message:
+            `${s.kind} migration of ${s.id} started (attempt ${s.attempt}, ${s.ramMb} MB, request ${
+              r.requestId ?? "unknown"
+            })`,
+        });
+      },
+      (err: unknown) => {
+        Object.assign(issued, answerOf(err));
+        log.warn(
+          {
+            serverId: s.id,
+            kind: s.kind,
+            answer: issued.state,
+            err: issued.message,
+          },
+          "migration start not accepted",
+        );
+        if (state.starts.get(s.id) === issued) {
+          state.woken = true;
+          sinks.wake();
+        }
+      },
+    );
+  }
+  for (const id of plan.confirmResize) {
+    if (state.confirming.has(id)) continue;
+    state.confirming.add(id);
+    deps.nova.confirmResize(id, signal).then(
+      (r) => {
         log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
-        events.push({
+        emit({
           type: "Normal",
           reason: "ResizeConfirmed",
           message: `confirmed the cold migration of ${id}`,
         });
-      } catch (err) {
-        log.warn({ serverId: id, err: errText(err) }, "confirmResize failed");
-      }
-    })
-  );
-  const aborts = plan.abort.map((a) =>
-    act(async () => {
-      try {
-        const r = await deps.nova.abortLiveMigration(
-          a.id,
-          Number(a.migrationId),
-          signal,
-        );
+      },
+      (err: unknown) =>
+        log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
+    ).finally(() => state.confirming.delete(id));
+  }
+  for (const a of plan.abort) {
+    deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
+      (r) => {
         log.warn(
           {
             serverId: a.id,
@@ -76,69 +176,14 @@ export async function actOnPlan(
           },
           "stuck live migration aborted",
         );
-        events.push({
+        emit({
           type: "Warning",
           reason: "MigrationAborted",
           message: `aborted stuck live migration ${a.migrationId} of ${a.id}`,
         });
-      } catch (err) {
-        log.warn({ serverId: a.id, err: errText(err) }, "abort failed");
-      }
-    })
-  );
-  const startOne = async (
-    s: StartAction,
-  ): Promise<StartOutcome | undefined> => {
-    if (signal.aborted) return { id: s.id, outcome: "not_attempted" };
-    try {
-      const r = s.kind === "live"
-        ? await deps.nova.liveMigrate(s.id, signal)
-        : await deps.nova.coldMigrate(s.id, signal);
-      log.info(
-        {
-          serverId: s.id,
-          kind: s.kind,
-          attempt: s.attempt,
-          ramMb: s.ramMb,
-          requestId: r.requestId,
-        },
-        "migration started",
-      );
-      deps.metrics.started.inc({ kind: s.kind });
-      events.push({
-        type: "Normal",
-        reason: "MigrationStarted",
-        message:
-          `${s.kind} migration of ${s.id} started (attempt ${s.attempt}, ${s.ramMb} MB, request ${
-            r.requestId ?? "unknown"
-          })`,
-      });
-      return { id: s.id, outcome: "started" };
-    } catch (err) {
-      if (err instanceof ConflictError) {
-        // Nova already has a migration of it in flight: never trigger twice.
-        log.info(
-          { serverId: s.id, requestId: err.requestId, err: err.message },
-          "Nova answered 409: already in flight",
-        );
-        return { id: s.id, outcome: "conflict" };
-      }
-      const status = err instanceof OpenStackError ? err.status : undefined;
-      if (status !== undefined && status >= 400 && status < 500) {
-        return { id: s.id, outcome: "error", message: errText(err) };
-      }
-      // No answer, a 5xx or an abort: Nova may have accepted it. It stays
-      // in flight and the grace period settles it on a later pass.
-      log.warn(
-        { serverId: s.id, err: errText(err) },
-        "migration start outcome unknown",
-      );
-      return undefined;
-    }
-  };
-  const outcomes = await Promise.all(
-    plan.start.map((s) => act(() => startOne(s))),
-  );
-  await Promise.all([...confirms, ...aborts]);
-  return outcomes.filter((o): o is StartOutcome => o !== undefined);
+      },
+      (err: unknown) =>
+        log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
+    );
+  }
 }

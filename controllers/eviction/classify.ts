@@ -7,8 +7,10 @@
 import type {
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
+  EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import {
+  conflictKind,
   inFlightKindOfServer,
   isBeingDeleted,
   kindOfMigrationType,
@@ -23,6 +25,7 @@ import {
   type ObservedServer,
   type PlanOptions,
   retryDelayMs,
+  type StartNote,
 } from "./observation.ts";
 
 /** What a VM on the host is this pass. */
@@ -50,8 +53,10 @@ export interface FailureReport {
   reason: string;
   /** Attempts counted so far, this one included. */
   attempts: number;
-  /** True when the VM will not be retried any more. */
+  /** True when the VM will not be retried any more (until a person asks). */
   exhausted: boolean;
+  /** Whether the cause may go away by itself. */
+  transient: boolean;
 }
 
 /** The verdict on one VM. */
@@ -75,15 +80,24 @@ export interface ClassifyInput {
    * latest; an older one stuck in progress still counts: never trigger twice).
    */
   inProgress: ObservedMigration | undefined;
+  /** Its migration towards this host still in progress, if any. */
+  arriving?: ObservedMigration | undefined;
   /** Its `status.inFlight` entry from the previous pass. */
   inFlight: EvictionStatusInFlightItem | undefined;
   /** Its `status.failed` entry from the previous pass. */
   failed: EvictionStatusFailedItem | undefined;
+  /** Its `status.skipped` entry from the previous pass. */
+  skipped?: EvictionStatusSkippedItem | undefined;
+  /** What this process knows of the answer to its last start, if anything. */
+  note?: StartNote | undefined;
   /** The current time, epoch milliseconds. */
   nowMs: number;
   /** Planner options. */
   options: PlanOptions;
 }
+
+/** The start of a `status.skipped` reason for a VM Nova cannot move live. */
+export const UNSUPPORTED_PREFIX = "cannot be live-migrated: ";
 
 /**
  * Whether the record belongs to the trigger recorded in `entry`: the same
@@ -170,6 +184,35 @@ export function latestRecords(
   return byVm;
 }
 
+/**
+ * The migrations towards `host` still in progress (from another source),
+ * by server id: VMs arriving while the host drains. They are work to wait
+ * for, never failures.
+ *
+ * @example
+ * ```ts
+ * import { arrivingRecords } from "./classify.ts";
+ * const r = arrivingRecords([{ id: 1, instanceUuid: "a", migrationType: "live-migration",
+ *   status: "running", sourceCompute: "other", destCompute: "h", createdAt: "2026-01-01T00:00:00" }], "h");
+ * console.assert(r.get("a")?.id === 1);
+ * ```
+ */
+export function arrivingRecords(
+  records: readonly ObservedMigration[],
+  host: string,
+): Map<string, ObservedMigration> {
+  const byVm = new Map<string, ObservedMigration>();
+  for (const record of records) {
+    if (record.destCompute !== host || record.sourceCompute === host) continue;
+    if (migrationPhase(record.status) !== "in_progress") continue;
+    const known = byVm.get(record.instanceUuid);
+    if (known === undefined || newer(record, known)) {
+      byVm.set(record.instanceUuid, record);
+    }
+  }
+  return byVm;
+}
+
 function newer(a: ObservedMigration, b: ObservedMigration): boolean {
   const ta = parseNovaTime(a.createdAt) ?? -Infinity;
   const tb = parseNovaTime(b.createdAt) ?? -Infinity;
@@ -232,11 +275,39 @@ function progressPercent(
 }
 
 /**
+ * Whether a failed VM is out of retries: `maxAttempts` used and, for a
+ * transient cause, the retry window since its first failure over.
+ *
+ * @example
+ * ```ts
+ * import { isExhausted } from "./classify.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * const f = { id: "a", reason: "r", attempts: 5, lastAttemptAt: "2026-01-01T00:00:00Z",
+ *   transient: true, firstFailedAt: "2026-01-01T00:00:00Z" };
+ * console.assert(!isExhausted(f, Date.parse("2026-01-01T00:30:00Z"), DEFAULT_PLAN_OPTIONS));
+ * console.assert(isExhausted(f, Date.parse("2026-01-01T01:00:00Z"), DEFAULT_PLAN_OPTIONS));
+ * ```
+ */
+export function isExhausted(
+  failed: EvictionStatusFailedItem,
+  nowMs: number,
+  options: PlanOptions,
+): boolean {
+  if (failed.attempts < options.maxAttempts) return false;
+  if (failed.transient !== true) return true;
+  const first = parseNovaTime(failed.firstFailedAt) ??
+    parseNovaTime(failed.lastAttemptAt) ?? nowMs;
+  return nowMs >= first + options.retryWindowMs;
+}
+
+/**
  * Classifies one VM listed on the host. The order of the checks is the
- * policy: deletion first (nothing to move), then anything that says a
- * migration runs (never trigger twice), then the fate of our last trigger
- * (failed, or silently lost after the grace period: one attempt each),
- * then the VM's own state.
+ * policy: deletion first (nothing to move), an arrival next (wait for it),
+ * then anything that says a migration runs (never trigger twice), then the
+ * fate of our last start (a definitive refusal or a failed migration of
+ * ours is one attempt; no answer, a 5xx or nothing visible after the grace
+ * period is never charged: Nova did not process it, so it is planned
+ * again), then the VM's own state.
  *
  * @example
  * ```ts
@@ -251,7 +322,7 @@ function progressPercent(
  * ```
  */
 export function classifyServer(input: ClassifyInput): VmVerdict {
-  const { server, latest, inProgress, inFlight, failed, nowMs, options } =
+  const { server, latest, inProgress, inFlight, failed, note, nowMs, options } =
     input;
   const id = server.id;
   const status = server.status.toUpperCase();
@@ -266,12 +337,28 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
       })`,
     });
   }
+  const arriving = input.arriving;
+  if (arriving !== undefined) {
+    // Landing here: wait for it to land, then drain it. Never a failure.
+    return keep({
+      class: "busy",
+      reason: `arriving (${arriving.migrationType} ${arriving.id} from ${
+        arriving.sourceCompute ?? "unknown"
+      } is ${arriving.status})`,
+    });
+  }
 
+  const ours = inFlight !== undefined && inFlight.adopted !== true;
   const phase = latest === undefined
     ? undefined
     : migrationPhase(latest.status);
+  // A record created before the last attempt we charged belongs to that
+  // attempt (the clock skew allowance must not make it count twice).
+  const chargedAt = parseNovaTime(failed?.lastAttemptAt);
   const matched = inFlight !== undefined && latest !== undefined &&
-    recordMatchesEntry(latest, inFlight, options.clockSkewMs);
+    recordMatchesEntry(latest, inFlight, options.clockSkewMs) &&
+    (chargedAt === undefined ||
+      (parseNovaTime(latest.createdAt) ?? -Infinity) > chargedAt);
   // A record older than our trigger says nothing about the trigger (its
   // id and progress must not be copied into the entry).
   const ownInProgress = inProgress !== undefined &&
@@ -279,57 +366,86 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
         recordMatchesEntry(inProgress, inFlight, options.clockSkewMs))
     ? inProgress
     : undefined;
+  // Nova refused our start: whatever runs on the VM is someone else's.
+  const refused = note?.state === "conflict" || note?.state === "refused";
 
   const serverKind = inFlightKindOfServer(status, taskState);
-  if (serverKind !== undefined) {
+  const runningKind = serverKind ??
+    (inProgress === undefined
+      ? undefined
+      : kindOfMigrationType(inProgress.migrationType));
+  if (runningKind !== undefined) {
+    const entry = inFlightEntry(
+      id,
+      inFlight,
+      runningKind,
+      ownInProgress,
+      nowMs,
+    );
+    // Not ours: Nova showed it without a start of ours, refused ours, or it
+    // is not the kind we started (a user's resize is never ours).
+    const adopted = !ours || refused ||
+      (ownInProgress !== undefined &&
+        !isOurKind(ownInProgress.migrationType, inFlight?.kind));
     return keep({
       class: "in_flight",
-      entry: inFlightEntry(id, inFlight, serverKind, ownInProgress, nowMs),
-    });
-  }
-  if (inProgress !== undefined) {
-    return keep({
-      class: "in_flight",
-      entry: inFlightEntry(
-        id,
-        inFlight,
-        kindOfMigrationType(inProgress.migrationType),
-        ownInProgress,
-        nowMs,
-      ),
+      entry: adopted ? { ...entry, adopted: true } : entry,
     });
   }
 
-  // Did an attempt end this pass?
+  // Did an attempt of ours end this pass?
   let attemptReason: string | undefined;
-  if (inFlight !== undefined) {
+  let transient = false;
+  if (ours && inFlight !== undefined) {
     const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
-    if (matched && phase === "failed" && latest !== undefined) {
-      attemptReason = recordFailure(latest);
-    } else if (status === "ERROR") {
-      attemptReason = faultOf(server);
-    } else if (nowMs - startedMs <= options.gracePeriodMs) {
+    const state = note?.state ?? "accepted";
+    if (state === "pending") {
+      // No answer yet: its slot stays taken, and the drain cannot finish.
       return keep({ class: "in_flight", entry: inFlight });
-    } else if (matched && phase === "done" && latest !== undefined) {
-      attemptReason =
-        `${latest.migrationType} ${latest.id} is ${latest.status} ` +
-        `but the VM is still on the host`;
-    } else {
-      attemptReason = `no migration of the VM visible ${
-        Math.round((nowMs - startedMs) / 1000)
-      }s after the trigger`;
     }
-  } else if (
-    phase === "failed" && latest !== undefined && failed === undefined
-  ) {
-    // A failure we never saw (status write lost, or someone else's attempt).
-    attemptReason = recordFailure(latest);
+    if (state === "refused" && /not supported/i.test(note?.message ?? "")) {
+      // Nova cannot move it live (vTPM, SEV): a person decides.
+      return keep({
+        class: "skipped",
+        reason: UNSUPPORTED_PREFIX + (note?.message ?? ""),
+      });
+    }
+    if (state === "refused") {
+      attemptReason = `starting the ${inFlight.kind} migration was refused: ${
+        note?.message ?? "no reason given"
+      }`;
+      transient = note?.transient === true;
+    } else if (state === "conflict") {
+      const message = note?.message ?? "409 Conflict";
+      if (conflictKind(message) === "unsupported") {
+        return keep({ class: "skipped", reason: UNSUPPORTED_PREFIX + message });
+      }
+      // busy or wrong state: nothing runs now, so plan it again from what
+      // Nova shows this pass (a SHUTOFF VM gets a cold migration).
+    } else if (state === "accepted") {
+      if (matched && phase === "failed" && latest !== undefined) {
+        attemptReason = recordFailure(latest);
+        transient = true;
+      } else if (status === "ERROR") {
+        attemptReason = faultOf(server);
+      } else if (nowMs - startedMs <= options.gracePeriodMs) {
+        return keep({ class: "in_flight", entry: inFlight });
+      } else if (matched && phase === "done" && latest !== undefined) {
+        attemptReason =
+          `${latest.migrationType} ${latest.id} is ${latest.status} ` +
+          `but the VM is still on the host`;
+        transient = true;
+      }
+      // Otherwise Nova shows nothing of it after the grace period: it never
+      // processed the start. Planned again, never charged.
+    }
+    // unknown (no answer, 5xx): Nova shows nothing running, so it did not
+    // take it (or it already ended, which the records say). Planned again.
   }
 
+  const nowIso = new Date(nowMs).toISOString();
   const attempts = (failed?.attempts ?? 0) +
     (attemptReason === undefined ? 0 : 1);
-  const exhausted = attempts >= options.maxAttempts;
-  const nowIso = new Date(nowMs).toISOString();
 
   if (status === "ERROR") {
     const reason = faultOf(server);
@@ -340,21 +456,37 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
       lastAttemptAt: attemptReason === undefined
         ? failed?.lastAttemptAt ?? nowIso
         : nowIso,
+      firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
     };
     // Reported once per change, not on every pass the VM stays in ERROR.
     const report = attemptReason !== undefined || failed?.reason !== reason;
     return {
       vm: { class: "error", reason },
       failed: next,
-      failure: report ? { id, reason, attempts, exhausted } : undefined,
+      failure: report
+        ? { id, reason, attempts, exhausted: true, transient: false }
+        : undefined,
     };
   }
 
   let nextFailed = failed;
   let failure: FailureReport | undefined;
   if (attemptReason !== undefined) {
-    nextFailed = { id, reason: attemptReason, attempts, lastAttemptAt: nowIso };
-    failure = { id, reason: attemptReason, attempts, exhausted };
+    nextFailed = {
+      id,
+      reason: attemptReason,
+      attempts,
+      lastAttemptAt: nowIso,
+      ...(transient ? { transient } : {}),
+      firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
+    };
+    failure = {
+      id,
+      reason: attemptReason,
+      attempts,
+      exhausted: isExhausted(nextFailed, nowMs, options),
+      transient,
+    };
   }
   const verdict = (vm: VmClass): VmVerdict => ({
     vm,
@@ -372,8 +504,15 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
       reason: `status ${status}, task_state ${taskState ?? "none"}`,
     });
   }
+  const skipped = input.skipped;
+  if (
+    kind === "live" && skipped?.reason.startsWith(UNSUPPORTED_PREFIX) === true
+  ) {
+    // Sticky while it could only move live; once SHUTOFF it moves cold.
+    return verdict({ class: "skipped", reason: skipped.reason });
+  }
   if (nextFailed !== undefined && nextFailed.attempts > 0) {
-    if (nextFailed.attempts >= options.maxAttempts) {
+    if (isExhausted(nextFailed, nowMs, options)) {
       return verdict({ class: "exhausted" });
     }
     const last = parseNovaTime(nextFailed.lastAttemptAt) ?? nowMs;
@@ -386,6 +525,25 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     if (nowMs < retryAtMs) return verdict({ class: "backoff", retryAtMs });
   }
   return verdict({ class: "ready", kind });
+}
+/**
+ * Whether a record's migration_type is what a drain's start of `kind`
+ * creates: `live-migration` for live, `migration` for cold (a `resize` is
+ * always a user's own).
+ *
+ * @example
+ * ```ts
+ * import { isOurKind } from "./classify.ts";
+ * console.assert(isOurKind("migration", "cold"));
+ * console.assert(!isOurKind("resize", "cold"));
+ * ```
+ */
+export function isOurKind(
+  migrationType: string,
+  kind: MigrationKind | undefined,
+): boolean {
+  const t = migrationType.toLowerCase();
+  return kind === "live" ? t === "live-migration" : t === "migration";
 }
 
 function recordFailure(record: ObservedMigration): string {

@@ -12,9 +12,10 @@ import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import type { LimitSettings } from "./concurrency.ts";
+import type { LimitSettings } from "../../limits/resolve.ts";
 import { finalizeEviction } from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
+import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { CountedNova } from "./nova_calls.ts";
 import type { PlanOptions } from "./observation.ts";
@@ -23,9 +24,6 @@ import {
   type EvictionPassDeps,
   reconcileEviction,
 } from "./reconcile.ts";
-import { Prober } from "./probe.ts";
-import { Pacer } from "./requeue.ts";
-import { StatusMemo } from "./status_memo.ts";
 import type {
   CapacityPlacement,
   CapacityReport,
@@ -38,13 +36,21 @@ export interface EvictionControllerDeps {
   nova: NovaClient;
   /** Limit settings from the flags, in force while there is no EvictionPolicy `default`. */
   flagSettings: LimitSettings;
-  /** Poll interval while migrations are in flight (`--poll-interval`), real ms. */
+  /**
+   * The shortest wait between two passes of a drain (`--poll-interval`),
+   * real ms; passes are otherwise paced by the expected end of the
+   * earliest running migration.
+   */
   pollIntervalMs: number;
+  /** The longest wait while migrations are in flight (default 30 poll intervals), real ms. */
+  maxPollMs?: number;
+  /** Wait between checks that a finished drain's host is still empty (default 60 poll intervals), real ms. */
+  finishedCheckMs?: number;
   /** Overrides of the planner's options (grace period, retries, ...). */
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
   maxConcurrentReconciles?: number;
-  /** Nova calls of one pass at once (default 8). */
+  /** Server lookups of one pass at once (default 8). */
   actConcurrency?: number;
   /**
    * Poll interval when nothing can move without a person or a change
@@ -90,6 +96,10 @@ export function registerEvictionController(
   positiveInt(actConcurrency, "actConcurrency");
   const slowPollMs = deps.slowPollMs ?? deps.pollIntervalMs * 10;
   positiveInt(slowPollMs, "slowPollMs");
+  const maxPollMs = deps.maxPollMs ?? deps.pollIntervalMs * 30;
+  positiveInt(maxPollMs, "maxPollMs");
+  const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
+  positiveInt(finishedCheckMs, "finishedCheckMs");
   const rate = deps.clock?.rate ?? 1;
   if (!(rate > 0) || !Number.isFinite(rate)) {
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
@@ -100,13 +110,13 @@ export function registerEvictionController(
     nova: new CountedNova(deps.nova, metrics),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
+    maxPollMs,
     slowPollMs,
+    finishedCheckMs,
     planOptions: deps.planOptions ?? {},
     clock: deps.clock ?? { now: () => Date.now() },
     ledger: new InFlightLedger(),
-    memo: new StatusMemo(),
-    pacer: new Pacer(),
-    prober: new Prober(),
+    memory: new DrainMemory(),
     metrics,
     actConcurrency,
     ...(deps.placement === undefined ? {} : {
@@ -120,11 +130,12 @@ export function registerEvictionController(
   // The policy is cluster-wide: never partitioned by the label selector.
   operator.watch(EvictionPolicyKind, { labelSelector: null });
   const evictions = operator.cache(EvictionKind);
+  // Finished drains too: the Hypervisor's instance count (from its status
+  // sync) is how a finished drain notices a VM cheaply. A running drain's
+  // pass woken by it returns at once unless something it depends on changed.
   const evictionsOf = (host: string | undefined): string[] =>
     host === undefined ? [] : evictions
-      .list((e: Eviction) =>
-        e.spec.hypervisor === host && e.status?.finishedAt === undefined
-      )
+      .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
 
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {

@@ -9,7 +9,8 @@
 
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
-import { OpenStackError } from "../../openstack/mod.ts";
+import { isDeleting } from "../../framework/kind.ts";
+import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
@@ -32,7 +33,7 @@ export async function finalizeEviction(
   const log = ctx.logger.child({ hypervisor: host });
   const others = ctx.cache(EvictionKind).list((e) =>
     e.metadata?.name !== key && e.spec.hypervisor === host &&
-    (e.metadata?.deletionTimestamp ?? "") === ""
+    !isDeleting(e)
   );
   const service = await deps.nova.findComputeService(host, signal);
   if (service !== undefined && service.status === "disabled") {
@@ -50,13 +51,10 @@ export async function finalizeEviction(
           signal,
         );
       } catch (err) {
-        const requestId = err instanceof OpenStackError
-          ? err.requestId
-          : undefined;
         throw new Error(
           `re-enabling compute service ${service.id} of host ${host} failed: ${
-            err instanceof Error ? err.message : String(err)
-          }${requestId === undefined ? "" : ` (request ${requestId})`}`,
+            errText(err)
+          }`,
         );
       }
       log.info({ serviceId: service.id }, "compute service re-enabled");
@@ -78,9 +76,7 @@ export async function finalizeEviction(
     }
   }
   deps.ledger.delete(key);
-  deps.memo.forget(key);
-  deps.pacer.forget(key);
-  deps.prober.forget(key);
+  deps.memory.forget(key);
   deps.metrics.inFlight.remove({ hypervisor: host });
   for (const e of others) {
     const name = e.metadata?.name;

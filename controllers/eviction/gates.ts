@@ -6,6 +6,7 @@
  * @module
  */
 
+import { isDeleting } from "../../framework/kind.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs } from "../compute_service.ts";
 
@@ -51,11 +52,6 @@ export function traitsHold(
   return `Hypervisor ${host} condition ${TRAITS_UPDATED} is ${state}: its traits may be stale`;
 }
 
-function deleting(e: Eviction): boolean {
-  const ts = e.metadata?.deletionTimestamp;
-  return ts !== undefined && ts !== "";
-}
-
 function olderThan(a: Eviction, b: Eviction): boolean {
   const ta = Date.parse(a.metadata?.creationTimestamp ?? "");
   const tb = Date.parse(b.metadata?.creationTimestamp ?? "");
@@ -91,7 +87,7 @@ export function drainingAhead(
   for (const other of all) {
     if (other.metadata?.name === name) continue;
     if (other.spec.hypervisor !== eviction.spec.hypervisor) continue;
-    if (deleting(other) || other.status?.finishedAt !== undefined) continue;
+    if (isDeleting(other) || other.status?.finishedAt !== undefined) continue;
     if (!olderThan(other, eviction)) continue;
     if (ahead === undefined || olderThan(other, ahead)) ahead = other;
   }

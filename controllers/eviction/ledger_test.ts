@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { clusterBudgetLeft } from "./concurrency.ts";
+import { clusterBudgetLeft } from "../../limits/resolve.ts";
 import { InFlightLedger } from "./ledger.ts";
 
 Deno.test("ledger: others take the larger of the ledger and the cache", () => {

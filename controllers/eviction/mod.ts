@@ -1,8 +1,33 @@
 /**
  * The eviction controller: drains a hypervisor by migrating its VMs in
- * parallel within the resolved limits. {@linkcode registerEvictionController}
- * wires it into an Operator; the planner and limit resolution are pure and
- * exported for tools and tests.
+ * parallel within the resolved limits (`limits/`).
+ *
+ * One pass of a drain (reconcile.ts) runs these phases, in this order:
+ *
+ * 1. **gate** — only the oldest Eviction of a hypervisor drains; preflight
+ *    disables the compute service; a retry annotation re-arms failed VMs
+ *    (retry.ts); a finished drain looks at Nova only when the Hypervisor
+ *    reports instances or its slow check is due; a pass woken before it is
+ *    due with nothing changed returns at once.
+ * 2. **observe** — Nova afresh, every pass that decides (observe.ts): the
+ *    servers on the host, the migrations from or to it since the drain
+ *    started, a lookup only for a VM that left without a telling record.
+ * 3. **plan** — a pure function of that observation, the status, the limit
+ *    in force, the start answers in memory and the time (plan.ts,
+ *    classify.ts); the cluster budget is reserved in the same step
+ *    (ledger.ts).
+ * 4. **act** — starts, confirms and aborts are issued, none awaited
+ *    (act.ts): their answers become notes in the drain's memory
+ *    (memory.ts) that the next pass plans with.
+ * 5. **record** — the status is written (only when it changed), alongside
+ *    the starts, their entries included, so a restart finds them.
+ * 6. **report** — Events and metrics (report.ts).
+ * 7. **requeue** — the next pass when the earliest running migration should
+ *    finish (pacing.ts), in the controller's clock.
+ *
+ * Succeeded means empty: a fresh list with no server on the host, no
+ * migration from or to it in progress, and no start of ours whose outcome
+ * is unknown. A VM that appears later reopens the drain.
  *
  * @example
  * ```ts ignore
@@ -21,12 +46,5 @@ export type { EvictionClock } from "./reconcile.ts";
 export { EvictionMetrics } from "./metrics.ts";
 export { departedIds, type Plan, type PlanInput, planPass } from "./plan.ts";
 export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
-export {
-  clusterBudgetLeft,
-  effectiveSettings,
-  type LimitSettings,
-  policySettings,
-  resolveLimit,
-} from "./concurrency.ts";
-export { CONCURRENCY_FLAG_OPTIONS, parseConcurrencyFlags } from "./flags.ts";
+export { RETRY_ANNOTATION } from "./retry.ts";
 export { drainingAhead, keepDisabledBecause, traitsHold } from "./gates.ts";

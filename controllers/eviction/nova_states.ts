@@ -221,3 +221,49 @@ export function parseNovaTime(
   const ms = Date.parse(zoned);
   return Number.isNaN(ms) ? undefined : ms;
 }
+
+/** What a 409 on a migration start means. */
+export type ConflictKind =
+  /** A task runs on the VM (e.g. task_state migrating): look at it. */
+  | "busy"
+  /** The VM's state does not allow the action (e.g. vm_state stopped): re-plan. */
+  | "wrong_state"
+  /** The VM cannot be moved this way (vTPM, SEV, locked, ...): skip it. */
+  | "unsupported";
+
+/**
+ * Reads Nova's 409 message on `os-migrateLive` or `migrate`: Nova answers
+ * 409 for an instance in the wrong task_state ("... while it is in
+ * task_state migrating"), in the wrong vm_state ("... while it is in
+ * vm_state stopped"), and for instances the operation is not supported for
+ * (`OperationNotSupportedForVTPM`, `...ForSEV`, a locked instance).
+ *
+ * @example
+ * ```ts
+ * import { conflictKind } from "./nova_states.ts";
+ * console.assert(conflictKind("Cannot 'os-migrateLive' instance a while it is in task_state migrating") === "busy");
+ * console.assert(conflictKind("Cannot 'os-migrateLive' instance a while it is in vm_state stopped") === "wrong_state");
+ * console.assert(conflictKind("Operation 'live-migration' not supported for SEV-enabled instance (a).") === "unsupported");
+ * ```
+ */
+export function conflictKind(message: string): ConflictKind {
+  const m = message.toLowerCase();
+  if (m.includes("task_state")) return "busy";
+  if (m.includes("vm_state")) return "wrong_state";
+  return "unsupported";
+}
+
+/**
+ * Whether a refusal's cause may go away by itself: Nova's "No valid host
+ * was found" (capacity may free up).
+ *
+ * @example
+ * ```ts
+ * import { isTransientRefusal } from "./nova_states.ts";
+ * console.assert(isTransientRefusal("No valid host was found. There are not enough hosts available."));
+ * console.assert(!isTransientRefusal("Invalid input for field/attribute host."));
+ * ```
+ */
+export function isTransientRefusal(message: string): boolean {
+  return /no valid host/i.test(message);
+}

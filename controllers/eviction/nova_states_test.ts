@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import {
+  conflictKind,
   inFlightKindOfServer,
   isAbortable,
   isBeingDeleted,
+  isTransientRefusal,
   kindOfMigrationType,
   migrationPhase,
   needsPerson,
@@ -131,4 +134,50 @@ Deno.test("parseNovaTime: zone-less Nova times are UTC; zoned ones honoured; jun
   assert.equal(parseNovaTime("not a time"), undefined);
   assert.equal(parseNovaTime(null), undefined);
   assert.equal(parseNovaTime(""), undefined);
+});
+
+Deno.test("conflictKind: Nova's 409 messages", () => {
+  const rows: Array<[string, string]> = [
+    [
+      "Cannot 'os-migrateLive' instance a while it is in task_state migrating",
+      "busy",
+    ],
+    [
+      "Cannot 'migrate' instance a while it is in task_state resize_prep",
+      "busy",
+    ],
+    [
+      "Cannot 'os-migrateLive' instance a while it is in vm_state stopped",
+      "wrong_state",
+    ],
+    [
+      "Operation 'live-migration' not supported for SEV-enabled instance (a).",
+      "unsupported",
+    ],
+    ["Instance a is locked", "unsupported"],
+  ];
+  for (const [message, want] of rows) {
+    assert.equal(conflictKind(message), want, message);
+  }
+});
+
+Deno.test("isTransientRefusal: only no valid host", () => {
+  assert.ok(
+    isTransientRefusal(
+      "No valid host was found. There are not enough hosts available.",
+    ),
+  );
+  assert.ok(!isTransientRefusal("Compute host x could not be found."));
+});
+
+Deno.test("property: conflictKind — a task_state message is busy, a vm_state one (without task_state) a wrong state, anything else unsupported", () => {
+  fc.assert(fc.property(fc.string(), fc.string(), (a, b) => {
+    const m = `${a}${b}`;
+    const kind = conflictKind(m);
+    const lower = m.toLowerCase();
+    if (lower.includes("task_state")) assert.equal(kind, "busy");
+    else if (lower.includes("vm_state")) assert.equal(kind, "wrong_state");
+    else assert.equal(kind, "unsupported");
+    assert.equal(conflictKind(`${a} task_state ${b}`), "busy");
+  }));
 });

@@ -75,8 +75,17 @@ export interface PlanOptions {
   retryBaseMs: number;
   /** Upper bound of the retry delay. */
   retryCapMs: number;
-  /** Attempts after which a VM is no longer retried (>= 1). */
+  /**
+   * Attempts after which a VM is no longer retried (>= 1); a transient
+   * failure is retried beyond them while within `retryWindowMs`.
+   */
   maxAttempts: number;
+  /**
+   * How long after its first failure a VM whose failures are transient (no
+   * valid host, a failed migration record) is still retried
+   * (`--migration-retry-window`, default 1 h).
+   */
+  retryWindowMs: number;
   /** A migration in flight longer than this is reported as stuck. */
   migrationTimeoutSeconds?: number;
   /** Abort stuck live migrations (policy `abortStuckMigrations`). */
@@ -92,7 +101,8 @@ export interface PlanOptions {
 
 /**
  * Defaults: 60 s grace, retries after 30 s doubling up to 10 min, 5
- * attempts, no timeout, no abort, 10 s clock skew.
+ * attempts (transient failures: retried for 1 h), no timeout, no abort,
+ * 10 s clock skew.
  *
  * @example
  * ```ts
@@ -106,6 +116,7 @@ export const DEFAULT_PLAN_OPTIONS: Readonly<PlanOptions> = Object.freeze({
   retryBaseMs: 30_000,
   retryCapMs: 600_000,
   maxAttempts: 5,
+  retryWindowMs: 3_600_000,
   abortStuckMigrations: false,
   clockSkewMs: 10_000,
 });
@@ -125,6 +136,7 @@ export function validatePlanOptions(options: PlanOptions): void {
     "retryBaseMs",
     "retryCapMs",
     "clockSkewMs",
+    "retryWindowMs",
   ];
   for (const key of nonNegative) {
     const value = options[key];
@@ -167,4 +179,27 @@ export function retryDelayMs(
   if (attempts <= 0) return 0;
   if (attempts > 60) return capMs;
   return Math.min(capMs, baseMs * 2 ** (attempts - 1));
+}
+
+/**
+ * What this process knows of a start it issued: in-process only (lost on
+ * a restart, when the grace period stands in for it).
+ */
+export interface StartNote {
+  /** Server id. */
+  id: string;
+  /**
+   * pending: no answer yet; accepted: 202; refused: a definitive refusal
+   * (a 4xx but 409); conflict: 409 (look at the VM); unknown: no answer
+   * after all (timeout, reset) or a 5xx: resolved by observation.
+   */
+  state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
+  /** Nova's message with its request id (refused, conflict, unknown). */
+  message?: string;
+  /** For a refusal: whether its cause may go away by itself (no valid host). */
+  transient?: boolean;
+  /** live or cold (what was started). */
+  kind?: "live" | "cold";
+  /** Controller clock when it was issued. */
+  issuedAtMs?: number;
 }

@@ -9,15 +9,16 @@
 
 import type {
   EvictionStatus,
-  EvictionStatusConditionsItem,
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import {
+  arrivingRecords,
   classifyServer,
   type FailureReport,
   inFlightEntry,
+  isOurKind,
   latestRecords,
   type VmClass,
   type VmRecords,
@@ -36,6 +37,7 @@ import {
   type ObservedMigration,
   type ObservedServer,
   type PlanOptions,
+  type StartNote,
   validatePlanOptions,
 } from "./observation.ts";
 
@@ -50,7 +52,10 @@ export interface PlanInput {
   host: string;
   /** The VMs listed on the host this pass. Duplicates (pagination) are ignored. */
   servers: readonly ObservedServer[];
-  /** Migration records of the host since the drain started. */
+  /**
+   * Migration records of the host since the drain started, with the host
+   * as source or as destination (`os-migrations?host=` matches both).
+   */
   migrations: readonly ObservedMigration[];
   /** `GET /servers/{id}` answers for the ids of {@linkcode departedIds}. */
   departed: readonly DepartedServer[];
@@ -78,6 +83,8 @@ export interface PlanInput {
    * Everything else (failures, confirmations, aborts, status) still happens.
    */
   holdStarts?: string;
+  /** What this process knows of the answers to its starts, by server id. */
+  starts?: ReadonlyMap<string, StartNote>;
 }
 
 /** A migration to start. */
@@ -128,7 +135,10 @@ export interface WaitingVm {
 export interface Plan {
   /** Migrations to start, largest flavor RAM first, then by id. */
   start: StartAction[];
-  /** Servers in VERIFY_RESIZE on their destination: confirm the resize. */
+  /**
+   * Servers in VERIFY_RESIZE on their destination after a cold migration
+   * this drain started: confirm the resize. Nobody else's is ever confirmed.
+   */
   confirmResize: string[];
   /** Stuck live migrations to abort (only with abortStuckMigrations). */
   abort: AbortAction[];
@@ -153,18 +163,20 @@ export interface Plan {
   /** Nothing is in flight and nothing can move without a person. */
   blocked: boolean;
   /**
-   * The complete next status, assuming every start succeeds (entries for
-   * them are in inFlight): it may be written before acting. After acting,
-   * `recordStarts` (record_starts.ts) corrects it with the outcomes.
+   * VMs with a migration towards the host in progress: they are waited for
+   * (counted outstanding) and drained once they land.
+   */
+  arriving: string[];
+  /** The earliest time a VM in backoff may be retried (epoch ms), if any. */
+  nextRetryAtMs: number | undefined;
+  /**
+   * The complete next status, with an entry in inFlight for every start:
+   * written before the starts are issued, so that a restart never loses
+   * one (the answers come in on later passes, as {@linkcode StartNote}s).
    */
   next: EvictionStatus;
-  /** How the VMs not in flight stand; `recordStarts` (record_starts.ts) updates it. */
+  /** How the VMs not in flight stand. */
   summary: DrainSummary;
-  /**
-   * The conditions before this pass, so that `recordStarts` (record_starts.ts)
-   * judges transitions against them, not against the plan's guess.
-   */
-  previousConditions: EvictionStatusConditionsItem[];
 }
 
 /**
@@ -194,6 +206,8 @@ export function departedIds(
   host: string,
 ): string[] {
   const listed = new Set(servers.map((s) => s.id));
+  // An arriving VM is not on the host yet: its record says where it is.
+  for (const id of arrivingRecords(migrations, host).keys()) listed.add(id);
   const tracked = new Set([
     ...(status?.outstandingInstances ?? []),
     ...(status?.inFlight ?? []).map((e) => e.id),
@@ -287,7 +301,26 @@ export function planPass(input: PlanInput): Plan {
   const prev: EvictionStatus = input.status ?? {};
   const prevInFlight = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
   const prevFailed = new Map((prev.failed ?? []).map((f) => [f.id, f]));
+  const prevSkipped = new Map((prev.skipped ?? []).map((f) => [f.id, f]));
   const prevOutstanding = new Set(prev.outstandingInstances ?? []);
+  const notes = input.starts ?? new Map<string, StartNote>();
+  // A start this process issued is ours even when its entry did not reach
+  // the status (the write runs alongside the starts and may have failed):
+  // the note, newer than any entry, says what was started and when.
+  for (const n of notes.values()) {
+    if (n.kind === undefined || n.issuedAtMs === undefined) continue;
+    const known = prevInFlight.get(n.id);
+    if (
+      known !== undefined && known.kind === n.kind &&
+      (parseNovaTime(known.startedAt) ?? 0) >= n.issuedAtMs
+    ) continue;
+    prevInFlight.set(n.id, {
+      id: n.id,
+      kind: n.kind,
+      startedAt: new Date(n.issuedAtMs).toISOString(),
+    });
+    prevOutstanding.add(n.id);
+  }
 
   const departedById = new Map<string, ObservedServer | null>();
   for (const d of input.departed) {
@@ -307,6 +340,7 @@ export function planPass(input: PlanInput): Plan {
   }
 
   const latest = latestRecords(input.migrations, host);
+  const incoming = arrivingRecords(input.migrations, host);
   const inFlight: EvictionStatusInFlightItem[] = [];
   const failed: EvictionStatusFailedItem[] = [];
   const skipped: EvictionStatusSkippedItem[] = [];
@@ -324,14 +358,18 @@ export function planPass(input: PlanInput): Plan {
     held: input.holdStarts,
   };
   let outstandingRamMb = 0;
+  let nextRetryAtMs: number | undefined;
 
   for (const server of [...onHost.values()].sort(byId)) {
     const verdict = classifyServer({
       server,
       latest: latest.get(server.id)?.latest,
       inProgress: latest.get(server.id)?.inProgress,
+      arriving: incoming.get(server.id),
       inFlight: prevInFlight.get(server.id),
       failed: prevFailed.get(server.id),
+      skipped: prevSkipped.get(server.id),
+      note: notes.get(server.id),
       nowMs,
       options,
     });
@@ -340,6 +378,28 @@ export function planPass(input: PlanInput): Plan {
     if (verdict.failed !== undefined) failed.push(verdict.failed);
     if (verdict.failure !== undefined) failures.push(verdict.failure);
     account(server, verdict.vm, verdict.failed);
+  }
+
+  // VMs heading here, not listed yet: outstanding (the host is not empty
+  // while they come), waited for, drained once they land.
+  const arriving: string[] = [];
+  for (const [id, record] of [...incoming].sort(([a], [b]) => a < b ? -1 : 1)) {
+    if (onHost.has(id)) {
+      arriving.push(id);
+      continue;
+    }
+    arriving.push(id);
+    outstanding.push(id);
+    summary.busy++;
+    waiting.push({
+      id,
+      why: "busy",
+      detail: `arriving (${record.migrationType} ${record.id} from ${
+        record.sourceCompute ?? "unknown"
+      } is ${record.status})`,
+    });
+    const failedEntry = prevFailed.get(id);
+    if (failedEntry !== undefined) failed.push(failedEntry);
   }
 
   function account(
@@ -361,6 +421,7 @@ export function planPass(input: PlanInput): Plan {
         return;
       case "backoff":
         summary.backoff++;
+        nextRetryAtMs = Math.min(nextRetryAtMs ?? Infinity, vm.retryAtMs);
         waiting.push({
           id: server.id,
           why: "backoff",
@@ -395,7 +456,7 @@ export function planPass(input: PlanInput): Plan {
     ...unfinished.keys(),
   ]);
   for (const id of [...departedTracked].sort()) {
-    if (onHost.has(id)) continue;
+    if (onHost.has(id) || incoming.has(id)) continue;
     const entry = prevInFlight.get(id);
     const tracked = prevOutstanding.has(id) || entry !== undefined;
     const record = unfinished.get(id);
@@ -405,15 +466,16 @@ export function planPass(input: PlanInput): Plan {
       if (entry !== undefined) {
         inFlight.push(entry);
       } else if (record !== undefined) {
-        inFlight.push(
-          inFlightEntry(
+        inFlight.push({
+          ...inFlightEntry(
             id,
             undefined,
             kindOfMigrationType(record.migrationType),
             record,
             nowMs,
           ),
-        );
+          adopted: true,
+        });
       }
       if (!prevOutstanding.has(id)) continue;
       const failedEntry = prevFailed.get(id);
@@ -434,16 +496,37 @@ export function planPass(input: PlanInput): Plan {
     }
     const status = server.status.toUpperCase();
     if (status === "VERIFY_RESIZE") {
-      // Our cold migration waits for confirmation on its destination; the
-      // source still holds the VM's resources, so it stays in flight.
-      confirmResize.push(id);
-      inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
+      const type = latest.get(id)?.latest.migrationType;
+      if (
+        entry !== undefined && entry.adopted !== true &&
+        (type === undefined || isOurKind(type, "cold"))
+      ) {
+        // Our cold migration waits for confirmation on its destination; the
+        // source still holds the VM's resources, so it stays in flight.
+        confirmResize.push(id);
+        inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
+        continue;
+      }
+      // Someone else's resize: only its owner may confirm or revert it, and
+      // a revert brings the VM back here. The host is not empty until then.
+      outstanding.push(id);
+      summary.needsPerson++;
+      skipped.push({
+        id,
+        reason:
+          "resized by someone else: awaits its owner's confirm or revert (a revert brings it back)",
+      });
       continue;
     }
     const kind = inFlightKindOfServer(status, server.taskState);
     if (kind !== undefined) {
       // Left the host but still finishing (post-migration on the destination).
-      inFlight.push(inFlightEntry(id, entry, kind, record, nowMs));
+      const e = inFlightEntry(id, entry, kind, record, nowMs);
+      inFlight.push(
+        entry === undefined || entry.adopted === true
+          ? { ...e, adopted: true }
+          : e,
+      );
       continue;
     }
     // Only VMs we tracked count as migrated: a stale record of an untracked
@@ -539,9 +622,10 @@ export function planPass(input: PlanInput): Plan {
     inFlightCount: next.inFlightCount ?? 0,
     finished,
     blocked: isBlocked(next),
+    arriving,
+    nextRetryAtMs,
     next,
     summary,
-    previousConditions: prev.conditions ?? [],
   };
 }
 

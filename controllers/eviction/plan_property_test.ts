@@ -13,7 +13,6 @@ import type {
   PlanOptions,
 } from "./observation.ts";
 import { departedIds, type PlanInput, planPass } from "./plan.ts";
-import { recordStarts, type StartOutcome } from "./record_starts.ts";
 import { at, HOST, novaTime, T0 } from "./_plan_test_util.ts";
 
 const IDS = Array.from(
@@ -95,6 +94,7 @@ const optionsArb: fc.Arbitrary<PlanOptions> = fc.record({
   retryBaseMs: fc.integer({ min: 6_000, max: 60_000 }),
   retryCapMs: fc.integer({ min: 60_000, max: 600_000 }),
   maxAttempts: fc.integer({ min: 1, max: 4 }),
+  retryWindowMs: fc.constantFrom(0, 600_000, 3_600_000),
   migrationTimeoutSeconds: fc.option(fc.integer({ min: 1, max: 4000 }), {
     nil: undefined,
   }),
@@ -417,8 +417,12 @@ Deno.test("property: the next status is valid and its counts agree", () => {
       assert.equal(outstanding.length, onHost.size + unresolved.length);
       for (const id of onHost.keys()) assert.ok(outstanding.includes(id));
       for (const id of unresolved) {
+        // Unresolved: its lookup failed, or it sits in someone else's
+        // VERIFY_RESIZE elsewhere (a revert would bring it back).
+        const looked = input.departed.find((d) => d.id === id);
         assert.ok(
-          !input.departed.some((d) => d.id === id),
+          looked === undefined ||
+            looked.server?.status.toUpperCase() === "VERIFY_RESIZE",
           `${id} was looked up`,
         );
       }
@@ -438,7 +442,7 @@ Deno.test("property: the next status is valid and its counts agree", () => {
       );
       assert.equal(plan.finished, next.finishedAt !== undefined);
       for (const f of next.failed ?? []) assert.ok(outstanding.includes(f.id));
-      for (const s of next.skipped ?? []) assert.ok(onHost.has(s.id));
+      for (const s of next.skipped ?? []) assert.ok(outstanding.includes(s.id));
       for (const id of [...plan.done, ...plan.gone]) {
         assert.ok(!outstanding.includes(id));
         assert.ok(!(next.inFlight ?? []).some((e) => e.id === id));
@@ -450,50 +454,6 @@ Deno.test("property: the next status is valid and its counts agree", () => {
       );
       assert.equal(next.effectiveLimit, input.limit);
     }),
-    RUNS,
-  );
-});
-
-Deno.test("property: recordStarts keeps counts consistent and the limit bound", () => {
-  const outcomeArb = fc.constantFrom<StartOutcome["outcome"]>(
-    "started",
-    "conflict",
-    "error",
-    "not_attempted",
-  );
-  fc.assert(
-    fc.property(
-      inputArb,
-      fc.array(outcomeArb, { minLength: 14, maxLength: 14 }),
-      (input, kinds) => {
-        const plan = planPass(input);
-        const outcomes = plan.start.map((s, i): StartOutcome => {
-          const outcome = kinds[i] ?? "started";
-          return outcome === "error"
-            ? { id: s.id, outcome, message: "500" }
-            : { id: s.id, outcome };
-        });
-        const { status } = recordStarts(
-          plan,
-          outcomes,
-          input.now,
-          input.options,
-        );
-        EvictionStatusSchema.parse(status);
-        assert.equal(status.inFlightCount, status.inFlight?.length);
-        assert.ok((status.inFlightCount ?? 0) <= plan.inFlightCount);
-        const failedNow = outcomes.filter((o) => o.outcome === "error").length;
-        assert.equal(
-          status.failed?.length,
-          new Set([
-            ...(plan.next.failed ?? []).map((f) => f.id),
-            ...outcomes
-              .filter((o) => o.outcome === "error").map((o) => o.id),
-          ]).size,
-        );
-        assert.ok(failedNow <= plan.start.length);
-      },
-    ),
     RUNS,
   );
 });

@@ -206,15 +206,15 @@ const rows: Row[] = [
   },
   {
     name:
-      "a trigger past the grace period with nothing in Nova is a failed attempt",
+      "a trigger past the grace period with nothing in Nova is planned again, never charged",
     input: input({
       servers: [vm("g")],
       status: seen(["g"], { inFlight: [entry("g", -120)] }),
     }),
-    start: [],
-    failedNow: [["g", 1]],
-    inFlight: [],
-    evicting: ["True", "Waiting"],
+    start: ["g"],
+    failedNow: [],
+    inFlight: ["g"],
+    evicting: ["True", "Running"],
   },
   {
     name:
@@ -553,14 +553,15 @@ const rows: Row[] = [
     check: (plan) => assert.equal(plan.next.failed?.[0]?.attempts, 1),
   },
   {
-    name: "an error record never seen before counts as the first attempt",
+    name:
+      "an error record of a migration this drain did not start charges nothing",
     input: input({
       servers: [vm("f")],
       migrations: [mig(5, "f", "error")],
       status: seen(["f"]),
     }),
-    start: [],
-    failedNow: [["f", 1]],
+    start: ["f"],
+    failedNow: [],
   },
   {
     name:
@@ -788,7 +789,7 @@ Deno.test("planPass: fields it does not own are kept; limit and source recorded"
   );
 });
 
-Deno.test("planPass: startedAt is kept, finishedAt set once and cleared when work returns", () => {
+Deno.test("planPass: startedAt is kept, finishedAt set once; a VM that appears reopens the drain", () => {
   const first = planPass(input({ servers: [], status: seen([]) }));
   assert.equal(first.next.startedAt, at(-3600).toISOString());
   assert.equal(first.next.finishedAt, T0.toISOString());
@@ -799,6 +800,20 @@ Deno.test("planPass: startedAt is kept, finishedAt set once and cleared when wor
   );
   assert.equal(back.next.finishedAt, undefined);
   assert.deepEqual(back.newlyFound, ["n"]);
+  assert.deepEqual(condition(back, "Evicting"), ["True", "Running"]);
+  // Arriving (not listed yet) reopens it too, and nothing is started for it.
+  const arriving = planPass(input({
+    now: at(120),
+    status: later.next,
+    migrations: [
+      mig(9, "m", "running", { sourceCompute: "node007", destCompute: HOST }),
+    ],
+  }));
+  assert.equal(arriving.next.finishedAt, undefined);
+  assert.deepEqual(arriving.next.outstandingInstances, ["m"]);
+  assert.deepEqual(arriving.arriving, ["m"]);
+  assert.deepEqual(arriving.start, []);
+  assert.deepEqual(arriving.failed, []);
 });
 
 Deno.test("planPass: Evicting's lastTransitionTime moves only when its status does", () => {

@@ -1,52 +1,46 @@
 /**
- * One pass of a drain, the thin I/O adapter around the pure planner:
- * preflight once, then observe Nova (one server list, one migration list,
- * a GET only for VMs that left the host), plan, act with bounded
- * concurrency, write status once (only when it changed), requeue.
+ * One pass of a drain: the phases of `mod.ts`, in that order, each a short
+ * function here or in its own file.
  *
  * @module
  */
 
-import pLimit from "p-limit";
 import type {
   HandlerContext,
   ReconcileResult,
 } from "../../framework/handler.ts";
-import { TemporaryError } from "../../framework/errors.ts";
-import type { Eviction, EvictionStatus } from "../../models/mod.ts";
-import { type Migration, NotFoundError } from "../../openstack/mod.ts";
-import {
-  EvictionKind,
-  EvictionPolicyKind,
-  HypervisorKind,
-  POLICY_NAME,
-} from "../kinds.ts";
+import { ApiError, TemporaryError } from "../../framework/errors.ts";
+import { isDeleting } from "../../framework/kind.ts";
+import type { Logger } from "../../framework/logger.ts";
 import {
   clusterBudgetLeft,
   effectiveSettings,
   type LimitSettings,
+  POLICY_NAME,
   resolveLimit,
-} from "./concurrency.ts";
+} from "../../limits/resolve.ts";
+import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
+import { errText } from "../../openstack/mod.ts";
+import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
+import { actOnPlan, type PendingEvent } from "./act.ts";
+import { latestRecords } from "./classify.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { drainingAhead, traitsHold } from "./gates.ts";
 import type { InFlightLedger } from "./ledger.ts";
+import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
+import { type Observation, observe } from "./observe.ts";
 import {
   DEFAULT_PLAN_OPTIONS,
-  type DepartedServer,
-  type ObservedServer,
+  type ObservedMigration,
   type PlanOptions,
 } from "./observation.ts";
-import { completedLiveMoves } from "./refill.ts";
-import { departedIds, type Plan, planPass } from "./plan.ts";
-import { actOnPlan } from "./act.ts";
+import { type PaceView, requeueAfterMs } from "./pacing.ts";
+import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { preflight } from "./preflight.ts";
-import { errText, type PendingEvent, reportPass } from "./report.ts";
-import { recordStarts } from "./record_starts.ts";
-import type { Prober } from "./probe.ts";
-import { MAX_POLL_FACTOR, type Pacer, requeueDelay } from "./requeue.ts";
-import type { StatusMemo } from "./status_memo.ts";
+import { reportPass } from "./report.ts";
+import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
 import type {
@@ -62,7 +56,7 @@ export interface EvictionClock {
   /**
    * Clock milliseconds per real millisecond (default 1). A simulator's
    * scaled clock runs faster; requeue delays computed in clock time are
-   * divided by it.
+   * divided by it, once, when a pass returns.
    */
   rate?: number;
 }
@@ -73,25 +67,25 @@ export interface EvictionPassDeps {
   nova: CountedNova;
   /** Limit settings from the flags (used without an EvictionPolicy). */
   flagSettings: LimitSettings;
-  /** Requeue while migrations are in flight (real ms). */
+  /** The shortest wait between passes (real ms). */
   pollIntervalMs: number;
-  /** Requeue while nothing can move without a person or a change (real ms). */
+  /** The longest wait while migrations are in flight (real ms). */
+  maxPollMs: number;
+  /** Wait while nothing can move without a person or a change (real ms). */
   slowPollMs: number;
+  /** Wait between checks of a finished drain's host (real ms). */
+  finishedCheckMs: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
   /** Time source. */
   clock: EvictionClock;
   /** Migrations in flight per Eviction, for the cluster budget. */
   ledger: InFlightLedger;
-  /** The last status written per Eviction. */
-  memo: StatusMemo;
-  /** When in-flight migrations are expected to finish. */
-  pacer: Pacer;
-  /** What the last full pass of each drain saw (for cheap passes). */
-  prober: Prober;
+  /** Per-drain memory. */
+  memory: DrainMemory;
   /** Metrics. */
   metrics: EvictionMetrics;
-  /** Nova calls of one pass running at once (GETs, starts, confirms). */
+  /** Nova lookups of one pass at once. */
   actConcurrency: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */
   capacity?: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> };
@@ -112,37 +106,30 @@ export function planOptionsFor(
   };
 }
 
-async function writeStatus(
-  ctx: HandlerContext<Eviction>,
-  deps: EvictionPassDeps,
-  current: Eviction,
-  next: EvictionStatus,
-): Promise<void> {
-  if (statusEqual(current.status, next)) return;
-  const written = await ctx.updateStatus(() => next);
-  deps.memo.remember(ctx.key, current.metadata?.resourceVersion, written);
-}
-
-function isDeleting(e: Eviction): boolean {
-  const ts = e.metadata?.deletionTimestamp;
-  return ts !== undefined && ts !== "";
-}
-
-/** Enqueues the other Evictions of the same hypervisor (one waits for this one). */
-function wakeSiblings(ctx: HandlerContext<Eviction>, host: string): void {
-  for (const e of ctx.cache(EvictionKind).list()) {
-    const name = e.metadata?.name;
-    if (name === undefined || name === ctx.key) continue;
-    if (e.spec.hypervisor === host) ctx.enqueue(EvictionKind, name);
-  }
+/** What the phases of one pass share. */
+interface Pass {
+  ctx: HandlerContext<Eviction>;
+  deps: EvictionPassDeps;
+  /** The Eviction, with the freshest status this process knows. */
+  ev: Eviction;
+  host: string;
+  log: Logger;
+  state: DrainState;
+  /** The status so far (the preflight and a retry request change it). */
+  status: EvictionStatus;
+  hypervisor: Hypervisor | undefined;
+  /** Clock ms per real ms. */
+  rate: number;
+  /** Set when a retry annotation was consumed (removed after the write). */
+  retried: boolean;
+  /** The latest record leaving the host per VM, this pass. */
+  records: Map<string, ObservedMigration>;
 }
 
 /**
  * Runs one pass of the drain of `ctx.object`. Never throws for a single
- * VM's trouble: per-VM errors become failed attempts or log lines and the
- * pass still writes its status and returns its poll delay. Observation
- * errors (the server or migration list) throw a TemporaryError that keeps
- * the poll interval.
+ * VM's trouble; an observation error (a list call) throws a TemporaryError
+ * that keeps the poll interval.
  *
  * @example
  * ```ts ignore
@@ -153,32 +140,67 @@ export async function reconcileEviction(
   ctx: HandlerContext<Eviction>,
   deps: EvictionPassDeps,
 ): Promise<ReconcileResult> {
-  const { key, signal } = ctx;
   if (ctx.object === undefined) {
-    deps.ledger.delete(key);
-    deps.memo.forget(key);
-    deps.pacer.forget(key);
-    deps.prober.forget(key);
+    deps.ledger.delete(ctx.key);
+    deps.memory.forget(ctx.key);
     return {};
   }
-  const ev = deps.memo.freshest(key, ctx.object);
+  const ev = deps.memory.freshest(ctx.key, ctx.object);
   if (isDeleting(ev)) return {};
   const host = ev.spec.hypervisor;
-  const log = ctx.logger.child({ hypervisor: host });
-  const generation = ev.metadata?.generation;
-  const initial: EvictionStatus = ev.status ?? {};
-  if (initial.finishedAt !== undefined) {
-    deps.ledger.set(key, 0);
-    return {};
-  }
+  const pass: Pass = {
+    ctx,
+    deps,
+    ev,
+    host,
+    log: ctx.logger.child({ hypervisor: host }),
+    state: deps.memory.of(ctx.key),
+    status: ev.status ?? {},
+    hypervisor: ctx.cache(HypervisorKind).get(host),
+    rate: deps.clock.rate ?? 1,
+    retried: false,
+    records: new Map(),
+  };
+  const gated = await gate(pass);
+  if (gated !== undefined) return gated;
 
+  const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
+  const settings = effectiveSettings(policy?.spec, deps.flagSettings);
+  const options = planOptionsFor(deps.planOptions, settings);
+  const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
+  const early = skipEarly(pass, fingerprint);
+  if (early !== undefined) return early;
+
+  const seen = await observeOrKeep(pass, options);
+  const plan = planAndReserve(pass, seen, settings, options);
+  learn(pass, plan, seen);
+  // The starts go out with the status write, not after it: a start never
+  // waits for the API server. Its entry is in the written status, and the
+  // drain's memory knows it even if the write fails.
+  act(pass, plan);
+  await record(pass, plan.next);
+  await report(pass, plan);
+  return requeue(pass, plan, fingerprint);
+}
+
+/**
+ * Gate: what must hold before Nova is read. Only the oldest Eviction of a
+ * hypervisor drains; the compute service is disabled first (preflight); a
+ * retry request is applied; a finished drain looks at Nova only when the
+ * Hypervisor reports instances or its slow check is due. Returns the
+ * pass's result when it ends here.
+ */
+async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  const now = new Date(deps.clock.now());
+  const generation = ev.metadata?.generation;
   const ahead = drainingAhead(ev, ctx.cache(EvictionKind).list());
   if (ahead !== undefined) {
     const other = ahead.metadata?.name ?? "";
     const next: EvictionStatus = {
-      ...initial,
+      ...pass.status,
       conditions: setCondition(
-        initial.conditions ?? [],
+        pass.status.conditions ?? [],
         {
           type: CONDITION_EVICTING,
           status: "False",
@@ -186,257 +208,255 @@ export async function reconcileEviction(
           message:
             `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
         },
-        new Date(deps.clock.now()),
+        now,
         generation,
       ),
     };
-    if (!statusEqual(initial, next)) {
-      await ctx.event(
-        "Warning",
-        "DuplicateEviction",
-        `Eviction ${other} already drains hypervisor ${host}`,
-      );
+    if (!statusEqual(pass.status, next)) {
+      emit(pass, {
+        type: "Warning",
+        reason: "DuplicateEviction",
+        message: `Eviction ${other} already drains hypervisor ${host}`,
+      });
     }
-    await writeStatus(ctx, deps, ev, next);
+    await record(pass, next);
     return { requeueAfterMs: deps.slowPollMs };
   }
 
-  const hypervisor = ctx.cache(HypervisorKind).get(host);
-  const events: PendingEvent[] = [];
-  const flush = async () => {
-    await Promise.all(
-      events.map((e) => ctx.event(e.type, e.reason, e.message)),
-    );
-  };
-  let status = initial;
-
-  if (status.hypervisorServiceId === undefined) {
-    // Capacity phase (issue 14): before the compute service is disabled,
-    // and again at the slow interval while capacityCheck Hold waits.
-    if (deps.capacity !== undefined) {
-      const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
-      const phase = await capacityPhase(deps.nova, deps.capacity, {
-        host,
-        evictions: ctx.cache(EvictionKind).list(),
-        hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
-        mode: spec?.capacityCheck,
-        limit: resolveLimit(
-          effectiveSettings(spec, deps.flagSettings),
-          hypervisor?.status?.traits,
-          ev.spec.maxConcurrentMigrations,
-        ).limit,
-        signal,
-        status,
-        now: new Date(deps.clock.now()),
-        generation,
-        setCondition,
-      });
-      status = phase.status;
-      if (phase.event !== undefined) events.push(phase.event);
-      if (phase.hold) {
-        await writeStatus(ctx, deps, ev, status);
-        await flush();
-        return { requeueAfterMs: deps.slowPollMs };
-      }
-    }
+  if (pass.status.hypervisorServiceId === undefined) {
+    const held = await checkCapacityFirst(pass, now, generation);
+    if (held !== undefined) return held;
     const out = await preflight(deps.nova, {
       host,
       reason: ev.spec.reason,
-      hypervisor,
-      status,
-      now: new Date(deps.clock.now()),
+      hypervisor: pass.hypervisor,
+      status: pass.status,
+      now,
       generation,
-    }, signal);
+    }, ctx.signal);
     if (out.kind === "failed") {
-      if (!statusEqual(initial, out.status)) {
-        log.error({ err: out.message }, "preflight failed");
-        events.push({
+      if (!statusEqual(pass.status, out.status)) {
+        pass.log.error({ err: out.message }, "preflight failed");
+        emit(pass, {
           type: "Warning",
           reason: "PreflightFailed",
           message: out.message,
         });
       }
-      await writeStatus(ctx, deps, ev, out.status);
-      await flush();
+      await record(pass, out.status);
       // No hot loop: a change of the Hypervisor enqueues this Eviction.
       return { requeueAfterMs: deps.slowPollMs * 10 };
     }
     if (out.kind === "unregistered") {
-      events.push({
+      emit(pass, {
         type: "Normal",
         reason: "DrainFinished",
         message: `host ${host} never registered in Nova: nothing to drain`,
       });
-      await writeStatus(ctx, deps, ev, out.status);
-      await flush();
-      deps.ledger.set(key, 0);
+      await record(pass, out.status);
+      deps.ledger.set(ctx.key, 0);
       return {};
     }
-    status = out.status;
-    log.info(
-      { serviceId: status.hypervisorServiceId, disabledNow: out.disabledNow },
-      "preflight succeeded",
-    );
-    if (initial.startedAt === undefined) {
-      events.push({
+    if (pass.status.startedAt === undefined) {
+      emit(pass, {
         type: "Normal",
         reason: "DrainStarted",
         message: `draining host ${host}${
           out.disabledNow
-            ? `; compute service ${status.hypervisorServiceId} disabled`
+            ? `; compute service ${out.status.hypervisorServiceId} disabled`
             : ""
         }`,
       });
     }
+    pass.status = out.status;
   }
 
-  // The limit, from the policy in the cache (or the flags), the host's
-  // traits and the Eviction's own cap: read every pass, so a policy change
-  // is obeyed by the next pass of every drain.
-  const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
-  const settings = effectiveSettings(policy?.spec, deps.flagSettings);
-  const resolved = resolveLimit(
-    settings,
-    hypervisor?.status?.traits,
-    ev.spec.maxConcurrentMigrations,
-  );
-  const options = planOptionsFor(deps.planOptions, settings);
-  const hold = traitsHold(host, hypervisor);
+  const retry = ev.metadata?.annotations?.[RETRY_ANNOTATION];
+  if (typeof retry === "string") {
+    const r = applyRetry(pass.status, retry);
+    pass.status = r.status;
+    pass.retried = true;
+    emit(pass, {
+      type: "Normal",
+      reason: "RetryRequested",
+      message: `re-armed ${
+        r.rearmed.length === 0 ? "no VM" : r.rearmed.join(", ")
+      }${
+        r.ignored.length === 0
+          ? ""
+          : `; not failed, ignored: ${r.ignored.join(", ")}`
+      }`,
+    });
+  }
 
-  const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
-  const changesSince = new Date(startedMs - options.clockSkewMs);
-  // What, besides Nova, a pass depends on: a change forces a full pass.
-  const fingerprint = [
+  if (pass.status.finishedAt !== undefined && !pass.retried) {
+    return watchFinished(pass);
+  }
+  return undefined;
+}
+
+/**
+ * Capacity (before the compute service is disabled, and again at the slow
+ * interval while `capacityCheck: Hold` waits): does the wave's VMs fit
+ * elsewhere, in Placement's view? Returns the pass's result when it holds.
+ */
+async function checkCapacityFirst(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  if (deps.capacity === undefined) return undefined;
+  const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
+  const phase = await capacityPhase(deps.nova, deps.capacity, {
+    host,
+    evictions: ctx.cache(EvictionKind).list(),
+    hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
+    mode: spec?.capacityCheck,
+    limit: resolveLimit(
+      effectiveSettings(spec, deps.flagSettings),
+      pass.hypervisor?.status?.traits,
+      ev.spec.maxConcurrentMigrations,
+    ).limit,
+    signal: ctx.signal,
+    status: pass.status,
+    now,
     generation,
-    hypervisor?.metadata?.resourceVersion,
-    policy?.metadata?.resourceVersion,
-  ].join("/");
-  const rate = deps.clock.rate ?? 1;
-  const maxAgeMs = deps.pollIntervalMs * MAX_POLL_FACTOR * rate;
-  let probed: Migration[] | undefined;
-  // Set when a probe showed only migrations that completed away: this
-  // pass refills from the last server view instead of listing the host.
-  let refillFrom: ObservedServer[] | undefined;
-  if (
-    initial.hypervisorServiceId !== undefined &&
-    (status.inFlightCount ?? 0) > 0 &&
-    deps.prober.mayProbe(key, fingerprint, deps.clock.now(), maxAgeMs)
-  ) {
-    // Migrations run and nothing else changed: one list call tells
-    // whether a full pass could do anything.
-    try {
-      probed = await deps.nova.listMigrations({ host, changesSince }, signal);
-    } catch (err) {
-      throw new TemporaryError(
-        `listing the migrations of host ${host} failed: ${errText(err)}`,
-        { delayMs: deps.pollIntervalMs },
-      );
-    }
-    const nowMs = deps.clock.now();
-    const verdict = deps.prober.verdict(key, fingerprint, probed, {
+    setCondition,
+  });
+  pass.status = phase.status;
+  if (phase.event !== undefined) emit(pass, phase.event);
+  if (!phase.hold) return undefined;
+  await record(pass, pass.status);
+  return { requeueAfterMs: deps.slowPollMs };
+}
+
+/**
+ * A finished drain stays watched while its Eviction exists, cheaply: no
+ * Nova call unless the Hypervisor's status sync reports instances on the
+ * host (at most once per poll interval) or the slow check is due. Either
+ * way the pass then reads Nova afresh, and a VM found there reopens it.
+ */
+function watchFinished(pass: Pass): ReconcileResult | undefined {
+  const { deps, state } = pass;
+  const nowMs = deps.clock.now();
+  const last = state.lastFinishedCheckMs;
+  const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
+  const reported = pass.hypervisor?.status?.numInstances ?? 0;
+  deps.ledger.set(pass.ctx.key, 0);
+  if (sinceReal >= deps.finishedCheckMs) return undefined;
+  if (reported > 0 && sinceReal >= deps.pollIntervalMs) return undefined;
+  const waitMs = reported > 0
+    ? deps.pollIntervalMs - sinceReal
+    : deps.finishedCheckMs - sinceReal;
+  return { requeueAfterMs: Math.max(1, Math.round(waitMs)) };
+}
+
+/** What a pass depends on besides Nova: a change forces a full pass. */
+function fingerprintOf(pass: Pass, policyVersion: string | undefined): string {
+  const hv = pass.hypervisor;
+  return JSON.stringify([
+    pass.ev.metadata?.generation,
+    hv?.status?.traits ?? null,
+    traitsHold(pass.host, hv) ?? null,
+    policyVersion ?? null,
+    pass.status.finishedAt ?? null,
+  ]);
+}
+
+/**
+ * A pass woken before it is due (e.g. by a Hypervisor status sync) with
+ * nothing it depends on changed and no start answer to act on returns at
+ * once: no Nova call, and nothing planned from old data.
+ */
+function skipEarly(
+  pass: Pass,
+  fingerprint: string,
+): ReconcileResult | undefined {
+  const due = pass.state.due;
+  if (due === undefined || pass.state.woken || pass.retried) return undefined;
+  if (pass.status.finishedAt !== undefined) return undefined;
+  if (due.fingerprint !== fingerprint) return undefined;
+  const leftMs = (due.atMs - pass.deps.clock.now()) / pass.rate;
+  if (leftMs <= 0) return undefined;
+  return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
+}
+
+/**
+ * Observe: Nova afresh. On failure the preflight's result is kept (written)
+ * and the pass retries after the poll interval.
+ */
+async function observeOrKeep(
+  pass: Pass,
+  options: PlanOptions,
+): Promise<Observation> {
+  const { deps, host, status } = pass;
+  const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
+  const since = new Date(startedMs - options.clockSkewMs);
+  try {
+    const seen = await observe(
+      deps.nova,
       host,
       status,
-      nowMs,
-      maxAgeMs,
-      gracePeriodMs: options.gracePeriodMs,
-    });
-    if (verdict.kind === "idle") {
-      return {
-        requeueAfterMs: requeueDelay(deps.pacer, {
-          key,
-          next: status,
-          migrations: probed,
-          servers: [],
-          nowMs,
-          pollIntervalMs: deps.pollIntervalMs,
-          rate,
-          waitingForSlot: true,
-        }),
-      };
-    }
-    if (verdict.kind === "refill") refillFrom = verdict.servers;
-  }
-
-  let servers: readonly ObservedServer[];
-  let migrations: Migration[];
-  let departed: DepartedServer[];
-  try {
-    servers = refillFrom ?? await deps.nova.listServersOnHost(host, signal);
-    migrations = probed ??
-      await deps.nova.listMigrations({ host, changesSince }, signal);
-    const get = pLimit(deps.actConcurrency);
-    const ids = departedIds(status, servers, migrations, host);
-    for (const server of servers) {
-      deps.pacer.noteRam(key, server.id, server.flavor.ramMb);
-    }
-    const moved = completedLiveMoves(migrations, host);
-    const looked = await Promise.all(
-      ids.map((id) =>
-        get(async (): Promise<DepartedServer | undefined> => {
-          const dest = moved.get(id);
-          if (dest !== undefined) {
-            // Its latest record from this host is a completed live
-            // migration: it is on `dest`, and a GET would only say so.
-            return {
-              id,
-              server: {
-                id,
-                status: "ACTIVE",
-                host: dest,
-                taskState: null,
-                flavor: { ramMb: deps.pacer.ramOf(key, id) ?? 0 },
-              },
-            };
-          }
-          try {
-            return { id, server: await deps.nova.getServer(id, signal) };
-          } catch (err) {
-            if (err instanceof NotFoundError) return { id, server: null };
-            // Its GET failed: the planner keeps what it knew of it.
-            log.warn(
-              { serverId: id, err: errText(err) },
-              "server lookup failed",
-            );
-            return undefined;
-          }
-        })
-      ),
+      since,
+      pass.state.ram,
+      deps.actConcurrency,
+      pass.log,
+      pass.ctx.signal,
     );
-    departed = looked.filter((d): d is DepartedServer => d !== undefined);
+    for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
+    return seen;
   } catch (err) {
-    // Keep what the preflight did (service id, startedAt) for the next pass.
-    await writeStatus(ctx, deps, ev, status).catch(() => {});
-    await flush();
+    await record(pass, status).catch(() => {});
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
     });
   }
+}
 
-  const now = new Date(deps.clock.now());
+/**
+ * Plan: the pure planner on this pass's observation, the limit in force
+ * now (policy, traits, the Eviction's own cap) and the start answers in
+ * memory; the cluster budget is read and reserved in one synchronous step,
+ * so no other drain's pass can spend the same slot.
+ */
+function planAndReserve(
+  pass: Pass,
+  seen: Observation,
+  settings: LimitSettings,
+  options: PlanOptions,
+): Plan {
+  const { ctx, deps, ev, host } = pass;
+  const resolved = resolveLimit(
+    settings,
+    pass.hypervisor?.status?.traits,
+    ev.spec.maxConcurrentMigrations,
+  );
+  const hold = traitsHold(host, pass.hypervisor);
+  const generation = ev.metadata?.generation;
+  const input: PlanInput = {
+    host,
+    servers: seen.servers,
+    migrations: seen.migrations,
+    departed: seen.departed,
+    status: pass.status,
+    limit: resolved.limit,
+    limitSource: resolved.source,
+    clusterBudgetLeft: Number.POSITIVE_INFINITY,
+    now: new Date(deps.clock.now()),
+    options,
+    starts: pass.state.starts,
+    ...(generation === undefined ? {} : { generation }),
+    ...(hold === undefined ? {} : { holdStarts: hold }),
+  };
   const cachedCounts = new Map<string, number>();
   for (const e of ctx.cache(EvictionKind).list()) {
     const name = e.metadata?.name;
     if (name === undefined || e.status?.finishedAt !== undefined) continue;
     cachedCounts.set(name, e.status?.inFlightCount ?? 0);
   }
-  const input = {
-    host,
-    servers,
-    migrations,
-    departed,
-    status,
-    limit: resolved.limit,
-    limitSource: resolved.source,
-    clusterBudgetLeft: Number.POSITIVE_INFINITY,
-    now,
-    options,
-    ...(generation === undefined ? {} : { generation }),
-    ...(hold === undefined ? {} : { holdStarts: hold }),
-  };
-  // Plan and reserve in one synchronous step: no other pass can read the
-  // ledger between this pass's budget and its reservation.
-  let plan: Plan = planPass(input);
-  deps.ledger.reserve(key, cachedCounts, (others) => {
+  let plan = planPass(input);
+  deps.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
@@ -447,66 +467,193 @@ export async function reconcileEviction(
     }
     return plan.inFlightCount;
   });
+  return plan;
+}
 
-  const outcomes = await actOnPlan(plan, deps, log, signal, events);
-  const recorded = recordStarts(plan, outcomes, now, options);
-  const next = recorded.status;
+/**
+ * Record: writes the status when it changed, as a merge patch guarded by
+ * the resourceVersion this process knows (no GET first); on a 409 the
+ * framework's read-modify-write takes over. The written object's
+ * resourceVersion goes to the drain's memory, so an older cached status
+ * can never come back. The starts' entries are in it, so a restart finds
+ * them (only a crash within the write's milliseconds could lose one: Nova
+ * then shows the migration, which the next process watches to its end but
+ * never confirms, leaving a cold one to a person).
+ */
+async function record(pass: Pass, next: EvictionStatus): Promise<void> {
+  const { ctx, deps, ev } = pass;
+  if (statusEqual(ev.status, next)) return;
+  const rv = ev.metadata?.resourceVersion;
+  let written: Eviction | undefined;
+  if (rv !== undefined) {
+    const patch: Record<string, unknown> = { ...next };
+    for (const k of Object.keys(ev.status ?? {})) {
+      if (!(k in next)) patch[k] = null;
+    }
+    try {
+      written = await ctx.client.patch<Eviction>(
+        EvictionKind,
+        ctx.key,
+        { metadata: { resourceVersion: rv }, status: patch },
+        "merge",
+        "status",
+      );
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 409)) throw err;
+    }
+  }
+  written ??= await ctx.updateStatus(() => next);
+  const writtenRv = written.metadata?.resourceVersion;
+  if (writtenRv !== undefined) deps.memory.remember(ctx.key, writtenRv, next);
+  pass.ev = {
+    ...ev,
+    metadata: { ...ev.metadata, resourceVersion: writtenRv },
+    status: next,
+  };
+}
 
+/**
+ * Act: forgets the start answers the plan consumed, then issues the plan's
+ * calls without waiting for them (act.ts).
+ */
+function act(pass: Pass, plan: Plan): void {
+  const { state, deps, ctx } = pass;
+  const inFlight = new Set((plan.next.inFlight ?? []).map((e) => e.id));
+  for (const id of state.starts.keys()) {
+    if (!inFlight.has(id)) state.starts.delete(id);
+  }
+  state.woken = false;
+  actOnPlan(
+    plan,
+    state,
+    deps,
+    {
+      emit: (e) => emit(pass, e),
+      wake: () => ctx.enqueue(EvictionKind, ctx.key),
+      log: pass.log,
+    },
+    deps.clock.now(),
+    ctx.signal,
+  );
+}
+
+/**
+ * Report: Events and metrics for what the pass saw; a consumed retry
+ * annotation is removed (after the write, so the re-arm is recorded).
+ */
+async function report(pass: Pass, plan: Plan): Promise<void> {
+  const { ctx, deps, host } = pass;
   const reported = reportPass(
     {
-      key,
+      key: ctx.key,
       host,
       plan,
-      startFailures: recorded.failed,
-      before: status,
-      next,
-      migrations,
-      now,
+      before: pass.status,
+      next: plan.next,
+      now: new Date(deps.clock.now()),
     },
-    deps,
-    log,
+    deps.metrics,
+    pass.log,
   );
-  events.push(...reported.events);
-  const finishedNow = reported.finishedNow;
-
-  // The write comes before anything else can fail: the starts must be
-  // recorded (restart safety).
-  if (refillFrom === undefined) {
-    deps.prober.fullPass(
-      key,
-      fingerprint,
-      migrations,
-      host,
-      deps.clock.now(),
-      servers,
-    );
-  } else deps.prober.refilled(key, migrations, host, servers);
-  // Events go out alongside the write: they must not delay the next pass.
-  await Promise.all([writeStatus(ctx, deps, ev, next), flush()]);
-  deps.ledger.set(key, next.inFlightCount ?? 0);
-  deps.metrics.inFlight.set({ hypervisor: host }, next.inFlightCount ?? 0);
-
-  if (finishedNow) {
-    deps.pacer.forget(key);
-    deps.prober.forget(key);
-    wakeSiblings(ctx, host);
-    return {};
+  for (const e of reported.events) emit(pass, e);
+  deps.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
+  deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
+  if (reported.finishedNow) wakeSiblings(ctx, host);
+  if (pass.retried) {
+    try {
+      await ctx.client.patch(EvictionKind, ctx.key, {
+        metadata: { annotations: { [RETRY_ANNOTATION]: null } },
+      });
+    } catch (err) {
+      pass.log.warn(
+        { err: errText(err) },
+        "removing the retry annotation failed",
+      );
+    }
   }
-  const inFlightNow = next.inFlightCount ?? 0;
-  if (plan.blocked || (hold !== undefined && inFlightNow === 0)) {
-    return { requeueAfterMs: deps.slowPollMs };
-  }
+}
+
+/** The pacing model's view of this pass (its records, the drain's memory). */
+function paceView(pass: Pass, plan: Plan): PaceView {
+  const { state } = pass;
   return {
-    requeueAfterMs: requeueDelay(deps.pacer, {
-      key,
-      next,
-      migrations,
-      servers,
-      // The pass took time: the delay counts from its end.
-      nowMs: deps.clock.now(),
-      pollIntervalMs: deps.pollIntervalMs,
-      rate,
-      waitingForSlot: plan.waiting.some((w) => w.why === "ready"),
-    }),
+    nowMs: pass.deps.clock.now(),
+    inFlight: plan.next.inFlight ?? [],
+    records: pass.records,
+    ramOf: (id) => state.ram.get(id),
+    issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
+    pending: (id) => state.starts.get(id)?.state === "pending",
   };
+}
+
+/**
+ * Part of planning: the pacing model learns from this pass's records (how
+ * long the migrations that completed took), while the start notes still
+ * say which of them this process started and when.
+ */
+function learn(pass: Pass, plan: Plan, seen: Observation): void {
+  pass.records = new Map(
+    [...latestRecords(seen.migrations, pass.host)].map(([id, r]) => [
+      id,
+      r.inProgress ?? r.latest,
+    ]),
+  );
+  pass.state.pace.learn(paceView(pass, plan));
+}
+
+/**
+ * Requeue: when to look again (pacing.ts): the earliest expected finish,
+ * timed in the controller's clock.
+ */
+function requeue(
+  pass: Pass,
+  plan: Plan,
+  fingerprint: string,
+): ReconcileResult {
+  const { deps, state } = pass;
+  const view = paceView(pass, plan);
+  const nowMs = view.nowMs;
+  if (plan.finished) {
+    state.lastFinishedCheckMs = nowMs;
+    state.due = undefined;
+    return { requeueAfterMs: deps.finishedCheckMs };
+  }
+  const { dueMs, untimed } = state.pace.dueInMs(view);
+  const summary = plan.summary;
+  const held = plan.summary.held !== undefined;
+  const delay = held && plan.inFlightCount === 0
+    ? deps.slowPollMs
+    : requeueAfterMs({
+      dueMs,
+      untimed,
+      inFlight: plan.inFlightCount,
+      retryInMs: plan.nextRetryAtMs === undefined
+        ? undefined
+        : Math.max(0, plan.nextRetryAtMs - nowMs),
+      watching: summary.busy > 0 ||
+        (summary.ready > 0 && !held &&
+          plan.inFlightCount < (plan.next.effectiveLimit ?? 0)),
+      pollIntervalMs: deps.pollIntervalMs,
+      maxPollMs: deps.maxPollMs,
+      slowPollMs: deps.slowPollMs,
+      rate: pass.rate,
+    });
+  state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
+  return { requeueAfterMs: delay };
+}
+
+/** Records an Event without holding the pass (errors are logged). */
+function emit(pass: Pass, e: PendingEvent): void {
+  pass.ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+    pass.log.warn({ err: errText(err), reason: e.reason }, "event failed")
+  );
+}
+
+/** Enqueues the other Evictions of the same hypervisor (one waits for this one). */
+function wakeSiblings(ctx: HandlerContext<Eviction>, host: string): void {
+  for (const e of ctx.cache(EvictionKind).list()) {
+    const name = e.metadata?.name;
+    if (name === undefined || name === ctx.key) continue;
+    if (e.spec.hypervisor === host) ctx.enqueue(EvictionKind, name);
+  }
 }

@@ -12,7 +12,7 @@ import { ApiError } from "../../framework/errors.ts";
 import { createLogger } from "../../framework/logger.ts";
 import { Operator } from "../../framework/operator.ts";
 import { registerEvictionController } from "../../controllers/eviction/controller.ts";
-import { parseConcurrencyFlags } from "../../controllers/eviction/flags.ts";
+import { parseConcurrencyFlags } from "../../limits/flags.ts";
 import type { PlanOptions } from "../../controllers/eviction/observation.ts";
 import {
   EvictionKind,

@@ -21,9 +21,22 @@ import {
   type World,
 } from "./world.ts";
 
+/** Nova's `host_status` (2.16+): from the compute service of the host. */
+function hostStatus(host: SimHost | undefined): string {
+  if (host === undefined) return "";
+  if (host.forcedDown) return "DOWN";
+  if (!host.enabled) return "MAINTENANCE";
+  return host.state === "up" ? "UP" : "UNKNOWN";
+}
+
+/**
+ * A server as Nova shows it to an admin. `show` is the single-server view
+ * (`GET /servers/{id}`), which alone carries `server_groups` (2.71+).
+ */
 function serverView(
   ctx: RequestContext,
   s: SimServer,
+  show = false,
 ): Record<string, unknown> {
   const w = ctx.world;
   const host = s.host === null ? undefined : w.hosts.get(s.host);
@@ -70,14 +83,28 @@ function serverView(
       }
       : { id: s.flavor.name, links: [] },
   };
+  if (mv >= 3) {
+    // The extended attributes 2.3 added (admin view), user_data included.
+    Object.assign(view, {
+      "OS-EXT-SRV-ATTR:hostname": hostnameOf(s.name),
+      "OS-EXT-SRV-ATTR:kernel_id": "",
+      "OS-EXT-SRV-ATTR:launch_index": 0,
+      "OS-EXT-SRV-ATTR:ramdisk_id": "",
+      "OS-EXT-SRV-ATTR:reservation_id": `r-${
+        s.id.replaceAll("-", "").slice(0, 8)
+      }`,
+      "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
+      "OS-EXT-SRV-ATTR:user_data": s.userData,
+    });
+  }
   if (mv >= 9) view["locked"] = s.locked;
-  if (mv >= 16) view["host_status"] = host?.state === "up" ? "UP" : "DOWN";
+  if (mv >= 16) view["host_status"] = hostStatus(host);
   if (mv >= 19) view["description"] = null;
   if (mv >= 26) view["tags"] = [];
   if (mv >= 63) view["trusted_image_certificates"] = null;
-  if (mv >= 71) view["server_groups"] = [];
+  if (mv >= 71 && show) view["server_groups"] = [];
   if (mv >= 73) view["locked_reason"] = null;
-  if (mv >= 90) view["OS-EXT-SRV-ATTR:hostname"] = s.name;
+  if (mv >= 96) view["pinned_availability_zone"] = null;
   if (s.vmState === "error" && s.fault !== null) {
     view["fault"] = {
       code: s.fault.code,
@@ -86,6 +113,13 @@ function serverView(
     };
   }
   return view;
+}
+
+/** Nova's hostname from a display name (lower case, [a-z0-9-], <= 63). */
+function hostnameOf(name: string): string {
+  const h = name.toLowerCase().replace(/[ _]/g, "-").replace(/[^a-z0-9.-]/g, "")
+    .replace(/^[.-]+|[.-]+$/g, "").slice(0, 63);
+  return h === "" ? "server" : h;
 }
 
 function parseLimit(ctx: RequestContext): number {
@@ -174,7 +208,7 @@ function getServer(ctx: RequestContext): Response {
   if (s === undefined || s.id !== id) {
     throw new NovaFault(404, `Instance ${id} could not be found.`);
   }
-  return json(200, { server: serverView(ctx, s) });
+  return json(200, { server: serverView(ctx, s, true) });
 }
 
 const actionSchema = z.union([
@@ -221,8 +255,18 @@ async function serverAction(ctx: RequestContext): Promise<Response> {
         "Invalid input for field/attribute os-migrateLive. Additional properties are not allowed ('force' was unexpected)",
       );
     }
+    const { host, force } = a["os-migrateLive"];
+    if (force === true && host === null) {
+      throw new NovaFault(400, "Can't force to a non-provided destination");
+    }
     ctx.counters.migrationRequest(id);
-    ctx.world.liveMigrate(id, a["os-migrateLive"].host);
+    // Before 2.30 a named host skipped the scheduler; 2.30 made that
+    // `force`, and 2.68 removed it (a named host is always checked).
+    ctx.world.liveMigrate(
+      id,
+      host,
+      ctx.mv < 30 ? host !== null : force === true,
+    );
     return json(202, undefined);
   }
   if ("migrate" in a) {
@@ -248,7 +292,7 @@ function migrationView(
     dest_host: m.dest === null ? null : (w.hosts.get(m.dest)?.hostIp ?? null),
     dest_node: m.dest,
     instance_uuid: m.serverId,
-    new_instance_type_id: 1,
+    new_instance_type_id: m.type === "resize" ? 2 : 1,
     old_instance_type_id: 1,
     source_compute: m.source,
     source_node: m.source,
@@ -451,7 +495,8 @@ function hypervisorView(
         free_disk_gb: 1000,
         disk_available_least: 1000,
         current_workload: 0,
-        cpu_info: "{}",
+        // A JSON string before 2.28, an object since.
+        cpu_info: ctx.mv >= 28 ? {} : "{}",
       });
     } else {
       v["uptime"] =
@@ -494,6 +539,38 @@ function listHypervisors(detail: boolean) {
       ),
     });
   };
+}
+
+const UUID_RE =
+  /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+/**
+ * `GET /os-hypervisors/{id}`: the detail view of one hypervisor; from 2.53
+ * the id is its UUID and `with_servers=true` adds its servers.
+ */
+function showHypervisor(ctx: RequestContext): Response {
+  const id = ctx.params["id"] ?? "";
+  const notFound = () =>
+    new NovaFault(404, `Hypervisor with ID '${id}' could not be found.`);
+  const withServers = ctx.mv >= 53 &&
+    parseBool("with_servers", ctx.url.searchParams.get("with_servers"));
+  let host: SimHost | undefined;
+  if (ctx.mv >= 53) {
+    if (!UUID_RE.test(id)) throw new NovaFault(400, `Invalid uuid ${id}`);
+    const want = id.toLowerCase().replaceAll("-", "");
+    host = [...ctx.world.hosts.values()].find((h) =>
+      h.hypervisorId.replaceAll("-", "") === want
+    );
+  } else {
+    if (!/^-?\d+$/.test(id)) throw notFound();
+    host = [...ctx.world.hosts.values()].find((h) =>
+      h.hypervisorIntId === Number(id)
+    );
+  }
+  if (host === undefined) throw notFound();
+  return json(200, {
+    hypervisor: hypervisorView(ctx, host, true, withServers),
+  });
 }
 
 function serviceView(ctx: RequestContext, h: SimHost): Record<string, unknown> {
@@ -598,6 +675,7 @@ export const novaRoutes: Route[] = [
   route("compute", "GET", "/os-migrations", listMigrations),
   route("compute", "GET", "/os-hypervisors", listHypervisors(false)),
   route("compute", "GET", "/os-hypervisors/detail", listHypervisors(true)),
+  route("compute", "GET", "/os-hypervisors/{id}", showHypervisor),
   route("compute", "GET", "/os-services", listServices),
   route("compute", "PUT", "/os-services/{id}", updateService),
 ];

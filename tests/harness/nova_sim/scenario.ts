@@ -154,6 +154,13 @@ export const scenarioSchema = z.strictObject({
     taskState: z.string().nullable().default(null),
     projectId: name.default("demo-project"),
     locked: z.boolean().default(false),
+    /**
+     * Marks the server as one Nova refuses to live-migrate, with Nova's
+     * reason: `vtpm` (a vTPM whose secret is not host-managed) or `sev`.
+     */
+    liveMigrationBlocker: z.enum(["vtpm", "sev"]).optional(),
+    /** user_data (base64) shown as `OS-EXT-SRV-ATTR:user_data` (2.3+). */
+    userData: z.base64().optional(),
   })).default([]),
   /** Many generated servers: `count` per host with RAM cycling over `ramMb`. */
   serverGroups: z.array(z.strictObject({

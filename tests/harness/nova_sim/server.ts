@@ -31,6 +31,46 @@ import {
   World,
 } from "./world.ts";
 
+/** Which server action an {@linkcode ActionFault} hits. */
+export type FaultedAction =
+  | "os-migrateLive"
+  | "migrate"
+  | "confirmResize"
+  | "any";
+
+/**
+ * What goes wrong with the answer to one server action
+ * (`POST /servers/{id}/action`).
+ */
+export interface ActionFault {
+  /** The action it hits (default `any`). */
+  action?: FaultedAction;
+  /**
+   * `drop`: the answer never comes (the request hangs until the client gives
+   * up); `delay`: the answer comes `delayMs` real ms late; `status`: the
+   * answer is an error with `status`.
+   */
+  mode: "drop" | "delay" | "status";
+  /**
+   * Whether Nova carries the action out. `drop` and `delay`: processed at
+   * once, only the answer is lost or late (true), or not at all / only after
+   * the delay (false). `status`: processed, then answered with the error
+   * (true), or refused without effect (false).
+   */
+  processed: boolean;
+  /** Real milliseconds of a `delay`. */
+  delayMs?: number;
+  /** HTTP status of a `status` fault (500, 502, 503, 504 or 429). */
+  status?: 500 | 502 | 503 | 504 | 429;
+  /** How many matching calls it hits (default 1). */
+  times?: number;
+}
+
+interface PendingActionFault extends ActionFault {
+  serverId: string;
+  remaining: number;
+}
+
 /** Options of {@linkcode startNovaSim}. */
 export interface NovaSimOptions {
   /** Port (default 0: any free port). */
@@ -145,6 +185,30 @@ export interface NovaSim {
     kind: Exclude<MigrationFaultKind, "none">,
     times?: number,
   ): void;
+  /**
+   * Makes the answer to a server's next action(s) go wrong (see
+   * {@linkcode ActionFault}); `server` `*` means whichever server's action
+   * comes next. Returns a function removing the fault.
+   */
+  injectActionFault(server: string, fault: ActionFault): () => void;
+  /** The action faults applied so far: which server, action and mode. */
+  actionFaultLog(): { serverId: string; action: string; mode: string }[];
+  /** Answers held back right now (dropped answers whose client still waits). */
+  heldAnswers(): number;
+  /** `os-resetState`: sets vm_state (active or error), clears task_state. */
+  resetState(server: string, state: "active" | "error"): void;
+  /**
+   * An admin's forced live migration of a server to `host` (the scheduler
+   * skipped, so even to a disabled host): an incoming migration for `host`.
+   */
+  migrateTo(server: string, host: string): void;
+  /**
+   * A user's own resize to a flavor with `newRamMb`: the server moves and
+   * waits in VERIFY_RESIZE for its owner (migration_type `resize`).
+   */
+  resize(server: string, newRamMb: number): void;
+  /** Powers a server on or off (`os-start` / `os-stop`). */
+  setPower(server: string, on: boolean): void;
   /** Adds a server on any host, even a disabled one (admin-forced). */
   addServer(server: NewServer): SimServer;
   /** Deletes a server (by id or name). */
@@ -250,6 +314,46 @@ export async function startNovaSim(
     remaining: rule.count,
   }));
   const hangs = new Set<() => void>();
+  const actionFaults: PendingActionFault[] = [];
+  const actionFaultLog: { serverId: string; action: string; mode: string }[] =
+    [];
+  /** Waits until the client gives up or the simulator closes. */
+  const hang = (req: Request): Promise<void> => {
+    if (closing || req.signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        hangs.delete(done);
+        resolve();
+      };
+      hangs.add(done);
+      req.signal.addEventListener("abort", done, { once: true });
+    });
+  };
+  const pickActionFault = async (
+    ctx: RequestContext,
+  ): Promise<PendingActionFault | undefined> => {
+    if (actionFaults.length === 0) return undefined;
+    const serverId = ctx.params["id"] ?? "";
+    let action: string | undefined;
+    try {
+      const body = await ctx.body();
+      if (typeof body === "object" && body !== null) {
+        action = Object.keys(body)[0];
+      }
+    } catch {
+      return undefined; // a malformed body is answered by the handler
+    }
+    const f = actionFaults.find((x) =>
+      (x.serverId === serverId || x.serverId === "*") && x.remaining > 0 &&
+      (x.action === undefined || x.action === "any" || x.action === action)
+    );
+    if (f === undefined) return undefined;
+    f.remaining--;
+    if (f.remaining === 0) actionFaults.splice(actionFaults.indexOf(f), 1);
+    counters.fault();
+    actionFaultLog.push({ serverId, action: action ?? "", mode: f.mode });
+    return f;
+  };
   let closing = false;
   const routes: Route[] = [
     ...keystone.routes(),
@@ -420,6 +524,25 @@ export async function startNovaSim(
         return bodyRead;
       },
     };
+    const actionFault = matched.template.text === "/servers/{id}/action"
+      ? await pickActionFault(ctx)
+      : undefined;
+    if (actionFault !== undefined && !actionFault.processed) {
+      if (actionFault.mode === "drop") {
+        await hang(req);
+        return errorResponse(503, "connection dropped");
+      }
+      if (actionFault.mode === "status") {
+        return faultResponse({
+          status: actionFault.status ?? 503,
+          rate: 1,
+          latencyMs: 0,
+          dropResponse: false,
+          afterProcessing: false,
+        });
+      }
+      await new Promise((r) => setTimeout(r, actionFault.delayMs ?? 0));
+    }
     let res: Response;
     try {
       world.advance();
@@ -438,9 +561,25 @@ export async function startNovaSim(
         );
       }
     }
+    if (actionFault !== undefined && actionFault.processed) {
+      if (actionFault.mode === "drop") {
+        await hang(req);
+        return errorResponse(503, "connection dropped");
+      }
+      if (actionFault.mode === "status") {
+        return faultResponse({
+          status: actionFault.status ?? 503,
+          rate: 1,
+          latencyMs: 0,
+          dropResponse: false,
+          afterProcessing: true,
+        });
+      }
+      await new Promise((r) => setTimeout(r, actionFault.delayMs ?? 0));
+    }
     if (fault?.dropResponse === true) {
       // The call took effect; its answer is lost. Hold until close.
-      if (!closing) await new Promise<void>((resolve) => hangs.add(resolve));
+      await hang(req);
       return errorResponse(503, "connection dropped");
     }
     if (fault?.status !== undefined && fault.afterProcessing) {
@@ -617,6 +756,54 @@ export async function startNovaSim(
     },
     injectMigrationFault(server, kind, times = 1) {
       world.injectMigrationFault(resolve(server).id, kind, times);
+    },
+    injectActionFault(ref, fault) {
+      const serverId = ref === "*" ? "*" : resolve(ref).id;
+      if (!["drop", "delay", "status"].includes(fault.mode)) {
+        throw new RangeError(
+          `mode must be drop, delay or status, got ${
+            JSON.stringify(fault.mode)
+          }`,
+        );
+      }
+      if (fault.mode === "delay" && !((fault.delayMs ?? -1) >= 0)) {
+        throw new RangeError(
+          `a delay fault needs delayMs >= 0, got ${fault.delayMs}`,
+        );
+      }
+      if (
+        fault.mode === "status" &&
+        ![500, 502, 503, 504, 429].includes(fault.status ?? 0)
+      ) {
+        throw new RangeError(
+          `a status fault needs status 500, 502, 503, 504 or 429, got ${fault.status}`,
+        );
+      }
+      const times = fault.times ?? 1;
+      if (!Number.isInteger(times) || times < 1) {
+        throw new RangeError(`times must be an integer >= 1, got ${times}`);
+      }
+      const f: PendingActionFault = { ...fault, serverId, remaining: times };
+      actionFaults.push(f);
+      return () => {
+        const i = actionFaults.indexOf(f);
+        if (i !== -1) actionFaults.splice(i, 1);
+      };
+    },
+    actionFaultLog: () => actionFaultLog.map((x) => ({ ...x })),
+    heldAnswers: () => hangs.size,
+    resetState: (ref, state) => {
+      world.advance();
+      world.resetState(resolve(ref).id, state);
+    },
+    migrateTo: (ref, host) => {
+      world.liveMigrate(resolve(ref).id, host, true);
+    },
+    resize: (ref, newRamMb) => {
+      world.resize(resolve(ref).id, newRamMb);
+    },
+    setPower: (ref, on) => {
+      world.setPower(resolve(ref).id, on);
     },
     addServer: (s) => world.addServer(s),
     deleteServer: (ref) => {

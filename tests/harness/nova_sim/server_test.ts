@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { type NovaSim, startNovaSim } from "./server.ts";
+import { startNovaSim } from "./server.ts";
+import {
+  call,
+  type NovaSimClient,
+  withSim as withSimOf,
+} from "./test_client.ts";
 import type { ScenarioInput } from "./scenario.ts";
 
 const SCENARIO: ScenarioInput = {
@@ -12,66 +17,8 @@ const SCENARIO: ScenarioInput = {
   ],
 };
 
-async function withSim(
-  fn: (sim: NovaSim, token: string) => Promise<void>,
-  scenario = SCENARIO,
-) {
-  const sim = await startNovaSim(scenario);
-  try {
-    const c = sim.credentials.password;
-    const res = await fetch(`${sim.authUrl}/auth/tokens`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        auth: {
-          identity: {
-            methods: ["password"],
-            password: {
-              user: {
-                name: c.username,
-                domain: { name: c.userDomainName },
-                password: c.password,
-              },
-            },
-          },
-          scope: {
-            project: {
-              name: c.projectName,
-              domain: { name: c.projectDomainName },
-            },
-          },
-        },
-      }),
-    });
-    await res.body?.cancel();
-    await fn(sim, res.headers.get("x-subject-token") ?? "");
-  } finally {
-    await sim.close();
-  }
-}
-
-async function call(
-  sim: NovaSim,
-  token: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  mv: string | null = "2.90",
-): Promise<{ status: number; headers: Headers; json: unknown }> {
-  const headers: Record<string, string> = { "X-Auth-Token": token };
-  if (mv !== null) headers["OpenStack-API-Version"] = `compute ${mv}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(`${sim.computeUrl}${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    headers: res.headers,
-    json: text === "" ? undefined : JSON.parse(text),
-  };
+function withSim(fn: NovaSimClient, scenario = SCENARIO): Promise<void> {
+  return withSimOf(fn, scenario);
 }
 
 Deno.test("sim: Keystone issues a token in X-Subject-Token with a catalog", async () => {

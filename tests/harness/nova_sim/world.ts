@@ -122,7 +122,17 @@ export interface SimServer {
   deleted: boolean;
   /** Locked servers refuse actions. */
   locked: boolean;
+  /**
+   * Why Nova refuses to live-migrate this server (a legacy vTPM or an SEV
+   * guest), or null when it can be live-migrated.
+   */
+  liveMigrationBlocker: LiveMigrationBlocker | null;
+  /** user_data as Nova stores it (base64), or null. */
+  userData: string | null;
 }
+
+/** Why Nova refuses to live-migrate a server. */
+export type LiveMigrationBlocker = "vtpm" | "sev";
 
 /** What will go wrong with a migration. */
 export type MigrationFaultKind = "none" | "fail" | "error" | "stuck" | "delete";
@@ -135,8 +145,8 @@ export interface SimMigration {
   uuid: string;
   /** The server. */
   serverId: string;
-  /** live-migration or migration (cold). */
-  type: "live-migration" | "migration";
+  /** live-migration, migration (cold) or resize (a user's new flavor). */
+  type: "live-migration" | "migration" | "resize";
   /** Nova status. */
   status: string;
   /** Source host. */
@@ -161,6 +171,10 @@ export interface SimMigration {
   projectId: string;
   /** User of the server. */
   userId: string;
+  /** A live migration to a named host with `force` (the scheduler skipped). */
+  forced: boolean;
+  /** Flavor RAM after a resize (MB); the server's own RAM otherwise. */
+  newRamMb: number;
 }
 
 /** In-progress statuses of live migrations. */
@@ -272,6 +286,10 @@ export interface NewServer {
   projectId?: string;
   /** Locked. */
   locked?: boolean;
+  /** Why Nova refuses to live-migrate it (default: nothing, it can). */
+  liveMigrationBlocker?: LiveMigrationBlocker | null;
+  /** user_data, base64 (default null). */
+  userData?: string | null;
 }
 
 /**
@@ -362,6 +380,8 @@ export class World {
         taskState: s.taskState,
         projectId: s.projectId,
         locked: s.locked,
+        liveMigrationBlocker: s.liveMigrationBlocker ?? null,
+        userData: s.userData ?? null,
         ...(s.id === undefined ? {} : { id: s.id }),
         ...(s.flavorName === undefined ? {} : { flavorName: s.flavorName }),
         ...(s.extraSpecs === undefined ? {} : { extraSpecs: s.extraSpecs }),
@@ -533,6 +553,8 @@ export class World {
       updated: created,
       deleted: false,
       locked: input.locked ?? false,
+      liveMigrationBlocker: input.liveMigrationBlocker ?? null,
+      userData: input.userData ?? null,
     };
     this.servers.set(id, server);
     return server;
@@ -564,6 +586,19 @@ export class World {
     s.taskState = null;
     s.fault = { code: 500, message, created: now };
     s.updated = now;
+  }
+
+  /**
+   * `os-resetState`: an admin sets vm_state to active or error; task_state is
+   * cleared (the fault record stays, shown only while ERROR).
+   */
+  resetState(id: string, state: "active" | "error"): void {
+    const s = this.servers.get(id);
+    if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
+    s.vmState = state;
+    s.taskState = null;
+    if (state === "active") s.powerState = 1;
+    s.updated = this.now();
   }
 
   /** Non-deleted servers. */
@@ -600,7 +635,9 @@ export class World {
       const s = this.servers.get(m.serverId);
       if (s === undefined || s.deleted) continue;
       if (this.#inProgress(m) && m.status !== "accepted") add(m.dest, s);
-      if (m.type === "migration" && m.status === "finished") add(m.source, s);
+      if (m.type !== "live-migration" && m.status === "finished") {
+        add(m.source, s);
+      }
     }
     return out;
   }
@@ -611,7 +648,11 @@ export class World {
   }
 
   /** The host the scheduler picks for a server, or undefined (NoValidHost). */
-  schedule(server: SimServer, source: string): string | undefined {
+  schedule(
+    server: SimServer,
+    source: string,
+    ramMb = server.flavor.ramMb,
+  ): string | undefined {
     const usage = this.usageByHost();
     let best: { name: string; free: number } | undefined;
     for (const h of this.hosts.values()) {
@@ -621,7 +662,7 @@ export class World {
       const u = usage.get(h.name) ?? { ramMb: 0, vcpus: 0 };
       const freeRam = h.ramMb - u.ramMb;
       if (
-        freeRam < server.flavor.ramMb ||
+        freeRam < ramMb ||
         h.vcpus - u.vcpus < server.flavor.vcpus
       ) continue;
       if (best === undefined || freeRam > best.free) {
@@ -629,6 +670,17 @@ export class World {
       }
     }
     return best?.name;
+  }
+
+  /** Whether the scheduler accepts a requested host for a server. */
+  #fits(host: string, server: SimServer): boolean {
+    const h = this.hosts.get(host);
+    if (h === undefined || !h.enabled || h.state !== "up" || h.forcedDown) {
+      return false;
+    }
+    const u = this.usage(host);
+    return h.ramMb - u.ramMb >= server.flavor.ramMb &&
+      h.vcpus - u.vcpus >= server.flavor.vcpus;
   }
 
   #duration(ramMb: number, mbPerSecond: number): number {
@@ -693,6 +745,8 @@ export class World {
       memoryTotalBytes: s.flavor.ramMb * 1024 * 1024,
       projectId: s.projectId,
       userId: s.userId,
+      forced: false,
+      newRamMb: s.flavor.ramMb,
     };
     this.migrations.push(m);
     this.acceptedMigrations.set(
@@ -707,10 +761,30 @@ export class World {
     m.updatedAt = at;
   }
 
-  /** `os-migrateLive`: accepted (202) or refused with a {@linkcode NovaFault}. */
-  liveMigrate(serverId: string, host: string | null): SimMigration {
+  /**
+   * `os-migrateLive`: accepted (202) or refused with a {@linkcode NovaFault}.
+   * With a host and `force` (before 2.68) the scheduler is skipped and the
+   * server goes there even if that host is disabled (an admin-forced
+   * migration); with a host and no `force` the scheduler checks that host
+   * asynchronously, as it checks its own pick.
+   */
+  liveMigrate(
+    serverId: string,
+    host: string | null,
+    force = false,
+  ): SimMigration {
     this.advance();
     const s = this.#server(serverId);
+    // Nova's decorators run in this order: vTPM, SEV, lock, state.
+    if (s.liveMigrationBlocker !== null) {
+      // NotSupported: 409 before Xena, 400 since (nova commit 1b6a6e3916).
+      throw new NovaFault(
+        400,
+        `Operation 'live-migration' not supported for ${
+          s.liveMigrationBlocker === "vtpm" ? "vTPM" : "SEV"
+        }-enabled instance (${s.id}).`,
+      );
+    }
     this.#checkState(s, "os-migrateLive", ["active", "paused"]);
     if (host !== null && !this.hosts.has(host)) {
       throw new NovaFault(400, `Compute host ${host} could not be found.`);
@@ -724,6 +798,7 @@ export class World {
       this.#duration(s.flavor.ramMb, this.#scenario.timing.liveMbPerSecond),
       now,
     );
+    m.forced = host !== null && force;
     m.phaseEndsAt = now + this.#scenario.timing.scheduleSeconds * 1000;
     s.taskState = "migrating";
     s.updated = now;
@@ -732,14 +807,32 @@ export class World {
 
   /** `migrate`: accepted (202) or refused (409, or 400 for no valid host). */
   coldMigrate(serverId: string, host: string | null): SimMigration {
+    return this.#resizeOrMigrate(serverId, host, undefined);
+  }
+
+  /**
+   * A user's own resize to a flavor with `newRamMb` (Nova's `resize` action,
+   * migration_type `resize`): the server moves to a host the scheduler picks
+   * and waits in VERIFY_RESIZE for its owner to confirm or revert.
+   */
+  resize(serverId: string, newRamMb: number): SimMigration {
+    return this.#resizeOrMigrate(serverId, null, newRamMb);
+  }
+
+  #resizeOrMigrate(
+    serverId: string,
+    host: string | null,
+    newRamMb: number | undefined,
+  ): SimMigration {
     this.advance();
     const s = this.#server(serverId);
-    this.#checkState(s, "migrate", ["active", "stopped"]);
+    const action = newRamMb === undefined ? "migrate" : "resize";
+    this.#checkState(s, action, ["active", "stopped"]);
     if (host !== null && !this.hosts.has(host)) {
       throw new NovaFault(404, `Compute host ${host} could not be found.`);
     }
     const source = s.host ?? "";
-    const dest = host ?? this.schedule(s, source);
+    const dest = host ?? this.schedule(s, source, newRamMb);
     if (dest === undefined) {
       throw new NovaFault(
         400,
@@ -749,17 +842,32 @@ export class World {
     const now = this.now();
     const m = this.#newMigration(
       s,
-      "migration",
+      newRamMb === undefined ? "migration" : "resize",
       "pre-migrating",
       dest,
       this.#duration(s.flavor.ramMb, this.#scenario.timing.coldMbPerSecond),
       now,
     );
+    m.newRamMb = newRamMb ?? s.flavor.ramMb;
     m.phaseEndsAt = now + this.#scenario.timing.prepareSeconds * 1000;
     s.vmStateBeforeResize = s.vmState;
     s.taskState = "resize_prep";
     s.updated = now;
     return m;
+  }
+
+  /**
+   * Powers a server on (`active`) or off (`stopped`), as `os-start` and
+   * `os-stop` do; refused while a task runs.
+   */
+  setPower(serverId: string, on: boolean): void {
+    this.advance();
+    const s = this.#server(serverId);
+    const action = on ? "start" : "stop";
+    this.#checkState(s, action, on ? ["stopped"] : ["active", "rescued"]);
+    s.vmState = on ? "active" : "stopped";
+    s.powerState = on ? 1 : 4;
+    s.updated = this.now();
   }
 
   /** `confirmResize`: 204 or a {@linkcode NovaFault}. */
@@ -768,7 +876,7 @@ export class World {
     const s = this.#server(serverId);
     this.#checkState(s, "confirmResize", ["resized"]);
     const m = [...this.migrations].reverse().find((x) =>
-      x.serverId === serverId && x.type === "migration" &&
+      x.serverId === serverId && x.type !== "live-migration" &&
       x.status === "finished"
     );
     if (m === undefined) {
@@ -926,7 +1034,11 @@ export class World {
     const t = this.#scenario.timing;
     switch (m.status) {
       case "accepted": {
-        const dest = m.dest ?? this.schedule(s, m.source);
+        const dest = m.dest === null
+          ? this.schedule(s, m.source)
+          : m.dest !== m.source && (m.forced || this.#fits(m.dest, s))
+          ? m.dest
+          : undefined;
         if (dest === undefined) {
           // Since 2.34 the checks are asynchronous: the VM stays ACTIVE.
           this.#setStatus(m, "error", at);
@@ -1024,6 +1136,13 @@ export class World {
       case "post-migrating":
         this.#setStatus(m, "finished", at);
         s.host = m.dest;
+        if (m.type === "resize") {
+          s.flavor = {
+            ...s.flavor,
+            name: `m1.ram${m.newRamMb}`,
+            ramMb: m.newRamMb,
+          };
+        }
         s.vmState = "resized";
         s.taskState = null;
         s.updated = at;

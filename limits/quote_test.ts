@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { quoteValue } from "./concurrency_quote.ts";
+import { quoteValue } from "./quote.ts";
 
 Deno.test("quoteValue: table", () => {
   assert.equal(quoteValue(undefined), "nothing");

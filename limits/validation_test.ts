@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkLimitSpec, violationsMessage } from "./concurrency_validation.ts";
+import { checkLimitSpec, violationsMessage } from "./validation.ts";
 
 const NAME_EXPECTED =
   "a placement trait name: upper-case letters, digits and underscore (^[A-Z0-9_]+$), 1 to 255 characters";

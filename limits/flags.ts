@@ -3,9 +3,8 @@
  * `--eviction-trait-concurrency TRAIT=N[,TRAIT=N]` (repeatable): the limit
  * settings in force while there is no EvictionPolicy `default`.
  *
- * The CLI parses its arguments with `node:util` parseArgs (spread
- * {@linkcode CONCURRENCY_FLAG_OPTIONS} into its options) and hands the raw
- * strings to {@linkcode parseConcurrencyFlags}. The values are checked with
+ * The CLI (app/config.ts) parses its arguments and hands the raw strings
+ * to {@linkcode parseConcurrencyFlags}. The values are checked with
  * zod and then turned into the settings in the shape of an EvictionPolicy
  * spec (`--eviction-concurrency` is `spec.maxConcurrentMigrations`, the
  * trait entries are `spec.traitLimits[i]` in the order given, over all
@@ -20,7 +19,7 @@
  */
 
 import { z } from "zod";
-import { freezeSettings, type LimitSettings } from "./concurrency.ts";
+import { freezeSettings, type LimitSettings } from "./resolve.ts";
 import {
   checkLimitSpec,
   type LimitRule,
@@ -28,7 +27,7 @@ import {
   type LimitWarningRule,
   MAX_PER_HOST_LIMIT,
   violationsMessage,
-} from "./concurrency_validation.ts";
+} from "./validation.ts";
 
 /** The flag that sets the default per-host limit. */
 export const CONCURRENCY_FLAG = "--eviction-concurrency";
@@ -39,30 +38,6 @@ export const TRAIT_CONCURRENCY_FLAG = "--eviction-trait-concurrency";
 export type ConcurrencyFlag =
   | typeof CONCURRENCY_FLAG
   | typeof TRAIT_CONCURRENCY_FLAG;
-
-/**
- * The parseArgs option declarations of the two flags, to spread into the
- * CLI's `options`.
- *
- * @example
- * ```ts
- * import { parseArgs } from "node:util";
- * import { CONCURRENCY_FLAG_OPTIONS, parseConcurrencyFlags } from "./flags.ts";
- * const { values } = parseArgs({
- *   args: ["--eviction-trait-concurrency", "CUSTOM_A=1"],
- *   options: { ...CONCURRENCY_FLAG_OPTIONS },
- * });
- * const r = parseConcurrencyFlags(values["eviction-concurrency"], values["eviction-trait-concurrency"]);
- * console.assert(r.ok);
- * ```
- */
-export const CONCURRENCY_FLAG_OPTIONS = Object.freeze({
-  "eviction-concurrency": Object.freeze({ type: "string" as const }),
-  "eviction-trait-concurrency": Object.freeze({
-    type: "string" as const,
-    multiple: true as const,
-  }),
-});
 
 /** The expectation of a `--eviction-trait-concurrency` entry. */
 export const TRAIT_ENTRY_EXPECTED =

@@ -2,17 +2,19 @@ import assert from "node:assert/strict";
 import { parseArgs } from "node:util";
 import fc from "fast-check";
 import {
-  CONCURRENCY_FLAG_OPTIONS,
   ConcurrencyFlagError,
   parseConcurrencyFlags,
   TRAIT_ENTRY_MESSAGE,
 } from "./flags.ts";
-import { resolveLimit } from "./concurrency.ts";
+import { resolveLimit } from "./resolve.ts";
 
 function parse(args: string[]) {
   const { values } = parseArgs({
     args,
-    options: { ...CONCURRENCY_FLAG_OPTIONS },
+    options: {
+      "eviction-concurrency": { type: "string" },
+      "eviction-trait-concurrency": { type: "string", multiple: true },
+    },
   });
   return parseConcurrencyFlags(
     values["eviction-concurrency"],

@@ -16,16 +16,16 @@
 import {
   type EvictionPolicySpec,
   EvictionPolicySpecSchema,
-} from "../../models/mod.ts";
-import { DEFAULT_MAX_CONCURRENT_MIGRATIONS } from "./concurrency.ts";
-import { quoteValue } from "./concurrency_quote.ts";
+} from "../models/mod.ts";
+import { DEFAULT_MAX_CONCURRENT_MIGRATIONS } from "./resolve.ts";
+import { quoteValue } from "./quote.ts";
 import {
   isKnownTraitNamespace,
   isTraitName,
   MAX_TRAIT_NAME_LENGTH,
   STANDARD_TRAIT_NAMESPACES,
   traitKey,
-} from "./concurrency_traits.ts";
+} from "./traits.ts";
 
 /** The upper bound of every per-host limit (CRD schema). */
 export const MAX_PER_HOST_LIMIT = 64;
@@ -128,7 +128,7 @@ function traitLabel(trait: unknown): string {
  *
  * @example
  * ```ts
- * import { violationMessage } from "./concurrency_validation.ts";
+ * import { violationMessage } from "./validation.ts";
  * console.assert(
  *   violationMessage("spec.maxConcurrentMigrations", 0, "", "an integer from 1 to 64") ===
  *     "spec.maxConcurrentMigrations: got 0; expected an integer from 1 to 64",
@@ -322,7 +322,7 @@ function checkTraitLimits(
  *
  * @example
  * ```ts
- * import { checkLimitSpec } from "./concurrency_validation.ts";
+ * import { checkLimitSpec } from "./validation.ts";
  * const bad = checkLimitSpec({
  *   maxConcurrentMigrations: 4,
  *   traitLimits: [{ trait: "CUSTOM_A", maxConcurrentMigrations: 8 }],
@@ -419,7 +419,7 @@ export function checkLimitSpec(spec: unknown): LimitSpecCheck {
  *
  * @example
  * ```ts
- * import { checkLimitSpec, violationsMessage } from "./concurrency_validation.ts";
+ * import { checkLimitSpec, violationsMessage } from "./validation.ts";
  * const { violations } = checkLimitSpec({ maxConcurrentMigrations: 0 });
  * console.assert(violationsMessage(violations) ===
  *   "spec.maxConcurrentMigrations: got 0; expected an integer from 1 to 64");

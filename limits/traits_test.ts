@@ -4,7 +4,7 @@ import {
   isTraitName,
   STANDARD_TRAIT_NAMESPACES,
   traitKey,
-} from "./concurrency_traits.ts";
+} from "./traits.ts";
 
 Deno.test("isTraitName: placement syntax", () => {
   for (

@@ -41,7 +41,7 @@ export const CUSTOM_TRAIT_PREFIX = "CUSTOM_";
  *
  * @example
  * ```ts
- * import { isTraitName } from "./concurrency_traits.ts";
+ * import { isTraitName } from "./traits.ts";
  * console.assert(isTraitName("CUSTOM_HANA_EXCLUSIVE_HOST"));
  * console.assert(!isTraitName("custom_hana"));
  * ```
@@ -58,7 +58,7 @@ export function isTraitName(name: unknown): name is string {
  *
  * @example
  * ```ts
- * import { isKnownTraitNamespace } from "./concurrency_traits.ts";
+ * import { isKnownTraitNamespace } from "./traits.ts";
  * console.assert(isKnownTraitNamespace("HW_CPU_X86_AVX2"));
  * console.assert(isKnownTraitNamespace("CUSTOM_HANA_EXCLUSIVE_HOST"));
  * console.assert(!isKnownTraitNamespace("HANA_EXCLUSIVE_HOST"));
@@ -79,7 +79,7 @@ export function isKnownTraitNamespace(name: string): boolean {
  *
  * @example
  * ```ts
- * import { traitKey } from "./concurrency_traits.ts";
+ * import { traitKey } from "./traits.ts";
  * console.assert(traitKey("Custom_A") === traitKey("CUSTOM_A"));
  * ```
  */

@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { EvictionPolicySpec } from "../../models/mod.ts";
+import type { EvictionPolicySpec } from "../models/mod.ts";
 
 /** Where the effective limit settings come from. */
 export type SettingsSource = "policy" | "flags";
@@ -57,6 +57,12 @@ export interface LimitResolution {
   readonly clamped: boolean;
 }
 
+/**
+ * The name of the one EvictionPolicy a cluster has (its settings apply to
+ * every drain; the webhook refuses any other name).
+ */
+export const POLICY_NAME = "default";
+
 /** The default per-host limit when the settings omit it (the CRD default). */
 export const DEFAULT_MAX_CONCURRENT_MIGRATIONS = 1;
 
@@ -75,7 +81,7 @@ function assertLimit(value: number, what: string): void {
  *
  * @example
  * ```ts
- * import { policySettings } from "./concurrency.ts";
+ * import { policySettings } from "./resolve.ts";
  * const s = policySettings({ maxConcurrentMigrations: 4, abortStuckMigrations: false });
  * console.assert(s.source === "policy" && Object.isFrozen(s));
  * ```
@@ -90,7 +96,7 @@ export function policySettings(spec: EvictionPolicySpec): LimitSettings {
  *
  * @example
  * ```ts
- * import { effectiveSettings, policySettings } from "./concurrency.ts";
+ * import { effectiveSettings, policySettings } from "./resolve.ts";
  * const flags = { ...policySettings({ maxConcurrentMigrations: 2, abortStuckMigrations: false }), source: "flags" as const };
  * console.assert(effectiveSettings(undefined, flags).source === "flags");
  * const p = { maxConcurrentMigrations: 4, abortStuckMigrations: false };
@@ -109,7 +115,7 @@ export function effectiveSettings(
  *
  * @example
  * ```ts
- * import { freezeSettings } from "./concurrency.ts";
+ * import { freezeSettings } from "./resolve.ts";
  * const s = freezeSettings("flags", { maxConcurrentMigrations: 3, abortStuckMigrations: false });
  * console.assert(s.source === "flags" && Object.isFrozen(s.spec));
  * ```
@@ -152,7 +158,7 @@ export function freezeSettings(
  *
  * @example
  * ```ts
- * import { policySettings, resolveLimit } from "./concurrency.ts";
+ * import { policySettings, resolveLimit } from "./resolve.ts";
  * const settings = policySettings({
  *   maxConcurrentMigrations: 4,
  *   traitLimits: [{ trait: "CUSTOM_HANA_EXCLUSIVE_HOST", maxConcurrentMigrations: 1 }],
@@ -211,7 +217,7 @@ export function resolveLimit(
  *
  * @example
  * ```ts
- * import { clusterBudgetLeft } from "./concurrency.ts";
+ * import { clusterBudgetLeft } from "./resolve.ts";
  * console.assert(clusterBudgetLeft(5, 3) === 2);
  * console.assert(clusterBudgetLeft(5, 7) === 0);
  * console.assert(clusterBudgetLeft(undefined, 7) === Infinity);
@@ -229,34 +235,4 @@ export function clusterBudgetLeft(
   if (clusterMax === undefined) return Number.POSITIVE_INFINITY;
   assertLimit(clusterMax, "spec.clusterMaxConcurrentMigrations");
   return Math.max(0, clusterMax - inFlightTotal);
-}
-
-/**
- * How many migrations one drain may start now: the room under its own
- * limit, bounded by the cluster budget left; never below 0.
- *
- * @example
- * ```ts
- * import { startSlots } from "./concurrency.ts";
- * console.assert(startSlots(4, 1, 2) === 2);
- * console.assert(startSlots(4, 5, Infinity) === 0);
- * ```
- */
-export function startSlots(
-  limit: number,
-  inFlightOnHost: number,
-  budgetLeft: number,
-): number {
-  assertLimit(limit, "limit");
-  if (!Number.isSafeInteger(inFlightOnHost) || inFlightOnHost < 0) {
-    throw new RangeError(
-      `inFlightOnHost must be an integer >= 0, got ${String(inFlightOnHost)}`,
-    );
-  }
-  if (Number.isNaN(budgetLeft) || budgetLeft < 0) {
-    throw new RangeError(
-      `budgetLeft must be >= 0, got ${String(budgetLeft)}`,
-    );
-  }
-  return Math.max(0, Math.min(limit - inFlightOnHost, budgetLeft));
 }

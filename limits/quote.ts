@@ -37,7 +37,7 @@ function shorten(text: string, max: number, quote: boolean): string {
  *
  * @example
  * ```ts
- * import { quoteValue } from "./concurrency_quote.ts";
+ * import { quoteValue } from "./quote.ts";
  * console.assert(quoteValue("a\nb") === '"a\\nb"');
  * console.assert(quoteValue(3) === "3");
  * console.assert(quoteValue(undefined) === "nothing");

@@ -1,0 +1,860 @@
+// A drain world for the randomized simulation: the real pass
+// (reconcileEviction: observe, plan, record, act, report, requeue) driven
+// against the Nova simulator's in-process World on a virtual clock, through
+// a thin adapter that maps World objects onto the OpenStack client's types,
+// injects faults into the start answers and checks the invariants at the
+// moment each Nova call is made. The Eviction lives in a small in-memory
+// store with resourceVersions (409 on a stale one) and a cache that lags.
+import { Registry } from "prom-client";
+import { ApiError } from "../../framework/errors.ts";
+import type { HandlerContext } from "../../framework/handler.ts";
+import type { Kind, KubeObject } from "../../framework/kind.ts";
+import { silentLogger } from "../../framework/logger.ts";
+import type { KubeClient } from "../../framework/client.ts";
+import { policySettings } from "../../limits/resolve.ts";
+import type {
+  Eviction,
+  EvictionPolicy,
+  EvictionStatus,
+  Hypervisor,
+} from "../../models/mod.ts";
+import {
+  type ActionResult,
+  BadRequestError,
+  type ComputeService,
+  ConflictError,
+  type Migration,
+  NotFoundError,
+  type NovaClient,
+  OpenStackError,
+  type Server,
+  TimeoutError,
+} from "../../openstack/mod.ts";
+import { Prng } from "../../tests/harness/nova_sim/prng.ts";
+import { parseScenario } from "../../tests/harness/nova_sim/scenario.ts";
+import { ManualClock } from "../../tests/harness/nova_sim/sim_clock.ts";
+import {
+  LIVE_IN_PROGRESS,
+  NovaFault,
+  novaTime,
+  serverStatus,
+  type SimMigration,
+  type SimServer,
+  World,
+} from "../../tests/harness/nova_sim/world.ts";
+import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
+import { InFlightLedger } from "./ledger.ts";
+import { DrainMemory } from "./memory.ts";
+import { EvictionMetrics } from "./metrics.ts";
+import { CountedNova } from "./nova_calls.ts";
+import { type EvictionPassDeps, reconcileEviction } from "./reconcile.ts";
+
+export const HOST = "drain-me";
+const LOGGER = silentLogger();
+const SIGNAL = new AbortController().signal;
+const OTHERS = ["other-a", "other-b", "other-c"];
+const EVICTION = "e1";
+
+/** What can happen to one start call. */
+export type StartFault =
+  | "ok"
+  | "slow" // processed now, answered late
+  | "lost_processed" // processed now, never answered: times out
+  | "lost_unprocessed" // never reached Nova: times out
+  | "unavailable"; // 503, not processed
+
+/** A world's parameters (drawn by fast-check). */
+export interface WorldSpec {
+  seed: number;
+  vms: Array<{
+    ramMb: number;
+    status: "ACTIVE" | "SHUTOFF" | "PAUSED" | "SUSPENDED" | "ERROR";
+    blocker: boolean;
+    migrationFault: "none" | "fail" | "error" | "delete";
+  }>;
+  limit: number;
+  novaHostLimit: number;
+  /** Per start call, cycled. */
+  startFaults: StartFault[];
+  /** Things that happen, at pass numbers. */
+  events: Array<{
+    atPass: number;
+    what:
+      | "arrive"
+      | "arrive_incoming"
+      | "arrive_during_pass"
+      | "incoming_during_pass"
+      | "delete"
+      | "power"
+      | "user_resize"
+      | "lower_policy"
+      | "fault_next"
+      | "owner_confirms"
+      | "write_fails"
+      | "restart";
+    pick: number;
+  }>;
+  /** Retry window (0: transient failures end after maxAttempts). */
+  retryWindowMs: number;
+}
+
+/** A broken invariant, with where it broke. */
+export class InvariantError extends Error {}
+
+/** Violations found inside Nova calls (whose errors the drain may swallow). */
+const violations: string[] = [];
+
+function check(ok: boolean, message: string): void {
+  if (!ok) {
+    violations.push(message);
+    throw new InvariantError(message);
+  }
+}
+
+interface PendingAnswer {
+  atMs: number;
+  settle: () => void;
+}
+
+/**
+ * The adapter: the NovaClient methods a drain uses, over World. Counts and
+ * checks every call a drain makes.
+ */
+class SimNova {
+  readonly world: World;
+  readonly clock: ManualClock;
+  readonly answers: PendingAnswer[] = [];
+  /** Migration ids this drain's calls created. */
+  readonly ours = new Set<number>();
+  /** Per VM: calls Nova processed, or refused definitively (4xx but 409). */
+  readonly chargeable = new Map<string, number>();
+  /** Run between the server list and the migration list of a pass. */
+  duringPass: (() => void) | undefined;
+  listedServers: string[] = [];
+  /** Set by the server list: the pass looked at Nova. */
+  observed = false;
+  listedTouching: number[] = [];
+  calls = 0;
+  #faults: StartFault[];
+  #startIndex = 0;
+  readonly timeoutMs = 30_000;
+
+  constructor(world: World, clock: ManualClock, faults: StartFault[]) {
+    this.world = world;
+    this.clock = clock;
+    this.#faults = faults.length === 0 ? ["ok"] : faults;
+  }
+
+  #later(delayMs: number, settle: () => void): void {
+    this.answers.push({ atMs: this.clock.now() + delayMs, settle });
+  }
+
+  inProgress(m: SimMigration): boolean {
+    return m.type === "live-migration"
+      ? m.status === "accepted" || LIVE_IN_PROGRESS.includes(m.status)
+      : ["pre-migrating", "migrating", "post-migrating"].includes(m.status);
+  }
+
+  touching(host: string): SimMigration[] {
+    return this.world.migrations.filter((m) =>
+      (m.source === host || m.dest === host) && this.inProgress(m)
+    );
+  }
+
+  listServersOnHost(host: string): Promise<Server[]> {
+    this.calls++;
+    this.world.advance();
+    const list = this.world.listServers().filter((s) => s.host === host);
+    this.listedServers = list.map((s) => s.id);
+    this.observed = true;
+    const out = list.map(toServer);
+    const hook = this.duringPass;
+    this.duringPass = undefined;
+    hook?.();
+    return Promise.resolve(out);
+  }
+
+  listMigrations(
+    filter: { host?: string; changesSince?: Date | string },
+  ): Promise<Migration[]> {
+    this.calls++;
+    this.world.advance();
+    const since = filter.changesSince === undefined
+      ? -Infinity
+      : new Date(filter.changesSince).getTime();
+    const host = filter.host ?? "";
+    this.listedTouching = this.touching(host).map((m) => m.id);
+    return Promise.resolve(
+      this.world.migrations
+        .filter((m) =>
+          (m.source === host || m.dest === host) && m.updatedAt >= since
+        )
+        .map(toMigration),
+    );
+  }
+
+  getServer(id: string): Promise<Server> {
+    this.calls++;
+    this.world.advance();
+    const s = this.world.servers.get(id);
+    if (s === undefined || s.deleted) {
+      return Promise.reject(
+        new NotFoundError(`Instance ${id} could not be found.`, {
+          status: 404,
+        }),
+      );
+    }
+    return Promise.resolve(toServer(s));
+  }
+
+  #start(id: string, kind: "live" | "cold"): Promise<ActionResult> {
+    this.calls++;
+    this.world.advance();
+    const s = this.world.servers.get(id);
+    check(
+      !this.world.migrations.some((m) =>
+        m.serverId === id && this.inProgress(m)
+      ),
+      `second start of ${id} while a migration of it is in progress`,
+    );
+    if (kind === "cold" && s !== undefined && !s.deleted) {
+      check(
+        s.vmState !== "active" && s.vmState !== "paused",
+        `cold migration of ${id}, which is ${s.vmState} in Nova now`,
+      );
+    }
+    const fault = this.#faults[this.#startIndex++ % this.#faults.length] ??
+      "ok";
+    if (fault === "unavailable") {
+      return Promise.reject(
+        new OpenStackError("503 Service Unavailable", { status: 503 }),
+      );
+    }
+    if (fault === "lost_unprocessed") {
+      return new Promise((_, reject) =>
+        this.#later(
+          this.timeoutMs,
+          () => reject(new TimeoutError("timed out", {})),
+        )
+      );
+    }
+    let result: ActionResult;
+    try {
+      const m = kind === "live"
+        ? this.world.liveMigrate(id, null)
+        : this.world.coldMigrate(id, null);
+      this.ours.add(m.id);
+      this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
+      result = { requestId: `req-${m.id}` } as ActionResult;
+    } catch (err) {
+      const e = toOpenStack(err);
+      if (e.status !== 409) {
+        this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
+      }
+      return Promise.reject(e);
+    }
+    if (fault === "slow") {
+      return new Promise((resolve) =>
+        this.#later(20_000, () => resolve(result))
+      );
+    }
+    if (fault === "lost_processed") {
+      return new Promise((_, reject) =>
+        this.#later(
+          this.timeoutMs,
+          () => reject(new TimeoutError("timed out", {})),
+        )
+      );
+    }
+    return Promise.resolve(result);
+  }
+
+  liveMigrate(id: string): Promise<ActionResult> {
+    return this.#start(id, "live");
+  }
+
+  coldMigrate(id: string): Promise<ActionResult> {
+    return this.#start(id, "cold");
+  }
+
+  confirmResize(id: string): Promise<ActionResult> {
+    this.calls++;
+    this.world.advance();
+    const m = [...this.world.migrations].reverse().find((x) =>
+      x.serverId === id && x.type !== "live-migration" &&
+      x.status === "finished"
+    );
+    check(
+      m === undefined || this.ours.has(m.id),
+      `confirmed ${id}'s ${m?.type} ${m?.id}, which this drain did not start`,
+    );
+    try {
+      this.world.confirmResize(id);
+      return Promise.resolve({} as ActionResult);
+    } catch (err) {
+      return Promise.reject(toOpenStack(err));
+    }
+  }
+
+  abortLiveMigration(id: string, migrationId: number): Promise<ActionResult> {
+    this.calls++;
+    try {
+      this.world.abortLiveMigration(id, migrationId, 80);
+      return Promise.resolve({} as ActionResult);
+    } catch (err) {
+      return Promise.reject(toOpenStack(err));
+    }
+  }
+
+  findComputeService(host: string): Promise<ComputeService | undefined> {
+    this.calls++;
+    const h = this.world.hosts.get(host);
+    if (h === undefined) return Promise.resolve(undefined);
+    return Promise.resolve({
+      id: h.serviceId,
+      binary: "nova-compute",
+      host: h.name,
+      status: h.enabled ? "enabled" : "disabled",
+      state: h.state,
+      disabledReason: h.disabledReason,
+      forcedDown: h.forcedDown,
+    });
+  }
+
+  setComputeServiceStatus(
+    id: string,
+    enabled: boolean,
+    reason?: string,
+  ): Promise<ComputeService> {
+    this.calls++;
+    const h = [...this.world.hosts.values()].find((x) => x.serviceId === id);
+    if (h === undefined) throw new RangeError(`no service ${id}`);
+    this.world.setService(
+      h,
+      enabled ? "enabled" : "disabled",
+      reason,
+      undefined,
+    );
+    return this.findComputeService(h.name) as Promise<ComputeService>;
+  }
+}
+
+function toOpenStack(err: unknown): OpenStackError {
+  if (!(err instanceof NovaFault)) throw err;
+  const details = { status: err.status };
+  if (err.status === 409) return new ConflictError(err.message, details);
+  if (err.status === 404) return new NotFoundError(err.message, details);
+  if (err.status === 400) return new BadRequestError(err.message, details);
+  return new OpenStackError(err.message, details);
+}
+
+function toServer(s: SimServer): Server {
+  return {
+    id: s.id,
+    name: s.name,
+    status: serverStatus(s.vmState, s.taskState),
+    host: s.host,
+    hypervisorHostname: s.host,
+    taskState: s.taskState,
+    vmState: s.vmState,
+    powerState: s.powerState,
+    flavor: { ramMb: s.flavor.ramMb, vcpus: s.flavor.vcpus },
+    ...(s.fault === null
+      ? {}
+      : { fault: { code: s.fault.code, message: s.fault.message } }),
+  };
+}
+
+function toMigration(m: SimMigration): Migration {
+  return {
+    id: m.id,
+    uuid: m.uuid,
+    instanceUuid: m.serverId,
+    migrationType: m.type,
+    status: m.status,
+    sourceCompute: m.source,
+    destCompute: m.dest,
+    sourceNode: m.source,
+    destNode: m.dest,
+    destHost: null,
+    createdAt: novaTime(m.createdAt),
+    updatedAt: novaTime(m.updatedAt),
+  };
+}
+
+/** The Eviction's store: resourceVersions, a merge-patch status write, a lagging cache. */
+class EvictionStore {
+  object: Eviction;
+  cached: Eviction;
+  rv = 1;
+  constructor(ev: Eviction) {
+    this.object = { ...ev, metadata: { ...ev.metadata, resourceVersion: "1" } };
+    this.cached = this.object;
+  }
+
+  /** Status writes to refuse with a 500 (the API server has trouble). */
+  failWrites = 0;
+  /** Set when a write was refused (the status shown is the last one written). */
+  failedWrite = false;
+
+  write(status: EvictionStatus, expectRv: string | undefined): Eviction {
+    if (this.failWrites > 0) {
+      this.failWrites--;
+      this.failedWrite = true;
+      throw new ApiError(
+        "PATCH",
+        "evictions/e1/status",
+        500,
+        "Internal",
+        "etcd",
+      );
+    }
+    if (
+      expectRv !== undefined &&
+      expectRv !== this.object.metadata?.resourceVersion
+    ) {
+      throw new ApiError(
+        "PATCH",
+        "evictions/e1/status",
+        409,
+        "Conflict",
+        "stale",
+      );
+    }
+    this.rv++;
+    this.object = {
+      ...this.object,
+      metadata: { ...this.object.metadata, resourceVersion: String(this.rv) },
+      status,
+    };
+    return this.object;
+  }
+
+  sync(): void {
+    // The pass never mutates what it reads (it builds new objects), so
+    // sharing is safe; a frozen copy would tell otherwise.
+    this.cached = this.object;
+  }
+}
+
+function mergeStatus(
+  current: EvictionStatus | undefined,
+  patch: Record<string, unknown>,
+): EvictionStatus {
+  const out: Record<string, unknown> = { ...(current ?? {}) };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out as EvictionStatus;
+}
+
+/** The outcome of one world. */
+export interface WorldRun {
+  passes: number;
+  novaCalls: number;
+  finalReason: string | undefined;
+  hostEmpty: boolean;
+  /** The Eviction's final status. */
+  status: EvictionStatus;
+}
+
+/**
+ * Builds the world of `spec`, drains it with the real pass, and throws an
+ * InvariantError at the first broken invariant.
+ */
+export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
+  violations.length = 0;
+  const clock = new ManualClock(Date.parse("2026-12-01T00:00:00Z"));
+  const prng = new Prng(spec.seed);
+  const scenario = parseScenario({
+    seed: spec.seed,
+    timing: {
+      liveMbPerSecond: 1000,
+      coldMbPerSecond: 500,
+      jitter: 0.1,
+      scheduleSeconds: 0.5,
+      prepareSeconds: 2,
+      postSeconds: 1,
+    },
+    hosts: [
+      { name: HOST, maxConcurrentLiveMigrations: spec.novaHostLimit },
+      ...OTHERS.map((name, i) => ({
+        name,
+        ramMb: i === 0 ? 16384 : 65536,
+        maxConcurrentLiveMigrations: 2,
+      })),
+    ],
+    servers: [],
+  });
+  const world = new World(scenario, clock, prng);
+  spec.vms.forEach((v, i) => {
+    const s = world.addServer({
+      name: `vm${i}`,
+      host: HOST,
+      ramMb: v.ramMb,
+      status: v.status,
+      liveMigrationBlocker: v.blocker ? "vtpm" : null,
+    });
+    if (v.migrationFault !== "none") {
+      world.injectMigrationFault(s.id, v.migrationFault, 2);
+    }
+  });
+  // Someone's VM elsewhere, for a user's own resize.
+  const bystander = world.addServer({
+    name: "bystander",
+    host: "other-b",
+    ramMb: 1024,
+  });
+  const nova = new SimNova(world, clock, spec.startFaults);
+  const metrics = new EvictionMetrics(new Registry());
+  let policyLimit = spec.limit;
+  const policy = (): EvictionPolicy => ({
+    metadata: { name: "default", resourceVersion: String(policyLimit) },
+    spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
+  });
+  const deps: EvictionPassDeps = {
+    nova: new CountedNova(nova as unknown as NovaClient, metrics),
+    flagSettings: policySettings({
+      maxConcurrentMigrations: spec.limit,
+      abortStuckMigrations: false,
+    }),
+    pollIntervalMs: 2000,
+    maxPollMs: 60_000,
+    slowPollMs: 20_000,
+    finishedCheckMs: 120_000,
+    planOptions: {
+      retryBaseMs: 5_000,
+      retryCapMs: 20_000,
+      maxAttempts: 3,
+      retryWindowMs: spec.retryWindowMs,
+    },
+    clock,
+    ledger: new InFlightLedger(),
+    memory: new DrainMemory(),
+    metrics,
+    actConcurrency: 4,
+  };
+  const store = new EvictionStore({
+    metadata: {
+      name: EVICTION,
+      generation: 1,
+      creationTimestamp: new Date(clock.now()).toISOString(),
+    },
+    spec: { hypervisor: HOST, reason: "simulation" },
+  });
+  const hypervisor = (): Hypervisor => ({
+    metadata: { name: HOST },
+    spec: {},
+    status: {
+      traits: [],
+      numInstances: world.listServers().filter((s) => s.host === HOST).length,
+      conditions: [{
+        type: "TraitsUpdated",
+        status: "True",
+        reason: "Updated",
+        message: "",
+        lastTransitionTime: new Date(0).toISOString(),
+      }],
+    },
+  } as Hypervisor);
+  let wakeAt: number | undefined;
+  const cache = <U extends KubeObject>(kind: Kind<U>) => {
+    const one = (): U | undefined =>
+      (kind === (EvictionKind as unknown as Kind<U>)
+        ? store.cached
+        : kind === (HypervisorKind as unknown as Kind<U>)
+        ? hypervisor()
+        : kind === (EvictionPolicyKind as unknown as Kind<U>)
+        ? policy()
+        : undefined) as U | undefined;
+    return {
+      get: () => one(),
+      list: (filter?: (o: U) => boolean) => {
+        const o = one();
+        return o === undefined || (filter !== undefined && !filter(o))
+          ? []
+          : [o];
+      },
+      has: () => one() !== undefined,
+      keys: () => [],
+      size: 1,
+    };
+  };
+  const client = {
+    patch: (
+      _kind: unknown,
+      _key: string,
+      body: {
+        metadata?: { resourceVersion?: string };
+        status?: Record<string, unknown>;
+      },
+    ) => {
+      if (body.status === undefined) return Promise.resolve(store.object);
+      try {
+        return Promise.resolve(
+          store.write(
+            mergeStatus(store.object.status, body.status),
+            body.metadata?.resourceVersion,
+          ),
+        );
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  } as unknown as KubeClient;
+  const ctxFor = (): HandlerContext<Eviction> => ({
+    key: EVICTION,
+    name: EVICTION,
+    namespace: undefined,
+    object: store.cached,
+    kind: EvictionKind,
+    client,
+    logger: LOGGER,
+    signal: SIGNAL,
+    cache: cache as unknown as HandlerContext<Eviction>["cache"],
+    event: () => Promise.resolve(),
+    updateStatus: (mutate) =>
+      Promise.resolve(mutate({ ...store.object.status }, store.object))
+        .then((next) => store.write(next ?? {}, undefined)),
+    enqueue: () => {
+      wakeAt = clock.now();
+    },
+  });
+
+  const limitNow = () => Math.min(policyLimit, spec.limit);
+  const oursInProgress = () =>
+    world.migrations.filter((m) =>
+      nova.ours.has(m.id) && m.source === HOST &&
+      (nova.inProgress(m) ||
+        (m.type !== "live-migration" && m.status === "finished"))
+    ).length;
+  const onHost = () =>
+    world.listServers().filter((s) => s.host === HOST && s.id !== bystander.id);
+
+  const lastEventPass = spec.events.reduce((m, e) => Math.max(m, e.atPass), 0);
+  let passes = 0;
+  let settledPasses = 0;
+  let restarted = false;
+  let lastNumInstances = -1;
+  const maxPasses = 400;
+  for (; passes < maxPasses; passes++) {
+    // World events due at this pass.
+    for (const ev of spec.events.filter((e) => e.atPass === passes)) {
+      applyEvent(ev);
+    }
+    nova.observed = false;
+    store.failedWrite = false;
+    const before = oursInProgress();
+    const limitInForce = limitNow();
+    // The cache catches up with the store most of the time, not always.
+    if (!restarted && prng.next() < 0.7) store.sync();
+    restarted = false;
+    let result: { requeueAfterMs?: number | undefined };
+    try {
+      result = await reconcileEviction(ctxFor(), deps);
+    } catch (err) {
+      if (
+        !(err instanceof ApiError) &&
+        !(err instanceof Error && err.name === "TemporaryError")
+      ) throw err;
+      // The framework retries a failed pass after a backoff.
+      result = { requeueAfterMs: deps.pollIntervalMs };
+    }
+    await flush();
+    if (violations.length > 0) {
+      throw new InvariantError(violations.splice(0).join("; "));
+    }
+    const status = store.object.status ?? {};
+    const evicting = status.conditions?.find((c) => c.type === "Evicting");
+    // 1. Succeeded only on a fresh list showing nothing on or heading here.
+    if (evicting?.reason === "Succeeded") {
+      check(
+        status.outstandingCount === 0 && status.inFlightCount === 0,
+        `Succeeded with counts ${status.outstandingCount}/${status.inFlightCount}`,
+      );
+    }
+    if (
+      evicting?.reason === "Succeeded" && nova.observed && !store.failedWrite
+    ) {
+      check(
+        nova.listedServers.length === 0,
+        `Succeeded while the pass's list showed ${nova.listedServers.length} servers`,
+      );
+      check(
+        nova.listedTouching.length === 0,
+        `Succeeded while migrations ${nova.listedTouching.join()} touched the host`,
+      );
+    }
+    // 2. Starts never push ours in flight above the limit in force.
+    const after = oursInProgress();
+    check(
+      after <= Math.max(limitInForce, before),
+      `${after} in flight after the pass, limit ${limitInForce}, ${before} before`,
+    );
+    // 5. No failure charged for a start Nova never processed.
+    for (const f of status.failed ?? []) {
+      check(
+        f.attempts <= (nova.chargeable.get(f.id) ?? 0),
+        `${f.id} charged ${f.attempts} attempts, Nova processed ${
+          nova.chargeable.get(f.id) ?? 0
+        } of its starts`,
+      );
+    }
+
+    // Time moves on: to the next pass, or earlier when an answer wakes it.
+    const delay = result.requeueAfterMs ?? deps.finishedCheckMs;
+    let next = clock.now() + delay;
+    wakeAt = undefined;
+    for (;;) {
+      const due = nova.answers.filter((a) =>
+        a.atMs <= next
+      ).sort((a, b) => a.atMs - b.atMs)[0];
+      if (due === undefined) {
+        break;
+      }
+      clock.advance(Math.max(0, due.atMs - clock.now()));
+      nova.answers.splice(nova.answers.indexOf(due), 1);
+      due.settle();
+      await flush();
+      if (violations.length > 0) {
+        throw new InvariantError(violations.splice(0).join("; "));
+      }
+      if (wakeAt !== undefined) {
+        next = Math.min(next, wakeAt);
+        break;
+      }
+    }
+    clock.advance(Math.max(0, next - clock.now()));
+    world.advance();
+    // The Hypervisor's status sync: a changed instance count wakes the drain.
+    const count = onHost().length;
+    if (count !== lastNumInstances) lastNumInstances = count;
+
+    if (passes > lastEventPass && nova.answers.length === 0) {
+      const touching = nova.touching(HOST).length;
+      const done = evicting?.reason === "Succeeded" &&
+        onHost().length === 0 && touching === 0;
+      const stuck = evicting?.reason === "Failed";
+      if (done || stuck) settledPasses++;
+      if (settledPasses > 3) break;
+    }
+  }
+  const status = store.object.status ?? {};
+  const evicting = status.conditions?.find((c) => c.type === "Evicting");
+  if (evicting?.reason === "Succeeded") {
+    check(
+      onHost().length === 0,
+      `ended Succeeded with ${onHost().length} servers on the host`,
+    );
+  }
+  if (
+    passes >= maxPasses && onHost().length === 0 &&
+    nova.touching(HOST).length === 0 && nova.answers.length === 0
+  ) {
+    check(
+      evicting?.reason === "Succeeded",
+      `host empty but the drain ended ${evicting?.reason}: ${
+        JSON.stringify({ ...status, conditions: undefined })
+      } ${evicting?.message} world: ${
+        JSON.stringify((status.inFlight ?? []).map((e) => ({
+          server: world.servers.get(e.id),
+          migrations: world.migrations.filter((m) => m.serverId === e.id),
+        })))
+      }`,
+    );
+  }
+  return {
+    passes,
+    status,
+    novaCalls: nova.calls,
+    finalReason: evicting?.reason,
+    hostEmpty: onHost().length === 0,
+  };
+
+  function applyEvent(ev: WorldSpec["events"][number]): void {
+    const list = onHost();
+    const pick = <T>(xs: T[]): T | undefined =>
+      xs[ev.pick % Math.max(1, xs.length)];
+    switch (ev.what) {
+      case "arrive":
+        world.addServer({ name: `arrived${passes}`, host: HOST, ramMb: 1024 });
+        return;
+      case "arrive_incoming":
+      case "incoming_during_pass": {
+        const go = () => {
+          const s = world.addServer({
+            name: `incoming${passes}`,
+            host: "other-c",
+            ramMb: 2048,
+          });
+          world.liveMigrate(s.id, HOST, true);
+        };
+        if (ev.what === "arrive_incoming") go();
+        else nova.duringPass = go;
+        return;
+      }
+      case "arrive_during_pass":
+        nova.duringPass = () =>
+          world.addServer({ name: `forced${passes}`, host: HOST, ramMb: 512 });
+        return;
+      case "delete": {
+        const s = pick(list);
+        if (s !== undefined) world.deleteServer(s.id);
+        return;
+      }
+      case "power": {
+        const s = pick(list);
+        if (s === undefined || s.taskState !== null) return;
+        if (s.vmState === "active") world.setPower(s.id, false);
+        else if (s.vmState === "stopped") world.setPower(s.id, true);
+        return;
+      }
+      case "user_resize": {
+        const s = ev.pick % 2 === 0 ? pick(list) : bystander;
+        if (s === undefined || s.deleted || s.taskState !== null) return;
+        if (s.vmState !== "active" && s.vmState !== "stopped") return;
+        try {
+          world.resize(s.id, s.flavor.ramMb);
+        } catch {
+          // no room: nothing happens
+        }
+        return;
+      }
+      case "lower_policy":
+        policyLimit = Math.max(1, policyLimit - 1);
+        return;
+      case "write_fails":
+        store.failWrites++;
+        return;
+      case "owner_confirms":
+        // Owners confirm their own resizes (the drain never does).
+        for (const m of world.migrations) {
+          if (m.type === "resize" && m.status === "finished") {
+            world.confirmResize(m.serverId);
+          }
+        }
+        return;
+      case "restart":
+        // The controller restarts: its memory is gone, the status stays;
+        // answers to the old process's calls reach nobody.
+        deps.memory = new DrainMemory();
+        deps.ledger = new InFlightLedger();
+        nova.answers.length = 0;
+        // A new process lists before it reconciles: its cache is current.
+        store.sync();
+        restarted = true;
+        return;
+      case "fault_next": {
+        const s = pick(list);
+        if (s !== undefined) world.injectMigrationFault(s.id, "fail", 1);
+        return;
+      }
+    }
+  }
+}
+
+/** Lets promise callbacks (start answers) run. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}

@@ -1,0 +1,129 @@
+/**
+ * The one in-process memory of each drain, forgotten in one call when its
+ * Eviction is gone: the status this process last wrote (with the
+ * resourceVersion the API server gave that write), the starts it issued
+ * and what Nova answered, the confirms it has under way, the duration model
+ * that paces the passes, and when the next pass is due. A restart loses it
+ * all on purpose: the status and a fresh look at Nova are enough to go on.
+ *
+ * @module
+ */
+
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
+import type { MigrationKind } from "./nova_states.ts";
+import type { StartNote } from "./observation.ts";
+import { Pace } from "./pacing.ts";
+
+/** A start this process issued, and Nova's answer so far. */
+export interface IssuedStart extends StartNote {
+  /** live or cold. */
+  kind: MigrationKind;
+  /** Controller clock when it was issued. */
+  issuedAtMs: number;
+}
+
+/** What one drain remembers. */
+export interface DrainState {
+  /** Starts by server id (the last one per VM). */
+  readonly starts: Map<string, IssuedStart>;
+  /** Servers whose confirmResize is under way. */
+  readonly confirming: Set<string>;
+  /** Flavor RAM of the VMs seen on the host. */
+  readonly ram: Map<string, number>;
+  /** The duration model. */
+  readonly pace: Pace;
+  /**
+   * Controller clock before which a pass need not look at Nova, and the
+   * inputs it was computed from: a pass woken earlier by an unrelated
+   * change (a Hypervisor status sync) returns at once.
+   */
+  due: { atMs: number; fingerprint: string } | undefined;
+  /** A start answer came in that the next pass must act on. */
+  woken: boolean;
+  /** Controller clock of the last look at Nova of a finished drain. */
+  lastFinishedCheckMs: number | undefined;
+}
+
+interface Written {
+  resourceVersion: string;
+  status: EvictionStatus;
+}
+
+function newer(a: string, b: string): boolean | undefined {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
+  return BigInt(a) > BigInt(b);
+}
+
+/**
+ * Per-drain memory by Eviction key.
+ *
+ * @example
+ * ```ts
+ * import { DrainMemory } from "./memory.ts";
+ * const memory = new DrainMemory();
+ * const cached = { metadata: { name: "a", resourceVersion: "1" }, spec: { hypervisor: "h", reason: "r" } };
+ * memory.remember("a", "5", { migratedCount: 1 });
+ * console.assert(memory.freshest("a", cached).status?.migratedCount === 1);
+ * memory.forget("a");
+ * console.assert(memory.freshest("a", cached).status === undefined);
+ * ```
+ */
+export class DrainMemory {
+  readonly #states = new Map<string, DrainState>();
+  readonly #written = new Map<string, Written>();
+
+  /** The state of a drain (created empty). */
+  of(key: string): DrainState {
+    let s = this.#states.get(key);
+    if (s === undefined) {
+      s = {
+        starts: new Map(),
+        confirming: new Set(),
+        ram: new Map(),
+        pace: new Pace(),
+        due: undefined,
+        woken: false,
+        lastFinishedCheckMs: undefined,
+      };
+      this.#states.set(key, s);
+    }
+    return s;
+  }
+
+  /** Forgets everything about a drain. */
+  forget(key: string): void {
+    this.#states.delete(key);
+    this.#written.delete(key);
+  }
+
+  /** Records a status write: `resourceVersion` is the one of the written object. */
+  remember(key: string, resourceVersion: string, status: EvictionStatus): void {
+    this.#written.set(key, { resourceVersion, status });
+  }
+
+  /**
+   * The cached object, or, while the cache still holds an object older than
+   * this process's last write, that object with the written status and
+   * resourceVersion. A cached object at or past the written version wins
+   * (it includes the write, or someone else's later one). Versions that are
+   * not numbers cannot be ordered: the write wins until the cache shows its
+   * exact version; a write based on it then meets a 409 and re-reads.
+   */
+  freshest(key: string, cached: Eviction): Eviction {
+    const w = this.#written.get(key);
+    if (w === undefined) return cached;
+    const rv = cached.metadata?.resourceVersion;
+    if (
+      rv !== undefined &&
+      (rv === w.resourceVersion || newer(rv, w.resourceVersion) === true)
+    ) {
+      this.#written.delete(key);
+      return cached;
+    }
+    return {
+      ...cached,
+      metadata: { ...cached.metadata, resourceVersion: w.resourceVersion },
+      status: w.status,
+    };
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Observe: what Nova shows of the host now. Every pass that can start,
+ * confirm or finish reads it afresh: the servers on the host (all tenants,
+ * with task and power state), the migrations with the host as source or
+ * destination since the drain started, and a `GET /servers/{id}` only for a
+ * VM that left the list without a record telling where it went.
+ *
+ * @module
+ */
+
+import pLimit from "p-limit";
+import type { Logger } from "../../framework/logger.ts";
+import type { EvictionStatus } from "../../models/mod.ts";
+import {
+  errText,
+  type Migration,
+  NotFoundError,
+  type Server,
+} from "../../openstack/mod.ts";
+import { latestRecords } from "./classify.ts";
+import type { CountedNova } from "./nova_calls.ts";
+import { migrationPhase } from "./nova_states.ts";
+import type { DepartedServer, ObservedServer } from "./observation.ts";
+import { departedIds } from "./plan.ts";
+
+/** One pass's view of Nova. */
+export interface Observation {
+  /** The VMs on the host. */
+  servers: Server[];
+  /** Migrations from or to the host since the drain started. */
+  migrations: Migration[];
+  /** Where the VMs that left the list are (null: deleted). */
+  departed: DepartedServer[];
+}
+
+/**
+ * Where a VM that left the host is, when its latest record from the host
+ * says so: a completed live migration (ACTIVE on the destination), a cold
+ * one that finished (VERIFY_RESIZE there) or was confirmed. Undefined when
+ * only a `GET /servers/{id}` can tell (a record in progress or failed: the
+ * VM may have been deleted).
+ *
+ * @example
+ * ```ts
+ * import { departureOf } from "./observe.ts";
+ * const s = departureOf({ id: 1, instanceUuid: "a", migrationType: "live-migration",
+ *   status: "completed", sourceCompute: "h", destCompute: "d", createdAt: "2026-01-01T00:00:00" }, 1024);
+ * console.assert(s?.host === "d" && s.status === "ACTIVE");
+ * ```
+ */
+export function departureOf(
+  record: {
+    instanceUuid: string;
+    migrationType: string;
+    status: string;
+    destCompute?: string | null;
+  },
+  ramMb: number,
+): ObservedServer | undefined {
+  const dest = record.destCompute;
+  if (dest === undefined || dest === null) return undefined;
+  if (migrationPhase(record.status) !== "done") return undefined;
+  const live = record.migrationType.toLowerCase() === "live-migration";
+  const awaitingConfirm = !live && record.status.toLowerCase() === "finished";
+  return {
+    id: record.instanceUuid,
+    status: awaitingConfirm ? "VERIFY_RESIZE" : "ACTIVE",
+    host: dest,
+    taskState: null,
+    flavor: { ramMb },
+  };
+}
+
+/**
+ * Reads the host's servers and migrations, then looks up the VMs that left
+ * it. Throws when a list fails (the pass cannot decide without it); a
+ * failed lookup of one VM only leaves that VM out (the planner keeps what
+ * it knew of it).
+ *
+ * @example
+ * ```ts ignore
+ * const seen = await observe(nova, "node042", status, since, ram, 8, log, signal);
+ * ```
+ */
+export async function observe(
+  nova: CountedNova,
+  host: string,
+  status: EvictionStatus,
+  changesSince: Date,
+  ram: ReadonlyMap<string, number>,
+  concurrency: number,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<Observation> {
+  const [servers, migrations] = await Promise.all([
+    nova.listServersOnHost(host, signal),
+    nova.listMigrations({ host, changesSince }, signal),
+  ]);
+  const latest = latestRecords(migrations, host);
+  const get = pLimit(concurrency);
+  const looked = await Promise.all(
+    departedIds(status, servers, migrations, host).map((id) =>
+      get(async (): Promise<DepartedServer | undefined> => {
+        const record = latest.get(id)?.latest;
+        const known = record === undefined
+          ? undefined
+          : departureOf(record, ram.get(id) ?? 0);
+        if (known !== undefined) return { id, server: known };
+        try {
+          return { id, server: await nova.getServer(id, signal) };
+        } catch (err) {
+          if (err instanceof NotFoundError) return { id, server: null };
+          log.warn({ serverId: id, err: errText(err) }, "server lookup failed");
+          return undefined;
+        }
+      })
+    ),
+  );
+  return {
+    servers,
+    migrations,
+    departed: looked.filter((d): d is DepartedServer => d !== undefined),
+  };
+}

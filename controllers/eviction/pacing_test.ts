@@ -1,0 +1,250 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  fitDuration,
+  LATE_MARGIN,
+  Pace,
+  type PaceView,
+  QUEUED_MARGIN,
+  requeueAfterMs,
+  type RequeueInput,
+} from "./pacing.ts";
+import type { ObservedMigration } from "./observation.ts";
+
+const T = Date.parse("2026-12-01T00:00:00Z");
+const nova = (ms: number) =>
+  new Date(ms).toISOString().replace("Z", "").replace(/\.(\d{3})$/, ".$1000");
+
+function record(
+  id: string,
+  status: string,
+  createdMs: number,
+  updatedMs: number,
+): ObservedMigration {
+  return {
+    id: 1,
+    instanceUuid: id,
+    migrationType: "live-migration",
+    status,
+    sourceCompute: "h",
+    destCompute: "d",
+    createdAt: nova(createdMs),
+    updatedAt: nova(updatedMs),
+  };
+}
+
+function view(
+  nowMs: number,
+  records: Array<[string, ObservedMigration]>,
+  inFlight: string[],
+  extra: Partial<PaceView> = {},
+): PaceView {
+  return {
+    nowMs,
+    inFlight: inFlight.map((id) => ({
+      id,
+      kind: "live" as const,
+      startedAt: new Date(T).toISOString(),
+    })),
+    records: new Map(records),
+    ramOf: () => 4096,
+    issuedAt: () => undefined,
+    pending: () => false,
+    ...extra,
+  };
+}
+
+const BASE: RequeueInput = {
+  dueMs: undefined,
+  untimed: false,
+  inFlight: 0,
+  retryInMs: undefined,
+  watching: false,
+  pollIntervalMs: 2000,
+  maxPollMs: 60_000,
+  slowPollMs: 20_000,
+  rate: 1,
+};
+
+Deno.test("requeueAfterMs: table", () => {
+  const rows: Array<[string, Partial<RequeueInput>, number]> = [
+    ["due in 30 s", { inFlight: 1, dueMs: 30_000 }, 30_000],
+    ["due, at 4x clock rate", { inFlight: 1, dueMs: 120_000, rate: 4 }, 30_000],
+    ["overdue: the poll interval", { inFlight: 1, dueMs: 0 }, 2000],
+    ["beyond the max", { inFlight: 1, dueMs: 600_000 }, 60_000],
+    ["untimed: the poll interval", { inFlight: 1, untimed: true }, 2000],
+    ["no model yet", { inFlight: 2 }, 2000],
+    ["busy VMs: the poll interval", {
+      inFlight: 1,
+      dueMs: 30_000,
+      watching: true,
+    }, 2000],
+    ["retry sooner than the finish", {
+      inFlight: 1,
+      dueMs: 30_000,
+      retryInMs: 5000,
+    }, 5000],
+    ["nothing in flight, nothing to do", {}, 20_000],
+    ["nothing in flight, a retry in 90 s", { retryInMs: 90_000 }, 90_000],
+    ["nothing in flight, arriving VMs", { watching: true }, 2000],
+  ];
+  for (const [name, input, want] of rows) {
+    assert.equal(requeueAfterMs({ ...BASE, ...input }), want, name);
+  }
+});
+
+Deno.test("property: with work in flight the wait stays within [poll, max] in real ms", () => {
+  fc.assert(fc.property(
+    fc.option(fc.nat(10_000_000), { nil: undefined }),
+    fc.boolean(),
+    fc.boolean(),
+    fc.integer({ min: 1, max: 100 }),
+    fc.option(fc.nat(10_000_000), { nil: undefined }),
+    (dueMs, untimed, watching, rate, retryInMs) => {
+      const d = requeueAfterMs({
+        ...BASE,
+        inFlight: 1,
+        dueMs,
+        untimed,
+        watching,
+        rate,
+        retryInMs,
+      });
+      assert.ok(d >= BASE.pollIntervalMs && d <= BASE.maxPollMs, String(d));
+    },
+  ));
+});
+
+Deno.test("property: a faster clock never waits longer in real time", () => {
+  fc.assert(fc.property(
+    fc.nat(10_000_000),
+    fc.integer({ min: 1, max: 50 }),
+    (dueMs, rate) => {
+      const slow = requeueAfterMs({ ...BASE, inFlight: 1, dueMs, rate: 1 });
+      const fast = requeueAfterMs({ ...BASE, inFlight: 1, dueMs, rate });
+      assert.ok(fast <= slow);
+    },
+  ));
+});
+
+Deno.test("fitDuration: proportional through one size, a line through several", () => {
+  assert.equal(fitDuration([]), undefined);
+  assert.deepEqual(fitDuration([{ ramMb: 2000, durationMs: 4000 }]), {
+    a: 0,
+    b: 2,
+  });
+  const f = fitDuration([
+    { ramMb: 1000, durationMs: 3000 },
+    { ramMb: 3000, durationMs: 5000 },
+  ]);
+  assert.ok(f !== undefined && Math.abs(f.a - 2000) < 1e-6);
+});
+
+Deno.test("property: fitDuration never predicts a negative duration", () => {
+  fc.assert(fc.property(
+    fc.array(
+      fc.record({
+        ramMb: fc.integer({ min: 1, max: 1_000_000 }),
+        durationMs: fc.integer({ min: 1, max: 10_000_000 }),
+      }),
+      { minLength: 1, maxLength: 20 },
+    ),
+    fc.integer({ min: 0, max: 1_000_000 }),
+    (samples, ram) => {
+      const f = fitDuration(samples);
+      assert.ok(f !== undefined && f.a + f.b * ram >= 0);
+    },
+  ));
+});
+
+Deno.test("Pace: learns a duration from Nova's records, times the next finish in the controller's clock", () => {
+  const p = new Pace();
+  // Seen running at T+1 s (Nova says it began at T), completed at T+10 s.
+  p.learn(view(T + 1000, [["a", record("a", "running", T, T)]], ["a"]));
+  p.learn(
+    view(T + 12_000, [["a", record("a", "completed", T, T + 10_000)]], []),
+  );
+  assert.equal(p.predictMs("live", 4096), 10_000);
+  // b started by us at T+12 s: expected to finish 10 s (plus the margin) later.
+  const v = view(
+    T + 12_000,
+    [["b", record("b", "running", T + 12_000, T + 12_000)]],
+    ["b"],
+    {
+      issuedAt: (id) => id === "b" ? T + 12_000 : undefined,
+    },
+  );
+  p.learn(v);
+  const due = p.dueInMs(v);
+  assert.equal(due.untimed, false);
+  assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)));
+});
+
+Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed; no model is untimed", () => {
+  const p = new Pace();
+  const queued = view(T, [["q", record("q", "queued", T, T)]], ["q", "new"], {
+    issuedAt: (id) => id === "new" ? T : undefined,
+  });
+  p.learn(queued);
+  assert.deepEqual(p.dueInMs(queued), { dueMs: undefined, untimed: false });
+  const running = view(T, [["r", record("r", "running", T, T)]], ["r"]);
+  p.learn(running);
+  assert.deepEqual(p.dueInMs(running), { dueMs: undefined, untimed: true });
+});
+
+Deno.test("Pace: a start still waiting for its answer is timed from when it was issued", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const v = view(T + 1000, [], ["new"], {
+    issuedAt: () => T,
+    pending: () => true,
+  });
+  assert.equal(
+    p.dueInMs(v).dueMs,
+    Math.round(10_000 * (1 + LATE_MARGIN)) - 1000,
+  );
+});
+
+Deno.test("Pace: the margin grows with the jitter the samples show", () => {
+  const p = new Pace();
+  for (const d of [9000, 10_000, 11_000, 9500, 10_500, 12_000]) {
+    p.sample("live", 4096, d);
+  }
+  const m = p.marginOf("live");
+  assert.ok(m > LATE_MARGIN && m <= 0.25, String(m));
+  const steady = new Pace();
+  for (let i = 0; i < 5; i++) steady.sample("live", 4096, 10_000);
+  assert.equal(steady.marginOf("live"), LATE_MARGIN);
+});
+
+Deno.test("Pace: a migration first seen queued is timed from when it was seen running", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 8000);
+  p.learn(view(T, [["q", record("q", "queued", T, T)]], ["q"]));
+  const later = view(
+    T + 30_000,
+    [["q", record("q", "running", T, T + 29_000)]],
+    ["q"],
+    {
+      issuedAt: () => T,
+    },
+  );
+  p.learn(later);
+  assert.equal(
+    p.dueInMs(later).dueMs,
+    Math.round(8000 * (1 + LATE_MARGIN)),
+  );
+});
+
+Deno.test("Pace: while Nova queues more work for the host, the look comes later (it stays busy)", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const v = view(
+    T,
+    [["r", record("r", "running", T, T)], ["q", record("q", "queued", T, T)]],
+    ["r", "q"],
+    { issuedAt: () => T },
+  );
+  p.learn(v);
+  assert.equal(p.dueInMs(v).dueMs, Math.round(10_000 * (1 + QUEUED_MARGIN)));
+});

@@ -1,0 +1,67 @@
+/**
+ * `kubectl evictor retry NAME [VM...]`: the annotation
+ * `evictor.kvm.cloud.sap/retry` (comma-separated server ids, or `*` for
+ * every failed VM) asks the drain to re-arm failed VMs. Going through the
+ * API server makes the request audited and RBAC-checked. The controller
+ * consumes it on its next pass: the named VMs lose their failure (a
+ * permanent one too: a person asked), an Event names them, and the
+ * annotation is removed.
+ *
+ * @module
+ */
+
+import type { EvictionStatus } from "../../models/mod.ts";
+import { UNSUPPORTED_PREFIX } from "./classify.ts";
+
+/** The annotation key. */
+export const RETRY_ANNOTATION = "evictor.kvm.cloud.sap/retry";
+
+/** What a retry request did. */
+export interface RetryOutcome {
+  /** The status with the re-armed VMs' failures removed. */
+  status: EvictionStatus;
+  /** Failed (or skipped as not live-migratable) VMs re-armed, sorted. */
+  rearmed: string[];
+  /** Requested ids that were not failed, sorted. */
+  ignored: string[];
+}
+
+/**
+ * Applies a retry request to a status: the named VMs (all for `*`) leave
+ * `status.failed` (and `status.skipped` when Nova had refused to move them
+ * live), so the next plan treats them as new. Pure.
+ *
+ * @example
+ * ```ts
+ * import { applyRetry } from "./retry.ts";
+ * const r = applyRetry({ failed: [{ id: "a", reason: "x", attempts: 5, lastAttemptAt: "2026-01-01T00:00:00Z" }] }, "a, b");
+ * console.assert(r.rearmed.join() === "a" && r.ignored.join() === "b");
+ * console.assert(r.status.failed?.length === 0);
+ * ```
+ */
+export function applyRetry(
+  status: EvictionStatus,
+  value: string,
+): RetryOutcome {
+  const failed = status.failed ?? [];
+  const skipped = status.skipped ?? [];
+  const retriable = new Set([
+    ...failed.map((f) => f.id),
+    ...skipped.filter((s) => s.reason.startsWith(UNSUPPORTED_PREFIX)).map((
+      s,
+    ) => s.id),
+  ]);
+  const requested = value.trim() === "*"
+    ? [...retriable]
+    : value.split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const wanted = new Set(requested.filter((id) => retriable.has(id)));
+  return {
+    status: {
+      ...status,
+      failed: failed.filter((f) => !wanted.has(f.id)),
+      skipped: skipped.filter((s) => !wanted.has(s.id)),
+    },
+    rearmed: [...wanted].sort(),
+    ignored: [...new Set(requested.filter((id) => !retriable.has(id)))].sort(),
+  };
+}
