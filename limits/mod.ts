@@ -9,7 +9,10 @@
  * @example
  * ```ts
  * import { policySettings, resolveLimit } from "./mod.ts";
- * const settings = policySettings({ maxConcurrentMigrations: 4 });
+ * const settings = policySettings({
+ *   maxConcurrentMigrations: 4,
+ *   abortStuckMigrations: false,
+ * });
  * console.assert(resolveLimit(settings, [], undefined).limit === 4);
  * ```
  *

@@ -43,8 +43,8 @@ export interface Observation {
  * @example
  * ```ts
  * import { departureOf } from "./observe.ts";
- * const s = departureOf({ id: 1, instanceUuid: "a", migrationType: "live-migration",
- *   status: "completed", sourceCompute: "h", destCompute: "d", createdAt: "2026-01-01T00:00:00" }, 1024);
+ * const s = departureOf({ instanceUuid: "a", migrationType: "live-migration",
+ *   status: "completed", destCompute: "d" }, 1024);
  * console.assert(s?.host === "d" && s.status === "ACTIVE");
  * ```
  */
