@@ -144,6 +144,34 @@ export class FrameworkMetrics {
       } catch {
         // some process metrics are not available on every runtime
       }
+      residentMemory(this.registry, p);
     }
   }
 }
+
+/**
+ * Replaces prom-client's memory gauges: on Linux they read
+ * `/proc/self/status`, which Deno allows only under `--allow-all` (a
+ * narrowed `--allow-read=/proc/self` is refused), so they read 0 in the
+ * binary. Deno's own `memoryUsage()` needs no permission.
+ */
+function residentMemory(registry: Registry, prefix: string): void {
+  for (const name of OS_MEMORY_GAUGES) {
+    registry.removeSingleMetric(prefix + name);
+  }
+  new Gauge({
+    name: `${prefix}process_resident_memory_bytes`,
+    help: "Resident memory size in bytes.",
+    registers: [registry],
+    collect() {
+      this.set(Deno.memoryUsage().rss);
+    },
+  });
+}
+
+/** prom-client's gauges that read `/proc/self/status`. */
+const OS_MEMORY_GAUGES = [
+  "process_resident_memory_bytes",
+  "process_virtual_memory_bytes",
+  "process_heap_bytes",
+] as const;
