@@ -65,6 +65,8 @@ export class FrameworkMetrics {
   readonly invalidObjects: Counter<"kind">;
   /** Admission requests by path and HTTP code. */
   readonly webhookRequests: Counter<"path" | "code">;
+  /** `webhook_connections_total{protocol}`: TLS connections by ALPN protocol (h2, http/1.1). */
+  readonly webhookConnections: Counter<"protocol">;
   /** Admission handling durations in seconds. */
   readonly webhookDuration: Histogram<"path">;
 
@@ -123,6 +125,12 @@ export class FrameworkMetrics {
       name: `${p}invalid_objects_total`,
       help: "Objects skipped because they failed their schema.",
       labelNames: ["kind"],
+      registers,
+    });
+    this.webhookConnections = new Counter({
+      name: `${p}webhook_connections_total`,
+      help: "TLS connections to the webhook by negotiated protocol.",
+      labelNames: ["protocol"],
       registers,
     });
     this.webhookRequests = new Counter({

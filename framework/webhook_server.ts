@@ -210,6 +210,9 @@ export class WebhookServer {
     this.loads++;
     server.on("secureConnection", (socket: tls.TLSSocket) => {
       socket.setNoDelay(true);
+      this.#o.metrics?.webhookConnections.inc({
+        protocol: socket.alpnProtocol || "http/1.1",
+      });
       const conn: Conn = { socket, requests: 0, timer: undefined };
       this.#conns.set(socket, conn);
       this.#arm(conn, this.#limits.headersTimeoutMs, "headers");
