@@ -107,6 +107,14 @@ interface Conn {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/**
+ * Where a socket keeps its {@linkcode Conn}: a property, not a map, since
+ * an HTTP/2 request's `socket` is a proxy of the TLS socket (same
+ * properties, another identity).
+ */
+const CONN = Symbol("webhook connection");
+type TaggedSocket = tls.TLSSocket & { [CONN]?: Conn };
+
 const STATUS_REASON: Record<number, string> = {
   400: "BadRequest",
   404: "NotFound",
@@ -152,7 +160,7 @@ export class WebhookServer {
   readonly #gate: RequestGate;
   #server: http2.Http2SecureServer | undefined;
   #fingerprint = "";
-  #conns = new Map<tls.TLSSocket, Conn>();
+  #conns = new Set<Conn>();
   #reloadTimer: ReturnType<typeof setInterval> | undefined;
   #reloading = false;
   /** Times the certificate was (re)loaded, the first load included. */
@@ -214,11 +222,12 @@ export class WebhookServer {
         protocol: socket.alpnProtocol || "http/1.1",
       });
       const conn: Conn = { socket, requests: 0, timer: undefined };
-      this.#conns.set(socket, conn);
+      (socket as TaggedSocket)[CONN] = conn;
+      this.#conns.add(conn);
       this.#arm(conn, this.#limits.headersTimeoutMs, "headers");
       socket.once("close", () => {
         clearTimeout(conn.timer);
-        this.#conns.delete(socket);
+        this.#conns.delete(conn);
       });
     });
     // a client that fails or stalls its handshake: nothing to log per client
@@ -284,12 +293,7 @@ export class WebhookServer {
 
   async #handle(req: Request, res: Response): Promise<void> {
     const started = performance.now();
-    const socket = req.socket as tls.TLSSocket;
-    const conn = this.#conns.get(socket) ??
-      this.#conns.get(
-        (req as http2.Http2ServerRequest).stream?.session
-          ?.socket as tls.TLSSocket,
-      );
+    const conn = (req.socket as TaggedSocket)[CONN];
     if (conn !== undefined) {
       clearTimeout(conn.timer);
       conn.requests++;
@@ -324,11 +328,7 @@ export class WebhookServer {
     }
   }
 
-  #send(
-    req: Request,
-    res: Response,
-    out: AdmissionOutcome & { close?: boolean },
-  ): void {
+  #send(req: Request, res: Response, out: AdmissionOutcome): void {
     if (res.headersSent || res.writableEnded) return;
     const text = JSON.stringify(out.body);
     const headers: Record<string, string | number> = {
@@ -336,25 +336,36 @@ export class WebhookServer {
       "content-length": Buffer.byteLength(text),
     };
     if (out.status === 429) headers["retry-after"] = 1;
-    // HTTP/1.1 only (HTTP/2 forbids the header): a body left unread ends the connection
-    if (out.close === true && req.httpVersionMajor === 1) {
-      headers["connection"] = "close";
-    }
-    if (out.close === true) req.resume(); // drop what is unread, unbuffered
     // both response kinds share this call; TypeScript cannot unify the overloads
     (res as ServerResponse).writeHead(out.status, headers);
     res.end(text);
+    if (!req.complete) this.#discard(req);
+  }
+
+  /**
+   * Drops the rest of a refused body unbuffered, so that the client reads
+   * the answer instead of a reset; a body still coming after the body
+   * timeout ends its stream (HTTP/2) or connection (HTTP/1.1).
+   */
+  #discard(req: Request): void {
+    const timer = setTimeout(() => {
+      if ("stream" in req) req.stream.close(http2.constants.NGHTTP2_CANCEL);
+      else req.socket.destroy();
+    }, this.#limits.bodyTimeoutMs);
+    const done = () => clearTimeout(timer);
+    req.once("end", done);
+    req.once("close", done);
+    req.resume();
   }
 
   async #route(
     req: Request,
     path: string,
-  ): Promise<AdmissionOutcome & { close?: boolean }> {
+  ): Promise<AdmissionOutcome> {
     const route = this.#o.routes.get(path);
-    const fail = (code: number, message: string, close = true) => ({
+    const fail = (code: number, message: string) => ({
       status: code,
       body: failureBody(code, message),
-      close,
     });
     if (route === undefined) {
       return fail(404, `no webhook at path "${path}"`);
@@ -378,7 +389,7 @@ export class WebhookServer {
       try {
         body = JSON.parse(read);
       } catch (err) {
-        return fail(400, `malformed JSON: ${errText(err)}`, false);
+        return fail(400, `malformed JSON: ${errText(err)}`);
       }
       return await route(body);
     } finally {
@@ -399,7 +410,6 @@ export class WebhookServer {
         settled = true;
         clearTimeout(timer);
         req.off("data", onData);
-        if (typeof r !== "string") req.resume(); // drop the rest unbuffered
         resolve(r);
       };
       const timer = setTimeout(() =>
@@ -435,7 +445,7 @@ export class WebhookServer {
     if (server === undefined) return;
     const closed = new Promise<void>((r) => server.close(() => r()));
     // idle keep-alive connections would hold the close open
-    for (const conn of this.#conns.values()) {
+    for (const conn of this.#conns) {
       if (conn.requests === 0) conn.socket.destroy();
       else this.#arm(conn, 2000, "idle");
     }
@@ -445,7 +455,7 @@ export class WebhookServer {
       new Promise((r) => timer = setTimeout(r, 2500)),
     ]);
     clearTimeout(timer);
-    for (const conn of this.#conns.values()) {
+    for (const conn of this.#conns) {
       clearTimeout(conn.timer);
       conn.socket.destroy();
     }

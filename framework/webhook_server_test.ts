@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import assert from "node:assert/strict";
 import { allow, deny, handleAdmission } from "./admission.ts";
 import { createTestCa } from "./_test_util.ts";
@@ -400,6 +401,32 @@ Deno.test("webhook server: slow or silent clients are closed within their timeou
       `idle connection closed after ${answered.ms} ms`,
     );
     assert.equal(server.connections, 0);
+
+    // a busy HTTP/2 connection outlives the header and idle timeouts
+    const session = http2.connect(`https://localhost:${server.port}`, {
+      ca: pair.certPem,
+    });
+    let closed = false;
+    session.on("close", () => closed = true);
+    session.on("error", () => {});
+    const h2body = JSON.stringify(review("h2"));
+    for (let i = 0; i < 10; i++) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = session.request({
+          ":method": "POST",
+          ":path": "/validate",
+          "content-type": "application/json",
+        });
+        req.on("response", (h) => resolve(Number(h[":status"])));
+        req.on("error", reject);
+        req.resume();
+        req.end(h2body);
+      });
+      assert.equal(status, 200);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    assert.equal(closed, false, "the HTTP/2 session was closed while in use");
+    session.close();
   } finally {
     await server.stop();
   }
@@ -441,6 +468,25 @@ Deno.test("webhook server: beyond the caps, a quick 429 or 413, and the server s
     assert.equal(big.status, 413);
     assert.match(big.text, /exceeds 1000 bytes/);
 
+    // a body over the cap without a content-length, over HTTP/2
+    const session = http2.connect(`https://localhost:${server.port}`, {
+      ca: pair.certPem,
+    });
+    const streamed = await new Promise<number>((resolve, reject) => {
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/validate",
+        "content-type": "application/json",
+      });
+      req.on("response", (h) => resolve(Number(h[":status"])));
+      req.on("error", reject);
+      req.resume();
+      for (let i = 0; i < 30; i++) req.write(" ".repeat(100));
+      req.end();
+    });
+    session.close();
+    assert.equal(streamed, 413);
+
     // the body budget: two bodies of 700 declared bytes, waiting for the rest
     const a = await rawTls(server.port, pair.certPem);
     await a.write(encode(postHead(700) + "{"));
@@ -477,7 +523,7 @@ Deno.test("webhook server: beyond the caps, a quick 429 or 413, and the server s
 
 Deno.test("webhook server: the update review of a 2.5 MiB object is served over HTTP/1.1 and HTTP/2", async () => {
   const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
-  const { server } = await setup(pair);
+  const { server, metrics } = await setup(pair);
   const object = {
     metadata: {
       name: "a",
@@ -512,6 +558,13 @@ Deno.test("webhook server: the update review of a 2.5 MiB object is served over 
       assert.equal(res.status, 200);
       assert.equal(json.response?.allowed, true);
     }
+    // one connection each, counted by the protocol ALPN chose
+    const text = await metrics.registry.metrics();
+    assert.match(
+      text,
+      /webhook_connections_total\{protocol="http\/1\.1"\} 1\n/,
+    );
+    assert.match(text, /webhook_connections_total\{protocol="h2"\} 1\n/);
   } finally {
     await server.stop();
   }
