@@ -569,3 +569,35 @@ Deno.test("webhook server: the update review of a 2.5 MiB object is served over 
     await server.stop();
   }
 });
+
+Deno.test("webhook server: connections beyond the cap are closed before TLS", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const { server } = await setup(pair, { maxConnections: 2 });
+  const open: Deno.TlsConn[] = [];
+  try {
+    open.push(await rawTls(server.port, pair.certPem));
+    open.push(await rawTls(server.port, pair.certPem));
+    const third = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.port,
+    });
+    const refused = await untilClosed(third, 5_000);
+    assert.ok(refused.ms < 1_000, `the third stayed open ${refused.ms} ms`);
+    open.pop()?.close();
+    await new Promise((r) => setTimeout(r, 100));
+    // a slot is free again: a request goes through
+    const conn = await rawTls(server.port, pair.certPem);
+    const ok = JSON.stringify(review("again"));
+    await conn.write(encode(postHead(ok.length) + ok));
+    const buf = new Uint8Array(1024);
+    const n = await conn.read(buf);
+    assert.match(
+      new TextDecoder().decode(buf.subarray(0, n ?? 0)),
+      /^HTTP\/1\.1 200/,
+    );
+    conn.close();
+  } finally {
+    for (const c of open) c.close();
+    await server.stop();
+  }
+});
