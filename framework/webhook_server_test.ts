@@ -601,3 +601,54 @@ Deno.test("webhook server: connections beyond the cap are closed before TLS", as
     await server.stop();
   }
 });
+
+Deno.test("webhook server: on one HTTP/2 session, requests beyond the in-flight cap get 429 and the session goes on", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const server = new WebhookServer({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: pair,
+    limits: { maxInFlight: 2 },
+    routes: new Map([["/validate", async (json) => {
+      await new Promise((r) => setTimeout(r, 5));
+      return handleAdmission(json, () => allow());
+    }]]),
+  });
+  await server.start();
+  const session = http2.connect(`https://localhost:${server.port}`, {
+    ca: pair.certPem,
+  });
+  session.on("error", () => {});
+  const body = JSON.stringify(review("many"));
+  const statuses: Record<string, number> = {};
+  try {
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(
+        Array.from(
+          { length: 30 },
+          () =>
+            new Promise<void>((resolve, reject) => {
+              const req = session.request({
+                ":method": "POST",
+                ":path": "/validate",
+                "content-type": "application/json",
+              });
+              req.on("response", (h) => {
+                const s = String(h[":status"]);
+                statuses[s] = (statuses[s] ?? 0) + 1;
+              });
+              req.on("close", () => resolve());
+              req.on("error", reject);
+              req.resume();
+              req.end(body);
+            }),
+        ),
+      );
+    }
+  } finally {
+    session.close();
+    await server.stop();
+  }
+  assert.deepEqual(Object.keys(statuses).sort(), ["200", "429"]);
+  assert.equal((statuses["200"] ?? 0) + (statuses["429"] ?? 0), 150);
+});
