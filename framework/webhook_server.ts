@@ -75,7 +75,7 @@ export interface WebhookLimits {
  */
 export const DEFAULT_WEBHOOK_LIMITS: Readonly<WebhookLimits> = Object.freeze({
   maxBodyBytes: 7 * 1024 * 1024,
-  maxInFlight: 64,
+  maxInFlight: 256,
   maxBufferedBytes: 16 * 1024 * 1024,
   maxConnections: 64,
   handshakeTimeoutMs: 5_000,
