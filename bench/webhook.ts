@@ -29,7 +29,10 @@ import http2 from "node:http2";
 import { parseArgs } from "node:util";
 import { silentLogger } from "../framework/logger.ts";
 import { Operator } from "../framework/operator.ts";
-import { DEFAULT_WEBHOOK_LIMITS } from "../framework/webhook_server.ts";
+import {
+  DEFAULT_WEBHOOK_LIMITS,
+  WebhookServer,
+} from "../framework/webhook_server.ts";
 import { parseConcurrencyFlags } from "../controllers/eviction/flags.ts";
 import {
   EVICTION_WEBHOOK_PATH,
@@ -434,6 +437,94 @@ async function slowClients(
   };
 }
 
+/**
+ * Where the time goes on the transport alone: sequential requests on one
+ * reused connection, a fixed ~700-byte reply, against a bare `Deno.serve`
+ * TLS server and against the framework's WebhookServer; p50 and p99 in ms.
+ */
+async function transport(
+  certPem: string,
+  keyPem: string,
+  caPem: string,
+  n: number,
+): Promise<Record<string, { p50Ms: number; p99Ms: number }>> {
+  const reply = JSON.stringify({
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    response: { uid: "u", allowed: true, warnings: ["w".repeat(600)] },
+  });
+  const body = JSON.stringify({ pad: "p".repeat(2000) });
+  const bare = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: certPem,
+    key: keyPem,
+    onListen: () => {},
+  }, async (req) => {
+    await req.arrayBuffer();
+    return new Response(reply, {
+      headers: { "content-type": "application/json" },
+    });
+  });
+  const ours = new WebhookServer({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { certPem, keyPem },
+    routes: new Map([[
+      "/v",
+      () => Promise.resolve({ status: 200, body: JSON.parse(reply) }),
+    ]]),
+  });
+  await ours.start();
+  const out: Record<string, { p50Ms: number; p99Ms: number }> = {};
+  const measure = async (name: string, post: () => Promise<unknown>) => {
+    const lat: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await post();
+      lat.push(performance.now() - t);
+    }
+    lat.sort((a, b) => a - b);
+    out[name] = {
+      p50Ms: Math.round(percentile(lat, 50) * 100) / 100,
+      p99Ms: Math.round(percentile(lat, 99) * 100) / 100,
+    };
+  };
+  try {
+    for (
+      const [name, port] of [["denoServe", bare.addr.port], [
+        "webhookServer",
+        ours.port,
+      ]] as const
+    ) {
+      const base = `https://localhost:${port}`;
+      const client = Deno.createHttpClient({
+        caCerts: [caPem],
+        http1: true,
+        http2: false,
+      });
+      await measure(`${name}Http1`, async () => {
+        const res = await fetch(`${base}/v`, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json" },
+          client,
+        });
+        await res.text();
+      });
+      client.close();
+      const session = http2.connect(base, { ca: caPem });
+      session.on("error", () => {});
+      await measure(`${name}Http2`, () => postH2(session, "/v", body));
+      session.close();
+    }
+  } finally {
+    await bare.shutdown();
+    await ours.stop();
+  }
+  return out;
+}
+
 const rate = positive("rate", values.rate);
 const seconds = positive("seconds", values.seconds);
 const warmupSeconds = Number(values["warmup-seconds"]);
@@ -502,6 +593,13 @@ try {
     POLICY_WEBHOOK_PATH,
     EVICTION_WEBHOOK_PATH,
     hypervisors,
+  );
+  console.error("transport: bare Deno.serve against WebhookServer ...");
+  const transportMs = await transport(
+    pair.certPem,
+    pair.keyPem,
+    env.caCertPem,
+    300,
   );
   const handling = async () =>
     histogramBuckets(
@@ -631,6 +729,7 @@ try {
         errors: Object.fromEntries(r.errors),
       }]),
     ),
+    transport: transportMs,
     // the framework's histogram over both direct runs: body read, parse,
     // validation and reply, without TLS and the network
     serverHandling: {
@@ -699,6 +798,7 @@ function markdown(r: {
       maxSendLagMs: number;
     }
   >;
+  transport: Record<string, { p50Ms: number; p99Ms: number }>;
   serverHandling: {
     requests: number;
     within1msShare: number;
@@ -746,6 +846,12 @@ ${r.date}, Deno ${r.deno}, ${r.cpus} CPUs (shared machine; load average ${
   } % within 1 ms, ${
     (r.serverHandling.within5msShare * 100).toFixed(1)
   } % within 5 ms, of ${r.serverHandling.requests} | | |
+| transport alone, one reused connection, ~700-byte reply: bare \`Deno.serve\` HTTP/1.1 / HTTP/2 p50 | ${
+    r.transport["denoServeHttp1"]?.p50Ms
+  } / ${r.transport["denoServeHttp2"]?.p50Ms} ms | | |
+| the same against WebhookServer (node:http2) HTTP/1.1 / HTTP/2 p50 | ${
+    r.transport["webhookServerHttp1"]?.p50Ms
+  } / ${r.transport["webhookServerHttp2"]?.p50Ms} ms | | |
 | errors (direct, applies) | ${r.errors} | 0 | ${met(r.errors === 0)} |
 | RSS idle / peak with ${r.hostile.clients} clients sending ${r.hostile.bodyMib} MiB at once | ${r.hostile.rssIdleMb} / ${r.hostile.rssPeakMb} MiB (answers: ${
     Object.entries(r.hostile.statuses).map(([k, v]) => `${v} × ${k}`).join(", ")
