@@ -1,21 +1,24 @@
 /**
- * The HTTPS admission webhook server: `node:http2` with HTTP/1.1 allowed on
- * the same port (ALPN picks; the API server negotiates HTTP/2). Certificate
- * and key are read from files and reloaded when they change with
- * `setSecureContext`: new connections get the new pair, open ones keep
- * theirs, nothing is cut.
+ * The HTTPS admission webhook server: `node:https` (HTTP/1.1, what the API
+ * server speaks to a Service-backed webhook). Certificate and key are read
+ * from files and reloaded when they change with `setSecureContext`: new
+ * connections get the new pair, open ones keep theirs, nothing is cut.
  *
- * Why not `Deno.serve`: under Deno 2.9 its HTTP/1.1 answers stall ~40 ms
- * (Nagle's algorithm meets the client's delayed ACK: its sockets are not
- * no-delay), and its certificate is fixed at start, which made a TCP splice
- * in front of it necessary for reload; that splice's sockets stalled
- * HTTP/2 answers the same way. `node:http2` sets no-delay and reloads in
- * place (figures in bench/reports/webhook.md).
+ * Why not `Deno.serve`: under Deno 2.9 its answers stall ~40 ms (Nagle's
+ * algorithm meets the client's delayed ACK: its sockets are not no-delay),
+ * and its certificate is fixed at start, which made a TCP splice in front
+ * of it necessary for reload; that splice's sockets stalled the same way.
+ * `node:https` sets no-delay and reloads in place. Why not `node:http2`:
+ * Deno 2.9's HTTP/2 server crashed the process (a segfault, a `free()` of
+ * an invalid pointer) under the benchmark's HTTP/2 load, and the API server
+ * calls Service-backed webhooks over HTTP/1.1 only (figures in
+ * bench/reports/webhook.md).
  *
  * Bounded memory: a {@linkcode RequestGate} caps requests in flight, one
  * body and the bytes of bodies buffered at once, refusing beyond them with
- * a quick 429 (413 for a body over the cap). Timeouts: the TLS handshake,
- * the first request's headers, each body and idle connections.
+ * a quick 429 (413 for a body over the cap); a cap on connections closes
+ * more before TLS. Timeouts: the TLS handshake, the first request's
+ * headers, each body and idle connections.
  *
  * Request handling: POST with `application/json` only (400 otherwise),
  * malformed JSON or a review without `request.uid` get 400; nothing a
@@ -24,7 +27,7 @@
  * @module
  */
 
-import http2 from "node:http2";
+import https from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import tls from "node:tls";
 import type { AdmissionOutcome } from "./admission.ts";
@@ -104,8 +107,8 @@ export interface WebhookServerOptions {
   metrics?: FrameworkMetrics | undefined;
 }
 
-type Request = IncomingMessage | http2.Http2ServerRequest;
-type Response = ServerResponse | http2.Http2ServerResponse;
+type Request = IncomingMessage;
+type Response = ServerResponse;
 
 /** A TLS connection: its requests in flight and its one pending deadline. */
 interface Conn {
@@ -114,11 +117,7 @@ interface Conn {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
-/**
- * Where a socket keeps its {@linkcode Conn}: a property, not a map, since
- * an HTTP/2 request's `socket` is a proxy of the TLS socket (same
- * properties, another identity).
- */
+/** Where a TLS socket keeps its {@linkcode Conn}, for its requests to find. */
 const CONN = Symbol("webhook connection");
 type TaggedSocket = tls.TLSSocket & { [CONN]?: Conn };
 
@@ -168,7 +167,7 @@ export class WebhookServer {
   readonly #log: Logger;
   readonly #limits: WebhookLimits;
   readonly #gate: RequestGate;
-  #server: http2.Http2SecureServer | undefined;
+  #server: https.Server | undefined;
   #fingerprint = "";
   #conns = new Set<Conn>();
   #sockets = 0;
@@ -218,10 +217,10 @@ export class WebhookServer {
   /** Binds the port and starts serving. */
   async start(): Promise<void> {
     const { cert, key } = await this.#readTls();
-    const server = http2.createSecureServer({
+    const server = https.createServer({
       cert,
       key,
-      allowHTTP1: true,
+      noDelay: true,
       handshakeTimeout: this.#limits.handshakeTimeoutMs,
       minVersion: "TLSv1.2",
     }, (req, res) => void this.#handle(req, res));
@@ -257,7 +256,6 @@ export class WebhookServer {
     // a client that fails or stalls its handshake, or sends garbage:
     // nothing to log per client, and nothing that may end the process
     server.on("tlsClientError", () => {});
-    server.on("sessionError", () => {});
     server.on(
       "clientError",
       (_err: unknown, socket: { destroy(): void }) => socket.destroy(),
@@ -369,26 +367,20 @@ export class WebhookServer {
     };
     if (out.status === 429) headers["retry-after"] = 1;
     const unread = !req.complete;
-    // HTTP/2 forbids the header; there the stream alone ends
-    if (unread && !("stream" in req)) headers["connection"] = "close";
-    // both response kinds share this call; TypeScript cannot unify the overloads
-    (res as ServerResponse).writeHead(out.status, headers);
+    if (unread) headers["connection"] = "close";
+    res.writeHead(out.status, headers);
     res.end(text);
     if (unread) this.#refuseRest(req);
   }
 
   /**
    * Reads no more of a refused body: reading it to drop it cost the
-   * process hundreds of MiB under 200 clients sending 1 MiB each. HTTP/2:
-   * the answer ends the stream, and the client stops sending (what it sent
-   * meanwhile is bounded by the stream's flow-control window; resetting
-   * the stream here hung or crashed Deno 2.9's node:http2). HTTP/1.1: the
+   * process hundreds of MiB under 200 clients sending 1 MiB each. The
    * answer says `Connection: close`; the connection is cut a moment later,
    * once the client has had the time to read it.
    */
   #refuseRest(req: Request): void {
     req.pause();
-    if ("stream" in req) return;
     const socket = req.socket;
     socket.pause();
     const timer = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
