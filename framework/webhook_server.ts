@@ -70,9 +70,11 @@ export interface WebhookLimits {
 
 /**
  * The default caps and timeouts. The body cap serves the update review of
- * the largest object the API server stores (3 MiB object and old object
- * plus the envelope); the buffered budget holds two of them at once, so
- * bodies take at most 16 MiB whatever clients send. The idle timeout is
+ * the largest object the API server accepts (3 MiB, its request limit),
+ * which carries it twice, plus the envelope; the buffered budget holds two
+ * of them at once, so bodies take at most 16 MiB whatever clients send.
+ * The connection cap bounds what Deno reads from clients eagerly (several
+ * MiB per busy connection, measured in bench:webhook). The idle timeout is
  * above Go's 90 s idle-connection timeout, so the API server's client
  * closes first and never sends on a connection the server is closing.
  */
