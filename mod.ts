@@ -195,10 +195,11 @@ export type {
 export { patchStatus, updateStatus } from "./framework/status.ts";
 export type { UpdateStatusOptions, WithStatus } from "./framework/status.ts";
 export {
-  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_WEBHOOK_LIMITS,
   WebhookServer,
 } from "./framework/webhook_server.ts";
 export type {
+  WebhookLimits,
   WebhookRoute,
   WebhookServerOptions,
   WebhookTls,

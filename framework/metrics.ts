@@ -66,6 +66,8 @@ export class FrameworkMetrics {
   readonly invalidObjects: Counter<"kind">;
   /** Admission requests by path and HTTP code. */
   readonly webhookRequests: Counter<"path" | "code">;
+  /** `webhook_connections_total{protocol}`: TLS connections by ALPN protocol (h2, http/1.1). */
+  readonly webhookConnections: Counter<"protocol">;
   /** Admission handling durations in seconds. */
   readonly webhookDuration: Histogram<"path">;
 
@@ -126,6 +128,12 @@ export class FrameworkMetrics {
       labelNames: ["kind"],
       registers,
     });
+    this.webhookConnections = new Counter({
+      name: `${p}webhook_connections_total`,
+      help: "TLS connections to the webhook by negotiated protocol.",
+      labelNames: ["protocol"],
+      registers,
+    });
     this.webhookRequests = new Counter({
       name: `${p}webhook_requests_total`,
       help: "Admission requests by path and HTTP status code.",
@@ -145,6 +153,34 @@ export class FrameworkMetrics {
       } catch {
         // some process metrics are not available on every runtime
       }
+      residentMemory(this.registry, p);
     }
   }
 }
+
+/**
+ * Replaces prom-client's memory gauges: on Linux they read
+ * `/proc/self/status`, which Deno allows only under `--allow-all` (a
+ * narrowed `--allow-read=/proc/self` is refused), so they read 0 in the
+ * binary. Deno's own `memoryUsage()` needs no permission.
+ */
+function residentMemory(registry: Registry, prefix: string): void {
+  for (const name of OS_MEMORY_GAUGES) {
+    registry.removeSingleMetric(prefix + name);
+  }
+  new Gauge({
+    name: `${prefix}process_resident_memory_bytes`,
+    help: "Resident memory size in bytes.",
+    registers: [registry],
+    collect() {
+      this.set(Deno.memoryUsage().rss);
+    },
+  });
+}
+
+/** prom-client's gauges that read `/proc/self/status`. */
+const OS_MEMORY_GAUGES = [
+  "process_resident_memory_bytes",
+  "process_virtual_memory_bytes",
+  "process_heap_bytes",
+] as const;

@@ -29,7 +29,11 @@ import { LeaderElector, type LeaderTiming } from "./leader.ts";
 import { loadDefaultCredentials, readKubeconfigFile } from "./kubeconfig.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { FrameworkMetrics } from "./metrics.ts";
-import { type WebhookRoute, WebhookServer } from "./webhook_server.ts";
+import {
+  type WebhookLimits,
+  type WebhookRoute,
+  WebhookServer,
+} from "./webhook_server.ts";
 
 /** Leader election settings. */
 export interface LeaderElectionOptions extends Partial<LeaderTiming> {
@@ -52,12 +56,10 @@ export type WebhookOptions =
   & {
     /** `host:port` (default `:9443`). */
     address?: string;
-    /** Body cap in bytes (default 1 MiB). */
-    maxBodyBytes?: number;
+    /** Caps and timeouts (default `DEFAULT_WEBHOOK_LIMITS`). */
+    limits?: Partial<WebhookLimits>;
     /** Cert file check interval, ms (default 2000). */
     reloadIntervalMs?: number;
-    /** How long pre-rotation connections may stay open, ms (default 300000). */
-    retireAfterMs?: number;
   }
   & (
     | { certFile: string; keyFile: string }
@@ -610,13 +612,10 @@ export class Operator {
       routes: this.#routes,
       logger: log,
       metrics: this.metrics,
-      ...(w.maxBodyBytes === undefined ? {} : { maxBodyBytes: w.maxBodyBytes }),
+      ...(w.limits === undefined ? {} : { limits: w.limits }),
       ...(w.reloadIntervalMs === undefined
         ? {}
         : { reloadIntervalMs: w.reloadIntervalMs }),
-      ...(w.retireAfterMs === undefined
-        ? {}
-        : { retireAfterMs: w.retireAfterMs }),
     });
     try {
       await server.start();

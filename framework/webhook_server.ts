@@ -1,24 +1,40 @@
 /**
- * The HTTPS admission webhook server (Deno.serve). Certificate and key
- * are read from files and reloaded when the files change, without failing
- * a request: a plain TCP listener owns the public port and splices each new
- * connection to a TLS backend with the current certificate. On a change a
- * new backend takes the new connections; the old one keeps serving the
- * connections it has (HTTP/1.1 answers carry `Connection: close`, so those
- * clients reconnect), and closes once they are gone or after
- * `retireAfterMs` (HTTP/2 clients then get a graceful GOAWAY).
+ * The HTTPS admission webhook server: `node:https` (HTTP/1.1, what the API
+ * server speaks to a Service-backed webhook). Certificate and key are read
+ * from files and reloaded when they change with `setSecureContext`: new
+ * connections get the new pair, open ones keep theirs, nothing is cut.
+ *
+ * Why not `Deno.serve`: under Deno 2.9 its answers stall ~40 ms (Nagle's
+ * algorithm meets the client's delayed ACK: its sockets are not no-delay),
+ * and its certificate is fixed at start, which made a TCP splice in front
+ * of it necessary for reload; that splice's sockets stalled the same way.
+ * `node:https` sets no-delay and reloads in place. Why not `node:http2`:
+ * Deno 2.9's HTTP/2 server crashed the process (a segfault, a `free()` of
+ * an invalid pointer) under the benchmark's HTTP/2 load, and the API server
+ * calls Service-backed webhooks over HTTP/1.1 only (figures in
+ * bench/reports/webhook.md).
+ *
+ * Bounded memory: a {@linkcode RequestGate} caps requests in flight, one
+ * body and the bytes of bodies buffered at once, refusing beyond them with
+ * a quick 429 (413 for a body over the cap); a cap on connections closes
+ * more before TLS. Timeouts: the TLS handshake, the first request's
+ * headers, each body and idle connections.
  *
  * Request handling: POST with `application/json` only (400 otherwise),
- * bodies over the cap (1 MiB) get 413, malformed JSON or a review without
- * `request.uid` get 400; nothing a client sends crashes the server.
+ * malformed JSON or a review without `request.uid` get 400; nothing a
+ * client sends crashes the server.
  *
  * @module
  */
 
+import https from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import tls from "node:tls";
 import type { AdmissionOutcome } from "./admission.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
+import { checkGateLimits, type Refusal, RequestGate } from "./webhook_gate.ts";
 
 /** Where the certificate comes from. */
 export type WebhookTls =
@@ -27,6 +43,51 @@ export type WebhookTls =
 
 /** A route: takes the parsed JSON body, returns the outcome. */
 export type WebhookRoute = (json: unknown) => Promise<AdmissionOutcome>;
+
+/** Caps and timeouts of the webhook server. */
+export interface WebhookLimits {
+  /** Bytes of one request body; more get 413. */
+  maxBodyBytes: number;
+  /** Requests handled at once; more get 429. */
+  maxInFlight: number;
+  /** Bytes of request bodies buffered at once; beyond, 429. */
+  maxBufferedBytes: number;
+  /**
+   * Open connections; more are closed at once, before TLS. Each may hold
+   * what its client sent before the server answered (up to a body), so
+   * this bounds that memory.
+   */
+  maxConnections: number;
+  /** A TLS handshake must end within this, ms. */
+  handshakeTimeoutMs: number;
+  /** A new connection's first request headers must arrive within this, ms. */
+  headersTimeoutMs: number;
+  /** A request body must arrive within this from its headers, ms. */
+  bodyTimeoutMs: number;
+  /** A connection with no request in flight is closed after this, ms. */
+  idleTimeoutMs: number;
+}
+
+/**
+ * The default caps and timeouts. The body cap serves the update review of
+ * the largest object the API server accepts (3 MiB, its request limit),
+ * which carries it twice, plus the envelope; the buffered budget holds two
+ * of them at once, so bodies take at most 16 MiB whatever clients send.
+ * The connection cap bounds what Deno reads from clients eagerly (several
+ * MiB per busy connection, measured in bench:webhook). The idle timeout is
+ * above Go's 90 s idle-connection timeout, so the API server's client
+ * closes first and never sends on a connection the server is closing.
+ */
+export const DEFAULT_WEBHOOK_LIMITS: Readonly<WebhookLimits> = Object.freeze({
+  maxBodyBytes: 7 * 1024 * 1024,
+  maxInFlight: 256,
+  maxBufferedBytes: 16 * 1024 * 1024,
+  maxConnections: 64,
+  handshakeTimeoutMs: 5_000,
+  headersTimeoutMs: 10_000,
+  bodyTimeoutMs: 10_000,
+  idleTimeoutMs: 120_000,
+});
 
 /** Options of {@linkcode WebhookServer}. */
 export interface WebhookServerOptions {
@@ -38,84 +99,53 @@ export interface WebhookServerOptions {
   tls: WebhookTls;
   /** Routes by URL path. */
   routes: Map<string, WebhookRoute>;
-  /** Request body cap in bytes (default 1 MiB). */
-  maxBodyBytes?: number;
+  /** Caps and timeouts (defaults: {@linkcode DEFAULT_WEBHOOK_LIMITS}). */
+  limits?: Partial<WebhookLimits>;
   /** How often cert files are checked for changes, ms (default 2000). */
   reloadIntervalMs?: number;
-  /**
-   * How long connections made before a certificate change may stay open
-   * (default 300000). Until then they are served and told to reconnect
-   * (`Connection: close` on their next answer), so that no client ever
-   * sends a request on a connection the server is closing.
-   */
-  retireAfterMs?: number;
   /** Logger. */
   logger?: Logger;
   /** Metrics. */
   metrics?: FrameworkMetrics | undefined;
 }
 
-/** The default request body cap: 1 MiB. */
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+type Request = IncomingMessage;
+type Response = ServerResponse;
 
-interface Backend {
-  server: Deno.HttpServer<Deno.NetAddr>;
-  port: number;
-  fingerprint: string;
-  /** Spliced client connections still open to this backend. */
-  conns: number;
-  /** Replaced by a newer certificate: answers ask clients to reconnect. */
-  retired: boolean;
-  /** Shut down (once). */
-  closing?: Promise<void>;
-  /** Cancels the retirement deadline. */
-  deadline?: ReturnType<typeof setTimeout>;
+/** A TLS connection: its requests in flight and its one pending deadline. */
+interface Conn {
+  readonly socket: tls.TLSSocket;
+  requests: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
-class BodyTooLarge extends Error {}
+/** Where a TLS socket keeps its {@linkcode Conn}, for its requests to find. */
+const CONN = Symbol("webhook connection");
+type TaggedSocket = tls.TLSSocket & { [CONN]?: Conn };
 
-async function readCapped(req: Request, cap: number): Promise<string> {
-  const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) > cap) throw new BodyTooLarge();
-  if (req.body === null) return "";
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > cap) {
-      await reader.cancel().catch(() => {});
-      throw new BodyTooLarge();
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let off = 0;
-  for (const c of chunks) {
-    all.set(c, off);
-    off += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
-}
+const STATUS_REASON: Record<number, string> = {
+  400: "BadRequest",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  408: "RequestTimeout",
+  413: "RequestEntityTooLarge",
+  429: "TooManyRequests",
+  500: "InternalError",
+};
 
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json" },
-  });
-}
-
-function failure(code: number, reason: string, message: string): Response {
-  return json(code, {
+function failureBody(code: number, message: string): unknown {
+  return {
     kind: "Status",
     apiVersion: "v1",
     status: "Failure",
     code,
-    reason,
+    reason: STATUS_REASON[code] ?? "Failure",
     message,
-  });
+  };
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -134,116 +164,112 @@ function failure(code: number, reason: string, message: string): Response {
 export class WebhookServer {
   readonly #o: WebhookServerOptions;
   readonly #log: Logger;
-  readonly #cap: number;
-  #listener: Deno.Listener | undefined;
-  #backend: Backend | undefined;
-  #retired = new Set<Backend>();
-  #conns = new Set<Deno.Conn>();
+  readonly #limits: WebhookLimits;
+  readonly #gate: RequestGate;
+  #server: https.Server | undefined;
+  #fingerprint = "";
+  #conns = new Set<Conn>();
+  #sockets = 0;
   #reloadTimer: ReturnType<typeof setInterval> | undefined;
-  #acceptLoop: Promise<void> | undefined;
   #reloading = false;
   /** Times the certificate was (re)loaded, the first load included. */
   loads = 0;
 
-  /** Creates a stopped server. */
+  /** Creates a stopped server; throws on a bad cap or timeout. */
   constructor(options: WebhookServerOptions) {
     this.#o = options;
     this.#log = (options.logger ?? silentLogger()).child({ name: "webhook" });
-    this.#cap = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    if (!(this.#cap > 0)) {
-      throw new RangeError(`maxBodyBytes must be > 0, got ${this.#cap}`);
+    this.#limits = { ...DEFAULT_WEBHOOK_LIMITS, ...options.limits };
+    for (const [key, v] of Object.entries(this.#limits)) {
+      if (!(Number.isSafeInteger(v) && v > 0)) {
+        throw new RangeError(`webhook ${key} must be an integer > 0, got ${v}`);
+      }
     }
-  }
-
-  /** Backends with an old certificate still holding client connections. */
-  get retiredBackends(): number {
-    return this.#retired.size;
+    checkGateLimits(this.#limits);
+    this.#gate = new RequestGate(this.#limits);
   }
 
   /** The bound port (after start). */
   get port(): number {
-    const addr = this.#listener?.addr;
-    if (addr === undefined || addr.transport !== "tcp") {
+    const addr = this.#server?.address();
+    if (addr === undefined || addr === null || typeof addr === "string") {
       throw new Error("webhook server is not started");
     }
     return addr.port;
   }
 
+  /** Open TLS connections (for tests and benchmarks). */
+  get connections(): number {
+    return this.#conns.size;
+  }
+
   async #readTls(): Promise<{ cert: string; key: string }> {
-    const tls = this.#o.tls;
-    if ("certPem" in tls) return { cert: tls.certPem, key: tls.keyPem };
+    const t = this.#o.tls;
+    if ("certPem" in t) return { cert: t.certPem, key: t.keyPem };
     const [cert, key] = await Promise.all([
-      Deno.readTextFile(tls.certFile),
-      Deno.readTextFile(tls.keyFile),
+      Deno.readTextFile(t.certFile),
+      Deno.readTextFile(t.keyFile),
     ]);
     return { cert, key };
-  }
-
-  #startBackend(cert: string, key: string): Backend {
-    let port = 0;
-    const backend: Partial<Backend> & { conns: number; retired: boolean } = {
-      conns: 0,
-      retired: false,
-    };
-    const server = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      cert,
-      key,
-      onListen: (addr) => {
-        port = addr.port;
-      },
-      onError: (err) => {
-        this.#log.error({
-          err: err instanceof Error ? err.message : String(err),
-        }, "webhook handler failed");
-        return failure(500, "InternalError", "internal error");
-      },
-    }, async (req) => {
-      const res = await this.#handle(req);
-      // a retired backend asks the client to open a new connection, which
-      // gets the new certificate; the client closes, never the server
-      if (backend.retired) res.headers.set("connection", "close");
-      return res;
-    });
-    port = server.addr.port;
-    return Object.assign(backend, {
-      server,
-      port,
-      fingerprint: cert + "\u0000" + key,
-    });
-  }
-
-  #close(backend: Backend): Promise<void> {
-    if (backend.deadline !== undefined) clearTimeout(backend.deadline);
-    backend.closing ??= backend.server.shutdown().catch(() => {});
-    return backend.closing;
-  }
-
-  #retire(backend: Backend): void {
-    backend.retired = true;
-    this.#retired.add(backend);
-    const done = () => {
-      this.#retired.delete(backend);
-      void this.#close(backend);
-    };
-    if (backend.conns === 0) {
-      done();
-      return;
-    }
-    backend.deadline = setTimeout(done, this.#o.retireAfterMs ?? 300_000);
   }
 
   /** Binds the port and starts serving. */
   async start(): Promise<void> {
     const { cert, key } = await this.#readTls();
-    this.#backend = this.#startBackend(cert, key);
+    const server = https.createServer({
+      cert,
+      key,
+      noDelay: true,
+      handshakeTimeout: this.#limits.handshakeTimeoutMs,
+      minVersion: "TLSv1.2",
+    }, (req, res) => void this.#handle(req, res));
+    this.#fingerprint = cert + "\u0000" + key;
     this.loads++;
-    this.#listener = Deno.listen({
-      hostname: this.#o.hostname ?? "0.0.0.0",
-      port: this.#o.port ?? 9443,
+    server.on(
+      "connection",
+      (socket: { destroy(): void; once(e: "close", f: () => void): void }) => {
+        if (this.#sockets >= this.#limits.maxConnections) {
+          socket.destroy();
+          return;
+        }
+        this.#sockets++;
+        socket.once("close", () => this.#sockets--);
+      },
+    );
+    server.on("secureConnection", (socket: tls.TLSSocket) => {
+      socket.setNoDelay(true);
+      this.#o.metrics?.webhookConnections.inc({
+        protocol: socket.alpnProtocol || "http/1.1",
+      });
+      const conn: Conn = { socket, requests: 0, timer: undefined };
+      (socket as TaggedSocket)[CONN] = conn;
+      this.#conns.add(conn);
+      this.#arm(conn, this.#limits.headersTimeoutMs, "headers");
+      socket.once("close", () => {
+        clearTimeout(conn.timer);
+        this.#conns.delete(conn);
+      });
+      // a peer that resets or vanishes: the socket closes, nothing is thrown
+      socket.on("error", () => {});
     });
-    this.#acceptLoop = this.#accept(this.#listener);
+    // a client that fails or stalls its handshake, or sends garbage:
+    // nothing to log per client, and nothing that may end the process
+    server.on("tlsClientError", () => {});
+    server.on(
+      "clientError",
+      (_err: unknown, socket: { destroy(): void }) => socket.destroy(),
+    );
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.#o.port ?? 9443, this.#o.hostname ?? "0.0.0.0", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    this.#server = server;
+    server.on("error", (err: unknown) => {
+      this.#log.error({ err: errText(err) }, "webhook server error");
+    });
     if ("certFile" in this.#o.tls) {
       this.#reloadTimer = setInterval(
         () => void this.reload(),
@@ -253,189 +279,221 @@ export class WebhookServer {
     this.#log.info({ port: this.port }, "webhook server listening");
   }
 
+  /** Closes `conn` after `ms` unless a request arrives first. */
+  #arm(conn: Conn, ms: number, why: "headers" | "idle"): void {
+    clearTimeout(conn.timer);
+    conn.timer = setTimeout(() => {
+      this.#log.debug({ why }, "closing a connection that sent no request");
+      conn.socket.destroy();
+    }, ms);
+  }
+
   /**
    * Re-reads the certificate files; if they changed and form a valid pair,
    * new connections use them. Returns true when a new certificate was loaded.
    */
   async reload(): Promise<boolean> {
-    if (this.#reloading || this.#backend === undefined) return false;
+    const server = this.#server;
+    if (this.#reloading || server === undefined) return false;
     this.#reloading = true;
     try {
       const { cert, key } = await this.#readTls();
-      const old = this.#backend;
-      if (old === undefined || cert + "\u0000" + key === old.fingerprint) {
-        return false;
-      }
-      let next: Backend;
+      if (cert + "\u0000" + key === this.#fingerprint) return false;
       try {
-        next = this.#startBackend(cert, key);
+        // a mismatched pair throws here and leaves the old one in place
+        tls.createSecureContext({ cert, key });
+        server.setSecureContext({ cert, key });
       } catch (err) {
         // e.g. the cert was written but not yet the key: keep serving the old pair
-        this.#log.warn({
-          err: err instanceof Error ? err.message : String(err),
-        }, "new certificate not usable yet");
+        this.#log.warn({ err: errText(err) }, "new certificate not usable yet");
         return false;
       }
-      this.#backend = next;
+      this.#fingerprint = cert + "\u0000" + key;
       this.loads++;
-      this.#retire(old);
       this.#log.info("serving certificate reloaded");
       return true;
     } catch (err) {
-      this.#log.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        "reading the certificate failed",
-      );
+      this.#log.warn({ err: errText(err) }, "reading the certificate failed");
       return false;
     } finally {
       this.#reloading = false;
     }
   }
 
-  async #accept(listener: Deno.Listener): Promise<void> {
-    for (;;) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch {
-        return;
-      }
-      const backend = this.#backend;
-      if (backend === undefined) {
-        conn.close();
-        continue;
-      }
-      void this.#splice(conn, backend);
-    }
-  }
-
-  async #splice(conn: Deno.Conn, backend: Backend): Promise<void> {
-    this.#conns.add(conn);
-    backend.conns++;
-    let up: Deno.Conn | undefined;
-    try {
-      up = await Deno.connect({ hostname: "127.0.0.1", port: backend.port });
-      this.#conns.add(up);
-      const upstream = up;
-      await Promise.allSettled([
-        conn.readable.pipeTo(upstream.writable),
-        upstream.readable.pipeTo(conn.writable),
-      ]);
-    } catch {
-      // a peer went away
-    } finally {
-      for (const c of [conn, up]) {
-        if (c === undefined) continue;
-        this.#conns.delete(c);
-        try {
-          c.close();
-        } catch {
-          // already closed
-        }
-      }
-      backend.conns--;
-      if (
-        backend.retired && backend.conns === 0 && this.#retired.delete(backend)
-      ) {
-        void this.#close(backend);
-      }
-    }
-  }
-
-  async #handle(req: Request): Promise<Response> {
+  async #handle(req: Request, res: Response): Promise<void> {
     const started = performance.now();
-    const path = new URL(req.url).pathname;
-    const res = await this.#route(req, path);
+    const conn = (req.socket as TaggedSocket)[CONN];
+    if (conn !== undefined) {
+      clearTimeout(conn.timer);
+      conn.requests++;
+    }
+    const path = new URL(req.url ?? "/", "https://webhook").pathname;
     const known = this.#o.routes.has(path);
-    this.#o.metrics?.webhookRequests.inc({
-      path: known ? path : "other",
-      code: String(res.status),
-    });
-    if (known) {
-      this.#o.metrics?.webhookDuration.observe(
-        { path },
-        (performance.now() - started) / 1000,
-      );
-    }
-    return res;
-  }
-
-  async #route(req: Request, path: string): Promise<Response> {
-    const route = this.#o.routes.get(path);
-    if (route === undefined) {
-      return failure(404, "NotFound", `no webhook at path "${path}"`);
-    }
-    if (req.method !== "POST") {
-      return failure(
-        405,
-        "MethodNotAllowed",
-        `method must be POST, got ${req.method}`,
-      );
-    }
-    const type = req.headers.get("content-type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
-      return failure(
-        400,
-        "BadRequest",
-        `content-type must be application/json, got "${type}"`,
-      );
-    }
-    let text: string;
+    let status = 500;
     try {
-      text = await readCapped(req, this.#cap);
+      const out = await this.#route(req, path);
+      status = out.status;
+      this.#send(req, res, out);
     } catch (err) {
-      if (err instanceof BodyTooLarge) {
-        return failure(
-          413,
-          "RequestEntityTooLarge",
-          `request body exceeds ${this.#cap} bytes`,
+      this.#log.error({ err: errText(err) }, "webhook handler failed");
+      this.#send(req, res, {
+        status: 500,
+        body: failureBody(500, "internal error"),
+      });
+    } finally {
+      this.#o.metrics?.webhookRequests.inc({
+        path: known ? path : "other",
+        code: String(status),
+      });
+      if (known) {
+        this.#o.metrics?.webhookDuration.observe(
+          { path },
+          (performance.now() - started) / 1000,
         );
       }
-      return failure(400, "BadRequest", "could not read the request body");
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (err) {
-      return failure(
-        400,
-        "BadRequest",
-        `malformed JSON: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    }
-    const out = await route(body);
-    return json(out.status, out.body);
-  }
-
-  /** Stops accepting, lets running requests finish, closes everything. */
-  async stop(): Promise<void> {
-    if (this.#reloadTimer !== undefined) clearInterval(this.#reloadTimer);
-    try {
-      this.#listener?.close();
-    } catch {
-      // already closed
-    }
-    await this.#acceptLoop;
-    const backend = this.#backend;
-    this.#backend = undefined;
-    const all = [...this.#retired, ...(backend === undefined ? [] : [backend])];
-    this.#retired.clear();
-    const shutdown = Promise.all(all.map((b) => this.#close(b)));
-    // idle keep-alive connections would hold the drain open: close the splices
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      shutdown,
-      new Promise((r) => timer = setTimeout(r, 2000)),
-    ]);
-    clearTimeout(timer);
-    for (const c of this.#conns) {
-      try {
-        c.close();
-      } catch {
-        // already closed
+      if (conn !== undefined && --conn.requests === 0) {
+        this.#arm(conn, this.#limits.idleTimeoutMs, "idle");
       }
     }
+  }
+
+  #send(req: Request, res: Response, out: AdmissionOutcome): void {
+    if (res.headersSent || res.writableEnded) return;
+    const text = JSON.stringify(out.body);
+    const headers: Record<string, string | number> = {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+    };
+    if (out.status === 429) headers["retry-after"] = 1;
+    const unread = !req.complete;
+    res.writeHead(out.status, headers);
+    res.end(text);
+    if (unread) this.#refuseRest(req);
+  }
+
+  /**
+   * Drops the rest of a refused body as it comes, without buffering it, so
+   * that the client reads the answer instead of a reset (clients such as
+   * Deno's fetch report a reset while sending, not the answer); a body
+   * still coming after the body timeout ends its connection. Deno reads
+   * request data eagerly whether or not it is read here, so the connection
+   * cap, not pausing, is what bounds that memory.
+   */
+  #refuseRest(req: Request): void {
+    const socket = req.socket;
+    const timer = setTimeout(
+      () => socket.destroy(),
+      this.#limits.bodyTimeoutMs,
+    );
+    const done = () => clearTimeout(timer);
+    req.once("end", done);
+    req.once("close", done);
+    req.resume();
+  }
+
+  async #route(
+    req: Request,
+    path: string,
+  ): Promise<AdmissionOutcome> {
+    const route = this.#o.routes.get(path);
+    const fail = (code: number, message: string) => ({
+      status: code,
+      body: failureBody(code, message),
+    });
+    if (route === undefined) {
+      return fail(404, `no webhook at path "${path}"`);
+    }
+    if (req.method !== "POST") {
+      return fail(405, `method must be POST, got ${req.method}`);
+    }
+    const type = req.headers["content-type"] ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      return fail(400, `content-type must be application/json, got "${type}"`);
+    }
+    const declared = req.headers["content-length"];
+    const ticket = this.#gate.open(
+      declared === undefined ? undefined : Number(declared),
+    );
+    if ("status" in ticket) return fail(ticket.status, ticket.message);
+    try {
+      const read = await this.#readBody(req, ticket.grow);
+      if (typeof read !== "string") return fail(read.status, read.message);
+      let body: unknown;
+      try {
+        body = JSON.parse(read);
+      } catch (err) {
+        return fail(400, `malformed JSON: ${errText(err)}`);
+      }
+      return await route(body);
+    } finally {
+      ticket.close();
+    }
+  }
+
+  /** The body as text, or why it was not read whole. */
+  #readBody(
+    req: Request,
+    grow: (bytes: number) => Refusal | undefined,
+  ): Promise<string | { status: number; message: string }> {
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let settled = false;
+      const finish = (r: string | { status: number; message: string }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.off("data", onData);
+        // flowing without a listener would read and drop the rest
+        req.pause();
+        resolve(r);
+      };
+      const timer = setTimeout(() =>
+        finish({
+          status: 408,
+          message:
+            `the request body did not arrive within ${this.#limits.bodyTimeoutMs} ms`,
+        }), this.#limits.bodyTimeoutMs);
+      const onData = (chunk: Buffer) => {
+        const refused = grow(chunk.byteLength);
+        if (refused !== undefined) {
+          chunks.length = 0;
+          finish(refused);
+          return;
+        }
+        chunks.push(chunk);
+      };
+      req.on("data", onData);
+      req.once("end", () => finish(Buffer.concat(chunks).toString("utf8")));
+      req.once(
+        "error",
+        () => finish({ status: 400, message: "could not read the body" }),
+      );
+      req.once("aborted", () => finish({ status: 400, message: "aborted" }));
+    });
+  }
+
+  /** Stops accepting, lets running requests finish (2 s at most), closes everything. */
+  async stop(): Promise<void> {
+    if (this.#reloadTimer !== undefined) clearInterval(this.#reloadTimer);
+    const server = this.#server;
+    this.#server = undefined;
+    if (server === undefined) return;
+    const closed = new Promise<void>((r) => server.close(() => r()));
+    // idle keep-alive connections would hold the close open
+    for (const conn of this.#conns) {
+      if (conn.requests === 0) conn.socket.destroy();
+      else this.#arm(conn, 2000, "idle");
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      closed,
+      new Promise((r) => timer = setTimeout(r, 2500)),
+    ]);
+    clearTimeout(timer);
+    for (const conn of this.#conns) {
+      clearTimeout(conn.timer);
+      conn.socket.destroy();
+    }
     this.#conns.clear();
-    await shutdown;
   }
 }

@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
 import { allow, deny, handleAdmission } from "./admission.ts";
-import { createTestCa, waitFor } from "../tests/harness/framework_util.ts";
+import { createTestCa } from "../tests/harness/framework_util.ts";
 import { FrameworkMetrics } from "./metrics.ts";
-import { WebhookServer } from "./webhook_server.ts";
+import {
+  type WebhookLimits,
+  WebhookServer,
+  type WebhookTls,
+} from "./webhook_server.ts";
 import { generateSelfSignedCertificate } from "./self_signed.ts";
 
 function review(
@@ -21,13 +25,17 @@ function review(
   };
 }
 
-async function setup(tls: { certFile: string; keyFile: string }) {
+async function setup(
+  tls: WebhookTls,
+  limits: Partial<WebhookLimits> = {},
+) {
   const metrics = new FrameworkMetrics({ processMetrics: false });
   const server = new WebhookServer({
     hostname: "127.0.0.1",
     port: 0,
     tls,
     metrics,
+    limits,
     reloadIntervalMs: 60_000,
     routes: new Map([
       [
@@ -58,7 +66,7 @@ Deno.test("webhook server: AdmissionReview answers, bad input gets 400/413, neve
   const { server, metrics } = await setup({
     certFile: `${dir}/tls.crt`,
     keyFile: `${dir}/tls.key`,
-  });
+  }, { maxBodyBytes: 1024 * 1024 });
   const client = Deno.createHttpClient({ caCerts: [ca.certPem] });
   const url = `https://127.0.0.1:${server.port}/validate`;
   const post = async (
@@ -290,57 +298,276 @@ Deno.test("self-signed certificate serves TLS for its hosts", async () => {
   );
 });
 
-Deno.test("webhook server: after a rotation HTTP/1.1 keep-alive clients are told to reconnect and the old backend closes", async () => {
-  const ca = await createTestCa();
-  const dir = await Deno.makeTempDir();
-  const write = async () => {
-    const pair = await ca.issue(["127.0.0.1"]);
-    await Deno.writeTextFile(`${dir}/tls.key`, pair.keyPem);
-    await Deno.writeTextFile(`${dir}/tls.crt`, pair.certPem);
-  };
-  await write();
-  const { server } = await setup({
-    certFile: `${dir}/tls.crt`,
-    keyFile: `${dir}/tls.key`,
+/** A raw TLS connection to the server, speaking `alpn`. */
+async function rawTls(
+  port: number,
+  certPem: string,
+  alpn: "http/1.1" | "h2" = "http/1.1",
+): Promise<Deno.TlsConn> {
+  const conn = await Deno.connectTls({
+    hostname: "localhost",
+    port,
+    caCerts: [certPem],
+    alpnProtocols: [alpn],
   });
-  const client = Deno.createHttpClient({ caCerts: [ca.certPem], http2: false });
-  const call = async () => {
-    const res = await fetch(`https://127.0.0.1:${server.port}/validate`, {
+  await conn.handshake();
+  return conn;
+}
+
+/** Reads until the server closes; the ms it took and what was read. */
+async function untilClosed(
+  conn: Deno.Conn,
+  giveUpMs: number,
+): Promise<{ ms: number; text: string }> {
+  const started = performance.now();
+  const buf = new Uint8Array(4096);
+  let text = "";
+  const giveUp = setTimeout(() => conn.close(), giveUpMs);
+  try {
+    for (;;) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+  } catch {
+    // reset by the server, or closed by the give-up timer
+  } finally {
+    clearTimeout(giveUp);
+  }
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+  return { ms: performance.now() - started, text };
+}
+
+const encode = (s: string) => new TextEncoder().encode(s);
+
+function postHead(length: number): string {
+  return `POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+}
+
+Deno.test("webhook server: slow or silent clients are closed within their timeout", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const { server } = await setup(pair, {
+    handshakeTimeoutMs: 300,
+    headersTimeoutMs: 300,
+    bodyTimeoutMs: 300,
+    idleTimeoutMs: 600,
+  });
+  try {
+    // no TLS handshake at all
+    const tcp = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.port,
+    });
+    const silent = await untilClosed(tcp, 5_000);
+    assert.ok(silent.ms < 2_000, `no handshake: open ${silent.ms} ms`);
+
+    // headers that never end: a byte every 100 ms keeps the socket busy
+    const slow = await rawTls(server.port, pair.certPem);
+    await slow.write(encode("POST /validate HTTP/1.1\r\nHost: x\r\n"));
+    const drip = setInterval(
+      () => void slow.write(encode("X-A: b\r\n")).catch(() => {}),
+      100,
+    );
+    const headers = await untilClosed(slow, 5_000);
+    clearInterval(drip);
+    assert.ok(headers.ms < 2_000, `slow headers: open ${headers.ms} ms`);
+
+    // a body that stops halfway gets 408 and the connection ends
+    const body = await rawTls(server.port, pair.certPem);
+    await body.write(encode(postHead(100) + "{".repeat(10)));
+    const half = await untilClosed(body, 5_000);
+    assert.match(half.text, /^HTTP\/1\.1 408/);
+    assert.ok(half.ms < 2_000, `slow body: open ${half.ms} ms`);
+
+    // an idle keep-alive connection after an answer
+    const idle = await rawTls(server.port, pair.certPem);
+    const ok = JSON.stringify(review("idle"));
+    await idle.write(encode(postHead(ok.length) + ok));
+    const answered = await untilClosed(idle, 5_000);
+    assert.match(answered.text, /^HTTP\/1\.1 200/);
+    assert.ok(
+      answered.ms > 400 && answered.ms < 3_000,
+      `idle connection closed after ${answered.ms} ms`,
+    );
+    assert.equal(server.connections, 0);
+
+    // a busy keep-alive connection outlives the header and idle timeouts
+    const busy = await rawTls(server.port, pair.certPem);
+    const again = JSON.stringify(review("busy"));
+    const buf = new Uint8Array(4096);
+    for (let i = 0; i < 10; i++) {
+      await busy.write(encode(postHead(again.length) + again));
+      const n = await busy.read(buf);
+      assert.match(
+        new TextDecoder().decode(buf.subarray(0, n ?? 0)),
+        /^HTTP\/1\.1 200/,
+        `request ${i} on the kept connection`,
+      );
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    busy.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("webhook server: beyond the caps, a quick 429 or 413, and the server still serves", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  let release = () => {};
+  const blocked = new Promise<void>((r) => release = r);
+  const server = new WebhookServer({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: pair,
+    limits: { maxInFlight: 3, maxBodyBytes: 1000, maxBufferedBytes: 1500 },
+    routes: new Map([
+      ["/validate", (json) => handleAdmission(json, () => allow())],
+      ["/block", async (json) => {
+        await blocked;
+        return handleAdmission(json, () => allow());
+      }],
+    ]),
+  });
+  await server.start();
+  const client = Deno.createHttpClient({ caCerts: [pair.certPem] });
+  const post = async (path: string, body: string) => {
+    const res = await fetch(`https://localhost:${server.port}${path}`, {
       method: "POST",
-      body: JSON.stringify(review("k")),
+      body,
       headers: { "content-type": "application/json" },
       client,
     });
-    await res.body?.cancel();
-    return res.status;
+    return { status: res.status, text: await res.text() };
   };
   try {
-    assert.equal(await call(), 200);
-    await write();
-    assert.equal(await server.reload(), true);
-    assert.equal(
-      server.retiredBackends,
-      1,
-      "the kept-alive connection holds the old backend",
+    const small = JSON.stringify(review("s"));
+    assert.equal((await post("/validate", small)).status, 200);
+    const tooBig = JSON.stringify(review("b", { pad: "x".repeat(1200) }));
+    const big = await post("/validate", tooBig);
+    assert.equal(big.status, 413);
+    assert.match(big.text, /exceeds 1000 bytes/);
+
+    // a body over the cap without a content-length (chunked)
+    const chunked = await rawTls(server.port, pair.certPem);
+    await chunked.write(encode(
+      "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ));
+    for (let i = 0; i < 12; i++) {
+      await chunked.write(encode(`64\r\n${" ".repeat(100)}\r\n`)).catch(
+        () => {},
+      );
+    }
+    const streamed = await untilClosed(chunked, 5_000);
+    assert.match(streamed.text, /^HTTP\/1\.1 413/);
+
+    // the body budget: two bodies of 700 declared bytes, waiting for the rest
+    const a = await rawTls(server.port, pair.certPem);
+    await a.write(encode(postHead(700) + "{"));
+    const b = await rawTls(server.port, pair.certPem);
+    await b.write(encode(postHead(700) + "{"));
+    await new Promise((r) => setTimeout(r, 100));
+    const full = await post("/validate", small);
+    assert.equal(full.status, 429);
+    assert.match(full.text, /1500 bytes of bodies are buffered/);
+    a.close();
+    b.close();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await post("/validate", small)).status, 200);
+
+    // requests in flight: three held by the route, the fourth refused at once
+    const held = [1, 2, 3].map(() => post("/block", small));
+    await new Promise((r) => setTimeout(r, 100));
+    const started = performance.now();
+    const fourth = await post("/validate", small);
+    assert.equal(fourth.status, 429);
+    assert.match(fourth.text, /3 requests are in flight/);
+    assert.ok(performance.now() - started < 1_000);
+    release();
+    assert.deepEqual(
+      (await Promise.all(held)).map((r) => r.status),
+      [200, 200, 200],
     );
-    assert.equal(
-      await call(),
-      200,
-      "served on the old connection, with Connection: close",
-    );
-    await waitFor(
-      "the old backend to close",
-      () => server.retiredBackends === 0,
-      5_000,
-    );
-    assert.equal(
-      await call(),
-      200,
-      "and the next request uses a new connection",
-    );
+    assert.equal((await post("/validate", small)).status, 200);
   } finally {
     client.close();
     await server.stop();
-    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("webhook server: the update review of a 2.5 MiB object is served", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const { server, metrics } = await setup(pair);
+  const object = {
+    metadata: {
+      name: "a",
+      annotations: { big: "x".repeat(2.5 * 1024 * 1024) },
+    },
+    spec: { n: 1 },
+  };
+  const body = JSON.stringify({
+    ...review("big", object),
+    request: {
+      ...review("big", object).request,
+      operation: "UPDATE",
+      oldObject: object,
+    },
+  });
+  assert.ok(body.length > 5 * 1024 * 1024);
+  try {
+    const client = Deno.createHttpClient({ caCerts: [pair.certPem] });
+    const res = await fetch(`https://localhost:${server.port}/validate`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json" },
+      client,
+    });
+    const json = await res.json() as { response?: { allowed?: boolean } };
+    client.close();
+    assert.equal(res.status, 200);
+    assert.equal(json.response?.allowed, true);
+    // HTTP/1.1 even for a client that offers HTTP/2
+    const text = await metrics.registry.metrics();
+    assert.match(
+      text,
+      /webhook_connections_total\{protocol="http\/1\.1"\} 1\n/,
+    );
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("webhook server: connections beyond the cap are closed before TLS", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const { server } = await setup(pair, { maxConnections: 2 });
+  const open: Deno.TlsConn[] = [];
+  try {
+    open.push(await rawTls(server.port, pair.certPem));
+    open.push(await rawTls(server.port, pair.certPem));
+    const third = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.port,
+    });
+    const refused = await untilClosed(third, 5_000);
+    assert.ok(refused.ms < 1_000, `the third stayed open ${refused.ms} ms`);
+    open.pop()?.close();
+    await new Promise((r) => setTimeout(r, 100));
+    // a slot is free again: a request goes through
+    const conn = await rawTls(server.port, pair.certPem);
+    const ok = JSON.stringify(review("again"));
+    await conn.write(encode(postHead(ok.length) + ok));
+    const buf = new Uint8Array(1024);
+    const n = await conn.read(buf);
+    assert.match(
+      new TextDecoder().decode(buf.subarray(0, n ?? 0)),
+      /^HTTP\/1\.1 200/,
+    );
+    conn.close();
+  } finally {
+    for (const c of open) c.close();
+    await server.stop();
   }
 });

@@ -87,6 +87,20 @@ Deno.test("the Deployment's memory covers the whole operator's measured RSS", as
     limit >= 1.5 * peakRssMb,
     `limit ${limit} MiB < 1.5 x peak ${peakRssMb}`,
   );
+  // and the webhook under hostile load on top of the operator's own peak
+  const webhook = JSON.parse(
+    await Deno.readTextFile(new URL("bench/reports/webhook.json", ROOT)),
+  ) as { hostile?: { rssIdleMb?: number; rssPeakMb?: number } };
+  const { rssIdleMb, rssPeakMb } = webhook.hostile ?? {};
+  assert.ok(
+    typeof rssIdleMb === "number" && typeof rssPeakMb === "number",
+    "bench/reports/webhook.json has hostile.rssIdleMb and rssPeakMb (npx deno task bench:webhook)",
+  );
+  const hostilePeak = peakRssMb + rssPeakMb - rssIdleMb;
+  assert.ok(
+    limit >= hostilePeak,
+    `limit ${limit} MiB < operator peak + webhook hostile growth ${hostilePeak}`,
+  );
   // the manifest says where its figures come from, with the figures
   assert.match(manifestText, /bench\/reports\/framework\.json/);
   assert.ok(

@@ -1,20 +1,20 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { objectValidator, type ReviewRequest } from "./admission_review.ts";
+import { objectValidator } from "./admission_review.ts";
+import { type AdmissionRequest, deny } from "../framework/admission.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
 import { validateEviction } from "./eviction.ts";
-import { denied } from "./verdict.ts";
 import { policySettings } from "../limits/resolve.ts";
 
 Deno.test("objectValidator: CREATE has no old object, DELETE and CONNECT are allowed unseen", () => {
   const calls: unknown[][] = [];
   const v = objectValidator((o: unknown, old: unknown, ctx: string) => {
     calls.push([o, old, ctx]);
-    return denied("no");
+    return deny("no");
   }, () => "ctx");
   const base = {
     uid: "u",
-    kind: undefined,
+    userInfo: {},
     name: "",
     namespace: "",
     object: 1,
@@ -41,17 +41,17 @@ const evictionValidator = objectValidator(validateEviction, () => ({
   }),
 }));
 
-Deno.test("property: any objects give a verdict, never an exception", () => {
+Deno.test("property: any objects give a result, never an exception", () => {
   fc.assert(fc.property(
     fc.constantFrom("CREATE", "UPDATE", "DELETE", "CONNECT" as const),
     fc.anything(),
     fc.anything(),
     fc.boolean(),
     (operation, object, oldObject, dryRun) => {
-      const request: ReviewRequest = {
+      const request: AdmissionRequest<unknown> = {
         uid: "u",
         operation,
-        kind: undefined,
+        userInfo: {},
         name: "",
         namespace: "",
         object,
@@ -59,9 +59,9 @@ Deno.test("property: any objects give a verdict, never an exception", () => {
         dryRun,
       };
       for (const validate of [policyValidator, evictionValidator]) {
-        const verdict = validate(request);
-        assert.equal(typeof verdict.allowed, "boolean");
-        if (!verdict.allowed) assert.ok(!verdict.message.includes("\n"));
+        const result = validate(request);
+        assert.equal(typeof result.allowed, "boolean");
+        if (!result.allowed) assert.ok(!result.message.includes("\n"));
       }
     },
   ));

@@ -18,7 +18,7 @@ import { type LimitSettings, resolveLimit } from "../limits/resolve.ts";
 import { quoteValue } from "../limits/quote.ts";
 import { MAX_PER_HOST_LIMIT, violationMessage } from "../limits/validation.ts";
 import { isBeingDeleted, isRecord, objectName } from "./object_fields.ts";
-import { allowed, denied, type Verdict } from "./verdict.ts";
+import { type AdmissionResult, allow, deny } from "../framework/admission.ts";
 
 /** An Eviction that exists, as the Eviction webhook needs to know it. */
 export interface ExistingEviction {
@@ -112,16 +112,16 @@ export function validateEviction(
   newObj: unknown,
   oldObj: unknown,
   context: EvictionContext,
-): Verdict {
+): AdmissionResult {
   if (!isRecord(newObj)) {
-    return denied(
+    return deny(
       violationMessage("object", newObj, "", "an Eviction object"),
     );
   }
-  if (isBeingDeleted(newObj)) return allowed();
+  if (isBeingDeleted(newObj)) return allow();
   const spec = newObj["spec"];
   if (!isRecord(spec)) {
-    return denied(
+    return deny(
       violationMessage(
         "spec",
         spec,
@@ -242,6 +242,6 @@ export function validateEviction(
     warnings.push(HOLD_WARNING);
   }
   return messages.length > 0
-    ? denied(messages.join(" | "), warnings)
-    : allowed(warnings);
+    ? deny(messages.join(" | "), { warnings })
+    : allow(warnings);
 }

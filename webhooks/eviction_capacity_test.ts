@@ -27,6 +27,10 @@ Deno.test("eviction webhook: Hold warns at creation, Warn and updates do not", (
     const ctx = evictionContextFrom([], () => [], settings, c.check);
     const v = validateEviction(obj, c.old, ctx);
     assert.equal(v.allowed, true);
-    assert.equal(v.warnings.includes(HOLD_WARNING), c.warned, String(c.check));
+    assert.equal(
+      (v.warnings ?? []).includes(HOLD_WARNING),
+      c.warned,
+      String(c.check),
+    );
   }
 });

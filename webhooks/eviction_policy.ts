@@ -24,7 +24,7 @@ import {
   nameList,
   objectName,
 } from "./object_fields.ts";
-import { allowed, denied, type Verdict } from "./verdict.ts";
+import { type AdmissionResult, allow, deny } from "../framework/admission.ts";
 
 /** A drain that is running now, as the policy webhook needs to know it. */
 export interface RunningEviction {
@@ -143,13 +143,13 @@ export function validateEvictionPolicy(
   newObj: unknown,
   oldObj: unknown,
   context: PolicyContext,
-): Verdict {
+): AdmissionResult {
   if (!isRecord(newObj)) {
-    return denied(
+    return deny(
       violationMessage("object", newObj, "", "an EvictionPolicy object"),
     );
   }
-  if (isBeingDeleted(newObj)) return allowed();
+  if (isBeingDeleted(newObj)) return allow();
   const check = checkLimitSpec(newObj["spec"]);
   const warnings = check.warnings.map((w) => w.message);
   let messages = refusals(newObj);
@@ -162,11 +162,11 @@ export function validateEvictionPolicy(
     }
     messages = messages.filter((m) => !before.has(m));
   }
-  if (messages.length > 0) return denied(messages.join(" | "), warnings);
+  if (messages.length > 0) return deny(messages.join(" | "), { warnings });
   if (check.ok) {
     warnings.push(
       ...loweringWarnings(policySettings(check.spec), oldObj, context),
     );
   }
-  return allowed(warnings);
+  return allow(warnings);
 }

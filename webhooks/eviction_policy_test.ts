@@ -1,3 +1,4 @@
+import { allow, deny } from "../framework/admission.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { EvictionPolicySpecSchema } from "../models/mod.ts";
@@ -273,15 +274,12 @@ Deno.test("validateEvictionPolicy: every rule, each message exact", async (t) =>
   for (const c of cases) {
     await t.step(c.name, () => {
       const v = validateEvictionPolicy(c.obj, c.old, c.context ?? NONE);
-      if (c.message === undefined) {
-        assert.deepEqual(v, { allowed: true, warnings: c.warnings ?? [] });
-      } else {
-        assert.deepEqual(v, {
-          allowed: false,
-          message: c.message,
-          warnings: c.warnings ?? [],
-        });
-      }
+      assert.deepEqual(
+        v,
+        c.message === undefined
+          ? allow(c.warnings)
+          : deny(c.message, { warnings: c.warnings ?? [] }),
+      );
     });
   }
 });
@@ -357,7 +355,9 @@ Deno.test("property: the verdict is well-formed and its message one line for any
         assert.ok(v.message.length > 0);
         assert.ok(!/[\n\r\u2028\u2029]/.test(v.message));
       }
-      for (const w of v.warnings) assert.ok(!/[\n\r\u2028\u2029]/.test(w));
+      for (const w of v.warnings ?? []) {
+        assert.ok(!/[\n\r\u2028\u2029]/.test(w));
+      }
     },
   ));
 });

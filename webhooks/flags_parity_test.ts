@@ -86,7 +86,7 @@ Deno.test("property: flags and a policy with the same settings agree", () => {
         allowedRuns++;
         assert.deepEqual(
           flags.warnings.map((w) => w.message),
-          verdict.warnings,
+          verdict.warnings ?? [],
         );
         const fromPolicy = resolveLimit(
           policySettings(EvictionPolicySpecSchema.parse(spec)),

@@ -6,7 +6,6 @@
  * @module
  */
 
-export * from "./verdict.ts";
 export * from "./eviction_policy.ts";
 export * from "./eviction.ts";
 export * from "./context.ts";

@@ -5,7 +5,6 @@ import {
   nameList,
   objectName,
 } from "./object_fields.ts";
-import { allowed, denied } from "./verdict.ts";
 
 Deno.test("object fields: records, names, deletion", () => {
   assert.ok(isRecord({}) && !isRecord([]) && !isRecord(null) && !isRecord("x"));
@@ -26,13 +25,4 @@ Deno.test("nameList: quoted, escaped, shortened", () => {
   assert.equal(nameList(["a"]), '"a"');
   assert.equal(nameList(["a", "b\n"]), '"a", "b\\n"');
   assert.equal(nameList(["a", "b", "c", "d"], 2), '"a", "b" and 2 more');
-});
-
-Deno.test("verdicts", () => {
-  assert.deepEqual(allowed(), { allowed: true, warnings: [] });
-  assert.deepEqual(denied("m", ["w"]), {
-    allowed: false,
-    message: "m",
-    warnings: ["w"],
-  });
 });

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { AdmissionResult, Validator } from "../framework/admission.ts";
+import { deny, type Validator } from "../framework/admission.ts";
 import type { CacheReader } from "../framework/informer.ts";
 import { defineKind, type KubeObject } from "../framework/kind.ts";
 import { type Operator, validatePath } from "../framework/operator.ts";
@@ -31,15 +31,10 @@ import {
   EvictionPolicyKind,
   HypervisorKind,
 } from "../controllers/kinds.ts";
-import {
-  objectValidator,
-  type ReviewRequest,
-  type ReviewValidator,
-} from "./admission_review.ts";
+import { objectValidator } from "./admission_review.ts";
 import { evictionContextFrom, policyContextFrom } from "./context.ts";
 import { validateEviction } from "./eviction.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
-import type { Verdict } from "./verdict.ts";
 
 // The routes get the objects unparsed: the generated schemas would refuse
 // a bad trait or a duplicate with zod's generic text before our validators
@@ -87,34 +82,15 @@ export interface WebhookValidators {
   readonly eviction: Validator<KubeObject>;
 }
 
-function toResult(verdict: Verdict): AdmissionResult {
-  const warnings = [...verdict.warnings];
-  return verdict.allowed
-    ? { allowed: true, warnings }
-    : { allowed: false, message: verdict.message, warnings };
-}
-
-function adapt(
+/** Denies with 503 while the caches are still being filled. */
+function whenSynced(
   caches: WebhookCaches,
-  validate: ReviewValidator,
+  validate: Validator<KubeObject>,
 ): Validator<KubeObject> {
   return (request) => {
     const synced = caches.evictions.hasSynced &&
       caches.hypervisors.hasSynced && caches.policies.hasSynced;
-    if (!synced) {
-      return { allowed: false, message: NOT_SYNCED_MESSAGE, code: 503 };
-    }
-    const review: ReviewRequest = {
-      uid: request.uid,
-      operation: request.operation,
-      kind: undefined,
-      name: request.name,
-      namespace: request.namespace,
-      object: request.object,
-      oldObject: request.oldObject,
-      dryRun: request.dryRun,
-    };
-    return toResult(validate(review));
+    return synced ? validate(request) : deny(NOT_SYNCED_MESSAGE, { code: 503 });
   };
 }
 
@@ -152,14 +128,14 @@ export function webhookValidators(
     return hv === undefined ? undefined : hv.status?.traits ?? [];
   };
   return {
-    policy: adapt(
+    policy: whenSynced(
       caches,
       objectValidator(
         validateEvictionPolicy,
         () => policyContextFrom(caches.evictions.list(), hypervisorTraits),
       ),
     ),
-    eviction: adapt(
+    eviction: whenSynced(
       caches,
       objectValidator(validateEviction, () =>
         evictionContextFrom(

@@ -178,6 +178,9 @@ export async function startEnvtest(
       `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
       "--unsafe-no-fsync",
       "--log-level=warn",
+      // etcd's default (1.5 MiB) refuses objects the API server sends (up
+      // to its etcd client's 2 MiB); clusters with large objects raise it
+      "--max-request-bytes=8388608",
     ], `${dir}/etcd.log`));
 
     const port = freePort();
