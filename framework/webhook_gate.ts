@@ -68,7 +68,8 @@ export function checkGateLimits(limits: GateLimits): void {
  * import { RequestGate } from "./webhook_gate.ts";
  * const gate = new RequestGate({ maxInFlight: 1, maxBodyBytes: 10, maxBufferedBytes: 10 });
  * const t = gate.open(4);
- * console.assert("grow" in t && gate.open(undefined).status === 429);
+ * const full = gate.open(undefined);
+ * console.assert("grow" in t && "status" in full && full.status === 429);
  * ```
  */
 export class RequestGate {
