@@ -27,9 +27,10 @@
  * @module
  */
 
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import https from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import tls from "node:tls";
+import type tls from "node:tls";
 import type { AdmissionOutcome } from "./admission.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
@@ -216,6 +217,7 @@ export class WebhookServer {
   /** Binds the port and starts serving. */
   async start(): Promise<void> {
     const { cert, key } = await this.#readTls();
+    assertUsablePair(cert, key);
     const server = https.createServer({
       cert,
       key,
@@ -300,8 +302,8 @@ export class WebhookServer {
       const { cert, key } = await this.#readTls();
       if (cert + "\u0000" + key === this.#fingerprint) return false;
       try {
-        // a mismatched pair throws here and leaves the old one in place
-        tls.createSecureContext({ cert, key });
+        // a bad or mismatched pair throws here and leaves the old one in place
+        assertUsablePair(cert, key);
         server.setSecureContext({ cert, key });
       } catch (err) {
         // e.g. the cert was written but not yet the key: keep serving the old pair
@@ -495,5 +497,28 @@ export class WebhookServer {
       conn.socket.destroy();
     }
     this.#conns.clear();
+  }
+}
+
+/**
+ * Throws unless `cert` is a PEM certificate and `key` its private key.
+ * Deno's `tls.createSecureContext` accepts anything, so a bad file would
+ * only show at the first handshake.
+ */
+function assertUsablePair(cert: string, key: string): void {
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch (err) {
+    throw new Error(`not a PEM certificate: ${errText(err)}`, { cause: err });
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (err) {
+    throw new Error(`not a PEM private key: ${errText(err)}`, { cause: err });
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new Error("the private key does not belong to the certificate");
   }
 }

@@ -10,7 +10,12 @@
  */
 
 import type { Logger } from "../../framework/logger.ts";
-import { ConflictError, errText, OpenStackError } from "../../openstack/mod.ts";
+import {
+  ConflictError,
+  errText,
+  OpenStackError,
+  UnavailableError,
+} from "../../openstack/mod.ts";
 import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
@@ -69,7 +74,11 @@ export function answerOf(
   const message = errText(err);
   if (err instanceof ConflictError) return { state: "conflict", message };
   const status = err instanceof OpenStackError ? err.status : undefined;
-  if (status !== undefined && status >= 400 && status < 500) {
+  // 429 (and 5xx, timeouts): Nova did not take it on; not a refusal.
+  if (
+    status !== undefined && status >= 400 && status < 500 && status !== 429 &&
+    !(err instanceof UnavailableError)
+  ) {
     return {
       state: "refused",
       message,

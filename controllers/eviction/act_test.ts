@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
   ConflictError,
+  errorForStatus,
   NotFoundError,
   OpenStackError,
   TimeoutError,
@@ -54,15 +55,24 @@ Deno.test("answerOf keeps Nova's request id in the message", () => {
   assert.equal(a.message, "busy (request req-7)");
 });
 
-Deno.test("property: only a 4xx but 409 is a refusal; no answer or a 5xx is never one", () => {
+Deno.test("property: only a 4xx but 409 and 429 is a refusal; no answer or a 5xx is never one", () => {
   fc.assert(fc.property(
-    fc.option(fc.integer({ min: 400, max: 599 }), { nil: undefined }),
+    fc.option(
+      fc.oneof(
+        fc.integer({ min: 400, max: 599 }),
+        fc.constantFrom(409, 429),
+      ),
+      { nil: undefined },
+    ),
     (status) => {
+      // as the client throws them: typed by status
       const a = answerOf(
-        new OpenStackError("x", status === undefined ? {} : { status }),
+        status === undefined
+          ? new OpenStackError("x", {})
+          : errorForStatus(status, "x"),
       );
       const definitive = status !== undefined && status < 500 &&
-        status !== 409;
+        status !== 409 && status !== 429;
       assert.equal(a.state === "refused", definitive);
     },
   ));
