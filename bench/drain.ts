@@ -363,8 +363,9 @@ const lines = [
   `| VMs migrated twice (all runs) | ${twice} | ${verdict(twice === 0)} |`,
   ...delayed.map((d) => {
     const x = d.delayedStart;
-    return `| a start answer ${x?.delayS} s late adds <= ${x?.delayS} s (limit ${d.limit}, Nova ${d.novaHostLimit}) | +${
-      x?.addedS ?? "?"
+    const added = x?.addedS ?? null;
+    return `| a start answer ${x?.delayS} s late adds <= ${x?.delayS} s (limit ${d.limit}, Nova ${d.novaHostLimit}) | ${
+      added === null ? "?" : `${added >= 0 ? "+" : ""}${added}`
     } s (${x?.makespanWithoutDelayS ?? "?"} -> ${d.makespanS}) | ${
       verdict(x?.addsAtMostItsDelay === true)
     } |`;
