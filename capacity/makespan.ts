@@ -124,8 +124,50 @@ export function calibratedRate(
   };
 }
 
+/** The status fields {@linkcode drainEndMs} and {@linkcode drainHistory} read. */
+export interface DrainStatusLike {
+  startedAt?: string | undefined;
+  finishedAt?: string | undefined;
+  predictedMakespanSeconds?: number | undefined;
+  conditions?:
+    | readonly {
+      type: string;
+      status: string;
+      reason?: string | undefined;
+      lastTransitionTime?: string | undefined;
+    }[]
+    | undefined;
+}
+
 /**
- * The drain records of finished Evictions that recorded a prediction.
+ * When a drain ended (epoch ms), or undefined while it runs: finishedAt
+ * (the host is empty), or else when it stopped with only VMs that need a
+ * person left (the Evicting condition False with reason Failed: evictor
+ * has nothing more to migrate, so its migration work ended then).
+ *
+ * @example
+ * ```ts
+ * import { drainEndMs } from "./makespan.ts";
+ * console.log(drainEndMs({ conditions: [{ type: "Evicting", status: "False",
+ *   reason: "Failed", lastTransitionTime: "2026-01-01T00:01:00Z" }] }));
+ * // 1767225660000
+ * ```
+ */
+export function drainEndMs(
+  status: DrainStatusLike | undefined,
+): number | undefined {
+  const finished = Date.parse(status?.finishedAt ?? "");
+  if (!Number.isNaN(finished)) return finished;
+  const stopped = status?.conditions?.find((c) =>
+    c.type === "Evicting" && c.status === "False" && c.reason === "Failed"
+  );
+  const at = Date.parse(stopped?.lastTransitionTime ?? "");
+  return Number.isNaN(at) ? undefined : at;
+}
+
+/**
+ * The drain records of ended Evictions (see {@linkcode drainEndMs}) that
+ * recorded a prediction.
  *
  * @example
  * ```ts
@@ -136,27 +178,21 @@ export function calibratedRate(
  * ```
  */
 export function drainHistory(
-  evictions: readonly {
-    status?: {
-      startedAt?: string | undefined;
-      finishedAt?: string | undefined;
-      predictedMakespanSeconds?: number | undefined;
-    } | undefined;
-  }[],
+  evictions: readonly { status?: DrainStatusLike | undefined }[],
 ): DrainRecord[] {
   const out: DrainRecord[] = [];
   for (const e of evictions) {
     const s = e.status;
     const started = Date.parse(s?.startedAt ?? "");
-    const finished = Date.parse(s?.finishedAt ?? "");
+    const ended = drainEndMs(s);
     const predicted = s?.predictedMakespanSeconds;
     if (
       predicted === undefined || Number.isNaN(started) ||
-      Number.isNaN(finished) || finished <= started
+      ended === undefined || ended <= started
     ) continue;
     out.push({
       predictedSeconds: predicted,
-      actualSeconds: (finished - started) / 1000,
+      actualSeconds: (ended - started) / 1000,
     });
   }
   return out;

@@ -123,7 +123,36 @@ Deno.test("drainHistory: only finished drains with a prediction", () => {
       { status: { startedAt: t0, predictedMakespanSeconds: 60 } },
       { status: { startedAt: t0, finishedAt: "2026-01-01T00:02:00Z" } },
       {},
+      // Stopped with only VMs that need a person: ended then.
+      {
+        status: {
+          startedAt: t0,
+          predictedMakespanSeconds: 40,
+          conditions: [{
+            type: "Evicting",
+            status: "False",
+            reason: "Failed",
+            lastTransitionTime: "2026-01-01T00:00:50Z",
+          }],
+        },
+      },
+      // Still running (Waiting is no end).
+      {
+        status: {
+          startedAt: t0,
+          predictedMakespanSeconds: 40,
+          conditions: [{
+            type: "Evicting",
+            status: "True",
+            reason: "Waiting",
+            lastTransitionTime: "2026-01-01T00:00:50Z",
+          }],
+        },
+      },
     ]),
-    [{ predictedSeconds: 60, actualSeconds: 120 }],
+    [
+      { predictedSeconds: 60, actualSeconds: 120 },
+      { predictedSeconds: 40, actualSeconds: 50 },
+    ],
   );
 });
