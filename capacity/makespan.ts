@@ -197,3 +197,76 @@ export function drainHistory(
   }
   return out;
 }
+
+/** A rate and where it comes from. */
+export interface HistoryRate {
+  /** Copy rate, MB per second. */
+  mbPerSecond: number;
+  /** Fixed time per migration, seconds. */
+  overheadSeconds: number;
+  /** The ended drains it comes from (0: the documented default). */
+  drains: number;
+  /** How: observed on ended drains, calibrated on their makespans, or the default. */
+  source: "observed" | "calibrated" | "default";
+}
+
+/** How many of the latest ended drains the observed rate is taken from. */
+export const RATE_HISTORY = 5;
+
+/**
+ * The migration rate a prediction uses: the median of the rates observed
+ * by the latest {@linkcode RATE_HISTORY} ended drains
+ * (status.observedMigrationRate: a line through their migrations' times on
+ * evictor's clock); without one, the documented default calibrated on
+ * ended drains' makespans ({@linkcode calibratedRate}); without those, the
+ * default.
+ *
+ * @example
+ * ```ts
+ * import { rateFromHistory } from "./makespan.ts";
+ * const r = rateFromHistory([{ status: { startedAt: "2026-01-01T00:00:00Z",
+ *   finishedAt: "2026-01-01T00:01:00Z",
+ *   observedMigrationRate: { mbPerSecond: 800, overheadMs: 4000, migrations: 12 } } }]);
+ * console.log(r); // { mbPerSecond: 800, overheadSeconds: 4, drains: 1, source: "observed" }
+ * ```
+ */
+export function rateFromHistory(
+  evictions: readonly {
+    status?:
+      | DrainStatusLike & {
+        observedMigrationRate?:
+          | { mbPerSecond: number; overheadMs: number; migrations: number }
+          | undefined;
+      }
+      | undefined;
+  }[],
+): HistoryRate {
+  const observed = evictions.flatMap((e) => {
+    const end = drainEndMs(e.status);
+    const rate = e.status?.observedMigrationRate;
+    return end === undefined || rate === undefined || !(rate.mbPerSecond > 0)
+      ? []
+      : [{ end, rate }];
+  }).sort((a, b) => b.end - a.end).slice(0, RATE_HISTORY);
+  if (observed.length > 0) {
+    return {
+      mbPerSecond: median(observed.map((o) => o.rate.mbPerSecond)),
+      overheadSeconds: median(observed.map((o) => o.rate.overheadMs)) / 1000,
+      drains: observed.length,
+      source: "observed",
+    };
+  }
+  const calibrated = calibratedRate(drainHistory(evictions));
+  return {
+    ...calibrated,
+    source: calibrated.drains === 0 ? "default" : "calibrated",
+  };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1
+    ? s[mid] ?? 0
+    : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}

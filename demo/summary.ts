@@ -255,9 +255,7 @@ export function renderPredictions(rows: readonly PredictionRow[]): string {
     pct(r.error),
     r.history === 0
       ? "no history: default rate"
-      : `calibrated on ${r.history} finished drain${
-        r.history === 1 ? "" : "s"
-      }`,
+      : `rate from ${r.history} ended drain${r.history === 1 ? "" : "s"}`,
   ]);
   const widths = header.map((h, i) =>
     Math.max(h.length, ...body.map((r) => (r[i] ?? "").length))

@@ -153,7 +153,7 @@ Deno.test("comparePredictions: actual, error and history per drain", () => {
     text,
     /a .*400\.0 s .*40\.0 s .*\+900% .*no history: default rate/,
   );
-  assert.match(text, /b .*calibrated on 1 finished drain$/m);
+  assert.match(text, /b .*rate from 1 ended drain$/m);
   assert.match(
     text,
     /Worst prediction error on drains with history: -25% \(c\)/,
