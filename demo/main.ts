@@ -118,13 +118,17 @@ async function waitFor(what: string, ok: () => Promise<boolean>, ms = 60_000) {
   }
 }
 
-/** Shows progress until the drains of `hosts` have ended; returns every Eviction. */
+/**
+ * Shows progress until the drains of `hosts` have ended; returns every
+ * Eviction. One API client for the whole demo: Deno 2.9.6 can abort when
+ * the API server's shutdown GOAWAY reaches a long-idle HTTP/2 session
+ * (denoland/deno#36788), so none is left idle.
+ */
 async function watchDrains(
+  api: k8s.CustomObjectsApi,
   hosts: readonly string[],
   since: number,
 ): Promise<Eviction[]> {
-  if (!env) throw new Error("no API server");
-  const api = env.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
   const timeoutMs = Number(flags.timeout) * 1000;
   let lines = 0;
   let lastPrint = 0;
@@ -286,7 +290,7 @@ try {
     }),
   );
   step("Progress (# migrated, > in flight, ! failed, . waiting)");
-  await watchDrains(["node001"], drainStarted);
+  await watchDrains(api, ["node001"], drainStarted);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
   const plugin = async (args: string[], show = true) => {
@@ -346,7 +350,11 @@ try {
   await plugin(["drain", "node003", "--reason", "HANA firmware"]);
 
   step("Progress");
-  const evictions = await watchDrains(DRAINS.map((d) => d.host), drainStarted);
+  const evictions = await watchDrains(
+    api,
+    DRAINS.map((d) => d.host),
+    drainStarted,
+  );
 
   step("kubectl get evictions");
   await kubectl(["get", "evictions"]);
