@@ -24,7 +24,7 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
-import { calibratedRate, drainHistory, predictMakespan } from "./makespan.ts";
+import { predictMakespan, rateFromHistory } from "./makespan.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -147,8 +147,8 @@ export async function capacityGate(
     ),
     unplaced: report.assignment.unplaced,
   });
-  // The documented default rate, calibrated on finished drains.
-  const rate = calibratedRate(drainHistory(input.evictions));
+  // The rate the latest ended drains observed (else the default).
+  const rate = rateFromHistory(input.evictions);
   const predicted = predictMakespan({
     ramMb: (report.vmsByHost.get(input.host) ?? []).map((v) =>
       v.resources["MEMORY_MB"] ?? 0

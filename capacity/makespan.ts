@@ -124,8 +124,50 @@ export function calibratedRate(
   };
 }
 
+/** The status fields {@linkcode drainEndMs} and {@linkcode drainHistory} read. */
+export interface DrainStatusLike {
+  startedAt?: string | undefined;
+  finishedAt?: string | undefined;
+  predictedMakespanSeconds?: number | undefined;
+  conditions?:
+    | readonly {
+      type: string;
+      status: string;
+      reason?: string | undefined;
+      lastTransitionTime?: string | undefined;
+    }[]
+    | undefined;
+}
+
 /**
- * The drain records of finished Evictions that recorded a prediction.
+ * When a drain ended (epoch ms), or undefined while it runs: finishedAt
+ * (the host is empty), or else when it stopped with only VMs that need a
+ * person left (the Evicting condition False with reason Failed: evictor
+ * has nothing more to migrate, so its migration work ended then).
+ *
+ * @example
+ * ```ts
+ * import { drainEndMs } from "./makespan.ts";
+ * console.log(drainEndMs({ conditions: [{ type: "Evicting", status: "False",
+ *   reason: "Failed", lastTransitionTime: "2026-01-01T00:01:00Z" }] }));
+ * // 1767225660000
+ * ```
+ */
+export function drainEndMs(
+  status: DrainStatusLike | undefined,
+): number | undefined {
+  const finished = Date.parse(status?.finishedAt ?? "");
+  if (!Number.isNaN(finished)) return finished;
+  const stopped = status?.conditions?.find((c) =>
+    c.type === "Evicting" && c.status === "False" && c.reason === "Failed"
+  );
+  const at = Date.parse(stopped?.lastTransitionTime ?? "");
+  return Number.isNaN(at) ? undefined : at;
+}
+
+/**
+ * The drain records of ended Evictions (see {@linkcode drainEndMs}) that
+ * recorded a prediction.
  *
  * @example
  * ```ts
@@ -136,28 +178,95 @@ export function calibratedRate(
  * ```
  */
 export function drainHistory(
-  evictions: readonly {
-    status?: {
-      startedAt?: string | undefined;
-      finishedAt?: string | undefined;
-      predictedMakespanSeconds?: number | undefined;
-    } | undefined;
-  }[],
+  evictions: readonly { status?: DrainStatusLike | undefined }[],
 ): DrainRecord[] {
   const out: DrainRecord[] = [];
   for (const e of evictions) {
     const s = e.status;
     const started = Date.parse(s?.startedAt ?? "");
-    const finished = Date.parse(s?.finishedAt ?? "");
+    const ended = drainEndMs(s);
     const predicted = s?.predictedMakespanSeconds;
     if (
       predicted === undefined || Number.isNaN(started) ||
-      Number.isNaN(finished) || finished <= started
+      ended === undefined || ended <= started
     ) continue;
     out.push({
       predictedSeconds: predicted,
-      actualSeconds: (finished - started) / 1000,
+      actualSeconds: (ended - started) / 1000,
     });
   }
   return out;
+}
+
+/** A rate and where it comes from. */
+export interface HistoryRate {
+  /** Copy rate, MB per second. */
+  mbPerSecond: number;
+  /** Fixed time per migration, seconds. */
+  overheadSeconds: number;
+  /** The ended drains it comes from (0: the documented default). */
+  drains: number;
+  /** How: observed on ended drains, calibrated on their makespans, or the default. */
+  source: "observed" | "calibrated" | "default";
+}
+
+/** How many of the latest ended drains the observed rate is taken from. */
+export const RATE_HISTORY = 5;
+
+/**
+ * The migration rate a prediction uses: the median of the rates observed
+ * by the latest {@linkcode RATE_HISTORY} ended drains
+ * (status.observedMigrationRate: a line through their migrations' times on
+ * evictor's clock); without one, the documented default calibrated on
+ * ended drains' makespans ({@linkcode calibratedRate}); without those, the
+ * default.
+ *
+ * @example
+ * ```ts
+ * import { rateFromHistory } from "./makespan.ts";
+ * const r = rateFromHistory([{ status: { startedAt: "2026-01-01T00:00:00Z",
+ *   finishedAt: "2026-01-01T00:01:00Z",
+ *   observedMigrationRate: { mbPerSecond: 800, overheadMs: 4000, migrations: 12 } } }]);
+ * console.log(r); // { mbPerSecond: 800, overheadSeconds: 4, drains: 1, source: "observed" }
+ * ```
+ */
+export function rateFromHistory(
+  evictions: readonly {
+    status?:
+      | DrainStatusLike & {
+        observedMigrationRate?:
+          | { mbPerSecond: number; overheadMs: number; migrations: number }
+          | undefined;
+      }
+      | undefined;
+  }[],
+): HistoryRate {
+  const observed = evictions.flatMap((e) => {
+    const end = drainEndMs(e.status);
+    const rate = e.status?.observedMigrationRate;
+    return end === undefined || rate === undefined || !(rate.mbPerSecond > 0)
+      ? []
+      : [{ end, rate }];
+  }).sort((a, b) => b.end - a.end).slice(0, RATE_HISTORY);
+  if (observed.length > 0) {
+    return {
+      mbPerSecond: median(observed.map((o) => o.rate.mbPerSecond)),
+      overheadSeconds: median(observed.map((o) => o.rate.overheadMs)) / 1000,
+      drains: observed.length,
+      source: "observed",
+    };
+  }
+  const calibrated = calibratedRate(drainHistory(evictions));
+  return {
+    ...calibrated,
+    source: calibrated.drains === 0 ? "default" : "calibrated",
+  };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1
+    ? s[mid] ?? 0
+    : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 }

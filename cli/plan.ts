@@ -242,9 +242,11 @@ export function renderPlan(plans: readonly HostPlan[]): string {
       `  capacity:  ${p.capacity.status}: ${p.capacity.message}`,
       `  makespan:  ${
         formatSeconds(m.predictedSeconds)
-      } predicted, lower bound ${
-        formatSeconds(m.lowerBoundSeconds)
-      } (${m.mbPerSecond} MB/s + ${m.overheadSeconds} s per migration, ${m.rateSource})`,
+      } predicted, lower bound ${formatSeconds(m.lowerBoundSeconds)} (${
+        m.mbPerSecond.toFixed(0)
+      } MB/s + ${
+        m.overheadSeconds.toFixed(1)
+      } s per migration, ${m.rateSource})`,
       "",
       ...table([
         ["ORDER", "VM", "ID", "STATUS", "RAM MB", "CLASS", "WHY"],

@@ -38,7 +38,7 @@ import {
 } from "../limits/resolve.ts";
 import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
-import { calibratedRate, drainHistory } from "../capacity/makespan.ts";
+import { rateFromHistory } from "../capacity/makespan.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
 import { type HostPlan, planHost, type PlanLimit, renderPlan } from "./plan.ts";
 
@@ -195,20 +195,24 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     if (parsed.success) evictions.push(parsed.data);
   }
 
-  // The documented default rate, calibrated on finished drains that
-  // recorded a prediction; the command line overrides either part.
-  const calibrated = calibratedRate(drainHistory(evictions));
+  // The rate the latest ended drains observed, else the documented
+  // default (calibrated on ended drains' makespans when there are some);
+  // the command line overrides either part.
+  const history = rateFromHistory(evictions);
   const fromFlags = mbPerSecond !== undefined || overhead !== undefined;
+  const drains = `${history.drains} ended drain${
+    history.drains === 1 ? "" : "s"
+  }`;
   const rate = {
-    mbPerSecond: mbPerSecond ?? calibrated.mbPerSecond,
-    overheadSeconds: overhead ?? calibrated.overheadSeconds,
+    mbPerSecond: mbPerSecond ?? history.mbPerSecond,
+    overheadSeconds: overhead ?? history.overheadSeconds,
     source: fromFlags
       ? "rate from the command line"
-      : calibrated.drains === 0
-      ? "documented default rate: no finished drain to calibrate on"
-      : `default rate calibrated on ${calibrated.drains} finished drain${
-        calibrated.drains === 1 ? "" : "s"
-      }`,
+      : history.source === "observed"
+      ? `rate observed by the latest ${drains}`
+      : history.source === "calibrated"
+      ? `default rate calibrated on ${drains}`
+      : "documented default rate: no ended drain to learn from",
   };
 
   const flagDefaults = freezeSettings("flags", {

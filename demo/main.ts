@@ -4,9 +4,12 @@
  * Starts a real kube-apiserver and etcd (building them first if needed), the
  * Nova simulator with 8 hypervisors and 150 VMs, and evictor itself as a
  * separate process with the compiled binary's permissions; then drains three
- * hosts the way operators do: an Eviction with kubectl, a Hypervisor put into
- * maintenance with kubectl patch, and a HANA host with the kubectl plugin.
- * Shows live progress and ends with a summary. `--keep` leaves everything
+ * hosts the way operators do: an Eviction with kubectl first (no finished
+ * drain yet: its makespan is predicted at the documented default rate), then
+ * a plan preview of the next two, then a Hypervisor put into maintenance with
+ * kubectl patch and a HANA host with the kubectl plugin (their predictions are
+ * calibrated on the first drain). Shows live progress and ends with a summary
+ * that puts each drain's predicted makespan beside the actual one. `--keep` leaves everything
  * running to play with.
  *
  * @module
@@ -36,7 +39,13 @@ import {
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
-import { drainCalls, renderSummary, summariseDrain } from "./summary.ts";
+import {
+  comparePredictions,
+  drainCalls,
+  renderPredictions,
+  renderSummary,
+  summariseDrain,
+} from "./summary.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -109,6 +118,57 @@ async function waitFor(what: string, ok: () => Promise<boolean>, ms = 60_000) {
   }
 }
 
+/**
+ * Shows progress until the drains of `hosts` have ended; returns every
+ * Eviction. One API client for the whole demo: Deno 2.9.6 can abort when
+ * the API server's shutdown GOAWAY reaches a long-idle HTTP/2 session
+ * (denoland/deno#36788), so none is left idle.
+ */
+async function watchDrains(
+  api: k8s.CustomObjectsApi,
+  hosts: readonly string[],
+  since: number,
+): Promise<Eviction[]> {
+  const timeoutMs = Number(flags.timeout) * 1000;
+  let lines = 0;
+  let lastPrint = 0;
+  for (;;) {
+    const list = await api.listClusterCustomObject({ ...EvictionResource }) as {
+      items: unknown[];
+    };
+    const evictions = list.items.map((i) => EvictionSchema.safeParse(i))
+      .flatMap((p) => (p.success ? [p.data] : []))
+      .sort((a, b) => a.spec.hypervisor.localeCompare(b.spec.hypervisor));
+    const rows = hosts.map((host) => {
+      const e = evictions.find((x) => x.spec.hypervisor === host);
+      return e?.status?.conditions === undefined
+        ? `${host.padEnd(14)} (starting)`
+        : `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`;
+    });
+    const done = hosts.every((host) => {
+      const c = evictions.find((x) => x.spec.hypervisor === host)?.status
+        ?.conditions?.find((c) => c.type === "Evicting");
+      return c?.status === "False";
+    });
+    if (interactive) {
+      if (lines > 0) {
+        await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
+      }
+      for (const row of rows) say(`\x1b[2K${row}`);
+      lines = rows.length;
+    } else if (done || Date.now() - lastPrint > 5000) {
+      for (const row of rows) say(row);
+      say("");
+      lastPrint = Date.now();
+    }
+    if (done) return evictions;
+    if (Date.now() - since > timeoutMs) {
+      throw new Error(`the drains did not end within ${flags.timeout} s`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 try {
   const started = Date.now();
   step("Starting kube-apiserver and etcd (built from Go modules on first use)");
@@ -126,6 +186,9 @@ try {
     "Starting evictor (operator + webhook) with the compiled binary's permissions",
   );
   stageDir = await makeOwnedTempDir(STAGING_ROOT, "demo-");
+  // For the plugin's plan and for people playing with --keep.
+  const cloudsPath = `${stageDir}/clouds.yaml`;
+  await Deno.writeTextFile(cloudsPath, sim.cloudsYaml({ cloud: "demo" }));
   const cert = await env.servingCert(["127.0.0.1", "localhost"]);
   await Deno.mkdir(`${stageDir}/certs`);
   await Deno.writeTextFile(`${stageDir}/certs/tls.crt`, cert.certPem);
@@ -215,7 +278,7 @@ try {
   );
   await kubectl(["apply", "-f", "-"], JSON.stringify(POLICY));
 
-  step("Draining three hosts");
+  step("Draining node001 first, with kubectl (no finished drain yet)");
   const drainStarted = Date.now();
   await kubectl(
     ["create", "-f", "-"],
@@ -226,6 +289,55 @@ try {
       spec: { hypervisor: "node001", reason: "kernel 6.12" },
     }),
   );
+  step("Progress (# migrated, > in flight, ! failed, . waiting)");
+  await watchDrains(api, ["node001"], drainStarted);
+
+  // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
+  const plugin = async (args: string[], show = true) => {
+    if (!env) throw new Error("no API server");
+    if (show) {
+      const shown = args.map((a) => (a.includes(" ") ? `'${a}'` : a));
+      say(`$ kubectl evictor ${shown.join(" ")}`);
+    }
+    const out = await new Deno.Command(`${env.binDir}/kubectl`, {
+      args: ["evictor", ...args],
+      env: {
+        PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
+        KUBECONFIG: env.kubeconfigPath,
+        OS_CLIENT_CONFIG_FILE: cloudsPath,
+        OS_CLOUD: "demo",
+        NO_COLOR: "1",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    const err = new TextDecoder().decode(out.stderr);
+    if (show) say((text + err).trimEnd().replace(/^/gm, "  "));
+    if (!out.success) {
+      throw new Error(`kubectl evictor ${args[0]} failed: ${err.trim()}`);
+    }
+    return text;
+  };
+
+  step(
+    "A plan preview of the next two hosts: nothing changes; the predicted makespan is calibrated on node001's drain",
+  );
+  await plugin(["plan", "node002", "node003"]);
+  const planJson = await plugin(
+    ["plan", "node002", "node003", "--output", "json"],
+    false,
+  );
+  try {
+    JSON.parse(planJson);
+  } catch (e) {
+    throw new Error(`kubectl evictor plan --output json is not JSON: ${e}`);
+  }
+  say("  (--output json parses)");
+
+  step(
+    "Draining node002 and node003 with Hypervisor maintenance and the plugin",
+  );
   await kubectl([
     "patch",
     "hypervisor",
@@ -235,63 +347,14 @@ try {
     "-p",
     '{"spec":{"maintenance":"manual","maintenanceReason":"DIMM replacement"}}',
   ]);
-  // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
-  say("$ kubectl evictor drain node003 --reason 'HANA firmware'");
-  const plugin = await new Deno.Command(`${env.binDir}/kubectl`, {
-    args: ["evictor", "drain", "node003", "--reason", "HANA firmware"],
-    env: {
-      PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
-      KUBECONFIG: env.kubeconfigPath,
-      NO_COLOR: "1",
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const pluginOut = new TextDecoder().decode(plugin.stdout) +
-    new TextDecoder().decode(plugin.stderr);
-  say(pluginOut.trimEnd().replace(/^/gm, "  "));
-  if (!plugin.success) throw new Error("the kubectl plugin failed");
+  await plugin(["drain", "node003", "--reason", "HANA firmware"]);
 
-  step("Progress (# migrated, > in flight, ! failed, . waiting)");
-  const timeoutMs = Number(flags.timeout) * 1000;
-  let lines = 0;
-  let lastPrint = 0;
-  let evictions: Eviction[] = [];
-  for (;;) {
-    const list = await api.listClusterCustomObject({ ...EvictionResource }) as {
-      items: unknown[];
-    };
-    evictions = list.items.map((i) => EvictionSchema.safeParse(i))
-      .flatMap((p) => (p.success ? [p.data] : []))
-      .sort((a, b) => a.spec.hypervisor.localeCompare(b.spec.hypervisor));
-    const rows = DRAINS.map(({ host }) => {
-      const e = evictions.find((x) => x.spec.hypervisor === host);
-      return e?.status?.conditions === undefined
-        ? `${host.padEnd(14)} (starting)`
-        : `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`;
-    });
-    const done = DRAINS.every(({ host }) => {
-      const c = evictions.find((x) => x.spec.hypervisor === host)?.status
-        ?.conditions?.find((c) => c.type === "Evicting");
-      return c?.status === "False";
-    });
-    if (interactive) {
-      if (lines > 0) {
-        await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
-      }
-      for (const row of rows) say(`\x1b[2K${row}`);
-      lines = rows.length;
-    } else if (done || Date.now() - lastPrint > 5000) {
-      for (const row of rows) say(row);
-      say("");
-      lastPrint = Date.now();
-    }
-    if (done) break;
-    if (Date.now() - drainStarted > timeoutMs) {
-      throw new Error(`the drains did not end within ${flags.timeout} s`);
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  step("Progress");
+  const evictions = await watchDrains(
+    api,
+    DRAINS.map((d) => d.host),
+    drainStarted,
+  );
 
   step("kubectl get evictions");
   await kubectl(["get", "evictions"]);
@@ -324,6 +387,16 @@ try {
     { total: counters.total, drain: drainCalls(counters.calls) },
     migrated,
   ));
+  step(
+    "Predicted makespan (status.predictedMakespanSeconds, set before the host was disabled) against the actual one (startedAt to the drain's end), on evictor's clock",
+  );
+  const predictions = comparePredictions(evictions);
+  say(renderPredictions(predictions));
+  for (const r of predictions) {
+    if (r.predictedSeconds === undefined || r.actualSeconds === undefined) {
+      throw new Error(`${r.host}: no prediction or no finished drain`);
+    }
+  }
   for (const r of rows.filter((r) => r.failures > 0)) {
     say(
       `${r.host}: its makespan includes the backoff before a failed migration was retried (30 s of real time).`,
@@ -356,8 +429,6 @@ try {
   say(`\nDemo took ${((Date.now() - started) / 1000).toFixed(0)} s.`);
 
   if (flags.keep) {
-    const cloudsPath = `${stageDir}/clouds.yaml`;
-    await Deno.writeTextFile(cloudsPath, sim.cloudsYaml({ cloud: "demo" }));
     step("Everything keeps running (Ctrl-C ends it):");
     say(`export KUBECONFIG=${env.kubeconfigPath}`);
     say(`export OS_CLIENT_CONFIG_FILE=${cloudsPath} OS_CLOUD=demo`);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { drainEndMs, type DrainStatusLike } from "../capacity/makespan.ts";
 
 /** One migration as the simulator recorded it (virtual milliseconds). */
 export interface MigrationRecord {
@@ -139,4 +140,134 @@ export function drainCalls(calls: Readonly<Record<string, number>>): number {
   return Object.entries(calls)
     .filter(([key]) => /\/servers\b|\/os-migrations\b/.test(key))
     .reduce((n, [, count]) => n + count, 0);
+}
+
+/** The fields of an Eviction the prediction table reads. */
+export interface PredictedDrain {
+  spec: { hypervisor: string };
+  status?: DrainStatusLike | undefined;
+}
+
+/** One drain's prediction beside its actual makespan. */
+export interface PredictionRow {
+  host: string;
+  /** status.predictedMakespanSeconds, if set. */
+  predictedSeconds: number | undefined;
+  /** From startedAt to the drain's end (capacity/makespan.ts drainEndMs), seconds. */
+  actualSeconds: number | undefined;
+  /** (predicted - actual) / actual, once both are known. */
+  error: number | undefined;
+  /**
+   * Finished drains with a prediction that had ended before this one
+   * started: the history its rate was calibrated on (0: the default rate).
+   */
+  history: number;
+}
+
+/**
+ * Compares each drain's prediction with its actual makespan, and counts
+ * the history the controller calibrated it on (the same rule as
+ * capacity/makespan.ts drainHistory: ended Evictions that recorded a
+ * prediction, here those that ended before this drain started).
+ *
+ * @example
+ * ```ts
+ * import { comparePredictions } from "./summary.ts";
+ * const [row] = comparePredictions([{ spec: { hypervisor: "n1" }, status: {
+ *   startedAt: "2026-01-01T00:00:00Z", finishedAt: "2026-01-01T00:00:40Z",
+ *   predictedMakespanSeconds: 50 } }]);
+ * console.assert(row?.error === 0.25 && row.history === 0);
+ * ```
+ */
+export function comparePredictions(
+  evictions: readonly PredictedDrain[],
+): PredictionRow[] {
+  const startOf = (e: PredictedDrain) => Date.parse(e.status?.startedAt ?? "");
+  return evictions.map((e) => {
+    const started = startOf(e);
+    const ended = drainEndMs(e.status);
+    const predicted = e.status?.predictedMakespanSeconds;
+    const actual = ended !== undefined && ended > started
+      ? (ended - started) / 1000
+      : undefined;
+    const history = evictions.filter((o) => {
+      const end = drainEndMs(o.status);
+      return o !== e && o.status?.predictedMakespanSeconds !== undefined &&
+        end !== undefined && startOf(o) < end && end <= started;
+    }).length;
+    return {
+      host: e.spec.hypervisor,
+      predictedSeconds: predicted,
+      actualSeconds: actual,
+      error: predicted === undefined || actual === undefined
+        ? undefined
+        : (predicted - actual) / actual,
+      history,
+    };
+  });
+}
+
+/**
+ * The worst absolute prediction error among drains that had history, or
+ * undefined when none had.
+ *
+ * @example
+ * ```ts
+ * import { worstCalibratedError } from "./summary.ts";
+ * console.assert(worstCalibratedError([
+ *   { host: "a", predictedSeconds: 9, actualSeconds: 10, error: -0.1, history: 1 },
+ *   { host: "b", predictedSeconds: 90, actualSeconds: 10, error: 8, history: 0 },
+ * ])?.host === "a");
+ * ```
+ */
+export function worstCalibratedError(
+  rows: readonly PredictionRow[],
+): PredictionRow | undefined {
+  let worst: PredictionRow | undefined;
+  for (const r of rows) {
+    if (r.history === 0 || r.error === undefined) continue;
+    if (worst === undefined || Math.abs(r.error) > Math.abs(worst.error ?? 0)) {
+      worst = r;
+    }
+  }
+  return worst;
+}
+
+/**
+ * Renders the prediction table and the line stating the worst error.
+ *
+ * @example
+ * ```ts
+ * import { renderPredictions } from "./summary.ts";
+ * console.log(renderPredictions([]));
+ * ```
+ */
+export function renderPredictions(rows: readonly PredictionRow[]): string {
+  const header = ["HOST", "PREDICTED", "ACTUAL", "ERROR", "RATE"];
+  const secs = (s: number | undefined) =>
+    s === undefined ? "-" : `${s.toFixed(1)} s`;
+  const pct = (e: number | undefined) =>
+    e === undefined ? "-" : `${e >= 0 ? "+" : ""}${(e * 100).toFixed(0)}%`;
+  const body = rows.map((r) => [
+    r.host,
+    secs(r.predictedSeconds),
+    secs(r.actualSeconds),
+    pct(r.error),
+    r.history === 0
+      ? "no history: default rate"
+      : `rate from ${r.history} ended drain${r.history === 1 ? "" : "s"}`,
+  ]);
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...body.map((r) => (r[i] ?? "").length))
+  );
+  const table = [header, ...body].map((r) =>
+    r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
+  ).join("\n");
+  const worst = worstCalibratedError(rows);
+  const line = worst === undefined
+    ? "No drain had history to calibrate on: every prediction used the default rate."
+    : `Worst prediction error on drains with history: ${
+      pct(worst.error)
+    } (${worst.host}).`;
+  return `${table}\n\n${line}`;
 }

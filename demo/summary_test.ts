@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  comparePredictions,
   drainCalls,
   type MigrationRecord,
+  renderPredictions,
   renderSummary,
   summariseDrain,
+  worstCalibratedError,
 } from "./summary.ts";
 
 const m = (
@@ -100,4 +103,86 @@ Deno.test("drainCalls counts servers and migrations only", () => {
     }),
     9,
   );
+});
+
+Deno.test("comparePredictions: actual, error and history per drain", () => {
+  const ev = (
+    host: string,
+    startedAt: string,
+    end: string | undefined,
+    predicted: number | undefined,
+    failed = false,
+  ) => ({
+    spec: { hypervisor: host },
+    status: {
+      startedAt,
+      ...(predicted === undefined
+        ? {}
+        : { predictedMakespanSeconds: predicted }),
+      ...(end === undefined ? {} : failed
+        ? {
+          conditions: [{
+            type: "Evicting",
+            status: "False",
+            reason: "Failed",
+            lastTransitionTime: end,
+          }],
+        }
+        : { finishedAt: end }),
+    },
+  });
+  const rows = comparePredictions([
+    // Ended with a VM for a person: its end is the condition's transition.
+    ev("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:40Z", 400, true),
+    ev("b", "2026-01-01T00:00:45Z", "2026-01-01T00:01:25Z", 44),
+    ev("c", "2026-01-01T00:00:45Z", "2026-01-01T00:01:05Z", 15),
+    ev("d", "2026-01-01T00:00:10Z", undefined, 30), // still running
+  ]);
+  assert.deepEqual(rows.map((r) => [r.host, r.actualSeconds, r.history]), [
+    ["a", 40, 0],
+    ["b", 40, 1],
+    ["c", 20, 1],
+    ["d", undefined, 0],
+  ]);
+  assert.equal(rows[0]?.error, 9);
+  assert.ok(Math.abs((rows[1]?.error ?? 0) - 0.1) < 1e-9);
+  assert.equal(rows[2]?.error, -0.25);
+  assert.equal(worstCalibratedError(rows)?.host, "c");
+  const text = renderPredictions(rows);
+  assert.match(
+    text,
+    /a .*400\.0 s .*40\.0 s .*\+900% .*no history: default rate/,
+  );
+  assert.match(text, /b .*rate from 1 ended drain$/m);
+  assert.match(
+    text,
+    /Worst prediction error on drains with history: -25% \(c\)/,
+  );
+  assert.match(
+    renderPredictions(rows.slice(0, 1)),
+    /every prediction used the default rate/,
+  );
+});
+
+Deno.test("worstCalibratedError: the largest |error| among drains with history", () => {
+  fc.assert(fc.property(
+    fc.array(fc.record({
+      host: fc.string(),
+      predictedSeconds: fc.constant(1),
+      actualSeconds: fc.constant(1),
+      error: fc.option(fc.double({ min: -10, max: 10, noNaN: true }), {
+        nil: undefined,
+      }),
+      history: fc.nat(3),
+    })),
+    (rows) => {
+      const worst = worstCalibratedError(rows);
+      const eligible = rows.filter((r) =>
+        r.history > 0 && r.error !== undefined
+      );
+      if (eligible.length === 0) return worst === undefined;
+      const max = Math.max(...eligible.map((r) => Math.abs(r.error ?? 0)));
+      return worst !== undefined && Math.abs(worst.error ?? 0) === max;
+    },
+  ));
 });

@@ -115,6 +115,24 @@ export type EvictionStatusSkippedItem = z.infer<
   typeof EvictionStatusSkippedItemSchema
 >;
 
+/** The migration rate this drain observed on evictor's clock, from its start of each migration to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it. */
+export const EvictionStatusObservedMigrationRateSchema: z.ZodObject<{
+  "mbPerSecond": z.ZodNumber;
+  "overheadMs": z.ZodNumber;
+  "migrations": z.ZodNumber;
+}, z.core.$strip> = z.object({
+  /** Guest RAM copied per second (the line's slope). */
+  "mbPerSecond": z.number().int().min(1),
+  /** Fixed time per migration, ms (the line's intercept). */
+  "overheadMs": z.number().int().min(0),
+  /** Completed migrations the line was fitted on. */
+  "migrations": z.number().int().min(0),
+});
+/** The type of {@linkcode EvictionStatusObservedMigrationRateSchema}. */
+export type EvictionStatusObservedMigrationRate = z.infer<
+  typeof EvictionStatusObservedMigrationRateSchema
+>;
+
 /** The `.status` field of Eviction. */
 export const EvictionStatusSchema: z.ZodObject<{
   "hypervisorServiceId": z.ZodOptional<z.ZodString>;
@@ -138,6 +156,9 @@ export const EvictionStatusSchema: z.ZodObject<{
   "startedAt": z.ZodOptional<z.ZodISODateTime>;
   "finishedAt": z.ZodOptional<z.ZodISODateTime>;
   "predictedMakespanSeconds": z.ZodOptional<z.ZodNumber>;
+  "observedMigrationRate": z.ZodOptional<
+    typeof EvictionStatusObservedMigrationRateSchema
+  >;
   "observedGeneration": z.ZodOptional<z.ZodNumber>;
 }, z.core.$strip> = z.object({
   /** Id of the host's nova-compute service. */
@@ -171,6 +192,8 @@ export const EvictionStatusSchema: z.ZodObject<{
   "finishedAt": z.iso.datetime({ offset: true }).optional(),
   /** The drain's predicted duration when it started (largest RAM first on the limit, at the observed or default migration rate); compare with finishedAt - startedAt. */
   "predictedMakespanSeconds": z.number().int().min(0).optional(),
+  /** The migration rate this drain observed on evictor's clock, from its start of each migration to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it. */
+  "observedMigrationRate": EvictionStatusObservedMigrationRateSchema.optional(),
   "observedGeneration": z.number().int().min(0).optional(),
 });
 /** The type of {@linkcode EvictionStatusSchema}. */

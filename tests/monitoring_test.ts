@@ -339,7 +339,11 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
     await kubectl(["apply", "-f", "-"], config);
     await waitUntil("the webhook to admit a policy", async () => {
       const out = await e.kubectl(["apply", "-f", "-"], {
-        stdin: manifest(policy({ maxConcurrentMigrations: 2 })),
+        // A cluster budget, so that evictor_cluster_budget has a sample.
+        stdin: manifest(policy({
+          maxConcurrentMigrations: 2,
+          clusterMaxConcurrentMigrations: 10,
+        })),
       });
       return out.code === 0 ? true : undefined;
     });

@@ -12,11 +12,12 @@ import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import type { LimitSettings } from "../../limits/resolve.ts";
+import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import { finalizeEviction } from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
+import { registerEvictionGauges } from "./state_metrics.ts";
 import { CountedNova } from "./nova_calls.ts";
 import type { PlanOptions } from "./observation.ts";
 import {
@@ -130,6 +131,15 @@ export function registerEvictionController(
   // The policy is cluster-wide: never partitioned by the label selector.
   operator.watch(EvictionPolicyKind, { labelSelector: null });
   const evictions = operator.cache(EvictionKind);
+  // From the caches at scrape time: on every replica, not only the leader.
+  registerEvictionGauges(
+    operator.metrics.registry,
+    () => ({
+      evictions: evictions.list(),
+      policy: operator.cache(EvictionPolicyKind).get(POLICY_NAME),
+    }),
+    () => pass.clock.now(),
+  );
   // Finished drains too: the Hypervisor's instance count (from its status
   // sync) is how a finished drain notices a VM cheaply. A running drain's
   // pass woken by it returns at once unless something it depends on changed.

@@ -111,6 +111,32 @@ export class Pace {
   readonly #active = new Map<string, Active>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
+  /**
+   * Slot times on the controller's clock: from our start of a migration to
+   * the pass that saw it complete (and refilled its slot), any kind. What a
+   * drain's makespan is made of, poll latency included.
+   */
+  readonly #slots: Sample[] = [];
+
+  /**
+   * The observed migration rate on the controller's clock, a line through
+   * slot time against flavor RAM (see {@linkcode fitDuration}), as a copy
+   * rate and a fixed cost per migration; undefined until two migrations
+   * of different sizes this process started have completed.
+   */
+  slotRate():
+    | { mbPerSecond: number; overheadMs: number; migrations: number }
+    | undefined {
+    const fit = fitDuration(this.#slots);
+    if (fit === undefined || !(fit.b > 0)) return undefined;
+    const sizes = new Set(this.#slots.map((x) => x.ramMb));
+    if (sizes.size < 2) return undefined;
+    return {
+      mbPerSecond: Math.max(1, Math.round(1000 / fit.b)),
+      overheadMs: Math.round(fit.a),
+      migrations: this.#slots.length,
+    };
+  }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
@@ -178,6 +204,11 @@ export class Pace {
         const ram = view.ramOf(id);
         if (start !== undefined && end !== undefined && ram !== undefined) {
           this.sample(kindOfMigrationType(r.migrationType), ram, end - start);
+        }
+        const issued = view.issuedAt(id);
+        if (issued !== undefined && ram !== undefined && view.nowMs > issued) {
+          this.#slots.push({ ramMb: ram, durationMs: view.nowMs - issued });
+          if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
         }
         this.#active.delete(id);
         continue;

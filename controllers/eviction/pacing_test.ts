@@ -248,3 +248,35 @@ Deno.test("Pace: while Nova queues more work for the host, the look comes later 
   p.learn(v);
   assert.equal(p.dueInMs(v).dueMs, Math.round(10_000 * (1 + QUEUED_MARGIN)));
 });
+
+Deno.test("Pace.slotRate: a line through our start to the pass that saw it done, on our clock", () => {
+  const p = new Pace();
+  const sizes: Record<string, number> = { a: 1000, b: 2000, c: 4000, x: 8000 };
+  const done = (id: string, n: number, nowMs: number, issued: boolean) =>
+    p.learn(view(
+      nowMs,
+      [[id, {
+        ...record(id, "completed", 0, 50_000), // Nova's clock: ignored here
+        id: n,
+      }]],
+      [id],
+      {
+        ramOf: (v) => sizes[v],
+        issuedAt: (v) => (issued && v === id ? T : undefined),
+      },
+    ));
+  assert.equal(p.slotRate(), undefined);
+  done("a", 1, T + 3000 + 500, true);
+  assert.equal(p.slotRate(), undefined, "one size says nothing of the slope");
+  done("b", 2, T + 3000 + 1000, true);
+  done("c", 3, T + 3000 + 2000, true);
+  // Not started by this process: no slot time of ours.
+  done("x", 4, T + 99_000, false);
+  // Seen again in a later pass: sampled once.
+  done("c", 3, T + 60_000, true);
+  assert.deepEqual(p.slotRate(), {
+    mbPerSecond: 2000,
+    overheadMs: 3000,
+    migrations: 3,
+  });
+});

@@ -178,7 +178,15 @@ export async function reconcileEviction(
   // waits for the API server. Its entry is in the written status, and the
   // drain's memory knows it even if the write fails.
   act(pass, plan);
-  await record(pass, plan.next);
+  // The observed rate goes with the status, for the predictions of later
+  // drains (capacity/makespan.ts rateFromHistory).
+  const observed = pass.state.pace.slotRate();
+  await record(
+    pass,
+    observed === undefined
+      ? plan.next
+      : { ...plan.next, observedMigrationRate: observed },
+  );
   await report(pass, plan);
   return requeue(pass, plan, fingerprint);
 }

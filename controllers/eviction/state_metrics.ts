@@ -1,0 +1,202 @@
+/**
+ * Gauges of the Evictions as they stand, computed from the informer cache
+ * when `/metrics` is scraped: every replica's cache holds every Eviction,
+ * so every replica reports the same values (queries take `max` across
+ * pods), and a follower's gauges are as good as the leader's.
+ *
+ * @module
+ */
+
+import { Gauge, type Registry } from "prom-client";
+import type { Eviction, EvictionPolicy } from "../../models/mod.ts";
+import { drainEndMs } from "../../capacity/makespan.ts";
+
+/**
+ * The states an Eviction can be in: the reason of its Evicting condition
+ * (`kubectl get evictions` shows it as State), Pending before the first.
+ */
+export const EVICTION_STATES = [
+  "Pending",
+  "Running",
+  "Waiting",
+  "Succeeded",
+  "Failed",
+  "Duplicate",
+  "PreflightFailed",
+] as const;
+
+/** One Eviction's series. */
+export interface EvictionSeries {
+  eviction: string;
+  /** The Evicting condition's reason, Pending before it is set. */
+  state: string;
+  /** status.effectiveLimit, when set. */
+  limit: number | undefined;
+  /** status.predictedMakespanSeconds, when set. */
+  predictedSeconds: number | undefined;
+  /** From startedAt to the drain's end, or to now while it runs. */
+  elapsedSeconds: number | undefined;
+}
+
+/** What the gauges show. */
+export interface EvictionGaugeValues {
+  /** Evictions per state, every state of {@linkcode EVICTION_STATES} listed. */
+  byState: Map<string, number>;
+  perEviction: EvictionSeries[];
+  /** The policy's clusterMaxConcurrentMigrations, if any. */
+  clusterBudget: number | undefined;
+}
+
+/**
+ * The gauges' values from the cached Evictions and policy (pure).
+ *
+ * @example
+ * ```ts
+ * import { evictionGaugeValues } from "./state_metrics.ts";
+ * const v = evictionGaugeValues([{ metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" } }], undefined, 0);
+ * console.log(v.byState.get("Pending"), v.perEviction[0]?.state); // 1 Pending
+ * ```
+ */
+export function evictionGaugeValues(
+  evictions: readonly Eviction[],
+  policy: EvictionPolicy | undefined,
+  nowMs: number,
+): EvictionGaugeValues {
+  const byState = new Map<string, number>(EVICTION_STATES.map((s) => [s, 0]));
+  const perEviction = evictions.map((e): EvictionSeries => {
+    const state = e.status?.conditions?.find((c) => c.type === "Evicting")
+      ?.reason ?? "Pending";
+    byState.set(state, (byState.get(state) ?? 0) + 1);
+    const started = Date.parse(e.status?.startedAt ?? "");
+    const end = drainEndMs(e.status) ?? nowMs;
+    return {
+      eviction: e.metadata?.name ?? e.spec.hypervisor,
+      state,
+      limit: e.status?.effectiveLimit,
+      predictedSeconds: e.status?.predictedMakespanSeconds,
+      elapsedSeconds: Number.isNaN(started)
+        ? undefined
+        : Math.max(0, (end - started) / 1000),
+    };
+  });
+  return {
+    byState,
+    perEviction,
+    clusterBudget: policy?.spec.clusterMaxConcurrentMigrations,
+  };
+}
+
+/**
+ * Registers the gauges on `registry`; `read` gives the cache's Evictions
+ * and policy at scrape time.
+ *
+ * @example
+ * ```ts
+ * import { Registry } from "prom-client";
+ * import { registerEvictionGauges } from "./state_metrics.ts";
+ * const registry = new Registry();
+ * registerEvictionGauges(registry, () => ({ evictions: [], policy: undefined }), () => 0);
+ * console.assert((await registry.metrics()).includes('evictor_evictions{state="Waiting"} 0'));
+ * ```
+ */
+export function registerEvictionGauges(
+  registry: Registry,
+  read: () => {
+    evictions: readonly Eviction[];
+    policy: EvictionPolicy | undefined;
+  },
+  now: () => number,
+): void {
+  const registers = [registry];
+  // One computation per scrape, shared by the gauges' collect callbacks.
+  let cached: { at: number; values: EvictionGaugeValues } | undefined;
+  const values = () => {
+    const at = now();
+    if (cached === undefined || cached.at !== at) {
+      const { evictions, policy } = read();
+      cached = { at, values: evictionGaugeValues(evictions, policy, at) };
+    }
+    return cached.values;
+  };
+  new Gauge({
+    name: "evictor_evictions",
+    help:
+      "Evictions by state (the Evicting condition's reason; Pending before it is set).",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      this.reset();
+      for (const [state, n] of values().byState) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: "evictor_eviction_state",
+    help: "1 for each Eviction's current state, 0 for the other states.",
+    labelNames: ["eviction", "state"],
+    registers,
+    collect() {
+      this.reset();
+      const v = values();
+      const states = [...v.byState.keys()];
+      for (const e of v.perEviction) {
+        for (const state of states) {
+          this.set({ eviction: e.eviction, state }, state === e.state ? 1 : 0);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: "evictor_drain_limit",
+    help:
+      "Migrations a drain may have in flight at once (status.effectiveLimit).",
+    labelNames: ["eviction"],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of values().perEviction) {
+        if (e.limit !== undefined) this.set({ eviction: e.eviction }, e.limit);
+      }
+    },
+  });
+  new Gauge({
+    name: "evictor_cluster_budget",
+    help:
+      "Migrations in flight allowed in the whole cluster (the EvictionPolicy's clusterMaxConcurrentMigrations); absent when unlimited.",
+    registers,
+    collect() {
+      this.reset();
+      const budget = values().clusterBudget;
+      if (budget !== undefined) this.set(budget);
+    },
+  });
+  new Gauge({
+    name: "evictor_drain_predicted_makespan_seconds",
+    help:
+      "A drain's predicted makespan, made before its host was disabled (status.predictedMakespanSeconds).",
+    labelNames: ["eviction"],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of values().perEviction) {
+        if (e.predictedSeconds !== undefined) {
+          this.set({ eviction: e.eviction }, e.predictedSeconds);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: "evictor_drain_elapsed_seconds",
+    help:
+      "Seconds from a drain's start to its end, or to now while it runs: its makespan once ended.",
+    labelNames: ["eviction"],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of values().perEviction) {
+        if (e.elapsedSeconds !== undefined) {
+          this.set({ eviction: e.eviction }, e.elapsedSeconds);
+        }
+      }
+    },
+  });
+}
