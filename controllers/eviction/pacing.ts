@@ -117,6 +117,15 @@ export class Pace {
    * drain's makespan is made of, poll latency included.
    */
   readonly #slots: Sample[] = [];
+  /**
+   * Our starts on both clocks: the controller's clock when we issued each
+   * and Nova's `created_at` of its record. Their slope converts Nova's
+   * durations to the controller's clock (1 in production; a simulator's
+   * time scale otherwise), so the two clocks are never mixed.
+   */
+  readonly #clockPairs: { clockMs: number; novaMs: number }[] = [];
+  /** Record ids already in {@linkcode Pace.#clockPairs}. */
+  readonly #paired = new Set<string>();
 
   /**
    * The observed migration rate on the controller's clock, a line through
@@ -136,6 +145,30 @@ export class Pace {
       overheadMs: Math.round(fit.a),
       migrations: this.#slots.length,
     };
+  }
+
+  /**
+   * Controller-clock ms per Nova ms: the least-squares slope of our starts'
+   * issue times against their records' `created_at`, once two starts are
+   * at least a second apart on Nova's clock; 1 before that.
+   */
+  clockPerNovaMs(): number {
+    const pairs = this.#clockPairs;
+    if (pairs.length < 2) return 1;
+    const n = pairs.length;
+    const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / n;
+    const my = pairs.reduce((s, p) => s + p.clockMs, 0) / n;
+    let sxx = 0;
+    let sxy = 0;
+    for (const p of pairs) {
+      sxx += (p.novaMs - mx) ** 2;
+      sxy += (p.novaMs - mx) * (p.clockMs - my);
+    }
+    const spread = Math.max(...pairs.map((p) => p.novaMs)) -
+      Math.min(...pairs.map((p) => p.novaMs));
+    if (spread < 1000 || !(sxx > 0)) return 1;
+    const k = sxy / sxx;
+    return k > 1e-3 && k < 1e3 ? k : 1;
   }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
@@ -178,6 +211,7 @@ export class Pace {
    */
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
+      this.#pairClocks(String(r.id), view.issuedAt(id), r.createdAt);
       const status = r.status.toLowerCase();
       const known = this.#active.get(id);
       if (WAITING.has(status)) {
@@ -232,6 +266,20 @@ export class Pace {
     }
   }
 
+  /** Remembers one start of ours on both clocks (once per record). */
+  #pairClocks(
+    recordId: string,
+    issuedMs: number | undefined,
+    createdAt: string | null | undefined,
+  ): void {
+    if (issuedMs === undefined || this.#paired.has(recordId)) return;
+    const novaMs = parseNovaTime(createdAt ?? undefined);
+    if (novaMs === undefined) return;
+    this.#paired.add(recordId);
+    this.#clockPairs.push({ clockMs: issuedMs, novaMs });
+    if (this.#clockPairs.length > MAX_SAMPLES) this.#clockPairs.shift();
+  }
+
   /**
    * Controller-clock ms until the earliest running migration is expected
    * to finish (0 when one is overdue), or undefined when nothing runs
@@ -245,14 +293,17 @@ export class Pace {
     const queueing = [...view.records.values()].some((r) =>
       r.status.toLowerCase() === "queued"
     );
+    const perNovaMs = this.clockPerNovaMs();
     for (const entry of view.inFlight) {
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
       const ram = view.ramOf(entry.id);
-      const predicted = ram === undefined
+      const novaMs = ram === undefined
         ? undefined
         : this.predictMs(entry.kind, ram);
+      // Nova's durations on the controller's clock
+      const predicted = novaMs === undefined ? undefined : novaMs * perNovaMs;
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id);
       if (

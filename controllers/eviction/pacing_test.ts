@@ -280,3 +280,79 @@ Deno.test("Pace.slotRate: a line through our start to the pass that saw it done,
     migrations: 3,
   });
 });
+
+Deno.test("Pace: Nova's clock running faster than ours (a simulator's time scale) is converted, not mixed", () => {
+  const p = new Pace();
+  const C = 1_000_000; // the controller's clock, unrelated to Nova's
+  const issued = new Map([["a", C], ["b", C + 1000], ["c", C + 2000]]);
+  const withIds = (r: ObservedMigration, id: number) => ({ ...r, id });
+  const issuedAt = (id: string) => issued.get(id);
+  // Nova's clock runs 20x ours: a 40 s migration takes 2 s of ours
+  p.learn(view(
+    C + 500,
+    [
+      ["a", withIds(record("a", "running", T, T), 1)],
+    ],
+    ["a"],
+    { issuedAt },
+  ));
+  p.learn(view(
+    C + 2100,
+    [
+      ["a", withIds(record("a", "completed", T, T + 40_000), 1)],
+      ["b", withIds(record("b", "running", T + 20_000, T + 20_000), 2)],
+    ],
+    ["b"],
+    { issuedAt },
+  ));
+  assert.equal(p.predictMs("live", 4096), 40_000);
+  assert.ok(Math.abs(p.clockPerNovaMs() - 1 / 20) < 1e-9);
+  const v = view(
+    C + 2100,
+    [
+      ["b", withIds(record("b", "running", T + 20_000, T + 20_000), 2)],
+    ],
+    ["b"],
+    { issuedAt },
+  );
+  // b: issued at C+1000, expected to end 2 s of ours later (plus the
+  // margin); it is C+2100 now
+  const due = p.dueInMs(v).dueMs;
+  assert.equal(due, Math.round(1000 + 2000 * (1 + LATE_MARGIN) - 2100));
+});
+
+Deno.test("property: the clock ratio is the scale between the clocks, whatever their offsets", () => {
+  fc.assert(fc.property(
+    fc.double({ min: 0.01, max: 100, noNaN: true }),
+    fc.integer({ min: 0, max: 1e9 }),
+    fc.array(fc.integer({ min: 0, max: 600_000 }), {
+      minLength: 2,
+      maxLength: 20,
+    }),
+    (scale, offset, novaOffsets) => {
+      const p = new Pace();
+      const starts = [...new Set(novaOffsets)];
+      const spread = Math.max(...starts) - Math.min(...starts);
+      const issued = new Map(
+        starts.map((n, i) => [`vm${i}`, offset + n / scale]),
+      );
+      p.learn(view(
+        offset + 1e7,
+        starts.map((
+          n,
+          i,
+        ) => [`vm${i}`, {
+          ...record(`vm${i}`, "running", T + n, T + n),
+          id: i,
+        }]),
+        [...issued.keys()],
+        { issuedAt: (id) => issued.get(id) },
+      ));
+      const k = p.clockPerNovaMs();
+      if (starts.length < 2 || spread < 1000) assert.equal(k, 1);
+      else if (1 / scale > 1e-3 && 1 / scale < 1e3) {
+        assert.ok(Math.abs(k * scale - 1) < 1e-6, `k ${k}, scale ${scale}`);
+      }
+    },
+  ));
+});
