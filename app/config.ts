@@ -57,6 +57,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly novaTimeoutMs: number;
   readonly migrationRetryWindowMs: number;
+  /** First wait before a failed migration is retried (doubling, capped). */
+  readonly migrationRetryBackoffMs: number;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -242,6 +244,13 @@ export const RUN_FLAGS = {
     help:
       "how long after its first failure a VM failing for a transient cause (no valid host, a failed migration) is retried",
   },
+  "migration-retry-backoff": {
+    type: "string",
+    env: "EVICTOR_MIGRATION_RETRY_BACKOFF",
+    default: "30s",
+    help:
+      "the wait before a failed migration is retried; it doubles with each failure, up to 20 times this",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -297,6 +306,7 @@ export function loadConfig(
     shutdownTimeoutMs: flags.duration("shutdown-timeout", 0),
     novaTimeoutMs: flags.duration("nova-timeout", 100),
     migrationRetryWindowMs: flags.duration("migration-retry-window", 0),
+    migrationRetryBackoffMs: flags.duration("migration-retry-backoff", 100),
   };
   return deepFreeze(config);
 }

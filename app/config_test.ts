@@ -8,6 +8,7 @@ Deno.test("defaults", () => {
   assert.equal(c.pollIntervalMs, 2000);
   assert.equal(c.novaTimeoutMs, 30_000);
   assert.equal(c.migrationRetryWindowMs, 3_600_000);
+  assert.equal(c.migrationRetryBackoffMs, 30_000);
   assert.equal(c.leaderElection, false);
   assert.deepEqual(c.controllers, [
     "eviction",
@@ -195,5 +196,21 @@ Deno.test("--nova-timeout and --migration-retry-window", () => {
     () => loadConfig(["--nova-timeout", "10ms"], {}),
     (e: unknown) =>
       e instanceof ConfigFlagError && e.message.includes("--nova-timeout"),
+  );
+});
+
+Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
+  const c = loadConfig(["--migration-retry-backoff=1500ms"], {});
+  assert.equal(c.migrationRetryBackoffMs, 1500);
+  assert.equal(
+    loadConfig([], { EVICTOR_MIGRATION_RETRY_BACKOFF: "2m" })
+      .migrationRetryBackoffMs,
+    120_000,
+  );
+  assert.throws(
+    () => loadConfig(["--migration-retry-backoff", "10ms"], {}),
+    (e: unknown) =>
+      e instanceof ConfigFlagError &&
+      e.message.includes("--migration-retry-backoff"),
   );
 });

@@ -82,7 +82,11 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       pollIntervalMs: config.pollIntervalMs,
       maxConcurrentReconciles: config.maxConcurrentReconciles,
       placement: deps.placement,
-      planOptions: { retryWindowMs: config.migrationRetryWindowMs },
+      planOptions: {
+        retryWindowMs: config.migrationRetryWindowMs,
+        retryBaseMs: config.migrationRetryBackoffMs,
+        retryCapMs: 20 * config.migrationRetryBackoffMs,
+      },
     });
   }
   if (on.has("hypervisor-sync")) {
