@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../framework/client.ts";
-import { EvictionKind, EvictionPolicyKind } from "../controllers/kinds.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
 import type { Eviction } from "../models/mod.ts";
 import { startEnvtest } from "./harness/envtest.ts";
 import {
@@ -29,6 +29,7 @@ import {
 } from "./harness/operator_process.ts";
 import {
   createEviction,
+  createPolicy,
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
@@ -103,13 +104,7 @@ Deno.test({
         250,
       ).catch(fail);
     try {
-      await client.create(EvictionPolicyKind, {
-        metadata: { name: "default" },
-        spec: {
-          maxConcurrentMigrations: PER_HOST,
-          clusterMaxConcurrentMigrations: BUDGET,
-        },
-      });
+      await createPolicy(client, PER_HOST, BUDGET);
       for (const h of [...waveA, delX, delZ]) {
         await registerHypervisor(client, sim, h, labelsOf("a"));
       }
