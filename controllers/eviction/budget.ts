@@ -96,16 +96,22 @@ export class BudgetWaiters {
     return this.#keys.size;
   }
 
-  /** Enqueues every waiting drain (each is removed; a pass re-adds it). */
-  wake(enqueue: (key: string) => void): void {
-    const keys = [...this.#keys];
-    this.#keys.clear();
-    for (const k of keys) enqueue(k);
+  /**
+   * Enqueues the `count` longest-waiting drains (default all); each is
+   * removed (a pass that still waits re-adds it). Waking only as many as
+   * slots freed spares the others a pass that would find none.
+   */
+  wake(enqueue: (key: string) => void, count = Infinity): void {
+    for (const k of this.#keys) {
+      if (count-- <= 0) break;
+      this.#keys.delete(k);
+      enqueue(k);
+    }
   }
 
   /**
-   * Feeds one Eviction's change (`after` undefined: deleted); wakes the
-   * waiters when it frees budget.
+   * Feeds one Eviction's change (`after` undefined: deleted); wakes as
+   * many waiters as it frees slots.
    */
   observe(
     key: string,
@@ -118,6 +124,6 @@ export class BudgetWaiters {
       : after.status?.inFlightCount ?? 0;
     if (after === undefined) this.#seen.delete(key);
     else this.#seen.set(key, n);
-    if (freesBudget(before, n)) this.wake(enqueue);
+    if (freesBudget(before, n)) this.wake(enqueue, (before ?? 0) - n);
   }
 }

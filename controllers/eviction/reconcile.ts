@@ -615,6 +615,8 @@ function planAndReserve(
       const budget = clusterBudgetLeft(clusterMax, others + mine);
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
+        // held back by the budget: woken when a slot frees
+        deps.budgetWaiters.add(ctx.key);
       }
     }
     return plan.inFlightCount;
@@ -654,6 +656,7 @@ async function confirmAcrossProcesses(
       clusterBudgetLeft: Math.max(0, plan.start.length - over),
     });
     deps.ledger.set(ctx.key, cut.inFlightCount);
+    deps.budgetWaiters.add(ctx.key);
     pass.log.info(
       { over, starts: plan.start.length, kept: cut.start.length },
       "another process reserved from the cluster budget at the same time",
@@ -755,11 +758,8 @@ async function report(pass: Pass, plan: Plan): Promise<void> {
     pass.log,
   );
   for (const e of reported.events) emit(pass, e);
-  const before = deps.ledger.get(ctx.key);
   deps.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
-  if (deps.ledger.get(ctx.key) < before) {
-    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
-  }
+  wakeForBudgetLeft(pass);
   deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
   if (reported.finishedNow) wakeSiblings(ctx, host);
   if (pass.retried) {
@@ -843,6 +843,26 @@ function requeue(
     });
   state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
   return { requeueAfterMs: delay };
+}
+
+/**
+ * Wakes as many drains waiting for budget as there are free slots now
+ * (after this pass's starts): a slot this drain freed or left unused goes
+ * to a waiting drain at once, not at its slow check.
+ */
+function wakeForBudgetLeft(pass: Pass): void {
+  const { ctx, deps } = pass;
+  if (deps.budgetWaiters.size === 0) return;
+  const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
+  const clusterMax = effectiveSettings(policy?.spec, deps.flagSettings).spec
+    .clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const inFlight = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
+    deps.ledger.get(ctx.key);
+  const left = clusterBudgetLeft(clusterMax, inFlight);
+  if (left > 0) {
+    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+  }
 }
 
 /** Records an Event without holding the pass (errors are logged). */
