@@ -31,8 +31,10 @@ export interface PluginIo extends Pick<PlanIo, "openStack"> {
 
 /** The help text of the plugin. */
 export const PLUGIN_USAGE = `Usage:
-  kubectl evictor drain HYPERVISOR --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
-      Creates the Eviction HYPERVISOR; with --wait, follows it until the host is empty.
+  kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
+      Creates the Eviction of each HYPERVISOR, all at once (one wave: every
+      host is disabled before any of them migrates); with --wait, follows
+      them until the hosts are empty.
   kubectl evictor status [HYPERVISOR]
       Prints the Evictions (or one) as a table.
   kubectl evictor plan HOST [HOST...] [--output table|json] [--mb-per-second N] [--overhead-seconds N]
@@ -158,18 +160,22 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
       timeout: { type: "string", default: "0" },
     },
   });
-  const [hypervisor, extra] = positionals;
-  if (!hypervisor) throw new UsageError("drain needs a HYPERVISOR name");
-  if (extra !== undefined) {
-    throw new UsageError(
-      `unexpected argument "${extra}": drain takes one HYPERVISOR`,
-    );
+  const hypervisors = [...new Set(positionals)];
+  if (hypervisors.length === 0) {
+    throw new UsageError("drain needs a HYPERVISOR name");
+  }
+  for (const h of hypervisors) {
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(h) || h.length > 253) {
+      throw new UsageError(
+        `HYPERVISOR "${h}" is not valid: expected a Kubernetes object name (lower case letters, digits, "-" and ".")`,
+      );
+    }
   }
   const reason = values.reason?.trim();
   if (!reason) {
     throw new UsageError("--reason is required: say why the host is drained");
   }
-  const spec: Eviction["spec"] = { hypervisor, reason };
+  let maxConcurrent: number | undefined;
   const max = values["max-concurrent"];
   if (max !== undefined) {
     const n = Number(max);
@@ -178,7 +184,7 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
         `--max-concurrent "${max}" is not valid: expected an integer from 1 to 64`,
       );
     }
-    spec.maxConcurrentMigrations = n;
+    maxConcurrent = n;
   }
   const timeoutSeconds = Number(values.timeout);
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
@@ -187,20 +193,54 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
     );
   }
   const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  await api.createClusterCustomObject({
-    group,
-    version,
-    plural,
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind: "Eviction",
-      metadata: { name: hypervisor },
-      spec,
-    },
+  // All at once: Evictions that exist together form one wave.
+  const created = await Promise.allSettled(
+    hypervisors.map((hypervisor) =>
+      api.createClusterCustomObject({
+        group,
+        version,
+        plural,
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: "Eviction",
+          metadata: { name: hypervisor },
+          spec: {
+            hypervisor,
+            reason,
+            ...(maxConcurrent === undefined
+              ? {}
+              : { maxConcurrentMigrations: maxConcurrent }),
+          },
+        },
+      })
+    ),
+  );
+  let code = 0;
+  const made: string[] = [];
+  created.forEach((r, i) => {
+    const hypervisor = hypervisors[i]!;
+    if (r.status === "fulfilled") {
+      io.out(`eviction.${group}/${hypervisor} created`);
+      made.push(hypervisor);
+    } else {
+      io.err(
+        `eviction.${group}/${hypervisor} not created: ${
+          r.reason instanceof k8s.ApiException
+            ? apiMessage(r.reason)
+            : String(r.reason)
+        }`,
+      );
+      code = 1;
+    }
   });
-  io.out(`eviction.${group}/${hypervisor} created`);
-  if (!values.wait) return 0;
-  return await follow(api, hypervisor, timeoutSeconds * 1000, io);
+  if (!values.wait) return code;
+  for (const hypervisor of made) {
+    code = Math.max(
+      code,
+      await follow(api, hypervisor, timeoutSeconds * 1000, io),
+    );
+  }
+  return code;
 }
 
 async function follow(

@@ -48,6 +48,10 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
     [["drain", "n1"], "--reason is required: say why the host is drained"],
     [["drain", "n1", "--reason", "  "], "--reason is required"],
     [
+      ["drain", "n1", "Node_2", "--reason", "x"],
+      'HYPERVISOR "Node_2" is not valid: expected a Kubernetes object name',
+    ],
+    [
       ["drain", "n1", "--reason", "x", "--max-concurrent", "0"],
       '--max-concurrent "0" is not valid: expected an integer from 1 to 64',
     ],
@@ -303,6 +307,63 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
     });
   } finally {
     await api.deleteClusterCustomObject(ref);
+  }
+});
+
+Deno.test("kubectl evictor drain with several hosts creates their Evictions as one wave", async () => {
+  const env = await sharedEnvtest();
+  const s = crypto.randomUUID().slice(0, 8);
+  const names = [`wave-a-${s}`, `wave-b-${s}`, `wave-c-${s}`];
+  const api = env.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+  const ref = { group: "kvm.cloud.sap", version: "v1", plural: "evictions" };
+  // one exists already: the others are still created, and the exit says so
+  await api.createClusterCustomObject({
+    ...ref,
+    body: {
+      apiVersion: "kvm.cloud.sap/v1",
+      kind: "Eviction",
+      metadata: { name: names[2] },
+      spec: { hypervisor: names[2], reason: "earlier" },
+    },
+  });
+  try {
+    const { io, out, err } = captureIo(env.kubeConfig());
+    const code = await runPlugin(
+      [
+        "drain",
+        ...names,
+        names[0]!,
+        "--reason",
+        "rack 7",
+        "--max-concurrent",
+        "3",
+      ],
+      io,
+    );
+    assert.equal(code, 1, err.join("\n"));
+    for (const n of names.slice(0, 2)) {
+      assert.ok(
+        out.includes(`eviction.kvm.cloud.sap/${n} created`),
+        out.join(),
+      );
+      const e = await api.getClusterCustomObject({
+        ...ref,
+        name: n,
+      }) as Eviction;
+      assert.deepEqual(e.spec, {
+        hypervisor: n,
+        reason: "rack 7",
+        maxConcurrentMigrations: 3,
+      });
+    }
+    assert.match(
+      err.join("\n"),
+      new RegExp(`${names[2]} not created: .*already exists`),
+    );
+  } finally {
+    for (const n of names) {
+      await api.deleteClusterCustomObject({ ...ref, name: n }).catch(() => {});
+    }
   }
 });
 

@@ -44,6 +44,7 @@ import {
 } from "../../tests/harness/nova_sim/world.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { InFlightLedger } from "./ledger.ts";
+import { BudgetWaiters } from "./budget.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { CountedNova } from "./nova_calls.ts";
@@ -534,6 +535,8 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     memory: new DrainMemory(),
     metrics,
     actConcurrency: 4,
+    waveSettleMs: 15_000,
+    budgetWaiters: new BudgetWaiters(),
   };
   const store = new EvictionStore({
     metadata: {

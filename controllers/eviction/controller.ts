@@ -15,6 +15,8 @@ import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import { finalizeEviction } from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
+import { BudgetWaiters } from "./budget.ts";
+import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { registerEvictionGauges } from "./state_metrics.ts";
@@ -60,6 +62,11 @@ export interface EvictionControllerDeps {
   slowPollMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
+  /**
+   * The longest wait of a drain, once its host is disabled, for the other
+   * Evictions of its wave to be disabled too (default 15 s), real ms.
+   */
+  waveSettleMs?: number;
   /** Placement, for the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
 }
@@ -101,6 +108,12 @@ export function registerEvictionController(
   positiveInt(maxPollMs, "maxPollMs");
   const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
   positiveInt(finishedCheckMs, "finishedCheckMs");
+  const waveSettleMs = deps.waveSettleMs ?? 15_000;
+  if (!Number.isFinite(waveSettleMs) || waveSettleMs < 0) {
+    throw new RangeError(
+      `waveSettleMs must be a number >= 0, got ${waveSettleMs}`,
+    );
+  }
   const rate = deps.clock?.rate ?? 1;
   if (!(rate > 0) || !Number.isFinite(rate)) {
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
@@ -120,6 +133,8 @@ export function registerEvictionController(
     memory: new DrainMemory(),
     metrics,
     actConcurrency,
+    waveSettleMs,
+    budgetWaiters: new BudgetWaiters(),
     ...(deps.placement === undefined ? {} : {
       capacity: {
         placement: deps.placement,
@@ -147,6 +162,36 @@ export function registerEvictionController(
     host === undefined ? [] : evictions
       .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
+
+  // The cluster budget counts every Eviction's migrations, whatever this
+  // process's label selector: a second, unpartitioned cache of Evictions,
+  // read by the budget only. A drop of any Eviction's count in flight (or
+  // its deletion) wakes this process's drains waiting for budget.
+  let all: Informer<Eviction> | undefined;
+  operator.onStartup(async () => {
+    all = new Informer<Eviction>({
+      kind: EvictionKind,
+      client: operator.client,
+      logger: operator.logger.child({ cache: "evictions-all" }),
+    });
+    all.on((ev) =>
+      pass.budgetWaiters.observe(
+        ev.key,
+        ev.type === "deleted" ? undefined : ev.object,
+        (k) => {
+          if (evictions.get(k) !== undefined) {
+            operator.enqueue(EvictionKind, k);
+          }
+        },
+      )
+    );
+    all.start();
+    await all.synced();
+    pass.allEvictions = all;
+  });
+  operator.onCleanup(async () => {
+    await all?.stop();
+  });
 
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",

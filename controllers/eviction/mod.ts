@@ -5,17 +5,23 @@
  * One pass of a drain (reconcile.ts) runs these phases, in this order:
  *
  * 1. **gate** — only the oldest Eviction of a hypervisor drains; preflight
- *    disables the compute service; a retry annotation re-arms failed VMs
+ *    disables the compute service; the drain then waits, bounded, until
+ *    every other pending Eviction's host is disabled too (its wave,
+ *    wave.ts); a retry annotation re-arms failed VMs
  *    (retry.ts); a finished drain looks at Nova only when the Hypervisor
  *    reports instances or its slow check is due; a pass woken before it is
- *    due with nothing changed returns at once.
+ *    due with nothing changed returns at once; a drain with nothing in
+ *    flight while the cluster budget is spent waits without a Nova call
+ *    (budget.ts), woken when budget frees.
  * 2. **observe** — Nova afresh, every pass that decides (observe.ts): the
  *    servers on the host, the migrations from or to it since the drain
  *    started, a lookup only for a VM that left without a telling record.
  * 3. **plan** — a pure function of that observation, the status, the limit
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
- *    (ledger.ts).
+ *    (ledger.ts); under a cluster budget the status is written first and
+ *    the cluster's Evictions listed, so two processes never both spend the
+ *    last slot.
  * 4. **act** — starts, confirms and aborts are issued, none awaited
  *    (act.ts): their answers become notes in the drain's memory
  *    (memory.ts) that the next pass plans with.

@@ -42,6 +42,8 @@ import { preflight } from "./preflight.ts";
 import { reportPass } from "./report.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
+import { type BudgetWaiters, inFlightByEviction } from "./budget.ts";
+import { CONDITION_WAVE_SETTLED, waveGate } from "./wave.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
 import type {
   CapacityPlacement,
@@ -87,6 +89,15 @@ export interface EvictionPassDeps {
   metrics: EvictionMetrics;
   /** Nova lookups of one pass at once. */
   actConcurrency: number;
+  /**
+   * Every Eviction of the cluster, whatever this process's label selector
+   * (for the cluster budget); without it, the operator's cache.
+   */
+  allEvictions?: { list(): Eviction[] };
+  /** This process's drains waiting for budget. */
+  budgetWaiters: BudgetWaiters;
+  /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
+  waveSettleMs: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */
   capacity?: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> };
 }
@@ -143,6 +154,7 @@ export async function reconcileEviction(
   if (ctx.object === undefined) {
     deps.ledger.delete(ctx.key);
     deps.memory.forget(ctx.key);
+    deps.budgetWaiters.delete(ctx.key);
     return {};
   }
   const ev = deps.memory.freshest(ctx.key, ctx.object);
@@ -167,16 +179,19 @@ export async function reconcileEviction(
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
   const options = planOptionsFor(deps.planOptions, settings);
+  const waitingForBudget = await waitForBudget(pass, settings);
+  if (waitingForBudget !== undefined) return waitingForBudget;
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(pass, fingerprint);
   if (early !== undefined) return early;
 
   const seen = await observeOrKeep(pass, options);
-  const plan = planAndReserve(pass, seen, settings, options);
+  const reserved = planAndReserve(pass, seen, settings, options);
+  const plan = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, plan, seen);
-  // The starts go out with the status write, not after it: a start never
-  // waits for the API server. Its entry is in the written status, and the
-  // drain's memory knows it even if the write fails.
+  // Without a cluster budget the starts go out with the status write, not
+  // after it: a start never waits for the API server. Its entry is in the
+  // written status, and the drain's memory knows it even if the write fails.
   act(pass, plan);
   // The observed rate goes with the status, for the predictions of later
   // drains (capacity/makespan.ts rateFromHistory).
@@ -279,6 +294,9 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
     pass.status = out.status;
   }
 
+  const waiting = await waveGatePhase(pass, now, generation);
+  if (waiting !== undefined) return waiting;
+
   const retry = ev.metadata?.annotations?.[RETRY_ANNOTATION];
   if (typeof retry === "string") {
     const r = applyRetry(pass.status, retry);
@@ -301,6 +319,97 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
     return watchFinished(pass);
   }
   return undefined;
+}
+
+/**
+ * Wave (after this drain's own preflight, before its first migration):
+ * waits, bounded, until every other pending Eviction's compute service is
+ * disabled (wave.ts). Once settled (condition WaveSettled True) it never
+ * waits again. The peers waiting in this process are woken when this
+ * drain's disabled service is recorded.
+ */
+async function waveGatePhase(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, host } = pass;
+  const conditions = pass.status.conditions ?? [];
+  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
+  if (current?.status === "True" || pass.status.finishedAt !== undefined) {
+    return undefined;
+  }
+  // every partition's Evictions: another process disables their hosts
+  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
+    e,
+  ) => deps.memory.freshest(e.metadata?.name ?? "", e));
+  const since = current === undefined
+    ? now.getTime()
+    : Date.parse(current.lastTransitionTime);
+  const decision = waveGate({
+    self: { ...pass.ev, status: pass.status },
+    evictions,
+    waitingSinceMs: Number.isNaN(since) ? now.getTime() : since,
+    nowMs: now.getTime(),
+    settleMs: deps.waveSettleMs * pass.rate,
+  });
+  const shown = decision.pending.slice(0, 5).join(", ") +
+    (decision.pending.length > 5 ? `, ... (${decision.pending.length})` : "");
+  const update = decision.go
+    ? {
+      type: CONDITION_WAVE_SETTLED,
+      status: "True" as const,
+      reason: decision.reason,
+      message: decision.reason === "AllDisabled"
+        ? "every other pending Eviction's compute service is disabled"
+        : `waited the settle bound; not yet disabled: ${shown}`,
+    }
+    : {
+      type: CONDITION_WAVE_SETTLED,
+      status: "False" as const,
+      reason: "WaitingForWave",
+      message:
+        `host ${host} is disabled; migrations start once these are disabled too: ${shown}`,
+    };
+  const before = pass.status;
+  pass.status = {
+    ...pass.status,
+    conditions: setCondition(conditions, update, now, generation),
+  };
+  if (current?.status !== update.status) {
+    emit(pass, {
+      type: "Normal",
+      reason: decision.go ? "WaveSettled" : "WaitingForWave",
+      message: update.message,
+    });
+  }
+  const newlyDisabled = before.hypervisorServiceId !== undefined &&
+    pass.ev.status?.hypervisorServiceId === undefined;
+  if (newlyDisabled || !decision.go) await record(pass, pass.status);
+  if (newlyDisabled) wakeWaitingPeers(ctx, evictions);
+  if (decision.go) return undefined;
+  return {
+    requeueAfterMs: Math.max(
+      1,
+      Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
+    ),
+  };
+}
+
+/** Enqueues this process's drains that wait for their wave. */
+function wakeWaitingPeers(
+  ctx: HandlerContext<Eviction>,
+  evictions: readonly Eviction[],
+): void {
+  for (const e of evictions) {
+    const name = e.metadata?.name;
+    if (name === undefined || name === ctx.key) continue;
+    if (ctx.cache(EvictionKind).get(name) === undefined) continue;
+    const c = e.status?.conditions?.find((x) =>
+      x.type === CONDITION_WAVE_SETTLED
+    );
+    if (c?.status === "False") ctx.enqueue(EvictionKind, name);
+  }
 }
 
 /**
@@ -358,6 +467,54 @@ function watchFinished(pass: Pass): ReconcileResult | undefined {
     ? deps.pollIntervalMs - sinceReal
     : deps.finishedCheckMs - sinceReal;
   return { requeueAfterMs: Math.max(1, Math.round(waitMs)) };
+}
+
+/** Migrations in flight per Eviction in the whole cluster, as cached. */
+function clusterInFlight(pass: Pass): Map<string, number> {
+  const all = pass.deps.allEvictions ?? pass.ctx.cache(EvictionKind);
+  return inFlightByEviction(all.list());
+}
+
+/**
+ * Budget: a drain with nothing in flight, while the cluster budget is spent
+ * by others, waits without a Nova call (nothing of its own can move); it is
+ * woken when budget frees (budget.ts) and by its slow check. Returns the
+ * pass's result when it waits.
+ */
+async function waitForBudget(
+  pass: Pass,
+  settings: LimitSettings,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, state, status } = pass;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  deps.budgetWaiters.delete(ctx.key);
+  if (clusterMax === undefined || pass.retried) return undefined;
+  if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
+    return undefined;
+  }
+  if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
+  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  if (clusterBudgetLeft(clusterMax, others) > 0) return undefined;
+  const now = new Date(deps.clock.now());
+  const next: EvictionStatus = {
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      {
+        type: CONDITION_EVICTING,
+        status: "True",
+        reason: "Waiting",
+        message:
+          `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
+      },
+      now,
+      pass.ev.metadata?.generation,
+    ),
+  };
+  await record(pass, next);
+  state.due = undefined;
+  deps.budgetWaiters.add(ctx.key);
+  return { requeueAfterMs: deps.slowPollMs };
 }
 
 /** What a pass depends on besides Nova: a change forces a full pass. */
@@ -433,7 +590,7 @@ function planAndReserve(
   seen: Observation,
   settings: LimitSettings,
   options: PlanOptions,
-): Plan {
+): { plan: Plan; input: PlanInput } {
   const { ctx, deps, ev, host } = pass;
   const resolved = resolveLimit(
     settings,
@@ -457,12 +614,7 @@ function planAndReserve(
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
-  const cachedCounts = new Map<string, number>();
-  for (const e of ctx.cache(EvictionKind).list()) {
-    const name = e.metadata?.name;
-    if (name === undefined || e.status?.finishedAt !== undefined) continue;
-    cachedCounts.set(name, e.status?.inFlightCount ?? 0);
-  }
+  const cachedCounts = clusterInFlight(pass);
   let plan = planPass(input);
   deps.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
@@ -471,11 +623,61 @@ function planAndReserve(
       const budget = clusterBudgetLeft(clusterMax, others + mine);
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
+        // held back by the budget: woken when a slot frees
+        deps.budgetWaiters.add(ctx.key);
       }
     }
     return plan.inFlightCount;
   });
-  return plan;
+  return { plan, input };
+}
+
+/**
+ * The cluster budget across processes: another process may reserve from
+ * the same free slots at the same moment (its status not yet in our
+ * cache). So, with starts under a cluster budget, the pass writes its
+ * status first (its intent: the count in flight with its starts), then
+ * reads every Eviction from the API server (a quorum read). Of any two
+ * passes, the later reader sees the other's intent; each gives up the
+ * starts by which the total it reads exceeds the budget, so the starts
+ * that go out never exceed it. Costs one list per pass that starts.
+ */
+async function confirmAcrossProcesses(
+  pass: Pass,
+  reserved: { plan: Plan; input: PlanInput },
+  settings: LimitSettings,
+): Promise<Plan> {
+  const { ctx, deps } = pass;
+  const { plan, input } = reserved;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined || plan.start.length === 0) return plan;
+  try {
+    await record(pass, plan.next);
+    const listed = await ctx.client.list(EvictionKind);
+    const counts = inFlightByEviction(listed.items as Eviction[]);
+    const total = deps.ledger.othersInFlight(ctx.key, counts) +
+      plan.inFlightCount;
+    const over = total - clusterMax;
+    if (over <= 0) return plan;
+    const cut = planPass({
+      ...input,
+      clusterBudgetLeft: Math.max(0, plan.start.length - over),
+    });
+    deps.ledger.set(ctx.key, cut.inFlightCount);
+    deps.budgetWaiters.add(ctx.key);
+    pass.log.info(
+      { over, starts: plan.start.length, kept: cut.start.length },
+      "another process reserved from the cluster budget at the same time",
+    );
+    return cut;
+  } catch (err) {
+    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    await record(pass, pass.status).catch(() => {});
+    throw new TemporaryError(
+      `confirming the cluster budget failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  }
 }
 
 /**
@@ -565,6 +767,7 @@ async function report(pass: Pass, plan: Plan): Promise<void> {
   );
   for (const e of reported.events) emit(pass, e);
   deps.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
+  wakeForBudgetLeft(pass);
   deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
   if (reported.finishedNow) wakeSiblings(ctx, host);
   if (pass.retried) {
@@ -648,6 +851,26 @@ function requeue(
     });
   state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
   return { requeueAfterMs: delay };
+}
+
+/**
+ * Wakes as many drains waiting for budget as there are free slots now
+ * (after this pass's starts): a slot this drain freed or left unused goes
+ * to a waiting drain at once, not at its slow check.
+ */
+function wakeForBudgetLeft(pass: Pass): void {
+  const { ctx, deps } = pass;
+  if (deps.budgetWaiters.size === 0) return;
+  const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
+  const clusterMax = effectiveSettings(policy?.spec, deps.flagSettings).spec
+    .clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const inFlight = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
+    deps.ledger.get(ctx.key);
+  const left = clusterBudgetLeft(clusterMax, inFlight);
+  if (left > 0) {
+    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+  }
 }
 
 /** Records an Event without holding the pass (errors are logged). */

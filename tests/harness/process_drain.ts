@@ -7,7 +7,11 @@
  */
 
 import type { KubeClient } from "../../framework/client.ts";
-import { EvictionKind, HypervisorKind } from "../../controllers/kinds.ts";
+import {
+  EvictionKind,
+  EvictionPolicyKind,
+  HypervisorKind,
+} from "../../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import type { NovaSim } from "./nova_sim/mod.ts";
 
@@ -63,6 +67,18 @@ export async function createEviction(
   await client.create<Eviction>(EvictionKind, {
     metadata: { name: host, labels },
     spec: { hypervisor: host, reason: "test" },
+  });
+}
+
+/** Creates the EvictionPolicy `default` with these two limits. */
+export async function createPolicy(
+  client: KubeClient,
+  maxConcurrentMigrations: number,
+  clusterMaxConcurrentMigrations: number,
+): Promise<void> {
+  await client.create(EvictionPolicyKind, {
+    metadata: { name: "default" },
+    spec: { maxConcurrentMigrations, clusterMaxConcurrentMigrations },
   });
 }
 

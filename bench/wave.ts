@@ -1,0 +1,250 @@
+/**
+ * Wave benchmark (task `bench:wave`): a maintenance wave with the real
+ * program. `main.ts` (eviction controller only) against a real API server
+ * and the time-scaled Nova simulator: 100 hosts of 20 VMs, 25 Evictions
+ * created at once, cluster budget 10, per-host limit 4. Reports the VMs
+ * migrated twice, the peak of migrations in flight (sampled from the
+ * simulator every 20 ms), the makespan over its lower bound, Nova calls per
+ * migrated VM, Eviction API requests per status change and the operator's
+ * peak RSS; writes bench/reports/wave.json. Not a test: nothing here fails
+ * on a number.
+ *
+ * Usage: deno run -A bench/wave.ts [--time-scale N] [--poll-interval-ms N]
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { drainOutcome } from "../cli/kubectl_plugin.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
+import { KubeClient } from "../framework/client.ts";
+import { Informer } from "../framework/informer.ts";
+import type { Eviction } from "../models/mod.ts";
+import { apiRequests } from "../tests/harness/api_requests.ts";
+import { startEnvtest } from "../tests/harness/envtest.ts";
+import {
+  migratedTwice,
+  sampleInFlight,
+  waitFor,
+} from "../tests/harness/eviction_env.ts";
+import { parseScenario, startNovaSim } from "../tests/harness/nova_sim/mod.ts";
+import { startOperatorProcess } from "../tests/harness/operator_process.ts";
+import {
+  createEviction,
+  createPolicy,
+  drainProcessArgs,
+  registerHypervisor,
+} from "../tests/harness/process_drain.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    "time-scale": { type: "string", default: "5" },
+    // --poll-interval's default (2 s), in simulator time
+    "poll-interval-ms": { type: "string", default: "2000" },
+    json: { type: "string", default: "bench/reports/wave.json" },
+  },
+});
+const SCALE = Number(values["time-scale"]);
+const POLL_VIRTUAL_MS = Number(values["poll-interval-ms"]);
+if (!(SCALE > 0)) {
+  throw new RangeError(`--time-scale must be > 0, got ${SCALE}`);
+}
+if (!(POLL_VIRTUAL_MS > 0)) {
+  throw new RangeError(
+    `--poll-interval-ms must be > 0, got ${values["poll-interval-ms"]}`,
+  );
+}
+const HOSTS = 100;
+const VMS = 20;
+const EVICTIONS = 25;
+const BUDGET = 10;
+const PER_HOST = 4;
+const RAM_MB = [1024, 2048, 4096, 8192, 16384];
+// the simulator's default timing (RAM-proportional copies)
+const TIMING = parseScenario({ hosts: [{ name: "x" }] }).timing;
+
+const hosts = Array.from(
+  { length: HOSTS },
+  (_, i) => `wave${String(i).padStart(3, "0")}`,
+);
+// every fourth host: a wave spread over the cloud, not its first quarter
+const drained = hosts.filter((_, i) => i % 4 === 0).slice(0, EVICTIONS);
+
+const env = await startEnvtest();
+const sim = await startNovaSim({
+  seed: 12,
+  timeScale: SCALE,
+  hosts: hosts.map((name) => ({
+    name,
+    ramMb: 1_000_000,
+    vcpus: 1024,
+    maxConcurrentLiveMigrations: PER_HOST,
+  })),
+  serverGroups: hosts.map((host) => ({
+    host,
+    count: VMS,
+    namePrefix: `vm-${host}`,
+    ramMb: RAM_MB,
+  })),
+});
+const client = await KubeClient.fromKubeConfig(env.kubeConfig());
+const labels = { "evictor-bench": "wave" };
+const op = await startOperatorProcess({
+  kubeconfigPath: env.kubeconfigPath,
+  cloudsYaml: sim.cloudsYaml({ cloud: "wave" }),
+  cloud: "wave",
+  args: [
+    ...drainProcessArgs(
+      "evictor-bench=wave",
+      `${Math.max(1, Math.round(POLL_VIRTUAL_MS / SCALE))}ms`,
+    ),
+  ],
+});
+// The operator's VmRSS, from /proc: of the processes with the staged
+// kubeconfig on their command line (the watchdog shell and the operator),
+// the largest is the operator.
+async function rssOfOperatorMb(): Promise<number> {
+  let best = 0;
+  for await (const e of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    const cmd = await Deno.readTextFile(`/proc/${e.name}/cmdline`).catch(
+      () => "",
+    );
+    if (!cmd.includes(`--kubeconfig=${op.dir}/kubeconfig`)) continue;
+    const status = await Deno.readTextFile(`/proc/${e.name}/status`).catch(
+      () => "",
+    );
+    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+    if (kb !== undefined) best = Math.max(best, Number(kb) / 1024);
+  }
+  return best;
+}
+let rssPeakMb = 0;
+const rssTimer = setInterval(async () => {
+  rssPeakMb = Math.max(rssPeakMb, await rssOfOperatorMb());
+}, 500);
+const statusChanges = { count: 0 };
+const lastStatus = new Map<string, string>();
+const watcher = new Informer<Eviction>({ kind: EvictionKind, client });
+watcher.on((ev) => {
+  if (ev.type === "deleted") return;
+  const s = JSON.stringify(ev.object.status ?? {});
+  if (ev.type === "modified" && lastStatus.get(ev.key) !== s) {
+    statusChanges.count++;
+  }
+  lastStatus.set(ev.key, s);
+});
+try {
+  await createPolicy(client, PER_HOST, BUDGET);
+  for (const h of drained) await registerHypervisor(client, sim, h, labels);
+  await waitFor(
+    "the operator's caches",
+    async () => /caches synced/.test(await op.log()) ? true : undefined,
+    60_000,
+    100,
+  );
+  watcher.start();
+  await watcher.synced();
+  sim.resetCounters();
+  const before = await apiRequests(env, "evictions");
+  const sampler = sampleInFlight(sim, hosts, 20);
+  const realStart = Date.now();
+  const start = sim.state().now;
+  await Promise.all(drained.map((h) => createEviction(client, h, labels)));
+  let polls = 0;
+  const done = await waitFor(
+    "the wave to finish",
+    async () => {
+      polls++;
+      const list = await client.list(EvictionKind, {
+        labelSelector: "evictor-bench=wave",
+      });
+      const items = list.items as Eviction[];
+      return items.length === EVICTIONS &&
+          items.every((e) => drainOutcome(e) === "Succeeded")
+        ? items
+        : undefined;
+    },
+    3_600_000,
+    1000,
+  );
+  const sampled = sampler.stop();
+  const after = await apiRequests(env, "evictions");
+  const st = sim.state();
+  const recs = st.migrations.filter((m) => drained.includes(m.source));
+  const end = Math.max(...recs.map((m) => m.updatedAt));
+  const overhead = (TIMING.prepareSeconds + TIMING.postSeconds) * 1000;
+  const slot = recs.map((m) => m.copyMs + overhead);
+  const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const perHost = drained.map((h) =>
+    sum(
+      recs.filter((m) => m.source === h).map((m) =>
+        m.copyMs + overhead + TIMING.scheduleSeconds * 1000
+      ),
+    ) / PER_HOST
+  );
+  const lowerBound = Math.max(
+    Math.max(...full),
+    sum(full) / BUDGET,
+    Math.max(...perHost),
+  );
+  const calls = Object.entries(sim.counters().calls)
+    .filter(([k]) => !k.includes("/identity/"))
+    .reduce((a, [, n]) => a + n, 0);
+  const migrated = done.reduce((a, e) => a + (e.status?.migratedCount ?? 0), 0);
+  let requests = 0;
+  for (const [verb, n] of Object.entries(after.byVerb)) {
+    requests += n - (before.byVerb[verb] ?? 0);
+  }
+  // the benchmark's own: the creates and its polling lists
+  const operatorRequests = requests - EVICTIONS - polls;
+  const report = {
+    hosts: HOSTS,
+    vmsPerHost: VMS,
+    evictions: EVICTIONS,
+    clusterBudget: BUDGET,
+    perHostLimit: PER_HOST,
+    timeScale: SCALE,
+    pollIntervalVirtualMs: POLL_VIRTUAL_MS,
+    vmsMigratedTwice: migratedTwice(sim, hosts).length,
+    budgetPeak: sampled.max,
+    budgetSampleEveryMs: 20,
+    makespanS: Number(((end - start) / 1000).toFixed(1)),
+    lowerBoundS: Number((lowerBound / 1000).toFixed(1)),
+    ratio: Number(((end - start) / lowerBound).toFixed(4)),
+    migrated,
+    novaCalls: calls,
+    novaCallsPerVm: Number((calls / Math.max(1, migrated)).toFixed(3)),
+    evictionApiRequests: operatorRequests,
+    statusChanges: statusChanges.count,
+    apiRequestsPerStatusChange: Number(
+      (operatorRequests / Math.max(1, statusChanges.count)).toFixed(3),
+    ),
+    apiRequestsByVerb: Object.fromEntries(
+      Object.entries(after.byVerb).map((
+        [k, n],
+      ) => [k, n - (before.byVerb[k] ?? 0)]),
+    ),
+    operatorRssPeakMb: Number(rssPeakMb.toFixed(1)),
+    realS: Number(((Date.now() - realStart) / 1000).toFixed(1)),
+    targets: {
+      vmsMigratedTwice: 0,
+      budgetPeakAtMost: BUDGET,
+      ratioAtMost: 1.1,
+      novaCallsPerVmAtMost: 3,
+      apiRequestsPerStatusChangeAtMost: 1.2,
+    },
+  };
+  await Deno.mkdir("bench/reports", { recursive: true });
+  await Deno.writeTextFile(values.json, JSON.stringify(report, null, 2) + "\n");
+  console.log(JSON.stringify(report, null, 2));
+} finally {
+  clearInterval(rssTimer);
+  await watcher.stop();
+  await op.stop();
+  client.close();
+  await sim.close();
+  await env.stop();
+}

@@ -1,0 +1,129 @@
+/**
+ * The cluster budget across processes: what every Eviction in the cluster
+ * has in flight (whatever this process's `--label-selector` partition),
+ * and the drains of this process that wait for budget, woken when it
+ * frees instead of polling Nova.
+ *
+ * An Eviction that is deleted mid-drain keeps its finalizer (finalize.ts)
+ * until Nova shows its migrations settled, its `status.inFlightCount`
+ * refreshed meanwhile: so its migrations stay counted by every process
+ * that watches Evictions, with no other record to create or clean up.
+ *
+ * @module
+ */
+
+import type { Eviction } from "../../models/mod.ts";
+
+/**
+ * Migrations in flight per Eviction name, as the cluster's Evictions
+ * report them: a finished drain has none; one being deleted still counts.
+ *
+ * @example
+ * ```ts
+ * import { inFlightByEviction } from "./budget.ts";
+ * const e = (name: string, n: number, finished = false) => ({
+ *   metadata: { name }, spec: { hypervisor: name, reason: "r" },
+ *   status: { inFlightCount: n, ...(finished ? { finishedAt: "2026-01-01T00:00:00Z" } : {}) },
+ * });
+ * console.assert(inFlightByEviction([e("a", 2), e("b", 3, true)]).get("a") === 2);
+ * console.assert(!inFlightByEviction([e("a", 2), e("b", 3, true)]).has("b"));
+ * ```
+ */
+export function inFlightByEviction(
+  evictions: readonly Eviction[],
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of evictions) {
+    const name = e.metadata?.name;
+    if (name === undefined || e.status?.finishedAt !== undefined) continue;
+    const n = e.status?.inFlightCount ?? 0;
+    if (n > 0) out.set(name, n);
+  }
+  return out;
+}
+
+/**
+ * Whether a change of one Eviction frees budget: its count in flight
+ * dropped, or it is gone (`after` undefined) with some in flight.
+ *
+ * @example
+ * ```ts
+ * import { freesBudget } from "./budget.ts";
+ * console.assert(freesBudget(3, 2));
+ * console.assert(freesBudget(1, undefined));
+ * console.assert(!freesBudget(2, 2));
+ * ```
+ */
+export function freesBudget(
+  before: number | undefined,
+  after: number | undefined,
+): boolean {
+  return (before ?? 0) > (after ?? 0);
+}
+
+/**
+ * The drains of this process that wait only for budget. A waiting drain
+ * makes no Nova call; it is enqueued when budget frees (any Eviction's
+ * count in flight drops, here or in another process) and by its slow
+ * check.
+ *
+ * @example
+ * ```ts
+ * import { BudgetWaiters } from "./budget.ts";
+ * const w = new BudgetWaiters();
+ * w.add("a");
+ * const woken: string[] = [];
+ * w.wake((k) => woken.push(k));
+ * console.assert(woken.join() === "a" && w.size === 0);
+ * ```
+ */
+export class BudgetWaiters {
+  readonly #keys = new Set<string>();
+  readonly #seen = new Map<string, number>();
+
+  /** Records that `key` waits for budget. */
+  add(key: string): void {
+    this.#keys.add(key);
+  }
+
+  /** `key` no longer waits (it ran a full pass, or is gone). */
+  delete(key: string): void {
+    this.#keys.delete(key);
+  }
+
+  /** How many drains wait. */
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /**
+   * Enqueues the `count` longest-waiting drains (default all); each is
+   * removed (a pass that still waits re-adds it). Waking only as many as
+   * slots freed spares the others a pass that would find none.
+   */
+  wake(enqueue: (key: string) => void, count = Infinity): void {
+    for (const k of this.#keys) {
+      if (count-- <= 0) break;
+      this.#keys.delete(k);
+      enqueue(k);
+    }
+  }
+
+  /**
+   * Feeds one Eviction's change (`after` undefined: deleted); wakes as
+   * many waiters as it frees slots.
+   */
+  observe(
+    key: string,
+    after: Eviction | undefined,
+    enqueue: (key: string) => void,
+  ): void {
+    const before = this.#seen.get(key);
+    const n = after === undefined || after.status?.finishedAt !== undefined
+      ? 0
+      : after.status?.inFlightCount ?? 0;
+    if (after === undefined) this.#seen.delete(key);
+    else this.#seen.set(key, n);
+    if (freesBudget(before, n)) this.wake(enqueue, (before ?? 0) - n);
+  }
+}
