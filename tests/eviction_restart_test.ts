@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../framework/client.ts";
-import { EvictionKind, HypervisorKind } from "../controllers/kinds.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
 import type { Eviction } from "../models/mod.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import {
@@ -16,6 +16,7 @@ import {
   waitFor,
 } from "./harness/eviction_env.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import { registerHypervisor } from "./harness/process_drain.ts";
 import {
   operatorLogTail,
   type OperatorProcess,
@@ -73,34 +74,7 @@ Deno.test({
       sim.state().migrations.filter((m) => m.source === src).length;
     let op: OperatorProcess | undefined;
     try {
-      const host = sim.state().hosts.find((h) => h.name === src);
-      await client.create(HypervisorKind, {
-        metadata: { name: src, labels },
-        spec: {},
-      });
-      await client.patch(
-        HypervisorKind,
-        src,
-        {
-          status: {
-            hypervisorId: host?.hypervisorId,
-            serviceId: host?.serviceId,
-            traits: [],
-            conditions: [{
-              type: "TraitsUpdated",
-              status: "True",
-              reason: "Updated",
-              message: "",
-              lastTransitionTime: new Date().toISOString().replace(
-                /\.\d+Z$/,
-                "Z",
-              ),
-            }],
-          },
-        },
-        "merge",
-        "status",
-      );
+      await registerHypervisor(client, sim, src, labels);
       await client.create<Eviction>(EvictionKind, {
         metadata: { name: src, labels },
         spec: { hypervisor: src, reason: "restart safety" },

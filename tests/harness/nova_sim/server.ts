@@ -527,7 +527,14 @@ export async function startNovaSim(
     const actionFault = matched.template.text === "/servers/{id}/action"
       ? await pickActionFault(ctx)
       : undefined;
-    if (actionFault !== undefined && !actionFault.processed) {
+    // An action fault before Nova acts (not processed) or after (processed):
+    // a dropped connection, an error status, or a late answer.
+    const applyActionFault = async (
+      processed: boolean,
+    ): Promise<Response | undefined> => {
+      if (actionFault === undefined || actionFault.processed !== processed) {
+        return undefined;
+      }
       if (actionFault.mode === "drop") {
         await hang(req);
         return errorResponse(503, "connection dropped");
@@ -538,11 +545,14 @@ export async function startNovaSim(
           rate: 1,
           latencyMs: 0,
           dropResponse: false,
-          afterProcessing: false,
+          afterProcessing: processed,
         });
       }
       await new Promise((r) => setTimeout(r, actionFault.delayMs ?? 0));
-    }
+      return undefined;
+    };
+    const before = await applyActionFault(false);
+    if (before !== undefined) return before;
     let res: Response;
     try {
       world.advance();
@@ -561,22 +571,8 @@ export async function startNovaSim(
         );
       }
     }
-    if (actionFault !== undefined && actionFault.processed) {
-      if (actionFault.mode === "drop") {
-        await hang(req);
-        return errorResponse(503, "connection dropped");
-      }
-      if (actionFault.mode === "status") {
-        return faultResponse({
-          status: actionFault.status ?? 503,
-          rate: 1,
-          latencyMs: 0,
-          dropResponse: false,
-          afterProcessing: true,
-        });
-      }
-      await new Promise((r) => setTimeout(r, actionFault.delayMs ?? 0));
-    }
+    const after = await applyActionFault(true);
+    if (after !== undefined) return after;
     if (fault?.dropResponse === true) {
       // The call took effect; its answer is lost. Hold until close.
       await hang(req);
