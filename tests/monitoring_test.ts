@@ -478,11 +478,12 @@ Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMon
     ),
   );
   // The ServiceMonitor selects evictor's metrics Service as deployed, and
-  // scrapes its port over HTTPS with Prometheus's service-account token.
+  // scrapes its port (plain HTTP, as evictor serves it) with Prometheus's
+  // service-account token.
   const sm = objs.find((o) => o.kind === "ServiceMonitor");
   const endpoint = sm?.spec?.endpoints?.[0];
   assert.equal(endpoint?.["path"], "/metrics");
-  assert.equal(endpoint?.["scheme"], "https");
+  assert.equal(endpoint?.["scheme"], "http");
   assert.equal(
     endpoint?.["bearerTokenFile"],
     "/var/run/secrets/kubernetes.io/serviceaccount/token",
