@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../framework/client.ts";
-import { EvictionKind, EvictionPolicyKind } from "../controllers/kinds.ts";
+import { EvictionKind } from "../controllers/kinds.ts";
 import type { Eviction } from "../models/mod.ts";
 import { startEnvtest } from "./harness/envtest.ts";
 import {
@@ -28,6 +28,7 @@ import {
 } from "./harness/operator_process.ts";
 import {
   createEviction,
+  createPolicy,
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
@@ -91,13 +92,7 @@ Deno.test({
     const ops: OperatorProcess[] = [];
     const sampler = sampleInFlight(sim, sources, 10);
     try {
-      await client.create(EvictionPolicyKind, {
-        metadata: { name: "default" },
-        spec: {
-          maxConcurrentMigrations: 2,
-          clusterMaxConcurrentMigrations: BUDGET,
-        },
-      });
+      await createPolicy(client, 2, BUDGET);
       for (const host of sources) {
         await registerHypervisor(client, sim, host, labels);
       }
