@@ -74,9 +74,10 @@ export function answerOf(
   const message = errText(err);
   if (err instanceof ConflictError) return { state: "conflict", message };
   const status = err instanceof OpenStackError ? err.status : undefined;
-  // 429 (and 5xx, timeouts): Nova did not take it on; not a refusal.
+  // An UnavailableError (429, as the client types it) is no refusal: Nova
+  // did not take the request on.
   if (
-    status !== undefined && status >= 400 && status < 500 && status !== 429 &&
+    status !== undefined && status >= 400 && status < 500 &&
     !(err instanceof UnavailableError)
   ) {
     return {
