@@ -13,6 +13,7 @@ import {
   type ConcurrencyFlagError,
   parseConcurrencyFlags,
 } from "../limits/flags.ts";
+import { DEFAULT_RATE } from "../capacity/makespan.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */
@@ -59,6 +60,11 @@ export interface Config {
   readonly migrationRetryWindowMs: number;
   /** First wait before a failed migration is retried (doubling, capped). */
   readonly migrationRetryBackoffMs: number;
+  /** The rate predictions assume before any drain has ended. */
+  readonly defaultMigrationRate: {
+    readonly mbPerSecond: number;
+    readonly overheadSeconds: number;
+  };
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -251,6 +257,20 @@ export const RUN_FLAGS = {
     help:
       "the wait before a failed migration is retried; it doubles with each failure, up to 20 times this",
   },
+  "default-migration-rate": {
+    type: "string",
+    env: "EVICTOR_DEFAULT_MIGRATION_RATE",
+    default: String(DEFAULT_RATE.mbPerSecond),
+    help:
+      "MB of guest RAM a migration copies per second, for predictions made before any drain has ended (then the rate drains observed is used)",
+  },
+  "default-migration-overhead": {
+    type: "string",
+    env: "EVICTOR_DEFAULT_MIGRATION_OVERHEAD",
+    default: `${DEFAULT_RATE.overheadSeconds}s`,
+    help:
+      "the time a migration takes besides copying RAM (scheduling, preparing, switch-over), with --default-migration-rate",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -307,6 +327,7 @@ export function loadConfig(
     novaTimeoutMs: flags.duration("nova-timeout", 100),
     migrationRetryWindowMs: flags.duration("migration-retry-window", 0),
     migrationRetryBackoffMs: flags.duration("migration-retry-backoff", 100),
+    defaultMigrationRate: readDefaultMigrationRate(flags),
   };
   return deepFreeze(config);
 }
@@ -526,6 +547,19 @@ function readMaxConcurrentReconciles(flags: FlagReader): number {
     flags.bad("max-concurrent-reconciles", "an integer from 1 to 256");
   }
   return reconciles;
+}
+
+function readDefaultMigrationRate(
+  flags: FlagReader,
+): Config["defaultMigrationRate"] {
+  const mbPerSecond = Number(flags.str("default-migration-rate"));
+  if (!Number.isFinite(mbPerSecond) || mbPerSecond <= 0) {
+    flags.bad("default-migration-rate", "MB per second, a number > 0");
+  }
+  return {
+    mbPerSecond,
+    overheadSeconds: flags.duration("default-migration-overhead", 0) / 1000,
+  };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -214,3 +214,37 @@ Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
       e.message.includes("--migration-retry-backoff"),
   );
 });
+
+Deno.test("--default-migration-rate and --default-migration-overhead", () => {
+  const defaults = loadConfig([], {}).defaultMigrationRate;
+  assert.deepEqual(defaults, { mbPerSecond: 1000, overheadSeconds: 5 });
+  const c = loadConfig([
+    "--default-migration-rate=8000",
+    "--default-migration-overhead=175ms",
+  ], {});
+  assert.deepEqual(c.defaultMigrationRate, {
+    mbPerSecond: 8000,
+    overheadSeconds: 0.175,
+  });
+  assert.equal(
+    loadConfig([], { EVICTOR_DEFAULT_MIGRATION_RATE: "250.5" })
+      .defaultMigrationRate.mbPerSecond,
+    250.5,
+  );
+  for (const bad of ["0", "-3", "fast", "Infinity"]) {
+    assert.throws(
+      () => loadConfig([`--default-migration-rate=${bad}`], {}),
+      (e: unknown) =>
+        e instanceof ConfigFlagError &&
+        e.flag === "--default-migration-rate" && e.value === bad &&
+        e.expected === "MB per second, a number > 0",
+      bad,
+    );
+  }
+  assert.throws(
+    () => loadConfig(["--default-migration-overhead=soon"], {}),
+    (e: unknown) =>
+      e instanceof ConfigFlagError &&
+      e.flag === "--default-migration-overhead" && e.value === "soon",
+  );
+});

@@ -87,6 +87,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
         retryBaseMs: config.migrationRetryBackoffMs,
         retryCapMs: 20 * config.migrationRetryBackoffMs,
       },
+      defaultMigrationRate: config.defaultMigrationRate,
     });
   }
   if (on.has("hypervisor-sync")) {

@@ -24,7 +24,7 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
-import { predictMakespan, rateFromHistory } from "./makespan.ts";
+import { DEFAULT_RATE, predictWave, rateFromHistory } from "./makespan.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -42,6 +42,12 @@ export interface CapacityGateInput {
   mode: CapacityMode | undefined;
   /** The migration limit in force for this host. */
   limit: number;
+  /** The limit in force for another host of the wave (default: `limit`). */
+  limitOf?: (host: string) => number;
+  /** The cluster budget (policy clusterMaxConcurrentMigrations), if any. */
+  budget?: number | undefined;
+  /** The rate predictions assume before any drain has ended (default {@linkcode DEFAULT_RATE}). */
+  defaultRate?: { mbPerSecond: number; overheadSeconds: number };
   /** Cancels the calls. */
   signal?: AbortSignal;
   /** Shares one report among the drains of a wave. */
@@ -147,16 +153,28 @@ export async function capacityGate(
     ),
     unplaced: report.assignment.unplaced,
   });
-  // The rate the latest ended drains observed (else the default).
-  const rate = rateFromHistory(input.evictions);
-  const predicted = predictMakespan({
-    ramMb: (report.vmsByHost.get(input.host) ?? []).map((v) =>
-      v.resources["MEMORY_MB"] ?? 0
-    ),
-    limit: Math.max(1, input.limit),
+  // The rate the latest ended drains observed (else the default), and the
+  // wave's hosts sharing the budget: under a budget a drain that runs
+  // beside others takes longer than alone.
+  const rate = rateFromHistory(
+    input.evictions,
+    input.defaultRate ?? DEFAULT_RATE,
+  );
+  const predicted = predictWave({
+    hosts: [...report.vmsByHost].map(([host, vms]) => ({
+      host,
+      ramMb: vms.map((v) => v.resources["MEMORY_MB"] ?? 0),
+      limit: Math.max(
+        1,
+        host === input.host
+          ? input.limit
+          : input.limitOf?.(host) ?? input.limit,
+      ),
+    })),
+    budget: input.budget,
     mbPerSecond: rate.mbPerSecond,
     overheadSeconds: rate.overheadSeconds,
-  });
+  }).get(input.host) ?? { predictedSeconds: 0, lowerBoundSeconds: 0 };
   const holding = hold && verdict.status === "False";
   return {
     condition: {
@@ -236,6 +254,16 @@ export function applyGate(
   };
 }
 
+/** What the capacity phase needs besides Nova: Placement, the wave's shared report, the default rate. */
+export interface CapacityDeps {
+  /** The Placement client. */
+  placement: CapacityPlacement;
+  /** Shares one report among the drains of a wave. */
+  memo: RecentMemo<CapacityReport>;
+  /** The rate predictions assume before any drain has ended (`--default-migration-rate`). */
+  defaultRate?: { mbPerSecond: number; overheadSeconds: number } | undefined;
+}
+
 /**
  * The capacity phase of a pass: {@linkcode capacityGate}, then
  * {@linkcode applyGate}.
@@ -248,8 +276,8 @@ export function applyGate(
  */
 export async function capacityPhase(
   nova: CapacityNova,
-  capacity: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> },
-  input: Omit<CapacityGateInput, "memo"> & {
+  capacity: CapacityDeps,
+  input: Omit<CapacityGateInput, "memo" | "defaultRate"> & {
     status: EvictionStatus;
     now: Date;
     generation?: number | undefined;
@@ -260,6 +288,9 @@ export async function capacityPhase(
   const gate = await capacityGate(nova, capacity.placement, {
     ...gateInput,
     memo: { memo: capacity.memo, nowMs: now.getTime() },
+    ...(capacity.defaultRate === undefined
+      ? {}
+      : { defaultRate: capacity.defaultRate }),
   });
   return applyGate(status, gate, now, generation, setCondition);
 }

@@ -48,10 +48,62 @@ export interface Makespan {
  * ```
  */
 export function predictMakespan(input: MakespanInput): Makespan {
-  const { limit, mbPerSecond, overheadSeconds } = input;
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError(`limit must be an integer >= 1, got ${limit}`);
-  }
+  const { ramMb, limit, mbPerSecond, overheadSeconds } = input;
+  const wave = predictWave({
+    hosts: [{ host: "", ramMb, limit }],
+    mbPerSecond,
+    overheadSeconds,
+  });
+  return wave.get("") ?? { predictedSeconds: 0, lowerBoundSeconds: 0 };
+}
+
+/** One host of a wave, for {@linkcode predictWave}. */
+export interface WaveHost {
+  /** The host's name (the key of the result). */
+  host: string;
+  /** Flavor RAM of each VM to migrate off it, MB. */
+  ramMb: readonly number[];
+  /** Its migration limit in force. */
+  limit: number;
+}
+
+/** Input of {@linkcode predictWave}. */
+export interface WaveInput {
+  /** The hosts drained together. */
+  hosts: readonly WaveHost[];
+  /** Migrations in flight at once over all of them (the cluster budget); none: unbounded. */
+  budget?: number | undefined;
+  /** Copy rate, MB per second. */
+  mbPerSecond: number;
+  /** Fixed time per migration, seconds. */
+  overheadSeconds: number;
+}
+
+/**
+ * Predicts the makespans of drains that run together under one cluster
+ * budget: each host's VMs go largest first onto its own `limit` slots, as
+ * in {@linkcode predictMakespan}, and a slot the budget frees goes to the
+ * host with the most work left (the drains' budget waiters are served
+ * longest-waiting first, which keeps the hosts' remaining work level the
+ * same way). Each host's lower bound is its own, as if it ran alone: the
+ * budget can only make a drain longer.
+ *
+ * @throws {RangeError} when a limit or the budget is not an integer >= 1,
+ * a rate is not positive, or a RAM amount is negative.
+ *
+ * @example
+ * ```ts
+ * import { predictWave } from "./makespan.ts";
+ * const m = predictWave({
+ *   hosts: [{ host: "a", ramMb: [2000, 2000], limit: 2 }, { host: "b", ramMb: [2000, 2000], limit: 2 }],
+ *   budget: 2, mbPerSecond: 1000, overheadSeconds: 0,
+ * });
+ * console.log(m.get("a"), m.get("b"));
+ * // { predictedSeconds: 4, lowerBoundSeconds: 2 } { predictedSeconds: 4, lowerBoundSeconds: 2 }
+ * ```
+ */
+export function predictWave(input: WaveInput): Map<string, Makespan> {
+  const { mbPerSecond, overheadSeconds, budget } = input;
   if (!(mbPerSecond > 0) || !Number.isFinite(mbPerSecond)) {
     throw new RangeError(`mbPerSecond must be > 0, got ${mbPerSecond}`);
   }
@@ -60,27 +112,63 @@ export function predictMakespan(input: MakespanInput): Makespan {
       `overheadSeconds must be >= 0, got ${overheadSeconds}`,
     );
   }
-  for (const r of input.ramMb) {
-    if (!(r >= 0) || !Number.isFinite(r)) {
-      throw new RangeError(`RAM amounts must be >= 0 MB, got ${r}`);
+  if (budget !== undefined && (!Number.isInteger(budget) || budget < 1)) {
+    throw new RangeError(`budget must be an integer >= 1, got ${budget}`);
+  }
+  const hosts = input.hosts.map((h) => {
+    if (!Number.isInteger(h.limit) || h.limit < 1) {
+      throw new RangeError(`limit must be an integer >= 1, got ${h.limit}`);
+    }
+    for (const r of h.ramMb) {
+      if (!(r >= 0) || !Number.isFinite(r)) {
+        throw new RangeError(`RAM amounts must be >= 0 MB, got ${r}`);
+      }
+    }
+    const queue = h.ramMb.map((r) => r / mbPerSecond + overheadSeconds)
+      .sort((a, b) => b - a);
+    const total = queue.reduce((a, b) => a + b, 0);
+    return {
+      ...h,
+      queue,
+      next: 0,
+      left: total,
+      running: 0,
+      end: 0,
+      bound: Math.max(queue[0] ?? 0, total / h.limit),
+    };
+  });
+  const cap = budget ?? Number.POSITIVE_INFINITY;
+  const running: { end: number; host: (typeof hosts)[number] }[] = [];
+  let now = 0;
+  for (;;) {
+    while (running.length < cap) {
+      let pick: (typeof hosts)[number] | undefined;
+      for (const h of hosts) {
+        if (h.running >= h.limit || h.next >= h.queue.length) continue;
+        if (pick === undefined || h.left > pick.left) pick = h;
+      }
+      if (pick === undefined) break;
+      const t = pick.queue[pick.next++] ?? 0;
+      pick.left -= t;
+      pick.running++;
+      running.push({ end: now + t, host: pick });
+    }
+    if (running.length === 0) break;
+    now = Math.min(...running.map((r) => r.end));
+    for (let i = running.length - 1; i >= 0; i--) {
+      const r = running[i];
+      if (r === undefined || r.end > now) continue;
+      r.host.running--;
+      r.host.end = Math.max(r.host.end, r.end);
+      running.splice(i, 1);
     }
   }
-  const times = input.ramMb.map((r) => r / mbPerSecond + overheadSeconds)
-    .sort((a, b) => b - a);
-  if (times.length === 0) return { predictedSeconds: 0, lowerBoundSeconds: 0 };
-  const slots: number[] = new Array(Math.min(limit, times.length)).fill(0);
-  for (const t of times) {
-    let i = 0;
-    for (let j = 1; j < slots.length; j++) {
-      if ((slots[j] ?? 0) < (slots[i] ?? 0)) i = j;
-    }
-    slots[i] = (slots[i] ?? 0) + t;
-  }
-  const sum = times.reduce((a, b) => a + b, 0);
-  return {
-    predictedSeconds: Math.max(...slots),
-    lowerBoundSeconds: Math.max(times[0] ?? 0, sum / limit),
-  };
+  return new Map(
+    hosts.map((h) => [h.host, {
+      predictedSeconds: h.end,
+      lowerBoundSeconds: h.bound,
+    }]),
+  );
 }
 
 /** A finished drain: what was predicted and how long it took. */
@@ -217,9 +305,10 @@ export const RATE_HISTORY = 5;
  * The migration rate a prediction uses: the median of the rates observed
  * by the latest {@linkcode RATE_HISTORY} ended drains
  * (status.observedMigrationRate: a line through their migrations' times on
- * evictor's clock); without one, the documented default calibrated on
+ * evictor's clock); without one, the default (`base`: the documented
+ * {@linkcode DEFAULT_RATE} unless the operator set another) calibrated on
  * ended drains' makespans ({@linkcode calibratedRate}); without those, the
- * default.
+ * default itself.
  *
  * @example
  * ```ts
@@ -240,6 +329,7 @@ export function rateFromHistory(
       }
       | undefined;
   }[],
+  base: { mbPerSecond: number; overheadSeconds: number } = DEFAULT_RATE,
 ): HistoryRate {
   const observed = evictions.flatMap((e) => {
     const end = drainEndMs(e.status);
@@ -256,7 +346,7 @@ export function rateFromHistory(
       source: "observed",
     };
   }
-  const calibrated = calibratedRate(drainHistory(evictions));
+  const calibrated = calibratedRate(drainHistory(evictions), base);
   return {
     ...calibrated,
     source: calibrated.drains === 0 ? "default" : "calibrated",

@@ -5,6 +5,7 @@ import {
   DEFAULT_RATE,
   drainHistory,
   predictMakespan,
+  predictWave,
   rateFromHistory,
 } from "./makespan.ts";
 
@@ -207,4 +208,91 @@ Deno.test("rateFromHistory: observed, else calibrated, else the default", () => 
     ]),
     { mbPerSecond: 800, overheadSeconds: 3, drains: 5, source: "observed" },
   );
+});
+
+Deno.test("predictWave: table (1000 MB/s, no overhead)", () => {
+  const cases: {
+    hosts: [string, number[], number][];
+    budget?: number;
+    want: Record<string, number>;
+  }[] = [
+    // alone: the same as predictMakespan
+    { hosts: [["a", [3000, 3000, 2000, 2000, 2000], 2]], want: { a: 7 } },
+    // a budget that never binds changes nothing
+    {
+      hosts: [["a", [2000, 2000], 2], ["b", [2000, 2000], 2]],
+      budget: 4,
+      want: { a: 2, b: 2 },
+    },
+    // budget 2 for 4 slots: the host with more work left goes first
+    {
+      hosts: [["a", [2000, 2000], 2], ["b", [6000], 2]],
+      budget: 2,
+      want: { a: 4, b: 6 },
+    },
+    // budget 1: one migration at a time in the whole wave
+    {
+      hosts: [["a", [1000], 4], ["b", [3000], 4], ["c", [2000], 4]],
+      budget: 1,
+      want: { b: 3, c: 5, a: 6 },
+    },
+    // a host with nothing to move
+    {
+      hosts: [["a", [], 1], ["b", [1000], 1]],
+      budget: 1,
+      want: { a: 0, b: 1 },
+    },
+  ];
+  for (const { hosts, budget, want } of cases) {
+    const m = predictWave({
+      hosts: hosts.map(([host, ramMb, limit]) => ({ host, ramMb, limit })),
+      budget,
+      mbPerSecond: 1000,
+      overheadSeconds: 0,
+    });
+    for (const [host, seconds] of Object.entries(want)) {
+      assert.equal(m.get(host)?.predictedSeconds, seconds, `${host} ${budget}`);
+    }
+  }
+});
+
+Deno.test("predictWave: bad input names the value", () => {
+  const hosts = [{ host: "a", ramMb: [1], limit: 1 }];
+  const rate = { mbPerSecond: 1, overheadSeconds: 0 };
+  assert.throws(
+    () => predictWave({ hosts, budget: 0, ...rate }),
+    /budget must be an integer >= 1, got 0/,
+  );
+  assert.throws(
+    () => predictWave({ hosts: [{ ...hosts[0]!, limit: 1.5 }], ...rate }),
+    /limit must be an integer >= 1, got 1.5/,
+  );
+});
+
+Deno.test("property: under a budget each host takes at least as long as alone, and the wave no less than its total work / budget", () => {
+  const host = fc.record({
+    ramMb: fc.array(fc.integer({ min: 0, max: 50_000 }), { maxLength: 12 }),
+    limit: fc.integer({ min: 1, max: 6 }),
+  });
+  fc.assert(fc.property(
+    fc.array(host, { minLength: 1, maxLength: 5 }),
+    fc.integer({ min: 1, max: 12 }),
+    (specs, budget) => {
+      const hosts = specs.map((s, i) => ({ host: `h${i}`, ...s }));
+      const rate = { mbPerSecond: 1000, overheadSeconds: 1 };
+      const shared = predictWave({ hosts, budget, ...rate });
+      let work = 0;
+      let end = 0;
+      for (const h of hosts) {
+        const alone = predictMakespan({ ...h, ...rate });
+        const together = shared.get(h.host);
+        assert.ok(together !== undefined);
+        assert.ok(together.predictedSeconds >= alone.lowerBoundSeconds - 1e-9);
+        assert.equal(together.lowerBoundSeconds, alone.lowerBoundSeconds);
+        work += h.ramMb.reduce((a, r) => a + r / 1000 + 1, 0);
+        end = Math.max(end, together.predictedSeconds);
+      }
+      assert.ok(end >= work / budget - 1e-9);
+    },
+  ));
 });

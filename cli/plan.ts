@@ -15,7 +15,7 @@ import {
   needsPerson,
   startKindOfStatus,
 } from "../controllers/eviction/nova_states.ts";
-import { predictMakespan } from "../capacity/makespan.ts";
+import { predictMakespan, predictWave } from "../capacity/makespan.ts";
 
 /** The class of a VM in a drain. */
 export type PlanClass =
@@ -71,6 +71,8 @@ export interface HostPlan {
     mbPerSecond: number;
     overheadSeconds: number;
     rateSource: string;
+    /** The cluster budget the prediction shares with the other hosts planned, if it does. */
+    sharedBudget?: number;
   };
   /** VMs, in the drain's order (those that do not start last). */
   vms: PlanVm[];
@@ -225,6 +227,48 @@ function table(rows: string[][]): string[] {
 }
 
 /**
+ * Plans of hosts drained together (one wave): their predictions made
+ * again with the cluster budget shared among them, as the controller
+ * predicts each drain of a wave (capacity/makespan.ts predictWave). Plans
+ * are returned unchanged without a budget or with a single host.
+ *
+ * @example
+ * ```ts ignore
+ * const plans = hosts.map((host) => planHost({ host, servers, limit, capacity, rate }));
+ * console.log(renderPlan(shareBudget(plans, 10)));
+ * ```
+ */
+export function shareBudget(
+  plans: readonly HostPlan[],
+  budget: number | undefined,
+): HostPlan[] {
+  const first = plans[0];
+  if (budget === undefined || first === undefined || plans.length < 2) {
+    return [...plans];
+  }
+  const wave = predictWave({
+    hosts: plans.map((p) => ({
+      host: p.host,
+      ramMb: p.vms.filter((v) => v.order !== null).map((v) => v.ramMb),
+      limit: p.limit.value,
+    })),
+    budget,
+    mbPerSecond: first.makespan.mbPerSecond,
+    overheadSeconds: first.makespan.overheadSeconds,
+  });
+  return plans.map((p) => ({
+    ...p,
+    makespan: {
+      ...p.makespan,
+      predictedSeconds: Math.ceil(
+        wave.get(p.host)?.predictedSeconds ?? p.makespan.predictedSeconds,
+      ),
+      sharedBudget: budget,
+    },
+  }));
+}
+
+/**
  * Renders plans as text: a header per host and a table of its VMs.
  *
  * @example
@@ -246,7 +290,11 @@ export function renderPlan(plans: readonly HostPlan[]): string {
         m.mbPerSecond.toFixed(0)
       } MB/s + ${
         m.overheadSeconds.toFixed(1)
-      } s per migration, ${m.rateSource})`,
+      } s per migration, ${m.rateSource}${
+        m.sharedBudget === undefined
+          ? ""
+          : `; sharing the cluster budget of ${m.sharedBudget} with the other hosts planned`
+      })`,
       "",
       ...table([
         ["ORDER", "VM", "ID", "STATUS", "RAM MB", "CLASS", "WHY"],

@@ -40,7 +40,13 @@ import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
 import { rateFromHistory } from "../capacity/makespan.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
-import { type HostPlan, planHost, type PlanLimit, renderPlan } from "./plan.ts";
+import {
+  type HostPlan,
+  planHost,
+  type PlanLimit,
+  renderPlan,
+  shareBudget,
+} from "./plan.ts";
 
 /** The OpenStack clients the plan needs. */
 export interface PlanClients {
@@ -262,10 +268,14 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
         rate,
       }));
     }
+    const together = shareBudget(
+      plans,
+      settings.spec.clusterMaxConcurrentMigrations,
+    );
     io.out(
       values.output === "json"
-        ? JSON.stringify({ hosts: plans }, null, 2)
-        : renderPlan(plans),
+        ? JSON.stringify({ hosts: together }, null, 2)
+        : renderPlan(together),
     );
     return 0;
   } finally {

@@ -1,7 +1,14 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
-import { classOf, formatSeconds, planHost, renderPlan } from "./plan.ts";
+import {
+  classOf,
+  formatSeconds,
+  type HostPlan,
+  planHost,
+  renderPlan,
+  shareBudget,
+} from "./plan.ts";
 
 function server(
   id: string,
@@ -131,4 +138,29 @@ Deno.test("renderPlan: header lines and one row per VM", () => {
   assert.match(text, /makespan: {2}3s predicted, lower bound 3s/);
   assert.match(text, /\n {2}1 +vm-a +a +ACTIVE +2048 +live/);
   assert.match(text, /\n {2}- +vm-b +b +SUSPENDED +1024 +needs a person/);
+});
+
+Deno.test("shareBudget: hosts planned together share the cluster budget", () => {
+  const plan = (host: string) =>
+    planHost({
+      host,
+      servers: [server(`${host}-a`, 4000), server(`${host}-b`, 4000)],
+      limit: LIMIT,
+      capacity: FITS,
+      rate: RATE,
+    });
+  const alone = [plan("n1"), plan("n2")];
+  assert.deepEqual(alone.map((p) => p.makespan.predictedSeconds), [4, 4]);
+  // a budget of 2 for 2 x 2 slots: one each, so both take twice as long
+  const shared = shareBudget(alone, 2);
+  assert.deepEqual(shared.map((p) => p.makespan.predictedSeconds), [8, 8]);
+  assert.ok(shared.every((p) => p.makespan.sharedBudget === 2));
+  assert.match(renderPlan(shared), /sharing the cluster budget of 2/);
+  // a budget that never binds, no budget, or one host: unchanged
+  assert.deepEqual(
+    shareBudget(alone, 4).map((p) => p.makespan.predictedSeconds),
+    [4, 4],
+  );
+  assert.deepEqual(shareBudget(alone, undefined), alone);
+  assert.deepEqual(shareBudget([alone[0] as HostPlan], 1), [alone[0]]);
 });

@@ -39,12 +39,15 @@ import {
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
+import { sampleInFlight } from "../tests/harness/eviction_env.ts";
 import {
   comparePredictions,
   drainCalls,
   renderPredictions,
   renderSummary,
+  renderWave,
   summariseDrain,
+  summariseWave,
 } from "./summary.ts";
 
 const { values: flags } = parseArgs({
@@ -56,6 +59,7 @@ const { values: flags } = parseArgs({
 });
 
 const ROOT = new URL("../", import.meta.url);
+const BUDGET = 5;
 const POLICY = {
   apiVersion: "kvm.cloud.sap/v1alpha1",
   kind: "EvictionPolicy",
@@ -66,13 +70,14 @@ const POLICY = {
       trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
       maxConcurrentMigrations: 1,
     }],
-    clusterMaxConcurrentMigrations: 10,
+    clusterMaxConcurrentMigrations: BUDGET,
   },
 };
+// One command drains the wave: 4 + 1 + 1 slots wanted, the budget gives 5.
+const WAVE = ["node002", "node003", "node004"] as const;
 const DRAINS = [
-  { host: "node001", how: "Eviction" },
-  { host: "node002", how: "maintenance" },
-  { host: "node003", how: "kubectl plugin" },
+  { host: "node001", how: "maintenance" },
+  ...WAVE.map((host) => ({ host, how: "wave (plugin)" })),
 ] as const;
 
 const interactive = Deno.stdout.isTerminal();
@@ -212,6 +217,18 @@ try {
       "--insecure-metrics", // the demo prints a /metrics URL to open
       // the default 30 s retry wait on the simulator's clock (20x faster)
       `--migration-retry-backoff=${Math.round(30_000 / scenario.timeScale)}ms`,
+      // The simulator's nominal live-migration rate on evictor's clock, as
+      // an operator sets their network's: what predictions assume until a
+      // drain has ended and observed the real one.
+      `--default-migration-rate=${
+        scenario.timing.liveMbPerSecond * scenario.timeScale
+      }`,
+      `--default-migration-overhead=${
+        Math.round(
+          (scenario.timing.scheduleSeconds + scenario.timing.prepareSeconds +
+            scenario.timing.postSeconds) * 1000 / scenario.timeScale,
+        )
+      }ms`,
     ],
   });
   say(
@@ -280,17 +297,22 @@ try {
   );
   await kubectl(["apply", "-f", "-"], JSON.stringify(POLICY));
 
-  step("Draining node001 first, with kubectl (no finished drain yet)");
-  const drainStarted = Date.now();
-  await kubectl(
-    ["create", "-f", "-"],
-    JSON.stringify({
-      apiVersion: "kvm.cloud.sap/v1",
-      kind: "Eviction",
-      metadata: { name: "node001" },
-      spec: { hypervisor: "node001", reason: "kernel 6.12" },
-    }),
+  // Every migration the drains have in flight, sampled from the simulator:
+  // the cluster budget's peak.
+  const inFlight = sampleInFlight(sim, DRAINS.map((d) => d.host), 20);
+  step(
+    "Draining node001 first, alone: kubectl patch puts its Hypervisor into maintenance, which creates its Eviction (no drain has ended yet: the prediction uses --default-migration-rate)",
   );
+  const drainStarted = Date.now();
+  await kubectl([
+    "patch",
+    "hypervisor",
+    "node001",
+    "--type",
+    "merge",
+    "-p",
+    '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
+  ]);
   step("Progress (# migrated, > in flight, ! failed, . waiting)");
   await watchDrains(api, ["node001"], drainStarted);
 
@@ -323,13 +345,10 @@ try {
   };
 
   step(
-    "A plan preview of the next two hosts: nothing changes; the predicted makespan is calibrated on node001's drain",
+    `A plan preview of the wave: nothing changes; the predictions are calibrated on node001's drain and share the cluster budget of ${BUDGET}`,
   );
-  await plugin(["plan", "node002", "node003"]);
-  const planJson = await plugin(
-    ["plan", "node002", "node003", "--output", "json"],
-    false,
-  );
+  await plugin(["plan", ...WAVE]);
+  const planJson = await plugin(["plan", ...WAVE, "--output", "json"], false);
   try {
     JSON.parse(planJson);
   } catch (e) {
@@ -338,18 +357,12 @@ try {
   say("  (--output json parses)");
 
   step(
-    "Draining node002 and node003 with Hypervisor maintenance and the plugin",
+    `A maintenance wave: one kubectl evictor drain of ${
+      WAVE.join(", ")
+    } (a rack's hosts, two of them HANA) creates their Evictions together, so every host is disabled before any of them migrates`,
   );
-  await kubectl([
-    "patch",
-    "hypervisor",
-    "node002",
-    "--type",
-    "merge",
-    "-p",
-    '{"spec":{"maintenance":"manual","maintenanceReason":"DIMM replacement"}}',
-  ]);
-  await plugin(["drain", "node003", "--reason", "HANA firmware"]);
+  const callsBeforeWave = drainCalls(sim.counters().calls);
+  await plugin(["drain", ...WAVE, "--reason", "rack R12 firmware"]);
 
   step("Progress");
   const evictions = await watchDrains(
@@ -357,6 +370,7 @@ try {
     DRAINS.map((d) => d.host),
     drainStarted,
   );
+  const budgetPeak = inFlight.stop().max;
 
   step("kubectl get evictions");
   await kubectl(["get", "evictions"]);
@@ -389,6 +403,21 @@ try {
     { total: counters.total, drain: drainCalls(counters.calls) },
     migrated,
   ));
+  const waveEvictions = evictions.filter((e) =>
+    (WAVE as readonly string[]).includes(e.spec.hypervisor)
+  );
+  say("");
+  say(renderWave(summariseWave({
+    hosts: WAVE,
+    migrations: state.migrations,
+    migrated: waveEvictions.reduce(
+      (n, e) => n + (e.status?.migratedCount ?? 0),
+      0,
+    ),
+    novaCalls: drainCalls(counters.calls) - callsBeforeWave,
+    budget: BUDGET,
+    budgetPeak,
+  })));
   step(
     "Predicted makespan (status.predictedMakespanSeconds, set before the host was disabled) against the actual one (startedAt to the drain's end), on evictor's clock",
   );
@@ -404,18 +433,6 @@ try {
       `${r.host}: its makespan includes the backoff before a failed migration was retried (30 s of the simulator's time: --migration-retry-backoff).`,
     );
   }
-  // Twice off the same host would mean a drain triggered a VM twice (a
-  // retry after a failed attempt is fine, and so is a VM that landed on a
-  // host drained later and moved again).
-  const moves = new Map<string, number>();
-  for (const m of state.migrations) {
-    if (["completed", "finished", "confirmed"].includes(m.status)) {
-      const key = `${m.serverId} from ${m.source}`;
-      moves.set(key, (moves.get(key) ?? 0) + 1);
-    }
-  }
-  const twice = [...moves.values()].filter((n) => n > 1).length;
-  say(`VMs migrated twice off the same host: ${twice}`);
   const left = evictions.flatMap((e) => [
     ...(e.status?.failed ?? []).map((f) =>
       `${e.spec.hypervisor}/${f.id}: ${f.reason}`

@@ -9,6 +9,7 @@ import { drainEndMs, type DrainStatusLike } from "../capacity/makespan.ts";
 
 /** One migration as the simulator recorded it (virtual milliseconds). */
 export interface MigrationRecord {
+  serverId: string;
   source: string;
   type: string;
   status: string;
@@ -43,8 +44,8 @@ const FAILED = new Set(["error", "failed", "cancelled"]);
  * ```ts
  * import { summariseDrain } from "./summary.ts";
  * const row = summariseDrain("n1", "Eviction", 2, 1000, [
- *   { source: "n1", type: "live-migration", status: "completed", createdAt: 0, updatedAt: 3000, copyMs: 2000 },
- *   { source: "n1", type: "live-migration", status: "completed", createdAt: 0, updatedAt: 3000, copyMs: 2000 },
+ *   { serverId: "a", source: "n1", type: "live-migration", status: "completed", createdAt: 0, updatedAt: 3000, copyMs: 2000 },
+ *   { serverId: "b", source: "n1", type: "live-migration", status: "completed", createdAt: 0, updatedAt: 3000, copyMs: 2000 },
  * ]);
  * console.assert(row.ratio === 1);
  * ```
@@ -208,24 +209,24 @@ export function comparePredictions(
 }
 
 /**
- * The worst absolute prediction error among drains that had history, or
- * undefined when none had.
+ * The worst absolute prediction error among the drains, or undefined when
+ * none has both a prediction and an end.
  *
  * @example
  * ```ts
- * import { worstCalibratedError } from "./summary.ts";
- * console.assert(worstCalibratedError([
+ * import { worstError } from "./summary.ts";
+ * console.assert(worstError([
  *   { host: "a", predictedSeconds: 9, actualSeconds: 10, error: -0.1, history: 1 },
- *   { host: "b", predictedSeconds: 90, actualSeconds: 10, error: 8, history: 0 },
- * ])?.host === "a");
+ *   { host: "b", predictedSeconds: 12, actualSeconds: 10, error: 0.2, history: 0 },
+ * ])?.host === "b");
  * ```
  */
-export function worstCalibratedError(
+export function worstError(
   rows: readonly PredictionRow[],
 ): PredictionRow | undefined {
   let worst: PredictionRow | undefined;
   for (const r of rows) {
-    if (r.history === 0 || r.error === undefined) continue;
+    if (r.error === undefined) continue;
     if (worst === undefined || Math.abs(r.error) > Math.abs(worst.error ?? 0)) {
       worst = r;
     }
@@ -254,7 +255,7 @@ export function renderPredictions(rows: readonly PredictionRow[]): string {
     secs(r.actualSeconds),
     pct(r.error),
     r.history === 0
-      ? "no history: default rate"
+      ? "no history: --default-migration-rate"
       : `rate from ${r.history} ended drain${r.history === 1 ? "" : "s"}`,
   ]);
   const widths = header.map((h, i) =>
@@ -263,11 +264,92 @@ export function renderPredictions(rows: readonly PredictionRow[]): string {
   const table = [header, ...body].map((r) =>
     r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
   ).join("\n");
-  const worst = worstCalibratedError(rows);
+  const worst = worstError(rows);
   const line = worst === undefined
-    ? "No drain had history to calibrate on: every prediction used the default rate."
-    : `Worst prediction error on drains with history: ${
-      pct(worst.error)
-    } (${worst.host}).`;
+    ? "No drain has both a prediction and an end."
+    : `Worst prediction error: ${pct(worst.error)} (${worst.host}).`;
   return `${table}\n\n${line}`;
+}
+
+/** What {@linkcode summariseWave} reads. */
+export interface WaveInput {
+  /** The wave's hosts. */
+  hosts: readonly string[];
+  /** Every migration of the run. */
+  migrations: readonly MigrationRecord[];
+  /** VMs the wave's drains migrated (their status.migratedCount). */
+  migrated: number;
+  /** Nova calls of the drains while the wave ran. */
+  novaCalls: number;
+  /** The cluster budget. */
+  budget: number;
+  /** The most migrations the drains had in flight at once (sampled). */
+  budgetPeak: number;
+}
+
+/** The wave's figures. */
+export interface WaveSummary {
+  hosts: readonly string[];
+  /** VMs with more than one completed migration in the whole run. */
+  movedTwice: string[];
+  budget: number;
+  budgetPeak: number;
+  migrated: number;
+  novaCallsPerVm: number | undefined;
+}
+
+/**
+ * The wave's figures: VMs moved more than once (a VM placed on a host
+ * that was drained after it would be), the budget's peak, Nova calls per
+ * migrated VM.
+ *
+ * @example
+ * ```ts
+ * import { summariseWave } from "./summary.ts";
+ * const m = { source: "a", type: "live-migration", status: "completed", createdAt: 0, updatedAt: 1, copyMs: 1 };
+ * const w = summariseWave({ hosts: ["a"], migrations: [{ ...m, serverId: "x" }, { ...m, serverId: "x", source: "b" }],
+ *   migrated: 1, novaCalls: 3, budget: 2, budgetPeak: 1 });
+ * console.assert(w.movedTwice[0] === "x" && w.novaCallsPerVm === 3);
+ * ```
+ */
+export function summariseWave(input: WaveInput): WaveSummary {
+  const moves = new Map<string, number>();
+  for (const m of input.migrations) {
+    if (SUCCEEDED.has(m.status)) {
+      moves.set(m.serverId, (moves.get(m.serverId) ?? 0) + 1);
+    }
+  }
+  return {
+    hosts: input.hosts,
+    movedTwice: [...moves].filter(([, n]) => n > 1).map(([id]) => id).sort(),
+    budget: input.budget,
+    budgetPeak: input.budgetPeak,
+    migrated: input.migrated,
+    novaCallsPerVm: input.migrated === 0
+      ? undefined
+      : input.novaCalls / input.migrated,
+  };
+}
+
+/**
+ * The wave's figures as lines of text.
+ *
+ * @example
+ * ```ts
+ * import { renderWave } from "./summary.ts";
+ * console.log(renderWave({ hosts: ["a", "b"], movedTwice: [], budget: 5,
+ *   budgetPeak: 5, migrated: 10, novaCallsPerVm: 2.5 }));
+ * ```
+ */
+export function renderWave(w: WaveSummary): string {
+  return [
+    `The wave (${w.hosts.join(", ")}, ${w.migrated} VMs migrated):`,
+    `  VMs moved more than once in the whole run: ${w.movedTwice.length}${
+      w.movedTwice.length === 0 ? "" : ` (${w.movedTwice.join(", ")})`
+    }`,
+    `  most migrations in flight at once (sampled every 20 ms): ${w.budgetPeak}, cluster budget ${w.budget}`,
+    `  Nova calls of the drains per migrated VM while it ran: ${
+      w.novaCallsPerVm === undefined ? "-" : w.novaCallsPerVm.toFixed(2)
+    }`,
+  ].join("\n");
 }

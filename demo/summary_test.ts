@@ -6,13 +6,16 @@ import {
   type MigrationRecord,
   renderPredictions,
   renderSummary,
+  renderWave,
   summariseDrain,
-  worstCalibratedError,
+  summariseWave,
+  worstError,
 } from "./summary.ts";
 
 const m = (
   over: Partial<MigrationRecord>,
 ): MigrationRecord => ({
+  serverId: "vm",
   source: "n1",
   type: "live-migration",
   status: "completed",
@@ -147,24 +150,24 @@ Deno.test("comparePredictions: actual, error and history per drain", () => {
   assert.equal(rows[0]?.error, 9);
   assert.ok(Math.abs((rows[1]?.error ?? 0) - 0.1) < 1e-9);
   assert.equal(rows[2]?.error, -0.25);
-  assert.equal(worstCalibratedError(rows)?.host, "c");
+  assert.equal(worstError(rows)?.host, "a");
   const text = renderPredictions(rows);
   assert.match(
     text,
-    /a .*400\.0 s .*40\.0 s .*\+900% .*no history: default rate/,
+    /a .*400\.0 s .*40\.0 s .*\+900% .*no history: --default-migration-rate/,
   );
   assert.match(text, /b .*rate from 1 ended drain$/m);
   assert.match(
     text,
-    /Worst prediction error on drains with history: -25% \(c\)/,
+    /Worst prediction error: \+900% \(a\)/,
   );
   assert.match(
-    renderPredictions(rows.slice(0, 1)),
-    /every prediction used the default rate/,
+    renderPredictions(rows.slice(3)),
+    /No drain has both a prediction and an end/,
   );
 });
 
-Deno.test("worstCalibratedError: the largest |error| among drains with history", () => {
+Deno.test("worstError: the largest |error| among drains with an error", () => {
   fc.assert(fc.property(
     fc.array(fc.record({
       host: fc.string(),
@@ -176,13 +179,48 @@ Deno.test("worstCalibratedError: the largest |error| among drains with history",
       history: fc.nat(3),
     })),
     (rows) => {
-      const worst = worstCalibratedError(rows);
-      const eligible = rows.filter((r) =>
-        r.history > 0 && r.error !== undefined
-      );
+      const worst = worstError(rows);
+      const eligible = rows.filter((r) => r.error !== undefined);
       if (eligible.length === 0) return worst === undefined;
       const max = Math.max(...eligible.map((r) => Math.abs(r.error ?? 0)));
       return worst !== undefined && Math.abs(worst.error ?? 0) === max;
     },
   ));
+});
+
+Deno.test("summariseWave: moved twice counts completed migrations per VM, anywhere", () => {
+  const w = summariseWave({
+    hosts: ["n1", "n2"],
+    migrations: [
+      m({ serverId: "a" }),
+      // failed, then retried: moved once
+      m({ serverId: "b", status: "error" }),
+      m({ serverId: "b" }),
+      // landed on a host drained after it, moved again
+      m({ serverId: "c", source: "n1" }),
+      m({ serverId: "c", source: "n3" }),
+    ],
+    migrated: 3,
+    novaCalls: 9,
+    budget: 5,
+    budgetPeak: 5,
+  });
+  assert.deepEqual(w.movedTwice, ["c"]);
+  assert.equal(w.novaCallsPerVm, 3);
+  const text = renderWave(w);
+  assert.match(text, /The wave \(n1, n2, 3 VMs migrated\)/);
+  assert.match(text, /moved more than once in the whole run: 1 \(c\)/);
+  assert.match(text, /in flight at once .*: 5, cluster budget 5/);
+  assert.match(text, /per migrated VM while it ran: 3\.00/);
+  assert.equal(
+    summariseWave({
+      hosts: [],
+      migrations: [],
+      migrated: 0,
+      novaCalls: 4,
+      budget: 1,
+      budgetPeak: 0,
+    }).novaCallsPerVm,
+    undefined,
+  );
 });

@@ -14,6 +14,113 @@
 
 import type { Eviction } from "../../models/mod.ts";
 
+/** A drain that competes for the cluster budget, and how many migrations it would run at once. */
+export interface BudgetDemand {
+  /** The Eviction's name. */
+  key: string;
+  /** Migrations it would run at once without the budget (its limit, or fewer VMs). */
+  demand: number;
+}
+
+/**
+ * Max-min fair shares of the cluster budget among the drains that compete
+ * for it: no drain gets more than it would run, and the rest is spread
+ * evenly (water-filling), so a drain that already runs many migrations
+ * cannot keep every freed slot while another waits with none. A budget
+ * smaller than the number of drains gives one slot each to the first
+ * drains by name (the same answer in every process).
+ *
+ * @throws {RangeError} when the budget or a demand is not an integer >= 0.
+ *
+ * @example
+ * ```ts
+ * import { fairShares } from "./budget.ts";
+ * const s = fairShares(5, [{ key: "big", demand: 4 }, { key: "hana-a", demand: 1 }, { key: "hana-b", demand: 1 }]);
+ * console.assert(s.get("big") === 3 && s.get("hana-a") === 1);
+ * ```
+ */
+export function fairShares(
+  budget: number,
+  demands: readonly BudgetDemand[],
+): Map<string, number> {
+  if (!Number.isSafeInteger(budget) || budget < 0) {
+    throw new RangeError(`budget must be an integer >= 0, got ${budget}`);
+  }
+  for (const d of demands) {
+    if (!Number.isSafeInteger(d.demand) || d.demand < 0) {
+      throw new RangeError(
+        `the demand of ${d.key} must be an integer >= 0, got ${d.demand}`,
+      );
+    }
+  }
+  const out = new Map<string, number>(demands.map((d) => [d.key, 0]));
+  let left = budget;
+  let open = demands.filter((d) => d.demand > 0)
+    .sort((a, b) => (a.key < b.key ? -1 : 1));
+  while (left > 0 && open.length > 0) {
+    const even = Math.floor(left / open.length);
+    if (even === 0) {
+      for (const d of open.slice(0, left)) {
+        out.set(d.key, (out.get(d.key) ?? 0) + 1);
+      }
+      break;
+    }
+    const next: BudgetDemand[] = [];
+    for (const d of open) {
+      const got = out.get(d.key) ?? 0;
+      const give = Math.min(even, d.demand - got);
+      out.set(d.key, got + give);
+      left -= give;
+      if (got + give < d.demand) next.push(d);
+    }
+    open = next;
+  }
+  return out;
+}
+
+/**
+ * The other drains that compete for the cluster budget, from the cluster's
+ * Evictions: unfinished and not waiting behind another drain, with
+ * migrations in flight, or waiting for budget (`Evicting` reason
+ * `Waiting`, or `waiting(name)` in this process). Each would run up to its
+ * limit in force (`status.effectiveLimit`), or fewer when fewer VMs are
+ * left (`status.outstandingCount`).
+ *
+ * @example
+ * ```ts
+ * import { budgetCompetitors } from "./budget.ts";
+ * const e = (name: string, inFlightCount: number) => ({
+ *   metadata: { name }, spec: { hypervisor: name, reason: "r" },
+ *   status: { inFlightCount, effectiveLimit: 4, outstandingCount: 10 },
+ * });
+ * console.log(budgetCompetitors("a", [e("a", 1), e("b", 2), e("c", 0)], () => false));
+ * // [ { key: "b", demand: 4 } ]
+ * ```
+ */
+export function budgetCompetitors(
+  self: string,
+  evictions: readonly Eviction[],
+  waiting: (name: string) => boolean,
+): BudgetDemand[] {
+  const out: BudgetDemand[] = [];
+  for (const e of evictions) {
+    const name = e.metadata?.name;
+    const s = e.status;
+    if (name === undefined || name === self || s?.finishedAt !== undefined) {
+      continue;
+    }
+    const inFlight = s?.inFlightCount ?? 0;
+    const waits = waiting(name) ||
+      (s?.conditions ?? []).some((c) =>
+        c.type === "Evicting" && c.status === "True" && c.reason === "Waiting"
+      );
+    if (inFlight === 0 && !waits) continue;
+    const room = Math.min(s?.effectiveLimit ?? 1, s?.outstandingCount ?? 1);
+    out.push({ key: name, demand: Math.max(1, inFlight, room) });
+  }
+  return out;
+}
+
 /**
  * Migrations in flight per Eviction name, as the cluster's Evictions
  * report them: a finished drain has none; one being deleted still counts.
@@ -89,6 +196,11 @@ export class BudgetWaiters {
   /** `key` no longer waits (it ran a full pass, or is gone). */
   delete(key: string): void {
     this.#keys.delete(key);
+  }
+
+  /** Whether `key` waits. */
+  has(key: string): boolean {
+    return this.#keys.has(key);
   }
 
   /** How many drains wait. */

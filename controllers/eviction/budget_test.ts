@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Eviction } from "../../models/mod.ts";
-import { BudgetWaiters, freesBudget, inFlightByEviction } from "./budget.ts";
+import {
+  budgetCompetitors,
+  BudgetWaiters,
+  fairShares,
+  freesBudget,
+  inFlightByEviction,
+} from "./budget.ts";
 
 const T = "2026-11-29T12:00:00Z";
 
@@ -102,4 +108,104 @@ Deno.test("BudgetWaiters: a drop or a deletion wakes one waiter per slot freed; 
       },
     ),
   );
+});
+
+Deno.test("fairShares: table", () => {
+  const cases: [number, [string, number][], Record<string, number>][] = [
+    // nobody else: up to the demand
+    [10, [["a", 4]], { a: 4 }],
+    [3, [["a", 4]], { a: 3 }],
+    // a big drain leaves one slot each to the HANA drains
+    [5, [["big", 4], ["h1", 1], ["h2", 1]], { big: 3, h1: 1, h2: 1 }],
+    // even split, the remainder by name
+    [10, [["a", 4], ["b", 4], ["c", 4]], { a: 4, b: 3, c: 3 }],
+    // fewer slots than drains: one each to the first by name
+    [2, [["c", 4], ["a", 4], ["b", 4]], { a: 1, b: 1, c: 0 }],
+    [0, [["a", 4]], { a: 0 }],
+    [4, [["a", 0], ["b", 8]], { a: 0, b: 4 }],
+  ];
+  for (const [budget, demands, want] of cases) {
+    const got = fairShares(
+      budget,
+      demands.map(([key, demand]) => ({ key, demand })),
+    );
+    assert.deepEqual(Object.fromEntries(got), want, `${budget} ${demands}`);
+  }
+  assert.throws(
+    () => fairShares(-1, []),
+    /budget must be an integer >= 0, got -1/,
+  );
+  assert.throws(
+    () => fairShares(2, [{ key: "a", demand: 1.5 }]),
+    /the demand of a must be an integer >= 0, got 1.5/,
+  );
+});
+
+Deno.test("fairShares: within the budget and the demands, work-conserving, max-min fair (property)", () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 0, max: 40 }),
+    fc.uniqueArray(
+      fc.record({ key: fc.string({ minLength: 1 }), demand: fc.nat(16) }),
+      { selector: (d) => d.key, maxLength: 12 },
+    ),
+    (budget, demands) => {
+      const s = fairShares(budget, demands);
+      const got = (k: string) => s.get(k) ?? 0;
+      const total = demands.reduce((n, d) => n + got(d.key), 0);
+      assert.ok(total <= budget);
+      for (const d of demands) assert.ok(got(d.key) <= d.demand);
+      // slots left over only when every demand is met
+      const wanted = demands.reduce((n, d) => n + d.demand, 0);
+      assert.equal(total, Math.min(budget, wanted));
+      // a drain short of its demand has at least everyone else's share - 1
+      for (const a of demands) {
+        if (got(a.key) >= a.demand) continue;
+        for (const b of demands) assert.ok(got(b.key) <= got(a.key) + 1);
+      }
+    },
+  ));
+});
+
+Deno.test("budgetCompetitors: drains with migrations in flight or waiting for budget", () => {
+  const e = (name: string, status: Eviction["status"]): Eviction => ({
+    metadata: { name },
+    spec: { hypervisor: name, reason: "r" },
+    status,
+  });
+  const waitingCondition = {
+    type: "Evicting",
+    status: "True" as const,
+    reason: "Waiting",
+    message: "budget",
+    lastTransitionTime: "2026-01-01T00:00:00Z",
+  };
+  const got = budgetCompetitors("self", [
+    e("self", { inFlightCount: 2, effectiveLimit: 4, outstandingCount: 9 }),
+    e("running", { inFlightCount: 2, effectiveLimit: 4, outstandingCount: 9 }),
+    // few VMs left: it would run only those
+    e("tail", { inFlightCount: 1, effectiveLimit: 4, outstandingCount: 2 }),
+    e("waits", {
+      inFlightCount: 0,
+      effectiveLimit: 1,
+      outstandingCount: 5,
+      conditions: [waitingCondition],
+    }),
+    e("held-here", {
+      inFlightCount: 0,
+      effectiveLimit: 2,
+      outstandingCount: 5,
+    }),
+    e("idle", { inFlightCount: 0, effectiveLimit: 4, outstandingCount: 5 }),
+    e("done", {
+      inFlightCount: 3,
+      effectiveLimit: 4,
+      finishedAt: "2026-01-01T00:00:00Z",
+    }),
+  ], (name) => name === "held-here");
+  assert.deepEqual(got, [
+    { key: "running", demand: 4 },
+    { key: "tail", demand: 2 },
+    { key: "waits", demand: 1 },
+    { key: "held-here", demand: 2 },
+  ]);
 });

@@ -69,6 +69,12 @@ export interface EvictionControllerDeps {
   waveSettleMs?: number;
   /** Placement, for the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
+  /**
+   * The migration rate predictions assume before any drain has ended
+   * (`--default-migration-rate`, `--default-migration-overhead`; default
+   * capacity/makespan.ts DEFAULT_RATE).
+   */
+  defaultMigrationRate?: { mbPerSecond: number; overheadSeconds: number };
 }
 
 function positiveInt(value: number, what: string): void {
@@ -139,6 +145,7 @@ export function registerEvictionController(
       capacity: {
         placement: deps.placement,
         memo: new RecentMemo<CapacityReport>(CAPACITY_REPORT_TTL_MS),
+        defaultRate: deps.defaultMigrationRate,
       },
     }),
   };

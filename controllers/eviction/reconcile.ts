@@ -42,14 +42,14 @@ import { preflight } from "./preflight.ts";
 import { reportPass } from "./report.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
-import { type BudgetWaiters, inFlightByEviction } from "./budget.ts";
+import {
+  budgetCompetitors,
+  type BudgetWaiters,
+  fairShares,
+  inFlightByEviction,
+} from "./budget.ts";
 import { CONDITION_WAVE_SETTLED, waveGate } from "./wave.ts";
-import { capacityPhase } from "../../capacity/gate.ts";
-import type {
-  CapacityPlacement,
-  CapacityReport,
-} from "../../capacity/check.ts";
-import type { RecentMemo } from "../../capacity/memo.ts";
+import { type CapacityDeps, capacityPhase } from "../../capacity/gate.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -99,7 +99,7 @@ export interface EvictionPassDeps {
   /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
   waveSettleMs: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */
-  capacity?: { placement: CapacityPlacement; memo: RecentMemo<CapacityReport> };
+  capacity?: CapacityDeps;
 }
 
 /** The planner options of a pass: defaults, the deps' overrides, the policy's. */
@@ -425,16 +425,30 @@ async function checkCapacityFirst(
   const { ctx, deps, ev, host } = pass;
   if (deps.capacity === undefined) return undefined;
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
+  const settings = effectiveSettings(spec, deps.flagSettings);
+  const evictions = ctx.cache(EvictionKind).list();
+  const hypervisors = ctx.cache(HypervisorKind);
+  // Another host of the wave: its traits and its own Eviction's limit.
+  const limitOf = (name: string) =>
+    resolveLimit(
+      settings,
+      hypervisors.get(name)?.status?.traits,
+      evictions.find((e) =>
+        e.spec.hypervisor === name && e.status?.finishedAt === undefined
+      )?.spec.maxConcurrentMigrations,
+    ).limit;
   const phase = await capacityPhase(deps.nova, deps.capacity, {
     host,
-    evictions: ctx.cache(EvictionKind).list(),
-    hypervisor: (name) => ctx.cache(HypervisorKind).get(name),
+    evictions,
+    hypervisor: (name) => hypervisors.get(name),
     mode: spec?.capacityCheck,
     limit: resolveLimit(
-      effectiveSettings(spec, deps.flagSettings),
+      settings,
       pass.hypervisor?.status?.traits,
       ev.spec.maxConcurrentMigrations,
     ).limit,
+    limitOf,
+    budget: settings.spec.clusterMaxConcurrentMigrations,
     signal: ctx.signal,
     status: pass.status,
     now,
@@ -620,7 +634,20 @@ function planAndReserve(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
-      const budget = clusterBudgetLeft(clusterMax, others + mine);
+      // No more than a fair share while other drains compete: a drain
+      // whose migration ends must not take the slot from one that waits.
+      const share = fairShares(clusterMax, [
+        ...budgetCompetitors(
+          ctx.key,
+          (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+          (name) => deps.budgetWaiters.has(name) || deps.ledger.get(name) > 0,
+        ),
+        { key: ctx.key, demand: plan.inFlightCount },
+      ]).get(ctx.key) ?? 0;
+      const budget = Math.min(
+        clusterBudgetLeft(clusterMax, others + mine),
+        Math.max(0, share - mine),
+      );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
         // held back by the budget: woken when a slot frees
