@@ -3,14 +3,15 @@
  *
  * Starts a real kube-apiserver and etcd (building them first if needed), the
  * Nova simulator with 8 hypervisors and 150 VMs, and evictor itself as a
- * separate process with the compiled binary's permissions; then drains three
- * hosts the way operators do: an Eviction with kubectl first (no finished
- * drain yet: its makespan is predicted at the documented default rate), then
- * a plan preview of the next two, then a Hypervisor put into maintenance with
- * kubectl patch and a HANA host with the kubectl plugin (their predictions are
- * calibrated on the first drain). Shows live progress and ends with a summary
- * that puts each drain's predicted makespan beside the actual one. `--keep` leaves everything
- * running to play with.
+ * separate process with the compiled binary's permissions; then drains four
+ * hosts the way operators do: node001 alone by putting its Hypervisor into
+ * maintenance with kubectl patch (no drain has ended yet: its makespan is
+ * predicted at --default-migration-rate), then a plan preview of a wave of
+ * three and that wave with one `kubectl evictor drain` (its predictions are
+ * calibrated on the first drain and share the cluster budget). Shows live
+ * progress and ends with a summary: makespans against their lower bounds,
+ * the wave's figures, and each drain's predicted makespan beside the actual
+ * one. `--keep` leaves everything running to play with.
  *
  * @module
  */

@@ -80,11 +80,11 @@ export function fairShares(
 
 /**
  * The other drains that compete for the cluster budget, from the cluster's
- * Evictions: unfinished and not waiting behind another drain, with
- * migrations in flight, or waiting for budget (`Evicting` reason
- * `Waiting`, or `waiting(name)` in this process). Each would run up to its
- * limit in force (`status.effectiveLimit`), or fewer when fewer VMs are
- * left (`status.outstandingCount`).
+ * Evictions: unfinished ones with migrations in flight, and those that
+ * `waiting(name)` says wait for budget (this process's waiters: another
+ * process's are not told apart from drains waiting for a retry). Each
+ * would run up to its limit in force (`status.effectiveLimit`), or fewer
+ * when fewer VMs are left (`status.outstandingCount`).
  *
  * @example
  * ```ts
@@ -110,11 +110,7 @@ export function budgetCompetitors(
       continue;
     }
     const inFlight = s?.inFlightCount ?? 0;
-    const waits = waiting(name) ||
-      (s?.conditions ?? []).some((c) =>
-        c.type === "Evicting" && c.status === "True" && c.reason === "Waiting"
-      );
-    if (inFlight === 0 && !waits) continue;
+    if (inFlight === 0 && !waiting(name)) continue;
     const room = Math.min(s?.effectiveLimit ?? 1, s?.outstandingCount ?? 1);
     out.push({ key: name, demand: Math.max(1, inFlight, room) });
   }

@@ -507,6 +507,12 @@ async function waitForBudget(
     return undefined;
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
+  // Stopped with only VMs for a person: no budget would move them, so it
+  // never waits for budget (nor takes a share of it).
+  const evicting = status.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  if (evicting?.status === "False") return undefined;
   const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
   if (clusterBudgetLeft(clusterMax, others) > 0) return undefined;
   const now = new Date(deps.clock.now());
