@@ -69,6 +69,8 @@ function newer(a: string, b: string): boolean | undefined {
  * ```
  */
 export class DrainMemory {
+  /** What all drains learned of migration times: a new drain's first guess. */
+  readonly #fleet = new Pace();
   readonly #states = new Map<string, DrainState>();
   readonly #written = new Map<string, Written>();
 
@@ -80,7 +82,7 @@ export class DrainMemory {
         starts: new Map(),
         confirming: new Set(),
         ram: new Map(),
-        pace: new Pace(),
+        pace: new Pace(this.#fleet),
         due: undefined,
         woken: false,
         lastFinishedCheckMs: undefined,

@@ -3,7 +3,8 @@
  * through duration against flavor RAM, per kind, from the migrations that
  * completed, as Nova's own records time them) and schedules the next pass
  * when the earliest running migration is expected to finish: a freed slot
- * is refilled at once, and Nova is not polled in between.
+ * is refilled at once, and Nova is not polled in between. Until a drain has
+ * samples of its own, what the process's other drains learned times it.
  *
  * One clock: every absolute time here is the controller's clock (the
  * injected one, which runs at the simulator's rate in tests). Nova's
@@ -107,6 +108,12 @@ export interface PaceView {
  * ```
  */
 export class Pace {
+  /**
+   * What every drain of this process learned (same Nova, same network):
+   * a drain's first migrations are timed by it until the drain has its
+   * own samples, instead of polling at every interval.
+   */
+  readonly #fleet: Pace | undefined;
   readonly #samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
   readonly #active = new Map<string, Active>();
   /** Migration record ids already sampled (a record stays listed). */
@@ -126,6 +133,11 @@ export class Pace {
   readonly #clockPairs: { clockMs: number; novaMs: number }[] = [];
   /** Record ids already in {@linkcode Pace.#clockPairs}. */
   readonly #paired = new Set<string>();
+
+  /** A drain's model; `fleet` is the one its process's drains share. */
+  constructor(fleet?: Pace) {
+    this.#fleet = fleet;
+  }
 
   /**
    * The observed migration rate on the controller's clock, a line through
@@ -150,11 +162,18 @@ export class Pace {
   /**
    * Controller-clock ms per Nova ms: the least-squares slope of our starts'
    * issue times against their records' `created_at`, once two starts are
-   * at least a second apart on Nova's clock; 1 before that.
+   * at least a second apart on Nova's clock; before that the fleet's
+   * (every drain's starts: the clocks are the same), else 1.
    */
   clockPerNovaMs(): number {
+    const fleet = this.#fleet;
+    return this.#ownClockPerNovaMs() ??
+      (fleet === undefined ? undefined : fleet.#ownClockPerNovaMs()) ?? 1;
+  }
+
+  #ownClockPerNovaMs(): number | undefined {
     const pairs = this.#clockPairs;
-    if (pairs.length < 2) return 1;
+    if (pairs.length < 2) return undefined;
     const n = pairs.length;
     const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / n;
     const my = pairs.reduce((s, p) => s + p.clockMs, 0) / n;
@@ -166,9 +185,9 @@ export class Pace {
     }
     const spread = Math.max(...pairs.map((p) => p.novaMs)) -
       Math.min(...pairs.map((p) => p.novaMs));
-    if (spread < 1000 || !(sxx > 0)) return 1;
+    if (spread < 1000 || !(sxx > 0)) return undefined;
     const k = sxy / sxx;
-    return k > 1e-3 && k < 1e3 ? k : 1;
+    return k > 1e-3 && k < 1e3 ? k : undefined;
   }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
@@ -177,11 +196,21 @@ export class Pace {
     const list = this.#samples[kind];
     list.push({ ramMb, durationMs });
     if (list.length > MAX_SAMPLES) list.shift();
+    this.#fleet?.sample(kind, ramMb, durationMs);
   }
 
-  /** Expected running time of a migration of `ramMb`, or undefined without a model. */
+  #fleetSamples(kind: MigrationKind): readonly Sample[] {
+    const fleet = this.#fleet;
+    return fleet === undefined ? [] : fleet.#samples[kind];
+  }
+
+  /**
+   * Expected running time of a migration of `ramMb` (Nova's clock): from
+   * this drain's samples, else the fleet's, else undefined.
+   */
   predictMs(kind: MigrationKind, ramMb: number): number | undefined {
-    const fit = fitDuration(this.#samples[kind]);
+    const fit = fitDuration(this.#samples[kind]) ??
+      fitDuration(this.#fleetSamples(kind));
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
@@ -193,7 +222,8 @@ export class Pace {
    * late leaves a slot idle.
    */
   marginOf(kind: MigrationKind): number {
-    const samples = this.#samples[kind];
+    const own = this.#samples[kind];
+    const samples = own.length > 0 ? own : this.#fleetSamples(kind);
     const fit = fitDuration(samples);
     if (fit === undefined || samples.length < 3) return LATE_MARGIN;
     const over = samples.map((x) => {
@@ -276,8 +306,11 @@ export class Pace {
     const novaMs = parseNovaTime(createdAt ?? undefined);
     if (novaMs === undefined) return;
     this.#paired.add(recordId);
-    this.#clockPairs.push({ clockMs: issuedMs, novaMs });
-    if (this.#clockPairs.length > MAX_SAMPLES) this.#clockPairs.shift();
+    for (const pace of [this, this.#fleet]) {
+      if (pace === undefined) continue;
+      pace.#clockPairs.push({ clockMs: issuedMs, novaMs });
+      if (pace.#clockPairs.length > MAX_SAMPLES) pace.#clockPairs.shift();
+    }
   }
 
   /**

@@ -192,6 +192,47 @@ Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed;
   assert.deepEqual(p.dueInMs(running), { dueMs: undefined, untimed: true });
 });
 
+Deno.test("Pace: a new drain is timed by what the process's other drains learned until it has samples of its own", () => {
+  const fleet = new Pace();
+  const first = new Pace(fleet);
+  // The first drain learns a 10 s migration of 4096 MB, and its starts pair
+  // the clocks: the controller's runs twice as fast as Nova's here.
+  first.learn(view(T + 1000, [["a", record("a", "running", T, T)]], ["a"]));
+  first.learn(
+    view(T + 12_000, [["a", record("a", "completed", T, T + 10_000)]], []),
+  );
+  for (const [id, at, n] of [["c", 0, 2], ["d", 2000, 3]] as const) {
+    const r = { ...record(id, "running", T + at, T + at), id: n };
+    first.learn(view(T + at / 2, [[id, r]], [id], {
+      issuedAt: (x) => x === id ? T + at / 2 : undefined,
+    }));
+  }
+  assert.equal(first.clockPerNovaMs(), 0.5);
+  // A second drain's first migration: timed, not polled, on the fleet's model.
+  const second = new Pace(fleet);
+  // issued at T+10 s on the controller's clock, T+20 s on Nova's
+  const v = view(
+    T + 10_000,
+    [["b", { ...record("b", "running", T + 20_000, T + 20_000), id: 4 }]],
+    ["b"],
+    { issuedAt: (id) => id === "b" ? T + 10_000 : undefined },
+  );
+  second.learn(v);
+  assert.equal(second.predictMs("live", 4096), 10_000);
+  assert.ok(Math.abs(second.clockPerNovaMs() - 0.5) < 1e-9);
+  const due = second.dueInMs(v);
+  assert.equal(due.untimed, false);
+  assert.ok(
+    Math.abs((due.dueMs ?? 0) - 10_000 * 0.5 * (1 + LATE_MARGIN)) < 1,
+    String(due.dueMs),
+  );
+  // Its own samples win over the fleet's.
+  second.sample("live", 4096, 4000);
+  assert.equal(second.predictMs("live", 4096), 4000);
+  // A drain without a fleet knows only its own.
+  assert.equal(new Pace().predictMs("live", 4096), undefined);
+});
+
 Deno.test("Pace: a start still waiting for its answer is timed from when it was issued", () => {
   const p = new Pace();
   p.sample("live", 4096, 10_000);
