@@ -11,7 +11,9 @@
  * calibrated on the first drain and share the cluster budget). Shows live
  * progress and ends with a summary: makespans against their lower bounds,
  * the wave's figures, and each drain's predicted makespan beside the actual
- * one. `--keep` leaves everything running to play with.
+ * one. `--keep` leaves everything running to play with; `--report FILE`
+ * writes the summary's figures as JSON (bench/reports/demo.json is the run
+ * the README quotes).
  *
  * @module
  */
@@ -56,6 +58,8 @@ const { values: flags } = parseArgs({
   options: {
     keep: { type: "boolean", default: false },
     timeout: { type: "string", default: "300" },
+    // where the summary's figures go as JSON (the README quotes them)
+    report: { type: "string" },
   },
 });
 
@@ -408,7 +412,7 @@ try {
     (WAVE as readonly string[]).includes(e.spec.hypervisor)
   );
   say("");
-  say(renderWave(summariseWave({
+  const wave = summariseWave({
     hosts: WAVE,
     migrations: state.migrations,
     migrated: waveEvictions.reduce(
@@ -418,7 +422,8 @@ try {
     novaCalls: drainCalls(counters.calls) - callsBeforeWave,
     budget: BUDGET,
     budgetPeak,
-  })));
+  });
+  say(renderWave(wave));
   step(
     "Predicted makespan (status.predictedMakespanSeconds, set before the host was disabled) against the actual one (startedAt to the drain's end), on evictor's clock",
   );
@@ -446,7 +451,29 @@ try {
     say(`\nLeft for a person (reported on the Evictions, never looped on):`);
     for (const l of left) say(`  ${l}`);
   }
-  say(`\nDemo took ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+  const tookSeconds = Math.round((Date.now() - started) / 1000);
+  say(`\nDemo took ${tookSeconds} s.`);
+  if (flags.report !== undefined) {
+    await Deno.writeTextFile(
+      flags.report,
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          deno: Deno.version.deno,
+          drains: rows,
+          novaCallsPerMigratedVm: migrated === 0
+            ? null
+            : drainCalls(counters.calls) / migrated,
+          wave,
+          predictions,
+          tookSeconds,
+        },
+        null,
+        2,
+      ) + "\n",
+    );
+    say(`The summary's figures: ${flags.report}`);
+  }
 
   if (flags.keep) {
     step("Everything keeps running (Ctrl-C ends it):");
