@@ -12,18 +12,16 @@ import { EvictionKind } from "../controllers/kinds.ts";
 import { KubeClient } from "../framework/client.ts";
 import type { Eviction } from "../models/mod.ts";
 import { startEnvtest } from "./harness/envtest.ts";
-import {
-  sampleInFlight,
-  uniqueSuffix,
-  waitFor,
-} from "./harness/eviction_env.ts";
+import { sampleInFlight, uniqueSuffix } from "./harness/eviction_env.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   operatorLogTail,
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import {
+  cachesSynced,
   createPolicy,
+  drainFinished,
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
@@ -74,12 +72,7 @@ Deno.test({
       for (const h of [big1, big2, small]) {
         await registerHypervisor(client, sim, h, labels);
       }
-      await waitFor(
-        "the process's caches",
-        async () => /caches synced/.test(await op.log()) ? true : undefined,
-        60_000,
-        100,
-      ).catch(fail);
+      await cachesSynced(op).catch(fail);
       const sampler = sampleInFlight(sim, [big1, big2, small], 10);
       await Promise.all(
         [big1, big2, small].map((h) =>
@@ -94,15 +87,7 @@ Deno.test({
         ),
       );
       for (const h of [big1, big2, small]) {
-        await waitFor(
-          `the drain of ${h} to finish`,
-          async () => {
-            const e = await client.get<Eviction>(EvictionKind, h);
-            return e.status?.finishedAt === undefined ? undefined : e;
-          },
-          240_000,
-          250,
-        ).catch(fail);
+        await drainFinished(client, h).catch(fail);
       }
       const sampled = sampler.stop();
       assert.ok(sampled.max <= BUDGET, `in flight at once ${sampled.max}`);

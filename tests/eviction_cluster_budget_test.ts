@@ -28,8 +28,10 @@ import {
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import {
+  cachesSynced,
   createEviction,
   createPolicy,
+  drainFinished,
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
@@ -93,16 +95,7 @@ Deno.test({
       const logs = await Promise.all(ops.map((o) => operatorLogTail(o, 30)));
       throw new Error(`${err}\n${logs.join("\n---\n")}`);
     };
-    const finished = (host: string) =>
-      waitFor(
-        `the drain of ${host} to finish`,
-        async () => {
-          const e = await client.get<Eviction>(EvictionKind, host);
-          return e.status?.finishedAt === undefined ? undefined : e;
-        },
-        240_000,
-        250,
-      ).catch(fail);
+    const finished = (host: string) => drainFinished(client, host).catch(fail);
     try {
       await createPolicy(client, PER_HOST, BUDGET);
       for (const h of [...waveA, delX, delZ]) {
@@ -113,12 +106,7 @@ Deno.test({
       }
       ops.push(await start("a"), await start("b"));
       for (const op of ops) {
-        await waitFor(
-          "the process's caches",
-          async () => /caches synced/.test(await op.log()) ? true : undefined,
-          60_000,
-          100,
-        ).catch(fail);
+        await cachesSynced(op).catch(fail);
       }
 
       await t.step("a wave over two partitions under one budget", async () => {

@@ -9,8 +9,6 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../framework/client.ts";
-import { EvictionKind } from "../controllers/kinds.ts";
-import type { Eviction } from "../models/mod.ts";
 import { startEnvtest } from "./harness/envtest.ts";
 import {
   maxOverlap,
@@ -27,8 +25,10 @@ import {
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import {
+  cachesSynced,
   createEviction,
   createPolicy,
+  drainFinished,
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
@@ -118,13 +118,7 @@ Deno.test({
         );
       };
       // replica-b must be up and campaigning before the kill
-      await waitFor(
-        "replica-b to campaign",
-        async () => /caches synced/.test(await b.log()) ? true : undefined,
-        60_000,
-        100,
-      )
-        .catch(fail);
+      await cachesSynced(b).catch(fail);
       for (const host of sources) await createEviction(client, host, labels);
       await waitFor(
         "migrations under replica-a",
@@ -168,15 +162,7 @@ Deno.test({
       );
 
       for (const host of sources) {
-        await waitFor(
-          `the drain of ${host} to finish`,
-          async () => {
-            const e = await client.get<Eviction>(EvictionKind, host);
-            return e.status?.finishedAt === undefined ? undefined : e;
-          },
-          240_000,
-          250,
-        ).catch(fail);
+        await drainFinished(client, host).catch(fail);
       }
       const sampled = sampler.stop();
       const overlap = maxOverlap(sim, sources);

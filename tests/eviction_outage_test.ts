@@ -33,6 +33,7 @@ import {
 } from "./harness/operator_process.ts";
 import {
   createEviction,
+  drainFinished,
   drainProcessArgs,
   novaCalls,
   recordNovaCalls,
@@ -146,15 +147,7 @@ Deno.test({
       ).catch(fail);
       const lateStart = Date.now() - createdAt;
 
-      await waitFor(
-        "the drain of the late Eviction to finish",
-        async () => {
-          const e = await client.get<Eviction>(EvictionKind, late);
-          return e.status?.finishedAt === undefined ? undefined : e;
-        },
-        120_000,
-        250,
-      ).catch(fail);
+      await drainFinished(client, late, 120_000).catch(fail);
       const log = await op.log();
       const during = calls.times.filter((t) => t >= downAt && t <= backAt);
       const maxGap = Math.max(

@@ -13,7 +13,9 @@ import {
   HypervisorKind,
 } from "../../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
+import { waitFor } from "./eviction_env.ts";
 import type { NovaSim } from "./nova_sim/mod.ts";
+import type { OperatorProcess } from "./operator_process.ts";
 
 /**
  * Creates the Hypervisor of a simulator host with what the hypervisor
@@ -131,4 +133,31 @@ export function recordNovaCalls(
     stop: () => clearInterval(timer),
     firstAfter: (t) => times.find((x) => x > t),
   };
+}
+
+/** Waits until the Eviction of `host` is finished (4 minutes at most); returns it. */
+export function drainFinished(
+  client: KubeClient,
+  host: string,
+  timeoutMs = 240_000,
+): Promise<Eviction> {
+  return waitFor(
+    `the drain of ${host} to finish`,
+    async () => {
+      const e = await client.get<Eviction>(EvictionKind, host);
+      return e.status?.finishedAt === undefined ? undefined : e;
+    },
+    timeoutMs,
+    250,
+  );
+}
+
+/** Waits until an operator process logs that its caches synced. */
+export function cachesSynced(op: OperatorProcess): Promise<true> {
+  return waitFor(
+    "the process's caches",
+    async () => /caches synced/.test(await op.log()) ? true : undefined,
+    60_000,
+    100,
+  );
 }
