@@ -5,49 +5,10 @@
  * write under a read-only root filesystem.
  */
 import assert from "node:assert/strict";
+import { type Deployment, mebibytes } from "./harness/deployment_manifest.ts";
 import { parse } from "yaml";
 
 const ROOT = new URL("../", import.meta.url);
-
-interface Container {
-  resources?: {
-    requests?: Record<string, string>;
-    limits?: Record<string, string>;
-  };
-  securityContext?: { readOnlyRootFilesystem?: boolean };
-  volumeMounts?: { name: string; mountPath: string }[];
-}
-
-interface Deployment {
-  spec: {
-    template: {
-      spec: {
-        containers: Container[];
-        volumes: { name: string; emptyDir?: Record<string, unknown> }[];
-      };
-    };
-  };
-}
-
-/** A Kubernetes memory quantity in MiB (binary and decimal suffixes). */
-function mebibytes(quantity: string): number {
-  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|k|M|G)?$/.exec(quantity);
-  if (m === null) {
-    throw new TypeError(
-      `not a memory quantity: "${quantity}" (expected e.g. 192Mi)`,
-    );
-  }
-  const factor: Record<string, number> = {
-    "": 1 / 2 ** 20,
-    Ki: 1 / 1024,
-    Mi: 1,
-    Gi: 1024,
-    k: 1e3 / 2 ** 20,
-    M: 1e6 / 2 ** 20,
-    G: 1e9 / 2 ** 20,
-  };
-  return Number(m[1]) * (factor[m[2] ?? ""] ?? NaN);
-}
 
 const manifestText = await Deno.readTextFile(
   new URL("manifests/manager/deployment.yaml", ROOT),
