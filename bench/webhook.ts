@@ -57,6 +57,8 @@ const { values } = parseArgs({
     rate: { type: "string", default: "200" },
     seconds: { type: "string", default: "30" },
     "warmup-seconds": { type: "string", default: "3" },
+    // the runs at the applies' pace and against the control
+    "control-seconds": { type: "string", default: "10" },
     "settle-seconds": { type: "string", default: "20" },
     applies: { type: "string", default: "200" },
     hostile: { type: "string", default: "200" },
@@ -183,6 +185,55 @@ function goBinary(): string {
   }
 }
 
+/** bench/loadgen built into `dir` (once). */
+async function buildLoadgen(dir: string): Promise<string> {
+  const loadgen = `${dir}/loadgen`;
+  try {
+    await Deno.stat(loadgen);
+  } catch {
+    const built = await new Deno.Command(goBinary(), {
+      args: ["build", "-o", loadgen, "."],
+      cwd: new URL("./loadgen/", import.meta.url).pathname,
+      stderr: "inherit",
+    }).output();
+    if (!built.success) throw new Error("building bench/loadgen failed");
+  }
+  return loadgen;
+}
+
+/**
+ * The control: bench/loadgen's bare Go HTTPS server (`-serve`), which
+ * answers every review allowed without validating. The same open loop
+ * against it and against the webhook separates the machine's share of a
+ * latency (scheduling, wake-ups, TLS on loopback) from the webhook's.
+ */
+async function startControl(
+  dir: string,
+): Promise<{ port: number; stop: () => Promise<void> }> {
+  const child = new Deno.Command(await buildLoadgen(dir), {
+    args: [
+      "-serve=127.0.0.1:0",
+      `-cert=${dir}/tls.crt`,
+      `-key=${dir}/tls.key`,
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const { value } = await reader.read();
+  reader.releaseLock();
+  const { port } = JSON.parse(value ?? "{}") as { port: number };
+  return {
+    port,
+    stop: async () => {
+      await child.stdin.close();
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+    },
+  };
+}
+
 /**
  * Direct load over HTTP/1.1, open loop: bench/loadgen, a Go program, sends
  * it the way the API server does (Go's net/http, HTTP/1.1 as for a
@@ -201,18 +252,8 @@ async function direct(
 ): Promise<DirectResult> {
   await Deno.writeTextFile(`${dir}/ca.pem`, caPem);
   await Deno.writeTextFile(`${dir}/bodies.json`, JSON.stringify(bodies));
-  const loadgen = `${dir}/loadgen`;
-  try {
-    await Deno.stat(loadgen);
-  } catch {
-    const built = await new Deno.Command(goBinary(), {
-      args: ["build", "-o", loadgen, "."],
-      cwd: new URL("./loadgen/", import.meta.url).pathname,
-      stderr: "inherit",
-    }).output();
-    if (!built.success) throw new Error("building bench/loadgen failed");
-  }
-  console.error(`direct: ${rate}/s for ${seconds} s ...`);
+  const loadgen = await buildLoadgen(dir);
+  console.error(`direct: ${base}, ${rate}/s for ${seconds} s ...`);
   const out = await new Deno.Command(loadgen, {
     args: [
       `-url=${base}`,
@@ -611,6 +652,50 @@ try {
   const handlingAfter = await handling();
   const handled = (le: string) =>
     (handlingAfter.get(le) ?? 0) - (handlingBefore.get(le) ?? 0);
+
+  // the same load at the pace of the applies below, where the webhook
+  // idles between reviews, and both paces against the bare control server
+  const controlSeconds = positive("control-seconds", values["control-seconds"]);
+  const paced = await direct(
+    base,
+    env.caCertPem,
+    bodies,
+    APPLIES_PER_SECOND,
+    controlSeconds,
+    warmupSeconds,
+    dir,
+  );
+  const handlingAfterPaced = await handling();
+  const handledPaced = (le: string) =>
+    (handlingAfterPaced.get(le) ?? 0) - (handlingAfter.get(le) ?? 0);
+  const control = await startControl(dir);
+  const controlBase = `https://localhost:${control.port}`;
+  // it answers every review allowed
+  const allowedBodies = bodies.filter((b) => b.allowed);
+  let controlFast: DirectResult;
+  let controlPaced: DirectResult;
+  try {
+    controlFast = await direct(
+      controlBase,
+      env.caCertPem,
+      allowedBodies,
+      rate,
+      controlSeconds,
+      warmupSeconds,
+      dir,
+    );
+    controlPaced = await direct(
+      controlBase,
+      env.caCertPem,
+      allowedBodies,
+      APPLIES_PER_SECOND,
+      controlSeconds,
+      warmupSeconds,
+      dir,
+    );
+  } finally {
+    await control.stop();
+  }
   // through the API server
   const installed = await env.kubectl(["apply", "-f", "-"], {
     stdin: await webhookConfigurationYaml(
@@ -689,7 +774,7 @@ try {
 
   const errorsOf = (r: DirectResult) =>
     Object.values(r.errors).reduce((a, b) => a + b, 0);
-  const errors = errorsOf(h1) + applied.failures.length +
+  const errors = errorsOf(h1) + errorsOf(paced) + applied.failures.length +
     errorsOf(after1);
   const round = (v: number) => Math.round(v * 100) / 100;
   const report = {
@@ -724,6 +809,29 @@ try {
         rate,
         seconds,
         ...h1,
+      },
+      http1AtAppliesPace: {
+        rate: APPLIES_PER_SECOND,
+        seconds: controlSeconds,
+        ...paced,
+        handling: {
+          requests: handledPaced("+Inf"),
+          within1msShare: round(
+            handledPaced("0.001") / Math.max(1, handledPaced("+Inf")),
+          ),
+          within5msShare: round(
+            handledPaced("0.005") / Math.max(1, handledPaced("+Inf")),
+          ),
+        },
+      },
+      // bench/loadgen -serve: TLS and HTTP on this machine, no webhook
+      control: {
+        atRate: { rate, seconds: controlSeconds, ...controlFast },
+        atAppliesPace: {
+          rate: APPLIES_PER_SECOND,
+          seconds: controlSeconds,
+          ...controlPaced,
+        },
       },
       http2: {
         served: false,
@@ -804,6 +912,19 @@ function markdown(r: {
       p99Ms: number;
       maxMs: number;
     };
+    http1AtAppliesPace: {
+      rate: number;
+      seconds: number;
+      p50Ms: number;
+      p99Ms: number;
+      maxMs: number;
+      maxSendLagMs: number;
+      handling: { within1msShare: number; within5msShare: number };
+    };
+    control: {
+      atRate: { rate: number; p50Ms: number; p99Ms: number };
+      atAppliesPace: { rate: number; p50Ms: number; p99Ms: number };
+    };
     http2: { why: string };
   };
   transport: Record<string, { p50Ms: number; p99Ms: number }>;
@@ -851,6 +972,12 @@ ${r.date}, Deno ${r.deno}, ${r.cpus} CPUs (shared machine; load average ${
 | direct HTTP/1.1, ${d1?.rate}/s for ${d1?.seconds} s: p50 / p99 / max | ${d1?.p50Ms} / ${d1?.p99Ms} / ${d1?.maxMs} ms | p99 < 5 ms | ${
     met((d1?.p99Ms ?? Infinity) < 5)
   } |
+| direct HTTP/1.1 at the applies' pace, ${r.direct.http1AtAppliesPace.rate}/s for ${r.direct.http1AtAppliesPace.seconds} s: p50 / p99 / max (the webhook's own histogram) | ${r.direct.http1AtAppliesPace.p50Ms} / ${r.direct.http1AtAppliesPace.p99Ms} / ${r.direct.http1AtAppliesPace.maxMs} ms (${
+    (r.direct.http1AtAppliesPace.handling.within1msShare * 100).toFixed(1)
+  } % within 1 ms, ${
+    (r.direct.http1AtAppliesPace.handling.within5msShare * 100).toFixed(1)
+  } % within 5 ms) | | |
+| control: a bare Go HTTPS server that validates nothing, the same load at ${r.direct.control.atRate.rate}/s and at ${r.direct.control.atAppliesPace.rate}/s: p50 / p99 | ${r.direct.control.atRate.p50Ms} / ${r.direct.control.atRate.p99Ms} ms; ${r.direct.control.atAppliesPace.p50Ms} / ${r.direct.control.atAppliesPace.p99Ms} ms | | |
 | direct HTTP/2 | ${r.direct.http2.why} | p99 < 5 ms | not measured |
 | server-side handling in the direct runs (framework histogram: body read, parse, validation, reply) | ${
     (r.serverHandling.within1msShare * 100).toFixed(1)
@@ -874,15 +1001,19 @@ ${r.date}, Deno ${r.deno}, ${r.cpus} CPUs (shared machine; load average ${
   } |
 
 How it is measured: a dedicated kube-apiserver holds Hypervisors, unfinished
-Evictions and the EvictionPolicy; a separate process runs an operator with
-only \`registerWebhooks\` serving on 127.0.0.1. Direct: open loop (request
+Evictions and the EvictionPolicy; a separate process
+(\`bench/webhook_server.ts\`, with the binary's permissions and V8 flags from
+\`app/permissions.ts\`) runs an operator with only \`registerWebhooks\` and its
+informers, serving on 127.0.0.1; no CPU pinning or priority change. Direct: open loop (request
 *i* due at start + *i* / rate, latency from the due time to the end of the
 reply, so stalls are not hidden by a lower rate), realistic AdmissionReview
 bodies of both kinds with every verdict checked, over HTTP/1.1 from
 \`bench/loadgen\` (Go's net/http, the API server's client, with its 25 idle
 connections: Deno's timers wake late enough on a busy machine that an open
-loop in Deno measures its own lateness).
-Transport: 300 sequential requests on one connection, \`fetch\` for HTTP/1.1
+loop in Deno measures its own lateness). Control: the same loads against
+\`bench/loadgen -serve\`, a bare Go HTTPS server that answers every review
+allowed: what TLS and HTTP on loopback cost on this machine without the
+webhook. Transport: 300 sequential requests on one connection, \`fetch\` for HTTP/1.1
 and \`node:http2\` for HTTP/2 (Deno's \`fetch\` over HTTP/2 waits ~40 ms per
 request against any server, so it would measure itself). API server: the
 ValidatingWebhookConfiguration of \`manifests/webhook/\` pointed at the

@@ -16,10 +16,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -56,7 +58,17 @@ func main() {
 	seconds := flag.Float64("seconds", 30, "how long to send")
 	warmup := flag.Float64("warmup", 3, "seconds sent before the measured run")
 	h2 := flag.Bool("http2", false, "offer HTTP/2 (else HTTP/1.1 only, as the API server does for Service-backed webhooks)")
+	serve := flag.String("serve", "", "instead: serve a bare control webhook over TLS on this address (-cert, -key) until stdin closes")
+	cert := flag.String("cert", "", "with -serve: certificate (PEM)")
+	key := flag.String("key", "", "with -serve: private key (PEM)")
 	flag.Parse()
+	if *serve != "" {
+		if err := serveControl(*serve, *cert, *key); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*base, *caFile, *bodiesFile, *rate, *seconds, *warmup, *h2); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
@@ -111,6 +123,48 @@ func run(base, caFile, bodiesFile string, rate, seconds, warmup float64, h2 bool
 	}
 	r := g.openLoop(rate, seconds, "bench")
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// serveControl is the environment's floor: a bare Go HTTPS server that
+// reads each review and answers it allowed, with no validation. The same
+// load against it and against the webhook tells the machine's share of a
+// latency from the webhook's. Prints {"port":N}; ends when stdin closes.
+func serveControl(addr, certFile, keyFile string) error {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return err
+	}
+	ln, err := tls.Listen("tcp", addr, &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		return err
+	}
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		var review struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"apiVersion": "admission.k8s.io/v1",
+			"kind":       "AdmissionReview",
+			"response":   map[string]any{"uid": review.Request.UID, "allowed": true},
+		})
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
+	}()
+	fmt.Printf("{\"port\":%d}\n", ln.Addr().(*net.TCPAddr).Port)
+	err = http.Serve(ln, http.HandlerFunc(handler))
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 type generator struct {
