@@ -837,7 +837,7 @@ try {
         served: false,
         p99Ms: null,
         why:
-          "not served: the API server offers only HTTP/1.1 to a webhook behind a Service or a non-loopback URL (k8s.io/apiserver v0.37.2 pkg/util/webhook/client.go: NextProtos http/1.1, kubernetes/kubernetes#75791), and Deno 2.9's node:http2 server crashed the process under this benchmark's hostile load",
+          "not served: the API server offers only HTTP/1.1 to a webhook behind a Service or a non-loopback URL (k8s.io/apiserver v0.37.2 pkg/util/webhook/client.go: NextProtos http/1.1, kubernetes/kubernetes#75791), and Deno 2.9.6's node:http2 server ends the process under hostile HTTP/2 load (an nghttp2 assertion or a segfault: bench:http2-crash, bench/reports/http2_crash.json)",
       },
     },
     transport: transportMs,
