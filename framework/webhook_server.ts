@@ -9,10 +9,12 @@
  * and its certificate is fixed at start, which made a TCP splice in front
  * of it necessary for reload; that splice's sockets stalled the same way.
  * `node:https` sets no-delay and reloads in place. Why not `node:http2`:
- * Deno 2.9's HTTP/2 server crashed the process (a segfault, a `free()` of
- * an invalid pointer) under the benchmark's HTTP/2 load, and the API server
- * calls Service-backed webhooks over HTTP/1.1 only (figures in
- * bench/reports/webhook.md).
+ * the API server calls Service-backed webhooks over HTTP/1.1 only, and
+ * Deno 2.9.6's HTTP/2 server ends the process under hostile HTTP/2 load
+ * (an nghttp2 assertion or a segfault in 3 of 12 runs of 200 sessions
+ * sending 1 MiB each, even bare: `deno task bench:http2-crash`,
+ * bench/reports/http2_crash.json); a crash of a fail-closed webhook
+ * refuses every write of our kinds until it restarts.
  *
  * Bounded memory: a {@linkcode RequestGate} caps requests in flight, one
  * body and the bytes of bodies buffered at once, refusing beyond them with

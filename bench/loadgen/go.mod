@@ -1,0 +1,3 @@
+module evictor.local/bench/loadgen
+
+go 1.26.0
