@@ -26,6 +26,7 @@ import {
   waitFor,
 } from "../tests/harness/eviction_env.ts";
 import type { ScenarioInput } from "../tests/harness/nova_sim/mod.ts";
+import { type SlotGaps, slotGaps } from "./slot_gaps.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -114,6 +115,7 @@ interface Row {
   maxInFlight: number;
   realS: number;
   scale: number;
+  gaps: SlotGaps;
 }
 
 async function run(
@@ -159,6 +161,14 @@ async function run(
       });
     }
     e.sim.resetCounters();
+    // the times of the looks at the host (server lists), for the slot gaps
+    const looks: number[] = [];
+    const stopLooking = e.sim.onCall((c) => {
+      if (
+        c.key.endsWith("/servers/detail") &&
+        new URLSearchParams(c.search).get("host") === host
+      ) looks.push(c.atMs);
+    });
     const realStart = Date.now();
     const start = e.sim.state().now;
     await e.evict(host, host);
@@ -180,6 +190,7 @@ async function run(
       3_600_000,
       200,
     );
+    stopLooking();
     const st = e.sim.state();
     const recs = st.migrations.filter((m) => m.source === host);
     const end = Math.max(...recs.map((m) => m.updatedAt));
@@ -221,6 +232,7 @@ async function run(
       maxInFlight,
       realS: (Date.now() - realStart) / 1000,
       scale: SCALE,
+      gaps: slotGaps(recs, limit, looks),
     };
   } finally {
     await e.stop();
@@ -274,6 +286,14 @@ const entries = rows.map((r) => {
     novaCalls: r.novaCalls,
     maxInFlight: r.maxInFlight,
     timeScale: r.scale,
+    slotGaps: {
+      refills: r.gaps.refills,
+      meanIdleS: Number((r.gaps.meanIdleMs / 1000).toFixed(3)),
+      meanWaitForPassS: Number((r.gaps.meanWaitMs / 1000).toFixed(3)),
+      meanPassS: Number((r.gaps.meanPassMs / 1000).toFixed(3)),
+      looks: r.gaps.looks,
+      emptyLooks: r.gaps.emptyLooks,
+    },
     ...(r.delayS === 0 ? {} : {
       delayedStart: {
         vm: r.delayedVm,
@@ -325,7 +345,14 @@ const fmtRow = (r: Row) =>
     r.makespanS.toFixed(0)
   } | ` +
   `${r.lowerBoundS.toFixed(0)} | ${r.ratio.toFixed(3)} | ${r.novaCalls} | ` +
-  `${r.callsPerVm.toFixed(2)} | ${r.twice} | ${r.maxInFlight} | ${r.scale}x |`;
+  `${
+    r.callsPerVm.toFixed(2)
+  } | ${r.twice} | ${r.maxInFlight} | ${r.scale}x | ` +
+  `${(r.gaps.meanIdleMs / 1000).toFixed(2)} = ${
+    (r.gaps.meanWaitMs / 1000).toFixed(2)
+  } + ${
+    (r.gaps.meanPassMs / 1000).toFixed(2)
+  } | ${r.gaps.emptyLooks}/${r.gaps.looks} |`;
 const lines = [
   "# Drain benchmark",
   "",
@@ -348,8 +375,8 @@ const lines = [
   "A drain is done when `kubectl evictor drain --wait` would say so: a " +
   "settled Succeeded.",
   "",
-  "| our limit | Nova limit | start answer late | makespan (s) | lower bound (s) | ratio | Nova calls | calls / VM | migrated twice | max in flight | scale |",
-  "| --------- | ---------- | ----------------- | ------------ | --------------- | ----- | ---------- | ---------- | -------------- | ------------- | ----- |",
+  "| our limit | Nova limit | start answer late | makespan (s) | lower bound (s) | ratio | Nova calls | calls / VM | migrated twice | max in flight | scale | idle slot (s) = wait + pass | empty looks |",
+  "| --------- | ---------- | ----------------- | ------------ | --------------- | ----- | ---------- | ---------- | -------------- | ------------- | ----- | --------------------------- | ----------- |",
   ...rows.map(fmtRow),
   "",
   "| target | result | verdict |",
@@ -379,6 +406,14 @@ const lines = [
   "Nova's limit binds, so the ratio is never flattered. Nova calls count every",
   "compute API call the simulator served (Keystone excluded), preflight",
   "included. Migrated twice: VMs of which Nova accepted more than one migration.",
+  "",
+  "Idle slot: the mean time from a migration's completion to the start that",
+  "refilled its slot (start k refills the slot of completion k - our limit),",
+  "split into the wait for the first look at the host after the completion",
+  "(pacing) and the rest (that pass's latency, or more looks when it saw",
+  "nothing). Empty looks: server lists of the host after which nothing",
+  "started before the next one (early wakes, and the passes at the end that",
+  "only saw a completion), of all looks.",
   "",
   "The delayed run: the simulator holds the answer to the start of one VM (the",
   "first 16 GB one) for the stated simulated time (real time = that / scale);",
