@@ -182,8 +182,11 @@ export async function reconcileEviction(
   const waitingForBudget = await waitForBudget(pass, settings);
   if (waitingForBudget !== undefined) return waitingForBudget;
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
-  const early = skipEarly(pass, fingerprint);
+  const early = skipEarly(pass, fingerprint, settings);
   if (early !== undefined) return early;
+  // A full pass: it plans with the budget as it is now (and waits again
+  // if that holds its starts back).
+  deps.budgetWaiters.delete(ctx.key);
 
   const seen = await observeOrKeep(pass, options);
   const reserved = planAndReserve(pass, seen, settings, options);
@@ -487,14 +490,12 @@ async function waitForBudget(
 ): Promise<ReconcileResult | undefined> {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-  deps.budgetWaiters.delete(ctx.key);
   if (clusterMax === undefined || pass.retried) return undefined;
   if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
     return undefined;
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
-  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
-  if (clusterBudgetLeft(clusterMax, others) > 0) return undefined;
+  if (budgetLeftFor(pass, clusterMax) > 0) return undefined;
   const now = new Date(deps.clock.now());
   const next: EvictionStatus = {
     ...status,
@@ -517,6 +518,20 @@ async function waitForBudget(
   return { requeueAfterMs: deps.slowPollMs };
 }
 
+/**
+ * Slots of the cluster budget left for this drain's starts now, from the
+ * ledger and the cached statuses (no request).
+ */
+function budgetLeftFor(pass: Pass, clusterMax: number): number {
+  const { ctx, deps } = pass;
+  const mine = Math.max(
+    deps.ledger.get(ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  return clusterBudgetLeft(clusterMax, others + mine);
+}
+
 /** What a pass depends on besides Nova: a change forces a full pass. */
 function fingerprintOf(pass: Pass, policyVersion: string | undefined): string {
   const hv = pass.hypervisor;
@@ -531,19 +546,31 @@ function fingerprintOf(pass: Pass, policyVersion: string | undefined): string {
 
 /**
  * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed and no start answer to act on returns at
- * once: no Nova call, and nothing planned from old data.
+ * nothing it depends on changed, no start answer to act on and no budget
+ * freed for starts the budget held back returns at once: no Nova call, and
+ * nothing planned from old data. A drain in line for budget stays there,
+ * in its place (woken, it waits again when another drain took the slot).
  */
 function skipEarly(
   pass: Pass,
   fingerprint: string,
+  settings: LimitSettings,
 ): ReconcileResult | undefined {
-  const due = pass.state.due;
-  if (due === undefined || pass.state.woken || pass.retried) return undefined;
+  const { ctx, deps, state } = pass;
+  const due = state.due;
+  if (due === undefined || state.woken || pass.retried) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
-  const leftMs = (due.atMs - pass.deps.clock.now()) / pass.rate;
+  const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
   if (leftMs <= 0) return undefined;
+  const standing = deps.budgetWaiters.standing(ctx.key);
+  if (standing === "woken") {
+    const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+    if (clusterMax === undefined || budgetLeftFor(pass, clusterMax) > 0) {
+      return undefined;
+    }
+    deps.budgetWaiters.add(ctx.key);
+  }
   return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
 }
 
@@ -832,6 +859,9 @@ function requeue(
   const { dueMs, untimed } = state.pace.dueInMs(view);
   const summary = plan.summary;
   const held = plan.summary.held !== undefined;
+  // Ready VMs the budget holds back are no reason to look sooner: the
+  // drain waits in line for budget (woken when a slot frees) and is paced
+  // by its own migrations meanwhile; waiting for budget costs no Nova call.
   const delay = held && plan.inFlightCount === 0
     ? deps.slowPollMs
     : requeueAfterMs({
@@ -841,9 +871,7 @@ function requeue(
       retryInMs: plan.nextRetryAtMs === undefined
         ? undefined
         : Math.max(0, plan.nextRetryAtMs - nowMs),
-      watching: summary.busy > 0 ||
-        (summary.ready > 0 && !held &&
-          plan.inFlightCount < (plan.next.effectiveLimit ?? 0)),
+      watching: summary.busy > 0,
       pollIntervalMs: deps.pollIntervalMs,
       maxPollMs: deps.maxPollMs,
       slowPollMs: deps.slowPollMs,
