@@ -91,9 +91,14 @@ export interface EvictionPassDeps {
   actConcurrency: number;
   /**
    * Every Eviction of the cluster, whatever this process's label selector
-   * (for the cluster budget); without it, the operator's cache.
+   * (for the cluster budget); without it, the operator's cache. With
+   * `caughtUp` (an informer's), the cross-process check of the budget waits
+   * for the watch to deliver the pass's own intent instead of listing.
    */
-  allEvictions?: { list(): Eviction[] };
+  allEvictions?: {
+    list(): Eviction[];
+    caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
+  };
   /** This process's drains waiting for budget. */
   budgetWaiters: BudgetWaiters;
   /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
@@ -660,14 +665,27 @@ function planAndReserve(
 }
 
 /**
+ * The longest wait (real ms) for the watch to deliver a pass's own intent
+ * before the budget is confirmed by a list instead.
+ */
+const CAUGHT_UP_TIMEOUT_MS = 1000;
+
+/**
  * The cluster budget across processes: another process may reserve from
  * the same free slots at the same moment (its status not yet in our
  * cache). So, with starts under a cluster budget, the pass writes its
  * status first (its intent: the count in flight with its starts), then
- * reads every Eviction from the API server (a quorum read). Of any two
- * passes, the later reader sees the other's intent; each gives up the
- * starts by which the total it reads exceeds the budget, so the starts
- * that go out never exceed it. Costs one list per pass that starts.
+ * reads every Eviction as of a moment after that write. Of any two passes,
+ * the later reader sees the other's intent; each gives up the starts by
+ * which the total it reads exceeds the budget, so the starts that go out
+ * never exceed it.
+ *
+ * That read is the unpartitioned cache once its watch has delivered the
+ * intent itself: a watch delivers changes in the order of their versions,
+ * so every intent written before ours is in the cache by then (no request;
+ * Informer.caughtUp). Without such a cache, or when the watch lags more
+ * than {@linkcode CAUGHT_UP_TIMEOUT_MS}, it is a list from the API server
+ * (a quorum read).
  */
 async function confirmAcrossProcesses(
   pass: Pass,
@@ -680,8 +698,7 @@ async function confirmAcrossProcesses(
   if (clusterMax === undefined || plan.start.length === 0) return plan;
   try {
     await record(pass, plan.next);
-    const listed = await ctx.client.list(EvictionKind);
-    const counts = inFlightByEviction(listed.items as Eviction[]);
+    const counts = inFlightByEviction(await evictionsAfterWrite(pass));
     const total = deps.ledger.othersInFlight(ctx.key, counts) +
       plan.inFlightCount;
     const over = total - clusterMax;
@@ -705,6 +722,25 @@ async function confirmAcrossProcesses(
       { delayMs: deps.pollIntervalMs },
     );
   }
+}
+
+/**
+ * Every Eviction of the cluster as of a moment after this pass's last
+ * status write: the unpartitioned cache once its watch delivered that
+ * write, else a list from the API server.
+ */
+async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
+  const { ctx, deps } = pass;
+  const all = deps.allEvictions;
+  const rv = pass.ev.metadata?.resourceVersion;
+  if (
+    all?.caughtUp !== undefined && rv !== undefined &&
+    await all.caughtUp(rv, CAUGHT_UP_TIMEOUT_MS)
+  ) {
+    return all.list();
+  }
+  const listed = await ctx.client.list(EvictionKind);
+  return listed.items as Eviction[];
 }
 
 /**
