@@ -44,6 +44,8 @@ const { values } = parseArgs({
     // --poll-interval's default (2 s), in simulator time
     "poll-interval-ms": { type: "string", default: "2000" },
     json: { type: "string", default: "bench/reports/wave.json" },
+    // writes the looks at each host and the migration records (virtual ms)
+    trace: { type: "string" },
   },
 });
 const SCALE = Number(values["time-scale"]);
@@ -262,6 +264,22 @@ try {
       apiRequestsPerStatusChangeAtMost: 1.2,
     },
   };
+  if (values.trace !== undefined) {
+    await Deno.writeTextFile(
+      values.trace,
+      JSON.stringify({
+        start,
+        looks: Object.fromEntries(looks),
+        records: recs.map((m) => ({
+          source: m.source,
+          server: m.serverId,
+          createdAt: m.createdAt,
+          updatedAt: m.updatedAt,
+          status: m.status,
+        })),
+      }),
+    );
+  }
   await Deno.mkdir("bench/reports", { recursive: true });
   await Deno.writeTextFile(values.json, JSON.stringify(report, null, 2) + "\n");
   console.log(JSON.stringify(report, null, 2));

@@ -20,6 +20,7 @@ import {
   parseNovaTime,
 } from "./nova_states.ts";
 import type { ObservedMigration } from "./observation.ts";
+import { bestMargin } from "./margin.ts";
 
 /** A finished migration: how big, how long (ms). */
 interface Sample {
@@ -33,7 +34,9 @@ const WAITING: ReadonlySet<string> = new Set(["accepted", "queued"]);
 const COMPLETED: ReadonlySet<string> = new Set(["completed", "finished"]);
 
 const MAX_SAMPLES = 64;
-/** Wake this much after the expected end (durations jitter). */
+/** Samples of one size it takes to judge that size's spread on its own. */
+const SAME_SIZE_SAMPLES = 5;
+/** Wake this much after the expected end while few samples tell the spread. */
 export const LATE_MARGIN = 0.03;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
@@ -93,10 +96,53 @@ export interface PaceView {
   issuedAt: (id: string) => number | undefined;
   /** Starts still waiting for Nova's answer. */
   pending: (id: string) => boolean;
+  /** The poll interval on the controller's clock (the soonest next look). */
+  pollMs: number;
+}
+
+/** Samples from own drains a drain needs before it times by them alone. */
+const OWN_SAMPLES = 3;
+
+/**
+ * Finished migrations' durations and our starts on both clocks: what one
+ * drain learns, or what the drains of one process learn together (one
+ * Nova, one clock): a drain that starts later times its first migrations
+ * by what the others saw instead of polling until one of its own ends.
+ *
+ * @example
+ * ```ts
+ * import { Durations, Pace } from "./pacing.ts";
+ * const cloud = new Durations();
+ * new Pace(cloud).sample("live", 2048, 4000);
+ * console.assert(new Pace(cloud).predictMs("live", 4096) === 8000);
+ * ```
+ */
+export class Durations {
+  /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
+  readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
+  /**
+   * Our starts on both clocks: the controller's clock when we issued each
+   * and Nova's `created_at` of its record. Their slope converts Nova's
+   * durations to the controller's clock (1 in production; a simulator's
+   * time scale otherwise), so the two clocks are never mixed.
+   */
+  readonly clockPairs: { clockMs: number; novaMs: number }[] = [];
+  /** Record ids already in {@linkcode Durations.clockPairs}. */
+  readonly paired = new Set<string>();
+
+  /** Records a migration of `ramMb` that ran for `durationMs`. */
+  add(kind: MigrationKind, ramMb: number, durationMs: number): void {
+    const list = this.samples[kind];
+    list.push({ ramMb, durationMs });
+    if (list.length > MAX_SAMPLES) list.shift();
+  }
 }
 
 /**
- * The duration model and running migrations of one drain.
+ * The duration model and running migrations of one drain. Its durations
+ * are its own once it has {@linkcode OWN_SAMPLES} of a kind (hosts differ),
+ * those of `cloud` (every drain of the process) before; the clock
+ * conversion is the cloud's.
  *
  * @example
  * ```ts
@@ -107,7 +153,8 @@ export interface PaceView {
  * ```
  */
 export class Pace {
-  readonly #samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
+  readonly #own = new Durations();
+  readonly #cloud: Durations;
   readonly #active = new Map<string, Active>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
@@ -117,15 +164,17 @@ export class Pace {
    * drain's makespan is made of, poll latency included.
    */
   readonly #slots: Sample[] = [];
-  /**
-   * Our starts on both clocks: the controller's clock when we issued each
-   * and Nova's `created_at` of its record. Their slope converts Nova's
-   * durations to the controller's clock (1 in production; a simulator's
-   * time scale otherwise), so the two clocks are never mixed.
-   */
-  readonly #clockPairs: { clockMs: number; novaMs: number }[] = [];
-  /** Record ids already in {@linkcode Pace.#clockPairs}. */
-  readonly #paired = new Set<string>();
+
+  /** A drain's model; `cloud`: what the process's drains learn together. */
+  constructor(cloud?: Durations) {
+    this.#cloud = cloud ?? this.#own;
+  }
+
+  /** The samples of `kind` to time by: the drain's own, or the cloud's. */
+  #samplesOf(kind: MigrationKind): Sample[] {
+    const own = this.#own.samples[kind];
+    return own.length >= OWN_SAMPLES ? own : this.#cloud.samples[kind];
+  }
 
   /**
    * The observed migration rate on the controller's clock, a line through
@@ -150,11 +199,15 @@ export class Pace {
   /**
    * Controller-clock ms per Nova ms: the least-squares slope of our starts'
    * issue times against their records' `created_at`, once two starts are
-   * at least a second apart on Nova's clock; 1 before that.
+   * at least a second apart on Nova's clock; 1 while no start of ours was
+   * seen (one clock assumed); undefined while those seen are too close to
+   * tell (a guess could be off by a simulator's whole time scale, and a
+   * pass timed by it wake far too late).
    */
-  clockPerNovaMs(): number {
-    const pairs = this.#clockPairs;
-    if (pairs.length < 2) return 1;
+  clockPerNovaMs(): number | undefined {
+    const pairs = this.#cloud.clockPairs;
+    if (pairs.length === 0) return 1;
+    if (pairs.length < 2) return undefined;
     const n = pairs.length;
     const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / n;
     const my = pairs.reduce((s, p) => s + p.clockMs, 0) / n;
@@ -166,7 +219,7 @@ export class Pace {
     }
     const spread = Math.max(...pairs.map((p) => p.novaMs)) -
       Math.min(...pairs.map((p) => p.novaMs));
-    if (spread < 1000 || !(sxx > 0)) return 1;
+    if (spread < 1000 || !(sxx > 0)) return undefined;
     const k = sxy / sxx;
     return k > 1e-3 && k < 1e3 ? k : 1;
   }
@@ -174,34 +227,38 @@ export class Pace {
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
     if (!(durationMs > 0) || !(ramMb >= 0)) return;
-    const list = this.#samples[kind];
-    list.push({ ramMb, durationMs });
-    if (list.length > MAX_SAMPLES) list.shift();
+    this.#own.add(kind, ramMb, durationMs);
+    if (this.#cloud !== this.#own) this.#cloud.add(kind, ramMb, durationMs);
   }
 
   /** Expected running time of a migration of `ramMb`, or undefined without a model. */
   predictMs(kind: MigrationKind, ramMb: number): number | undefined {
-    const fit = fitDuration(this.#samples[kind]);
+    const fit = fitDuration(this.#samplesOf(kind));
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
   /**
-   * How late to wake after the expected end, as a fraction of it: the
-   * 80th percentile of how much longer than the fit the samples took
-   * (durations jitter), at least {@linkcode LATE_MARGIN}, at most 25 %.
-   * Waking early costs Nova calls (a pass that finds nothing done); waking
-   * late leaves a slot idle.
+   * How late to wake after the expected end of a migration of `ramMb`, as
+   * a fraction of it: the margin that would have idled a slot least over
+   * the finished migrations of that size (of all sizes while fewer than
+   * {@linkcode SAME_SIZE_SAMPLES} of it finished), a look that finds it
+   * running costing the wait until the next one, at least `pollMs` later
+   * (margin.ts). {@linkcode LATE_MARGIN} while fewer than 3 finished.
    */
-  marginOf(kind: MigrationKind): number {
-    const samples = this.#samples[kind];
-    const fit = fitDuration(samples);
-    if (fit === undefined || samples.length < 3) return LATE_MARGIN;
-    const over = samples.map((x) => {
-      const predicted = fit.a + fit.b * x.ramMb;
-      return predicted > 0 ? x.durationMs / predicted - 1 : 0;
-    }).sort((a, b) => a - b);
-    const q = over[Math.floor(over.length * 0.8)] ?? 0;
-    return Math.min(0.25, Math.max(LATE_MARGIN, q));
+  marginOf(kind: MigrationKind, ramMb: number, pollMs: number): number {
+    const all = this.#samplesOf(kind);
+    const fit = fitDuration(all);
+    if (fit === undefined || all.length < 3) return LATE_MARGIN;
+    const same = all.filter((x) => x.ramMb === ramMb);
+    const samples = same.length >= SAME_SIZE_SAMPLES ? same : all;
+    return bestMargin(
+      samples.map((x) => ({
+        predictedMs: fit.a + fit.b * x.ramMb,
+        actualMs: x.durationMs,
+      })),
+      pollMs,
+      LATE_MARGIN,
+    );
   }
 
   /**
@@ -272,12 +329,17 @@ export class Pace {
     issuedMs: number | undefined,
     createdAt: string | null | undefined,
   ): void {
-    if (issuedMs === undefined || this.#paired.has(recordId)) return;
+    const { paired, clockPairs } = this.#cloud;
+    if (issuedMs === undefined || paired.has(recordId)) return;
     const novaMs = parseNovaTime(createdAt ?? undefined);
     if (novaMs === undefined) return;
-    this.#paired.add(recordId);
-    this.#clockPairs.push({ clockMs: issuedMs, novaMs });
-    if (this.#clockPairs.length > MAX_SAMPLES) this.#clockPairs.shift();
+    paired.add(recordId);
+    clockPairs.push({ clockMs: issuedMs, novaMs });
+    if (clockPairs.length > MAX_SAMPLES) clockPairs.shift();
+    // a bounded set: the oldest record ids go with their pairs
+    if (paired.size > MAX_SAMPLES * 4) {
+      paired.delete(paired.values().next().value ?? "");
+    }
   }
 
   /**
@@ -303,7 +365,9 @@ export class Pace {
         ? undefined
         : this.predictMs(entry.kind, ram);
       // Nova's durations on the controller's clock
-      const predicted = novaMs === undefined ? undefined : novaMs * perNovaMs;
+      const predicted = novaMs === undefined || perNovaMs === undefined
+        ? undefined
+        : novaMs * perNovaMs;
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id);
       if (
@@ -314,7 +378,9 @@ export class Pace {
       }
       // While Nova's queue holds more work for this host, a late look
       // costs nothing (the host stays busy) and an early one costs calls.
-      const margin = queueing ? QUEUED_MARGIN : this.marginOf(entry.kind);
+      const margin = queueing
+        ? QUEUED_MARGIN
+        : this.marginOf(entry.kind, ram ?? 0, view.pollMs / (perNovaMs ?? 1));
       const end = since + predicted * (1 + margin);
       if (earliest === undefined || end < earliest) earliest = end;
     }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  Durations,
   fitDuration,
   LATE_MARGIN,
   Pace,
@@ -50,8 +51,21 @@ function view(
     ramOf: () => 4096,
     issuedAt: () => undefined,
     pending: () => false,
+    pollMs: 2000,
     ...extra,
   };
+}
+
+/** Two starts of ours 10 s apart on both clocks: they run alike. */
+function sameClock(p: Pace): void {
+  const at = (id: string, ms: number): [string, ObservedMigration] => [
+    id,
+    { ...record(id, "running", ms, ms), id: `clock-${id}` },
+  ];
+  const issued = new Map([["k1", T - 20_000], ["k2", T - 10_000]]);
+  p.learn(view(T, [at("k1", T - 20_000), at("k2", T - 10_000)], [], {
+    issuedAt: (id) => issued.get(id),
+  }));
 }
 
 const BASE: RequeueInput = {
@@ -159,6 +173,7 @@ Deno.test("property: fitDuration never predicts a negative duration", () => {
 
 Deno.test("Pace: learns a duration from Nova's records, times the next finish in the controller's clock", () => {
   const p = new Pace();
+  sameClock(p);
   // Seen running at T+1 s (Nova says it began at T), completed at T+10 s.
   p.learn(view(T + 1000, [["a", record("a", "running", T, T)]], ["a"]));
   p.learn(
@@ -205,20 +220,27 @@ Deno.test("Pace: a start still waiting for its answer is timed from when it was 
   );
 });
 
-Deno.test("Pace: the margin grows with the jitter the samples show", () => {
+Deno.test("Pace: the margin follows the spread the samples show, per size", () => {
   const p = new Pace();
+  assert.equal(p.marginOf("live", 4096, 2000), LATE_MARGIN, "no samples");
   for (const d of [9000, 10_000, 11_000, 9500, 10_500, 12_000]) {
     p.sample("live", 4096, d);
   }
-  const m = p.marginOf("live");
-  assert.ok(m > LATE_MARGIN && m <= 0.25, String(m));
+  // a poll interval long against the spread: past the latest end (12 s)
+  const m = p.marginOf("live", 4096, 20_000);
+  const mean = 62_000 / 6;
+  assert.ok(Math.abs(m - (12_000 / mean - 1 + 0.01)) < 1e-9, String(m));
   const steady = new Pace();
   for (let i = 0; i < 5; i++) steady.sample("live", 4096, 10_000);
-  assert.equal(steady.marginOf("live"), LATE_MARGIN);
+  assert.ok(Math.abs(steady.marginOf("live", 4096, 2000) - 0.01) < 1e-9);
+  // a size of its own, steady, beside a jittery one
+  for (let i = 0; i < 5; i++) p.sample("live", 1024, 3000);
+  assert.ok(p.marginOf("live", 1024, 20_000) < m);
 });
 
 Deno.test("Pace: a migration first seen queued is timed from when it was seen running", () => {
   const p = new Pace();
+  sameClock(p);
   p.sample("live", 4096, 8000);
   p.learn(view(T, [["q", record("q", "queued", T, T)]], ["q"]));
   const later = view(
@@ -238,6 +260,7 @@ Deno.test("Pace: a migration first seen queued is timed from when it was seen ru
 
 Deno.test("Pace: while Nova queues more work for the host, the look comes later (it stays busy)", () => {
   const p = new Pace();
+  sameClock(p);
   p.sample("live", 4096, 10_000);
   const v = view(
     T,
@@ -306,7 +329,7 @@ Deno.test("Pace: Nova's clock running faster than ours (a simulator's time scale
     { issuedAt },
   ));
   assert.equal(p.predictMs("live", 4096), 40_000);
-  assert.ok(Math.abs(p.clockPerNovaMs() - 1 / 20) < 1e-9);
+  assert.ok(Math.abs((p.clockPerNovaMs() ?? 1) - 1 / 20) < 1e-9);
   const v = view(
     C + 2100,
     [
@@ -349,10 +372,44 @@ Deno.test("property: the clock ratio is the scale between the clocks, whatever t
         { issuedAt: (id) => issued.get(id) },
       ));
       const k = p.clockPerNovaMs();
-      if (starts.length < 2 || spread < 1000) assert.equal(k, 1);
+      if (starts.length < 2 || spread < 1000) assert.equal(k, undefined);
       else if (1 / scale > 1e-3 && 1 / scale < 1e3) {
-        assert.ok(Math.abs(k * scale - 1) < 1e-6, `k ${k}, scale ${scale}`);
+        assert.ok(
+          Math.abs((k ?? 0) * scale - 1) < 1e-6,
+          `k ${k}, scale ${scale}`,
+        );
       }
     },
   ));
+});
+
+Deno.test("Pace: starts of ours too close together to tell the clocks' rate leave a migration untimed", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const issued = new Map([["a", T], ["b", T + 10]]);
+  const v = view(
+    T + 100,
+    [
+      ["a", { ...record("a", "running", T, T), id: 1 }],
+      ["b", { ...record("b", "running", T + 500, T + 500), id: 2 }],
+    ],
+    ["a", "b"],
+    { issuedAt: (id) => issued.get(id) },
+  );
+  p.learn(v);
+  assert.equal(p.clockPerNovaMs(), undefined);
+  assert.deepEqual(p.dueInMs(v), { dueMs: undefined, untimed: true });
+});
+
+Deno.test("Pace: a new drain times by what the process's drains learned, by its own once it has three", () => {
+  const cloud = new Durations();
+  const first = new Pace(cloud);
+  for (let i = 0; i < 3; i++) first.sample("live", 4096, 10_000);
+  const later = new Pace(cloud);
+  assert.equal(later.predictMs("live", 4096), 10_000);
+  assert.equal(new Pace().predictMs("live", 4096), undefined, "alone: none");
+  for (let i = 0; i < 3; i++) later.sample("live", 4096, 20_000);
+  assert.equal(later.predictMs("live", 4096), 20_000, "its own host");
+  // the cloud holds both drains' samples
+  assert.equal(new Pace(cloud).predictMs("live", 4096), 15_000);
 });

@@ -140,6 +140,8 @@ interface Pass {
   retried: boolean;
   /** The latest record leaving the host per VM, this pass. */
   records: Map<string, ObservedMigration>;
+  /** The ledger's count before this pass claimed budget, if it did. */
+  claimedFrom?: number;
 }
 
 /**
@@ -193,8 +195,14 @@ export async function reconcileEviction(
   // if that holds its starts back).
   deps.budgetWaiters.delete(ctx.key);
 
+  const resolved = resolveLimit(
+    settings,
+    pass.hypervisor?.status?.traits,
+    ev.spec.maxConcurrentMigrations,
+  );
+  claimBeforeLooking(pass, settings, resolved.limit);
   const seen = await observeOrKeep(pass, options);
-  const reserved = planAndReserve(pass, seen, settings, options);
+  const reserved = planAndReserve(pass, seen, settings, options, resolved);
   const plan = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, plan, seen);
   // Without a cluster budget the starts go out with the status write, not
@@ -580,8 +588,34 @@ function skipEarly(
 }
 
 /**
- * Observe: Nova afresh. On failure the preflight's result is kept (written)
- * and the pass retries after the poll interval.
+ * Under a cluster budget, a pass claims the free slots it could fill (up
+ * to its limit) before it looks at Nova, in the ledger; planning then
+ * keeps what it starts and the report frees the rest, waking the drains
+ * in line for them. So two passes never look at Nova for the same free
+ * slot, the later one finding it spent (two Nova calls for nothing): it
+ * waits in line without a look instead.
+ */
+function claimBeforeLooking(
+  pass: Pass,
+  settings: LimitSettings,
+  limit: number,
+): void {
+  const { ctx, deps } = pass;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const mine = Math.max(
+    deps.ledger.get(ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+  const left = budgetLeftFor(pass, clusterMax);
+  deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
+  pass.claimedFrom = mine;
+}
+
+/**
+ * Observe: Nova afresh. On failure the preflight's result is kept (written),
+ * the budget claimed for the pass is given back, and the pass retries after
+ * the poll interval.
  */
 async function observeOrKeep(
   pass: Pass,
@@ -604,6 +638,10 @@ async function observeOrKeep(
     for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
     return seen;
   } catch (err) {
+    if (pass.claimedFrom !== undefined) {
+      deps.ledger.set(pass.ctx.key, pass.claimedFrom);
+      wakeForBudgetLeft(pass);
+    }
     await record(pass, status).catch(() => {});
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
@@ -622,13 +660,9 @@ function planAndReserve(
   seen: Observation,
   settings: LimitSettings,
   options: PlanOptions,
+  resolved: ReturnType<typeof resolveLimit>,
 ): { plan: Plan; input: PlanInput } {
   const { ctx, deps, ev, host } = pass;
-  const resolved = resolveLimit(
-    settings,
-    pass.hypervisor?.status?.traits,
-    ev.spec.maxConcurrentMigrations,
-  );
   const hold = traitsHold(host, pass.hypervisor);
   const generation = ev.metadata?.generation;
   const input: PlanInput = {
@@ -857,6 +891,7 @@ function paceView(pass: Pass, plan: Plan): PaceView {
     ramOf: (id) => state.ram.get(id),
     issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
     pending: (id) => state.starts.get(id)?.state === "pending",
+    pollMs: pass.deps.pollIntervalMs * pass.rate,
   };
 }
 
