@@ -140,9 +140,9 @@ export class Durations {
 
 /**
  * The duration model and running migrations of one drain. Its durations
- * are its own once it has {@linkcode OWN_SAMPLES} of a kind (hosts differ),
- * those of `cloud` (every drain of the process) before; the clock
- * conversion is the cloud's.
+ * are its own once it has {@linkcode OWN_SAMPLES} of a kind, of two sizes
+ * (hosts differ), those of `cloud` (every drain of the process) before;
+ * the clock conversion is the cloud's.
  *
  * @example
  * ```ts
@@ -170,10 +170,17 @@ export class Pace {
     this.#cloud = cloud ?? this.#own;
   }
 
-  /** The samples of `kind` to time by: the drain's own, or the cloud's. */
+  /**
+   * The samples of `kind` to time by: the drain's own once they are
+   * {@linkcode OWN_SAMPLES} of two sizes at least (one size alone fits a
+   * line through zero, far off for the others), else the cloud's.
+   */
   #samplesOf(kind: MigrationKind): Sample[] {
     const own = this.#own.samples[kind];
-    return own.length >= OWN_SAMPLES ? own : this.#cloud.samples[kind];
+    const sizes = new Set(own.map((x) => x.ramMb)).size;
+    return own.length >= OWN_SAMPLES && sizes >= 2
+      ? own
+      : this.#cloud.samples[kind];
   }
 
   /**
