@@ -33,6 +33,7 @@ import {
   createEviction,
   createPolicy,
   drainProcessArgs,
+  novaCalls,
   registerHypervisor,
 } from "../tests/harness/process_drain.ts";
 import { slotGaps } from "./slot_gaps.ts";
@@ -240,6 +241,13 @@ try {
     migrated,
     novaCalls: calls,
     novaCallsPerVm: Number((calls / Math.max(1, migrated)).toFixed(3)),
+    // of them compute (Nova proper) and Placement (the capacity check)
+    computeCallsPerVm: Number(
+      (novaCalls(sim) / Math.max(1, migrated)).toFixed(3),
+    ),
+    placementCalls: Object.entries(callsByRoute)
+      .filter(([k]) => k.includes(" /placement/"))
+      .reduce((a, [, n]) => a + n, 0),
     novaCallsByRoute: callsByRoute,
     looksAtHosts: perHostGaps.reduce((a, g) => a + g.looks, 0),
     emptyLooksAtHosts: perHostGaps.reduce((a, g) => a + g.emptyLooks, 0),

@@ -355,7 +355,7 @@ export class Pace {
    * that the model can time (no samples yet, or only waiting ones).
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    let earliest: number | undefined;
+    const ends: number[] = [];
     let untimed = false;
     // Nova queues migrations on this host (its own per-host limit): a
     // start not listed yet will wait in that queue too.
@@ -388,16 +388,43 @@ export class Pace {
       const margin = queueing
         ? QUEUED_MARGIN
         : this.marginOf(entry.kind, ram ?? 0, view.pollMs / (perNovaMs ?? 1));
-      const end = since + predicted * (1 + margin);
-      if (earliest === undefined || end < earliest) earliest = end;
+      ends.push(since + predicted * (1 + margin));
     }
+    const look = lookAt(ends, view.pollMs);
     return {
-      dueMs: earliest === undefined
-        ? undefined
-        : Math.max(0, earliest - view.nowMs),
+      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
       untimed,
     };
   }
+}
+
+/**
+ * When to look, given the expected ends of the running migrations and the
+ * poll interval (the least wait between two looks): at the earliest end,
+ * or at the last end within half a poll interval of it, catching those
+ * too. The earliest's slot then idles less than half a poll interval
+ * longer; the others would idle until the next look, a poll interval
+ * after the first: so the later look idles the slots less in total.
+ * Undefined without ends.
+ *
+ * @example
+ * ```ts
+ * import { lookAt } from "./pacing.ts";
+ * console.assert(lookAt([10_000, 10_600, 14_000], 2000) === 10_600);
+ * console.assert(lookAt([10_000, 11_500], 2000) === 10_000);
+ * console.assert(lookAt([], 2000) === undefined);
+ * ```
+ */
+export function lookAt(
+  ends: readonly number[],
+  pollMs: number,
+): number | undefined {
+  const sorted = [...ends].sort((a, b) => a - b);
+  const first = sorted[0];
+  if (first === undefined) return undefined;
+  let look = first;
+  for (const e of sorted) if (e - first <= pollMs / 2) look = e;
+  return look;
 }
 
 /** What {@linkcode requeueAfterMs} decides from. */

@@ -4,6 +4,7 @@ import {
   Durations,
   fitDuration,
   LATE_MARGIN,
+  lookAt,
   Pace,
   type PaceView,
   QUEUED_MARGIN,
@@ -414,4 +415,19 @@ Deno.test("Pace: a new drain times by what the process's drains learned, by its 
   later.sample("live", 2048, 10_000);
   const own = later.predictMs("live", 4096) ?? 0;
   assert.ok(Math.abs(own - 20_000) < 1e-6, `its own host: ${own}`);
+});
+
+Deno.test("lookAt: the earliest end, or the last within half a poll of it; never before the earliest (property)", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 10 }),
+    fc.integer({ min: 1, max: 10_000 }),
+    (ends, pollMs) => {
+      const look = lookAt(ends, pollMs);
+      if (ends.length === 0) return assert.equal(look, undefined);
+      const first = Math.min(...ends);
+      assert.ok(look !== undefined && look >= first);
+      assert.ok(look - first <= pollMs / 2);
+      assert.ok(ends.includes(look));
+    },
+  ));
 });
