@@ -427,12 +427,26 @@ export function lookAt(
   return look;
 }
 
+/**
+ * While a migration cannot be timed (no finished one to learn from yet),
+ * each look comes this many times later than the one before, from the poll
+ * interval up to the longest poll: a first migration of minutes is not
+ * looked at every poll interval, and one of seconds is seen soon.
+ */
+export const UNTIMED_GROWTH = 1.5;
+
 /** What {@linkcode requeueAfterMs} decides from. */
 export interface RequeueInput {
   /** Clock ms until the earliest expected finish, if timed. */
   dueMs: number | undefined;
   /** Something runs that the model cannot time yet. */
   untimed: boolean;
+  /**
+   * Passes in a row before this one that found something untimed: the
+   * look after an untimed one comes {@linkcode UNTIMED_GROWTH} times later
+   * each time (default 0).
+   */
+  untimedLooks?: number;
   /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
   /** Clock ms until the earliest retry of a VM in backoff, if any. */
@@ -452,8 +466,10 @@ export interface RequeueInput {
 /**
  * The requeue delay in real ms: when the earliest in-flight migration
  * should finish (converted from clock to real ms once, here), never
- * sooner than the poll interval nor later than `maxPollMs`; the poll
- * interval while something runs that cannot be timed yet or VMs are busy
+ * sooner than the poll interval nor later than `maxPollMs`; while
+ * something runs that cannot be timed yet, the poll interval, growing by
+ * {@linkcode UNTIMED_GROWTH} each look in a row (at most until the
+ * expected finish of what is timed); the poll interval while VMs are busy
  * or arriving; until the earliest retry when only backoff remains; the
  * slow poll when nothing can change without a person (a change of the
  * Eviction, the policy or the Hypervisor wakes the drain earlier).
@@ -477,7 +493,12 @@ export function requeueAfterMs(input: RequeueInput): number {
     ? undefined
     : input.retryInMs / rate;
   if (input.inFlight > 0) {
-    if (input.untimed || input.dueMs === undefined) return poll;
+    if (input.untimed) {
+      const growing = poll * UNTIMED_GROWTH ** (input.untimedLooks ?? 0);
+      const due = input.dueMs === undefined ? Infinity : input.dueMs / rate;
+      return clamp(input.watching ? poll : Math.min(growing, due));
+    }
+    if (input.dueMs === undefined) return poll;
     const due = input.dueMs / rate;
     return clamp(
       input.watching ? poll : retry === undefined ? due : Math.min(due, retry),
