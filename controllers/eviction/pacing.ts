@@ -20,7 +20,7 @@ import {
   parseNovaTime,
 } from "./nova_states.ts";
 import type { ObservedMigration } from "./observation.ts";
-import { bestMargin } from "./margin.ts";
+import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 
 /** A finished migration: how big, how long (ms). */
 interface Sample {
@@ -98,6 +98,12 @@ export interface PaceView {
   pending: (id: string) => boolean;
   /** The poll interval on the controller's clock (the soonest next look). */
   pollMs: number;
+  /**
+   * The drain's limit. With one slot every look is one migration's, so a
+   * look before its end is a whole pass more (two Nova calls over the three
+   * a migration needs at least): no early looks are planned there.
+   */
+  limit: number;
 }
 
 /** Samples from own drains a drain needs before it times by them alone. */
@@ -249,10 +255,16 @@ export class Pace {
    * a fraction of it: the margin that would have idled a slot least over
    * the finished migrations of that size (of all sizes while fewer than
    * {@linkcode SAME_SIZE_SAMPLES} of it finished), a look that finds it
-   * running costing the wait until the next one, at least `pollMs` later
-   * (margin.ts). {@linkcode LATE_MARGIN} while fewer than 3 finished.
+   * running costing the wait until the next one, at least `pollMs` later,
+   * and such early looks at most `maxEarlyLooks` per migration (margin.ts).
+   * {@linkcode LATE_MARGIN} while fewer than 3 finished.
    */
-  marginOf(kind: MigrationKind, ramMb: number, pollMs: number): number {
+  marginOf(
+    kind: MigrationKind,
+    ramMb: number,
+    pollMs: number,
+    maxEarlyLooks = MAX_EARLY_LOOKS,
+  ): number {
     const all = this.#samplesOf(kind);
     const fit = fitDuration(all);
     if (fit === undefined || all.length < 3) return LATE_MARGIN;
@@ -265,6 +277,7 @@ export class Pace {
       })),
       pollMs,
       LATE_MARGIN,
+      maxEarlyLooks,
     );
   }
 
@@ -363,18 +376,29 @@ export class Pace {
       r.status.toLowerCase() === "queued"
     );
     const perNovaMs = this.clockPerNovaMs();
-    for (const entry of view.inFlight) {
-      const status = view.records.get(entry.id)?.status.toLowerCase();
-      if (status !== undefined && WAITING.has(status)) continue;
-      if (status === undefined && queueing) continue;
+    const predictedOf = (entry: EvictionStatusInFlightItem) => {
       const ram = view.ramOf(entry.id);
       const novaMs = ram === undefined
         ? undefined
         : this.predictMs(entry.kind, ram);
       // Nova's durations on the controller's clock
-      const predicted = novaMs === undefined || perNovaMs === undefined
+      return novaMs === undefined || perNovaMs === undefined
         ? undefined
         : novaMs * perNovaMs;
+    };
+    const waiting: number[] = [];
+    for (const entry of view.inFlight) {
+      const status = view.records.get(entry.id)?.status.toLowerCase();
+      if (
+        (status !== undefined && WAITING.has(status)) ||
+        (status === undefined && queueing)
+      ) {
+        const predicted = predictedOf(entry);
+        if (predicted !== undefined) waiting.push(predicted);
+        continue;
+      }
+      const ram = view.ramOf(entry.id);
+      const predicted = predictedOf(entry);
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id);
       if (
@@ -385,12 +409,18 @@ export class Pace {
       }
       // While Nova's queue holds more work for this host, a late look
       // costs nothing (the host stays busy) and an early one costs calls.
-      const margin = queueing
-        ? QUEUED_MARGIN
-        : this.marginOf(entry.kind, ram ?? 0, view.pollMs / (perNovaMs ?? 1));
+      const margin = queueing ? QUEUED_MARGIN : this.marginOf(
+        entry.kind,
+        ram ?? 0,
+        view.pollMs / (perNovaMs ?? 1),
+        view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
+      );
       ends.push(since + predicted * (1 + margin));
     }
-    const look = lookAt(ends, view.pollMs);
+    const first = lookAt(ends, view.pollMs);
+    const look = first === undefined || !queueing
+      ? first
+      : first + queueSlack(waiting, ends.length);
     return {
       dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
       untimed,
@@ -434,6 +464,31 @@ export function lookAt(
  * looked at every poll interval, and one of seconds is seen soon.
  */
 export const UNTIMED_GROWTH = 1.5;
+
+/**
+ * How much later than the first expected end to look while Nova's queue
+ * holds `waiting` more of our migrations for the host (their predicted
+ * durations) behind `running` ones: the host stays busy until the queue
+ * empties, so a look may let half of the queue run first (the shortest
+ * half, on the safe side), refilling as many slots at once: fewer looks,
+ * and the other half still covers a prediction that was off.
+ *
+ * @example
+ * ```ts
+ * import { queueSlack } from "./pacing.ts";
+ * console.assert(queueSlack([5000, 3000, 9000, 4000], 1) === 7000);
+ * console.assert(queueSlack([5000], 1) === 0);
+ * console.assert(queueSlack([4000, 4000], 2) === 2000);
+ * ```
+ */
+export function queueSlack(
+  waiting: readonly number[],
+  running: number,
+): number {
+  const half = Math.floor(waiting.length / 2);
+  const shortest = [...waiting].sort((a, b) => a - b).slice(0, half);
+  return shortest.reduce((a, b) => a + b, 0) / Math.max(1, running);
+}
 
 /** What {@linkcode requeueAfterMs} decides from. */
 export interface RequeueInput {

@@ -8,6 +8,7 @@ import {
   Pace,
   type PaceView,
   QUEUED_MARGIN,
+  queueSlack,
   requeueAfterMs,
   type RequeueInput,
 } from "./pacing.ts";
@@ -53,6 +54,7 @@ function view(
     issuedAt: () => undefined,
     pending: () => false,
     pollMs: 2000,
+    limit: 4,
     ...extra,
   };
 }
@@ -444,6 +446,58 @@ Deno.test("lookAt: the earliest end, or the last within half a poll of it; never
       assert.ok(look !== undefined && look >= first);
       assert.ok(look - first <= pollMs / 2);
       assert.ok(ends.includes(look));
+    },
+  ));
+});
+
+Deno.test("Pace: with one slot no look is planned before the latest end the samples show", () => {
+  const p = new Pace();
+  sameClock(p);
+  for (const d of [9000, 9500, 10_000, 10_500, 11_000, 9200, 10_800]) {
+    p.sample("live", 4096, d);
+  }
+  const at = (limit: number) => {
+    const v = view(T, [["b", { ...record("b", "running", T, T), id: 7 }]], [
+      "b",
+    ], { issuedAt: (id) => id === "b" ? T : undefined, pollMs: 200, limit });
+    p.learn(v);
+    return p.dueInMs(v).dueMs ?? 0;
+  };
+  const mean = 70_000 / 7;
+  assert.ok(at(1) >= 11_000, `limit 1: ${at(1)}`);
+  assert.ok(at(1) <= 11_000 + 0.011 * mean, `limit 1: ${at(1)}`);
+  assert.ok(at(4) < at(1), `limit 4: ${at(4)}, limit 1: ${at(1)}`);
+});
+
+Deno.test("Pace: with more of ours in Nova's queue, the look lets half of them run first", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 10_000);
+  const rec = (id: string, status: string, n: number) =>
+    [id, { ...record(id, status, T, T), id: n }] as [string, ObservedMigration];
+  const v = view(
+    T,
+    [rec("r", "running", 1), rec("q1", "queued", 2), rec("q2", "queued", 3)],
+    ["r", "q1", "q2", "new"],
+    { issuedAt: () => T },
+  );
+  p.learn(v);
+  // three waiting (q1, q2, and "new", not listed yet): one may run first
+  assert.equal(
+    p.dueInMs(v).dueMs,
+    Math.round(10_000 * (1 + QUEUED_MARGIN)) + 10_000,
+  );
+});
+
+Deno.test("queueSlack: half the queue, the shortest, spread over the running ones (property)", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 10 }),
+    fc.integer({ min: 1, max: 8 }),
+    (waiting, running) => {
+      const slack = queueSlack(waiting, running);
+      const total = waiting.reduce((a, b) => a + b, 0);
+      assert.ok(slack >= 0 && slack <= total / 2 / running + 1e-9);
+      if (waiting.length < 2) assert.equal(slack, 0);
     },
   ));
 });

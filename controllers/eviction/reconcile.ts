@@ -892,6 +892,7 @@ function paceView(pass: Pass, plan: Plan): PaceView {
     issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
     pending: (id) => state.starts.get(id)?.state === "pending",
     pollMs: pass.deps.pollIntervalMs * pass.rate,
+    limit: plan.next.effectiveLimit ?? 1,
   };
 }
 
