@@ -40,8 +40,6 @@ export interface DrainState {
   due: { atMs: number; fingerprint: string } | undefined;
   /** A start answer came in that the next pass must act on. */
   woken: boolean;
-  /** Passes in a row that found a migration pacing could not time. */
-  untimedLooks: number;
   /** Controller clock of the last look at Nova of a finished drain. */
   lastFinishedCheckMs: number | undefined;
 }
@@ -87,7 +85,6 @@ export class DrainMemory {
         pace: new Pace(this.#cloud),
         due: undefined,
         woken: false,
-        untimedLooks: 0,
         lastFinishedCheckMs: undefined,
       };
       this.#states.set(key, s);

@@ -458,14 +458,6 @@ export function lookAt(
 }
 
 /**
- * While a migration cannot be timed (no finished one to learn from yet),
- * each look comes this many times later than the one before, from the poll
- * interval up to the longest poll: a first migration of minutes is not
- * looked at every poll interval, and one of seconds is seen soon.
- */
-export const UNTIMED_GROWTH = 1.5;
-
-/**
  * How much later than the first expected end to look while Nova's queue
  * holds `waiting` more of our migrations for the host (their predicted
  * durations) behind `running` ones: the host stays busy until the queue
@@ -496,12 +488,6 @@ export interface RequeueInput {
   dueMs: number | undefined;
   /** Something runs that the model cannot time yet. */
   untimed: boolean;
-  /**
-   * Passes in a row before this one that found something untimed: the
-   * look after an untimed one comes {@linkcode UNTIMED_GROWTH} times later
-   * each time (default 0).
-   */
-  untimedLooks?: number;
   /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
   /** Clock ms until the earliest retry of a VM in backoff, if any. */
@@ -521,10 +507,8 @@ export interface RequeueInput {
 /**
  * The requeue delay in real ms: when the earliest in-flight migration
  * should finish (converted from clock to real ms once, here), never
- * sooner than the poll interval nor later than `maxPollMs`; while
- * something runs that cannot be timed yet, the poll interval, growing by
- * {@linkcode UNTIMED_GROWTH} each look in a row (at most until the
- * expected finish of what is timed); the poll interval while VMs are busy
+ * sooner than the poll interval nor later than `maxPollMs`; the poll
+ * interval while something runs that cannot be timed yet or VMs are busy
  * or arriving; until the earliest retry when only backoff remains; the
  * slow poll when nothing can change without a person (a change of the
  * Eviction, the policy or the Hypervisor wakes the drain earlier).
@@ -548,12 +532,7 @@ export function requeueAfterMs(input: RequeueInput): number {
     ? undefined
     : input.retryInMs / rate;
   if (input.inFlight > 0) {
-    if (input.untimed) {
-      const growing = poll * UNTIMED_GROWTH ** (input.untimedLooks ?? 0);
-      const due = input.dueMs === undefined ? Infinity : input.dueMs / rate;
-      return clamp(input.watching ? poll : Math.min(growing, due));
-    }
-    if (input.dueMs === undefined) return poll;
+    if (input.untimed || input.dueMs === undefined) return poll;
     const due = input.dueMs / rate;
     return clamp(
       input.watching ? poll : retry === undefined ? due : Math.min(due, retry),

@@ -90,22 +90,6 @@ Deno.test("requeueAfterMs: table", () => {
     ["overdue: the poll interval", { inFlight: 1, dueMs: 0 }, 2000],
     ["beyond the max", { inFlight: 1, dueMs: 600_000 }, 60_000],
     ["untimed: the poll interval", { inFlight: 1, untimed: true }, 2000],
-    ["untimed, the third look in a row: later", {
-      inFlight: 1,
-      untimed: true,
-      untimedLooks: 2,
-    }, 4500],
-    ["untimed for long: the longest poll", {
-      inFlight: 1,
-      untimed: true,
-      untimedLooks: 40,
-    }, 60_000],
-    ["untimed, but something timed ends sooner", {
-      inFlight: 2,
-      untimed: true,
-      untimedLooks: 5,
-      dueMs: 5000,
-    }, 5000],
     ["no model yet", { inFlight: 2 }, 2000],
     ["busy VMs: the poll interval", {
       inFlight: 1,

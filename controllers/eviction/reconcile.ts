@@ -939,7 +939,6 @@ function requeue(
     : requeueAfterMs({
       dueMs,
       untimed,
-      untimedLooks: state.untimedLooks,
       inFlight: plan.inFlightCount,
       retryInMs: plan.nextRetryAtMs === undefined
         ? undefined
@@ -950,7 +949,6 @@ function requeue(
       slowPollMs: deps.slowPollMs,
       rate: pass.rate,
     });
-  state.untimedLooks = untimed ? state.untimedLooks + 1 : 0;
   state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
   return { requeueAfterMs: delay };
 }
