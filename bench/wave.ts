@@ -33,8 +33,10 @@ import {
   createEviction,
   createPolicy,
   drainProcessArgs,
+  novaCalls,
   registerHypervisor,
 } from "../tests/harness/process_drain.ts";
+import { slotGaps } from "./slot_gaps.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -43,6 +45,8 @@ const { values } = parseArgs({
     // --poll-interval's default (2 s), in simulator time
     "poll-interval-ms": { type: "string", default: "2000" },
     json: { type: "string", default: "bench/reports/wave.json" },
+    // writes the looks at each host and the migration records (virtual ms)
+    trace: { type: "string" },
   },
 });
 const SCALE = Number(values["time-scale"]);
@@ -147,6 +151,13 @@ try {
   watcher.start();
   await watcher.synced();
   sim.resetCounters();
+  // the looks at each drained host (server lists), for where calls go
+  const looks = new Map<string, number[]>(drained.map((h) => [h, []]));
+  const stopLooking = sim.onCall((c) => {
+    if (!c.key.endsWith("/servers/detail")) return;
+    const h = new URLSearchParams(c.search).get("host");
+    if (h !== null) looks.get(h)?.push(c.atMs);
+  });
   const before = await apiRequests(env, "evictions");
   const sampler = sampleInFlight(sim, hosts, 20);
   const realStart = Date.now();
@@ -170,6 +181,7 @@ try {
     1000,
   );
   const sampled = sampler.stop();
+  stopLooking();
   const after = await apiRequests(env, "evictions");
   const st = sim.state();
   const recs = st.migrations.filter((m) => drained.includes(m.source));
@@ -194,6 +206,18 @@ try {
     .filter(([k]) => !k.includes("/identity/"))
     .reduce((a, [, n]) => a + n, 0);
   const migrated = done.reduce((a, e) => a + (e.status?.migratedCount ?? 0), 0);
+  // Per host: its looks, and those after which nothing started there
+  // before its next look; the budget's slots: start k refills the slot of
+  // completion k - budget (wave-wide).
+  const perHostGaps = drained.map((h) =>
+    slotGaps(recs.filter((m) => m.source === h), PER_HOST, looks.get(h) ?? [])
+  );
+  const budgetGaps = slotGaps(recs, BUDGET, []);
+  const callsByRoute = Object.fromEntries(
+    Object.entries(sim.counters().calls)
+      .filter(([k]) => !k.includes("/identity/"))
+      .sort(([, a], [, b]) => b - a),
+  );
   let requests = 0;
   for (const [verb, n] of Object.entries(after.byVerb)) {
     requests += n - (before.byVerb[verb] ?? 0);
@@ -217,6 +241,17 @@ try {
     migrated,
     novaCalls: calls,
     novaCallsPerVm: Number((calls / Math.max(1, migrated)).toFixed(3)),
+    // of them compute (Nova proper) and Placement (the capacity check)
+    computeCallsPerVm: Number(
+      (novaCalls(sim) / Math.max(1, migrated)).toFixed(3),
+    ),
+    placementCalls: Object.entries(callsByRoute)
+      .filter(([k]) => k.includes(" /placement/"))
+      .reduce((a, [, n]) => a + n, 0),
+    novaCallsByRoute: callsByRoute,
+    looksAtHosts: perHostGaps.reduce((a, g) => a + g.looks, 0),
+    emptyLooksAtHosts: perHostGaps.reduce((a, g) => a + g.emptyLooks, 0),
+    budgetSlotIdleMeanS: Number((budgetGaps.meanIdleMs / 1000).toFixed(3)),
     evictionApiRequests: operatorRequests,
     statusChanges: statusChanges.count,
     apiRequestsPerStatusChange: Number(
@@ -237,6 +272,22 @@ try {
       apiRequestsPerStatusChangeAtMost: 1.2,
     },
   };
+  if (values.trace !== undefined) {
+    await Deno.writeTextFile(
+      values.trace,
+      JSON.stringify({
+        start,
+        looks: Object.fromEntries(looks),
+        records: recs.map((m) => ({
+          source: m.source,
+          server: m.serverId,
+          createdAt: m.createdAt,
+          updatedAt: m.updatedAt,
+          status: m.status,
+        })),
+      }),
+    );
+  }
   await Deno.mkdir("bench/reports", { recursive: true });
   await Deno.writeTextFile(values.json, JSON.stringify(report, null, 2) + "\n");
   console.log(JSON.stringify(report, null, 2));

@@ -135,6 +135,8 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
   #synced = false;
   #syncWaiters: Array<() => void> = [];
   #rv = "";
+  /** Callers of {@linkcode Informer.caughtUp}, waiting for a version. */
+  readonly #rvWaiters = new Set<{ rv: bigint; done: (ok: boolean) => void }>();
   /** Number of full lists done (1 after the initial sync). */
   listCount = 0;
   /** Number of watch (re)starts. */
@@ -175,6 +177,56 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
   /** The last resourceVersion seen. */
   get resourceVersion(): string {
     return this.#rv;
+  }
+
+  /**
+   * Resolves true once the cache reflects every change of the watched
+   * objects up to `resourceVersion` (typically one of our own writes): a
+   * watch delivers changes in the order of their versions, so once an
+   * event, bookmark or list at or past that version is in, so is every
+   * change before it. Resolves false after `timeoutMs`, on stop, or when
+   * the versions are not integers (they cannot be ordered then; etcd's
+   * are). Read-your-writes and "no write before mine is unseen" without a
+   * list request.
+   *
+   * @example
+   * ```ts ignore
+   * const written = await client.patch(kind, key, patch, "merge", "status");
+   * if (await informer.caughtUp(written.metadata?.resourceVersion ?? "", 1000)) {
+   *   console.log(informer.list().length);
+   * }
+   * ```
+   */
+  caughtUp(resourceVersion: string, timeoutMs: number): Promise<boolean> {
+    const want = versionOf(resourceVersion);
+    if (want === undefined || this.#abort?.signal.aborted !== false) {
+      return Promise.resolve(false);
+    }
+    const have = versionOf(this.#rv);
+    if (this.#synced && have !== undefined && have >= want) {
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const waiter = {
+        rv: want,
+        done: (ok: boolean) => {
+          clearTimeout(timer);
+          this.#rvWaiters.delete(waiter);
+          resolve(ok);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(false), timeoutMs);
+      this.#rvWaiters.add(waiter);
+    });
+  }
+
+  /** Sets the version the cache is at and releases the callers it satisfies. */
+  #setVersion(rv: string): void {
+    this.#rv = rv;
+    if (this.#rvWaiters.size === 0 || !this.#synced) return;
+    const have = versionOf(rv);
+    if (have === undefined) return;
+    for (const w of [...this.#rvWaiters]) if (have >= w.rv) w.done(true);
   }
 
   /** Subscribes to changes; returns an unsubscribe function. */
@@ -222,6 +274,7 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
   /** Stops watching; resolves when the loop has ended. */
   async stop(): Promise<void> {
     this.#abort?.abort();
+    for (const w of [...this.#rvWaiters]) w.done(false);
     await this.#loop;
     this.#loop = undefined;
   }
@@ -315,13 +368,13 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
         this.#emit({ type: "deleted", key, object: obj });
       }
     }
-    this.#rv = res.resourceVersion;
     this.listCount++;
     this.#gauge();
     if (!this.#synced) {
       this.#synced = true;
       for (const w of this.#syncWaiters.splice(0)) w();
     }
+    this.#setVersion(res.resourceVersion);
     this.#log.debug({ items: res.items.length, rv: this.#rv }, "listed");
   }
 
@@ -367,11 +420,11 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
           }
           const rv = rvOf(ev.object);
           if (ev.type === "BOOKMARK") {
-            if (rv !== undefined) this.#rv = rv;
+            if (rv !== undefined) this.#setVersion(rv);
             continue;
           }
           this.#apply(ev.type, ev.object);
-          if (rv !== undefined) this.#rv = rv;
+          if (rv !== undefined) this.#setVersion(rv);
           this.#gauge();
         }
         if (signal.aborted) break;
@@ -427,6 +480,11 @@ export class Informer<T extends KubeObject> implements CacheReader<T> {
       }
     }
   }
+}
+
+/** A resourceVersion as an integer, or undefined when it is not one. */
+function versionOf(rv: string): bigint | undefined {
+  return /^\d+$/.test(rv) ? BigInt(rv) : undefined;
 }
 
 /**

@@ -171,6 +171,60 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "informer: caughtUp resolves once the cache holds every change up to a version, false while the stream lags or on a version it cannot order",
+  ...INTEGRATION,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const admin = await adminClient(env);
+    const proxy = new TcpProxy(hostPort(env.server));
+    const viaProxy = await adminClient(env, `https://127.0.0.1:${proxy.port}`);
+    const ns = await createNamespace(admin, "fw-caught");
+    const label = uniq("t");
+    try {
+      const inf = new Informer<CM>({
+        kind: ConfigMaps,
+        client: viaProxy,
+        namespace: ns,
+        labelSelector: `t=${label}`,
+        // the stall drops bytes: the watch resumes after a restart
+        inactivityMs: 800,
+      });
+      assert.equal(await inf.caughtUp("1", 10), false, "not started");
+      inf.start();
+      await inf.synced();
+      assert.equal(await inf.caughtUp(inf.resourceVersion, 10), true);
+      assert.equal(await inf.caughtUp("abc", 10), false);
+      proxy.stall();
+      // another writer first, then "ours": once ours is in, theirs is too
+      await admin.create(
+        ConfigMaps,
+        cm(ns, "theirs", { t: label }, { n: "1" }),
+      );
+      const ours = await admin.create(
+        ConfigMaps,
+        cm(ns, "ours", { t: label }, { n: "1" }),
+      );
+      const rv = ours.metadata?.resourceVersion ?? "";
+      assert.equal(await inf.caughtUp(rv, 300), false, "the stream lags");
+      const caught = inf.caughtUp(rv, 10_000);
+      proxy.stall(false);
+      assert.equal(await caught, true);
+      assert.ok(inf.get(`${ns}/theirs`) !== undefined);
+      assert.ok(inf.get(`${ns}/ours`) !== undefined);
+      const pending = inf.caughtUp(String(BigInt(rv) + 1_000_000n), 10_000);
+      await inf.stop();
+      assert.equal(await pending, false, "stop releases the callers");
+    } finally {
+      await deleteNamespace(admin, ns);
+      admin.close();
+      viaProxy.close();
+      await proxy.close();
+    }
+  },
+});
+
 async function etcdRevision(endpoint: string): Promise<number> {
   const res = await fetch(`${endpoint}/v3/kv/range`, {
     method: "POST",

@@ -165,10 +165,13 @@ export function freesBudget(
 }
 
 /**
- * The drains of this process that wait only for budget. A waiting drain
- * makes no Nova call; it is enqueued when budget frees (any Eviction's
- * count in flight drops, here or in another process) and by its slow
- * check.
+ * The drains of this process that wait for budget: with nothing in flight
+ * (they wait without a Nova call), or with starts the budget held back
+ * (paced by their own migrations meanwhile). A waiting drain is enqueued
+ * when budget frees (any Eviction's count in flight drops, here or in
+ * another process); it stays in line, marked woken, until its pass either
+ * runs in full (then {@linkcode BudgetWaiters.delete}) or finds the budget
+ * spent again and goes back to waiting, in its old place.
  *
  * @example
  * ```ts
@@ -178,15 +181,20 @@ export function freesBudget(
  * const woken: string[] = [];
  * w.wake((k) => woken.push(k));
  * console.assert(woken.join() === "a" && w.size === 0);
+ * console.assert(w.standing("a") === "woken");
  * ```
  */
 export class BudgetWaiters {
-  readonly #keys = new Set<string>();
+  /** In line, the longest-waiting first (a Map keeps insertion order). */
+  readonly #keys = new Map<string, "waiting" | "woken">();
   readonly #seen = new Map<string, number>();
 
-  /** Records that `key` waits for budget. */
+  /**
+   * Records that `key` waits for budget; a drain already in line (woken
+   * or not) keeps its place.
+   */
   add(key: string): void {
-    this.#keys.add(key);
+    this.#keys.set(key, "waiting");
   }
 
   /** `key` no longer waits (it ran a full pass, or is gone). */
@@ -194,25 +202,29 @@ export class BudgetWaiters {
     this.#keys.delete(key);
   }
 
-  /** Whether `key` waits. */
-  has(key: string): boolean {
-    return this.#keys.has(key);
+  /** Whether `key` waits, was woken since it last waited, or neither. */
+  standing(key: string): "waiting" | "woken" | undefined {
+    return this.#keys.get(key);
   }
 
-  /** How many drains wait. */
+  /** How many drains wait (not counting those woken). */
   get size(): number {
-    return this.#keys.size;
+    let n = 0;
+    for (const s of this.#keys.values()) if (s === "waiting") n++;
+    return n;
   }
 
   /**
-   * Enqueues the `count` longest-waiting drains (default all); each is
-   * removed (a pass that still waits re-adds it). Waking only as many as
-   * slots freed spares the others a pass that would find none.
+   * Enqueues the `count` longest-waiting drains (default all), marking
+   * them woken. Waking only as many as slots freed spares the others a
+   * pass that would find none.
    */
   wake(enqueue: (key: string) => void, count = Infinity): void {
-    for (const k of this.#keys) {
-      if (count-- <= 0) break;
-      this.#keys.delete(k);
+    for (const [k, s] of this.#keys) {
+      if (count <= 0) break;
+      if (s !== "waiting") continue;
+      count--;
+      this.#keys.set(k, "woken");
       enqueue(k);
     }
   }

@@ -52,6 +52,26 @@ Deno.test("BudgetWaiters.wake: the longest-waiting first, each once", () => {
   assert.equal(w.size, 0);
 });
 
+Deno.test("BudgetWaiters: a woken drain keeps its place; waiting again, it is the next woken", () => {
+  const w = new BudgetWaiters();
+  for (const k of ["a", "b", "c"]) w.add(k);
+  const woken: string[] = [];
+  w.wake((k) => woken.push(k), 1);
+  assert.deepEqual(woken, ["a"]);
+  assert.equal(w.standing("a"), "woken");
+  assert.equal(w.size, 2);
+  // its pass found the slot taken: back to waiting, still first in line
+  w.add("a");
+  assert.equal(w.standing("a"), "waiting");
+  w.wake((k) => woken.push(k), 1);
+  assert.deepEqual(woken, ["a", "a"]);
+  // a full pass takes it out of line
+  w.delete("a");
+  assert.equal(w.standing("a"), undefined);
+  w.wake((k) => woken.push(k));
+  assert.deepEqual(woken, ["a", "a", "b", "c"]);
+});
+
 Deno.test("freesBudget: only a drop frees budget", () => {
   const cases: Array<[number | undefined, number | undefined, boolean]> = [
     [3, 2, true],

@@ -12,7 +12,7 @@
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import type { MigrationKind } from "./nova_states.ts";
 import type { StartNote } from "./observation.ts";
-import { Pace } from "./pacing.ts";
+import { Durations, Pace } from "./pacing.ts";
 
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
@@ -30,7 +30,7 @@ export interface DrainState {
   readonly confirming: Set<string>;
   /** Flavor RAM of the VMs seen on the host. */
   readonly ram: Map<string, number>;
-  /** The duration model. */
+  /** The duration model (its first samples shared by every drain of the process). */
   readonly pace: Pace;
   /**
    * Controller clock before which a pass need not look at Nova, and the
@@ -69,9 +69,9 @@ function newer(a: string, b: string): boolean | undefined {
  * ```
  */
 export class DrainMemory {
-  /** What all drains learned of migration times: a new drain's first guess. */
-  readonly #fleet = new Pace();
   readonly #states = new Map<string, DrainState>();
+  /** Migration durations every drain learns from (one Nova, one clock). */
+  readonly #cloud = new Durations();
   readonly #written = new Map<string, Written>();
 
   /** The state of a drain (created empty). */
@@ -82,7 +82,7 @@ export class DrainMemory {
         starts: new Map(),
         confirming: new Set(),
         ram: new Map(),
-        pace: new Pace(this.#fleet),
+        pace: new Pace(this.#cloud),
         due: undefined,
         woken: false,
         lastFinishedCheckMs: undefined,

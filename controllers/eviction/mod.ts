@@ -12,16 +12,20 @@
  *    reports instances or its slow check is due; a pass woken before it is
  *    due with nothing changed returns at once; a drain with nothing in
  *    flight while the cluster budget is spent waits without a Nova call
- *    (budget.ts), woken when budget frees.
+ *    (budget.ts), woken when budget frees; one whose starts the budget
+ *    held back is paced by its own migrations and woken the same way
+ *    (waiting for budget never costs a look at Nova).
  * 2. **observe** — Nova afresh, every pass that decides (observe.ts): the
  *    servers on the host, the migrations from or to it since the drain
  *    started, a lookup only for a VM that left without a telling record.
  * 3. **plan** — a pure function of that observation, the status, the limit
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
- *    (ledger.ts); under a cluster budget the status is written first and
- *    the cluster's Evictions listed, so two processes never both spend the
- *    last slot.
+ *    (ledger.ts), the free slots claimed before the look so that two passes
+ *    never look for one slot; under a cluster budget the status is written
+ *    first and the cluster's Evictions read as of after that write (the
+ *    watch caught up to it, else a list), so two processes never both
+ *    spend the last slot.
  * 4. **act** — starts, confirms and aborts are issued, none awaited
  *    (act.ts): their answers become notes in the drain's memory
  *    (memory.ts) that the next pass plans with.
@@ -29,7 +33,8 @@
  *    the starts, their entries included, so a restart finds them.
  * 6. **report** — Events and metrics (report.ts).
  * 7. **requeue** — the next pass when the earliest running migration should
- *    finish (pacing.ts), in the controller's clock.
+ *    finish (pacing.ts, its margin from margin.ts), in the controller's
+ *    clock.
  *
  * Succeeded means empty: a fresh list with no server on the host, no
  * migration from or to it in progress, and no start of ours whose outcome

@@ -3,8 +3,7 @@
  * through duration against flavor RAM, per kind, from the migrations that
  * completed, as Nova's own records time them) and schedules the next pass
  * when the earliest running migration is expected to finish: a freed slot
- * is refilled at once, and Nova is not polled in between. Until a drain has
- * samples of its own, what the process's other drains learned times it.
+ * is refilled at once, and Nova is not polled in between.
  *
  * One clock: every absolute time here is the controller's clock (the
  * injected one, which runs at the simulator's rate in tests). Nova's
@@ -21,6 +20,7 @@ import {
   parseNovaTime,
 } from "./nova_states.ts";
 import type { ObservedMigration } from "./observation.ts";
+import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 
 /** A finished migration: how big, how long (ms). */
 interface Sample {
@@ -34,7 +34,9 @@ const WAITING: ReadonlySet<string> = new Set(["accepted", "queued"]);
 const COMPLETED: ReadonlySet<string> = new Set(["completed", "finished"]);
 
 const MAX_SAMPLES = 64;
-/** Wake this much after the expected end (durations jitter). */
+/** Samples of one size it takes to judge that size's spread on its own. */
+const SAME_SIZE_SAMPLES = 5;
+/** Wake this much after the expected end while few samples tell the spread. */
 export const LATE_MARGIN = 0.03;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
@@ -94,10 +96,59 @@ export interface PaceView {
   issuedAt: (id: string) => number | undefined;
   /** Starts still waiting for Nova's answer. */
   pending: (id: string) => boolean;
+  /** The poll interval on the controller's clock (the soonest next look). */
+  pollMs: number;
+  /**
+   * The drain's limit. With one slot every look is one migration's, so a
+   * look before its end is a whole pass more (two Nova calls over the three
+   * a migration needs at least): no early looks are planned there.
+   */
+  limit: number;
+}
+
+/** Samples from own drains a drain needs before it times by them alone. */
+const OWN_SAMPLES = 3;
+
+/**
+ * Finished migrations' durations and our starts on both clocks: what one
+ * drain learns, or what the drains of one process learn together (one
+ * Nova, one clock): a drain that starts later times its first migrations
+ * by what the others saw instead of polling until one of its own ends.
+ *
+ * @example
+ * ```ts
+ * import { Durations, Pace } from "./pacing.ts";
+ * const cloud = new Durations();
+ * new Pace(cloud).sample("live", 2048, 4000);
+ * console.assert(new Pace(cloud).predictMs("live", 4096) === 8000);
+ * ```
+ */
+export class Durations {
+  /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
+  readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
+  /**
+   * Our starts on both clocks: the controller's clock when we issued each
+   * and Nova's `created_at` of its record. Their slope converts Nova's
+   * durations to the controller's clock (1 in production; a simulator's
+   * time scale otherwise), so the two clocks are never mixed.
+   */
+  readonly clockPairs: { clockMs: number; novaMs: number }[] = [];
+  /** Record ids already in {@linkcode Durations.clockPairs}. */
+  readonly paired = new Set<string>();
+
+  /** Records a migration of `ramMb` that ran for `durationMs`. */
+  add(kind: MigrationKind, ramMb: number, durationMs: number): void {
+    const list = this.samples[kind];
+    list.push({ ramMb, durationMs });
+    if (list.length > MAX_SAMPLES) list.shift();
+  }
 }
 
 /**
- * The duration model and running migrations of one drain.
+ * The duration model and running migrations of one drain. Its durations
+ * are its own once it has {@linkcode OWN_SAMPLES} of a kind, of two sizes
+ * (hosts differ), those of `cloud` (every drain of the process) before;
+ * the clock conversion is the cloud's.
  *
  * @example
  * ```ts
@@ -108,13 +159,8 @@ export interface PaceView {
  * ```
  */
 export class Pace {
-  /**
-   * What every drain of this process learned (same Nova, same network):
-   * a drain's first migrations are timed by it until the drain has its
-   * own samples, instead of polling at every interval.
-   */
-  readonly #fleet: Pace | undefined;
-  readonly #samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
+  readonly #own = new Durations();
+  readonly #cloud: Durations;
   readonly #active = new Map<string, Active>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
@@ -124,19 +170,23 @@ export class Pace {
    * drain's makespan is made of, poll latency included.
    */
   readonly #slots: Sample[] = [];
-  /**
-   * Our starts on both clocks: the controller's clock when we issued each
-   * and Nova's `created_at` of its record. Their slope converts Nova's
-   * durations to the controller's clock (1 in production; a simulator's
-   * time scale otherwise), so the two clocks are never mixed.
-   */
-  readonly #clockPairs: { clockMs: number; novaMs: number }[] = [];
-  /** Record ids already in {@linkcode Pace.#clockPairs}. */
-  readonly #paired = new Set<string>();
 
-  /** A drain's model; `fleet` is the one its process's drains share. */
-  constructor(fleet?: Pace) {
-    this.#fleet = fleet;
+  /** A drain's model; `cloud`: what the process's drains learn together. */
+  constructor(cloud?: Durations) {
+    this.#cloud = cloud ?? this.#own;
+  }
+
+  /**
+   * The samples of `kind` to time by: the drain's own once they are
+   * {@linkcode OWN_SAMPLES} of two sizes at least (one size alone fits a
+   * line through zero, far off for the others), else the cloud's.
+   */
+  #samplesOf(kind: MigrationKind): Sample[] {
+    const own = this.#own.samples[kind];
+    const sizes = new Set(own.map((x) => x.ramMb)).size;
+    return own.length >= OWN_SAMPLES && sizes >= 2
+      ? own
+      : this.#cloud.samples[kind];
   }
 
   /**
@@ -162,17 +212,14 @@ export class Pace {
   /**
    * Controller-clock ms per Nova ms: the least-squares slope of our starts'
    * issue times against their records' `created_at`, once two starts are
-   * at least a second apart on Nova's clock; before that the fleet's
-   * (every drain's starts: the clocks are the same), else 1.
+   * at least a second apart on Nova's clock; 1 while no start of ours was
+   * seen (one clock assumed); undefined while those seen are too close to
+   * tell (a guess could be off by a simulator's whole time scale, and a
+   * pass timed by it wake far too late).
    */
-  clockPerNovaMs(): number {
-    const fleet = this.#fleet;
-    return this.#ownClockPerNovaMs() ??
-      (fleet === undefined ? undefined : fleet.#ownClockPerNovaMs()) ?? 1;
-  }
-
-  #ownClockPerNovaMs(): number | undefined {
-    const pairs = this.#clockPairs;
+  clockPerNovaMs(): number | undefined {
+    const pairs = this.#cloud.clockPairs;
+    if (pairs.length === 0) return 1;
     if (pairs.length < 2) return undefined;
     const n = pairs.length;
     const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / n;
@@ -187,51 +234,51 @@ export class Pace {
       Math.min(...pairs.map((p) => p.novaMs));
     if (spread < 1000 || !(sxx > 0)) return undefined;
     const k = sxy / sxx;
-    return k > 1e-3 && k < 1e3 ? k : undefined;
+    return k > 1e-3 && k < 1e3 ? k : 1;
   }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
     if (!(durationMs > 0) || !(ramMb >= 0)) return;
-    const list = this.#samples[kind];
-    list.push({ ramMb, durationMs });
-    if (list.length > MAX_SAMPLES) list.shift();
-    this.#fleet?.sample(kind, ramMb, durationMs);
+    this.#own.add(kind, ramMb, durationMs);
+    if (this.#cloud !== this.#own) this.#cloud.add(kind, ramMb, durationMs);
   }
 
-  #fleetSamples(kind: MigrationKind): readonly Sample[] {
-    const fleet = this.#fleet;
-    return fleet === undefined ? [] : fleet.#samples[kind];
-  }
-
-  /**
-   * Expected running time of a migration of `ramMb` (Nova's clock): from
-   * this drain's samples, else the fleet's, else undefined.
-   */
+  /** Expected running time of a migration of `ramMb`, or undefined without a model. */
   predictMs(kind: MigrationKind, ramMb: number): number | undefined {
-    const fit = fitDuration(this.#samples[kind]) ??
-      fitDuration(this.#fleetSamples(kind));
+    const fit = fitDuration(this.#samplesOf(kind));
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
   /**
-   * How late to wake after the expected end, as a fraction of it: the
-   * 80th percentile of how much longer than the fit the samples took
-   * (durations jitter), at least {@linkcode LATE_MARGIN}, at most 25 %.
-   * Waking early costs Nova calls (a pass that finds nothing done); waking
-   * late leaves a slot idle.
+   * How late to wake after the expected end of a migration of `ramMb`, as
+   * a fraction of it: the margin that would have idled a slot least over
+   * the finished migrations of that size (of all sizes while fewer than
+   * {@linkcode SAME_SIZE_SAMPLES} of it finished), a look that finds it
+   * running costing the wait until the next one, at least `pollMs` later,
+   * and such early looks at most `maxEarlyLooks` per migration (margin.ts).
+   * {@linkcode LATE_MARGIN} while fewer than 3 finished.
    */
-  marginOf(kind: MigrationKind): number {
-    const own = this.#samples[kind];
-    const samples = own.length > 0 ? own : this.#fleetSamples(kind);
-    const fit = fitDuration(samples);
-    if (fit === undefined || samples.length < 3) return LATE_MARGIN;
-    const over = samples.map((x) => {
-      const predicted = fit.a + fit.b * x.ramMb;
-      return predicted > 0 ? x.durationMs / predicted - 1 : 0;
-    }).sort((a, b) => a - b);
-    const q = over[Math.floor(over.length * 0.8)] ?? 0;
-    return Math.min(0.25, Math.max(LATE_MARGIN, q));
+  marginOf(
+    kind: MigrationKind,
+    ramMb: number,
+    pollMs: number,
+    maxEarlyLooks = MAX_EARLY_LOOKS,
+  ): number {
+    const all = this.#samplesOf(kind);
+    const fit = fitDuration(all);
+    if (fit === undefined || all.length < 3) return LATE_MARGIN;
+    const same = all.filter((x) => x.ramMb === ramMb);
+    const samples = same.length >= SAME_SIZE_SAMPLES ? same : all;
+    return bestMargin(
+      samples.map((x) => ({
+        predictedMs: fit.a + fit.b * x.ramMb,
+        actualMs: x.durationMs,
+      })),
+      pollMs,
+      LATE_MARGIN,
+      maxEarlyLooks,
+    );
   }
 
   /**
@@ -302,14 +349,16 @@ export class Pace {
     issuedMs: number | undefined,
     createdAt: string | null | undefined,
   ): void {
-    if (issuedMs === undefined || this.#paired.has(recordId)) return;
+    const { paired, clockPairs } = this.#cloud;
+    if (issuedMs === undefined || paired.has(recordId)) return;
     const novaMs = parseNovaTime(createdAt ?? undefined);
     if (novaMs === undefined) return;
-    this.#paired.add(recordId);
-    for (const pace of [this, this.#fleet]) {
-      if (pace === undefined) continue;
-      pace.#clockPairs.push({ clockMs: issuedMs, novaMs });
-      if (pace.#clockPairs.length > MAX_SAMPLES) pace.#clockPairs.shift();
+    paired.add(recordId);
+    clockPairs.push({ clockMs: issuedMs, novaMs });
+    if (clockPairs.length > MAX_SAMPLES) clockPairs.shift();
+    // a bounded set: the oldest record ids go with their pairs
+    if (paired.size > MAX_SAMPLES * 4) {
+      paired.delete(paired.values().next().value ?? "");
     }
   }
 
@@ -319,7 +368,7 @@ export class Pace {
    * that the model can time (no samples yet, or only waiting ones).
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    let earliest: number | undefined;
+    const ends: number[] = [];
     let untimed = false;
     // Nova queues migrations on this host (its own per-host limit): a
     // start not listed yet will wait in that queue too.
@@ -327,16 +376,29 @@ export class Pace {
       r.status.toLowerCase() === "queued"
     );
     const perNovaMs = this.clockPerNovaMs();
-    for (const entry of view.inFlight) {
-      const status = view.records.get(entry.id)?.status.toLowerCase();
-      if (status !== undefined && WAITING.has(status)) continue;
-      if (status === undefined && queueing) continue;
+    const predictedOf = (entry: EvictionStatusInFlightItem) => {
       const ram = view.ramOf(entry.id);
       const novaMs = ram === undefined
         ? undefined
         : this.predictMs(entry.kind, ram);
       // Nova's durations on the controller's clock
-      const predicted = novaMs === undefined ? undefined : novaMs * perNovaMs;
+      return novaMs === undefined || perNovaMs === undefined
+        ? undefined
+        : novaMs * perNovaMs;
+    };
+    const waiting: number[] = [];
+    for (const entry of view.inFlight) {
+      const status = view.records.get(entry.id)?.status.toLowerCase();
+      if (
+        (status !== undefined && WAITING.has(status)) ||
+        (status === undefined && queueing)
+      ) {
+        const predicted = predictedOf(entry);
+        if (predicted !== undefined) waiting.push(predicted);
+        continue;
+      }
+      const ram = view.ramOf(entry.id);
+      const predicted = predictedOf(entry);
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id);
       if (
@@ -347,17 +409,77 @@ export class Pace {
       }
       // While Nova's queue holds more work for this host, a late look
       // costs nothing (the host stays busy) and an early one costs calls.
-      const margin = queueing ? QUEUED_MARGIN : this.marginOf(entry.kind);
-      const end = since + predicted * (1 + margin);
-      if (earliest === undefined || end < earliest) earliest = end;
+      const margin = queueing ? QUEUED_MARGIN : this.marginOf(
+        entry.kind,
+        ram ?? 0,
+        view.pollMs / (perNovaMs ?? 1),
+        view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
+      );
+      ends.push(since + predicted * (1 + margin));
     }
+    const first = lookAt(ends, view.pollMs);
+    const look = first === undefined || !queueing
+      ? first
+      : first + queueSlack(waiting, ends.length);
     return {
-      dueMs: earliest === undefined
-        ? undefined
-        : Math.max(0, earliest - view.nowMs),
+      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
       untimed,
     };
   }
+}
+
+/**
+ * When to look, given the expected ends of the running migrations and the
+ * poll interval (the least wait between two looks): at the earliest end,
+ * or at the last end within half a poll interval of it, catching those
+ * too. The earliest's slot then idles less than half a poll interval
+ * longer; the others would idle until the next look, a poll interval
+ * after the first: so the later look idles the slots less in total.
+ * Undefined without ends.
+ *
+ * @example
+ * ```ts
+ * import { lookAt } from "./pacing.ts";
+ * console.assert(lookAt([10_000, 10_600, 14_000], 2000) === 10_600);
+ * console.assert(lookAt([10_000, 11_500], 2000) === 10_000);
+ * console.assert(lookAt([], 2000) === undefined);
+ * ```
+ */
+export function lookAt(
+  ends: readonly number[],
+  pollMs: number,
+): number | undefined {
+  const sorted = [...ends].sort((a, b) => a - b);
+  const first = sorted[0];
+  if (first === undefined) return undefined;
+  let look = first;
+  for (const e of sorted) if (e - first <= pollMs / 2) look = e;
+  return look;
+}
+
+/**
+ * How much later than the first expected end to look while Nova's queue
+ * holds `waiting` more of our migrations for the host (their predicted
+ * durations) behind `running` ones: the host stays busy until the queue
+ * empties, so a look may let half of the queue run first (the shortest
+ * half, on the safe side), refilling as many slots at once: fewer looks,
+ * and the other half still covers a prediction that was off.
+ *
+ * @example
+ * ```ts
+ * import { queueSlack } from "./pacing.ts";
+ * console.assert(queueSlack([5000, 3000, 9000, 4000], 1) === 7000);
+ * console.assert(queueSlack([5000], 1) === 0);
+ * console.assert(queueSlack([4000, 4000], 2) === 2000);
+ * ```
+ */
+export function queueSlack(
+  waiting: readonly number[],
+  running: number,
+): number {
+  const half = Math.floor(waiting.length / 2);
+  const shortest = [...waiting].sort((a, b) => a - b).slice(0, half);
+  return shortest.reduce((a, b) => a + b, 0) / Math.max(1, running);
 }
 
 /** What {@linkcode requeueAfterMs} decides from. */

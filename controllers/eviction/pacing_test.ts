@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  Durations,
   fitDuration,
   LATE_MARGIN,
+  lookAt,
   Pace,
   type PaceView,
   QUEUED_MARGIN,
+  queueSlack,
   requeueAfterMs,
   type RequeueInput,
 } from "./pacing.ts";
@@ -50,8 +53,22 @@ function view(
     ramOf: () => 4096,
     issuedAt: () => undefined,
     pending: () => false,
+    pollMs: 2000,
+    limit: 4,
     ...extra,
   };
+}
+
+/** Two starts of ours 10 s apart on both clocks: they run alike. */
+function sameClock(p: Pace): void {
+  const at = (id: string, ms: number): [string, ObservedMigration] => [
+    id,
+    { ...record(id, "running", ms, ms), id: `clock-${id}` },
+  ];
+  const issued = new Map([["k1", T - 20_000], ["k2", T - 10_000]]);
+  p.learn(view(T, [at("k1", T - 20_000), at("k2", T - 10_000)], [], {
+    issuedAt: (id) => issued.get(id),
+  }));
 }
 
 const BASE: RequeueInput = {
@@ -159,6 +176,7 @@ Deno.test("property: fitDuration never predicts a negative duration", () => {
 
 Deno.test("Pace: learns a duration from Nova's records, times the next finish in the controller's clock", () => {
   const p = new Pace();
+  sameClock(p);
   // Seen running at T+1 s (Nova says it began at T), completed at T+10 s.
   p.learn(view(T + 1000, [["a", record("a", "running", T, T)]], ["a"]));
   p.learn(
@@ -192,47 +210,6 @@ Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed;
   assert.deepEqual(p.dueInMs(running), { dueMs: undefined, untimed: true });
 });
 
-Deno.test("Pace: a new drain is timed by what the process's other drains learned until it has samples of its own", () => {
-  const fleet = new Pace();
-  const first = new Pace(fleet);
-  // The first drain learns a 10 s migration of 4096 MB, and its starts pair
-  // the clocks: the controller's runs twice as fast as Nova's here.
-  first.learn(view(T + 1000, [["a", record("a", "running", T, T)]], ["a"]));
-  first.learn(
-    view(T + 12_000, [["a", record("a", "completed", T, T + 10_000)]], []),
-  );
-  for (const [id, at, n] of [["c", 0, 2], ["d", 2000, 3]] as const) {
-    const r = { ...record(id, "running", T + at, T + at), id: n };
-    first.learn(view(T + at / 2, [[id, r]], [id], {
-      issuedAt: (x) => x === id ? T + at / 2 : undefined,
-    }));
-  }
-  assert.equal(first.clockPerNovaMs(), 0.5);
-  // A second drain's first migration: timed, not polled, on the fleet's model.
-  const second = new Pace(fleet);
-  // issued at T+10 s on the controller's clock, T+20 s on Nova's
-  const v = view(
-    T + 10_000,
-    [["b", { ...record("b", "running", T + 20_000, T + 20_000), id: 4 }]],
-    ["b"],
-    { issuedAt: (id) => id === "b" ? T + 10_000 : undefined },
-  );
-  second.learn(v);
-  assert.equal(second.predictMs("live", 4096), 10_000);
-  assert.ok(Math.abs(second.clockPerNovaMs() - 0.5) < 1e-9);
-  const due = second.dueInMs(v);
-  assert.equal(due.untimed, false);
-  assert.ok(
-    Math.abs((due.dueMs ?? 0) - 10_000 * 0.5 * (1 + LATE_MARGIN)) < 1,
-    String(due.dueMs),
-  );
-  // Its own samples win over the fleet's.
-  second.sample("live", 4096, 4000);
-  assert.equal(second.predictMs("live", 4096), 4000);
-  // A drain without a fleet knows only its own.
-  assert.equal(new Pace().predictMs("live", 4096), undefined);
-});
-
 Deno.test("Pace: a start still waiting for its answer is timed from when it was issued", () => {
   const p = new Pace();
   p.sample("live", 4096, 10_000);
@@ -246,20 +223,27 @@ Deno.test("Pace: a start still waiting for its answer is timed from when it was 
   );
 });
 
-Deno.test("Pace: the margin grows with the jitter the samples show", () => {
+Deno.test("Pace: the margin follows the spread the samples show, per size", () => {
   const p = new Pace();
+  assert.equal(p.marginOf("live", 4096, 2000), LATE_MARGIN, "no samples");
   for (const d of [9000, 10_000, 11_000, 9500, 10_500, 12_000]) {
     p.sample("live", 4096, d);
   }
-  const m = p.marginOf("live");
-  assert.ok(m > LATE_MARGIN && m <= 0.25, String(m));
+  // a poll interval long against the spread: past the latest end (12 s)
+  const m = p.marginOf("live", 4096, 20_000);
+  const mean = 62_000 / 6;
+  assert.ok(Math.abs(m - (12_000 / mean - 1 + 0.01)) < 1e-9, String(m));
   const steady = new Pace();
   for (let i = 0; i < 5; i++) steady.sample("live", 4096, 10_000);
-  assert.equal(steady.marginOf("live"), LATE_MARGIN);
+  assert.ok(Math.abs(steady.marginOf("live", 4096, 2000) - 0.01) < 1e-9);
+  // a size of its own, steady, beside a jittery one
+  for (let i = 0; i < 5; i++) p.sample("live", 1024, 3000);
+  assert.ok(p.marginOf("live", 1024, 20_000) < m);
 });
 
 Deno.test("Pace: a migration first seen queued is timed from when it was seen running", () => {
   const p = new Pace();
+  sameClock(p);
   p.sample("live", 4096, 8000);
   p.learn(view(T, [["q", record("q", "queued", T, T)]], ["q"]));
   const later = view(
@@ -279,6 +263,7 @@ Deno.test("Pace: a migration first seen queued is timed from when it was seen ru
 
 Deno.test("Pace: while Nova queues more work for the host, the look comes later (it stays busy)", () => {
   const p = new Pace();
+  sameClock(p);
   p.sample("live", 4096, 10_000);
   const v = view(
     T,
@@ -347,7 +332,7 @@ Deno.test("Pace: Nova's clock running faster than ours (a simulator's time scale
     { issuedAt },
   ));
   assert.equal(p.predictMs("live", 4096), 40_000);
-  assert.ok(Math.abs(p.clockPerNovaMs() - 1 / 20) < 1e-9);
+  assert.ok(Math.abs((p.clockPerNovaMs() ?? 1) - 1 / 20) < 1e-9);
   const v = view(
     C + 2100,
     [
@@ -390,10 +375,113 @@ Deno.test("property: the clock ratio is the scale between the clocks, whatever t
         { issuedAt: (id) => issued.get(id) },
       ));
       const k = p.clockPerNovaMs();
-      if (starts.length < 2 || spread < 1000) assert.equal(k, 1);
+      if (starts.length < 2 || spread < 1000) assert.equal(k, undefined);
       else if (1 / scale > 1e-3 && 1 / scale < 1e3) {
-        assert.ok(Math.abs(k * scale - 1) < 1e-6, `k ${k}, scale ${scale}`);
+        assert.ok(
+          Math.abs((k ?? 0) * scale - 1) < 1e-6,
+          `k ${k}, scale ${scale}`,
+        );
       }
+    },
+  ));
+});
+
+Deno.test("Pace: starts of ours too close together to tell the clocks' rate leave a migration untimed", () => {
+  const p = new Pace();
+  p.sample("live", 4096, 10_000);
+  const issued = new Map([["a", T], ["b", T + 10]]);
+  const v = view(
+    T + 100,
+    [
+      ["a", { ...record("a", "running", T, T), id: 1 }],
+      ["b", { ...record("b", "running", T + 500, T + 500), id: 2 }],
+    ],
+    ["a", "b"],
+    { issuedAt: (id) => issued.get(id) },
+  );
+  p.learn(v);
+  assert.equal(p.clockPerNovaMs(), undefined);
+  assert.deepEqual(p.dueInMs(v), { dueMs: undefined, untimed: true });
+});
+
+Deno.test("Pace: a new drain times by what the process's drains learned, by its own once it has three of two sizes", () => {
+  const cloud = new Durations();
+  const first = new Pace(cloud);
+  for (let i = 0; i < 3; i++) first.sample("live", 4096, 10_000);
+  const later = new Pace(cloud);
+  assert.equal(later.predictMs("live", 4096), 10_000);
+  assert.equal(new Pace().predictMs("live", 4096), undefined, "alone: none");
+  for (let i = 0; i < 3; i++) later.sample("live", 4096, 20_000);
+  // one size of its own: still the cloud's (both drains' samples)
+  assert.equal(later.predictMs("live", 4096), 15_000);
+  later.sample("live", 2048, 10_000);
+  const own = later.predictMs("live", 4096) ?? 0;
+  assert.ok(Math.abs(own - 20_000) < 1e-6, `its own host: ${own}`);
+});
+
+Deno.test("lookAt: the earliest end, or the last within half a poll of it; never before the earliest (property)", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 10 }),
+    fc.integer({ min: 1, max: 10_000 }),
+    (ends, pollMs) => {
+      const look = lookAt(ends, pollMs);
+      if (ends.length === 0) return assert.equal(look, undefined);
+      const first = Math.min(...ends);
+      assert.ok(look !== undefined && look >= first);
+      assert.ok(look - first <= pollMs / 2);
+      assert.ok(ends.includes(look));
+    },
+  ));
+});
+
+Deno.test("Pace: with one slot no look is planned before the latest end the samples show", () => {
+  const p = new Pace();
+  sameClock(p);
+  for (const d of [9000, 9500, 10_000, 10_500, 11_000, 9200, 10_800]) {
+    p.sample("live", 4096, d);
+  }
+  const at = (limit: number) => {
+    const v = view(T, [["b", { ...record("b", "running", T, T), id: 7 }]], [
+      "b",
+    ], { issuedAt: (id) => id === "b" ? T : undefined, pollMs: 200, limit });
+    p.learn(v);
+    return p.dueInMs(v).dueMs ?? 0;
+  };
+  const mean = 70_000 / 7;
+  assert.ok(at(1) >= 11_000, `limit 1: ${at(1)}`);
+  assert.ok(at(1) <= 11_000 + 0.011 * mean, `limit 1: ${at(1)}`);
+  assert.ok(at(4) < at(1), `limit 4: ${at(4)}, limit 1: ${at(1)}`);
+});
+
+Deno.test("Pace: with more of ours in Nova's queue, the look lets half of them run first", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 10_000);
+  const rec = (id: string, status: string, n: number) =>
+    [id, { ...record(id, status, T, T), id: n }] as [string, ObservedMigration];
+  const v = view(
+    T,
+    [rec("r", "running", 1), rec("q1", "queued", 2), rec("q2", "queued", 3)],
+    ["r", "q1", "q2", "new"],
+    { issuedAt: () => T },
+  );
+  p.learn(v);
+  // three waiting (q1, q2, and "new", not listed yet): one may run first
+  assert.equal(
+    p.dueInMs(v).dueMs,
+    Math.round(10_000 * (1 + QUEUED_MARGIN)) + 10_000,
+  );
+});
+
+Deno.test("queueSlack: half the queue, the shortest, spread over the running ones (property)", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 10 }),
+    fc.integer({ min: 1, max: 8 }),
+    (waiting, running) => {
+      const slack = queueSlack(waiting, running);
+      const total = waiting.reduce((a, b) => a + b, 0);
+      assert.ok(slack >= 0 && slack <= total / 2 / running + 1e-9);
+      if (waiting.length < 2) assert.equal(slack, 0);
     },
   ));
 });

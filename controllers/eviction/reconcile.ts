@@ -91,9 +91,14 @@ export interface EvictionPassDeps {
   actConcurrency: number;
   /**
    * Every Eviction of the cluster, whatever this process's label selector
-   * (for the cluster budget); without it, the operator's cache.
+   * (for the cluster budget); without it, the operator's cache. With
+   * `caughtUp` (an informer's), the cross-process check of the budget waits
+   * for the watch to deliver the pass's own intent instead of listing.
    */
-  allEvictions?: { list(): Eviction[] };
+  allEvictions?: {
+    list(): Eviction[];
+    caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
+  };
   /** This process's drains waiting for budget. */
   budgetWaiters: BudgetWaiters;
   /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
@@ -135,6 +140,8 @@ interface Pass {
   retried: boolean;
   /** The latest record leaving the host per VM, this pass. */
   records: Map<string, ObservedMigration>;
+  /** The ledger's count before this pass claimed budget, if it did. */
+  claimedFrom?: number;
 }
 
 /**
@@ -182,11 +189,20 @@ export async function reconcileEviction(
   const waitingForBudget = await waitForBudget(pass, settings);
   if (waitingForBudget !== undefined) return waitingForBudget;
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
-  const early = skipEarly(pass, fingerprint);
+  const early = skipEarly(pass, fingerprint, settings);
   if (early !== undefined) return early;
+  // A full pass: it plans with the budget as it is now (and waits again
+  // if that holds its starts back).
+  deps.budgetWaiters.delete(ctx.key);
 
+  const resolved = resolveLimit(
+    settings,
+    pass.hypervisor?.status?.traits,
+    ev.spec.maxConcurrentMigrations,
+  );
+  claimBeforeLooking(pass, settings, resolved.limit);
   const seen = await observeOrKeep(pass, options);
-  const reserved = planAndReserve(pass, seen, settings, options);
+  const reserved = planAndReserve(pass, seen, settings, options, resolved);
   const plan = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, plan, seen);
   // Without a cluster budget the starts go out with the status write, not
@@ -501,7 +517,6 @@ async function waitForBudget(
 ): Promise<ReconcileResult | undefined> {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-  deps.budgetWaiters.delete(ctx.key);
   if (clusterMax === undefined || pass.retried) return undefined;
   if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
     return undefined;
@@ -513,8 +528,9 @@ async function waitForBudget(
     c.type === CONDITION_EVICTING
   );
   if (evicting?.status === "False") return undefined;
-  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
-  if (clusterBudgetLeft(clusterMax, others) > 0) return undefined;
+  if (budgetLeftFor(pass, clusterMax, status.effectiveLimit ?? 1) > 0) {
+    return undefined;
+  }
   const now = new Date(deps.clock.now());
   const next: EvictionStatus = {
     ...status,
@@ -537,6 +553,45 @@ async function waitForBudget(
   return { requeueAfterMs: deps.slowPollMs };
 }
 
+/**
+ * Slots of the cluster budget left for this drain's starts now, from the
+ * ledger and the cached statuses (no request).
+ */
+function budgetLeftFor(
+  pass: Pass,
+  clusterMax: number,
+  demand: number,
+): number {
+  const { ctx, deps } = pass;
+  const mine = Math.max(
+    deps.ledger.get(ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  return Math.min(
+    clusterBudgetLeft(clusterMax, others + mine),
+    Math.max(0, fairShareOf(pass, clusterMax, demand) - mine),
+  );
+}
+
+/**
+ * This drain's fair share of the budget while other drains compete for it
+ * (budget.ts fairShares): a drain whose migration ends must not take the
+ * slot from one that waits. `demand`: what it would run at once.
+ */
+function fairShareOf(pass: Pass, clusterMax: number, demand: number): number {
+  const { ctx, deps } = pass;
+  const competitors = budgetCompetitors(
+    ctx.key,
+    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+    (name) =>
+      deps.budgetWaiters.standing(name) !== undefined ||
+      deps.ledger.get(name) > 0,
+  );
+  return fairShares(clusterMax, [...competitors, { key: ctx.key, demand }])
+    .get(ctx.key) ?? 0;
+}
+
 /** What a pass depends on besides Nova: a change forces a full pass. */
 function fingerprintOf(pass: Pass, policyVersion: string | undefined): string {
   const hv = pass.hypervisor;
@@ -551,25 +606,66 @@ function fingerprintOf(pass: Pass, policyVersion: string | undefined): string {
 
 /**
  * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed and no start answer to act on returns at
- * once: no Nova call, and nothing planned from old data.
+ * nothing it depends on changed, no start answer to act on and no budget
+ * freed for starts the budget held back returns at once: no Nova call, and
+ * nothing planned from old data. A drain in line for budget stays there,
+ * in its place (woken, it waits again when another drain took the slot).
  */
 function skipEarly(
   pass: Pass,
   fingerprint: string,
+  settings: LimitSettings,
 ): ReconcileResult | undefined {
-  const due = pass.state.due;
-  if (due === undefined || pass.state.woken || pass.retried) return undefined;
+  const { ctx, deps, state } = pass;
+  const due = state.due;
+  if (due === undefined || state.woken || pass.retried) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
-  const leftMs = (due.atMs - pass.deps.clock.now()) / pass.rate;
+  const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
   if (leftMs <= 0) return undefined;
+  const standing = deps.budgetWaiters.standing(ctx.key);
+  if (standing === "woken") {
+    const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+    if (
+      clusterMax === undefined ||
+      budgetLeftFor(pass, clusterMax, pass.status.effectiveLimit ?? 1) > 0
+    ) {
+      return undefined;
+    }
+    deps.budgetWaiters.add(ctx.key);
+  }
   return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
 }
 
 /**
- * Observe: Nova afresh. On failure the preflight's result is kept (written)
- * and the pass retries after the poll interval.
+ * Under a cluster budget, a pass claims the free slots it could fill (up
+ * to its limit) before it looks at Nova, in the ledger; planning then
+ * keeps what it starts and the report frees the rest, waking the drains
+ * in line for them. So two passes never look at Nova for the same free
+ * slot, the later one finding it spent (two Nova calls for nothing): it
+ * waits in line without a look instead.
+ */
+function claimBeforeLooking(
+  pass: Pass,
+  settings: LimitSettings,
+  limit: number,
+): void {
+  const { ctx, deps } = pass;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const mine = Math.max(
+    deps.ledger.get(ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+  const left = budgetLeftFor(pass, clusterMax, limit);
+  deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
+  pass.claimedFrom = mine;
+}
+
+/**
+ * Observe: Nova afresh. On failure the preflight's result is kept (written),
+ * the budget claimed for the pass is given back, and the pass retries after
+ * the poll interval.
  */
 async function observeOrKeep(
   pass: Pass,
@@ -592,6 +688,10 @@ async function observeOrKeep(
     for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
     return seen;
   } catch (err) {
+    if (pass.claimedFrom !== undefined) {
+      deps.ledger.set(pass.ctx.key, pass.claimedFrom);
+      wakeForBudgetLeft(pass);
+    }
     await record(pass, status).catch(() => {});
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
@@ -610,13 +710,9 @@ function planAndReserve(
   seen: Observation,
   settings: LimitSettings,
   options: PlanOptions,
+  resolved: ReturnType<typeof resolveLimit>,
 ): { plan: Plan; input: PlanInput } {
   const { ctx, deps, ev, host } = pass;
-  const resolved = resolveLimit(
-    settings,
-    pass.hypervisor?.status?.traits,
-    ev.spec.maxConcurrentMigrations,
-  );
   const hold = traitsHold(host, pass.hypervisor);
   const generation = ev.metadata?.generation;
   const input: PlanInput = {
@@ -640,19 +736,9 @@ function planAndReserve(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
-      // No more than a fair share while other drains compete: a drain
-      // whose migration ends must not take the slot from one that waits.
-      const share = fairShares(clusterMax, [
-        ...budgetCompetitors(
-          ctx.key,
-          (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
-          (name) => deps.budgetWaiters.has(name) || deps.ledger.get(name) > 0,
-        ),
-        { key: ctx.key, demand: plan.inFlightCount },
-      ]).get(ctx.key) ?? 0;
       const budget = Math.min(
         clusterBudgetLeft(clusterMax, others + mine),
-        Math.max(0, share - mine),
+        Math.max(0, fairShareOf(pass, clusterMax, plan.inFlightCount) - mine),
       );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
@@ -666,14 +752,27 @@ function planAndReserve(
 }
 
 /**
+ * The longest wait (real ms) for the watch to deliver a pass's own intent
+ * before the budget is confirmed by a list instead.
+ */
+const CAUGHT_UP_TIMEOUT_MS = 1000;
+
+/**
  * The cluster budget across processes: another process may reserve from
  * the same free slots at the same moment (its status not yet in our
  * cache). So, with starts under a cluster budget, the pass writes its
  * status first (its intent: the count in flight with its starts), then
- * reads every Eviction from the API server (a quorum read). Of any two
- * passes, the later reader sees the other's intent; each gives up the
- * starts by which the total it reads exceeds the budget, so the starts
- * that go out never exceed it. Costs one list per pass that starts.
+ * reads every Eviction as of a moment after that write. Of any two passes,
+ * the later reader sees the other's intent; each gives up the starts by
+ * which the total it reads exceeds the budget, so the starts that go out
+ * never exceed it.
+ *
+ * That read is the unpartitioned cache once its watch has delivered the
+ * intent itself: a watch delivers changes in the order of their versions,
+ * so every intent written before ours is in the cache by then (no request;
+ * Informer.caughtUp). Without such a cache, or when the watch lags more
+ * than {@linkcode CAUGHT_UP_TIMEOUT_MS}, it is a list from the API server
+ * (a quorum read).
  */
 async function confirmAcrossProcesses(
   pass: Pass,
@@ -686,8 +785,7 @@ async function confirmAcrossProcesses(
   if (clusterMax === undefined || plan.start.length === 0) return plan;
   try {
     await record(pass, plan.next);
-    const listed = await ctx.client.list(EvictionKind);
-    const counts = inFlightByEviction(listed.items as Eviction[]);
+    const counts = inFlightByEviction(await evictionsAfterWrite(pass));
     const total = deps.ledger.othersInFlight(ctx.key, counts) +
       plan.inFlightCount;
     const over = total - clusterMax;
@@ -711,6 +809,25 @@ async function confirmAcrossProcesses(
       { delayMs: deps.pollIntervalMs },
     );
   }
+}
+
+/**
+ * Every Eviction of the cluster as of a moment after this pass's last
+ * status write: the unpartitioned cache once its watch delivered that
+ * write, else a list from the API server.
+ */
+async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
+  const { ctx, deps } = pass;
+  const all = deps.allEvictions;
+  const rv = pass.ev.metadata?.resourceVersion;
+  if (
+    all?.caughtUp !== undefined && rv !== undefined &&
+    await all.caughtUp(rv, CAUGHT_UP_TIMEOUT_MS)
+  ) {
+    return all.list();
+  }
+  const listed = await ctx.client.list(EvictionKind);
+  return listed.items as Eviction[];
 }
 
 /**
@@ -827,6 +944,8 @@ function paceView(pass: Pass, plan: Plan): PaceView {
     ramOf: (id) => state.ram.get(id),
     issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
     pending: (id) => state.starts.get(id)?.state === "pending",
+    pollMs: pass.deps.pollIntervalMs * pass.rate,
+    limit: plan.next.effectiveLimit ?? 1,
   };
 }
 
@@ -865,6 +984,9 @@ function requeue(
   const { dueMs, untimed } = state.pace.dueInMs(view);
   const summary = plan.summary;
   const held = plan.summary.held !== undefined;
+  // Ready VMs the budget holds back are no reason to look sooner: the
+  // drain waits in line for budget (woken when a slot frees) and is paced
+  // by its own migrations meanwhile; waiting for budget costs no Nova call.
   const delay = held && plan.inFlightCount === 0
     ? deps.slowPollMs
     : requeueAfterMs({
@@ -874,9 +996,7 @@ function requeue(
       retryInMs: plan.nextRetryAtMs === undefined
         ? undefined
         : Math.max(0, plan.nextRetryAtMs - nowMs),
-      watching: summary.busy > 0 ||
-        (summary.ready > 0 && !held &&
-          plan.inFlightCount < (plan.next.effectiveLimit ?? 0)),
+      watching: summary.busy > 0,
       pollIntervalMs: deps.pollIntervalMs,
       maxPollMs: deps.maxPollMs,
       slowPollMs: deps.slowPollMs,

@@ -81,6 +81,16 @@ export interface NovaSimOptions {
   clock?: SimClock;
 }
 
+/** One call the simulator served. */
+export interface ServedCall {
+  /** `METHOD /path/{template}`, as in the counters. */
+  key: string;
+  /** The query string (with its `?`), e.g. `?host=node1&all_tenants=1`. */
+  search: string;
+  /** Virtual time it arrived (ms since the epoch). */
+  atMs: number;
+}
+
 /** Credentials the simulator accepts. */
 export interface NovaSimCredentials {
   /** Keystone URL (ends with /v3). */
@@ -175,6 +185,12 @@ export interface NovaSim {
   counters(): CountersSnapshot;
   /** Clears the call counters. */
   resetCounters(): void;
+  /**
+   * Calls `listener` with every call served (as counted), its query and
+   * the virtual time; returns a function removing it. For benchmarks that
+   * time passes against migrations.
+   */
+  onCall(listener: (call: ServedCall) => void): () => void;
   /** Adds an HTTP fault rule at run time; returns a function removing it. */
   injectHttpFault(rule: HttpFaultInput): () => void;
   /** Removes every HTTP fault rule. */
@@ -309,6 +325,7 @@ export async function startNovaSim(
   const world = new World(scenario, clock, prng);
   const keystone = new Keystone(scenario);
   const counters = new Counters();
+  const callListeners = new Set<(call: ServedCall) => void>();
   const faults: ActiveFault[] = scenario.faults.http.map((rule) => ({
     rule,
     remaining: rule.count,
@@ -425,6 +442,10 @@ export async function startNovaSim(
       matched?.template.text ?? "(unmatched)"
     }`;
     counters.call(key);
+    if (callListeners.size > 0) {
+      const call = { key, search: url.search, atMs: clock.now() };
+      for (const l of callListeners) l(call);
+    }
     if (matched === undefined) {
       return pathMatchedOtherMethod
         ? errorResponse(
@@ -738,6 +759,10 @@ export async function startNovaSim(
     },
     counters: () => counters.snapshot(world.acceptedMigrations),
     resetCounters: () => counters.reset(),
+    onCall: (listener) => {
+      callListeners.add(listener);
+      return () => callListeners.delete(listener);
+    },
     injectHttpFault(rule) {
       const parsed = httpFaultSchema.parse(rule);
       const f: ActiveFault = { rule: parsed, remaining: parsed.count };
