@@ -386,17 +386,10 @@ export class Pace {
         ? undefined
         : novaMs * perNovaMs;
     };
-    const waiting: number[] = [];
     for (const entry of view.inFlight) {
       const status = view.records.get(entry.id)?.status.toLowerCase();
-      if (
-        (status !== undefined && WAITING.has(status)) ||
-        (status === undefined && queueing)
-      ) {
-        const predicted = predictedOf(entry);
-        if (predicted !== undefined) waiting.push(predicted);
-        continue;
-      }
+      if (status !== undefined && WAITING.has(status)) continue;
+      if (status === undefined && queueing) continue;
       const ram = view.ramOf(entry.id);
       const predicted = predictedOf(entry);
       const since = this.#active.get(entry.id)?.sinceMs ??
@@ -417,10 +410,7 @@ export class Pace {
       );
       ends.push(since + predicted * (1 + margin));
     }
-    const first = lookAt(ends, view.pollMs);
-    const look = first === undefined || !queueing
-      ? first
-      : first + queueSlack(waiting, ends.length);
+    const look = lookAt(ends, view.pollMs);
     return {
       dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
       untimed,
@@ -455,31 +445,6 @@ export function lookAt(
   let look = first;
   for (const e of sorted) if (e - first <= pollMs / 2) look = e;
   return look;
-}
-
-/**
- * How much later than the first expected end to look while Nova's queue
- * holds `waiting` more of our migrations for the host (their predicted
- * durations) behind `running` ones: the host stays busy until the queue
- * empties, so a look may let half of the queue run first (the shortest
- * half, on the safe side), refilling as many slots at once: fewer looks,
- * and the other half still covers a prediction that was off.
- *
- * @example
- * ```ts
- * import { queueSlack } from "./pacing.ts";
- * console.assert(queueSlack([5000, 3000, 9000, 4000], 1) === 7000);
- * console.assert(queueSlack([5000], 1) === 0);
- * console.assert(queueSlack([4000, 4000], 2) === 2000);
- * ```
- */
-export function queueSlack(
-  waiting: readonly number[],
-  running: number,
-): number {
-  const half = Math.floor(waiting.length / 2);
-  const shortest = [...waiting].sort((a, b) => a - b).slice(0, half);
-  return shortest.reduce((a, b) => a + b, 0) / Math.max(1, running);
 }
 
 /** What {@linkcode requeueAfterMs} decides from. */

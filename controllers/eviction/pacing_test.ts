@@ -8,7 +8,6 @@ import {
   Pace,
   type PaceView,
   QUEUED_MARGIN,
-  queueSlack,
   requeueAfterMs,
   type RequeueInput,
 } from "./pacing.ts";
@@ -451,37 +450,4 @@ Deno.test("Pace: with one slot no look is planned before the latest end the samp
   assert.ok(at(1) >= 11_000, `limit 1: ${at(1)}`);
   assert.ok(at(1) <= 11_000 + 0.011 * mean, `limit 1: ${at(1)}`);
   assert.ok(at(4) < at(1), `limit 4: ${at(4)}, limit 1: ${at(1)}`);
-});
-
-Deno.test("Pace: with more of ours in Nova's queue, the look lets half of them run first", () => {
-  const p = new Pace();
-  sameClock(p);
-  p.sample("live", 4096, 10_000);
-  const rec = (id: string, status: string, n: number) =>
-    [id, { ...record(id, status, T, T), id: n }] as [string, ObservedMigration];
-  const v = view(
-    T,
-    [rec("r", "running", 1), rec("q1", "queued", 2), rec("q2", "queued", 3)],
-    ["r", "q1", "q2", "new"],
-    { issuedAt: () => T },
-  );
-  p.learn(v);
-  // three waiting (q1, q2, and "new", not listed yet): one may run first
-  assert.equal(
-    p.dueInMs(v).dueMs,
-    Math.round(10_000 * (1 + QUEUED_MARGIN)) + 10_000,
-  );
-});
-
-Deno.test("queueSlack: half the queue, the shortest, spread over the running ones (property)", () => {
-  fc.assert(fc.property(
-    fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 10 }),
-    fc.integer({ min: 1, max: 8 }),
-    (waiting, running) => {
-      const slack = queueSlack(waiting, running);
-      const total = waiting.reduce((a, b) => a + b, 0);
-      assert.ok(slack >= 0 && slack <= total / 2 / running + 1e-9);
-      if (waiting.length < 2) assert.equal(slack, 0);
-    },
-  ));
 });
