@@ -83,10 +83,12 @@ export interface WaveInput {
  * Predicts the makespans of drains that run together under one cluster
  * budget: each host's VMs go largest first onto its own `limit` slots, as
  * in {@linkcode predictMakespan}, and a slot the budget frees goes to the
- * host with the most work left (the drains' budget waiters are served
- * longest-waiting first, which keeps the hosts' remaining work level the
- * same way). Each host's lower bound is its own, as if it ran alone: the
- * budget can only make a drain longer.
+ * host with the most work left. That is what the controller does where it
+ * matters most, a host of a low limit beside one of a high limit (the
+ * latter leaves slots to the former); between drains of one limit the
+ * controller lets a drain refill its own slots, so there one drain may end
+ * earlier and another later than predicted. Each host's lower bound is its
+ * own, as if it ran alone: the budget can only make a drain longer.
  *
  * @throws {RangeError} when a limit or the budget is not an integer >= 1,
  * a rate is not positive, or a RAM amount is negative.

@@ -14,107 +14,79 @@
 
 import type { Eviction } from "../../models/mod.ts";
 
-/** A drain that competes for the cluster budget, and how many migrations it would run at once. */
-export interface BudgetDemand {
-  /** The Eviction's name. */
-  key: string;
-  /** Migrations it would run at once without the budget (its limit, or fewer VMs). */
-  demand: number;
-}
-
 /**
- * Max-min fair shares of the cluster budget among the drains that compete
- * for it: no drain gets more than it would run, and the rest is spread
- * evenly (water-filling), so a drain that already runs many migrations
- * cannot keep every freed slot while another waits with none. A budget
- * smaller than the number of drains gives one slot each to the first
- * drains by name (the same answer in every process).
+ * How many of `want` further starts a drain may take from `left` free
+ * budget slots, with `mine` migrations in flight, while drains wait for
+ * budget with nothing in flight (`waiting`: their limits in force). It
+ * leaves one slot for each waiting drain whose limit is below what this
+ * drain would then hold: a drain whose migration ends does not keep the
+ * slot from a drain with a lower limit (a HANA host at 1) that waits with
+ * none, so that one is never starved. Drains with limits as high as this
+ * one's are not given slots it frees (each such hand-over costs the other
+ * drain a look at Nova); they start when slots free beyond what the
+ * running drains can fill.
  *
- * @throws {RangeError} when the budget or a demand is not an integer >= 0.
+ * @throws {RangeError} when a count is not an integer >= 0.
  *
  * @example
  * ```ts
- * import { fairShares } from "./budget.ts";
- * const s = fairShares(5, [{ key: "big", demand: 4 }, { key: "hana-a", demand: 1 }, { key: "hana-b", demand: 1 }]);
- * console.assert(s.get("big") === 3 && s.get("hana-a") === 1);
+ * import { startsAllowed } from "./budget.ts";
+ * // 2 free slots, 3 running, 2 HANA drains (limit 1) waiting: leave both
+ * console.assert(startsAllowed(2, 3, 1, [1, 1]) === 0);
+ * // a wave's start: budget 5, the big drain takes 3 of its 4
+ * console.assert(startsAllowed(5, 0, 4, [1, 1]) === 3);
+ * // drains of the same limit wait for slots nobody running can fill
+ * console.assert(startsAllowed(1, 3, 1, [4, 4]) === 1);
  * ```
  */
-export function fairShares(
-  budget: number,
-  demands: readonly BudgetDemand[],
-): Map<string, number> {
-  if (!Number.isSafeInteger(budget) || budget < 0) {
-    throw new RangeError(`budget must be an integer >= 0, got ${budget}`);
-  }
-  for (const d of demands) {
-    if (!Number.isSafeInteger(d.demand) || d.demand < 0) {
-      throw new RangeError(
-        `the demand of ${d.key} must be an integer >= 0, got ${d.demand}`,
-      );
+export function startsAllowed(
+  left: number,
+  mine: number,
+  want: number,
+  waiting: readonly number[],
+): number {
+  for (const [what, n] of [["left", left], ["mine", mine], ["want", want]]) {
+    if (!Number.isSafeInteger(n) || (n as number) < 0) {
+      throw new RangeError(`${what} must be an integer >= 0, got ${n}`);
     }
   }
-  const out = new Map<string, number>(demands.map((d) => [d.key, 0]));
-  let left = budget;
-  let open = demands.filter((d) => d.demand > 0)
-    .sort((a, b) => (a.key < b.key ? -1 : 1));
-  while (left > 0 && open.length > 0) {
-    const even = Math.floor(left / open.length);
-    if (even === 0) {
-      for (const d of open.slice(0, left)) {
-        out.set(d.key, (out.get(d.key) ?? 0) + 1);
-      }
-      break;
-    }
-    const next: BudgetDemand[] = [];
-    for (const d of open) {
-      const got = out.get(d.key) ?? 0;
-      const give = Math.min(even, d.demand - got);
-      out.set(d.key, got + give);
-      left -= give;
-      if (got + give < d.demand) next.push(d);
-    }
-    open = next;
+  let k = 0;
+  while (k < want) {
+    const holds = mine + k + 1;
+    const leave = waiting.filter((limit) => limit < holds).length;
+    if (k + 1 + leave > left) break;
+    k++;
   }
-  return out;
+  return k;
 }
 
 /**
- * The other drains that compete for the cluster budget, from the cluster's
- * Evictions: unfinished ones with migrations in flight, and those that
- * `waiting(name)` says wait for budget (this process's waiters: another
- * process's are not told apart from drains waiting for a retry). Each
- * would run up to its limit in force (`status.effectiveLimit`), or fewer
- * when fewer VMs are left (`status.outstandingCount`).
+ * The drains other than `self` that wait for budget with nothing in
+ * flight, from the cluster's Evictions: unfinished ones with
+ * `status.inFlightCount` 0 that `waiting(name)` says wait here (another
+ * process's waiters are not told apart from drains waiting for a retry).
  *
  * @example
  * ```ts
- * import { budgetCompetitors } from "./budget.ts";
+ * import { idleWaiters } from "./budget.ts";
  * const e = (name: string, inFlightCount: number) => ({
- *   metadata: { name }, spec: { hypervisor: name, reason: "r" },
- *   status: { inFlightCount, effectiveLimit: 4, outstandingCount: 10 },
+ *   metadata: { name }, spec: { hypervisor: name, reason: "r" }, status: { inFlightCount },
  * });
- * console.log(budgetCompetitors("a", [e("a", 1), e("b", 2), e("c", 0)], () => false));
- * // [ { key: "b", demand: 4 } ]
+ * console.log(idleWaiters("a", [e("a", 0), e("b", 2), e("c", 0)], () => true).map((x) => x.metadata?.name));
+ * // [ "c" ]
  * ```
  */
-export function budgetCompetitors(
+export function idleWaiters(
   self: string,
   evictions: readonly Eviction[],
   waiting: (name: string) => boolean,
-): BudgetDemand[] {
-  const out: BudgetDemand[] = [];
-  for (const e of evictions) {
+): Eviction[] {
+  return evictions.filter((e) => {
     const name = e.metadata?.name;
-    const s = e.status;
-    if (name === undefined || name === self || s?.finishedAt !== undefined) {
-      continue;
-    }
-    const inFlight = s?.inFlightCount ?? 0;
-    if (inFlight === 0 && !waiting(name)) continue;
-    const room = Math.min(s?.effectiveLimit ?? 1, s?.outstandingCount ?? 1);
-    out.push({ key: name, demand: Math.max(1, inFlight, room) });
-  }
-  return out;
+    return name !== undefined && name !== self &&
+      e.status?.finishedAt === undefined &&
+      (e.status?.inFlightCount ?? 0) === 0 && waiting(name);
+  });
 }
 
 /**

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Eviction } from "../../models/mod.ts";
 import {
-  budgetCompetitors,
   BudgetWaiters,
-  fairShares,
   freesBudget,
+  idleWaiters,
   inFlightByEviction,
+  startsAllowed,
 } from "./budget.ts";
 
 const T = "2026-11-29T12:00:00Z";
@@ -130,102 +130,78 @@ Deno.test("BudgetWaiters: a drop or a deletion wakes one waiter per slot freed; 
   );
 });
 
-Deno.test("fairShares: table", () => {
-  const cases: [number, [string, number][], Record<string, number>][] = [
-    // nobody else: up to the demand
-    [10, [["a", 4]], { a: 4 }],
-    [3, [["a", 4]], { a: 3 }],
-    // a big drain leaves one slot each to the HANA drains
-    [5, [["big", 4], ["h1", 1], ["h2", 1]], { big: 3, h1: 1, h2: 1 }],
-    // even split, the remainder by name
-    [10, [["a", 4], ["b", 4], ["c", 4]], { a: 4, b: 3, c: 3 }],
-    // fewer slots than drains: one each to the first by name
-    [2, [["c", 4], ["a", 4], ["b", 4]], { a: 1, b: 1, c: 0 }],
-    [0, [["a", 4]], { a: 0 }],
-    [4, [["a", 0], ["b", 8]], { a: 0, b: 4 }],
+Deno.test("startsAllowed: table", () => {
+  const cases: [number, number, number, number[], number][] = [
+    // left, mine, want, limits of idle waiters, allowed
+    [10, 0, 4, [], 4],
+    [3, 0, 4, [], 3],
+    [0, 2, 2, [], 0],
+    // a wave's start: budget 5 and two HANA drains waiting
+    [5, 0, 4, [1, 1], 3],
+    // a migration of the big drain ends: its slot goes to a HANA drain
+    [1, 3, 1, [1], 0],
+    [2, 3, 1, [1, 1], 0],
+    [3, 2, 2, [1, 1], 1],
+    // waiters with the same limit are not handed this drain's slots
+    [1, 3, 1, [4, 4], 1],
+    // ... nor with a higher one
+    [2, 1, 2, [8], 2],
+    // a waiting drain itself, beside another waiting one of its limit
+    [1, 0, 1, [1], 1],
   ];
-  for (const [budget, demands, want] of cases) {
-    const got = fairShares(
-      budget,
-      demands.map(([key, demand]) => ({ key, demand })),
+  for (const [left, mine, want, waiting, allowed] of cases) {
+    assert.equal(
+      startsAllowed(left, mine, want, waiting),
+      allowed,
+      `${left} ${mine} ${want} [${waiting}]`,
     );
-    assert.deepEqual(Object.fromEntries(got), want, `${budget} ${demands}`);
   }
   assert.throws(
-    () => fairShares(-1, []),
-    /budget must be an integer >= 0, got -1/,
+    () => startsAllowed(-1, 0, 1, []),
+    /left must be an integer >= 0, got -1/,
   );
   assert.throws(
-    () => fairShares(2, [{ key: "a", demand: 1.5 }]),
-    /the demand of a must be an integer >= 0, got 1.5/,
+    () => startsAllowed(1, 0.5, 1, []),
+    /mine must be an integer >= 0, got 0.5/,
   );
 });
 
-Deno.test("fairShares: within the budget and the demands, work-conserving, max-min fair (property)", () => {
+Deno.test("startsAllowed: within the budget, the demand and the slots left for lower-limit waiters (property)", () => {
   fc.assert(fc.property(
-    fc.integer({ min: 0, max: 40 }),
-    fc.uniqueArray(
-      fc.record({ key: fc.string({ minLength: 1 }), demand: fc.nat(16) }),
-      { selector: (d) => d.key, maxLength: 12 },
-    ),
-    (budget, demands) => {
-      const s = fairShares(budget, demands);
-      const got = (k: string) => s.get(k) ?? 0;
-      const total = demands.reduce((n, d) => n + got(d.key), 0);
-      assert.ok(total <= budget);
-      for (const d of demands) assert.ok(got(d.key) <= d.demand);
-      // slots left over only when every demand is met
-      const wanted = demands.reduce((n, d) => n + d.demand, 0);
-      assert.equal(total, Math.min(budget, wanted));
-      // a drain short of its demand has at least everyone else's share - 1
-      for (const a of demands) {
-        if (got(a.key) >= a.demand) continue;
-        for (const b of demands) assert.ok(got(b.key) <= got(a.key) + 1);
+    fc.nat(20),
+    fc.nat(8),
+    fc.nat(8),
+    fc.array(fc.integer({ min: 1, max: 8 }), { maxLength: 10 }),
+    (left, mine, want, waiting) => {
+      const k = startsAllowed(left, mine, want, waiting);
+      assert.ok(k <= want && k <= left);
+      // every waiter below what this drain then holds keeps a slot
+      const leave = waiting.filter((l) => l < mine + k).length;
+      assert.ok(k === 0 || k + leave <= left);
+      // no waiter below: as many as the budget and the demand allow
+      if (waiting.every((l) => l >= mine + want)) {
+        assert.equal(k, Math.min(left, want));
       }
     },
   ));
 });
 
-Deno.test("budgetCompetitors: drains with migrations in flight or waiting for budget", () => {
+Deno.test("idleWaiters: drains waiting here with nothing in flight", () => {
   const e = (name: string, status: Eviction["status"]): Eviction => ({
     metadata: { name },
     spec: { hypervisor: name, reason: "r" },
     status,
   });
-  const waitingCondition = {
-    type: "Evicting",
-    status: "True" as const,
-    reason: "Waiting",
-    message: "budget",
-    lastTransitionTime: "2026-01-01T00:00:00Z",
-  };
-  const got = budgetCompetitors("self", [
-    e("self", { inFlightCount: 2, effectiveLimit: 4, outstandingCount: 9 }),
-    e("running", { inFlightCount: 2, effectiveLimit: 4, outstandingCount: 9 }),
-    // few VMs left: it would run only those
-    e("tail", { inFlightCount: 1, effectiveLimit: 4, outstandingCount: 2 }),
-    // Waiting, for a retry or in another process: not told apart, not counted
-    e("waits", {
-      inFlightCount: 0,
-      effectiveLimit: 1,
-      outstandingCount: 5,
-      conditions: [waitingCondition],
-    }),
-    e("held-here", {
-      inFlightCount: 0,
-      effectiveLimit: 2,
-      outstandingCount: 5,
-    }),
-    e("idle", { inFlightCount: 0, effectiveLimit: 4, outstandingCount: 5 }),
-    e("done", {
-      inFlightCount: 3,
-      effectiveLimit: 4,
-      finishedAt: "2026-01-01T00:00:00Z",
-    }),
-  ], (name) => name === "held-here");
-  assert.deepEqual(got, [
-    { key: "running", demand: 4 },
-    { key: "tail", demand: 2 },
-    { key: "held-here", demand: 2 },
+  const got = idleWaiters("self", [
+    e("self", { inFlightCount: 0 }),
+    e("idle", { inFlightCount: 0 }),
+    e("no-status-yet", undefined),
+    e("running", { inFlightCount: 2 }),
+    e("elsewhere", { inFlightCount: 0 }),
+    e("done", { inFlightCount: 0, finishedAt: "2026-01-01T00:00:00Z" }),
+  ], (name) => name !== "elsewhere");
+  assert.deepEqual(got.map((x) => x.metadata?.name), [
+    "idle",
+    "no-status-yet",
   ]);
 });

@@ -43,10 +43,10 @@ import { reportPass } from "./report.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import {
-  budgetCompetitors,
   type BudgetWaiters,
-  fairShares,
+  idleWaiters,
   inFlightByEviction,
+  startsAllowed,
 } from "./budget.ts";
 import { CONDITION_WAVE_SETTLED, waveGate } from "./wave.ts";
 import { type CapacityDeps, capacityPhase } from "../../capacity/gate.ts";
@@ -528,7 +528,7 @@ async function waitForBudget(
     c.type === CONDITION_EVICTING
   );
   if (evicting?.status === "False") return undefined;
-  if (budgetLeftFor(pass, clusterMax, status.effectiveLimit ?? 1) > 0) {
+  if (budgetLeftFor(pass, clusterMax, 1) > 0) {
     return undefined;
   }
   const now = new Date(deps.clock.now());
@@ -557,39 +557,46 @@ async function waitForBudget(
  * Slots of the cluster budget left for this drain's starts now, from the
  * ledger and the cached statuses (no request).
  */
-function budgetLeftFor(
-  pass: Pass,
-  clusterMax: number,
-  demand: number,
-): number {
+function budgetLeftFor(pass: Pass, clusterMax: number, want: number): number {
   const { ctx, deps } = pass;
   const mine = Math.max(
     deps.ledger.get(ctx.key),
     pass.status.inFlightCount ?? 0,
   );
   const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
-  return Math.min(
+  return startsAllowed(
     clusterBudgetLeft(clusterMax, others + mine),
-    Math.max(0, fairShareOf(pass, clusterMax, demand) - mine),
+    mine,
+    want,
+    waitingLimits(pass),
   );
 }
 
 /**
- * This drain's fair share of the budget while other drains compete for it
- * (budget.ts fairShares): a drain whose migration ends must not take the
- * slot from one that waits. `demand`: what it would run at once.
+ * The limits in force of the drains that wait here for budget with
+ * nothing in flight (budget.ts startsAllowed leaves slots for those with
+ * lower limits than this drain would hold).
  */
-function fairShareOf(pass: Pass, clusterMax: number, demand: number): number {
+function waitingLimits(pass: Pass): number[] {
   const { ctx, deps } = pass;
-  const competitors = budgetCompetitors(
+  const settings = effectiveSettings(
+    ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec,
+    deps.flagSettings,
+  );
+  const hypervisors = ctx.cache(HypervisorKind);
+  return idleWaiters(
     ctx.key,
     (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
     (name) =>
-      deps.budgetWaiters.standing(name) !== undefined ||
-      deps.ledger.get(name) > 0,
+      deps.budgetWaiters.standing(name) !== undefined &&
+      deps.ledger.get(name) === 0,
+  ).map((e) =>
+    resolveLimit(
+      settings,
+      hypervisors.get(e.spec.hypervisor)?.status?.traits,
+      e.spec.maxConcurrentMigrations,
+    ).limit
   );
-  return fairShares(clusterMax, [...competitors, { key: ctx.key, demand }])
-    .get(ctx.key) ?? 0;
 }
 
 /** What a pass depends on besides Nova: a change forces a full pass. */
@@ -628,7 +635,7 @@ function skipEarly(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (
       clusterMax === undefined ||
-      budgetLeftFor(pass, clusterMax, pass.status.effectiveLimit ?? 1) > 0
+      budgetLeftFor(pass, clusterMax, 1) > 0
     ) {
       return undefined;
     }
@@ -657,7 +664,7 @@ function claimBeforeLooking(
     deps.ledger.get(ctx.key),
     pass.status.inFlightCount ?? 0,
   );
-  const left = budgetLeftFor(pass, clusterMax, limit);
+  const left = budgetLeftFor(pass, clusterMax, Math.max(0, limit - mine));
   deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
   pass.claimedFrom = mine;
 }
@@ -736,9 +743,11 @@ function planAndReserve(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
-      const budget = Math.min(
+      const budget = startsAllowed(
         clusterBudgetLeft(clusterMax, others + mine),
-        Math.max(0, fairShareOf(pass, clusterMax, plan.inFlightCount) - mine),
+        mine,
+        plan.start.length,
+        waitingLimits(pass),
       );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
