@@ -1,9 +1,9 @@
 /**
- * Fair shares of the cluster budget with the real program: two drains at
- * limit 2 and one at limit 1 (its Eviction's own cap) created together
- * under a budget of 3. The limit-1 drain must not wait until the others
- * run out of VMs: once the first migration ends, the drain it belonged to
- * is above its fair share (1 each) and leaves the slot to the waiting one.
+ * No starvation under the cluster budget, with the real program: two
+ * drains at limit 2 and one at limit 1 (its Eviction's own cap) created
+ * together under a budget of 3. The limit-1 drain must not wait until the
+ * others run out of VMs: once the first migration ends, the drain it
+ * belonged to leaves the slot to the waiting drain of the lower limit.
  * The EvictionPolicy is a cluster singleton, so this file has its own API
  * server.
  */
@@ -31,7 +31,7 @@ const VMS = 8;
 
 Deno.test({
   name:
-    "eviction: under a cluster budget a limit-1 drain gets its fair share as soon as a slot frees, not after the others have run out of VMs",
+    "eviction: under a cluster budget a waiting limit-1 drain gets a slot as soon as one frees, not after the limit-2 drains have run out of VMs",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -102,7 +102,7 @@ Deno.test({
       assert.equal(bigEnds.length, 2 * VMS);
       const third = bigEnds[2] ?? Number.NaN;
       console.log(
-        `fair share: the limit-1 drain's first start came ${
+        `no starvation: the limit-1 drain's first start came ${
           ((firstSmall - (bigEnds[0] ?? 0)) / 1000).toFixed(1)
         } s (simulated) after the first migration ended; ${
           bigEnds.filter((t) => t < firstSmall).length
