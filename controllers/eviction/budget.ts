@@ -1,8 +1,9 @@
 /**
  * The cluster budget across processes: what every Eviction in the cluster
  * has in flight (whatever this process's `--label-selector` partition),
- * and the drains of this process that wait for budget, woken when it
- * frees instead of polling Nova.
+ * the drains of this process that wait for budget, woken when it frees
+ * instead of polling Nova, and the slots a running drain leaves to waiting
+ * drains of lower limits, so that none is starved.
  *
  * An Eviction that is deleted mid-drain keeps its finalizer (finalize.ts)
  * until Nova shows its migrations settled, its `status.inFlightCount`

@@ -523,7 +523,7 @@ async function waitForBudget(
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
   // Stopped with only VMs for a person: no budget would move them, so it
-  // never waits for budget (nor takes a share of it).
+  // never waits for budget (nor does any drain leave it a slot).
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
