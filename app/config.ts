@@ -13,7 +13,7 @@ import {
   type ConcurrencyFlagError,
   parseConcurrencyFlags,
 } from "../limits/flags.ts";
-import { DEFAULT_RATE } from "../capacity/makespan.ts";
+import { DEFAULT_RATE, type MigrationRate } from "../capacity/makespan.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */
@@ -61,10 +61,7 @@ export interface Config {
   /** First wait before a failed migration is retried (doubling, capped). */
   readonly migrationRetryBackoffMs: number;
   /** The rate predictions assume before any drain has ended. */
-  readonly defaultMigrationRate: {
-    readonly mbPerSecond: number;
-    readonly overheadSeconds: number;
-  };
+  readonly defaultMigrationRate: MigrationRate;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */

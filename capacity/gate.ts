@@ -5,7 +5,7 @@
  * hold (policy `capacityCheck: Hold` and not everything fits).
  *
  * Independent of the pass's internals: the pass passes the wave, the mode
- * and the limit, and applies the condition it gets back.
+ * and the hosts' limits, and applies the condition it gets back.
  *
  * @module
  */
@@ -24,7 +24,12 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
-import { DEFAULT_RATE, predictWave, rateFromHistory } from "./makespan.ts";
+import {
+  DEFAULT_RATE,
+  type MigrationRate,
+  predictWave,
+  rateFromHistory,
+} from "./makespan.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -40,14 +45,12 @@ export interface CapacityGateInput {
   hypervisor: (name: string) => Hypervisor | undefined;
   /** The policy's capacityCheck (absent: Warn). */
   mode: CapacityMode | undefined;
-  /** The migration limit in force for this host. */
-  limit: number;
-  /** The limit in force for another host of the wave (default: `limit`). */
-  limitOf?: (host: string) => number;
+  /** The migration limit in force for a host of the wave (this one included). */
+  limitOf: (host: string) => number;
   /** The cluster budget (policy clusterMaxConcurrentMigrations), if any. */
   budget?: number | undefined;
   /** The rate predictions assume before any drain has ended (default {@linkcode DEFAULT_RATE}). */
-  defaultRate?: { mbPerSecond: number; overheadSeconds: number };
+  defaultRate?: MigrationRate;
   /** Cancels the calls. */
   signal?: AbortSignal;
   /** Shares one report among the drains of a wave. */
@@ -110,7 +113,7 @@ export function waveOf(
  * @example
  * ```ts ignore
  * const gate = await capacityGate(nova, placement, {
- *   host, evictions, hypervisor: (n) => hypervisors.get(n), mode: "Hold", limit: 4,
+ *   host, evictions, hypervisor: (n) => hypervisors.get(n), mode: "Hold", limitOf: () => 4,
  * });
  * if (gate.hold) return { requeueAfterMs: slowPollMs };
  * ```
@@ -164,12 +167,7 @@ export async function capacityGate(
     hosts: [...report.vmsByHost].map(([host, vms]) => ({
       host,
       ramMb: vms.map((v) => v.resources["MEMORY_MB"] ?? 0),
-      limit: Math.max(
-        1,
-        host === input.host
-          ? input.limit
-          : input.limitOf?.(host) ?? input.limit,
-      ),
+      limit: Math.max(1, input.limitOf(host)),
     })),
     budget: input.budget,
     mbPerSecond: rate.mbPerSecond,
@@ -261,7 +259,7 @@ export interface CapacityDeps {
   /** Shares one report among the drains of a wave. */
   memo: RecentMemo<CapacityReport>;
   /** The rate predictions assume before any drain has ended (`--default-migration-rate`). */
-  defaultRate?: { mbPerSecond: number; overheadSeconds: number } | undefined;
+  defaultRate?: MigrationRate | undefined;
 }
 
 /**

@@ -12,7 +12,18 @@
  * guest RAM per second (a 10 GbE link with dirty-page retransfers), with
  * 5 seconds per migration for scheduling, preparation and switch-over.
  */
-export const DEFAULT_RATE = { mbPerSecond: 1000, overheadSeconds: 5 } as const;
+export const DEFAULT_RATE: MigrationRate = {
+  mbPerSecond: 1000,
+  overheadSeconds: 5,
+};
+
+/** A migration rate: MB of guest RAM copied per second, plus a fixed time per migration. */
+export interface MigrationRate {
+  /** Copy rate, MB per second. */
+  readonly mbPerSecond: number;
+  /** Fixed time per migration (scheduling, preparing, switch-over), seconds. */
+  readonly overheadSeconds: number;
+}
 
 /** Input of {@linkcode predictMakespan}. */
 export interface MakespanInput {
@@ -196,7 +207,7 @@ export interface DrainRecord {
  */
 export function calibratedRate(
   history: readonly DrainRecord[],
-  base: { mbPerSecond: number; overheadSeconds: number } = DEFAULT_RATE,
+  base: MigrationRate = DEFAULT_RATE,
 ): { mbPerSecond: number; overheadSeconds: number; drains: number } {
   const ratios = history
     .filter((h) => h.predictedSeconds > 0 && h.actualSeconds > 0)
@@ -331,7 +342,7 @@ export function rateFromHistory(
       }
       | undefined;
   }[],
-  base: { mbPerSecond: number; overheadSeconds: number } = DEFAULT_RATE,
+  base: MigrationRate = DEFAULT_RATE,
 ): HistoryRate {
   const observed = evictions.flatMap((e) => {
     const end = drainEndMs(e.status);

@@ -32,6 +32,7 @@ import type {
   CapacityReport,
 } from "../../capacity/check.ts";
 import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
+import type { MigrationRate } from "../../capacity/makespan.ts";
 
 /** What the eviction controller needs. */
 export interface EvictionControllerDeps {
@@ -74,7 +75,7 @@ export interface EvictionControllerDeps {
    * (`--default-migration-rate`, `--default-migration-overhead`; default
    * capacity/makespan.ts DEFAULT_RATE).
    */
-  defaultMigrationRate?: { mbPerSecond: number; overheadSeconds: number };
+  defaultMigrationRate?: MigrationRate;
 }
 
 function positiveInt(value: number, what: string): void {

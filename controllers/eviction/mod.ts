@@ -22,10 +22,11 @@
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
  *    (ledger.ts), the free slots claimed before the look so that two passes
- *    never look for one slot; under a cluster budget the status is written
- *    first and the cluster's Evictions read as of after that write (the
- *    watch caught up to it, else a list), so two processes never both
- *    spend the last slot.
+ *    never look for one slot, and a freed slot left to a waiting drain of a
+ *    lower limit, which is never starved (budget.ts); under a cluster
+ *    budget the status is written first and the cluster's Evictions read as
+ *    of after that write (the watch caught up to it, else a list), so two
+ *    processes never both spend the last slot.
  * 4. **act** — starts, confirms and aborts are issued, none awaited
  *    (act.ts): their answers become notes in the drain's memory
  *    (memory.ts) that the next pass plans with.

@@ -195,11 +195,7 @@ export async function reconcileEviction(
   // if that holds its starts back).
   deps.budgetWaiters.delete(ctx.key);
 
-  const resolved = resolveLimit(
-    settings,
-    pass.hypervisor?.status?.traits,
-    ev.spec.maxConcurrentMigrations,
-  );
+  const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
   const seen = await observeOrKeep(pass, options);
   const reserved = planAndReserve(pass, seen, settings, options, resolved);
@@ -444,25 +440,23 @@ async function checkCapacityFirst(
   const settings = effectiveSettings(spec, deps.flagSettings);
   const evictions = ctx.cache(EvictionKind).list();
   const hypervisors = ctx.cache(HypervisorKind);
-  // Another host of the wave: its traits and its own Eviction's limit.
+  // A host of the wave: its traits and its own drain's cap (this one's
+  // for this host; a host drained by a running Eviction, that one's).
   const limitOf = (name: string) =>
-    resolveLimit(
+    limitOfDrain(
       settings,
-      hypervisors.get(name)?.status?.traits,
-      evictions.find((e) =>
-        e.spec.hypervisor === name && e.status?.finishedAt === undefined
-      )?.spec.maxConcurrentMigrations,
+      hypervisors,
+      name === host
+        ? ev.spec
+        : evictions.find((e) =>
+          e.spec.hypervisor === name && e.status?.finishedAt === undefined
+        )?.spec ?? { hypervisor: name },
     ).limit;
   const phase = await capacityPhase(deps.nova, deps.capacity, {
     host,
     evictions,
     hypervisor: (name) => hypervisors.get(name),
     mode: spec?.capacityCheck,
-    limit: resolveLimit(
-      settings,
-      pass.hypervisor?.status?.traits,
-      ev.spec.maxConcurrentMigrations,
-    ).limit,
     limitOf,
     budget: settings.spec.clusterMaxConcurrentMigrations,
     signal: ctx.signal,
@@ -528,9 +522,7 @@ async function waitForBudget(
     c.type === CONDITION_EVICTING
   );
   if (evicting?.status === "False") return undefined;
-  if (budgetLeftFor(pass, clusterMax, 1) > 0) {
-    return undefined;
-  }
+  if (budgetLeftFor(pass, settings, 1) > 0) return undefined;
   const now = new Date(deps.clock.now());
   const next: EvictionStatus = {
     ...status,
@@ -557,18 +549,46 @@ async function waitForBudget(
  * Slots of the cluster budget left for this drain's starts now, from the
  * ledger and the cached statuses (no request).
  */
-function budgetLeftFor(pass: Pass, clusterMax: number, want: number): number {
+function budgetLeftFor(
+  pass: Pass,
+  settings: LimitSettings,
+  want: number,
+): number {
   const { ctx, deps } = pass;
-  const mine = Math.max(
-    deps.ledger.get(ctx.key),
-    pass.status.inFlightCount ?? 0,
-  );
+  const mine = inFlightOf(pass);
   const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
   return startsAllowed(
-    clusterBudgetLeft(clusterMax, others + mine),
+    clusterBudgetLeft(
+      settings.spec.clusterMaxConcurrentMigrations,
+      others + mine,
+    ),
     mine,
     want,
-    waitingLimits(pass),
+    waitingLimits(pass, settings),
+  );
+}
+
+/** This drain's migrations in flight: the ledger's, or its status's when higher. */
+function inFlightOf(pass: Pass): number {
+  return Math.max(
+    pass.deps.ledger.get(pass.ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+}
+
+/**
+ * The limit in force for a drain: the settings, its Hypervisor's traits
+ * (as cached) and its Eviction's own cap.
+ */
+function limitOfDrain(
+  settings: LimitSettings,
+  hypervisors: { get(name: string): Hypervisor | undefined },
+  spec: { hypervisor: string; maxConcurrentMigrations?: number | undefined },
+): ReturnType<typeof resolveLimit> {
+  return resolveLimit(
+    settings,
+    hypervisors.get(spec.hypervisor)?.status?.traits,
+    spec.maxConcurrentMigrations,
   );
 }
 
@@ -577,12 +597,8 @@ function budgetLeftFor(pass: Pass, clusterMax: number, want: number): number {
  * nothing in flight (budget.ts startsAllowed leaves slots for those with
  * lower limits than this drain would hold).
  */
-function waitingLimits(pass: Pass): number[] {
+function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
   const { ctx, deps } = pass;
-  const settings = effectiveSettings(
-    ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec,
-    deps.flagSettings,
-  );
   const hypervisors = ctx.cache(HypervisorKind);
   return idleWaiters(
     ctx.key,
@@ -590,13 +606,7 @@ function waitingLimits(pass: Pass): number[] {
     (name) =>
       deps.budgetWaiters.standing(name) !== undefined &&
       deps.ledger.get(name) === 0,
-  ).map((e) =>
-    resolveLimit(
-      settings,
-      hypervisors.get(e.spec.hypervisor)?.status?.traits,
-      e.spec.maxConcurrentMigrations,
-    ).limit
-  );
+  ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
 }
 
 /** What a pass depends on besides Nova: a change forces a full pass. */
@@ -633,10 +643,7 @@ function skipEarly(
   const standing = deps.budgetWaiters.standing(ctx.key);
   if (standing === "woken") {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-    if (
-      clusterMax === undefined ||
-      budgetLeftFor(pass, clusterMax, 1) > 0
-    ) {
+    if (clusterMax === undefined || budgetLeftFor(pass, settings, 1) > 0) {
       return undefined;
     }
     deps.budgetWaiters.add(ctx.key);
@@ -660,11 +667,8 @@ function claimBeforeLooking(
   const { ctx, deps } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined) return;
-  const mine = Math.max(
-    deps.ledger.get(ctx.key),
-    pass.status.inFlightCount ?? 0,
-  );
-  const left = budgetLeftFor(pass, clusterMax, Math.max(0, limit - mine));
+  const mine = inFlightOf(pass);
+  const left = budgetLeftFor(pass, settings, Math.max(0, limit - mine));
   deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
   pass.claimedFrom = mine;
 }
@@ -747,7 +751,7 @@ function planAndReserve(
         clusterBudgetLeft(clusterMax, others + mine),
         mine,
         plan.start.length,
-        waitingLimits(pass),
+        waitingLimits(pass, settings),
       );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
