@@ -46,22 +46,3 @@ export function histogramQuantile(
   }
   return lower;
 }
-
-/**
- * The nearest-rank percentile `p` (0..100) of sorted values; NaN when empty.
- *
- * @example
- * ```ts
- * import { percentile } from "./histogram.ts";
- * console.assert(percentile([1, 2, 3, 4], 50) === 2);
- * console.assert(percentile([1, 2, 3, 4], 100) === 4);
- * ```
- */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (!(p >= 0 && p <= 100)) {
-    throw new RangeError(`percentile must be in 0..100, got ${p}`);
-  }
-  if (sorted.length === 0) return NaN;
-  const rank = Math.max(1, Math.ceil(p / 100 * sorted.length));
-  return sorted[rank - 1] ?? NaN;
-}

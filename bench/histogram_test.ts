@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { histogramQuantile, percentile } from "./histogram.ts";
+import { histogramQuantile } from "./histogram.ts";
 
 Deno.test("histogramQuantile: table (as PromQL's histogram_quantile)", () => {
   const b = new Map([["0.005", 99], ["0.025", 100], ["0.1", 100], [
@@ -33,14 +33,4 @@ Deno.test("property: quantiles grow with q and stay within the bounds", () => {
       assert.ok(a >= 0 && c <= 0.001 * 2 ** (counts.length - 1));
     },
   ));
-});
-
-Deno.test("percentile: nearest rank of sorted values", () => {
-  const v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
-  assert.equal(percentile(v, 50), 5);
-  assert.equal(percentile(v, 99), 10);
-  assert.equal(percentile(v, 100), 10);
-  assert.equal(percentile(v, 0), 1);
-  assert.ok(Number.isNaN(percentile([], 50)));
-  assert.throws(() => percentile(v, 101), RangeError);
 });

@@ -1,26 +1,25 @@
 /**
- * The HTTPS admission webhook server: `node:https` (HTTP/1.1, what the API
- * server speaks to a Service-backed webhook). Certificate and key are read
- * from files and reloaded when they change with `setSecureContext`: new
- * connections get the new pair, open ones keep theirs, nothing is cut.
+ * The HTTPS admission webhook server: `node:tls` for TLS, with our own
+ * HTTP/1.1 (`http1.ts`) and HTTP/2 (`http2.ts`) over it, chosen by ALPN.
+ * Certificate and key are read from files and reloaded when they change
+ * with `setSecureContext`: new connections get the new pair, open ones
+ * keep theirs, nothing is cut.
  *
- * Why not `Deno.serve`: under Deno 2.9 its answers stall ~40 ms (Nagle's
- * algorithm meets the client's delayed ACK: its sockets are not no-delay),
- * and its certificate is fixed at start, which made a TCP splice in front
- * of it necessary for reload; that splice's sockets stalled the same way.
- * `node:https` sets no-delay and reloads in place. Why not `node:http2`:
- * the API server calls Service-backed webhooks over HTTP/1.1 only, and
- * Deno 2.9.6's HTTP/2 server ends the process under hostile HTTP/2 load
- * (an nghttp2 assertion or a segfault in 3 of 12 runs of 200 sessions
- * sending 1 MiB each, even bare: `deno task bench:http2-crash`,
- * bench/reports/http2_crash.json); a crash of a fail-closed webhook
- * refuses every write of our kinds until it restarts.
+ * Why this shape, measured (bench:webhook's transport rows): `node:https`
+ * spends about a millisecond at p99 in its HTTP layer under Deno 2.9;
+ * `Deno.serve` is as fast as our framing but has no handshake, header or
+ * idle timeout (a client that sends nothing holds its connection for
+ * good) and a certificate fixed at start; Deno 2.9.6's `node:http2`
+ * server ends the process under hostile HTTP/2 load (bench:http2-crash),
+ * and a crash of a fail-closed webhook refuses every write of our kinds.
+ * The API server calls a Service-backed webhook over HTTP/1.1; HTTP/2 is
+ * served for clients that offer it.
  *
  * Bounded memory: a {@linkcode RequestGate} caps requests in flight, one
  * body and the bytes of bodies buffered at once, refusing beyond them with
- * a quick 429 (413 for a body over the cap); a cap on connections closes
- * more before TLS. Timeouts: the TLS handshake, the first request's
- * headers, each body and idle connections.
+ * a quick 429 (413 for a body over the cap) whose refused body is dropped
+ * as it arrives; a cap on connections closes more before TLS. Timeouts:
+ * the TLS handshake, each request head, each body and idle connections.
  *
  * Request handling: POST with `application/json` only (400 otherwise),
  * malformed JSON or a review without `request.uid` get 400; nothing a
@@ -30,14 +29,23 @@
  */
 
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
-import https from "node:https";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type tls from "node:tls";
+import tls from "node:tls";
 import type { AdmissionOutcome } from "./admission.ts";
+import {
+  type BodySink,
+  type ConnectionLimits,
+  jsonReply,
+  type Pipe,
+  type Reply,
+  type RequestHandler,
+  type RequestHead,
+} from "./http_exchange.ts";
+import { Http1Connection } from "./http1.ts";
+import { Http2Connection } from "./http2.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
-import { checkGateLimits, type Refusal, RequestGate } from "./webhook_gate.ts";
+import { checkGateLimits, RequestGate } from "./webhook_gate.ts";
 
 /** Where the certificate comes from. */
 export type WebhookTls =
@@ -55,17 +63,17 @@ export interface WebhookLimits {
   maxInFlight: number;
   /** Bytes of request bodies buffered at once; beyond, 429. */
   maxBufferedBytes: number;
-  /**
-   * Open connections; more are closed at once, before TLS. Each may hold
-   * what its client sent before the server answered (up to a body), so
-   * this bounds that memory.
-   */
+  /** Bytes of one request head; more get 431 (HTTP/1.1) or end the connection (HTTP/2). */
+  maxHeaderBytes: number;
+  /** Open connections; more are closed at once, before TLS. */
   maxConnections: number;
+  /** HTTP/2 streams one connection may have open at once; more are refused. */
+  maxStreams: number;
   /** A TLS handshake must end within this, ms. */
   handshakeTimeoutMs: number;
-  /** A new connection's first request headers must arrive within this, ms. */
+  /** A request head must arrive within this (from a new connection, or from its first byte), ms. */
   headersTimeoutMs: number;
-  /** A request body must arrive within this from its headers, ms. */
+  /** A request body must arrive within this from its head, ms. */
   bodyTimeoutMs: number;
   /** A connection with no request in flight is closed after this, ms. */
   idleTimeoutMs: number;
@@ -75,22 +83,28 @@ export interface WebhookLimits {
  * The default caps and timeouts. The body cap serves the update review of
  * the largest object the API server accepts (3 MiB, its request limit),
  * which carries it twice, plus the envelope; the buffered budget holds two
- * of them at once, so bodies take at most 16 MiB whatever clients send.
- * The connection cap bounds what Deno reads from clients eagerly (several
- * MiB per busy connection, measured in bench:webhook). The idle timeout is
- * above Go's 90 s idle-connection timeout, so the API server's client
- * closes first and never sends on a connection the server is closing.
+ * of them at once, so bodies take at most 16 MiB whatever clients send. A
+ * refused body is dropped as it arrives, so a connection holds little
+ * more than a socket read; the connection cap bounds those. The idle
+ * timeout is above Go's 90 s idle-connection timeout, so the API server's
+ * client closes first and never sends on a connection the server is
+ * closing.
  */
 export const DEFAULT_WEBHOOK_LIMITS: Readonly<WebhookLimits> = Object.freeze({
   maxBodyBytes: 7 * 1024 * 1024,
   maxInFlight: 256,
   maxBufferedBytes: 16 * 1024 * 1024,
-  maxConnections: 64,
+  maxHeaderBytes: 64 * 1024,
+  maxConnections: 256,
+  maxStreams: 100,
   handshakeTimeoutMs: 5_000,
   headersTimeoutMs: 10_000,
   bodyTimeoutMs: 10_000,
   idleTimeoutMs: 120_000,
 });
+
+/** Reply bytes a connection may have queued for a client that does not read them. */
+const MAX_QUEUED_BYTES = 1 << 20;
 
 /** Options of {@linkcode WebhookServer}. */
 export interface WebhookServerOptions {
@@ -112,19 +126,12 @@ export interface WebhookServerOptions {
   metrics?: FrameworkMetrics | undefined;
 }
 
-type Request = IncomingMessage;
-type Response = ServerResponse;
-
-/** A TLS connection: its requests in flight and its one pending deadline. */
-interface Conn {
-  readonly socket: tls.TLSSocket;
-  requests: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
+/** A connection of either protocol, as the server drives it. */
+interface Connection {
+  receive(chunk: Uint8Array): void;
+  closed(): void;
+  drain(): void;
 }
-
-/** Where a TLS socket keeps its {@linkcode Conn}, for its requests to find. */
-const CONN = Symbol("webhook connection");
-type TaggedSocket = tls.TLSSocket & { [CONN]?: Conn };
 
 const STATUS_REASON: Record<number, string> = {
   400: "BadRequest",
@@ -132,8 +139,12 @@ const STATUS_REASON: Record<number, string> = {
   405: "MethodNotAllowed",
   408: "RequestTimeout",
   413: "RequestEntityTooLarge",
+  417: "ExpectationFailed",
   429: "TooManyRequests",
+  431: "RequestHeaderFieldsTooLarge",
   500: "InternalError",
+  501: "NotImplemented",
+  505: "HTTPVersionNotSupported",
 };
 
 function failureBody(code: number, message: string): unknown {
@@ -149,6 +160,33 @@ function failureBody(code: number, message: string): unknown {
 
 function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** An accepted TCP socket, before TLS. */
+interface RawSocket {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+  destroy(): void;
+  once(event: "close", listener: () => void): void;
+}
+
+/** Pairs an accepted TCP socket with the TLS socket over it. */
+function peerKey(socket: RawSocket): string {
+  return `${socket.remoteAddress}:${socket.remotePort}`;
+}
+
+/** The socket as a {@linkcode Pipe}. */
+function pipeOf(socket: tls.TLSSocket): Pipe {
+  return {
+    write: (bytes) => socket.write(bytes),
+    get buffered() {
+      return socket.writableLength;
+    },
+    end: () => void socket.end(),
+    destroy: () => void socket.destroy(),
+    pause: () => void socket.pause(),
+    resume: () => void socket.resume(),
+  };
 }
 
 /**
@@ -168,11 +206,15 @@ export class WebhookServer {
   readonly #o: WebhookServerOptions;
   readonly #log: Logger;
   readonly #limits: WebhookLimits;
+  readonly #connectionLimits: ConnectionLimits;
   readonly #gate: RequestGate;
-  #server: https.Server | undefined;
+  readonly #handler: RequestHandler;
+  #server: tls.Server | undefined;
   #fingerprint = "";
-  #conns = new Set<Conn>();
+  #conns = new Map<tls.TLSSocket, Connection>();
   #sockets = 0;
+  /** Handshake deadlines of accepted sockets, by peer address and port. */
+  #handshakes = new Map<string, ReturnType<typeof setTimeout>>();
   #reloadTimer: ReturnType<typeof setInterval> | undefined;
   #reloading = false;
   /** Times the certificate was (re)loaded, the first load included. */
@@ -190,6 +232,20 @@ export class WebhookServer {
     }
     checkGateLimits(this.#limits);
     this.#gate = new RequestGate(this.#limits);
+    this.#connectionLimits = {
+      headersTimeoutMs: this.#limits.headersTimeoutMs,
+      bodyTimeoutMs: this.#limits.bodyTimeoutMs,
+      idleTimeoutMs: this.#limits.idleTimeoutMs,
+      maxHeaderBytes: this.#limits.maxHeaderBytes,
+      maxQueuedBytes: MAX_QUEUED_BYTES,
+    };
+    this.#handler = {
+      begin: (head) => this.#begin(head),
+      failure: (status, message) => {
+        this.#count("other", status);
+        return this.#fail(status, message);
+      },
+    };
   }
 
   /** The bound port (after start). */
@@ -220,49 +276,37 @@ export class WebhookServer {
   async start(): Promise<void> {
     const { cert, key } = await this.#readTls();
     assertUsablePair(cert, key);
-    const server = https.createServer({
+    const server = tls.createServer({
       cert,
       key,
-      noDelay: true,
+      ALPNProtocols: ["h2", "http/1.1"],
       handshakeTimeout: this.#limits.handshakeTimeoutMs,
       minVersion: "TLSv1.2",
-    }, (req, res) => void this.#handle(req, res));
+    }, (socket) => this.#connected(socket));
     this.#fingerprint = cert + "\u0000" + key;
     this.loads++;
-    server.on(
-      "connection",
-      (socket: { destroy(): void; once(e: "close", f: () => void): void }) => {
-        if (this.#sockets >= this.#limits.maxConnections) {
-          socket.destroy();
-          return;
-        }
-        this.#sockets++;
-        socket.once("close", () => this.#sockets--);
-      },
-    );
-    server.on("secureConnection", (socket: tls.TLSSocket) => {
-      socket.setNoDelay(true);
-      this.#o.metrics?.webhookConnections.inc({
-        protocol: socket.alpnProtocol || "http/1.1",
-      });
-      const conn: Conn = { socket, requests: 0, timer: undefined };
-      (socket as TaggedSocket)[CONN] = conn;
-      this.#conns.add(conn);
-      this.#arm(conn, this.#limits.headersTimeoutMs, "headers");
+    server.on("connection", (socket: RawSocket) => {
+      if (this.#sockets >= this.#limits.maxConnections) {
+        socket.destroy();
+        return;
+      }
+      this.#sockets++;
+      // Deno 2.9's node:tls ignores `handshakeTimeout`: timed here
+      const key = peerKey(socket);
+      const timer = setTimeout(
+        () => socket.destroy(),
+        this.#limits.handshakeTimeoutMs,
+      );
+      this.#handshakes.set(key, timer);
       socket.once("close", () => {
-        clearTimeout(conn.timer);
-        this.#conns.delete(conn);
+        this.#sockets--;
+        clearTimeout(timer);
+        if (this.#handshakes.get(key) === timer) this.#handshakes.delete(key);
       });
-      // a peer that resets or vanishes: the socket closes, nothing is thrown
-      socket.on("error", () => {});
     });
     // a client that fails or stalls its handshake, or sends garbage:
     // nothing to log per client, and nothing that may end the process
     server.on("tlsClientError", () => {});
-    server.on(
-      "clientError",
-      (_err: unknown, socket: { destroy(): void }) => socket.destroy(),
-    );
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(this.#o.port ?? 9443, this.#o.hostname ?? "0.0.0.0", () => {
@@ -283,13 +327,31 @@ export class WebhookServer {
     this.#log.info({ port: this.port }, "webhook server listening");
   }
 
-  /** Closes `conn` after `ms` unless a request arrives first. */
-  #arm(conn: Conn, ms: number, why: "headers" | "idle"): void {
-    clearTimeout(conn.timer);
-    conn.timer = setTimeout(() => {
-      this.#log.debug({ why }, "closing a connection that sent no request");
-      conn.socket.destroy();
-    }, ms);
+  /** A TLS connection is up: its protocol takes its bytes. */
+  #connected(socket: tls.TLSSocket): void {
+    const key = peerKey(socket);
+    clearTimeout(this.#handshakes.get(key));
+    this.#handshakes.delete(key);
+    socket.setNoDelay(true);
+    const protocol = socket.alpnProtocol === "h2" ? "h2" : "http/1.1";
+    this.#o.metrics?.webhookConnections.inc({ protocol });
+    const pipe = pipeOf(socket);
+    const conn: Connection = protocol === "h2"
+      ? new Http2Connection(
+        pipe,
+        this.#handler,
+        this.#connectionLimits,
+        this.#limits.maxStreams,
+      )
+      : new Http1Connection(pipe, this.#handler, this.#connectionLimits);
+    this.#conns.set(socket, conn);
+    socket.on("data", (chunk: Uint8Array) => conn.receive(chunk));
+    socket.once("close", () => {
+      conn.closed();
+      this.#conns.delete(socket);
+    });
+    // a peer that resets or vanishes: the socket closes, nothing is thrown
+    socket.on("error", () => {});
   }
 
   /**
@@ -324,156 +386,92 @@ export class WebhookServer {
     }
   }
 
-  async #handle(req: Request, res: Response): Promise<void> {
-    const started = performance.now();
-    const conn = (req.socket as TaggedSocket)[CONN];
-    if (conn !== undefined) {
-      clearTimeout(conn.timer);
-      conn.requests++;
-    }
-    const path = new URL(req.url ?? "/", "https://webhook").pathname;
-    const known = this.#o.routes.has(path);
-    let status = 500;
-    try {
-      const out = await this.#route(req, path);
-      status = out.status;
-      this.#send(req, res, out);
-    } catch (err) {
-      this.#log.error({ err: errText(err) }, "webhook handler failed");
-      this.#send(req, res, {
-        status: 500,
-        body: failureBody(500, "internal error"),
-      });
-    } finally {
-      this.#o.metrics?.webhookRequests.inc({
-        path: known ? path : "other",
-        code: String(status),
-      });
-      if (known) {
-        this.#o.metrics?.webhookDuration.observe(
-          { path },
-          (performance.now() - started) / 1000,
-        );
-      }
-      if (conn !== undefined && --conn.requests === 0) {
-        this.#arm(conn, this.#limits.idleTimeoutMs, "idle");
-      }
-    }
-  }
-
-  #send(req: Request, res: Response, out: AdmissionOutcome): void {
-    if (res.headersSent || res.writableEnded) return;
-    const text = JSON.stringify(out.body);
-    const headers: Record<string, string | number> = {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-    };
-    if (out.status === 429) headers["retry-after"] = 1;
-    const unread = !req.complete;
-    res.writeHead(out.status, headers);
-    res.end(text);
-    if (unread) this.#refuseRest(req);
-  }
-
-  /**
-   * Drops the rest of a refused body as it comes, without buffering it, so
-   * that the client reads the answer instead of a reset (clients such as
-   * Deno's fetch report a reset while sending, not the answer); a body
-   * still coming after the body timeout ends its connection. Deno reads
-   * request data eagerly whether or not it is read here, so the connection
-   * cap, not pausing, is what bounds that memory.
-   */
-  #refuseRest(req: Request): void {
-    const socket = req.socket;
-    const timer = setTimeout(
-      () => socket.destroy(),
-      this.#limits.bodyTimeoutMs,
+  #fail(status: number, message: string): Reply {
+    return jsonReply(
+      status,
+      failureBody(status, message),
+      status === 429 ? { "retry-after": "1" } : {},
     );
-    const done = () => clearTimeout(timer);
-    req.once("end", done);
-    req.once("close", done);
-    req.resume();
   }
 
-  async #route(
-    req: Request,
-    path: string,
-  ): Promise<AdmissionOutcome> {
+  #count(path: string, status: number): void {
+    this.#o.metrics?.webhookRequests.inc({ path, code: String(status) });
+  }
+
+  #observe(path: string, started: number): void {
+    this.#o.metrics?.webhookDuration.observe(
+      { path },
+      (performance.now() - started) / 1000,
+    );
+  }
+
+  /** A request head: refused at once, or a sink that buffers its body under the gate. */
+  #begin(head: RequestHead): Reply | BodySink {
+    const started = performance.now();
+    const path = new URL(head.target, "https://webhook").pathname;
     const route = this.#o.routes.get(path);
-    const fail = (code: number, message: string) => ({
-      status: code,
-      body: failureBody(code, message),
-    });
+    const refuse = (status: number, message: string) => {
+      this.#count(route === undefined ? "other" : path, status);
+      if (route !== undefined) this.#observe(path, started);
+      return this.#fail(status, message);
+    };
     if (route === undefined) {
-      return fail(404, `no webhook at path "${path}"`);
+      return refuse(404, `no webhook at path "${path}"`);
     }
-    if (req.method !== "POST") {
-      return fail(405, `method must be POST, got ${req.method}`);
+    if (head.method !== "POST") {
+      return refuse(405, `method must be POST, got ${head.method}`);
     }
-    const type = req.headers["content-type"] ?? "";
+    const type = head.headers.get("content-type") ?? "";
     if (!/^application\/json\s*(;|$)/i.test(type)) {
-      return fail(400, `content-type must be application/json, got "${type}"`);
+      return refuse(
+        400,
+        `content-type must be application/json, got "${type}"`,
+      );
     }
-    const declared = req.headers["content-length"];
+    const declared = head.headers.get("content-length");
     const ticket = this.#gate.open(
       declared === undefined ? undefined : Number(declared),
     );
-    if ("status" in ticket) return fail(ticket.status, ticket.message);
-    try {
-      const read = await this.#readBody(req, ticket.grow);
-      if (typeof read !== "string") return fail(read.status, read.message);
-      let body: unknown;
-      try {
-        body = JSON.parse(read);
-      } catch (err) {
-        return fail(400, `malformed JSON: ${errText(err)}`);
-      }
-      return await route(body);
-    } finally {
+    if ("status" in ticket) return refuse(ticket.status, ticket.message);
+    const chunks: Uint8Array[] = [];
+    const answered = (reply: Reply): Reply => {
       ticket.close();
-    }
-  }
-
-  /** The body as text, or why it was not read whole. */
-  #readBody(
-    req: Request,
-    grow: (bytes: number) => Refusal | undefined,
-  ): Promise<string | { status: number; message: string }> {
-    return new Promise((resolve) => {
-      const chunks: Buffer[] = [];
-      let settled = false;
-      const finish = (r: string | { status: number; message: string }) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        req.off("data", onData);
-        // flowing without a listener would read and drop the rest
-        req.pause();
-        resolve(r);
-      };
-      const timer = setTimeout(() =>
-        finish({
-          status: 408,
-          message:
-            `the request body did not arrive within ${this.#limits.bodyTimeoutMs} ms`,
-        }), this.#limits.bodyTimeoutMs);
-      const onData = (chunk: Buffer) => {
-        const refused = grow(chunk.byteLength);
-        if (refused !== undefined) {
-          chunks.length = 0;
-          finish(refused);
-          return;
+      this.#count(path, reply.status);
+      this.#observe(path, started);
+      return reply;
+    };
+    return {
+      data: (chunk) => {
+        const refused = ticket.grow(chunk.byteLength);
+        if (refused === undefined) {
+          chunks.push(chunk);
+          return undefined;
         }
-        chunks.push(chunk);
-      };
-      req.on("data", onData);
-      req.once("end", () => finish(Buffer.concat(chunks).toString("utf8")));
-      req.once(
-        "error",
-        () => finish({ status: 400, message: "could not read the body" }),
-      );
-      req.once("aborted", () => finish({ status: 400, message: "aborted" }));
-    });
+        chunks.length = 0;
+        return answered(this.#fail(refused.status, refused.message));
+      },
+      end: async () => {
+        let body: unknown;
+        try {
+          body = JSON.parse(utf8(chunks));
+        } catch (err) {
+          return answered(this.#fail(400, `malformed JSON: ${errText(err)}`));
+        } finally {
+          chunks.length = 0;
+        }
+        try {
+          const out = await route(body);
+          return answered(jsonReply(out.status, out.body));
+        } catch (err) {
+          this.#log.error({ err: errText(err) }, "webhook handler failed");
+          return answered(this.#fail(500, "internal error"));
+        }
+      },
+      abort: () => {
+        chunks.length = 0;
+        ticket.close();
+      },
+    };
   }
 
   /** Stops accepting, lets running requests finish (2 s at most), closes everything. */
@@ -483,23 +481,32 @@ export class WebhookServer {
     this.#server = undefined;
     if (server === undefined) return;
     const closed = new Promise<void>((r) => server.close(() => r()));
-    // idle keep-alive connections would hold the close open
-    for (const conn of this.#conns) {
-      if (conn.requests === 0) conn.socket.destroy();
-      else this.#arm(conn, 2000, "idle");
-    }
+    for (const conn of this.#conns.values()) conn.drain();
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       closed,
       new Promise((r) => timer = setTimeout(r, 2500)),
     ]);
     clearTimeout(timer);
-    for (const conn of this.#conns) {
-      clearTimeout(conn.timer);
-      conn.socket.destroy();
-    }
+    for (const socket of this.#conns.keys()) socket.destroy();
     this.#conns.clear();
   }
+}
+
+const decoder = new TextDecoder();
+
+/** The chunks of a body as UTF-8 text. */
+function utf8(chunks: Uint8Array[]): string {
+  if (chunks.length === 1) return decoder.decode(chunks[0]);
+  let n = 0;
+  for (const c of chunks) n += c.byteLength;
+  const all = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return decoder.decode(all);
 }
 
 /**
