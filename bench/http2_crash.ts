@@ -2,8 +2,9 @@
  * Does Deno's `node:http2` server survive hostile HTTP/2 load? (task
  * `bench:http2-crash`): writes bench/reports/http2_crash.json. Not a test.
  *
- * The webhook serves HTTP/1.1 only (framework/webhook_server.ts); this is
- * the evidence for it. Each run starts a bare `node:http2` secure server
+ * The webhook serves HTTP/2 with its own framing over `node:tls`
+ * (framework/http2.ts), not with `node:http2`; this is the evidence for
+ * that choice. Each run starts a bare `node:http2` secure server
  * (HTTP/1.1 allowed, as the webhook's HTTP/2 version was) in a child
  * process and sends it `--rounds` rounds of `--clients` HTTP/2 sessions
  * at once, each POSTing a ~`--mib` MiB body, then records how the child
