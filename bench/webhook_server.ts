@@ -6,6 +6,7 @@
  * `{"port":N,"healthPort":M}` once listening; stops when stdin closes.
  *
  * Usage: deno run <permissions> bench/webhook_server.ts KUBECONFIG CERT KEY
+ *   [http1-only]
  *
  * @module
  */
@@ -14,7 +15,7 @@ import { Operator } from "../framework/operator.ts";
 import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { registerWebhooks } from "../webhooks/register.ts";
 
-const [kubeconfigPath, certFile, keyFile] = Deno.args;
+const [kubeconfigPath, certFile, keyFile, protocols] = Deno.args;
 if (
   kubeconfigPath === undefined || certFile === undefined ||
   keyFile === undefined
@@ -32,7 +33,13 @@ const operator = new Operator({
   healthAddress: "127.0.0.1:0",
   handleSignals: false,
   logger: silentLogger(),
-  webhook: { address: "127.0.0.1:0", certFile, keyFile },
+  // http1-only: as the API server calls a Service-backed webhook
+  webhook: {
+    address: "127.0.0.1:0",
+    certFile,
+    keyFile,
+    http2: protocols !== "http1-only",
+  },
 });
 registerWebhooks(operator, { flagSettings: flags.settings });
 await operator.start();

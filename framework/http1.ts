@@ -216,11 +216,11 @@ export class ChunkedDecoder {
       // a line: size, the CRLF after data, or a trailer
       const lf = bytes.indexOf(LF, i);
       const end = lf < 0 ? bytes.length : lf;
-      this.#line += String.fromCharCode(...bytes.subarray(i, end));
-      i = lf < 0 ? bytes.length : lf + 1;
-      if (this.#line.length > this.#maxLineBytes) {
+      if (this.#line.length + end - i > this.#maxLineBytes) {
         return fail(`a chunk line exceeds ${this.#maxLineBytes} bytes`);
       }
+      this.#line += latin1(bytes.subarray(i, end));
+      i = lf < 0 ? bytes.length : lf + 1;
       if (lf < 0) break;
       if (!this.#line.endsWith("\r")) return fail("a chunk line without CR");
       const line = this.#line.slice(0, -1);

@@ -287,6 +287,8 @@ Deno.test("ChunkedDecoder: bodies, extensions, trailers and malformed encodings"
   );
   assert.match(decode("3\nabc").error ?? "", /without CR/);
   assert.match(decode("1" + " ".repeat(80)).error ?? "", /exceeds 64 bytes/);
+  // a line of megabytes is refused, not converted (a spread of it would throw)
+  assert.match(decode("1".repeat(2_000_000)).error ?? "", /exceeds 64 bytes/);
 });
 
 Deno.test("ChunkedDecoder: any split of the input gives the same body", () => {

@@ -60,6 +60,8 @@ export type WebhookOptions =
     limits?: Partial<WebhookLimits>;
     /** Cert file check interval, ms (default 2000). */
     reloadIntervalMs?: number;
+    /** Offer HTTP/2 besides HTTP/1.1 (default true). */
+    http2?: boolean;
   }
   & (
     | { certFile: string; keyFile: string }
@@ -616,6 +618,7 @@ export class Operator {
       ...(w.reloadIntervalMs === undefined
         ? {}
         : { reloadIntervalMs: w.reloadIntervalMs }),
+      ...(w.http2 === undefined ? {} : { http2: w.http2 }),
     });
     try {
       await server.start();

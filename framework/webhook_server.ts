@@ -120,6 +120,12 @@ export interface WebhookServerOptions {
   limits?: Partial<WebhookLimits>;
   /** How often cert files are checked for changes, ms (default 2000). */
   reloadIntervalMs?: number;
+  /**
+   * Offer HTTP/2 besides HTTP/1.1 by ALPN (default true). The API server
+   * calls a Service-backed webhook over HTTP/1.1 whatever is offered, a
+   * URL on loopback over HTTP/2 when offered.
+   */
+  http2?: boolean;
   /** Logger. */
   logger?: Logger;
   /** Metrics. */
@@ -279,7 +285,10 @@ export class WebhookServer {
     const server = tls.createServer({
       cert,
       key,
-      ALPNProtocols: ["h2", "http/1.1"],
+      ALPNProtocols: this.#o.http2 === false ? ["http/1.1"] : [
+        "h2",
+        "http/1.1",
+      ],
       handshakeTimeout: this.#limits.handshakeTimeoutMs,
       minVersion: "TLSv1.2",
     }, (socket) => this.#connected(socket));
@@ -345,7 +354,15 @@ export class WebhookServer {
       )
       : new Http1Connection(pipe, this.#handler, this.#connectionLimits);
     this.#conns.set(socket, conn);
-    socket.on("data", (chunk: Uint8Array) => conn.receive(chunk));
+    socket.on("data", (chunk: Uint8Array) => {
+      try {
+        conn.receive(chunk);
+      } catch (err) {
+        // a bug of ours, not the client's: this connection ends, the server goes on
+        this.#log.error({ err: errText(err) }, "webhook connection failed");
+        socket.destroy();
+      }
+    });
     socket.once("close", () => {
       conn.closed();
       this.#conns.delete(socket);

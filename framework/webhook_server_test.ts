@@ -546,6 +546,45 @@ for (const http2 of [false, true]) {
   });
 }
 
+Deno.test("webhook server: http2 false offers only HTTP/1.1", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const metrics = new FrameworkMetrics({ processMetrics: false });
+  const server = new WebhookServer({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { certPem: pair.certPem, keyPem: pair.keyPem },
+    routes: new Map([[
+      "/validate",
+      (json) => handleAdmission(json, () => allow()),
+    ]]),
+    metrics,
+    http2: false,
+  });
+  await server.start();
+  try {
+    const client = Deno.createHttpClient({
+      caCerts: [pair.certPem],
+      http2: true,
+    });
+    const res = await fetch(`https://localhost:${server.port}/validate`, {
+      method: "POST",
+      body: JSON.stringify(review("h1")),
+      headers: { "content-type": "application/json" },
+      client,
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    client.close();
+    const text = await metrics.registry.metrics();
+    assert.ok(
+      text.includes('webhook_connections_total{protocol="http/1.1"} 1\n'),
+      text,
+    );
+  } finally {
+    await server.stop();
+  }
+});
+
 Deno.test("webhook server: connections beyond the cap are closed before TLS", async () => {
   const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
   const { server } = await setup(pair, { maxConnections: 2 });

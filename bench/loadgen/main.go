@@ -152,7 +152,8 @@ func serveControl(addr, certFile, keyFile string) error {
 		json.NewEncoder(w).Encode(map[string]any{
 			"apiVersion": "admission.k8s.io/v1",
 			"kind":       "AdmissionReview",
-			"response":   map[string]any{"uid": review.Request.UID, "allowed": true},
+			// the warning tells a person (or bench:webhook) that the control answered
+			"response": map[string]any{"uid": review.Request.UID, "allowed": true, "warnings": []string{"bench control"}},
 		})
 	}
 	go func() {
