@@ -224,6 +224,8 @@ export class Http2Connection {
   #goingAway = false;
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** What {@linkcode #timer} waits for: the idle timeout, or a preface or header block. */
+  #timerIsFor: "idle" | "other" = "other";
 
   /**
    * Starts the connection: sends our SETTINGS, and the preface with the
@@ -996,8 +998,6 @@ export class Http2Connection {
       this.#arm(this.#limits.idleTimeoutMs, () => this.drain(), "idle");
     }
   }
-
-  #timerIsFor: "idle" | "other" = "other";
 
   #arm(ms: number, then: () => void, what: "idle" | "other" = "other"): void {
     clearTimeout(this.#timer);
