@@ -18,13 +18,14 @@
  * @module
  */
 
-import type {
-  BodySink,
-  ConnectionLimits,
-  Pipe,
-  Reply,
-  RequestHandler,
-  RequestHead,
+import {
+  type BodySink,
+  concatBytes,
+  type ConnectionLimits,
+  type Pipe,
+  type Reply,
+  type RequestHandler,
+  type RequestHead,
 } from "./http_exchange.ts";
 
 /** A request head as parsed, or why it is refused. */
@@ -331,7 +332,7 @@ export class Http1Connection {
     if (this.#state.kind === "closed") return;
     this.#pending = this.#pending.byteLength === 0
       ? chunk
-      : concat(this.#pending, chunk);
+      : concatBytes(this.#pending, chunk);
     this.#pump();
   }
 
@@ -574,11 +575,4 @@ function latin1(bytes: Uint8Array): string {
     s += String.fromCharCode(...bytes.subarray(i, i + 8192));
   }
   return s;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.byteLength + b.byteLength);
-  out.set(a);
-  out.set(b, a.byteLength);
-  return out;
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { FakePipe } from "../tests/harness/fake_pipe.ts";
 import fc from "fast-check";
 import {
   ChunkedDecoder,
@@ -9,7 +10,6 @@ import {
 import type {
   BodySink,
   ConnectionLimits,
-  Pipe,
   Reply,
   RequestHandler,
   RequestHead,
@@ -18,34 +18,6 @@ import { jsonReply } from "./http_exchange.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-/** A pipe that records what the connection does. */
-class FakePipe implements Pipe {
-  out: Uint8Array[] = [];
-  ended = false;
-  destroyed = false;
-  paused = false;
-  buffered = 0;
-  write(bytes: Uint8Array): boolean {
-    this.out.push(bytes.slice());
-    return true;
-  }
-  end(): void {
-    this.ended = true;
-  }
-  destroy(): void {
-    this.destroyed = true;
-  }
-  pause(): void {
-    this.paused = true;
-  }
-  resume(): void {
-    this.paused = false;
-  }
-  text(): string {
-    return this.out.map((b) => dec.decode(b)).join("");
-  }
-}
 
 /**
  * Echoes each request (target and body) as JSON; "/refuse" is refused at

@@ -16,13 +16,14 @@
  * @module
  */
 
-import type {
-  BodySink,
-  ConnectionLimits,
-  Pipe,
-  Reply,
-  RequestHandler,
-  RequestHead,
+import {
+  type BodySink,
+  concatBytes,
+  type ConnectionLimits,
+  type Pipe,
+  type Reply,
+  type RequestHandler,
+  type RequestHead,
 } from "./http_exchange.ts";
 import {
   encodeHeaders,
@@ -273,7 +274,7 @@ export class Http2Connection {
     if (this.#closed) return;
     this.#pending = this.#pending.byteLength === 0
       ? chunk
-      : concat(this.#pending, chunk);
+      : concatBytes(this.#pending, chunk);
     try {
       this.#pump();
     } catch (err) {
@@ -561,7 +562,7 @@ export class Http2Connection {
     this.#idleCheck();
     this.#headerBlock(
       streamId,
-      concat(...block.parts),
+      concatBytes(...block.parts),
       block.endStream,
       block.selfDependent,
     );
@@ -1028,7 +1029,7 @@ export class Http2Connection {
 
   #write(...frames: Uint8Array[]): void {
     if (frames.length === 0 || this.#closed) return;
-    this.#pipe.write(frames.length === 1 ? frames[0]! : concat(...frames));
+    this.#pipe.write(frames.length === 1 ? frames[0]! : concatBytes(...frames));
     if (this.#pipe.buffered > this.#limits.maxQueuedBytes) {
       // a client that sends (PINGs, SETTINGS, requests) and reads nothing
       this.closed();
@@ -1160,16 +1161,4 @@ function unpad(flags: number, payload: Uint8Array): Uint8Array {
     );
   }
   return payload.subarray(1, payload.byteLength - pad);
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.byteLength;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
+import { FakePipe } from "../tests/harness/fake_pipe.ts";
 import fc from "fast-check";
 import { encodeHeaders, type HeaderList, HpackDecoder } from "./hpack.ts";
 import {
   type BodySink,
   type ConnectionLimits,
   jsonReply,
-  type Pipe,
   type Reply,
   type RequestHandler,
   type RequestHead,
@@ -22,41 +22,8 @@ import {
 } from "./http2.ts";
 
 // ---------------------------------------------------------------------------
-// Fakes: a pipe that records, a handler that echoes.
+// Fakes: a handler that echoes (the pipe is tests/harness/fake_pipe.ts).
 // ---------------------------------------------------------------------------
-
-/** Records what the connection writes and does to the pipe. */
-class FakePipe implements Pipe {
-  readonly writes: Uint8Array[] = [];
-  buffered = 0;
-  ended = false;
-  destroyed = false;
-  pauses = 0;
-  resumes = 0;
-  /** Writes after end() or destroy(): a connection must make none. */
-  lateWrites = 0;
-
-  write(bytes: Uint8Array): boolean {
-    if (this.ended || this.destroyed) this.lateWrites++;
-    this.writes.push(bytes.slice());
-    return true;
-  }
-  end(): void {
-    this.ended = true;
-  }
-  destroy(): void {
-    this.destroyed = true;
-  }
-  pause(): void {
-    this.pauses++;
-  }
-  resume(): void {
-    this.resumes++;
-  }
-  get open(): boolean {
-    return !this.ended && !this.destroyed;
-  }
-}
 
 /** What "/cap" takes before it refuses the rest of a body. */
 const CAP = 10;

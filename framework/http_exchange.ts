@@ -96,3 +96,16 @@ export function jsonReply(
     body: encoder.encode(JSON.stringify(value)),
   };
 }
+
+/** The bytes of `parts`, in order, in one new buffer. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.byteLength;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}

@@ -33,6 +33,7 @@ import tls from "node:tls";
 import type { AdmissionOutcome } from "./admission.ts";
 import {
   type BodySink,
+  concatBytes,
   type ConnectionLimits,
   jsonReply,
   type Pipe,
@@ -182,7 +183,7 @@ function peerKey(socket: RawSocket): string {
 }
 
 /** The socket as a {@linkcode Pipe}. */
-function pipeOf(socket: tls.TLSSocket): Pipe {
+export function pipeOf(socket: tls.TLSSocket): Pipe {
   return {
     write: (bytes) => socket.write(bytes),
     get buffered() {
@@ -514,16 +515,9 @@ const decoder = new TextDecoder();
 
 /** The chunks of a body as UTF-8 text. */
 function utf8(chunks: Uint8Array[]): string {
-  if (chunks.length === 1) return decoder.decode(chunks[0]);
-  let n = 0;
-  for (const c of chunks) n += c.byteLength;
-  const all = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return decoder.decode(all);
+  return decoder.decode(
+    chunks.length === 1 ? chunks[0] : concatBytes(...chunks),
+  );
 }
 
 /**

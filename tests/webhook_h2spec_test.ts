@@ -21,9 +21,9 @@ import { Http2Connection } from "../framework/http2.ts";
 import {
   type ConnectionLimits,
   jsonReply,
-  type Pipe,
   type RequestHandler,
 } from "../framework/http_exchange.ts";
+import { pipeOf } from "../framework/webhook_server.ts";
 import { generateSelfSignedCertificate } from "../framework/self_signed.ts";
 
 /** Cases h2spec v2.2.1 runs without `--strict`. */
@@ -55,20 +55,6 @@ const acceptAll: RequestHandler = {
   },
   failure: (status, message) => jsonReply(status, { message }),
 };
-
-/** As `pipeOf` in webhook_server.ts. */
-function pipeOf(socket: tls.TLSSocket): Pipe {
-  return {
-    write: (bytes) => socket.write(bytes),
-    get buffered() {
-      return socket.writableLength;
-    },
-    end: () => void socket.end(),
-    destroy: () => void socket.destroy(),
-    pause: () => void socket.pause(),
-    resume: () => void socket.resume(),
-  };
-}
 
 interface Server {
   port: number;
