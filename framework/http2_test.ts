@@ -1495,6 +1495,24 @@ Deno.test("http2: a body that stops gets 408 and RST_STREAM NO_ERROR", async () 
   });
 });
 
+Deno.test("http2: a reply the client grants no window is cancelled after the body timeout", async () => {
+  await withSession({ limits: { bodyTimeoutMs: 40 } }, async (s) => {
+    s.handshake([[Setting.INITIAL_WINDOW_SIZE, 0]]);
+    s.send(get(1, "/big/100"));
+    await until(() => s.response(1)?.status !== undefined);
+    assert.deepEqual(s.response(1)?.dataFrames, []);
+    assert.equal(s.conn.busy, true);
+    await until(() => s.response(1)?.reset !== undefined);
+    assert.equal(s.response(1)?.reset, ErrorCode.CANCEL);
+    assert.equal(s.conn.busy, false, "the held reply is dropped");
+    // a window that comes later sends nothing for it
+    s.send(windowUpdate(1, 1000));
+    await settle();
+    assert.deepEqual(s.response(1)?.dataFrames, []);
+    assert.ok(s.pipe.open);
+  });
+});
+
 Deno.test("http2: an idle connection gets GOAWAY NO_ERROR and ends; a stream in flight keeps it", async () => {
   await withSession({ limits: { idleTimeoutMs: 30 } }, async (s) => {
     s.handshake();
