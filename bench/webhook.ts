@@ -151,6 +151,13 @@ const TRANSPORTS: Array<[string, string]> = [
 /** Pace of the measured applies (see {@linkcode applyPolicies}). */
 const APPLIES_PER_SECOND = 20;
 
+/** What every direct load shares: the CA to trust, a work folder, the warm-up. */
+interface LoadSetup {
+  caPem: string;
+  dir: string;
+  warmupSeconds: number;
+}
+
 /** What bench/loadgen measured (see its main.go). */
 interface DirectResult {
   protocol: string;
@@ -224,20 +231,18 @@ async function startControl(
 }
 
 /**
- * Direct load over HTTP/1.1, open loop: bench/loadgen, a Go program, sends
- * it the way the API server does (Go's net/http, HTTP/1.1 as for a
- * Service-backed webhook, 25 idle connections kept). Go rather than
+ * Direct load, open loop: bench/loadgen, a Go program, sends it the way
+ * the API server does (Go's net/http, HTTP/1.1 as for a Service-backed
+ * webhook or HTTP/2 when `http2`, 25 idle connections kept). Go rather than
  * Deno's `fetch`: an open loop counts its generator's lateness as latency,
  * and Deno's timers wake a millisecond or more late on a busy machine.
  */
 async function direct(
+  { caPem, dir, warmupSeconds }: LoadSetup,
   base: string,
-  caPem: string,
   bodies: BenchBody[],
   rate: number,
   seconds: number,
-  warmupSeconds: number,
-  dir: string,
   http2 = false,
 ): Promise<DirectResult> {
   await Deno.writeTextFile(`${dir}/ca.pem`, caPem);
@@ -566,11 +571,10 @@ async function slowClients(
 async function transport(
   certPem: string,
   keyPem: string,
-  caPem: string,
+  load: LoadSetup,
   bodies: BenchBody[],
   rate: number,
   seconds: number,
-  dir: string,
 ): Promise<Record<string, DirectResult>> {
   const answer = (text: string) => {
     const review = JSON.parse(text) as { request: { uid: string } };
@@ -634,13 +638,11 @@ async function transport(
     ];
     for (const [name, p, h2] of runs) {
       out[name] = await direct(
+        { ...load, warmupSeconds: 1 },
         `https://localhost:${p}`,
-        caPem,
         bodies,
         rate,
         seconds,
-        1,
-        dir,
         h2,
       );
     }
@@ -723,6 +725,7 @@ try {
     await sleep(settle * 1000);
   }
 
+  const load: LoadSetup = { caPem: env.caCertPem, dir, warmupSeconds };
   const bodies = benchBodies(
     POLICY_WEBHOOK_PATH,
     EVICTION_WEBHOOK_PATH,
@@ -735,11 +738,10 @@ try {
   const transportRuns = await transport(
     pair.certPem,
     pair.keyPem,
-    env.caCertPem,
+    load,
     allowedBodies,
     rate,
     controlSeconds,
-    dir,
   );
   const handling = async () =>
     histogramBuckets(
@@ -748,23 +750,19 @@ try {
     );
   const handlingBefore = await handling();
   const h1 = await direct(
+    load,
     base,
-    env.caCertPem,
     bodies,
     rate,
     seconds,
-    warmupSeconds,
-    dir,
   );
 
   const h2 = await direct(
+    load,
     base,
-    env.caCertPem,
     bodies,
     rate,
     seconds,
-    warmupSeconds,
-    dir,
     true,
   );
   const handlingAfter = await handling();
@@ -774,13 +772,11 @@ try {
   // the same load at the pace of the applies below, where the webhook
   // idles between reviews, and both paces against the bare control server
   const paced = await direct(
+    load,
     base,
-    env.caCertPem,
     bodies,
     APPLIES_PER_SECOND,
     controlSeconds,
-    warmupSeconds,
-    dir,
   );
   const handlingAfterPaced = await handling();
   const handledPaced = (le: string) =>
@@ -791,22 +787,18 @@ try {
   let controlPaced: DirectResult;
   try {
     controlFast = await direct(
+      load,
       controlBase,
-      env.caCertPem,
       allowedBodies,
       rate,
       controlSeconds,
-      warmupSeconds,
-      dir,
     );
     controlPaced = await direct(
+      load,
       controlBase,
-      env.caCertPem,
       allowedBodies,
       APPLIES_PER_SECOND,
       controlSeconds,
-      warmupSeconds,
-      dir,
     );
   } finally {
     await control.stop();
@@ -837,13 +829,11 @@ try {
     // warmed as the first process was by the direct runs: a new process
     // compiles its code paths in its first thousands of reviews
     await direct(
+      load,
       `https://localhost:${http1Only.port}`,
-      env.caCertPem,
       bodies,
       rate,
       controlSeconds,
-      warmupSeconds,
-      dir,
     );
     apiserverHttp1 = await throughApiServer(
       env,
@@ -888,7 +878,13 @@ try {
     positive("slow", values.slow),
   );
   // and it still serves
-  const after1 = await direct(base, env.caCertPem, bodies, 50, 1, 0, dir);
+  const after1 = await direct(
+    { ...load, warmupSeconds: 0 },
+    base,
+    bodies,
+    50,
+    1,
+  );
 
   const errorsOf = (r: DirectResult) =>
     Object.values(r.errors).reduce((a, b) => a + b, 0);
@@ -1129,7 +1125,7 @@ Evictions and the EvictionPolicy; a separate process
 informers, serving on 127.0.0.1; no CPU pinning or priority change. Direct: open loop (request
 *i* due at start + *i* / rate, latency from the due time to the end of the
 reply, so stalls are not hidden by a lower rate), realistic AdmissionReview
-bodies of both kinds with every verdict checked, over HTTP/1.1 from
+bodies of both kinds with every verdict checked, over HTTP/1.1 and HTTP/2 from
 \`bench/loadgen\` (Go's net/http, the API server's client, with its 25 idle
 connections: Deno's timers wake late enough on a busy machine that an open
 loop in Deno measures its own lateness). Control: the same loads against
@@ -1138,8 +1134,11 @@ allowed: what TLS and HTTP on loopback cost on this machine without the
 webhook. Transport: the same open loop at the direct rate against servers in
 the bench process that only echo the review's uid: where the time goes
 between TLS, the HTTP layer and the webhook's work. API server: the
-ValidatingWebhookConfiguration of \`manifests/webhook/\` pointed at the
-process, server-side applies of the EvictionPolicy through the framework's
+ValidatingWebhookConfiguration of \`manifests/webhook/\` pointed in turn at a
+second webhook process that offers only HTTP/1.1 (warmed by the same direct
+load; a Service-backed webhook is always called over HTTP/1.1), at the
+measured process by URL (the API server takes the HTTP/2 offered) and at the
+control, ${r.apiserver.applies} server-side applies of the EvictionPolicy through the framework's
 client, one at a time at most ${APPLIES_PER_SECOND} a second (each changes the spec: one UPDATE
 review each; kubectl processes would spend ~100 ms of CPU each on the same
 2 CPUs as the API server that measures), p50 and p99

@@ -156,8 +156,6 @@ interface Stream {
   sink: BodySink | undefined;
   /** The client has sent END_STREAM. */
   remoteDone: boolean;
-  /** A reply has been started (its frames are sent or queued). */
-  replied: boolean;
   /** What the client may still send on it. */
   recvWindow: number;
   /** Bytes received and not yet granted back with WINDOW_UPDATE. */
@@ -651,7 +649,6 @@ export class Http2Connection {
       id: streamId,
       sink: undefined,
       remoteDone: endStream,
-      replied: false,
       recvWindow: STREAM_WINDOW,
       unacked: 0,
       sendWindow: this.#peerInitialWindow,
@@ -856,9 +853,9 @@ export class Http2Connection {
 
   /** Sends a reply's HEADERS and as much of its body as the windows allow. */
   #reply(stream: Stream, reply: Reply): void {
+    // a stream reset or forgotten meanwhile gets nothing; a stream gets one
+    // reply, as its sink is taken (set undefined) before it is answered
     if (this.#closed || this.#streams.get(stream.id) !== stream) return;
-    if (stream.replied) return;
-    stream.replied = true;
     clearTimeout(stream.timer);
     const list: HeaderList = [[":status", String(reply.status)]];
     for (const [name, value] of Object.entries(reply.headers)) {
@@ -1115,7 +1112,7 @@ function requestHead(
     declared = Number(length);
   }
   return {
-    head: { method, target: path, headers, protocol: "HTTP/2" },
+    head: { method, target: path, headers },
     declared,
   };
 }

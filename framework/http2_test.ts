@@ -492,7 +492,6 @@ Deno.test("http2: a POST gets HEADERS (200, content-length) then DATA with END_S
     });
     const head = s.handler.heads[0];
     assert.equal(head?.method, "POST");
-    assert.equal(head?.protocol, "HTTP/2");
     assert.equal(head?.headers.get("host"), "webhook.test");
     assert.equal(head?.headers.get("content-type"), "application/json");
     assert.equal(s.conn.busy, false);

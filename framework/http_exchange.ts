@@ -16,8 +16,6 @@ export interface RequestHead {
   readonly target: string;
   /** Header values by lower-case name. */
   readonly headers: ReadonlyMap<string, string>;
-  /** "HTTP/1.1" or "HTTP/2". */
-  readonly protocol: "HTTP/1.1" | "HTTP/2";
 }
 
 /** An answer: status, headers (lower-case names) and the whole body. */

@@ -6,7 +6,7 @@
  * keep theirs, nothing is cut.
  *
  * Why this shape, measured (bench:webhook's transport rows): under Deno
- * 2.9 `node:https` answers with 1.7 to 3.3 times our p99 over the same TLS;
+ * 2.9 `node:https` answers with twice our p99 over the same TLS;
  * `Deno.serve` is about as fast as our framing but has no handshake, header or
  * idle timeout (a client that sends nothing holds its connection for
  * good) and a certificate fixed at start; Deno 2.9.6's `node:http2`
