@@ -62,7 +62,7 @@ app.kubernetes.io/component: manager
 {{- if .Values.certManager.enabled }}
 {{- printf "%s-webhook-tls" (include "evictor.fullname" .) }}
 {{- else }}
-{{- required "webhook.certSecretName: with certManager.enabled=false, name a kubernetes.io/tls Secret (tls.crt, tls.key) for the webhook" .Values.webhook.certSecretName }}
+{{- .Values.webhook.certSecretName }}
 {{- end }}
 {{- end }}
 
@@ -83,5 +83,23 @@ service:
   port: 443
 {{- with .caBundle }}
 caBundle: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+What the schema cannot say, checked in one order (each template that
+depends on it includes this, and Helm stops at the first failure).
+*/}}
+{{- define "evictor.checkValues" -}}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
+{{- fail (printf "replicas=%v needs leaderElection.enabled=true: without a Lease every replica would drain the same hosts (or set replicas=1)" .Values.replicas) }}
+{{- end }}
+{{- if not .Values.certManager.enabled }}
+{{- if not .Values.webhook.certSecretName }}
+{{- fail "webhook.certSecretName: with certManager.enabled=false, name a kubernetes.io/tls Secret (tls.crt, tls.key) for the webhook" }}
+{{- end }}
+{{- if not .Values.webhook.caBundle }}
+{{- fail "webhook.caBundle: with certManager.enabled=false, give the base64 PEM of the CA that signed webhook.certSecretName's certificate" }}
+{{- end }}
 {{- end }}
 {{- end }}
