@@ -3,8 +3,10 @@
  * the real kubectl: with default values `helm template` renders exactly the
  * objects of `kubectl kustomize manifests/` and `manifests/monitoring/`
  * (Helm's own labels aside), the renderings apply server-side to a real API
- * server, non-default values change what they should and nothing else, and
- * bad values are refused with a message naming them.
+ * server, `helm install`/`upgrade`/`uninstall` keep the credentials Secret
+ * and update the EvictionPolicy hook in place, non-default values change
+ * what they should and nothing else, and bad values are refused with a
+ * message naming them.
  */
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments } from "yaml";
@@ -338,16 +340,156 @@ async function prepare(e: Envtest): Promise<void> {
   assert.equal(waited.code, 0, waited.stderr);
 }
 
-Deno.test("the chart's renderings apply server-side to a real API server", async () => {
-  // Its own API server: the dry runs need CRDs the shared one lacks.
-  const e = await startEnvtest();
+/** Renders with `args` and applies the result with `--dry-run=server`. */
+async function dryRun(e: Envtest, args: string[]): Promise<void> {
+  const out = await helm([
+    "template",
+    "evictor",
+    CHART,
+    "--namespace",
+    NAMESPACE,
+    "--include-crds",
+    ...args,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  const objects = objectsOf(out.stdout, args.join(" "));
+  const applied = await e.kubectl([
+    "apply",
+    "--server-side",
+    "--dry-run=server",
+    "-f",
+    "-",
+  ], { stdin: out.stdout });
+  assert.equal(applied.code, 0, `${args.join(" ")}: ${applied.stderr}`);
+  const lines = applied.stdout.trim().split("\n");
+  assert.equal(lines.length, objects.length, applied.stdout);
+  for (const line of lines) assert.match(line, / \(server dry run\)$/);
+}
+
+/** kubectl that must succeed; its output. */
+async function kubectlOk(e: Envtest, args: string[]): Promise<string> {
+  const out = await e.kubectl(args);
+  assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
+  return out.stdout;
+}
+
+async function uidOf(e: Envtest, args: string[]): Promise<string> {
+  return await kubectlOk(e, [...args, "-o", "jsonpath={.metadata.uid}"]);
+}
+
+Deno.test("the chart applies server-side and installs, upgrades and uninstalls with the real Helm", async (t) => {
+  // Its own API server: Helm installs the CRDs from the chart's crds/, and
+  // the stand-in CRDs are not for the shared one. The API server calls no
+  // admission webhooks here: nothing serves the chart's (no kubelet runs
+  // its pods), and the webhook would refuse the policy that the Helm hook
+  // writes; the webhook's own tests are webhook_apiserver_test.ts.
+  const e = await startEnvtest({
+    installCrds: false,
+    apiServerFlags: ["--disable-admission-plugins=ValidatingAdmissionWebhook"],
+  });
+  const kubeconfig = ["--kubeconfig", e.kubeconfigPath, "-n", NAMESPACE];
   try {
     await prepare(e);
-    for (
-      const args of [
-        [],
-        ["--values", CUSTOM_VALUES],
-        [
+    await t.step("default values: a server-side dry run", async () => {
+      await dryRun(e, []);
+    });
+
+    await t.step(
+      "helm install, upgrade and uninstall leave the credentials and the policy",
+      async () => {
+        await kubectlOk(e, [
+          "-n",
+          NAMESPACE,
+          "create",
+          "secret",
+          "generic",
+          "openstack-region-two",
+          "--from-literal=clouds.yaml=clouds: {}",
+        ]);
+        const secret = [
+          "-n",
+          NAMESPACE,
+          "get",
+          "secret",
+          "openstack-region-two",
+        ];
+        const secretUid = await uidOf(e, secret);
+        const custom = ["--values", CUSTOM_VALUES];
+
+        const installed = await helm([
+          "install",
+          "evictor",
+          CHART,
+          ...kubeconfig,
+          ...custom,
+        ]);
+        assert.equal(installed.code, 0, installed.stderr);
+        assert.equal(
+          await kubectlOk(e, [
+            "-n",
+            NAMESPACE,
+            "get",
+            "deployment",
+            "evictor",
+            "-o",
+            "jsonpath={.spec.replicas}",
+          ]),
+          "3",
+        );
+        const policy = ["get", "evictionpolicy", "default"];
+        const policyUid = await uidOf(e, policy);
+        const spec = async () =>
+          JSON.parse(await kubectlOk(e, [...policy, "-o", "json"])).spec;
+        const values = parse(await Deno.readTextFile(CUSTOM_VALUES)) as {
+          policy: { spec: Record<string, unknown> };
+        };
+        // abortStuckMigrations: the CRD's default
+        const installedSpec = {
+          abortStuckMigrations: false,
+          ...values.policy.spec,
+        };
+        assert.deepEqual(await spec(), installedSpec);
+
+        const upgraded = await helm([
+          "upgrade",
+          "evictor",
+          CHART,
+          ...kubeconfig,
+          ...custom,
+          "--set",
+          "policy.spec.maxConcurrentMigrations=8",
+        ]);
+        assert.equal(upgraded.code, 0, upgraded.stderr);
+        assert.deepEqual(await spec(), {
+          ...installedSpec,
+          maxConcurrentMigrations: 8,
+        });
+        assert.equal(await uidOf(e, policy), policyUid, "updated in place");
+
+        const uninstalled = await helm(["uninstall", "evictor", ...kubeconfig]);
+        assert.equal(uninstalled.code, 0, uninstalled.stderr);
+        const gone = await e.kubectl([
+          "-n",
+          NAMESPACE,
+          "get",
+          "deployment",
+          "evictor",
+        ]);
+        assert.match(gone.stderr, /NotFound/);
+        assert.equal(await uidOf(e, policy), policyUid, "the policy stays");
+        assert.equal(await uidOf(e, secret), secretUid, "the Secret stays");
+        await uidOf(e, ["get", "crd", "evictions.kvm.cloud.sap"]);
+        // The other renderings' dry runs would set the policy's fields, which
+        // Helm owns now.
+        await kubectlOk(e, ["delete", ...policy.slice(1)]);
+      },
+    );
+
+    await t.step(
+      "the test's values and no cert-manager: server-side dry runs",
+      async () => {
+        await dryRun(e, ["--values", CUSTOM_VALUES]);
+        await dryRun(e, [
           "--set",
           "certManager.enabled=false",
           "--set",
@@ -358,32 +500,9 @@ Deno.test("the chart's renderings apply server-side to a real API server", async
           "metrics.readerServiceAccounts[0].name=prometheus-k8s",
           "--set",
           "metrics.readerServiceAccounts[0].namespace=monitoring",
-        ],
-      ]
-    ) {
-      const out = await helm([
-        "template",
-        "evictor",
-        CHART,
-        "--namespace",
-        NAMESPACE,
-        "--include-crds",
-        ...args,
-      ]);
-      assert.equal(out.code, 0, out.stderr);
-      const objects = objectsOf(out.stdout, args.join(" "));
-      const applied = await e.kubectl([
-        "apply",
-        "--server-side",
-        "--dry-run=server",
-        "-f",
-        "-",
-      ], { stdin: out.stdout });
-      assert.equal(applied.code, 0, `${args.join(" ")}: ${applied.stderr}`);
-      const lines = applied.stdout.trim().split("\n");
-      assert.equal(lines.length, objects.length, applied.stdout);
-      for (const line of lines) assert.match(line, / \(server dry run\)$/);
-    }
+        ]);
+      },
+    );
   } finally {
     await e.stop();
   }
