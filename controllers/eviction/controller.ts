@@ -13,7 +13,11 @@ import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
-import { finalizeEviction } from "./finalize.ts";
+import {
+  finalizeEviction,
+  type FinalizerDeps,
+  finalizerDeps,
+} from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
 import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
@@ -76,6 +80,11 @@ export interface EvictionControllerDeps {
    * capacity/makespan.ts DEFAULT_RATE).
    */
   defaultMigrationRate?: MigrationRate;
+  /**
+   * Bounds of a deleted Eviction's wait for its migrations, on the drain's
+   * clock (default finalize.ts DEFAULT_FINALIZER_BOUNDS).
+   */
+  finalizer?: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">>;
 }
 
 function positiveInt(value: number, what: string): void {
@@ -126,6 +135,7 @@ export function registerEvictionController(
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
 
+  const fin = finalizerDeps(deps.finalizer);
   const metrics = new EvictionMetrics(operator.metrics.registry);
   const pass: EvictionPassDeps = {
     nova: new CountedNova(deps.nova, metrics),
@@ -211,5 +221,5 @@ export function registerEvictionController(
       related(HypervisorKind, (hv) => evictionsOf(hv.metadata?.name)),
     ],
   });
-  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass));
+  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }
