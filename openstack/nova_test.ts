@@ -11,6 +11,7 @@ import {
   NotFoundError,
 } from "./errors.ts";
 import { NovaClient } from "./nova.ts";
+import { MicroversionError } from "./microversion.ts";
 import { ManualClock } from "../tests/harness/nova_sim/mod.ts";
 
 Deno.test("nova: listServersOnHost returns every server of the host with flavor and states", async () => {
@@ -96,17 +97,79 @@ Deno.test("nova: every call sends the microversion and the simulator echoes it",
   });
 });
 
-Deno.test("nova: unsupported microversion gives a typed error naming the version", async () => {
-  await withSim(BASIC_SCENARIO, async ({ session }) => {
+Deno.test("nova: a pinned microversion Nova does not support is refused naming both", async () => {
+  await withSim(BASIC_SCENARIO, async ({ session, sim }) => {
     const nova = new NovaClient(session, { microversion: "2.200" });
     await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
-      assert.ok(e instanceof InvalidResponseError);
-      assert.equal(e.status, 406);
-      assert.match(e.message, /Version 2.200 is not supported/);
-      assert.match(e.requestId ?? "", /^req-/);
+      assert.ok(e instanceof MicroversionError);
+      assert.match(
+        e.message,
+        /compute_api_version 2\.200 is not supported by Nova at http:\/\/127\.0\.0\.1:\d+\/compute\/v2\.1\/, which supports compute microversions 2\.1 to 2\.96/,
+      );
       return true;
     });
+    assert.equal(
+      sim.counters().calls["GET /compute/v2.1/servers/detail"],
+      undefined,
+      "no call sent at a version Nova would answer with 406",
+    );
   });
+});
+
+Deno.test("nova: negotiates the highest version both support, once", async () => {
+  // Wallaby's maximum is 2.88: below evictor's 2.90.
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.88" },
+    async ({ nova, sim }) => {
+      assert.equal(nova.microversion, "2.90", "before the first call");
+      const servers = await nova.listServersOnHost("node001");
+      assert.equal(servers.length, 3);
+      await nova.listMigrations({ host: "node001" });
+      assert.equal(nova.microversion, "2.88");
+      assert.equal(sim.counters().calls["GET /compute/v2.1/"], 1, "one look");
+    },
+  );
+  await withSim(BASIC_SCENARIO, async ({ nova }) => {
+    await nova.listServersOnHost("node001");
+    assert.equal(nova.microversion, "2.90", "Nova's 2.96 is above ours");
+  });
+});
+
+Deno.test("nova: a pinned version within Nova's range is sent as is", async () => {
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.88" },
+    async ({ session, sim }) => {
+      const nova = new NovaClient(session, { microversion: "2.79" });
+      const seen: string[] = [];
+      const off = sim.onCall((c) => seen.push(c.key));
+      await nova.listServersOnHost("node001");
+      off();
+      assert.equal(nova.microversion, "2.79");
+      assert.ok(seen.includes("GET /compute/v2.1/servers/detail"));
+    },
+  );
+});
+
+Deno.test("nova: a cloud below the floor is refused naming both ranges", async () => {
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.53" },
+    async ({ nova, sim }) => {
+      await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
+        assert.ok(e instanceof MicroversionError);
+        assert.match(
+          e.message,
+          /supports compute microversions 2\.1 to 2\.53; evictor needs 2\.59 to 2\.90/,
+        );
+        return true;
+      });
+      // A refusal is not cached as a success: the next call looks again.
+      await assert.rejects(
+        nova.listServersOnHost("node001"),
+        MicroversionError,
+      );
+      assert.equal(sim.counters().calls["GET /compute/v2.1/"], 2);
+    },
+  );
 });
 
 Deno.test("nova: getServer and NotFound with Nova's message and request id", async () => {
@@ -376,7 +439,12 @@ Deno.test("nova/placement: the client sends the microversion headers and the tok
     await nova.findComputeService("node001");
     const rp = sim.state().hosts[0]?.hypervisorId ?? "";
     await placement.getTraits(rp);
-    const compute = seen.filter((s) => s.url.includes("/compute/"));
+    const all = seen.filter((s) => s.url.includes("/compute/"));
+    // First the version document (no microversion header: Nova ignores it
+    // there), then the calls at the negotiated version.
+    assert.match(all[0]?.url ?? "", /\/compute\/v2\.1\/$/);
+    assert.equal(all[0]?.headers.get("openstack-api-version"), null);
+    const compute = all.slice(1);
     assert.equal(compute.length, 2);
     for (const c of compute) {
       assert.equal(c.headers.get("openstack-api-version"), "compute 2.90");

@@ -19,6 +19,7 @@ import {
   finalizerDeps,
 } from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
+import { novaReady } from "./nova_ready.ts";
 import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
@@ -211,7 +212,11 @@ export function registerEvictionController(
     await all?.stop();
   });
 
-  operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
+  operator.reconcile(EvictionKind, async (ctx) => {
+    // The Nova client's microversion is settled before the pass.
+    const stop = await novaReady(ctx, pass);
+    return stop ?? await reconcileEviction(ctx, pass);
+  }, {
     name: "eviction",
     maxConcurrent,
     // Our own status writes must not trigger extra passes (extra Nova calls).

@@ -660,7 +660,8 @@ function versionDoc(ctx: RequestContext): Response {
 
 /** The Nova routes (paths inside `/compute/v2.1`). */
 export const novaRoutes: Route[] = [
-  route("compute", "GET", "/", versionDoc),
+  // Nova's version documents need no token (api-ref: "API Versions").
+  route("compute", "GET", "/", versionDoc, false),
   route("compute", "GET", "/servers/detail", listServers),
   route("compute", "GET", "/servers/{id}", getServer),
   route("compute", "POST", "/servers/{id}/action", serverAction),
