@@ -21,6 +21,10 @@ import type { HttpRequest, HttpResponse } from "./http.ts";
 import type { KeystoneSession } from "./keystone.ts";
 import { parseBody } from "./parse.ts";
 import {
+  type InstanceAction,
+  instanceActionShowSchema,
+} from "./instance_actions.ts";
+import {
   type ComputeService,
   type Hypervisor,
   hypervisorListSchema,
@@ -404,6 +408,37 @@ export class NovaClient {
       { confirmResize: null },
       signal,
     );
+  }
+
+  /**
+   * What Nova recorded about one request on a server
+   * (`GET /servers/{id}/os-instance-actions/{request_id}`), e.g. the
+   * request id a start was answered with: its events say why a migration
+   * failed after the 202 (`details`, 2.84+; see
+   * instance_actions.ts `failureReason`).
+   *
+   * @throws {NotFoundError} when Nova has no such action (or server).
+   */
+  async getInstanceAction(
+    serverId: string,
+    requestId: string,
+    signal?: AbortSignal,
+  ): Promise<InstanceAction> {
+    if (serverId === "" || requestId === "") {
+      throw new TypeError(
+        `serverId and requestId must be non-empty, got "${serverId}" and "${requestId}"`,
+      );
+    }
+    const body = await this.#get(
+      "nova.getInstanceAction",
+      `/servers/${encodeURIComponent(serverId)}/os-instance-actions/${
+        encodeURIComponent(requestId)
+      }`,
+      undefined,
+      instanceActionShowSchema,
+      signal,
+    );
+    return body.instanceAction;
   }
 
   /** Migration records, all pages (`GET /os-migrations`). */

@@ -12,6 +12,7 @@ import {
 } from "./errors.ts";
 import { NovaClient } from "./nova.ts";
 import { MicroversionError } from "./microversion.ts";
+import { failureReason } from "./instance_actions.ts";
 import { ManualClock } from "../tests/harness/nova_sim/mod.ts";
 
 Deno.test("nova: listServersOnHost returns every server of the host with flavor and states", async () => {
@@ -459,4 +460,67 @@ Deno.test("nova/placement: the client sends the microversion headers and the tok
     const auth = seen.find((s) => s.url.endsWith("/auth/tokens"));
     assert.equal(auth?.headers.get("x-auth-token"), null);
   }, { transport: { fetch: spy } });
+});
+
+Deno.test("nova: getInstanceAction gives Nova's reason for a live migration that failed after its 202", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim, session }) => {
+    // Every other host disabled: the conductor finds no valid host.
+    const other = await nova.findComputeService("node002");
+    assert.ok(other !== undefined);
+    await nova.setComputeServiceStatus(other.id, false, "test");
+    const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+    const started = await nova.liveMigrate(id);
+    assert.ok(started.requestId !== undefined);
+    await eventually(
+      () =>
+        sim.state().migrations.some((m) =>
+          m.serverId === id && m.status === "error"
+        ),
+      5_000,
+      "the migration record in error",
+    );
+    const action = await nova.getInstanceAction(id, started.requestId);
+    assert.equal(action.action, "live-migration");
+    assert.equal(action.requestId, started.requestId);
+    assert.equal(action.message, "Error");
+    assert.equal(
+      failureReason(action),
+      "No valid host was found. There are not enough hosts available.",
+    );
+    // Before 2.84 there is no `details`: the traceback's last line says it.
+    const old = new NovaClient(session, { microversion: "2.83" });
+    const before = await old.getInstanceAction(id, started.requestId);
+    assert.equal(before.events[0]?.details, null);
+    assert.match(failureReason(before) ?? "", /No valid host was found/);
+    await assert.rejects(
+      nova.getInstanceAction(id, "req-00000000-0000-4000-8000-000000000000"),
+      (e: unknown) => {
+        assert.ok(e instanceof NotFoundError);
+        assert.match(e.message, /Action req-0+-0+-4000-8000-0+ not found/);
+        return true;
+      },
+    );
+  });
+});
+
+Deno.test("nova: a completed live migration's action has no failure reason", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    const started = await nova.liveMigrate(id);
+    await eventually(
+      () =>
+        sim.state().migrations.some((m) =>
+          m.serverId === id && m.status === "completed"
+        ),
+      10_000,
+      "the migration completed",
+    );
+    const action = await nova.getInstanceAction(id, started.requestId ?? "");
+    assert.deepEqual(action.events.map((e) => [e.event, e.result]), [
+      ["conductor_live_migrate_instance", "Success"],
+      ["compute_live_migration", "Success"],
+    ]);
+    assert.equal(failureReason(action), undefined);
+    assert.equal(action.message, null);
+  });
 });
