@@ -524,3 +524,36 @@ Deno.test("nova: a completed live migration's action has no failure reason", asy
     assert.equal(action.message, null);
   });
 });
+
+Deno.test("nova: changes-since filters on updated_at, as Nova's does: a long-queued record drops out", async () => {
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const idOf = (n: string) =>
+      sim.state().servers.find((s) => s.name === n)?.id ?? "";
+    // node001 runs one live migration at a time (Nova's default limit): the
+    // first never ends, the second waits queued behind it.
+    sim.injectMigrationFault("vm-a", "stuck");
+    await nova.liveMigrate(idOf("vm-a"));
+    clock.advance(10_000);
+    await nova.liveMigrate(idOf("vm-b"));
+    clock.advance(10_000);
+    const statuses = async (
+      filter: Parameters<NovaClient["listMigrations"]>[0],
+    ) => (await nova.listMigrations(filter)).map((m) => m.status).sort();
+    assert.deepEqual(await statuses({ host: "node001" }), [
+      "queued",
+      "running",
+    ]);
+    clock.advance(600_000);
+    const since = new Date(clock.now() - 60_000);
+    assert.deepEqual(
+      await statuses({ host: "node001", changesSince: since }),
+      [],
+      "neither the queued nor the unchanged running record is seen",
+    );
+    assert.deepEqual(await statuses({ host: "node001" }), [
+      "queued",
+      "running",
+    ]);
+  }, { clock });
+});
