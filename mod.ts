@@ -115,6 +115,7 @@ export type { EventSpec, EventType } from "./framework/events.ts";
 export { related } from "./framework/handler.ts";
 export type {
   FinalizeHandler,
+  FinalizeResult,
   HandlerContext,
   ReconcileHandler,
   ReconcileOptions,

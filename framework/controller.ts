@@ -473,10 +473,21 @@ export class Controller<T extends KubeObject> {
       ) {
         const meta = (raw ?? obj).metadata;
         if ((meta?.finalizers ?? []).includes(this.#d.finalizer)) {
-          await this.finalizeHandler(this.#context(key, obj, raw));
-          // the handler may have written status: start from that object
-          await this.#setFinalizer(key, this.#current(key).raw, false);
-          log.info("finalized; finalizer removed");
+          const waiting = await this.finalizeHandler(
+            this.#context(key, obj, raw),
+          );
+          if (waiting !== undefined) {
+            // Not done, not failed: keep the finalizer and look again.
+            result = waiting;
+            log.debug(
+              { requeueAfterMs: waiting.requeueAfterMs },
+              "finalizer waiting",
+            );
+          } else {
+            // the handler may have written status: start from that object
+            await this.#setFinalizer(key, this.#current(key).raw, false);
+            log.info("finalized; finalizer removed");
+          }
         }
       } else {
         if (

@@ -70,10 +70,24 @@ export type ReconcileHandler<T extends KubeObject> = (
   ctx: HandlerContext<T>,
 ) => Promise<ReconcileResult | void> | ReconcileResult | void;
 
-/** A finalize handler: the object is being deleted; clean up. */
+/**
+ * What a finalize handler that is not done yet asks for: keep the finalizer
+ * and run again after `requeueAfterMs` (waiting is not a failure: no
+ * warning, no backoff).
+ */
+export interface FinalizeResult {
+  /** Run the finalizer again after this many milliseconds (>= 0). */
+  requeueAfterMs: number;
+}
+
+/**
+ * A finalize handler: the object is being deleted; clean up. Returning
+ * nothing (or throwing nothing) removes the finalizer; returning a
+ * {@linkcode FinalizeResult} keeps it and runs the handler again later.
+ */
 export type FinalizeHandler<T extends KubeObject> = (
   ctx: HandlerContext<T> & { object: T },
-) => Promise<void> | void;
+) => Promise<FinalizeResult | void> | FinalizeResult | void;
 
 /** A timer handler: runs every interval per existing object, on the leader. */
 export type TimerHandler<T extends KubeObject> = (

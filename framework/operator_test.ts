@@ -278,7 +278,10 @@ Deno.test({
         if (finalizeAttempts === 1) {
           throw new TemporaryError("cleanup not done yet", { delayMs: 100 });
         }
+        // Waiting is not a failure: the finalizer stays, no warning.
+        if (finalizeAttempts === 2) return { requeueAfterMs: 50 };
         finalized.push(key);
+        return undefined;
       });
       await op.start();
       const w: Widget = {
@@ -378,7 +381,10 @@ Deno.test({
         }
       });
       assert.deepEqual(finalized, [`${ns}/w1`]);
-      assert.equal(finalizeAttempts, 2);
+      assert.equal(finalizeAttempts, 3);
+      const failedLines = lines.map((l) => JSON.parse(l) as { msg?: string })
+        .filter((l) => l.msg?.startsWith("reconcile failed") === true);
+      assert.equal(failedLines.length, 1, "only the TemporaryError warns");
       await op.stop();
     } finally {
       await deleteNamespace(client, ns);

@@ -56,7 +56,10 @@ export function createOpenStackClients(
   return {
     session,
     nova: new NovaClient(session, {
-      microversion: config.computeApiVersion,
+      // A set compute_api_version is pinned; otherwise negotiated.
+      ...(config.computeApiVersionSet
+        ? { microversion: config.computeApiVersion }
+        : {}),
       ...(novaTimeoutMs === undefined ? {} : { timeoutMs: novaTimeoutMs }),
     }),
     placement: new PlacementClient(session, {

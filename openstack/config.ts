@@ -75,6 +75,12 @@ export interface CloudConfig {
   readonly insecure: boolean;
   /** Nova microversion, default `2.90`. */
   readonly computeApiVersion: string;
+  /**
+   * Whether `compute_api_version` was set (clouds.yaml or environment): a
+   * set one is sent as is when Nova supports it; otherwise the Nova client
+   * negotiates the highest version both sides support.
+   */
+  readonly computeApiVersionSet: boolean;
   /** Placement microversion, default `1.39`. */
   readonly placementApiVersion: string;
 }
@@ -294,6 +300,7 @@ export function loadCloudConfig(
   const insecure = resolveInsecure(s);
   const caCert = resolveCaCert(s, files.read);
   const computeApiVersion = resolveMicroversion(s, COMPUTE_VERSION);
+  const computeApiVersionSet = microversionSet(s, COMPUTE_VERSION);
   const placementApiVersion = resolveMicroversion(s, PLACEMENT_VERSION);
   const config: CloudConfig = {
     ...(cloudName === undefined ? {} : { cloud: cloudName }),
@@ -304,6 +311,7 @@ export function loadCloudConfig(
     ...(caCert === undefined ? {} : { caCert: Object.freeze(caCert) }),
     insecure,
     computeApiVersion,
+    computeApiVersionSet,
     placementApiVersion,
   };
   return Object.freeze(config);
@@ -707,6 +715,15 @@ const PLACEMENT_VERSION: MicroversionSetting = {
   min: "1.6",
   fallback: DEFAULT_PLACEMENT_API_VERSION,
 };
+
+function microversionSet(s: Settings, m: MicroversionSetting): boolean {
+  const fromFile = s.raw?.[m.key];
+  return s.top(
+    fromFile === undefined ? undefined : String(fromFile),
+    m.key,
+    m.envName,
+  ).value !== undefined;
+}
 
 function resolveMicroversion(s: Settings, m: MicroversionSetting): string {
   const fromFile = s.raw?.[m.key];

@@ -63,6 +63,7 @@ Deno.test("config: OS_* variables alone give a password config", () => {
   assert.equal(c.interface, "public");
   assert.equal(c.insecure, false);
   assert.equal(c.computeApiVersion, "2.90");
+  assert.equal(c.computeApiVersionSet, false, "negotiated, not pinned");
   assert.equal(c.placementApiVersion, "1.39");
   assert.ok(Object.isFrozen(c));
 });
@@ -88,6 +89,7 @@ Deno.test("config: application credential from OS_* variables, region, interface
   assert.equal(c.interface, "internal");
   assert.equal(c.insecure, true);
   assert.equal(c.computeApiVersion, "2.95");
+  assert.equal(c.computeApiVersionSet, true);
 });
 
 Deno.test("config: OS_CLOUD picks a cloud in ~/.config/openstack, merged with secure.yaml", () => {

@@ -3,6 +3,22 @@
  * retries with capped back-off for idempotent calls only, and typed errors.
  * Knows nothing about tokens (see `keystone.ts`).
  *
+ * A non-idempotent call (an action) goes out at most once. That needs more
+ * than not retrying it here: Deno's `fetch` itself resends a request whose
+ * body it can clone (a string is) once, on a new connection, when the
+ * attempt failed on a connection taken from its keep-alive pool with
+ * "connection closed before message completed" or a reset (ext/fetch's
+ * `FetchRetry`, `is_error_retryable`: it assumes a stale pooled connection
+ * never delivered the request, whatever the method). A connection that
+ * closes after the request went out and before the answer looks the same,
+ * so an `os-migrateLive` reached Nova twice inside one `fetch()`. Every
+ * action is therefore sent on a connection of its own: a new
+ * `Deno.HttpClient` with no idle pool, closed after the call. Deno retries
+ * a failure on a fresh connection only for HTTP/2's GOAWAY(NO_ERROR) and
+ * REFUSED_STREAM, by which the server says it did not process the stream;
+ * hyper's own retry of requests it never started needs a reused connection.
+ * Reads keep the pooled client (a resent read is harmless).
+ *
  * @module
  */
 
@@ -54,8 +70,13 @@ export interface HttpTransportOptions {
   retry?: Partial<RetryPolicy>;
   /** Source of jitter in [0, 1). */
   random?: () => number;
-  /** A Deno HTTP client (custom CA certificates). */
+  /** A Deno HTTP client for idempotent calls (custom CA certificates). */
   httpClient?: Deno.HttpClient;
+  /**
+   * PEM CA certificates trusted by the one-connection clients that actions
+   * are sent with (give the same ones as `httpClient`'s).
+   */
+  caCerts?: string[];
 }
 
 /** A request to send. */
@@ -153,6 +174,7 @@ export class HttpTransport {
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
   readonly #httpClient: Deno.HttpClient | undefined;
+  readonly #caCerts: string[] | undefined;
 
   /** Creates a transport. */
   constructor(options: HttpTransportOptions = {}) {
@@ -175,6 +197,7 @@ export class HttpTransport {
     }
     this.#random = options.random ?? Math.random;
     this.#httpClient = options.httpClient;
+    this.#caCerts = options.caCerts;
   }
 
   /** The logger this transport writes to. */
@@ -257,7 +280,14 @@ export class HttpTransport {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(req.body);
     }
-    if (this.#httpClient !== undefined) init.client = this.#httpClient;
+    // An action gets a client (and so a connection) of its own: see the
+    // module doc for why a pooled connection could send it twice.
+    const ownClient = req.idempotent ? undefined : Deno.createHttpClient({
+      poolMaxIdlePerHost: 0,
+      ...(this.#caCerts === undefined ? {} : { caCerts: this.#caCerts }),
+    });
+    const client = ownClient ?? this.#httpClient;
+    if (client !== undefined) init.client = client;
     const started = this.#clock.now();
     const where = { method: req.method, url: urlForLog(req.url) };
     try {
@@ -320,6 +350,7 @@ export class HttpTransport {
       });
     } finally {
       clearTimeout(timer);
+      ownClient?.close();
     }
   }
 }

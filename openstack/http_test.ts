@@ -7,6 +7,7 @@ import {
 import { ConflictError, TimeoutError, UnavailableError } from "./errors.ts";
 import { HttpTransport, parseRetryAfter } from "./http.ts";
 import { NovaClient } from "./nova.ts";
+import { createTestCa } from "../tests/harness/pki.ts";
 
 const DETAIL = "GET /compute/v2.1/servers/detail";
 const ACTION = "POST /compute/v2.1/servers/{id}/action";
@@ -186,4 +187,43 @@ Deno.test("http: bad options are RangeErrors naming the value", () => {
     () => new HttpTransport({ retry: { maxAttempts: 0 } }),
     /maxAttempts must be an integer >= 1, got 0/,
   );
+});
+
+Deno.test("an action over TLS uses its own connection and trusts caCerts", async () => {
+  const ca = await createTestCa("evictor-http-test");
+  const leaf = await ca.issue({
+    commonName: "127.0.0.1",
+    hosts: ["127.0.0.1"],
+    usage: "server",
+  });
+  const peers = new Set<number>();
+  await using server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: leaf.certPem,
+    key: leaf.keyPem,
+    onListen: () => {},
+  }, (_req, info) => {
+    peers.add(info.remoteAddr.port);
+    return Response.json({ ok: true });
+  });
+  const url = `https://127.0.0.1:${server.addr.port}/x`;
+  const httpClient = Deno.createHttpClient({ caCerts: [ca.certPem] });
+  try {
+    const http = new HttpTransport({ httpClient, caCerts: [ca.certPem] });
+    await http.send({ method: "GET", url, idempotent: true });
+    await http.send({ method: "GET", url, idempotent: true });
+    assert.equal(peers.size, 1, "reads share a pooled connection");
+    const res = await http.send({
+      method: "POST",
+      url,
+      body: {},
+      idempotent: false,
+    });
+    assert.deepEqual(res.json, { ok: true });
+    await http.send({ method: "POST", url, body: {}, idempotent: false });
+    assert.equal(peers.size, 3, "each action on a connection of its own");
+  } finally {
+    httpClient.close();
+  }
 });

@@ -290,6 +290,9 @@ export class KeystoneSession {
     const session = new KeystoneSession({
       ...options,
       ...(httpClient === undefined ? {} : { httpClient }),
+      ...(options.caCerts === undefined && config.caCert !== undefined
+        ? { caCerts: [config.caCert.pem] }
+        : {}),
       authUrl: config.authUrl,
       auth: config.auth,
       ...(config.regionName === undefined

@@ -33,6 +33,8 @@ export {
   type ServerMigration,
 } from "./nova_types.ts";
 export * from "./nova.ts";
+export * from "./microversion.ts";
+export * from "./instance_actions.ts";
 export * from "./placement.ts";
 export * from "./placement_capacity.ts";
 export * from "./client.ts";

@@ -1,19 +1,29 @@
 /**
- * Nova client: the few compute calls a hypervisor drain needs, at
- * microversion 2.90 by default.
+ * Nova client: the few compute calls a hypervisor drain needs, at the
+ * highest microversion both it (up to 2.90) and Nova support, negotiated
+ * from Nova's version document before the first call (microversion.ts).
  *
  * @module
  */
 
-import type { z } from "zod";
+import { z } from "zod";
 import {
   DEFAULT_COMPUTE_API_VERSION,
   type EndpointInterface,
 } from "./config.ts";
 import { NotFoundError } from "./errors.ts";
+import {
+  chooseComputeVersion,
+  COMPUTE_CEILING,
+  versionDocumentUrl,
+} from "./microversion.ts";
 import type { HttpRequest, HttpResponse } from "./http.ts";
 import type { KeystoneSession } from "./keystone.ts";
 import { parseBody } from "./parse.ts";
+import {
+  type InstanceAction,
+  instanceActionShowSchema,
+} from "./instance_actions.ts";
 import {
   type ComputeService,
   type Hypervisor,
@@ -31,8 +41,15 @@ import {
 
 /** Options of {@linkcode NovaClient}. */
 export interface NovaClientOptions {
-  /** Microversion sent as `OpenStack-API-Version: compute X` (default 2.90). */
+  /**
+   * A pinned microversion (a configured `compute_api_version`): sent as
+   * `OpenStack-API-Version: compute X` when Nova supports it, refused with a
+   * MicroversionError otherwise. Without it, the highest version up to
+   * `maxMicroversion` that Nova supports is negotiated.
+   */
   microversion?: string;
+  /** The highest microversion to negotiate (default 2.90). */
+  maxMicroversion?: string;
   /** Catalog interface (default: the session's). */
   interface?: EndpointInterface;
   /** Catalog region (default: the session's). */
@@ -73,6 +90,13 @@ export interface LiveMigrateOptions {
   blockMigration?: boolean | "auto";
 }
 
+const versionDocumentSchema = z.object({
+  version: z.object({
+    version: z.string(),
+    min_version: z.string(),
+  }),
+});
+
 function isoTime(t: Date | string): string {
   if (typeof t === "string") return t;
   // Nova parses ISO 8601; drop milliseconds for portability.
@@ -96,14 +120,23 @@ function isoTime(t: Date | string): string {
  */
 export class NovaClient {
   readonly #session: KeystoneSession;
-  readonly #microversion: string;
+  #microversion: string;
+  #negotiated: Promise<string> | undefined;
   readonly #options: NovaClientOptions;
 
   /** Creates a client; no call is made until a method is used. */
   constructor(session: KeystoneSession, options: NovaClientOptions = {}) {
-    const mv = options.microversion ?? DEFAULT_COMPUTE_API_VERSION;
-    if (!/^2\.\d+$/.test(mv)) {
-      throw new RangeError(`microversion must look like "2.N", got "${mv}"`);
+    const mv = options.microversion ?? options.maxMicroversion ??
+      DEFAULT_COMPUTE_API_VERSION;
+    for (
+      const [name, v] of [["microversion", mv], [
+        "maxMicroversion",
+        options.maxMicroversion ?? COMPUTE_CEILING,
+      ]]
+    ) {
+      if (!/^2\.\d+$/.test(v ?? "")) {
+        throw new RangeError(`${name} must look like "2.N", got "${v}"`);
+      }
     }
     if (
       options.pageSize !== undefined &&
@@ -118,9 +151,68 @@ export class NovaClient {
     this.#options = options;
   }
 
-  /** The microversion this client sends. */
+  /**
+   * The microversion this client sends: the negotiated one once
+   * {@linkcode negotiate} has run (every call runs it first), the pinned or
+   * highest wanted one before.
+   */
   get microversion(): string {
     return this.#microversion;
+  }
+
+  /**
+   * Settles the microversion from Nova's version document (once; a failed
+   * attempt is tried again by the next call).
+   *
+   * @throws {MicroversionError} when Nova's range and evictor's do not meet,
+   * or Nova does not support the pinned version.
+   */
+  negotiate(signal?: AbortSignal): Promise<string> {
+    this.#negotiated ??= this.#readVersion(signal).catch((err) => {
+      this.#negotiated = undefined;
+      throw err;
+    });
+    return this.#negotiated;
+  }
+
+  async #readVersion(signal?: AbortSignal): Promise<string> {
+    const url = versionDocumentUrl(await this.#base());
+    let range: { min: string; max: string };
+    try {
+      const res = await this.#session.request({
+        method: "GET",
+        url,
+        idempotent: true,
+        action: "nova.versions",
+        ...(signal === undefined ? {} : { signal }),
+      });
+      const doc = parseBody(versionDocumentSchema, res, `GET ${url}`);
+      range = { min: doc.version.min_version, max: doc.version.version };
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      // No version document where Nova serves one: send what we would
+      // have, and let the calls answer for themselves.
+      this.#session.logger.warn(
+        { url, microversion: this.#microversion },
+        "Nova serves no version document; microversion not negotiated",
+      );
+      return this.#microversion;
+    }
+    const chosen = chooseComputeVersion(range, {
+      ...(this.#options.microversion === undefined
+        ? {}
+        : { pinned: this.#options.microversion }),
+      ceiling: this.#options.maxMicroversion ?? COMPUTE_CEILING,
+      where: url,
+    });
+    if (chosen !== this.#microversion) {
+      this.#session.logger.info(
+        { wanted: this.#microversion, nova: range, chosen },
+        "compute microversion negotiated",
+      );
+    }
+    this.#microversion = chosen;
+    return chosen;
   }
 
   async #base(): Promise<string> {
@@ -144,6 +236,7 @@ export class NovaClient {
     },
   ): Promise<HttpResponse> {
     const base = await this.#base();
+    await this.negotiate(req.signal);
     const qs = req.query === undefined || req.query.size === 0
       ? ""
       : `?${req.query}`;
@@ -315,6 +408,37 @@ export class NovaClient {
       { confirmResize: null },
       signal,
     );
+  }
+
+  /**
+   * What Nova recorded about one request on a server
+   * (`GET /servers/{id}/os-instance-actions/{request_id}`), e.g. the
+   * request id a start was answered with: its events say why a migration
+   * failed after the 202 (`details`, 2.84+; see
+   * instance_actions.ts `failureReason`).
+   *
+   * @throws {NotFoundError} when Nova has no such action (or server).
+   */
+  async getInstanceAction(
+    serverId: string,
+    requestId: string,
+    signal?: AbortSignal,
+  ): Promise<InstanceAction> {
+    if (serverId === "" || requestId === "") {
+      throw new TypeError(
+        `serverId and requestId must be non-empty, got "${serverId}" and "${requestId}"`,
+      );
+    }
+    const body = await this.#get(
+      "nova.getInstanceAction",
+      `/servers/${encodeURIComponent(serverId)}/os-instance-actions/${
+        encodeURIComponent(requestId)
+      }`,
+      undefined,
+      instanceActionShowSchema,
+      signal,
+    );
+    return body.instanceAction;
   }
 
   /** Migration records, all pages (`GET /os-migrations`). */

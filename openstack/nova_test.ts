@@ -11,6 +11,8 @@ import {
   NotFoundError,
 } from "./errors.ts";
 import { NovaClient } from "./nova.ts";
+import { MicroversionError } from "./microversion.ts";
+import { failureReason } from "./instance_actions.ts";
 import { ManualClock } from "../tests/harness/nova_sim/mod.ts";
 
 Deno.test("nova: listServersOnHost returns every server of the host with flavor and states", async () => {
@@ -96,17 +98,79 @@ Deno.test("nova: every call sends the microversion and the simulator echoes it",
   });
 });
 
-Deno.test("nova: unsupported microversion gives a typed error naming the version", async () => {
-  await withSim(BASIC_SCENARIO, async ({ session }) => {
+Deno.test("nova: a pinned microversion Nova does not support is refused naming both", async () => {
+  await withSim(BASIC_SCENARIO, async ({ session, sim }) => {
     const nova = new NovaClient(session, { microversion: "2.200" });
     await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
-      assert.ok(e instanceof InvalidResponseError);
-      assert.equal(e.status, 406);
-      assert.match(e.message, /Version 2.200 is not supported/);
-      assert.match(e.requestId ?? "", /^req-/);
+      assert.ok(e instanceof MicroversionError);
+      assert.match(
+        e.message,
+        /compute_api_version 2\.200 is not supported by Nova at http:\/\/127\.0\.0\.1:\d+\/compute\/v2\.1\/, which supports compute microversions 2\.1 to 2\.96/,
+      );
       return true;
     });
+    assert.equal(
+      sim.counters().calls["GET /compute/v2.1/servers/detail"],
+      undefined,
+      "no call sent at a version Nova would answer with 406",
+    );
   });
+});
+
+Deno.test("nova: negotiates the highest version both support, once", async () => {
+  // Wallaby's maximum is 2.88: below evictor's 2.90.
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.88" },
+    async ({ nova, sim }) => {
+      assert.equal(nova.microversion, "2.90", "before the first call");
+      const servers = await nova.listServersOnHost("node001");
+      assert.equal(servers.length, 3);
+      await nova.listMigrations({ host: "node001" });
+      assert.equal(nova.microversion, "2.88");
+      assert.equal(sim.counters().calls["GET /compute/v2.1/"], 1, "one look");
+    },
+  );
+  await withSim(BASIC_SCENARIO, async ({ nova }) => {
+    await nova.listServersOnHost("node001");
+    assert.equal(nova.microversion, "2.90", "Nova's 2.96 is above ours");
+  });
+});
+
+Deno.test("nova: a pinned version within Nova's range is sent as is", async () => {
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.88" },
+    async ({ session, sim }) => {
+      const nova = new NovaClient(session, { microversion: "2.79" });
+      const seen: string[] = [];
+      const off = sim.onCall((c) => seen.push(c.key));
+      await nova.listServersOnHost("node001");
+      off();
+      assert.equal(nova.microversion, "2.79");
+      assert.ok(seen.includes("GET /compute/v2.1/servers/detail"));
+    },
+  );
+});
+
+Deno.test("nova: a cloud below the floor is refused naming both ranges", async () => {
+  await withSim(
+    { ...BASIC_SCENARIO, maxMicroversion: "2.53" },
+    async ({ nova, sim }) => {
+      await assert.rejects(nova.listServersOnHost("node001"), (e: unknown) => {
+        assert.ok(e instanceof MicroversionError);
+        assert.match(
+          e.message,
+          /supports compute microversions 2\.1 to 2\.53; evictor needs 2\.59 to 2\.90/,
+        );
+        return true;
+      });
+      // A refusal is not cached as a success: the next call looks again.
+      await assert.rejects(
+        nova.listServersOnHost("node001"),
+        MicroversionError,
+      );
+      assert.equal(sim.counters().calls["GET /compute/v2.1/"], 2);
+    },
+  );
 });
 
 Deno.test("nova: getServer and NotFound with Nova's message and request id", async () => {
@@ -376,7 +440,12 @@ Deno.test("nova/placement: the client sends the microversion headers and the tok
     await nova.findComputeService("node001");
     const rp = sim.state().hosts[0]?.hypervisorId ?? "";
     await placement.getTraits(rp);
-    const compute = seen.filter((s) => s.url.includes("/compute/"));
+    const all = seen.filter((s) => s.url.includes("/compute/"));
+    // First the version document (no microversion header: Nova ignores it
+    // there), then the calls at the negotiated version.
+    assert.match(all[0]?.url ?? "", /\/compute\/v2\.1\/$/);
+    assert.equal(all[0]?.headers.get("openstack-api-version"), null);
+    const compute = all.slice(1);
     assert.equal(compute.length, 2);
     for (const c of compute) {
       assert.equal(c.headers.get("openstack-api-version"), "compute 2.90");
@@ -391,4 +460,100 @@ Deno.test("nova/placement: the client sends the microversion headers and the tok
     const auth = seen.find((s) => s.url.endsWith("/auth/tokens"));
     assert.equal(auth?.headers.get("x-auth-token"), null);
   }, { transport: { fetch: spy } });
+});
+
+Deno.test("nova: getInstanceAction gives Nova's reason for a live migration that failed after its 202", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim, session }) => {
+    // Every other host disabled: the conductor finds no valid host.
+    const other = await nova.findComputeService("node002");
+    assert.ok(other !== undefined);
+    await nova.setComputeServiceStatus(other.id, false, "test");
+    const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+    const started = await nova.liveMigrate(id);
+    assert.ok(started.requestId !== undefined);
+    await eventually(
+      () =>
+        sim.state().migrations.some((m) =>
+          m.serverId === id && m.status === "error"
+        ),
+      5_000,
+      "the migration record in error",
+    );
+    const action = await nova.getInstanceAction(id, started.requestId);
+    assert.equal(action.action, "live-migration");
+    assert.equal(action.requestId, started.requestId);
+    assert.equal(action.message, "Error");
+    assert.equal(
+      failureReason(action),
+      "No valid host was found. There are not enough hosts available.",
+    );
+    // Before 2.84 there is no `details`: the traceback's last line says it.
+    const old = new NovaClient(session, { microversion: "2.83" });
+    const before = await old.getInstanceAction(id, started.requestId);
+    assert.equal(before.events[0]?.details, null);
+    assert.match(failureReason(before) ?? "", /No valid host was found/);
+    await assert.rejects(
+      nova.getInstanceAction(id, "req-00000000-0000-4000-8000-000000000000"),
+      (e: unknown) => {
+        assert.ok(e instanceof NotFoundError);
+        assert.match(e.message, /Action req-0+-0+-4000-8000-0+ not found/);
+        return true;
+      },
+    );
+  });
+});
+
+Deno.test("nova: a completed live migration's action has no failure reason", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    const started = await nova.liveMigrate(id);
+    await eventually(
+      () =>
+        sim.state().migrations.some((m) =>
+          m.serverId === id && m.status === "completed"
+        ),
+      10_000,
+      "the migration completed",
+    );
+    const action = await nova.getInstanceAction(id, started.requestId ?? "");
+    assert.deepEqual(action.events.map((e) => [e.event, e.result]), [
+      ["conductor_live_migrate_instance", "Success"],
+      ["compute_live_migration", "Success"],
+    ]);
+    assert.equal(failureReason(action), undefined);
+    assert.equal(action.message, null);
+  });
+});
+
+Deno.test("nova: changes-since filters on updated_at, as Nova's does: a long-queued record drops out", async () => {
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const idOf = (n: string) =>
+      sim.state().servers.find((s) => s.name === n)?.id ?? "";
+    // node001 runs one live migration at a time (Nova's default limit): the
+    // first never ends, the second waits queued behind it.
+    sim.injectMigrationFault("vm-a", "stuck");
+    await nova.liveMigrate(idOf("vm-a"));
+    clock.advance(10_000);
+    await nova.liveMigrate(idOf("vm-b"));
+    clock.advance(10_000);
+    const statuses = async (
+      filter: Parameters<NovaClient["listMigrations"]>[0],
+    ) => (await nova.listMigrations(filter)).map((m) => m.status).sort();
+    assert.deepEqual(await statuses({ host: "node001" }), [
+      "queued",
+      "running",
+    ]);
+    clock.advance(600_000);
+    const since = new Date(clock.now() - 60_000);
+    assert.deepEqual(
+      await statuses({ host: "node001", changesSince: since }),
+      [],
+      "neither the queued nor the unchanged running record is seen",
+    );
+    assert.deepEqual(await statuses({ host: "node001" }), [
+      "queued",
+      "running",
+    ]);
+  }, { clock });
 });

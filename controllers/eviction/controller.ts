@@ -13,8 +13,13 @@ import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
-import { finalizeEviction } from "./finalize.ts";
+import {
+  finalizeEviction,
+  type FinalizerDeps,
+  finalizerDeps,
+} from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
+import { novaReady } from "./nova_ready.ts";
 import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
@@ -76,6 +81,11 @@ export interface EvictionControllerDeps {
    * capacity/makespan.ts DEFAULT_RATE).
    */
   defaultMigrationRate?: MigrationRate;
+  /**
+   * Bounds of a deleted Eviction's wait for its migrations, on the drain's
+   * clock (default finalize.ts DEFAULT_FINALIZER_BOUNDS).
+   */
+  finalizer?: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">>;
 }
 
 function positiveInt(value: number, what: string): void {
@@ -126,6 +136,7 @@ export function registerEvictionController(
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
 
+  const fin = finalizerDeps(deps.finalizer);
   const metrics = new EvictionMetrics(operator.metrics.registry);
   const pass: EvictionPassDeps = {
     nova: new CountedNova(deps.nova, metrics),
@@ -201,7 +212,11 @@ export function registerEvictionController(
     await all?.stop();
   });
 
-  operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
+  operator.reconcile(EvictionKind, async (ctx) => {
+    // The Nova client's microversion is settled before the pass.
+    const stop = await novaReady(ctx, pass);
+    return stop ?? await reconcileEviction(ctx, pass);
+  }, {
     name: "eviction",
     maxConcurrent,
     // Our own status writes must not trigger extra passes (extra Nova calls).
@@ -211,5 +226,5 @@ export function registerEvictionController(
       related(HypervisorKind, (hv) => evictionsOf(hv.metadata?.name)),
     ],
   });
-  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass));
+  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }

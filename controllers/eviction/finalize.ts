@@ -3,122 +3,219 @@
  * service that the drain disabled, unless the Hypervisor is in maintenance,
  * someone else disabled the service, or another Eviction of the same
  * hypervisor still stands. First, the migrations it started must settle:
- * until Nova shows none in flight from the host, the Eviction keeps its
- * finalizer and its `status.inFlightCount`, so every process still counts
- * them against the cluster budget (budget.ts).
+ * while Nova shows migrations in progress from the host, the Eviction keeps
+ * its finalizer and its `status.inFlightCount`, so every process still
+ * counts them against the cluster budget (budget.ts). The wait is bounded:
+ * our cold migrations waiting in VERIFY_RESIZE are confirmed (nobody else
+ * would), a record without progress for `stalledAfterMs` stops counting
+ * (settle.ts), and after `giveUpAfterMs` the finalizer stops waiting with a
+ * Warning Event and `evictor_eviction_finalizer_gave_up_total`. Waiting is
+ * not a failure: it requeues without an error; a failure retries after at
+ * most `maxPollMs`.
  *
  * @module
  */
 
-import type { HandlerContext } from "../../framework/handler.ts";
+import type {
+  FinalizeResult,
+  HandlerContext,
+} from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import { isDeleting } from "../../framework/kind.ts";
-import { TemporaryError } from "../../framework/errors.ts";
-import { migrationPhase } from "./nova_states.ts";
+import { PermanentError, TemporaryError } from "../../framework/errors.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
+import { type SettleLook, settleLook, SettleMemory } from "./settle.ts";
+
+/** The finalizer's bounds and memory; built once by the controller. */
+export interface FinalizerDeps {
+  /** Progress marks, waiting starts and failure counts per key. */
+  memory: SettleMemory;
+  /** A record without progress this long stops counting (drain clock ms). */
+  stalledAfterMs: number;
+  /** The finalizer stops waiting after this long (drain clock ms). */
+  giveUpAfterMs: number;
+}
+
+/** Default bounds: 15 minutes without progress, one hour in all. */
+export const DEFAULT_FINALIZER_BOUNDS: Readonly<
+  Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">
+> = Object.freeze({ stalledAfterMs: 15 * 60_000, giveUpAfterMs: 60 * 60_000 });
 
 /**
- * Runs the finalizer of one Eviction. Errors of Nova throw (the framework
- * retries with backoff and keeps the finalizer until it succeeds).
+ * Finalizer deps with the default bounds, checked.
+ *
+ * @example
+ * ```ts
+ * import { finalizerDeps } from "./finalize.ts";
+ * console.assert(finalizerDeps({ giveUpAfterMs: 1000 }).giveUpAfterMs === 1000);
+ * ```
+ */
+export function finalizerDeps(
+  bounds: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">> = {},
+): FinalizerDeps {
+  const b = { ...DEFAULT_FINALIZER_BOUNDS, ...bounds };
+  for (const [name, v] of Object.entries(b)) {
+    if (!Number.isFinite(v) || v <= 0) {
+      throw new RangeError(`${name} must be a number > 0, got ${v}`);
+    }
+  }
+  return { memory: new SettleMemory(), ...b };
+}
+
+/**
+ * Runs the finalizer of one Eviction: returns a requeue while migrations
+ * from the host still settle, nothing once the service is handled. A
+ * failure is retried after a delay doubling from the poll interval to
+ * `maxPollMs`, never the framework's long backoff.
  *
  * @example
  * ```ts ignore
- * operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, deps));
+ * operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, deps, fin));
  * ```
  */
 export async function finalizeEviction(
+  ctx: HandlerContext<Eviction> & { object: Eviction },
+  deps: EvictionPassDeps,
+  fin: FinalizerDeps,
+): Promise<FinalizeResult | void> {
+  try {
+    const waiting = await waitForSettled(ctx, deps, fin);
+    fin.memory.succeeded(ctx.key);
+    if (waiting !== undefined) return waiting;
+    await restoreService(ctx, deps);
+  } catch (err) {
+    if (err instanceof PermanentError) throw err;
+    const failures = fin.memory.failed(ctx.key);
+    const delayMs = Math.min(
+      deps.maxPollMs,
+      deps.pollIntervalMs * 2 ** Math.min(failures - 1, 30),
+    );
+    throw new TemporaryError(
+      `finalizer of Eviction ${ctx.key} failed: ${errText(err)}`,
+      { delayMs, cause: err },
+    );
+  }
+  forgetDrain(ctx, deps, fin);
+}
+
+async function restoreService(
   ctx: HandlerContext<Eviction> & { object: Eviction },
   deps: EvictionPassDeps,
 ): Promise<void> {
   const { key, object, signal } = ctx;
   const host = object.spec.hypervisor;
   const log = ctx.logger.child({ hypervisor: host });
-  const others = ctx.cache(EvictionKind).list((e) =>
-    e.metadata?.name !== key && e.spec.hypervisor === host &&
-    !isDeleting(e)
-  );
-  await waitForSettled(ctx, deps);
   const service = await deps.nova.findComputeService(host, signal);
-  if (service !== undefined && service.status === "disabled") {
-    const why = keepDisabledBecause(
-      ctx.cache(HypervisorKind).get(host),
-      service.disabledReason,
-      others.length > 0,
+  if (service === undefined || service.status !== "disabled") return;
+  const why = keepDisabledBecause(
+    ctx.cache(HypervisorKind).get(host),
+    service.disabledReason,
+    othersOf(ctx, key, host).length > 0,
+  );
+  if (why !== undefined) {
+    log.info({ serviceId: service.id, why }, "compute service left disabled");
+    await ctx.event(
+      "Normal",
+      "HypervisorLeftDisabled",
+      `compute service ${service.id} of host ${host} left disabled: ${why}`,
     );
-    if (why === undefined) {
-      try {
-        await deps.nova.setComputeServiceStatus(
-          service.id,
-          true,
-          undefined,
-          signal,
-        );
-      } catch (err) {
-        throw new Error(
-          `re-enabling compute service ${service.id} of host ${host} failed: ${
-            errText(err)
-          }`,
-        );
-      }
-      log.info({ serviceId: service.id }, "compute service re-enabled");
-      await ctx.event(
-        "Normal",
-        "HypervisorReEnabled",
-        `compute service ${service.id} of host ${host} re-enabled`,
-      );
-    } else {
-      log.info(
-        { serviceId: service.id, why },
-        "compute service left disabled",
-      );
-      await ctx.event(
-        "Normal",
-        "HypervisorLeftDisabled",
-        `compute service ${service.id} of host ${host} left disabled: ${why}`,
-      );
-    }
+    return;
   }
+  try {
+    await deps.nova.setComputeServiceStatus(
+      service.id,
+      true,
+      undefined,
+      signal,
+    );
+  } catch (err) {
+    throw new Error(
+      `re-enabling compute service ${service.id} of host ${host} failed: ${
+        errText(err)
+      }`,
+      { cause: err },
+    );
+  }
+  log.info({ serviceId: service.id }, "compute service re-enabled");
+  await ctx.event(
+    "Normal",
+    "HypervisorReEnabled",
+    `compute service ${service.id} of host ${host} re-enabled`,
+  );
+}
+
+function othersOf(
+  ctx: HandlerContext<Eviction>,
+  key: string,
+  host: string,
+): Eviction[] {
+  return ctx.cache(EvictionKind).list((e) =>
+    e.metadata?.name !== key && e.spec.hypervisor === host && !isDeleting(e)
+  );
+}
+
+function forgetDrain(
+  ctx: HandlerContext<Eviction> & { object: Eviction },
+  deps: EvictionPassDeps,
+  fin: FinalizerDeps,
+): void {
+  const { key } = ctx;
+  const host = ctx.object.spec.hypervisor;
   deps.ledger.delete(key);
   deps.memory.forget(key);
+  fin.memory.forget(key);
   deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
   deps.metrics.inFlight.remove({ hypervisor: host });
-  for (const e of others) {
+  for (const e of othersOf(ctx, key, host)) {
     const name = e.metadata?.name;
     if (name !== undefined) ctx.enqueue(EvictionKind, name);
   }
 }
 
 /**
- * Throws a TemporaryError (retry after the poll interval) while Nova shows
- * migrations in flight from the host since the drain started; each time
- * it writes their number to `status.inFlightCount` when it changed, and to
- * the ledger. Returns once none is left (or none was recorded).
+ * Looks at the host's migrations (all of them: a `changes-since` filter
+ * misses a queued record, whose `updated_at` Nova does not touch), confirms
+ * our cold migrations in VERIFY_RESIZE, writes the count still settling to
+ * `status.inFlightCount` when it changed and to the ledger. Returns a
+ * requeue while any counts and the bound is not reached.
  */
 async function waitForSettled(
   ctx: HandlerContext<Eviction> & { object: Eviction },
   deps: EvictionPassDeps,
-): Promise<void> {
+  fin: FinalizerDeps,
+): Promise<FinalizeResult | undefined> {
   const { key, signal } = ctx;
   const ev = deps.memory.freshest(key, ctx.object);
   const host = ev.spec.hypervisor;
+  const log = ctx.logger.child({ hypervisor: host });
   const recorded = Math.max(
     ev.status?.inFlightCount ?? 0,
     deps.ledger.get(key),
   );
-  if (recorded === 0) return;
-  const startedAt = ev.status?.startedAt;
-  const migrations = await deps.nova.listMigrations(
-    { host, ...(startedAt === undefined ? {} : { changesSince: startedAt }) },
-    signal,
-  );
-  const running =
-    migrations.filter((m) =>
-      m.sourceCompute === host && migrationPhase(m.status) === "in_progress"
-    ).length;
-  if (running !== (ev.status?.inFlightCount ?? 0)) {
+  if (recorded === 0) return undefined;
+  const nowMs = deps.clock.now();
+  const since = fin.memory.waitingSince(key, nowMs);
+  const migrations = await deps.nova.listMigrations({ host }, signal);
+  const look = settleLook({
+    host,
+    migrations,
+    ourCold: new Set(
+      (ev.status?.inFlight ?? [])
+        .filter((e) => e.kind === "cold" && e.adopted !== true)
+        .map((e) => e.id),
+    ),
+    marks: fin.memory.marks(key),
+    nowMs,
+    stalledAfterMs: fin.stalledAfterMs,
+  });
+  fin.memory.keep(key, look.marks);
+  await confirmOurs(ctx, deps, look.confirm);
+  const running = look.counted.length;
+  const before = ev.status?.inFlightCount ?? 0;
+  if (running !== before) {
     const written = await ctx.updateStatus((s) => ({
       ...s,
       inFlightCount: running,
@@ -129,9 +226,86 @@ async function waitForSettled(
     }
   }
   deps.ledger.set(key, running);
-  if (running === 0) return;
-  throw new TemporaryError(
-    `Eviction ${key} is deleted with ${running} migration(s) from ${host} in flight; it stays (and counts against the cluster budget) until they settle`,
-    { delayMs: deps.pollIntervalMs },
+  if (running === 0) {
+    if (look.stalled.length > 0) {
+      await ctx.event(
+        "Warning",
+        "MigrationsStalled",
+        `Eviction ${key} deleted: ${
+          describe(look.stalled)
+        } from ${host} showed no progress for ${
+          Math.round(fin.stalledAfterMs / 1000)
+        } s and no longer count`,
+      );
+    }
+    return undefined;
+  }
+  const waitedMs = nowMs - since;
+  if (waitedMs >= fin.giveUpAfterMs) {
+    return await giveUp(ctx, deps, look, waitedMs);
+  }
+  const detail = { running, stalled: look.stalled.length };
+  // Info when something changed (or on the first look), debug otherwise:
+  // waiting is the normal course of a deletion, not a failure.
+  if (running !== before || since === nowMs) {
+    log.info(detail, "deleted drain: migrations settling");
+  } else log.debug(detail, "deleted drain: migrations settling");
+  return { requeueAfterMs: deps.pollIntervalMs };
+}
+
+async function giveUp(
+  ctx: HandlerContext<Eviction> & { object: Eviction },
+  deps: EvictionPassDeps,
+  look: SettleLook,
+  waitedMs: number,
+): Promise<undefined> {
+  const host = ctx.object.spec.hypervisor;
+  deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
+  deps.ledger.set(ctx.key, 0);
+  const message = `Eviction ${ctx.key} deleted: stopped waiting after ${
+    Math.round(waitedMs / 1000)
+  } s for ${describe(look.counted)} from ${host} to settle`;
+  ctx.logger.warn({ hypervisor: host }, message);
+  await ctx.event("Warning", "FinalizerGaveUp", message);
+  return undefined;
+}
+
+function describe(records: SettleLook["counted"]): string {
+  const shown = records.slice(0, 5).map((m) =>
+    `migration ${m.id} of ${m.instanceUuid} (${m.status})`
   );
+  const more = records.length > 5 ? ` and ${records.length - 5} more` : "";
+  return `${shown.join(", ")}${more}`;
+}
+
+/**
+ * Confirms our cold migrations at VERIFY_RESIZE (the server says so, not
+ * only the record). An unknown outcome is looked at again next time.
+ */
+async function confirmOurs(
+  ctx: HandlerContext<Eviction> & { object: Eviction },
+  deps: EvictionPassDeps,
+  ids: readonly string[],
+): Promise<void> {
+  const confirming = deps.memory.of(ctx.key).confirming;
+  const log = ctx.logger.child({ hypervisor: ctx.object.spec.hypervisor });
+  for (const id of ids) {
+    if (confirming.has(id)) continue;
+    const server = await deps.nova.getServer(id, ctx.signal);
+    if (server.status.toUpperCase() !== "VERIFY_RESIZE") continue;
+    confirming.add(id);
+    try {
+      const r = await deps.nova.confirmResize(id, ctx.signal);
+      log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
+      await ctx.event(
+        "Normal",
+        "ResizeConfirmed",
+        `confirmed the cold migration of ${id}`,
+      );
+    } catch (err) {
+      log.warn({ serverId: id, err: errText(err) }, "confirmResize failed");
+    } finally {
+      confirming.delete(id);
+    }
+  }
 }

@@ -40,6 +40,8 @@ export class EvictionMetrics {
   readonly drainDuration: Histogram;
   /** Nova API calls made by the controller, by call and outcome. */
   readonly novaCalls: Counter<"call" | "outcome">;
+  /** Deleted Evictions whose finalizer stopped waiting for migrations. */
+  readonly finalizerGaveUp: Counter<"hypervisor">;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
@@ -86,6 +88,13 @@ export class EvictionMetrics {
       name: "evictor_nova_calls_total",
       help: "Nova API calls made by the eviction controller.",
       labelNames: ["call", "outcome"],
+      registers,
+    });
+    this.finalizerGaveUp = new Counter({
+      name: "evictor_eviction_finalizer_gave_up_total",
+      help:
+        "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
+      labelNames: ["hypervisor"],
       registers,
     });
   }

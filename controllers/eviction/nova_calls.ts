@@ -57,6 +57,14 @@ export class CountedNova {
     }
   }
 
+  /**
+   * Settles the compute microversion (`GET` of Nova's version document,
+   * once per process; not counted: it is no call of a drain's).
+   */
+  negotiate(signal?: AbortSignal): Promise<string> {
+    return this.#nova.negotiate(signal);
+  }
+
   /** `GET /servers/detail?all_tenants=1&host=` (all pages). */
   listServersOnHost(host: string, signal?: AbortSignal): Promise<Server[]> {
     return this.#count(

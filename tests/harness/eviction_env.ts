@@ -11,7 +11,10 @@ import { KubeClient } from "../../framework/client.ts";
 import { ApiError } from "../../framework/errors.ts";
 import { createLogger } from "../../framework/logger.ts";
 import { Operator } from "../../framework/operator.ts";
-import { registerEvictionController } from "../../controllers/eviction/controller.ts";
+import {
+  type EvictionControllerDeps,
+  registerEvictionController,
+} from "../../controllers/eviction/controller.ts";
 import { parseConcurrencyFlags } from "../../limits/flags.ts";
 import type { PlanOptions } from "../../controllers/eviction/observation.ts";
 import {
@@ -54,6 +57,8 @@ export interface DrainEnvOptions {
   maxConcurrentReconciles?: number;
   /** Give the controller Placement, so drains run the capacity check. */
   capacityCheck?: boolean;
+  /** Bounds of a deleted Eviction's wait (simulator time). */
+  finalizer?: EvictionControllerDeps["finalizer"];
 }
 
 /** A running drain environment. */
@@ -151,6 +156,9 @@ export async function startDrainEnv(
       ...(options.capacityCheck === true
         ? { placement: clients.placement }
         : {}),
+      ...(options.finalizer === undefined
+        ? {}
+        : { finalizer: options.finalizer }),
     });
     await operator.start();
   } catch (err) {

@@ -262,20 +262,71 @@ async function serverAction(ctx: RequestContext): Promise<Response> {
     ctx.counters.migrationRequest(id);
     // Before 2.30 a named host skipped the scheduler; 2.30 made that
     // `force`, and 2.68 removed it (a named host is always checked).
-    ctx.world.liveMigrate(
+    const m = ctx.world.liveMigrate(
       id,
       host,
       ctx.mv < 30 ? host !== null : force === true,
     );
+    ctx.world.recordAction(id, ctx.requestId, "live-migration", m);
     return json(202, undefined);
   }
   if ("migrate" in a) {
     ctx.counters.migrationRequest(id);
-    ctx.world.coldMigrate(id, a.migrate?.host ?? null);
+    const m = ctx.world.coldMigrate(id, a.migrate?.host ?? null);
+    ctx.world.recordAction(id, ctx.requestId, "migrate", m);
     return json(202, undefined);
   }
   ctx.world.confirmResize(id);
+  ctx.world.recordAction(id, ctx.requestId, "confirmResize");
   return json(204, undefined);
+}
+
+/**
+ * `GET /servers/{id}/os-instance-actions/{request_id}` as an admin sees it:
+ * `updated_at` from 2.58, events' `host` and `hostId` from 2.62, `details`
+ * (the failure's message) from 2.84; a deleted server's actions stay
+ * readable (2.21+).
+ */
+function showInstanceAction(ctx: RequestContext): Response {
+  const id = ctx.params["id"] ?? "";
+  const requestId = ctx.params["request_id"] ?? "";
+  ctx.world.advance();
+  const s = ctx.world.servers.get(id);
+  if (s === undefined || (s.deleted && ctx.mv < 21)) {
+    throw new NovaFault(404, `Instance ${id} could not be found.`);
+  }
+  const a = ctx.world.instanceActions.get(`${id} ${requestId}`);
+  if (a === undefined) {
+    throw new NovaFault(404, `Action ${requestId} not found`);
+  }
+  const action: Record<string, unknown> = {
+    action: a.action,
+    instance_uuid: a.serverId,
+    request_id: a.requestId,
+    user_id: s.userId,
+    project_id: s.projectId,
+    start_time: novaTime(a.startTime),
+    message: a.message,
+  };
+  if (ctx.mv >= 58) action["updated_at"] = novaTime(a.updatedAt);
+  action["events"] = a.events.map((e) => {
+    const v: Record<string, unknown> = {
+      event: e.event,
+      start_time: novaTime(e.startTime),
+      finish_time: e.finishTime === null ? null : novaTime(e.finishTime),
+      result: e.result,
+      traceback: e.result === "Error"
+        ? `Traceback (most recent call last):\n  ...\nnova.exception: ${e.details}\n`
+        : null,
+    };
+    if (ctx.mv >= 62) {
+      v["host"] = e.host;
+      v["hostId"] = e.host === "" ? "" : `hostid-${e.host}`;
+    }
+    if (ctx.mv >= 84) v["details"] = e.details;
+    return v;
+  });
+  return json(200, { instanceAction: action });
 }
 
 function migrationView(
@@ -660,10 +711,17 @@ function versionDoc(ctx: RequestContext): Response {
 
 /** The Nova routes (paths inside `/compute/v2.1`). */
 export const novaRoutes: Route[] = [
-  route("compute", "GET", "/", versionDoc),
+  // Nova's version documents need no token (api-ref: "API Versions").
+  route("compute", "GET", "/", versionDoc, false),
   route("compute", "GET", "/servers/detail", listServers),
   route("compute", "GET", "/servers/{id}", getServer),
   route("compute", "POST", "/servers/{id}/action", serverAction),
+  route(
+    "compute",
+    "GET",
+    "/servers/{id}/os-instance-actions/{request_id}",
+    showInstanceAction,
+  ),
   route("compute", "GET", "/servers/{id}/migrations", listServerMigrations),
   route("compute", "GET", "/servers/{id}/migrations/{mid}", getServerMigration),
   route(

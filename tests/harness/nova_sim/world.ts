@@ -175,6 +175,42 @@ export interface SimMigration {
   forced: boolean;
   /** Flavor RAM after a resize (MB); the server's own RAM otherwise. */
   newRamMb: number;
+  /** The request id of the action that started it (its instance action). */
+  requestId?: string;
+}
+
+/** One event of an instance action (`os-instance-actions/{request_id}`). */
+export interface SimActionEvent {
+  /** Nova's event name, e.g. `conductor_live_migrate_instance`. */
+  event: string;
+  /** Start (virtual ms). */
+  startTime: number;
+  /** End (virtual ms), null while it runs. */
+  finishTime: number | null;
+  /** `Success` or `Error`, null while it runs. */
+  result: "Success" | "Error" | null;
+  /** The failure's message (2.84+), null on success. */
+  details: string | null;
+  /** Where it ran. */
+  host: string;
+}
+
+/** An instance action: what Nova records per request on a server. */
+export interface SimInstanceAction {
+  /** The server. */
+  serverId: string;
+  /** The request id of the API call. */
+  requestId: string;
+  /** `live-migration`, `migrate`, `confirmResize`. */
+  action: string;
+  /** Start (virtual ms). */
+  startTime: number;
+  /** Last update (virtual ms). */
+  updatedAt: number;
+  /** `Error` once an event failed, else null. */
+  message: string | null;
+  /** Its events, in order. */
+  events: SimActionEvent[];
 }
 
 /** In-progress statuses of live migrations. */
@@ -313,6 +349,8 @@ export class World {
   readonly servers = new Map<string, SimServer>();
   /** Migration records in creation order. */
   readonly migrations: SimMigration[] = [];
+  /** Instance actions, by `serverId requestId`. */
+  readonly instanceActions = new Map<string, SimInstanceAction>();
   /** Traits Placement knows. */
   readonly traits = new Set<string>();
   /** Migrations Nova accepted, per server id. */
@@ -756,6 +794,54 @@ export class World {
     return m;
   }
 
+  /**
+   * Records the instance action of an accepted server action, as Nova's
+   * API does; a migration it started adds its events to it.
+   */
+  recordAction(
+    serverId: string,
+    requestId: string,
+    action: string,
+    migration?: SimMigration,
+  ): SimInstanceAction {
+    const now = this.now();
+    const a: SimInstanceAction = {
+      serverId,
+      requestId,
+      action,
+      startTime: now,
+      updatedAt: now,
+      message: null,
+      events: [],
+    };
+    this.instanceActions.set(`${serverId} ${requestId}`, a);
+    if (migration !== undefined) migration.requestId = requestId;
+    return a;
+  }
+
+  /** Adds a finished event to the action that started `m`, if recorded. */
+  #actionEvent(
+    m: SimMigration,
+    event: string,
+    host: string,
+    at: number,
+    error?: string,
+  ): void {
+    if (m.requestId === undefined) return;
+    const a = this.instanceActions.get(`${m.serverId} ${m.requestId}`);
+    if (a === undefined) return;
+    a.events.push({
+      event,
+      startTime: at,
+      finishTime: at,
+      result: error === undefined ? "Success" : "Error",
+      details: error ?? null,
+      host,
+    });
+    a.updatedAt = at;
+    if (error !== undefined) a.message = "Error";
+  }
+
   #setStatus(m: SimMigration, status: string, at: number): void {
     m.status = status;
     m.updatedAt = at;
@@ -1017,6 +1103,15 @@ export class World {
   }
 
   #finishLive(m: SimMigration, s: SimServer, status: string, at: number): void {
+    this.#actionEvent(
+      m,
+      "compute_live_migration",
+      m.source,
+      at,
+      status === "completed"
+        ? undefined
+        : s.fault?.message ?? `Live migration of ${s.id} to ${m.dest} failed.`,
+    );
     this.#setStatus(m, status, at);
     m.phaseEndsAt = undefined;
     s.taskState = null;
@@ -1044,8 +1139,24 @@ export class World {
           this.#setStatus(m, "error", at);
           s.taskState = null;
           s.updated = at;
+          // The conductor's event says why (Nova's NoValidHost message).
+          this.#actionEvent(
+            m,
+            "conductor_live_migrate_instance",
+            "nova-conductor",
+            at,
+            m.dest === null
+              ? "No valid host was found. There are not enough hosts available."
+              : `No valid host was found. Host ${m.dest} cannot take the instance.`,
+          );
           return;
         }
+        this.#actionEvent(
+          m,
+          "conductor_live_migrate_instance",
+          "nova-conductor",
+          at,
+        );
         m.dest = dest;
         this.#setStatus(m, "queued", at);
         this.#startQueued(m.source, at);

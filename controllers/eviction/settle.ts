@@ -1,0 +1,158 @@
+/**
+ * What a deleted Eviction still waits for before its finalizer re-enables
+ * the host: a pure look at the host's migration records. Records from the
+ * host that Nova shows in progress count (against the cluster budget too),
+ * and so do our own cold migrations that wait in `finished`
+ * (VERIFY_RESIZE), which the finalizer confirms. A record on which Nova
+ * shows no progress for `stalledAfterMs` stops counting: an unknown or stuck
+ * status must not hold a finalizer and a budget slot forever. Progress is
+ * measured on our own clock (the record's status or `updated_at` changed
+ * since we first saw it so), never against Nova's clock.
+ *
+ * @module
+ */
+
+import type { Migration } from "../../openstack/mod.ts";
+import { kindOfMigrationType, migrationPhase } from "./nova_states.ts";
+
+/** When a record's current state was first seen, by record id. */
+export type ProgressMarks = ReadonlyMap<
+  number,
+  { sig: string; sinceMs: number }
+>;
+
+/** The finalizer's look at a deleted drain's host. */
+export interface SettleLook {
+  /** Records that still count: in progress, or ours awaiting confirmation. */
+  counted: Migration[];
+  /** Servers of our cold migrations at `finished`: confirm their resize. */
+  confirm: string[];
+  /** In-progress records without progress for the stall bound: not counted. */
+  stalled: Migration[];
+  /** The progress marks to keep for the next look (records seen now only). */
+  marks: Map<number, { sig: string; sinceMs: number }>;
+}
+
+/** The state of a record that counts as progress when it changes. */
+function signature(m: Migration): string {
+  return `${m.status.toLowerCase()}|${m.updatedAt ?? ""}`;
+}
+
+/**
+ * Looks at a deleted drain's host: which records still count, which
+ * resizes of ours to confirm, which records are stalled.
+ *
+ * @example
+ * ```ts
+ * import { settleLook } from "./settle.ts";
+ * const m = {
+ *   id: 1, uuid: "u", instanceUuid: "vm", migrationType: "live-migration",
+ *   status: "running", sourceCompute: "h", destCompute: "d", sourceNode: "h",
+ *   destNode: "d", destHost: null, createdAt: "2026-01-01T00:00:00",
+ *   updatedAt: "2026-01-01T00:00:05",
+ * };
+ * const look = settleLook({ host: "h", migrations: [m], ourCold: new Set(),
+ *   marks: new Map(), nowMs: 0, stalledAfterMs: 60_000 });
+ * console.assert(look.counted.length === 1);
+ * ```
+ */
+export function settleLook(input: {
+  host: string;
+  migrations: readonly Migration[];
+  /** Servers whose cold migration this drain started (not adopted). */
+  ourCold: ReadonlySet<string>;
+  marks: ProgressMarks;
+  nowMs: number;
+  stalledAfterMs: number;
+}): SettleLook {
+  const { host, nowMs, stalledAfterMs } = input;
+  if (!(stalledAfterMs > 0)) {
+    throw new RangeError(
+      `stalledAfterMs must be a number > 0, got ${stalledAfterMs}`,
+    );
+  }
+  const look: SettleLook = {
+    counted: [],
+    confirm: [],
+    stalled: [],
+    marks: new Map(),
+  };
+  for (const m of input.migrations) {
+    if (m.sourceCompute !== host) continue;
+    const awaitsConfirm = m.status.toLowerCase() === "finished" &&
+      kindOfMigrationType(m.migrationType) === "cold" &&
+      input.ourCold.has(m.instanceUuid);
+    if (awaitsConfirm) {
+      // Ours, and holding the source's resources until confirmed: it counts
+      // and is confirmed; it is not a stall (we are the ones to move it on).
+      look.counted.push(m);
+      look.confirm.push(m.instanceUuid);
+      continue;
+    }
+    if (migrationPhase(m.status) !== "in_progress") continue;
+    const sig = signature(m);
+    const before = input.marks.get(m.id);
+    const sinceMs = before !== undefined && before.sig === sig
+      ? before.sinceMs
+      : nowMs;
+    look.marks.set(m.id, { sig, sinceMs });
+    if (nowMs - sinceMs >= stalledAfterMs) look.stalled.push(m);
+    else look.counted.push(m);
+  }
+  look.confirm.sort();
+  return look;
+}
+
+/**
+ * Progress marks per deleted Eviction, kept between finalizer runs of this
+ * process (a restart starts the stall bounds again, never shortens them).
+ *
+ * @example
+ * ```ts
+ * import { SettleMemory } from "./settle.ts";
+ * const memory = new SettleMemory();
+ * console.assert(memory.marks("ev").size === 0);
+ * ```
+ */
+export class SettleMemory {
+  readonly #marks = new Map<string, ProgressMarks>();
+  readonly #since = new Map<string, number>();
+  readonly #failures = new Map<string, number>();
+
+  /** The marks of a key (empty when none). */
+  marks(key: string): ProgressMarks {
+    return this.#marks.get(key) ?? new Map();
+  }
+
+  /** Keeps the marks of the latest look. */
+  keep(key: string, marks: ProgressMarks): void {
+    this.#marks.set(key, marks);
+  }
+
+  /** When this process first waited for the key (set on first call). */
+  waitingSince(key: string, nowMs: number): number {
+    const since = this.#since.get(key);
+    if (since !== undefined) return since;
+    this.#since.set(key, nowMs);
+    return nowMs;
+  }
+
+  /** Counts a failed finalizer run; returns how many in a row. */
+  failed(key: string): number {
+    const n = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, n);
+    return n;
+  }
+
+  /** A finalizer run that did not fail. */
+  succeeded(key: string): void {
+    this.#failures.delete(key);
+  }
+
+  /** Forgets everything about a key (its finalizer finished). */
+  forget(key: string): void {
+    this.#marks.delete(key);
+    this.#since.delete(key);
+    this.#failures.delete(key);
+  }
+}
