@@ -56,6 +56,8 @@ export interface HttpTransportOptions {
   random?: () => number;
   /** A Deno HTTP client (custom CA certificates). */
   httpClient?: Deno.HttpClient;
+  /** `User-Agent` of every request, e.g. `evictor/0.1.0` (default: Deno's). */
+  userAgent?: string;
 }
 
 /** A request to send. */
@@ -153,6 +155,7 @@ export class HttpTransport {
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
   readonly #httpClient: Deno.HttpClient | undefined;
+  readonly #userAgent: string | undefined;
 
   /** Creates a transport. */
   constructor(options: HttpTransportOptions = {}) {
@@ -175,6 +178,7 @@ export class HttpTransport {
     }
     this.#random = options.random ?? Math.random;
     this.#httpClient = options.httpClient;
+    this.#userAgent = options.userAgent;
   }
 
   /** The logger this transport writes to. */
@@ -246,6 +250,9 @@ export class HttpTransport {
       : AbortSignal.any([controller.signal, req.signal]);
     const headers: Record<string, string> = {
       "Accept": "application/json",
+      ...(this.#userAgent === undefined
+        ? {}
+        : { "User-Agent": this.#userAgent }),
       ...req.headers,
     };
     const init: RequestInit & { client?: Deno.HttpClient } = {
