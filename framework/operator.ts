@@ -13,7 +13,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { KubeClient } from "./client.ts";
 import type { Clock } from "./clock.ts";
 import { Controller } from "./controller.ts";
-import { StartupError } from "./errors.ts";
+import { oneLine, StartupError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type {
   FinalizeHandler,
@@ -779,20 +779,6 @@ export function validatePath(
   return `/validate-${
     kind.group.replaceAll(".", "-")
   }-${kind.version}-${kind.kind.toLowerCase()}`;
-}
-
-/** The first line of an error's message, with its causes ("fetch failed: ..."). */
-function oneLine(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err; e !== undefined && parts.length < 4;) {
-    const text = e instanceof Error ? e.message : String(e);
-    const first = text.split("\n")[0]?.trim() ?? text;
-    if (first !== "" && !parts.some((p) => p.includes(first))) {
-      parts.push(first);
-    }
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(": ");
 }
 
 /** A failed webhook start: a listening problem, else the certificate. */

@@ -89,6 +89,8 @@ export interface ServedCall {
   search: string;
   /** Virtual time it arrived (ms since the epoch). */
   atMs: number;
+  /** Its `User-Agent` header, or null. */
+  userAgent: string | null;
 }
 
 /** Credentials the simulator accepts. */
@@ -443,7 +445,12 @@ export async function startNovaSim(
     }`;
     counters.call(key);
     if (callListeners.size > 0) {
-      const call = { key, search: url.search, atMs: clock.now() };
+      const call = {
+        key,
+        search: url.search,
+        atMs: clock.now(),
+        userAgent: req.headers.get("user-agent"),
+      };
       for (const l of callListeners) l(call);
     }
     if (matched === undefined) {
