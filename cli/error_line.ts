@@ -9,7 +9,7 @@
 import * as k8s from "@kubernetes/client-node";
 import { oneLine } from "../framework/errors.ts";
 import { ConfigError, errText, OpenStackError } from "../openstack/mod.ts";
-import { KubeconfigError } from "./kube_config.ts";
+import { ApiServerUnreachableError, KubeconfigError } from "./kube_config.ts";
 import { UsageError } from "./usage.ts";
 
 /**
@@ -58,10 +58,13 @@ export function errorLine(e: unknown): { line: string; code: number } {
   if (e instanceof OpenStackError) {
     return { line: one(`error: OpenStack: ${errText(e)}`), code: 1 };
   }
-  if (e instanceof ConfigError || e instanceof KubeconfigError) {
+  if (
+    e instanceof ConfigError || e instanceof KubeconfigError ||
+    e instanceof ApiServerUnreachableError
+  ) {
     return { line: one(`error: ${e.message}`), code: 1 };
   }
-  // the API server unreachable (fetch failed: connection refused, ...),
-  // a malformed object: the message and its causes, no stack
+  // anything else (a malformed object, a bug): the message and its
+  // causes, no stack
   return { line: one(`error: ${oneLine(e)}`), code: 1 };
 }

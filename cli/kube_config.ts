@@ -16,6 +16,7 @@ import {
   selectContext,
 } from "../framework/kubeconfig.ts";
 import { PLUGIN_USER_AGENT } from "../app/version.ts";
+import { oneLine } from "../framework/errors.ts";
 
 /** The plugin's cluster flags. */
 export interface KubeTarget {
@@ -117,9 +118,16 @@ export async function loadPluginKubeConfig(
   return kc;
 }
 
+/** The API server did not answer (refused, reset, TLS, DNS); one line. */
+export class ApiServerUnreachableError extends Error {
+  override name = "ApiServerUnreachableError";
+}
+
 /**
  * A CustomObjectsApi of the KubeConfig's current context whose requests
- * carry the plugin's User-Agent (client-node's `makeApiClient` pins its own).
+ * carry the plugin's User-Agent (client-node's `makeApiClient` pins its own);
+ * a call that gets no answer fails with an
+ * {@linkcode ApiServerUnreachableError} naming the server.
  *
  * @example
  * ```ts ignore
@@ -133,9 +141,28 @@ export function customObjectsApi(kc: k8s.KubeConfig): k8s.CustomObjectsApi {
       `kubeconfig context "${kc.getCurrentContext()}" names no cluster`,
     );
   }
-  return new k8s.CustomObjectsApi(k8s.createConfiguration({
+  const api = new k8s.CustomObjectsApi(k8s.createConfiguration({
     baseServer: new k8s.ServerConfiguration(cluster.server, {}),
     authMethods: { default: kc },
     middleware: [k8s.setHeaderMiddleware("User-Agent", PLUGIN_USER_AGENT)],
   }));
+  return new Proxy(api, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        try {
+          return await value.apply(target, args);
+        } catch (e) {
+          if (e instanceof k8s.ApiException) throw e;
+          throw new ApiServerUnreachableError(
+            `cannot reach the API server ${cluster.server} (context "${kc.getCurrentContext()}"): ${
+              oneLine(e)
+            }`,
+            { cause: e },
+          );
+        }
+      };
+    },
+  });
 }
