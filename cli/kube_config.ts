@@ -31,15 +31,6 @@ export class KubeconfigError extends Error {
   override name = "KubeconfigError";
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Loads the KubeConfig of `target` from `env` (`KUBECONFIG`, `HOME`,
  * `KUBERNETES_SERVICE_HOST`).
