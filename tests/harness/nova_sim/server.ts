@@ -102,8 +102,12 @@ export interface NovaSimCredentials {
     username: string;
     password: string;
     userDomainName: string;
+    /** The id of the user's domain. */
+    userDomainId: string;
     projectName: string;
     projectDomainName: string;
+    /** The id of the project's domain. */
+    projectDomainId: string;
   };
   /** Application credential. */
   applicationCredential: {
@@ -638,8 +642,10 @@ export async function startNovaSim(
       username: c.username,
       password: c.password,
       userDomainName: c.userDomainName,
+      userDomainId: c.userDomainId,
       projectName: c.projectName,
       projectDomainName: c.projectDomainName,
+      projectDomainId: c.projectDomainId,
     },
     applicationCredential: {
       id: appCred.id,
