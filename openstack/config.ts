@@ -842,16 +842,23 @@ function resolveClientCert(
       `${certV.label}: file "${certV.value}" holds no PEM certificate; expected a PEM client certificate`,
     );
   }
-  const isKey = (pem: string) => /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem);
+  const keyBlock = (pem: string) =>
+    /-----BEGIN ([A-Z ]*)PRIVATE KEY-----[^]*?-----END \1PRIVATE KEY-----/
+      .exec(pem)?.[0];
+  const certBlocks = (pem: string) =>
+    (pem.match(
+      /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/g,
+    ) ?? []).join("\n");
   if (keyV.value === undefined) {
     // as requests/keystoneauth: one file may hold the certificate and its key
-    if (isKey(certPem)) {
-      return {
+    const inCert = keyBlock(certPem);
+    if (inCert !== undefined) {
+      return usableClientCert({
         certPath: certV.value,
         keyPath: certV.value,
-        certPem,
-        keyPem: certPem,
-      };
+        certPem: certBlocks(certPem),
+        keyPem: inCert,
+      }, certV.label);
     }
     throw new ConfigError(
       `${keyV.label}: not set; expected the private key (PEM) of client certificate "${certV.value}"`,
@@ -863,12 +870,35 @@ function resolveClientCert(
       `${keyV.label}: file "${keyV.value}" does not exist; expected the PEM private key of the client certificate`,
     );
   }
-  if (!isKey(keyPem)) {
+  const key = keyBlock(keyPem);
+  if (key === undefined) {
     throw new ConfigError(
       `${keyV.label}: file "${keyV.value}" holds no PEM private key; expected the private key of client certificate "${certV.value}"`,
     );
   }
-  return { certPath: certV.value, keyPath: keyV.value, certPem, keyPem };
+  return usableClientCert({
+    certPath: certV.value,
+    keyPath: keyV.value,
+    certPem: certBlocks(certPem),
+    keyPem: key,
+  }, keyV.label);
+}
+
+/** Checks that TLS can load the pair (a malformed or mismatched PEM). */
+function usableClientCert(
+  c: ClientCertificate,
+  label: string,
+): ClientCertificate {
+  try {
+    Deno.createHttpClient({ cert: c.certPem, key: c.keyPem }).close();
+  } catch (e) {
+    throw new ConfigError(
+      `${label}: the certificate "${c.certPath}" and key "${c.keyPath}" cannot be used for TLS (${
+        firstLine(e instanceof Error ? e.message : String(e))
+      }); expected a PEM certificate and its matching private key`,
+    );
+  }
+  return c;
 }
 
 /** A service's microversion setting and what it may be. */

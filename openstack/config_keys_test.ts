@@ -5,6 +5,7 @@
  * gophercloud resolve it; each mistake names the key and what is expected.
  */
 import assert from "node:assert/strict";
+import { createTestCa } from "../tests/harness/pki.ts";
 import { ConfigError, loadCloudConfig } from "./config.ts";
 
 const AUTH_URL = "https://keystone.example:5000/v3";
@@ -183,16 +184,21 @@ Deno.test("config keys: system scope with a password", () => {
   );
 });
 
-const CERT = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-const KEY = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-const EC_KEY =
-  "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n";
+const pair = await (await createTestCa("config-keys")).issue({
+  commonName: "evictor",
+  usage: "client",
+});
+const CERT = pair.certPem.trim();
+const KEY = pair.keyPem.trim();
+/** PEM headers around no key: TLS cannot load it. */
+const BROKEN_KEY =
+  "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----";
 
 Deno.test("config keys: client certificate from cert/key and OS_CERT/OS_KEY", () => {
   const files = {
     "/pki/c.pem": CERT,
     "/pki/k.pem": KEY,
-    "/pki/both.pem": CERT + EC_KEY,
+    "/pki/both.pem": `${CERT}\n${KEY}\n`,
     "/work/clouds.yaml": `
 clouds:
   mtls:
@@ -224,7 +230,12 @@ clouds:
   );
   // one file with both, as requests and keystoneauth accept it
   const both = load({ ...appCred, OS_CERT: "/pki/both.pem" }, files).clientCert;
-  assert.equal(both?.keyPath, "/pki/both.pem");
+  assert.deepEqual(both, {
+    certPath: "/pki/both.pem",
+    keyPath: "/pki/both.pem",
+    certPem: CERT,
+    keyPem: KEY,
+  });
   assert.equal(load(appCred, files).clientCert, undefined);
 });
 
@@ -233,7 +244,12 @@ Deno.test("config keys: each mistake names the key and what is expected", () => 
     OS_APPLICATION_CREDENTIAL_ID: "ac",
     OS_APPLICATION_CREDENTIAL_SECRET: "s",
   };
-  const files = { "/pki/c.pem": CERT, "/pki/k.pem": KEY, "/pki/x": "junk" };
+  const files = {
+    "/pki/c.pem": CERT,
+    "/pki/k.pem": KEY,
+    "/pki/x": "junk",
+    "/pki/broken": BROKEN_KEY,
+  };
   const rows: [string, Record<string, string>, string, RegExp][] = [
     [
       "a token type without a token",
@@ -305,6 +321,12 @@ Deno.test("config keys: each mistake names the key and what is expected", () => 
       { ...appCred, OS_CERT: "/pki/c.pem", OS_KEY: "/pki/x" },
       "OS_KEY",
       /OS_KEY: file "\/pki\/x" holds no PEM private key/,
+    ],
+    [
+      "a key TLS cannot load",
+      { ...appCred, OS_CERT: "/pki/c.pem", OS_KEY: "/pki/broken" },
+      "OS_KEY",
+      /OS_KEY: the certificate "\/pki\/c.pem" and key "\/pki\/broken" cannot be used for TLS \(.*\); expected a PEM certificate and its matching private key/,
     ],
     [
       "an unknown auth type",

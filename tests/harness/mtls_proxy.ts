@@ -27,16 +27,14 @@ export interface MtlsProxy {
   close(): Promise<void>;
 }
 
-async function body(req: IncomingMessage): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of req) chunks.push(chunk as Uint8Array);
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
+/** The request body as text (the OpenStack APIs speak JSON). */
+async function body(req: IncomingMessage): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of req) {
+    text += decoder.decode(chunk as Uint8Array, { stream: true });
   }
-  return out;
+  return text + decoder.decode();
 }
 
 /**
