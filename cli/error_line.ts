@@ -7,6 +7,7 @@
  * @module
  */
 import * as k8s from "@kubernetes/client-node";
+import { z } from "zod";
 import { oneLine } from "../framework/errors.ts";
 import { ConfigError, errText, OpenStackError } from "../openstack/mod.ts";
 import { ApiServerUnreachableError, KubeconfigError } from "./kube_config.ts";
@@ -18,6 +19,7 @@ import { UsageError } from "./usage.ts";
  * @example
  * ```ts
  * import * as k8s from "@kubernetes/client-node";
+import { z } from "zod";
  * import { apiMessage } from "./error_line.ts";
  * const e = new k8s.ApiException(403, "", { message: "forbidden: no" }, {});
  * console.assert(apiMessage(e) === "forbidden: no");
@@ -64,7 +66,17 @@ export function errorLine(e: unknown): { line: string; code: number } {
   ) {
     return { line: one(`error: ${e.message}`), code: 1 };
   }
-  // anything else (a malformed object, a bug): the message and its
-  // causes, no stack
+  if (e instanceof z.ZodError) {
+    const issue = e.issues[0];
+    return {
+      line: one(
+        `error: the API server sent an object this plugin cannot read (a newer CRD?): ${
+          issue?.path.map(String).join(".") || "(top level)"
+        }: ${issue?.message ?? "invalid"}`,
+      ),
+      code: 1,
+    };
+  }
+  // anything else (a bug): the message and its causes, no stack
   return { line: one(`error: ${oneLine(e)}`), code: 1 };
 }
