@@ -1,9 +1,10 @@
 /**
  * A lightweight kubeconfig loader (client certificates, bearer tokens,
- * token files, CA data or files; in-cluster service account). It exists so
- * that the operator need not load `@kubernetes/client-node` at run time,
- * which alone costs about 85 MB of resident memory; pass a client-node
- * `KubeConfig` instead when you need its auth plugins (exec, OIDC).
+ * token files, CA data or files; in-cluster service account), with
+ * kubectl's rules for merging the files of a colon-separated `KUBECONFIG`.
+ * It exists so that the operator need not load `@kubernetes/client-node` at
+ * run time (tens of MB of resident memory); pass a client-node `KubeConfig`
+ * instead when you need its auth plugins (exec, OIDC).
  *
  * @module
  */
