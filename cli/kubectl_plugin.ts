@@ -98,7 +98,7 @@ export function drainOutcome(e: Eviction): "Succeeded" | "Failed" | undefined {
  */
 export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
   try {
-    const [command, ...rest] = args;
+    const [command, ...rest] = commandFirst(args);
     switch (command) {
       case "drain":
         return await drain(rest, io);
@@ -127,6 +127,34 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
     io.err(line);
     return code;
   }
+}
+
+/**
+ * The arguments with the cluster flags given before the command moved after
+ * it (`kubectl evictor --context eu status` as kubectl's own flags go).
+ *
+ * @example
+ * ```ts
+ * import { commandFirst } from "./kubectl_plugin.ts";
+ * console.log(commandFirst(["--context", "eu", "status"])); // ["status", "--context", "eu"]
+ * ```
+ */
+export function commandFirst(args: string[]): string[] {
+  const before: string[] = [];
+  let i = 0;
+  while (i < args.length) {
+    const a = args[i] ?? "";
+    if (/^--(kubeconfig|context)=/.test(a)) {
+      before.push(a);
+      i += 1;
+    } else if (a === "--kubeconfig" || a === "--context") {
+      before.push(a, ...args.slice(i + 1, i + 2));
+      i += 2;
+    } else break;
+  }
+  return i === 0 || i >= args.length
+    ? args
+    : [args[i] ?? "", ...before, ...args.slice(i + 1)];
 }
 
 /** Prints the command's help when `--help` was given. */

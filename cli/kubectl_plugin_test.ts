@@ -10,6 +10,7 @@ import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import type { Eviction } from "../models/mod.ts";
 import { sharedEnvtest } from "../tests/harness/envtest.ts";
 import {
+  commandFirst,
   drainOutcome,
   type PluginIo,
   retryValue,
@@ -127,6 +128,23 @@ Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
     assert.equal(err.length, 1, err.join("\n"));
     assert.match(err[0] ?? "", line);
   }
+});
+
+Deno.test("commandFirst: cluster flags before the command go after it", () => {
+  const rows: [string[], string[]][] = [
+    [["--context", "eu", "status"], ["status", "--context", "eu"]],
+    [["--kubeconfig=/k", "--context", "eu", "drain", "n1"], [
+      "drain",
+      "--kubeconfig=/k",
+      "--context",
+      "eu",
+      "n1",
+    ]],
+    [["status", "--context", "eu"], ["status", "--context", "eu"]],
+    [["--context", "eu"], ["--context", "eu"]],
+    [["--help"], ["--help"]],
+  ];
+  for (const [args, want] of rows) assert.deepEqual(commandFirst(args), want);
 });
 
 Deno.test("statusData: every field present, sorted by name", () => {

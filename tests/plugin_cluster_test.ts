@@ -174,6 +174,15 @@ Deno.test({
         { state: "Pending", reason: "kernel 6.12" },
       );
 
+      // the cluster flags may come before the command, as kubectl's do
+      const before = await kubectlEvictor(
+        api,
+        ["--context", "admin", "status", name, "-o", "json"],
+        env,
+      );
+      assert.equal(before.code, 0, before.stderr);
+      assert.equal(JSON.parse(before.stdout).evictions[0]?.name, name);
+
       const yaml = await kubectlEvictor(
         api,
         ["status", name, "--kubeconfig", kc.second, "-o", "yaml"],
