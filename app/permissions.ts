@@ -80,6 +80,25 @@ export const V8_FLAGS: readonly string[] = Object.freeze([
 ]);
 
 /**
+ * What `deno compile` adds to both executables: no permission prompt (a
+ * refused permission fails at once; there is no terminal in a pod), no
+ * remote modules at compile time (`--no-remote`: everything embedded comes
+ * from this repository or npm) and none at run time (`--deny-import` denies
+ * every remote import, whatever hosts Deno allows by default).
+ *
+ * @example
+ * ```ts
+ * import { COMPILE_LOCKDOWN_FLAGS } from "./permissions.ts";
+ * console.assert(COMPILE_LOCKDOWN_FLAGS.includes("--no-prompt"));
+ * ```
+ */
+export const COMPILE_LOCKDOWN_FLAGS: readonly string[] = Object.freeze([
+  "--no-prompt",
+  "--no-remote",
+  "--deny-import",
+]);
+
+/**
  * The permission flags of the kubectl plugin (`kubectl-evictor`): it runs on
  * a person's machine, reads their kubeconfig wherever it is, and talks to
  * their API server; it never writes, spawns or loads native code.

@@ -1,6 +1,7 @@
 /**
  * `manifests/monitoring/`: the PrometheusRule passes the real promtool's
- * `check rules` and `test rules` (each alert fires on synthetic series,
+ * `check rules` and `test rules` (promtool built from hack/promtool/go.mod's
+ * pin on first use; each alert fires on synthetic series,
  * tests/testdata/monitoring/alerts_test.yaml), every alert links to a
  * section of docs/runbooks.md, and every metric a rule or a dashboard panel reads exists:
  * evictor's in the `/metrics` of a running evictor (main.ts as a process with
@@ -17,6 +18,7 @@ import {
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
+import { promtool } from "./harness/hack_tools.ts";
 import {
   eviction,
   hypervisor,
@@ -41,24 +43,14 @@ import {
 const ROOT = new URL("../", import.meta.url);
 const TESTDATA = new URL("testdata/monitoring/", import.meta.url);
 
-async function run(cmd: string, args: string[], cwd?: string) {
-  let out: Deno.CommandOutput;
-  try {
-    out = await new Deno.Command(cmd, {
-      args,
-      ...(cwd === undefined ? {} : { cwd }),
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) {
-      throw new Error(
-        `${cmd} not found: install Debian's prometheus package ` +
-          "(apt-get install --no-install-recommends prometheus; .ci/run does)",
-      );
-    }
-    throw err;
-  }
+/** Runs the pinned promtool (tests/harness/hack_tools.ts) in `cwd`. */
+async function runPromtool(args: string[], cwd: string) {
+  const out = await new Deno.Command(await promtool(), {
+    args,
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   const text = new TextDecoder();
   return {
     code: out.code,
@@ -87,7 +79,7 @@ async function alertNames(): Promise<string[]> {
 Deno.test("promtool check rules accepts the PrometheusRule's groups", async () => {
   const dir = await stageRules();
   try {
-    const out = await run("promtool", ["check", "rules", "rules.yaml"], dir);
+    const out = await runPromtool(["check", "rules", "rules.yaml"], dir);
     assert.equal(out.code, 0, out.output);
     const rules = (await ruleGroups()).flatMap((g) => g.rules).length;
     assert.match(out.output, new RegExp(`SUCCESS: ${rules} rules found`));
@@ -99,11 +91,7 @@ Deno.test("promtool check rules accepts the PrometheusRule's groups", async () =
 Deno.test("promtool test rules: every alert fires on its synthetic series", async () => {
   const dir = await stageRules();
   try {
-    const out = await run(
-      "promtool",
-      ["test", "rules", "alerts_test.yaml"],
-      dir,
-    );
+    const out = await runPromtool(["test", "rules", "alerts_test.yaml"], dir);
     assert.equal(out.code, 0, out.output);
     assert.match(out.output, /SUCCESS/);
   } finally {
@@ -146,11 +134,7 @@ Deno.test("a changed threshold fails promtool test rules", async () => {
       `${dir}/rules.yaml`,
       stringifyYaml({ groups }),
     );
-    const out = await run(
-      "promtool",
-      ["test", "rules", "alerts_test.yaml"],
-      dir,
-    );
+    const out = await runPromtool(["test", "rules", "alerts_test.yaml"], dir);
     assert.notEqual(out.code, 0, out.output);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -16,6 +16,7 @@ import {
   createTestCa,
   loadTestCa,
 } from "./pki.ts";
+import { buildHackTool } from "./hack_tools.ts";
 import {
   freePort,
   makeOwnedTempDir,
@@ -91,16 +92,8 @@ interface SharedDescriptor {
  * Finds the envtest binaries: `KUBEBUILDER_ASSETS` when it has them, else the
  * cache filled by `hack/envtest/build.sh` (which builds them on first use).
  */
-export async function envtestBinDir(): Promise<string> {
-  const out = await new Deno.Command("bash", {
-    args: [new URL("hack/envtest/build.sh", ROOT).pathname],
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  if (!out.success) {
-    throw new Error(`hack/envtest/build.sh failed with exit code ${out.code}`);
-  }
-  return new TextDecoder().decode(out.stdout).trim();
+export function envtestBinDir(): Promise<string> {
+  return buildHackTool("envtest");
 }
 
 /**
