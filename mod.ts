@@ -128,10 +128,20 @@ export { HealthServer } from "./framework/health_server.ts";
 export type { Check, HealthServerOptions } from "./framework/health_server.ts";
 export { Informer } from "./framework/informer.ts";
 export {
+  kubeconfigDocument,
+  kubeconfigPathsFromEnv,
   loadDefaultCredentials,
+  mergeKubeconfigs,
   readKubeconfigFile,
+  readKubeconfigFiles,
+  readKubeconfigs,
+  selectContext,
 } from "./framework/kubeconfig.ts";
-export type { ClusterCredentials } from "./framework/kubeconfig.ts";
+export type {
+  ClusterCredentials,
+  KubeconfigFile,
+  MergedKubeconfig,
+} from "./framework/kubeconfig.ts";
 export type {
   CacheReader,
   InformerEvent,

@@ -27,7 +27,11 @@ export type ControllerName = typeof CONTROLLERS[number];
 
 /** Everything `evictor run` needs, frozen. */
 export interface Config {
-  readonly kubeconfig: string | undefined;
+  /**
+   * Kubeconfig files, merged as kubectl merges them: `--kubeconfig` names
+   * one, `KUBECONFIG` a colon-separated list; undefined: the defaults.
+   */
+  readonly kubeconfig: readonly string[] | undefined;
   readonly osCloud: string | undefined;
   readonly pollIntervalMs: number;
   readonly leaderElection:
@@ -102,7 +106,8 @@ export const RUN_FLAGS = {
   kubeconfig: {
     type: "string",
     env: "KUBECONFIG",
-    help: "kubeconfig file (default: in-cluster service account)",
+    help:
+      "kubeconfig file; KUBECONFIG may name several, colon-separated, merged as kubectl merges them (default: ~/.kube/config, else the in-cluster service account)",
   },
   "os-cloud": {
     type: "string",
@@ -305,7 +310,7 @@ export function loadConfig(
   const logLevel = readLogLevel(flags);
   const maxConcurrentReconciles = readMaxConcurrentReconciles(flags);
   const config: Config = {
-    kubeconfig: flags.str("kubeconfig"),
+    kubeconfig: readKubeconfig(flags),
     osCloud: flags.str("os-cloud"),
     pollIntervalMs: flags.duration("poll-interval", 100),
     leaderElection,
@@ -327,6 +332,15 @@ export function loadConfig(
     defaultMigrationRate: readDefaultMigrationRate(flags),
   };
   return deepFreeze(config);
+}
+
+/** `--kubeconfig FILE` is one file; its twin `KUBECONFIG` a list. */
+function readKubeconfig(flags: FlagReader): readonly string[] | undefined {
+  const value = flags.str("kubeconfig");
+  if (value === undefined) return undefined;
+  if (flags.source("kubeconfig").envVar === undefined) return [value];
+  const files = value.split(":").filter((p) => p !== "");
+  return files.length === 0 ? undefined : files;
 }
 
 type FlagValues = Record<string, string | boolean | string[] | undefined>;

@@ -28,11 +28,24 @@ Deno.test("defaults", () => {
 Deno.test("flags win over their environment twins", () => {
   const env = { EVICTOR_POLL_INTERVAL: "5s", KUBECONFIG: "/etc/evictor/kc" };
   assert.equal(loadConfig([], env).pollIntervalMs, 5000);
-  assert.equal(loadConfig([], env).kubeconfig, "/etc/evictor/kc");
+  assert.deepEqual(loadConfig([], env).kubeconfig, ["/etc/evictor/kc"]);
   assert.equal(
     loadConfig(["--poll-interval", "250ms"], env).pollIntervalMs,
     250,
   );
+});
+
+Deno.test("--kubeconfig names one file, KUBECONFIG a colon-separated list", () => {
+  const env = { KUBECONFIG: "/home/me/.kube/config::/home/me/.kube/eu" };
+  assert.deepEqual(loadConfig([], env).kubeconfig, [
+    "/home/me/.kube/config",
+    "/home/me/.kube/eu",
+  ]);
+  assert.deepEqual(loadConfig(["--kubeconfig", "/a:b"], env).kubeconfig, [
+    "/a:b",
+  ]);
+  assert.equal(loadConfig([], {}).kubeconfig, undefined);
+  assert.equal(loadConfig([], { KUBECONFIG: ":" }).kubeconfig, undefined);
 });
 
 Deno.test("every flag has an environment twin and help", () => {

@@ -22,6 +22,7 @@ import { readEnvironment } from "./environment.ts";
 import { OpenStackAuthMetrics } from "./openstack_metrics.ts";
 import { READ_PATHS } from "./permissions.ts";
 import { buildOperator } from "./wire.ts";
+import { USER_AGENT } from "./version.ts";
 
 /** Exit code of a bad flag or environment variable (a usage error). */
 export const EXIT_USAGE = 2;
@@ -78,6 +79,7 @@ async function runOperator(
     logger: logger.child({ name: "openstack" }),
     onAuthentication: authMetrics.observe,
     novaTimeoutMs: config.novaTimeoutMs,
+    userAgent: USER_AGENT,
   });
   try {
     const operator = buildOperator(config, {

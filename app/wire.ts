@@ -14,6 +14,7 @@ import {
 } from "../controllers/hypervisor/mod.ts";
 import { registerWebhooks } from "../webhooks/register.ts";
 import type { Config } from "./config.ts";
+import { USER_AGENT } from "./version.ts";
 
 /** The finalizer evictor puts on Evictions (same group as the resources). */
 export const FINALIZER = "kvm.cloud.sap/evictor";
@@ -41,6 +42,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
     finalizer: FINALIZER,
     logger: deps.logger,
     metricsPrefix: "evictor_",
+    userAgent: USER_AGENT,
     ...(config.kubeconfig === undefined
       ? {}
       : { kubeconfigPath: config.kubeconfig }),

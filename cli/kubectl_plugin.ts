@@ -1,14 +1,14 @@
 /**
  * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
- * [--max-concurrent N] [--wait]`, `kubectl evictor status [HYPERVISOR]` and
- * `kubectl evictor plan HOST [HOST...]` (cli/plan_command.ts) and
- * `kubectl evictor retry NAME [VM...]`. It talks to the cluster of the current
- * kubeconfig context, like kubectl; `plan` also reads OpenStack (clouds.yaml /
- * OS_*).
+ * [--max-concurrent N] [--wait]`, `kubectl evictor status [HYPERVISOR]
+ * [-o table|json|yaml]`, `kubectl evictor plan HOST [HOST...]`
+ * (cli/plan_command.ts) and `kubectl evictor retry NAME [VM...]`. Each talks
+ * to the cluster kubectl would (`--kubeconfig`, `--context`, `KUBECONFIG`;
+ * cli/kube_config.ts); `plan` also reads OpenStack (clouds.yaml / OS_*).
+ * Every failure is one line on stderr and a non-zero exit code.
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import {
   type Eviction,
@@ -17,11 +17,22 @@ import {
 } from "../models/mod.ts";
 import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import { type DrainCounts, renderProgressLine } from "./progress.ts";
-import { type PlanIo, PlanUsageError, runPlan } from "./plan_command.ts";
+import { type PlanIo, runPlan } from "./plan_command.ts";
+import { customObjectsApi } from "./kube_config.ts";
+import { apiMessage, errorLine } from "./error_line.ts";
+import {
+  type CommandName,
+  outputFormat,
+  parseCommand,
+  renderData,
+  UsageError,
+  usageOf,
+} from "./usage.ts";
+
+export { UsageError } from "./usage.ts";
 
 /** Where the plugin writes and how it waits; injected by tests. */
-export interface PluginIo extends Pick<PlanIo, "openStack"> {
-  kubeConfig: k8s.KubeConfig;
+export interface PluginIo extends Pick<PlanIo, "openStack" | "kubeConfig"> {
   out: (line: string) => void;
   err: (line: string) => void;
   /** Rewrites the current line (a TTY) instead of adding one. */
@@ -30,25 +41,7 @@ export interface PluginIo extends Pick<PlanIo, "openStack"> {
 }
 
 /** The help text of the plugin. */
-export const PLUGIN_USAGE = `Usage:
-  kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
-      Creates the Eviction of each HYPERVISOR, all at once (one wave: every
-      host is disabled before any of them migrates); with --wait, follows
-      them until the hosts are empty.
-  kubectl evictor status [HYPERVISOR]
-      Prints the Evictions (or one) as a table.
-  kubectl evictor plan HOST [HOST...] [--output table|json] [--mb-per-second N] [--overhead-seconds N]
-      Changes nothing: per host, each VM's class and order, the limit and its
-      source, the capacity verdict (Placement's view) and the predicted makespan.
-      Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.
-  kubectl evictor retry NAME [VM...]
-      Asks the controller to re-arm failed VMs of the Eviction NAME (all of
-      them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`;
-
-/** A usage mistake: the message says what was wrong and what is expected. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export const PLUGIN_USAGE: string = usageOf();
 
 const { group, version, plural } = EvictionResource;
 
@@ -96,15 +89,16 @@ export function drainOutcome(e: Eviction): "Succeeded" | "Failed" | undefined {
 /**
  * Runs the plugin with `args` (what follows `kubectl evictor`) and returns
  * the exit code: 0 done, 1 failed drain or error, 2 usage error or timeout.
+ * Nothing is thrown: every failure is written as one line to `io.err`.
  *
  * @example
  * ```ts ignore
- * const code = await runPlugin(["status"], io);
+ * const code = await runPlugin(["status", "-o", "json"], io);
  * ```
  */
 export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
   try {
-    const [command, ...rest] = args;
+    const [command, ...rest] = commandFirst(args);
     switch (command) {
       case "drain":
         return await drain(rest, io);
@@ -115,65 +109,97 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
       case "retry":
         return await retry(rest, io);
       case undefined:
+        throw new UsageError(
+          "no command: expected drain, status, plan or retry",
+        );
       case "help":
       case "--help":
       case "-h":
         io.out(PLUGIN_USAGE);
-        return command === undefined ? 2 : 0;
+        return 0;
       default:
         throw new UsageError(
           `unknown command "${command}": expected drain, status, plan or retry`,
         );
     }
   } catch (e) {
-    if (e instanceof UsageError || e instanceof PlanUsageError) {
-      io.err(`error: ${e.message}\n${PLUGIN_USAGE}`);
-      return 2;
-    }
-    if (e instanceof k8s.ApiException) {
-      io.err(`error: ${apiMessage(e)}`);
-      return 1;
-    }
-    throw e;
+    const { line, code } = errorLine(e);
+    io.err(line);
+    return code;
   }
 }
 
-function apiMessage(e: k8s.ApiException<unknown>): string {
-  try {
-    const body = typeof e.body === "string" ? JSON.parse(e.body) : e.body;
-    if (body && typeof body === "object" && "message" in body) {
-      return String(body.message);
-    }
-  } catch { /* not JSON */ }
-  return `the API server answered ${e.code}`;
+/**
+ * The arguments with the cluster flags given before the command moved after
+ * it (`kubectl evictor --context eu status` as kubectl's own flags go).
+ *
+ * @example
+ * ```ts
+ * import { commandFirst } from "./kubectl_plugin.ts";
+ * console.log(commandFirst(["--context", "eu", "status"])); // ["status", "--context", "eu"]
+ * ```
+ */
+export function commandFirst(args: string[]): string[] {
+  const before: string[] = [];
+  let i = 0;
+  while (i < args.length) {
+    const a = args[i] ?? "";
+    if (/^--(kubeconfig|context)=/.test(a)) {
+      before.push(a);
+      i += 1;
+    } else if (a === "--kubeconfig" || a === "--context") {
+      before.push(a, ...args.slice(i + 1, i + 2));
+      i += 2;
+    } else break;
+  }
+  return i === 0 || i >= args.length
+    ? args
+    : [args[i] ?? "", ...before, ...args.slice(i + 1)];
+}
+
+/** Prints the command's help when `--help` was given. */
+function helped(
+  command: CommandName,
+  values: { help?: boolean | undefined },
+  io: PluginIo,
+): boolean {
+  if (values.help === true) io.out(usageOf(command));
+  return values.help === true;
+}
+
+/** The command's cluster flags. */
+function target(
+  values: { kubeconfig?: string | undefined; context?: string | undefined },
+) {
+  return { kubeconfig: values.kubeconfig, context: values.context };
 }
 
 async function drain(args: string[], io: PluginIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      reason: { type: "string" },
-      "max-concurrent": { type: "string" },
-      wait: { type: "boolean", default: false },
-      timeout: { type: "string", default: "0" },
-    },
+  const { values, positionals } = parseCommand("drain", args, {
+    reason: { type: "string" },
+    "max-concurrent": { type: "string" },
+    wait: { type: "boolean", default: false },
+    timeout: { type: "string", default: "0" },
   });
+  if (helped("drain", values, io)) return 0;
   const hypervisors = [...new Set(positionals)];
   if (hypervisors.length === 0) {
-    throw new UsageError("drain needs a HYPERVISOR name");
+    throw new UsageError("drain needs a HYPERVISOR name", "drain");
   }
   for (const h of hypervisors) {
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(h) || h.length > 253) {
       throw new UsageError(
         `HYPERVISOR "${h}" is not valid: expected a Kubernetes object name (lower case letters, digits, "-" and ".")`,
+        "drain",
       );
     }
   }
   const reason = values.reason?.trim();
   if (!reason) {
-    throw new UsageError("--reason is required: say why the host is drained");
+    throw new UsageError(
+      "--reason is required: say why the host is drained",
+      "drain",
+    );
   }
   let maxConcurrent: number | undefined;
   const max = values["max-concurrent"];
@@ -182,6 +208,7 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
     if (!Number.isInteger(n) || n < 1 || n > 64) {
       throw new UsageError(
         `--max-concurrent "${max}" is not valid: expected an integer from 1 to 64`,
+        "drain",
       );
     }
     maxConcurrent = n;
@@ -190,9 +217,10 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
     throw new UsageError(
       `--timeout "${values.timeout}" is not valid: expected seconds >= 0 (0 waits forever)`,
+      "drain",
     );
   }
-  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const api = customObjectsApi(await io.kubeConfig(target(values)));
   // All at once: Evictions that exist together form one wave.
   const created = await Promise.allSettled(
     hypervisors.map((hypervisor) =>
@@ -324,6 +352,7 @@ export function retryValue(vms: string[]): string {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(vm)) {
       throw new UsageError(
         `VM "${vm}" is not valid: expected a Nova server id such as 3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f`,
+        "retry",
       );
     }
   }
@@ -331,16 +360,14 @@ export function retryValue(vms: string[]): string {
 }
 
 async function retry(args: string[], io: PluginIo): Promise<number> {
-  const { positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {},
-  });
+  const { values, positionals } = parseCommand("retry", args, {});
+  if (helped("retry", values, io)) return 0;
   const [name, ...vms] = positionals;
-  if (!name) throw new UsageError("retry needs the NAME of an Eviction");
+  if (!name) {
+    throw new UsageError("retry needs the NAME of an Eviction", "retry");
+  }
   const value = retryValue(vms);
-  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const api = customObjectsApi(await io.kubeConfig(target(values)));
   let eviction: Eviction;
   try {
     eviction = EvictionSchema.parse(
@@ -385,18 +412,18 @@ async function retry(args: string[], io: PluginIo): Promise<number> {
 }
 
 async function status(args: string[], io: PluginIo): Promise<number> {
-  const { positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {},
+  const { values, positionals } = parseCommand("status", args, {
+    output: { type: "string", short: "o", default: "table" },
   });
+  if (helped("status", values, io)) return 0;
   if (positionals.length > 1) {
     throw new UsageError(
       `status takes at most one HYPERVISOR, got ${positionals.length}`,
+      "status",
     );
   }
-  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const format = outputFormat("status", values.output);
+  const api = customObjectsApi(await io.kubeConfig(target(values)));
   const [name] = positionals;
   const evictions: Eviction[] = [];
   if (name) {
@@ -416,8 +443,92 @@ async function status(args: string[], io: PluginIo): Promise<number> {
       if (parsed.success) evictions.push(parsed.data);
     }
   }
-  io.out(statusTable(evictions));
+  io.out(
+    format === "table"
+      ? statusTable(evictions)
+      : renderData(statusData(evictions), format),
+  );
   return 0;
+}
+
+/** One Eviction in `status -o json|yaml`: a stable, documented shape. */
+export interface EvictionStatusData {
+  /** The Eviction's name. */
+  name: string;
+  /** The host drained. */
+  hypervisor: string;
+  /** Why. */
+  reason: string;
+  /** The Evicting condition's reason, or Pending before the first pass. */
+  state: string;
+  /** VMs migrated off the host. */
+  migrated: number;
+  /** Migrations running now. */
+  inFlight: number;
+  /** VMs still to move. */
+  outstanding: number;
+  /** Failed VMs with their reason and attempts. */
+  failed: { id: string; reason: string; attempts: number }[];
+  /** VMs left alone, with the reason (they need a person). */
+  skipped: { id: string; reason: string }[];
+  /** The limit in force, or null before the first pass. */
+  limit: number | null;
+  /** Where it comes from: policy, flags or eviction; null before the first pass. */
+  limitSource: string | null;
+  /** When the drain started, or null. */
+  startedAt: string | null;
+  /** When it finished, or null while it runs. */
+  finishedAt: string | null;
+}
+
+/**
+ * The machine-readable form of `status`: `{ evictions: [...] }`, sorted by
+ * name, with every field present (null when unknown), so that scripts
+ * need no schema of the custom resource.
+ *
+ * @example
+ * ```ts
+ * import { statusData } from "./kubectl_plugin.ts";
+ * const d = statusData([{ metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" } }]);
+ * console.assert(d.evictions[0]?.state === "Pending");
+ * ```
+ */
+export function statusData(
+  evictions: Eviction[],
+): { evictions: EvictionStatusData[] } {
+  return {
+    evictions: evictions
+      .slice()
+      .sort((a, b) =>
+        (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? "")
+      )
+      .map((e) => {
+        const c = countsOf(e);
+        const s = e.status ?? {};
+        return {
+          name: e.metadata?.name ?? "",
+          hypervisor: e.spec.hypervisor,
+          reason: e.spec.reason,
+          state: stateOf(e),
+          migrated: c.migrated,
+          inFlight: c.inFlight,
+          outstanding: c.outstanding,
+          failed: (s.failed ?? []).map((f) => ({
+            id: f.id,
+            reason: f.reason,
+            attempts: f.attempts,
+          })),
+          skipped: (s.skipped ?? []).map((k) => ({
+            id: k.id,
+            reason: k.reason,
+          })),
+          limit: s.effectiveLimit ?? null,
+          limitSource: s.limitSource ?? null,
+          startedAt: s.startedAt ?? null,
+          finishedAt: s.finishedAt ?? null,
+        };
+      }),
+  };
 }
 
 /**

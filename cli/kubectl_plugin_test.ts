@@ -10,10 +10,12 @@ import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import type { Eviction } from "../models/mod.ts";
 import { sharedEnvtest } from "../tests/harness/envtest.ts";
 import {
+  commandFirst,
   drainOutcome,
   type PluginIo,
   retryValue,
   runPlugin,
+  statusData,
   statusTable,
 } from "./kubectl_plugin.ts";
 
@@ -23,7 +25,7 @@ function captureIo(kubeConfig: k8s.KubeConfig) {
   const out: string[] = [];
   const err: string[] = [];
   const io: PluginIo = {
-    kubeConfig,
+    kubeConfig: () => Promise.resolve(kubeConfig),
     out: (l) => out.push(l),
     err: (l) => err.push(l),
     interactive: false,
@@ -69,7 +71,146 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
     err.length = 0;
     assert.equal(await runPlugin(args, io), 2, args.join(" "));
     assert.ok(err.join("\n").includes(message), `${args}: ${err.join("\n")}`);
+    assert.equal(err.length, 1, `${args}: one line, got ${err.join("\n")}`);
+    assert.doesNotMatch(err[0] ?? "", /\n/);
   }
+});
+
+Deno.test("--help on every command prints its usage and exits 0", async () => {
+  const { io, out, err } = captureIo(new k8s.KubeConfig());
+  for (const command of ["drain", "status", "plan", "retry"]) {
+    for (const flag of ["--help", "-h"]) {
+      out.length = 0;
+      assert.equal(await runPlugin([command, flag], io), 0, command);
+      const text = out.join("\n");
+      assert.match(text, new RegExp(`kubectl evictor ${command} `));
+      assert.match(text, /--kubeconfig FILE/);
+      assert.match(text, /--context NAME/);
+    }
+  }
+  out.length = 0;
+  assert.equal(await runPlugin(["--help"], io), 0);
+  for (const command of ["drain", "status", "plan", "retry"]) {
+    assert.match(out.join("\n"), new RegExp(`kubectl evictor ${command} `));
+  }
+  assert.deepEqual(err, []);
+});
+
+Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
+  const { io, err } = captureIo(new k8s.KubeConfig());
+  const rows: [string[], RegExp][] = [
+    [
+      ["drain", "n1", "--bogus"],
+      /^error: drain: Unknown option '--bogus' \(see "kubectl evictor drain --help"\)$/,
+    ],
+    [["status", "-x"], /^error: status: Unknown option '-x'/],
+    [
+      ["plan", "h1", "--output"],
+      /^error: plan: Option '-o, --output <value>' argument missing/,
+    ],
+    [
+      ["retry", "n1", "--context"],
+      /^error: retry: Option '--context <value>' argument missing/,
+    ],
+    [
+      ["status", "-o", "xml"],
+      /^error: --output "xml" is not valid: expected table, json or yaml \(see "kubectl evictor status --help"\)$/,
+    ],
+    [
+      ["plan", "h1", "-o", "wide"],
+      /^error: --output "wide" is not valid: expected table, json or yaml/,
+    ],
+    [[], /^error: no command: expected drain, status, plan or retry/],
+  ];
+  for (const [args, line] of rows) {
+    err.length = 0;
+    assert.equal(await runPlugin(args, io), 2, args.join(" "));
+    assert.equal(err.length, 1, err.join("\n"));
+    assert.match(err[0] ?? "", line);
+  }
+});
+
+Deno.test("commandFirst: cluster flags before the command go after it", () => {
+  const rows: [string[], string[]][] = [
+    [["--context", "eu", "status"], ["status", "--context", "eu"]],
+    [["--kubeconfig=/k", "--context", "eu", "drain", "n1"], [
+      "drain",
+      "--kubeconfig=/k",
+      "--context",
+      "eu",
+      "n1",
+    ]],
+    [["status", "--context", "eu"], ["status", "--context", "eu"]],
+    [["--context", "eu"], ["--context", "eu"]],
+    [["--help"], ["--help"]],
+  ];
+  for (const [args, want] of rows) assert.deepEqual(commandFirst(args), want);
+});
+
+Deno.test("statusData: every field present, sorted by name", () => {
+  const base = evictionWith({
+    status: "True",
+    reason: "Running",
+    outstanding: 2,
+    inFlight: 1,
+  });
+  const a: Eviction = {
+    ...base,
+    metadata: { name: "b" },
+    spec: { hypervisor: "hb", reason: "kernel" },
+    status: {
+      ...base.status,
+      migratedCount: 3,
+      effectiveLimit: 2,
+      limitSource: "policy",
+      startedAt: "2026-12-01T00:00:00Z",
+      failed: [{
+        id: "vm1",
+        reason: "boom",
+        attempts: 2,
+        lastAttemptAt: "2026-12-01T00:01:00Z",
+      }],
+      skipped: [{ id: "vm2", reason: "SUSPENDED" }],
+    },
+  };
+  const b: Eviction = {
+    metadata: { name: "a" },
+    spec: { hypervisor: "ha", reason: "r" },
+  };
+  assert.deepEqual(statusData([a, b]), {
+    evictions: [
+      {
+        name: "a",
+        hypervisor: "ha",
+        reason: "r",
+        state: "Pending",
+        migrated: 0,
+        inFlight: 0,
+        outstanding: 0,
+        failed: [],
+        skipped: [],
+        limit: null,
+        limitSource: null,
+        startedAt: null,
+        finishedAt: null,
+      },
+      {
+        name: "b",
+        hypervisor: "hb",
+        reason: "kernel",
+        state: "Running",
+        migrated: 3,
+        inFlight: 1,
+        outstanding: 2,
+        failed: [{ id: "vm1", reason: "boom", attempts: 2 }],
+        skipped: [{ id: "vm2", reason: "SUSPENDED" }],
+        limit: 2,
+        limitSource: "policy",
+        startedAt: "2026-12-01T00:00:00Z",
+        finishedAt: null,
+      },
+    ],
+  });
 });
 
 function evictionWith(

@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import {
   type Eviction,
@@ -40,6 +39,15 @@ import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
 import { rateFromHistory } from "../capacity/makespan.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
+import { PLUGIN_USER_AGENT } from "../app/version.ts";
+import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
+import {
+  outputFormat,
+  parseCommand,
+  renderData,
+  UsageError,
+  usageOf,
+} from "./usage.ts";
 import {
   type HostPlan,
   planHost,
@@ -60,17 +68,12 @@ export interface PlanClients {
 
 /** What `plan` needs besides its arguments. */
 export interface PlanIo {
-  /** The cluster. */
-  kubeConfig: k8s.KubeConfig;
+  /** The cluster of the command's `--kubeconfig` and `--context`. */
+  kubeConfig: (target: KubeTarget) => Promise<k8s.KubeConfig>;
   /** Standard output. */
   out: (line: string) => void;
   /** OpenStack clients (default: from clouds.yaml / OS_* of the process). */
   openStack?: () => PlanClients;
-}
-
-/** A usage mistake of `plan`. */
-export class PlanUsageError extends Error {
-  override name = "PlanUsageError";
 }
 
 async function getOrUndefined<T>(
@@ -92,8 +95,9 @@ function positiveNumber(
   if (raw === undefined) return undefined;
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) {
-    throw new PlanUsageError(
+    throw new UsageError(
       `${flag} "${raw}" is not valid: expected a number > 0`,
+      "plan",
     );
   }
   return n;
@@ -126,7 +130,7 @@ function limitText(
 /**
  * Runs `plan` with its arguments; returns the exit code (0).
  *
- * @throws {PlanUsageError} for bad arguments.
+ * @throws {UsageError} for bad arguments.
  *
  * @example
  * ```ts ignore
@@ -134,24 +138,19 @@ function limitText(
  * ```
  */
 export async function runPlan(args: string[], io: PlanIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      output: { type: "string", short: "o", default: "table" },
-      "mb-per-second": { type: "string" },
-      "overhead-seconds": { type: "string" },
-    },
+  const { values, positionals } = parseCommand("plan", args, {
+    output: { type: "string", short: "o", default: "table" },
+    "mb-per-second": { type: "string" },
+    "overhead-seconds": { type: "string" },
   });
+  if (values.help) {
+    io.out(usageOf("plan"));
+    return 0;
+  }
   if (positionals.length === 0) {
-    throw new PlanUsageError("plan needs at least one HOST");
+    throw new UsageError("plan needs at least one HOST", "plan");
   }
-  if (values.output !== "table" && values.output !== "json") {
-    throw new PlanUsageError(
-      `--output "${values.output}" is not valid: expected table or json`,
-    );
-  }
+  const format = outputFormat("plan", values.output);
   const mbPerSecond = positiveNumber(
     "--mb-per-second",
     values["mb-per-second"],
@@ -159,13 +158,19 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   const overheadRaw = values["overhead-seconds"];
   const overhead = overheadRaw === undefined ? undefined : Number(overheadRaw);
   if (overhead !== undefined && !(overhead >= 0 && Number.isFinite(overhead))) {
-    throw new PlanUsageError(
+    throw new UsageError(
       `--overhead-seconds "${overheadRaw}" is not valid: expected seconds >= 0`,
+      "plan",
     );
   }
   const hosts = [...new Set(positionals)];
 
-  const api = io.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const api = customObjectsApi(
+    await io.kubeConfig({
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+    }),
+  );
   const policy = await getOrUndefined(
     () =>
       api.getClusterCustomObject({
@@ -228,7 +233,8 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   const policySpec: EvictionPolicySpec | undefined = policy?.spec;
   const settings = effectiveSettings(policySpec, flagDefaults);
 
-  const clients = io.openStack?.() ?? createOpenStackClients(loadCloudConfig());
+  const clients = io.openStack?.() ??
+    createOpenStackClients(loadCloudConfig(), { userAgent: PLUGIN_USER_AGENT });
   try {
     // As the controller does: the hosts of running drains are no target
     // and their VMs compete for the same room.
@@ -273,9 +279,9 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       settings.spec.clusterMaxConcurrentMigrations,
     );
     io.out(
-      values.output === "json"
-        ? JSON.stringify({ hosts: together }, null, 2)
-        : renderPlan(together),
+      format === "table"
+        ? renderPlan(together)
+        : renderData({ hosts: together }, format),
     );
     return 0;
   } finally {

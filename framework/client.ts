@@ -56,6 +56,11 @@ export interface KubeClientOptions {
   server?: string;
   /** Per-request timeout for non-watch calls in ms (default 30 s). */
   requestTimeoutMs?: number;
+  /**
+   * `User-Agent` of every request, e.g. `evictor/0.1.0`, so that the API
+   * server's audit log names the client (default: Deno's).
+   */
+  userAgent?: string;
 }
 
 /** Patch flavours the API server accepts. */
@@ -94,6 +99,7 @@ export class KubeClient {
   readonly #loadHeaders: () => Promise<Record<string, string>>;
   readonly #http: Deno.HttpClient;
   readonly #timeoutMs: number;
+  readonly #userAgent: string | undefined;
   #headers: Record<string, string> = {};
   #headersAt = 0;
 
@@ -102,11 +108,13 @@ export class KubeClient {
     loadHeaders: () => Promise<Record<string, string>>,
     http: Deno.HttpClient,
     timeoutMs: number,
+    userAgent: string | undefined,
   ) {
     this.server = server.replace(/\/+$/, "");
     this.#loadHeaders = loadHeaders;
     this.#http = http;
     this.#timeoutMs = timeoutMs;
+    this.#userAgent = userAgent;
   }
 
   /** Creates a client for a `@kubernetes/client-node` KubeConfig's current context. */
@@ -191,6 +199,7 @@ export class KubeClient {
       headers,
       http,
       options.requestTimeoutMs ?? 30_000,
+      options.userAgent,
     );
     await client.#authHeaders();
     return client;
@@ -220,6 +229,9 @@ export class KubeClient {
     const headers: Record<string, string> = {
       ...(await this.#authHeaders()),
       accept: "application/json",
+      ...(this.#userAgent === undefined
+        ? {}
+        : { "user-agent": this.#userAgent }),
     };
     let body: string | undefined;
     if (opts.body !== undefined) {

@@ -204,3 +204,27 @@ export function failureHints(err: unknown): FailureHints {
   }
   return hints;
 }
+
+/**
+ * The first line of an error's message, with its causes ("fetch failed:
+ * connection refused"): for logs and command lines that want one line.
+ *
+ * @example
+ * ```ts
+ * import { oneLine } from "./errors.ts";
+ * const e = new Error("fetch failed", { cause: new Error("connection refused\nat ...") });
+ * console.assert(oneLine(e) === "fetch failed: connection refused");
+ * ```
+ */
+export function oneLine(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e !== undefined && parts.length < 4;) {
+    const text = e instanceof Error ? e.message : String(e);
+    const first = text.split("\n")[0]?.trim() ?? text;
+    if (first !== "" && !parts.some((p) => p.includes(first))) {
+      parts.push(first);
+    }
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ");
+}

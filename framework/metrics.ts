@@ -1,7 +1,10 @@
 /**
  * Prometheus metrics of the framework (prom-client): reconcile totals by
  * result, durations, queue depth, retries, watch restarts, leader status,
- * cached objects and webhook requests.
+ * cached objects and webhook requests, with the application's prefix; and
+ * the process's own metrics (`process_*`, `nodejs_*`) under their standard
+ * names, as every Prometheus client and controller-runtime export them, so
+ * that shared dashboards and alerts find them.
  *
  * @module
  */
@@ -27,7 +30,11 @@ export type ReconcileResult =
 export interface MetricsOptions {
   /** Metric name prefix; default "operator_". */
   prefix?: string;
-  /** Also export process metrics (CPU, memory); default true. */
+  /**
+   * Also export process metrics (CPU, memory, file descriptors, event loop)
+   * under their standard unprefixed names (`process_resident_memory_bytes`);
+   * default true.
+   */
   processMetrics?: boolean;
   /** Registry to use; default a new one. */
   registry?: Registry;
@@ -149,11 +156,12 @@ export class FrameworkMetrics {
     });
     if (options.processMetrics ?? true) {
       try {
-        collectDefaultMetrics({ register: this.registry, prefix: p });
+        // No prefix: process_* is one name across every exporter.
+        collectDefaultMetrics({ register: this.registry });
       } catch {
         // some process metrics are not available on every runtime
       }
-      residentMemory(this.registry, p);
+      residentMemory(this.registry);
     }
   }
 }
@@ -164,12 +172,10 @@ export class FrameworkMetrics {
  * narrowed `--allow-read=/proc/self` is refused), so they read 0 in the
  * binary. Deno's own `memoryUsage()` needs no permission.
  */
-function residentMemory(registry: Registry, prefix: string): void {
-  for (const name of OS_MEMORY_GAUGES) {
-    registry.removeSingleMetric(prefix + name);
-  }
+function residentMemory(registry: Registry): void {
+  for (const name of OS_MEMORY_GAUGES) registry.removeSingleMetric(name);
   new Gauge({
-    name: `${prefix}process_resident_memory_bytes`,
+    name: "process_resident_memory_bytes",
     help: "Resident memory size in bytes.",
     registers: [registry],
     collect() {

@@ -31,7 +31,7 @@ console.log(await m.registry.metrics());`,
     const text = new TextDecoder().decode(out.stdout);
     assert.ok(out.success, new TextDecoder().decode(out.stderr));
     const line = text.split("\n").find((l) =>
-      l.startsWith("evictor_process_resident_memory_bytes ")
+      l.startsWith("process_resident_memory_bytes ")
     );
     assert.ok(line !== undefined, text);
     const rss = Number(line.split(" ")[1]);
@@ -42,12 +42,33 @@ console.log(await m.registry.metrics());`,
   }
 });
 
-Deno.test("process_resident_memory_bytes is exported once", async () => {
+Deno.test("process metrics carry their standard names, the framework's its prefix", async () => {
   const m = new FrameworkMetrics({ prefix: "x_" });
   const text = await m.registry.metrics();
   const lines = text.split("\n").filter((l) =>
-    l.startsWith("x_process_resident_memory_bytes ")
+    l.startsWith("process_resident_memory_bytes ")
   );
   assert.equal(lines.length, 1);
   assert.ok(Number(lines[0]?.split(" ")[1]) > 0);
+  const names = new Set(
+    text.split("\n").filter((l) => l.startsWith("# TYPE ")).map((l) =>
+      l.split(" ")[2] ?? ""
+    ),
+  );
+  for (
+    const standard of [
+      "process_cpu_seconds_total",
+      "process_start_time_seconds",
+    ]
+  ) {
+    assert.ok(names.has(standard), `${standard} missing: ${[...names]}`);
+  }
+  // nothing of prom-client's defaults is prefixed any more
+  assert.deepEqual(
+    [...names].filter((n) =>
+      n.startsWith("x_process_") || n.startsWith("x_nodejs_")
+    ),
+    [],
+  );
+  assert.ok(names.has("x_reconcile_total"));
 });

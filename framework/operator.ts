@@ -13,7 +13,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { KubeClient } from "./client.ts";
 import type { Clock } from "./clock.ts";
 import { Controller } from "./controller.ts";
-import { StartupError } from "./errors.ts";
+import { oneLine, StartupError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type {
   FinalizeHandler,
@@ -26,7 +26,7 @@ import { apiServerMetricsAuthorizer } from "./metrics_auth.ts";
 import { type CacheReader, Informer } from "./informer.ts";
 import { type Kind, kindId, type KubeObject } from "./kind.ts";
 import { LeaderElector, type LeaderTiming } from "./leader.ts";
-import { loadDefaultCredentials, readKubeconfigFile } from "./kubeconfig.ts";
+import { loadDefaultCredentials, readKubeconfigFiles } from "./kubeconfig.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { FrameworkMetrics } from "./metrics.ts";
 import {
@@ -79,8 +79,13 @@ export interface OperatorOptions {
    * ~/.kube/config or the in-cluster service account.
    */
   kubeConfig?: KubeConfig;
-  /** Kubeconfig file to read (when no `kubeConfig` is given). */
-  kubeconfigPath?: string;
+  /**
+   * Kubeconfig file to read (when no `kubeConfig` is given), or several,
+   * merged as kubectl merges a colon-separated `KUBECONFIG`.
+   */
+  kubeconfigPath?: string | readonly string[];
+  /** `User-Agent` of every request to the API server (default: `name`). */
+  userAgent?: string;
   /** Overrides the API server URL of the kubeconfig. */
   server?: string;
   /** Only watch this namespace for namespaced kinds (default: all). */
@@ -493,19 +498,25 @@ export class Operator {
   /** Builds the API client and checks that the API server answers. */
   async #connect(): Promise<KubeClient> {
     const o = this.#o;
-    const clientOptions = o.server === undefined ? {} : { server: o.server };
+    const clientOptions = {
+      userAgent: o.userAgent ?? this.name,
+      ...(o.server === undefined ? {} : { server: o.server }),
+    };
+    const paths = typeof o.kubeconfigPath === "string"
+      ? [o.kubeconfigPath]
+      : o.kubeconfigPath;
     const source = o.kubeConfig !== undefined
       ? "(KubeConfig object)"
-      : o.kubeconfigPath ??
+      : paths?.join(":") ??
         "(KUBECONFIG, ~/.kube/config or the pod's service account)";
     let client: KubeClient;
     try {
       if (o.kubeConfig !== undefined) {
         client = await KubeClient.fromKubeConfig(o.kubeConfig, clientOptions);
       } else {
-        const creds = o.kubeconfigPath === undefined
+        const creds = paths === undefined
           ? await loadDefaultCredentials()
-          : await readKubeconfigFile(o.kubeconfigPath);
+          : await readKubeconfigFiles(paths);
         client = await KubeClient.fromCredentials(creds, clientOptions);
       }
     } catch (err) {
@@ -768,20 +779,6 @@ export function validatePath(
   return `/validate-${
     kind.group.replaceAll(".", "-")
   }-${kind.version}-${kind.kind.toLowerCase()}`;
-}
-
-/** The first line of an error's message, with its causes ("fetch failed: ..."). */
-function oneLine(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err; e !== undefined && parts.length < 4;) {
-    const text = e instanceof Error ? e.message : String(e);
-    const first = text.split("\n")[0]?.trim() ?? text;
-    if (first !== "" && !parts.some((p) => p.includes(first))) {
-      parts.push(first);
-    }
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(": ");
 }
 
 /** A failed webhook start: a listening problem, else the certificate. */

@@ -4,6 +4,15 @@
  * at start-up and frozen; every problem stops start-up with one line that
  * names the file or variable and what is expected.
  *
+ * Keys as openstacksdk/keystoneauth and gophercloud read them: password,
+ * application-credential and token (`token`/`v3token`, `OS_TOKEN`) auth; a
+ * project or system (`system_scope: all`, `OS_SYSTEM_SCOPE`) scope; user and
+ * project domains by `*_domain_id` (wins) or `*_domain_name`, else the
+ * shorthand `domain_id`/`domain_name` (`OS_DOMAIN_*`), else
+ * `default_domain` (`OS_DEFAULT_DOMAIN`, a domain id, as in osc-lib and
+ * gophercloud); `cacert`, and a client certificate `cert` + `key`
+ * (`OS_CERT`/`OS_KEY`; a `cert` file holding the key too needs no `key`).
+ *
  * @module
  */
 
@@ -35,6 +44,38 @@ export interface PasswordAuth {
   readonly projectDomainName?: string;
   /** ... or by id. */
   readonly projectDomainId?: string;
+  /** A system-scoped token (`all`) instead of a project. */
+  readonly systemScope?: "all";
+}
+
+/** Keystone v3 token authentication: an existing token, re-scoped. */
+export interface TokenAuth {
+  /** Discriminator. */
+  readonly type: "token";
+  /** The token; never logged. */
+  readonly token: string;
+  /** Project to scope the new token to, by name (needs a project domain) ... */
+  readonly projectName?: string;
+  /** ... or by id. */
+  readonly projectId?: string;
+  /** Domain of the project, by name ... */
+  readonly projectDomainName?: string;
+  /** ... or by id. */
+  readonly projectDomainId?: string;
+  /** A system-scoped token (`all`) instead of a project. */
+  readonly systemScope?: "all";
+}
+
+/** A client certificate for TLS to Keystone and the endpoints. */
+export interface ClientCertificate {
+  /** The certificate file (`cert`, `OS_CERT`). */
+  readonly certPath: string;
+  /** The key file (`key`, `OS_KEY`; the cert file when it holds the key). */
+  readonly keyPath: string;
+  /** The certificate chain (PEM). */
+  readonly certPem: string;
+  /** The private key (PEM); never logged. */
+  readonly keyPem: string;
 }
 
 /** Keystone v3 application-credential authentication. */
@@ -64,13 +105,15 @@ export interface CloudConfig {
   /** Keystone URL; ends with `/v3`. */
   readonly authUrl: string;
   /** Credentials. */
-  readonly auth: PasswordAuth | ApplicationCredentialAuth;
+  readonly auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth;
   /** Region for catalog lookups. */
   readonly regionName?: string;
   /** Catalog interface, default `public`. */
   readonly interface: EndpointInterface;
   /** PEM of a CA bundle (OS_CACERT / cacert), with the file it came from. */
   readonly caCert?: { readonly path: string; readonly pem: string };
+  /** A client certificate (cert/key, OS_CERT/OS_KEY). */
+  readonly clientCert?: ClientCertificate;
   /** Skip TLS verification (needs Deno's --unsafely-ignore-certificate-errors). */
   readonly insecure: boolean;
   /** Nova microversion, default `2.90`. */
@@ -153,6 +196,11 @@ const authSchema = z.looseObject({
   user_domain_id: optStr,
   project_domain_name: optStr,
   project_domain_id: optStr,
+  domain_id: optStr,
+  domain_name: optStr,
+  default_domain: optStr,
+  token: optStr,
+  system_scope: optStr,
   application_credential_id: optStr,
   application_credential_name: optStr,
   application_credential_secret: optStr,
@@ -165,6 +213,8 @@ const cloudSchema = z.looseObject({
   interface: optStr,
   endpoint_type: optStr,
   cacert: optStr,
+  cert: optStr,
+  key: optStr,
   verify: z.boolean().optional(),
   insecure: z.boolean().optional(),
   compute_api_version: versionValue,
@@ -299,6 +349,7 @@ export function loadCloudConfig(
   const endpointInterface = resolveInterface(s);
   const insecure = resolveInsecure(s);
   const caCert = resolveCaCert(s, files.read);
+  const clientCert = resolveClientCert(s, files.read);
   const computeApiVersion = resolveMicroversion(s, COMPUTE_VERSION);
   const computeApiVersionSet = microversionSet(s, COMPUTE_VERSION);
   const placementApiVersion = resolveMicroversion(s, PLACEMENT_VERSION);
@@ -309,6 +360,9 @@ export function loadCloudConfig(
     ...(regionName === undefined ? {} : { regionName }),
     interface: endpointInterface,
     ...(caCert === undefined ? {} : { caCert: Object.freeze(caCert) }),
+    ...(clientCert === undefined
+      ? {}
+      : { clientCert: Object.freeze(clientCert) }),
     insecure,
     computeApiVersion,
     computeApiVersionSet,
@@ -483,36 +537,93 @@ function appCredentialSettings(s: Settings) {
   };
 }
 
-function resolveAuth(s: Settings): PasswordAuth | ApplicationCredentialAuth {
+function resolveAuth(
+  s: Settings,
+): PasswordAuth | ApplicationCredentialAuth | TokenAuth {
   const appCred = appCredentialSettings(s);
-  return resolveAuthType(s, appCred) === "password"
-    ? passwordAuth(s)
-    : applicationCredentialAuth(s, appCred);
+  switch (resolveAuthType(s, appCred)) {
+    case "password":
+      return passwordAuth(s);
+    case "token":
+      return tokenAuth(s);
+    case "v3applicationcredential":
+      return applicationCredentialAuth(s, appCred);
+  }
+}
+
+/** `token`, else `OS_TOKEN`, else gophercloud's `OS_AUTH_TOKEN`. */
+function tokenSetting(s: Settings): Located {
+  const t = s.auth("token", "OS_TOKEN");
+  return t.value !== undefined ? t : { ...t, value: s.env("OS_AUTH_TOKEN") };
 }
 
 function resolveAuthType(
   s: Settings,
   appCred: ReturnType<typeof appCredentialSettings>,
-): "password" | "v3applicationcredential" {
+): "password" | "v3applicationcredential" | "token" {
   const authTypeV = s.top(s.raw?.auth_type, "auth_type", "OS_AUTH_TYPE");
   switch (authTypeV.value) {
     case undefined:
-      return appCred.id.value !== undefined ||
-          appCred.name.value !== undefined ||
-          appCred.secret.value !== undefined
-        ? "v3applicationcredential"
+      if (
+        appCred.id.value !== undefined ||
+        appCred.name.value !== undefined ||
+        appCred.secret.value !== undefined
+      ) return "v3applicationcredential";
+      // as openstacksdk: a token and no password means token auth
+      return tokenSetting(s).value !== undefined &&
+          s.auth("password", "OS_PASSWORD").value === undefined
+        ? "token"
         : "password";
     case "password":
     case "v3password":
       return "password";
+    case "token":
+    case "v3token":
+      return "token";
     case "v3applicationcredential":
     case "applicationcredential":
       return "v3applicationcredential";
     default:
       throw new ConfigError(
-        `${authTypeV.label}: "${authTypeV.value}" is not supported; expected password, v3password or v3applicationcredential`,
+        `${authTypeV.label}: "${authTypeV.value}" is not supported; expected password, v3password, token, v3token or v3applicationcredential`,
       );
   }
+}
+
+/**
+ * A domain setting with its fallbacks: the specific `*_domain_id` wins over
+ * `*_domain_name`, then the shorthand `domain_id`/`domain_name` that fills
+ * both user and project (openstacksdk, gophercloud), then `default_domain`
+ * (an id; osc-lib and gophercloud fill the user's and the project's domain
+ * with it when neither is given).
+ */
+function domainOf(
+  s: Settings,
+  which: "user" | "project",
+): { id: string } | { name: string } | undefined {
+  const upper = which.toUpperCase();
+  const candidates: [Located, "id" | "name"][] = [
+    [s.auth(`${which}_domain_id`, `OS_${upper}_DOMAIN_ID`), "id"],
+    [s.auth(`${which}_domain_name`, `OS_${upper}_DOMAIN_NAME`), "name"],
+    [s.auth("domain_id", "OS_DOMAIN_ID"), "id"],
+    [s.auth("domain_name", "OS_DOMAIN_NAME"), "name"],
+    [s.auth("default_domain", "OS_DEFAULT_DOMAIN"), "id"],
+  ];
+  for (const [v, kind] of candidates) {
+    if (v.value === undefined) continue;
+    return kind === "id" ? { id: v.value } : { name: v.value };
+  }
+  return undefined;
+}
+
+function tokenAuth(s: Settings): TokenAuth {
+  const token = tokenSetting(s);
+  if (token.value === undefined) {
+    throw new ConfigError(
+      `${token.label}: not set; expected the Keystone token to authenticate with (auth_type token)`,
+    );
+  }
+  return { type: "token", token: token.value, ...tokenScope(s) };
 }
 
 /** The user settings and the user they name (id, or name and domain). */
@@ -529,15 +640,14 @@ function userSettings(s: Settings) {
     }
     if (username.value === undefined) return out;
     out["username"] = username.value;
-    if (userDomainId.value !== undefined) {
-      out["userDomainId"] = userDomainId.value;
-    } else if (userDomainName.value !== undefined) {
-      out["userDomainName"] = userDomainName.value;
-    } else {
+    const domain = domainOf(s, "user");
+    if (domain === undefined) {
       throw new ConfigError(
-        `${userDomainName.label}: not set; expected the domain of user "${username.value}" (or ${userDomainId.label})`,
+        `${userDomainName.label}: not set; expected the domain of user "${username.value}" (or ${userDomainId.label}, or default_domain)`,
       );
     }
+    if ("id" in domain) out["userDomainId"] = domain.id;
+    else out["userDomainName"] = domain.name;
     return out;
   };
   return { username, userId, user };
@@ -563,8 +673,35 @@ function passwordAuth(s: Settings): PasswordAuth {
     type: "password",
     password: password.value,
     ...u,
-    ...projectScope(s),
+    ...tokenScope(s),
   };
+}
+
+/** A system scope (`all`, the only one Keystone has), else a project. */
+function tokenScope(
+  s: Settings,
+): { systemScope: "all" } | Record<string, string> {
+  const system = s.auth("system_scope", "OS_SYSTEM_SCOPE");
+  if (system.value === undefined) return projectScope(s);
+  if (system.value !== "all") {
+    throw new ConfigError(
+      `${system.label}: "${system.value}" is not a system scope; expected all`,
+    );
+  }
+  for (
+    const p of [
+      s.auth("project_id", "OS_PROJECT_ID"),
+      s.auth("project_name", "OS_PROJECT_NAME"),
+    ]
+  ) {
+    if (p.value !== undefined) {
+      // keystoneauth refuses a token scoped to several targets
+      throw new ConfigError(
+        `${system.label}: set together with ${p.label}; expected one scope, the system or a project`,
+      );
+    }
+  }
+  return { systemScope: "all" };
 }
 
 /** The project a password token is scoped to (id, or name and domain). */
@@ -579,30 +716,30 @@ function projectScope(s: Settings): Record<string, string> {
   if (projectId.value !== undefined) return { projectId: projectId.value };
   if (projectName.value === undefined) {
     throw new ConfigError(
-      `${projectName.label}: not set; expected a project (or ${projectId.label}) to scope the token to`,
+      `${projectName.label}: not set; expected a project (or ${projectId.label}, or system_scope: all) to scope the token to`,
     );
   }
-  if (projectDomainId.value !== undefined) {
-    return {
-      projectName: projectName.value,
-      projectDomainId: projectDomainId.value,
-    };
+  const domain = domainOf(s, "project");
+  if (domain === undefined) {
+    throw new ConfigError(
+      `${projectDomainName.label}: not set; expected the domain of project "${projectName.value}" (or ${projectDomainId.label}, or default_domain)`,
+    );
   }
-  if (projectDomainName.value !== undefined) {
-    return {
-      projectName: projectName.value,
-      projectDomainName: projectDomainName.value,
-    };
-  }
-  throw new ConfigError(
-    `${projectDomainName.label}: not set; expected the domain of project "${projectName.value}" (or ${projectDomainId.label})`,
-  );
+  return "id" in domain
+    ? { projectName: projectName.value, projectDomainId: domain.id }
+    : { projectName: projectName.value, projectDomainName: domain.name };
 }
 
 function applicationCredentialAuth(
   s: Settings,
   appCred: ReturnType<typeof appCredentialSettings>,
 ): ApplicationCredentialAuth {
+  const system = s.auth("system_scope", "OS_SYSTEM_SCOPE");
+  if (system.value !== undefined) {
+    throw new ConfigError(
+      `${system.label}: set with an application credential, which carries its own scope; expected no system_scope (or auth_type password or token)`,
+    );
+  }
   if (appCred.secret.value === undefined) {
     throw new ConfigError(
       `${appCred.secret.label}: not set; expected the application credential's secret`,
@@ -686,6 +823,90 @@ function resolveCaCert(
     );
   }
   return { path: caV.value, pem };
+}
+
+function resolveClientCert(
+  s: Settings,
+  read: (path: string) => string | undefined,
+): ClientCertificate | undefined {
+  const certV = s.top(s.raw?.cert, "cert", "OS_CERT");
+  const keyV = s.top(s.raw?.key, "key", "OS_KEY");
+  if (certV.value === undefined) {
+    if (keyV.value !== undefined) {
+      throw new ConfigError(
+        `${certV.label}: not set, but ${keyV.label} is; expected the client certificate (PEM) that goes with the key`,
+      );
+    }
+    return undefined;
+  }
+  const certPem = read(certV.value);
+  if (certPem === undefined) {
+    throw new ConfigError(
+      `${certV.label}: file "${certV.value}" does not exist; expected a PEM client certificate`,
+    );
+  }
+  if (!certPem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new ConfigError(
+      `${certV.label}: file "${certV.value}" holds no PEM certificate; expected a PEM client certificate`,
+    );
+  }
+  const keyBlock = (pem: string) =>
+    /-----BEGIN ([A-Z ]*)PRIVATE KEY-----[^]*?-----END \1PRIVATE KEY-----/
+      .exec(pem)?.[0];
+  const certBlocks = (pem: string) =>
+    (pem.match(
+      /-----BEGIN CERTIFICATE-----[^]*?-----END CERTIFICATE-----/g,
+    ) ?? []).join("\n");
+  if (keyV.value === undefined) {
+    // as requests/keystoneauth: one file may hold the certificate and its key
+    const inCert = keyBlock(certPem);
+    if (inCert !== undefined) {
+      return usableClientCert({
+        certPath: certV.value,
+        keyPath: certV.value,
+        certPem: certBlocks(certPem),
+        keyPem: inCert,
+      }, certV.label);
+    }
+    throw new ConfigError(
+      `${keyV.label}: not set; expected the private key (PEM) of client certificate "${certV.value}"`,
+    );
+  }
+  const keyPem = read(keyV.value);
+  if (keyPem === undefined) {
+    throw new ConfigError(
+      `${keyV.label}: file "${keyV.value}" does not exist; expected the PEM private key of the client certificate`,
+    );
+  }
+  const key = keyBlock(keyPem);
+  if (key === undefined) {
+    throw new ConfigError(
+      `${keyV.label}: file "${keyV.value}" holds no PEM private key; expected the private key of client certificate "${certV.value}"`,
+    );
+  }
+  return usableClientCert({
+    certPath: certV.value,
+    keyPath: keyV.value,
+    certPem: certBlocks(certPem),
+    keyPem: key,
+  }, keyV.label);
+}
+
+/** Checks that TLS can load the pair (a malformed or mismatched PEM). */
+function usableClientCert(
+  c: ClientCertificate,
+  label: string,
+): ClientCertificate {
+  try {
+    Deno.createHttpClient({ cert: c.certPem, key: c.keyPem }).close();
+  } catch (e) {
+    throw new ConfigError(
+      `${label}: the certificate "${c.certPath}" and key "${c.keyPath}" cannot be used for TLS (${
+        firstLine(e instanceof Error ? e.message : String(e))
+      }); expected a PEM certificate and its matching private key`,
+    );
+  }
+  return c;
 }
 
 /** A service's microversion setting and what it may be. */

@@ -218,9 +218,9 @@ const ERRORS: [
   ],
   [
     "unsupported auth type",
-    { ...PASSWORD_ENV, OS_AUTH_TYPE: "token" },
+    { ...PASSWORD_ENV, OS_AUTH_TYPE: "v3oidcpassword" },
     {},
-    /^OS_AUTH_TYPE: "token" is not supported; expected password, v3password or v3applicationcredential$/,
+    /^OS_AUTH_TYPE: "v3oidcpassword" is not supported; expected password, v3password, token, v3token or v3applicationcredential$/,
   ],
   [
     "no user",
@@ -244,19 +244,19 @@ const ERRORS: [
     "no user domain",
     { ...PASSWORD_ENV, OS_USER_DOMAIN_NAME: "" },
     {},
-    /^OS_USER_DOMAIN_NAME: not set; expected the domain of user "admin" \(or OS_USER_DOMAIN_ID\)$/,
+    /^OS_USER_DOMAIN_NAME: not set; expected the domain of user "admin" \(or OS_USER_DOMAIN_ID, or default_domain\)$/,
   ],
   [
     "no project",
     { ...PASSWORD_ENV, OS_PROJECT_NAME: "" },
     {},
-    /^OS_PROJECT_NAME: not set; expected a project \(or OS_PROJECT_ID\) to scope the token to$/,
+    /^OS_PROJECT_NAME: not set; expected a project \(or OS_PROJECT_ID, or system_scope: all\) to scope the token to$/,
   ],
   [
     "no project domain",
     { ...PASSWORD_ENV, OS_PROJECT_DOMAIN_NAME: "" },
     {},
-    /^OS_PROJECT_DOMAIN_NAME: not set; expected the domain of project "admin" \(or OS_PROJECT_DOMAIN_ID\)$/,
+    /^OS_PROJECT_DOMAIN_NAME: not set; expected the domain of project "admin" \(or OS_PROJECT_DOMAIN_ID, or default_domain\)$/,
   ],
   [
     "app cred without secret",

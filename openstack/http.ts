@@ -73,10 +73,21 @@ export interface HttpTransportOptions {
   /** A Deno HTTP client for idempotent calls (custom CA certificates). */
   httpClient?: Deno.HttpClient;
   /**
-   * PEM CA certificates trusted by the one-connection clients that actions
-   * are sent with (give the same ones as `httpClient`'s).
+   * The TLS settings (CA certificates, client certificate) of the
+   * one-connection clients that actions are sent with: give the same ones as
+   * `httpClient`'s.
    */
+  tls?: ActionTls;
+  /** `User-Agent` of every request, e.g. `evictor/0.1.0` (default: Deno's). */
+  userAgent?: string;
+}
+
+/** The TLS part of a Deno HTTP client's options. */
+export interface ActionTls {
+  /** PEM CA certificates to trust. */
   caCerts?: string[];
+  /** A PEM client certificate and its key. */
+  clientCert?: { cert: string; key: string };
 }
 
 /** A request to send. */
@@ -174,7 +185,8 @@ export class HttpTransport {
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
   readonly #httpClient: Deno.HttpClient | undefined;
-  readonly #caCerts: string[] | undefined;
+  readonly #tls: ActionTls;
+  readonly #userAgent: string | undefined;
 
   /** Creates a transport. */
   constructor(options: HttpTransportOptions = {}) {
@@ -197,7 +209,8 @@ export class HttpTransport {
     }
     this.#random = options.random ?? Math.random;
     this.#httpClient = options.httpClient;
-    this.#caCerts = options.caCerts;
+    this.#tls = options.tls ?? {};
+    this.#userAgent = options.userAgent;
   }
 
   /** The logger this transport writes to. */
@@ -269,6 +282,9 @@ export class HttpTransport {
       : AbortSignal.any([controller.signal, req.signal]);
     const headers: Record<string, string> = {
       "Accept": "application/json",
+      ...(this.#userAgent === undefined
+        ? {}
+        : { "User-Agent": this.#userAgent }),
       ...req.headers,
     };
     const init: RequestInit & { client?: Deno.HttpClient } = {
@@ -283,8 +299,11 @@ export class HttpTransport {
     // An action gets a client (and so a connection) of its own: see the
     // module doc for why a pooled connection could send it twice.
     const ownClient = req.idempotent ? undefined : Deno.createHttpClient({
+      ...(this.#tls.caCerts === undefined
+        ? {}
+        : { caCerts: this.#tls.caCerts }),
+      ...this.#tls.clientCert,
       poolMaxIdlePerHost: 0,
-      ...(this.#caCerts === undefined ? {} : { caCerts: this.#caCerts }),
     });
     const client = ownClient ?? this.#httpClient;
     if (client !== undefined) init.client = client;

@@ -189,7 +189,7 @@ Deno.test("http: bad options are RangeErrors naming the value", () => {
   );
 });
 
-Deno.test("an action over TLS uses its own connection and trusts caCerts", async () => {
+Deno.test("an action over TLS uses its own connection and trusts its tls settings", async () => {
   const ca = await createTestCa("evictor-http-test");
   const leaf = await ca.issue({
     commonName: "127.0.0.1",
@@ -210,7 +210,10 @@ Deno.test("an action over TLS uses its own connection and trusts caCerts", async
   const url = `https://127.0.0.1:${server.addr.port}/x`;
   const httpClient = Deno.createHttpClient({ caCerts: [ca.certPem] });
   try {
-    const http = new HttpTransport({ httpClient, caCerts: [ca.certPem] });
+    const http = new HttpTransport({
+      httpClient,
+      tls: { caCerts: [ca.certPem] },
+    });
     await http.send({ method: "GET", url, idempotent: true });
     await http.send({ method: "GET", url, idempotent: true });
     assert.equal(peers.size, 1, "reads share a pooled connection");

@@ -1,7 +1,9 @@
 /**
- * Keystone v3 session: authenticates with a password or an application
- * credential, keeps the token until shortly before it expires, re-authenticates
- * once on a 401, and looks endpoints up in the catalog.
+ * Keystone v3 session: authenticates with a password, an application
+ * credential or a token (project- or system-scoped), over TLS with a client
+ * certificate when configured; keeps the token until shortly before it
+ * expires, re-authenticates once on a 401, and looks endpoints up in the
+ * catalog.
  *
  * @module
  */
@@ -17,6 +19,7 @@ import type {
   CloudConfig,
   EndpointInterface,
   PasswordAuth,
+  TokenAuth,
 } from "./config.ts";
 import {
   InvalidResponseError,
@@ -25,6 +28,7 @@ import {
   UnavailableError,
 } from "./errors.ts";
 import {
+  type ActionTls,
   type HttpRequest,
   type HttpResponse,
   HttpTransport,
@@ -82,6 +86,7 @@ const tokenBodySchema = z.object({
       })),
     })).optional(),
     project: z.object({ id: z.string() }).optional(),
+    system: z.object({ all: z.boolean().optional() }).optional(),
   }),
 });
 
@@ -145,7 +150,7 @@ export interface KeystoneSessionOptions extends HttpTransportOptions {
   /** Keystone v3 URL (ending in /v3). */
   authUrl: string;
   /** Credentials. */
-  auth: PasswordAuth | ApplicationCredentialAuth;
+  auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth;
   /** Default region for endpoint lookups. */
   regionName?: string;
   /** Default interface for endpoint lookups (default public). */
@@ -174,7 +179,29 @@ export interface EndpointQuery {
   region?: string;
 }
 
-function authBody(auth: PasswordAuth | ApplicationCredentialAuth): unknown {
+/** What a password or token login asks Keystone to scope the token to. */
+function scopeOf(auth: PasswordAuth | TokenAuth): Record<string, unknown> {
+  if (auth.systemScope === "all") return { system: { all: true } };
+  const project = auth.projectId !== undefined ? { id: auth.projectId } : {
+    name: auth.projectName,
+    domain: auth.projectDomainId !== undefined
+      ? { id: auth.projectDomainId }
+      : { name: auth.projectDomainName },
+  };
+  return { project };
+}
+
+function authBody(
+  auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth,
+): unknown {
+  if (auth.type === "token") {
+    return {
+      auth: {
+        identity: { methods: ["token"], token: { id: auth.token } },
+        scope: scopeOf(auth),
+      },
+    };
+  }
   const user = (a: {
     username?: string;
     userId?: string;
@@ -188,19 +215,13 @@ function authBody(auth: PasswordAuth | ApplicationCredentialAuth): unknown {
     return { name: a.username, domain };
   };
   if (auth.type === "password") {
-    const project = auth.projectId !== undefined ? { id: auth.projectId } : {
-      name: auth.projectName,
-      domain: auth.projectDomainId !== undefined
-        ? { id: auth.projectDomainId }
-        : { name: auth.projectDomainName },
-    };
     return {
       auth: {
         identity: {
           methods: ["password"],
           password: { user: { ...user(auth), password: auth.password } },
         },
-        scope: { project },
+        scope: scopeOf(auth),
       },
     };
   }
@@ -234,7 +255,7 @@ function authBody(auth: PasswordAuth | ApplicationCredentialAuth): unknown {
  */
 export class KeystoneSession {
   readonly #authUrl: string;
-  readonly #auth: PasswordAuth | ApplicationCredentialAuth;
+  readonly #auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth;
   readonly #region: string | undefined;
   readonly #interface: EndpointInterface;
   readonly #marginMs: number;
@@ -275,24 +296,35 @@ export class KeystoneSession {
 
   /**
    * Builds a session from a resolved {@linkcode CloudConfig}; a CA bundle
-   * in the config becomes a Deno HTTP client (closed by {@linkcode close}).
+   * or a client certificate in the config becomes a Deno HTTP client
+   * (closed by {@linkcode close}), used for Keystone and every endpoint.
    */
   static fromConfig(
     config: CloudConfig,
     options: Omit<KeystoneSessionOptions, "authUrl" | "auth"> = {},
   ): KeystoneSession {
+    const tls: ActionTls = {
+      ...(config.caCert === undefined ? {} : { caCerts: [config.caCert.pem] }),
+      ...(config.clientCert === undefined ? {} : {
+        clientCert: {
+          cert: config.clientCert.certPem,
+          key: config.clientCert.keyPem,
+        },
+      }),
+    };
     let httpClient = options.httpClient;
     let owned: Deno.HttpClient | undefined;
-    if (httpClient === undefined && config.caCert !== undefined) {
-      owned = Deno.createHttpClient({ caCerts: [config.caCert.pem] });
+    if (httpClient === undefined && Object.keys(tls).length > 0) {
+      owned = Deno.createHttpClient({
+        ...(tls.caCerts === undefined ? {} : { caCerts: tls.caCerts }),
+        ...tls.clientCert,
+      });
       httpClient = owned;
     }
     const session = new KeystoneSession({
       ...options,
       ...(httpClient === undefined ? {} : { httpClient }),
-      ...(options.caCerts === undefined && config.caCert !== undefined
-        ? { caCerts: [config.caCert.pem] }
-        : {}),
+      tls: options.tls ?? tls,
       authUrl: config.authUrl,
       auth: config.auth,
       ...(config.regionName === undefined
@@ -447,6 +479,7 @@ export class KeystoneSession {
   /** Who authenticates, without a secret: for logs and messages. */
   #who(): Record<string, string> {
     const a = this.#auth;
+    if (a.type === "token") return { token: "(a token)" };
     if (a.type === "v3applicationcredential") {
       return a.applicationCredentialId !== undefined
         ? { applicationCredentialId: a.applicationCredentialId }

@@ -120,11 +120,11 @@ Deno.test({
       assert.equal(sim.world.migrations.length, 0);
       assert.ok(sim.world.hosts.get(src)?.enabled);
 
-      const bad = await plugin(["plan", src, "--output", "yaml"], env);
+      const bad = await plugin(["plan", src, "--output", "xml"], env);
       assert.equal(bad.code, 2);
       assert.match(
         bad.stderr,
-        /--output "yaml" is not valid: expected table or json/,
+        /^error: --output "xml" is not valid: expected table, json or yaml \(see "kubectl evictor plan --help"\)\n$/,
       );
     } finally {
       await sim.close();

@@ -1,7 +1,10 @@
 /**
- * The Keystone v3 part of the simulator: password and application-credential
- * authentication, tokens in `X-Subject-Token` with a catalog, and token
- * validation for the other services.
+ * The Keystone v3 part of the simulator: password, application-credential
+ * and token authentication (a token it issued, re-scoped), project or
+ * system scope, users and projects found in their domain by domain id or
+ * name (the id wins when both are given, as in Keystone), tokens in
+ * `X-Subject-Token` with a catalog, and token validation for the other
+ * services.
  *
  * @module
  */
@@ -37,11 +40,12 @@ const authRequest = z.object({
         secret: z.string(),
         user: ref.optional(),
       }).optional(),
+      token: z.object({ id: z.string() }).optional(),
     }),
     scope: z.union([
       z.object({ project: ref }),
       z.literal("unscoped"),
-      z.object({ system: z.unknown() }),
+      z.object({ system: z.object({ all: z.boolean().optional() }) }),
       z.object({ domain: z.unknown() }),
     ]).optional(),
   }),
@@ -49,18 +53,25 @@ const authRequest = z.object({
 
 interface TokenRecord {
   expiresAt: number;
-  projectId: string;
+  /** The project of a project-scoped token. */
+  projectId: string | undefined;
+  /** True for a system-scoped token. */
+  system: boolean;
 }
+
+/** What a new token is scoped to. */
+type Scope = { project: true } | { system: true };
 
 const UNAUTHORIZED = "The request you have made requires authentication.";
 
+/** Keystone finds a domain by id when the reference has one, else by name. */
 function domainMatches(
   d: { id?: string | undefined; name?: string | undefined } | undefined,
-  name: string,
+  domain: { id: string; name: string },
 ): boolean {
   if (d === undefined) return false;
-  if (d.id !== undefined) return d.id === "default" && name === "Default";
-  return d.name === name;
+  if (d.id !== undefined) return d.id === domain.id;
+  return d.name === domain.name;
 }
 
 /**
@@ -89,16 +100,25 @@ export class Keystone {
     this.tokenTtlMs = scenario.tokenTtlSeconds * 1000;
   }
 
-  /** The project of a valid token, or undefined. */
-  validate(token: string | null): { projectId: string } | undefined {
-    if (token === null) return undefined;
+  /** The scope of a valid token (a project, or the system), or undefined. */
+  validate(
+    token: string | null,
+  ): { projectId: string | undefined; system: boolean } | undefined {
+    const t = this.#live(token);
+    return t === undefined
+      ? undefined
+      : { projectId: t.projectId, system: t.system };
+  }
+
+  #live(token: string | null | undefined): TokenRecord | undefined {
+    if (token === null || token === undefined) return undefined;
     const t = this.#tokens.get(token);
     if (t === undefined) return undefined;
     if (Date.now() >= t.expiresAt) {
       this.#tokens.delete(token);
       return undefined;
     }
-    return { projectId: t.projectId };
+    return t;
   }
 
   /** Invalidates every token (the next call of every client gets a 401). */
@@ -111,36 +131,64 @@ export class Keystone {
     return this.#tokens.size;
   }
 
-  #authenticate(body: z.infer<typeof authRequest>): { method: string } {
+  /** The scope a user's token asks for: a project of the user's, or the system. */
+  #userScope(scope: z.infer<typeof authRequest>["auth"]["scope"]): Scope {
+    const c = this.#scenario.credentials;
+    if (scope !== undefined && typeof scope === "object") {
+      if ("system" in scope) {
+        // the admin user holds a role on the system, as after keystone-manage bootstrap
+        if (scope.system.all !== true) {
+          throw new NovaFault(
+            400,
+            "Invalid input for field 'scope.system': only 'all' is supported.",
+          );
+        }
+        return { system: true };
+      }
+      if ("project" in scope) {
+        const p = scope.project;
+        const projectOk = p.id !== undefined
+          ? p.id === ADMIN_PROJECT_ID
+          : p.name === c.projectName &&
+            domainMatches(p.domain, {
+              id: c.projectDomainId,
+              name: c.projectDomainName,
+            });
+        if (!projectOk) throw new NovaFault(401, UNAUTHORIZED);
+        return { project: true };
+      }
+    }
+    throw new NovaFault(
+      401,
+      "The simulator only issues project- or system-scoped tokens.",
+    );
+  }
+
+  #authenticate(
+    body: z.infer<typeof authRequest>,
+  ): { method: string; scope: Scope } {
     const c = this.#scenario.credentials;
     const id = body.auth.identity;
     if (id.methods.includes("password") && id.password !== undefined) {
       const u = id.password.user;
       const userOk = u.id !== undefined
         ? u.id === ADMIN_USER_ID
-        : u.name === c.username && domainMatches(u.domain, c.userDomainName);
+        : u.name === c.username &&
+          domainMatches(u.domain, {
+            id: c.userDomainId,
+            name: c.userDomainName,
+          });
       if (!userOk || u.password !== c.password) {
         throw new NovaFault(401, UNAUTHORIZED);
       }
-      const scope = body.auth.scope;
-      if (
-        scope === undefined || typeof scope !== "object" ||
-        !("project" in scope)
-      ) {
-        throw new NovaFault(
-          401,
-          "The simulator only issues project-scoped tokens.",
-        );
-      }
-      const p = scope.project;
-      const projectOk = p.id !== undefined
-        ? p.id === ADMIN_PROJECT_ID
-        : p.name === c.projectName &&
-          domainMatches(p.domain, c.projectDomainName);
-      if (!projectOk) {
+      return { method: "password", scope: this.#userScope(body.auth.scope) };
+    }
+    if (id.methods.includes("token") && id.token !== undefined) {
+      // A token this Keystone issued and that has not expired, re-scoped.
+      if (this.#live(id.token.id) === undefined) {
         throw new NovaFault(401, UNAUTHORIZED);
       }
-      return { method: "password" };
+      return { method: "token", scope: this.#userScope(body.auth.scope) };
     }
     if (
       id.methods.includes("application_credential") &&
@@ -160,13 +208,16 @@ export class Keystone {
           (u.id !== undefined
             ? u.id === ADMIN_USER_ID
             : u.name === c.username &&
-              domainMatches(u.domain, c.userDomainName));
+              domainMatches(u.domain, {
+                id: c.userDomainId,
+                name: c.userDomainName,
+              }));
         return userOk && cred.name !== undefined && cred.name === a.name;
       });
       if (match === undefined || match.secret !== a.secret) {
         throw new NovaFault(401, UNAUTHORIZED);
       }
-      return { method: "application_credential" };
+      return { method: "application_credential", scope: { project: true } };
     }
     throw new NovaFault(
       400,
@@ -223,13 +274,18 @@ export class Keystone {
           }`,
         );
       }
-      const { method } = this.#authenticate(parsed.data);
+      const { method, scope } = this.#authenticate(parsed.data);
       const value = `gAAAAA${crypto.randomUUID().replaceAll("-", "")}${
         crypto.randomUUID().replaceAll("-", "")
       }`;
       const now = Date.now();
       const expiresAt = now + this.tokenTtlMs;
-      this.#tokens.set(value, { expiresAt, projectId: ADMIN_PROJECT_ID });
+      const system = "system" in scope;
+      this.#tokens.set(value, {
+        expiresAt,
+        projectId: system ? undefined : ADMIN_PROJECT_ID,
+        system,
+      });
       const fmt = (ms: number) =>
         new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
       const c = this.#scenario.credentials;
@@ -239,17 +295,19 @@ export class Keystone {
           user: {
             id: ADMIN_USER_ID,
             name: c.username,
-            domain: { id: "default", name: c.userDomainName },
+            domain: { id: c.userDomainId, name: c.userDomainName },
             password_expires_at: null,
           },
           audit_ids: [crypto.randomUUID().slice(0, 22)],
           expires_at: fmt(expiresAt),
           issued_at: fmt(now),
-          project: {
-            id: ADMIN_PROJECT_ID,
-            name: c.projectName,
-            domain: { id: "default", name: c.projectDomainName },
-          },
+          ...(system ? { system: { all: true } } : {
+            project: {
+              id: ADMIN_PROJECT_ID,
+              name: c.projectName,
+              domain: { id: c.projectDomainId, name: c.projectDomainName },
+            },
+          }),
           is_domain: false,
           roles: [{ id: "r1", name: "admin" }, { id: "r2", name: "member" }, {
             id: "r3",

@@ -73,8 +73,12 @@ export const scenarioSchema = z.strictObject({
     username: name.default("admin"),
     password: name.default("secret"),
     userDomainName: name.default("Default"),
+    /** The id of the user's domain (Keystone's `default` domain is named Default). */
+    userDomainId: name.default("default"),
     projectName: name.default("admin"),
     projectDomainName: name.default("Default"),
+    /** The id of the project's domain. */
+    projectDomainId: name.default("default"),
     applicationCredentials: z.array(z.strictObject({
       id: name,
       name: name.optional(),
@@ -88,8 +92,10 @@ export const scenarioSchema = z.strictObject({
     username: "admin",
     password: "secret",
     userDomainName: "Default",
+    userDomainId: "default",
     projectName: "admin",
     projectDomainName: "Default",
+    projectDomainId: "default",
     applicationCredentials: [{
       id: "evictor-appcred",
       name: "evictor",

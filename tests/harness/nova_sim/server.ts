@@ -89,6 +89,8 @@ export interface ServedCall {
   search: string;
   /** Virtual time it arrived (ms since the epoch). */
   atMs: number;
+  /** Its `User-Agent` header, or null. */
+  userAgent: string | null;
 }
 
 /** Credentials the simulator accepts. */
@@ -100,8 +102,12 @@ export interface NovaSimCredentials {
     username: string;
     password: string;
     userDomainName: string;
+    /** The id of the user's domain. */
+    userDomainId: string;
     projectName: string;
     projectDomainName: string;
+    /** The id of the project's domain. */
+    projectDomainId: string;
   };
   /** Application credential. */
   applicationCredential: {
@@ -443,7 +449,12 @@ export async function startNovaSim(
     }`;
     counters.call(key);
     if (callListeners.size > 0) {
-      const call = { key, search: url.search, atMs: clock.now() };
+      const call = {
+        key,
+        search: url.search,
+        atMs: clock.now(),
+        userAgent: req.headers.get("user-agent"),
+      };
       for (const l of callListeners) l(call);
     }
     if (matched === undefined) {
@@ -631,8 +642,10 @@ export async function startNovaSim(
       username: c.username,
       password: c.password,
       userDomainName: c.userDomainName,
+      userDomainId: c.userDomainId,
       projectName: c.projectName,
       projectDomainName: c.projectDomainName,
+      projectDomainId: c.projectDomainId,
     },
     applicationCredential: {
       id: appCred.id,

@@ -1,0 +1,165 @@
+/**
+ * The plugin's commands, their help and their flags: every command takes
+ * `--kubeconfig FILE`, `--context NAME` and `--help`; a usage mistake is a
+ * {@linkcode UsageError} whose message names the bad value and what is
+ * expected.
+ *
+ * @module
+ */
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import { stringify as toYaml } from "yaml";
+
+/** The plugin's commands. */
+export type CommandName = "drain" | "status" | "plan" | "retry";
+
+const CLUSTER_FLAGS =
+  "  --kubeconfig FILE   the kubeconfig file (default: KUBECONFIG, colon-separated\n" +
+  "                      files merged as kubectl merges them, else ~/.kube/config)\n" +
+  "  --context NAME      the kubeconfig context (default: its current-context)\n" +
+  "  -h, --help          this help";
+
+/** The help of each command. */
+export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
+  drain:
+    `kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
+    Creates the Eviction of each HYPERVISOR, all at once (one wave: every
+    host is disabled before any of them migrates); with --wait, follows
+    them until the hosts are empty.`,
+  status: `kubectl evictor status [HYPERVISOR] [-o table|json|yaml]
+    Prints the Evictions (or one) as a table, or as JSON/YAML of the shape
+    {"evictions": [{name, hypervisor, reason, state, migrated, inFlight,
+    outstanding, failed, skipped, limit, limitSource, startedAt, finishedAt}]}.`,
+  plan:
+    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--mb-per-second N] [--overhead-seconds N]
+    Changes nothing: per host, each VM's class and order, the limit and its
+    source, the capacity verdict (Placement's view) and the predicted makespan.
+    Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.`,
+  retry: `kubectl evictor retry NAME [VM...]
+    Asks the controller to re-arm failed VMs of the Eviction NAME (all of
+    them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`,
+};
+
+/**
+ * The help of one command, or of the plugin.
+ *
+ * @example
+ * ```ts
+ * import { usageOf } from "./usage.ts";
+ * console.assert(usageOf("drain").includes("--context NAME"));
+ * ```
+ */
+export function usageOf(command?: CommandName): string {
+  const commands = command === undefined
+    ? Object.values(COMMAND_USAGE)
+    : [COMMAND_USAGE[command]];
+  return `Usage:\n${
+    commands.map((c) => `  ${c}`).join("\n")
+  }\n\nFlags of every command:\n${CLUSTER_FLAGS}`;
+}
+
+/**
+ * A usage mistake: the message says what was wrong and what is expected.
+ *
+ * @example
+ * ```ts
+ * import { UsageError } from "./usage.ts";
+ * const e = new UsageError("drain needs a HYPERVISOR name", "drain");
+ * console.assert(e.command === "drain");
+ * ```
+ */
+export class UsageError extends Error {
+  override name = "UsageError";
+  /** The command whose help explains it, if any. */
+  readonly command: CommandName | undefined;
+
+  /** Creates the error. */
+  constructor(message: string, command?: CommandName) {
+    super(message);
+    this.command = command;
+  }
+}
+
+const COMMON_OPTIONS = {
+  kubeconfig: { type: "string" },
+  context: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+} as const satisfies ParseArgsOptionsConfig;
+
+/**
+ * Parses a command's arguments with the common flags; node's parse errors
+ * become one-line {@linkcode UsageError}s.
+ *
+ * @example
+ * ```ts
+ * import { parseCommand } from "./usage.ts";
+ * const { values } = parseCommand("status", ["--context", "eu"], {});
+ * console.assert(values.context === "eu");
+ * ```
+ */
+export function parseCommand<O extends ParseArgsOptionsConfig>(
+  command: CommandName,
+  args: string[],
+  options: O,
+): ReturnType<
+  typeof parseArgs<
+    {
+      args: string[];
+      allowPositionals: true;
+      strict: true;
+      options: O & typeof COMMON_OPTIONS;
+    }
+  >
+> {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: { ...options, ...COMMON_OPTIONS },
+    });
+  } catch (e) {
+    // node's messages go on with advice about `--`: the first sentence says it
+    const message = (e instanceof Error ? e.message : String(e))
+      .split("\n")[0]?.replace(/\. To specify a positional.*$/, "") ?? "";
+    throw new UsageError(`${command}: ${message}`, command);
+  }
+}
+
+/** Output formats of `-o`/`--output`. */
+export type OutputFormat = "table" | "json" | "yaml";
+
+/**
+ * Checks an `-o` value.
+ *
+ * @example
+ * ```ts
+ * import { outputFormat } from "./usage.ts";
+ * console.assert(outputFormat("status", "yaml") === "yaml");
+ * ```
+ */
+export function outputFormat(
+  command: CommandName,
+  value: string | undefined,
+): OutputFormat {
+  const v = value ?? "table";
+  if (v === "table" || v === "json" || v === "yaml") return v;
+  throw new UsageError(
+    `--output "${v}" is not valid: expected table, json or yaml`,
+    command,
+  );
+}
+
+/**
+ * Renders a machine-readable value as JSON (indented) or YAML.
+ *
+ * @example
+ * ```ts
+ * import { renderData } from "./usage.ts";
+ * console.assert(renderData({ a: 1 }, "yaml") === "a: 1");
+ * ```
+ */
+export function renderData(value: unknown, format: "json" | "yaml"): string {
+  return format === "json"
+    ? JSON.stringify(value, null, 2)
+    : toYaml(value).trimEnd();
+}
