@@ -8,6 +8,7 @@ import {
   type WebhookTls,
 } from "./webhook_server.ts";
 import { generateSelfSignedCertificate } from "./self_signed.ts";
+import { rawTls, untilClosed } from "../tests/harness/raw_conn.ts";
 
 function review(
   uid: string | undefined,
@@ -190,12 +191,11 @@ Deno.test("webhook server: certificate rotation under load fails no request", as
   const failures: string[] = [];
   let running = true;
   const worker = async (i: number) => {
-    // workers 0-1: HTTP/1.1 keep-alive; 2-3: HTTP/2 keep-alive; 4-5: a new
-    // connection each time
+    // workers 0-3: keep-alive; 4-5: a new connection each time
     const make = () =>
       Deno.createHttpClient({
         caCerts: [ca1.certPem, ca2.certPem],
-        ...(i < 2 ? { http2: false } : {}),
+        http2: false,
       });
     let client = make();
     let n = 0;
@@ -298,50 +298,6 @@ Deno.test("self-signed certificate serves TLS for its hosts", async () => {
   );
 });
 
-/** A raw TLS connection to the server, speaking `alpn`. */
-async function rawTls(
-  port: number,
-  certPem: string,
-  alpn: "http/1.1" | "h2" = "http/1.1",
-): Promise<Deno.TlsConn> {
-  const conn = await Deno.connectTls({
-    hostname: "localhost",
-    port,
-    caCerts: [certPem],
-    alpnProtocols: [alpn],
-  });
-  await conn.handshake();
-  return conn;
-}
-
-/** Reads until the server closes; the ms it took and what was read. */
-async function untilClosed(
-  conn: Deno.Conn,
-  giveUpMs: number,
-): Promise<{ ms: number; text: string }> {
-  const started = performance.now();
-  const buf = new Uint8Array(4096);
-  let text = "";
-  const giveUp = setTimeout(() => conn.close(), giveUpMs);
-  try {
-    for (;;) {
-      const n = await conn.read(buf);
-      if (n === null) break;
-      text += new TextDecoder().decode(buf.subarray(0, n));
-    }
-  } catch {
-    // reset by the server, or closed by the give-up timer
-  } finally {
-    clearTimeout(giveUp);
-  }
-  try {
-    conn.close();
-  } catch {
-    // already closed
-  }
-  return { ms: performance.now() - started, text };
-}
-
 const encode = (s: string) => new TextEncoder().encode(s);
 
 function postHead(length: number): string {
@@ -353,7 +309,7 @@ Deno.test("webhook server: slow or silent clients are closed within their timeou
   const { server } = await setup(pair, {
     handshakeTimeoutMs: 300,
     headersTimeoutMs: 300,
-    bodyTimeoutMs: 300,
+    requestTimeoutMs: 600,
     idleTimeoutMs: 600,
   });
   try {
@@ -498,9 +454,8 @@ Deno.test("webhook server: beyond the caps, a quick 429 or 413, and the server s
   }
 });
 
-for (const http2 of [false, true]) {
-  const protocol = http2 ? "h2" : "http/1.1";
-  Deno.test(`webhook server: the update review of a 2.5 MiB object is served over ${protocol}`, async () => {
+{
+  Deno.test("webhook server: the update review of a 2.5 MiB object is served", async () => {
     const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
     const { server, metrics } = await setup(pair);
     const object = {
@@ -522,8 +477,7 @@ for (const http2 of [false, true]) {
     try {
       const client = Deno.createHttpClient({
         caCerts: [pair.certPem],
-        http1: !http2,
-        http2,
+        http2: false,
       });
       const res = await fetch(`https://localhost:${server.port}/validate`, {
         method: "POST",
@@ -537,7 +491,7 @@ for (const http2 of [false, true]) {
       assert.equal(json.response?.allowed, true);
       const text = await metrics.registry.metrics();
       assert.ok(
-        text.includes(`webhook_connections_total{protocol="${protocol}"} 1\n`),
+        text.includes('webhook_connections_total{protocol="http/1.1"} 1\n'),
         text,
       );
     } finally {
@@ -546,22 +500,17 @@ for (const http2 of [false, true]) {
   });
 }
 
-Deno.test("webhook server: http2 false offers only HTTP/1.1", async () => {
+Deno.test("webhook server: HTTP/1.1 only, whatever the client offers", async () => {
   const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
-  const metrics = new FrameworkMetrics({ processMetrics: false });
-  const server = new WebhookServer({
-    hostname: "127.0.0.1",
-    port: 0,
-    tls: { certPem: pair.certPem, keyPem: pair.keyPem },
-    routes: new Map([[
-      "/validate",
-      (json) => handleAdmission(json, () => allow()),
-    ]]),
-    metrics,
-    http2: false,
-  });
-  await server.start();
+  const { server, metrics } = await setup(pair);
   try {
+    // ALPN: a client offering h2 first is given http/1.1
+    const raw = await rawTls(server.port, pair.certPem, ["h2", "http/1.1"]);
+    assert.equal((await raw.handshake()).alpnProtocol, "http/1.1");
+    raw.close();
+    // a client that offers only h2 gets no h2: the handshake fails
+    await assert.rejects(rawTls(server.port, pair.certPem, ["h2"]));
+    // fetch prefers HTTP/2 when offered and falls back to HTTP/1.1
     const client = Deno.createHttpClient({
       caCerts: [pair.certPem],
       http2: true,
@@ -576,10 +525,11 @@ Deno.test("webhook server: http2 false offers only HTTP/1.1", async () => {
     await res.body?.cancel();
     client.close();
     const text = await metrics.registry.metrics();
-    assert.ok(
-      text.includes('webhook_connections_total{protocol="http/1.1"} 1\n'),
+    assert.match(
       text,
+      /webhook_connections_total\{protocol="http\/1\.1"\} [12]\n/,
     );
+    assert.doesNotMatch(text, /protocol="h2"/);
   } finally {
     await server.stop();
   }
