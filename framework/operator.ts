@@ -514,8 +514,8 @@ export class Operator {
       for (const fn of this.#startup) await fn();
       this.#createInformers(client);
       await this.#startHealthServer();
-      await this.#startMetricsServer();
       await this.#startWebhookServer();
+      await this.#startMetricsServer();
       await this.#syncCaches();
     } catch (err) {
       await this.#abortStart();

@@ -195,7 +195,6 @@ Deno.test("webhook server: certificate rotation under load fails no request", as
     const make = () =>
       Deno.createHttpClient({
         caCerts: [ca1.certPem, ca2.certPem],
-        http2: false,
       });
     let client = make();
     let n = 0;
@@ -477,7 +476,6 @@ Deno.test("webhook server: beyond the caps, a quick 429 or 413, and the server s
     try {
       const client = Deno.createHttpClient({
         caCerts: [pair.certPem],
-        http2: false,
       });
       const res = await fetch(`https://localhost:${server.port}/validate`, {
         method: "POST",
@@ -510,11 +508,8 @@ Deno.test("webhook server: HTTP/1.1 only, whatever the client offers", async () 
     raw.close();
     // a client that offers only h2 gets no h2: the handshake fails
     await assert.rejects(rawTls(server.port, pair.certPem, ["h2"]));
-    // fetch prefers HTTP/2 when offered and falls back to HTTP/1.1
-    const client = Deno.createHttpClient({
-      caCerts: [pair.certPem],
-      http2: true,
-    });
+    // fetch offers HTTP/2 first by default: it gets HTTP/1.1
+    const client = Deno.createHttpClient({ caCerts: [pair.certPem] });
     const res = await fetch(`https://localhost:${server.port}/validate`, {
       method: "POST",
       body: JSON.stringify(review("h1")),

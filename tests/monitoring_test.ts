@@ -301,6 +301,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
   await Deno.writeTextFile(`${certDir}/tls.crt`, pair.certPem);
   await Deno.writeTextFile(`${certDir}/tls.key`, pair.keyPem);
   const metricsPort = freePort();
+  const probePort = freePort();
   const webhookPort = freePort();
   const kubectl = async (args: string[], stdin?: string) => {
     const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
@@ -318,6 +319,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
       "--hypervisor-resync-interval=1s",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--insecure-metrics", // a plain scrape; tests/deploy_test.ts covers the secured one
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${certDir}`,
     ],
@@ -325,7 +327,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
   let stopped = false;
   try {
     await waitUntil("evictor to be ready", async () => {
-      const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      const res = await fetch(`http://127.0.0.1:${probePort}/readyz`);
       await res.body?.cancel();
       return res.ok ? true : undefined;
     }).catch(async (err) => {
