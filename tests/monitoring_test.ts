@@ -480,12 +480,25 @@ Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMon
     ),
   );
   // The ServiceMonitor selects evictor's metrics Service as deployed, and
-  // scrapes its port (plain HTTP, as evictor serves it) with Prometheus's
-  // service-account token.
+  // scrapes its port over HTTPS (evictor serves /metrics only so) with
+  // Prometheus's service-account token, checking the certificate against
+  // the CA cert-manager writes beside it for the name it carries.
   const sm = objs.find((o) => o.kind === "ServiceMonitor");
   const endpoint = sm?.spec?.endpoints?.[0];
   assert.equal(endpoint?.["path"], "/metrics");
-  assert.equal(endpoint?.["scheme"], "http");
+  assert.equal(endpoint?.["scheme"], "https");
+  assert.deepEqual(endpoint?.["tlsConfig"], {
+    serverName: "evictor-metrics.evictor-system.svc",
+    ca: { secret: { name: "evictor-webhook-tls", key: "ca.crt" } },
+  });
+  const certificate = (await kustomize(e, "manifests/")).find((o) =>
+    o.kind === "Certificate" && o.metadata.name === "evictor-webhook"
+  ) as { spec?: { dnsNames?: string[]; secretName?: string } } | undefined;
+  assert.equal(certificate?.spec?.secretName, "evictor-webhook-tls");
+  assert.ok(
+    certificate?.spec?.dnsNames?.includes("evictor-metrics.evictor-system.svc"),
+    "the serving certificate names the metrics Service",
+  );
   assert.equal(
     endpoint?.["bearerTokenFile"],
     "/var/run/secrets/kubernetes.io/serviceaccount/token",
