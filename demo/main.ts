@@ -13,7 +13,7 @@
  * the wave's figures, and each drain's predicted makespan beside the actual
  * one. `--keep` leaves everything running to play with; `--report FILE`
  * writes the summary's figures as JSON (bench/reports/demo.json is the run
- * the README quotes).
+ * docs/measurements.md quotes).
  *
  * @module
  */
@@ -58,7 +58,7 @@ const { values: flags } = parseArgs({
   options: {
     keep: { type: "boolean", default: false },
     timeout: { type: "string", default: "300" },
-    // where the summary's figures go as JSON (the README quotes them)
+    // where the summary's figures go as JSON (docs/measurements.md quotes them)
     report: { type: "string" },
   },
 });

@@ -2,7 +2,7 @@
  * `manifests/monitoring/`: the PrometheusRule passes the real promtool's
  * `check rules` and `test rules` (each alert fires on synthetic series,
  * tests/testdata/monitoring/alerts_test.yaml), every alert links to a
- * README section, and every metric a rule or a dashboard panel reads exists:
+ * section of docs/runbooks.md, and every metric a rule or a dashboard panel reads exists:
  * evictor's in the `/metrics` of a running evictor (main.ts as a process with
  * the binary's permissions), `apiserver_*` in the real API server's after it
  * called evictor's webhook.
@@ -157,15 +157,15 @@ Deno.test("a changed threshold fails promtool test rules", async () => {
   }
 });
 
-Deno.test("every alert has a summary, a description and a runbook in the README", async () => {
-  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
-  const anchors = headingAnchors(readme);
+Deno.test("every alert has a summary, a description and a runbook in docs/runbooks.md", async () => {
+  const runbooks = await Deno.readTextFile(new URL("docs/runbooks.md", ROOT));
+  const anchors = headingAnchors(runbooks);
   // The repository the image names as its source.
   const dockerfile = await Deno.readTextFile(new URL("Dockerfile", ROOT));
   const source: string =
     /org\.opencontainers\.image\.source="([^"]+)"/.exec(dockerfile)?.[1] ?? "";
   assert.ok(source !== "", "the Dockerfile names no image source");
-  const prefix = `${source}/blob/main/README.md#`;
+  const prefix = `${source}/blob/main/docs/runbooks.md#`;
   for (const g of await ruleGroups()) {
     for (const r of g.rules) {
       const a = r.annotations ?? {};
@@ -174,7 +174,10 @@ Deno.test("every alert has a summary, a description and a runbook in the README"
       const url = a["runbook_url"] ?? "";
       assert.ok(url.startsWith(prefix), `${r.alert}: runbook_url ${url}`);
       const anchor = url.slice(prefix.length);
-      assert.ok(anchors.has(anchor), `${r.alert}: README has no #${anchor}`);
+      assert.ok(
+        anchors.has(anchor),
+        `${r.alert}: docs/runbooks.md has no #${anchor}`,
+      );
       assert.ok(
         ["warning", "critical"].includes(r.labels?.["severity"] ?? ""),
         `${r.alert}: severity`,
