@@ -190,7 +190,7 @@ export type {
   CacheOptions,
   CertificateOption,
   LeaderElectionOptions,
-  MetricsOptions,
+  MetricsEndpointOptions,
   OperatorOptions,
   StopReason,
   WebhookOptions,

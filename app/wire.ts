@@ -4,7 +4,10 @@
  *
  * @module
  */
-import { type MetricsOptions, Operator } from "../framework/operator.ts";
+import {
+  type MetricsEndpointOptions,
+  Operator,
+} from "../framework/operator.ts";
 import type { Logger } from "../framework/logger.ts";
 import type { NovaClient, PlacementClient } from "../openstack/mod.ts";
 import { registerEvictionController } from "../controllers/eviction/mod.ts";
@@ -108,7 +111,9 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
 }
 
 /** The operator's `/metrics` settings for `metrics` of the config. */
-function metricsOptions(metrics: Config["metrics"]): MetricsOptions | false {
+function metricsOptions(
+  metrics: Config["metrics"],
+): MetricsEndpointOptions | false {
   if (metrics === false) return false;
   if ("insecure" in metrics) {
     return { address: metrics.address, insecure: true };

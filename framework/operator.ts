@@ -73,7 +73,7 @@ export type CertificateOption =
   | { selfSignedHosts: string[] };
 
 /** `/metrics` server settings. */
-export type MetricsOptions =
+export type MetricsEndpointOptions =
   & {
     /** `host:port` (default `:8443`). */
     address?: string;
@@ -112,7 +112,7 @@ export interface OperatorOptions {
   /** `/healthz`, `/livez`, `/readyz` address, plain HTTP (default `:8081`); false: off. */
   healthAddress?: string | false;
   /** The `/metrics` server; false or absent: off. */
-  metrics?: MetricsOptions | false;
+  metrics?: MetricsEndpointOptions | false;
   /** Admission webhook server; false or absent: off. */
   webhook?: WebhookOptions | false;
   /** How long running handlers may finish on shutdown (default 30 s). */
