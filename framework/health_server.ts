@@ -118,7 +118,7 @@ export class HealthServer {
     });
     this.#guarded = guardServer(
       server,
-      this.#limits.maxConnections,
+      this.#limits,
       (_status, message) => message,
     );
     this.#port = await listen(server, hostname, port);

@@ -170,34 +170,100 @@ export interface GuardedServer {
   readonly sockets: ReadonlySet<Socket>;
 }
 
+/** Pairs an accepted TCP socket with the TLS socket and requests over it. */
+function peerKey(socket: {
+  remoteAddress?: string | undefined;
+  remotePort?: number | undefined;
+}): string {
+  return `${socket.remoteAddress}:${socket.remotePort}`;
+}
+
+/** Sends a short JSON failure and closes `socket`. */
+function answerAndClose(socket: Socket, status: number, body: string): void {
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n` +
+      "connection: close\r\ncontent-type: application/json\r\n" +
+      `content-length: ${new TextEncoder().encode(body).byteLength}\r\n\r\n` +
+      body,
+  );
+  // end() waits for the peer's FIN only so long
+  setTimeout(() => socket.destroy(), 1000);
+}
+
 /**
- * Caps `server`'s connections at `maxConnections` (more are destroyed as
- * they are accepted), answers malformed, oversized and timed-out requests
- * with a short `Connection: close` reply built by `failureBody`, and keeps
- * client-side TLS failures (silent or garbage peers) from reaching the
- * process.
+ * Caps `server`'s connections at `limits.maxConnections` (more are
+ * destroyed as they are accepted), gives a connection's first request head
+ * `limits.headersTimeoutMs` from the TCP accept, TLS handshake included
+ * (`node:http` counts from the end of the handshake, so a slow handshake
+ * would stretch it; later heads are its own to time), answers malformed,
+ * oversized and timed-out requests with a short `Connection: close` reply
+ * built by `failureBody`, and keeps client-side TLS failures (silent or
+ * garbage peers) from reaching the process.
  *
  * @example
  * ```ts ignore
  * const server = https.createServer({ ...nodeServerOptions(limits), cert, key }, handle);
- * const guarded = guardServer(server, limits.maxConnections, (status, message) => ({ message }));
+ * const guarded = guardServer(server, limits, (status, message) => ({ message }));
  * ```
  */
 export function guardServer(
   server: http.Server,
-  maxConnections: number,
+  limits: Pick<ServerLimits, "maxConnections" | "headersTimeoutMs">,
   failureBody: (status: number, message: string) => unknown,
 ): GuardedServer {
   const sockets = new Set<Socket>();
+  const isTls = typeof (server as { setSecureContext?: unknown })
+    .setSecureContext === "function";
+  /** Connections whose first head has not arrived, by peer. */
+  const awaitingHead = new Map<
+    string,
+    { timer: ReturnType<typeof setTimeout>; http?: Socket }
+  >();
+  const timedOut = (status: number, message: string) =>
+    JSON.stringify(failureBody(status, message));
   server.on("connection", (socket: Socket) => {
-    if (sockets.size >= maxConnections) {
+    if (sockets.size >= limits.maxConnections) {
       socket.destroy();
       return;
     }
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    const key = peerKey(socket);
+    const entry: { timer: ReturnType<typeof setTimeout>; http?: Socket } = {
+      timer: setTimeout(() => {
+        awaitingHead.delete(key);
+        // over TLS, the reply goes on the TLS socket, if the handshake ended
+        const http = isTls ? entry.http : socket;
+        if (http?.writable) {
+          answerAndClose(
+            http,
+            408,
+            timedOut(408, "request not received in time"),
+          );
+        } else {
+          socket.destroy();
+        }
+      }, limits.headersTimeoutMs),
+    };
+    if (!isTls) entry.http = socket;
+    awaitingHead.set(key, entry);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      clearTimeout(entry.timer);
+      if (awaitingHead.get(key) === entry) awaitingHead.delete(key);
+    });
     // a peer that resets or vanishes: the socket closes, nothing is thrown
     socket.on("error", () => {});
+  });
+  server.on("secureConnection", (socket: Socket) => {
+    const entry = awaitingHead.get(peerKey(socket));
+    if (entry !== undefined) entry.http = socket;
+  });
+  server.on("request", (req: http.IncomingMessage) => {
+    const key = peerKey(req.socket);
+    const entry = awaitingHead.get(key);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    awaitingHead.delete(key);
   });
   // a client that fails or stalls its handshake, or sends garbage before
   // TLS: nothing to log per client, and nothing that may end the process
@@ -208,15 +274,7 @@ export function guardServer(
       return;
     }
     const [status, message] = clientErrorStatus(err.code);
-    const body = JSON.stringify(failureBody(status, message));
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n` +
-        "connection: close\r\ncontent-type: application/json\r\n" +
-        `content-length: ${new TextEncoder().encode(body).byteLength}\r\n\r\n` +
-        body,
-    );
-    // end() waits for the peer's FIN only so long
-    setTimeout(() => socket.destroy(), 1000).unref?.();
+    answerAndClose(socket, status, timedOut(status, message));
   });
   return { sockets };
 }

@@ -135,7 +135,7 @@ export class MetricsServer {
     }
     this.#guarded = guardServer(
       server,
-      this.#limits.maxConnections,
+      this.#limits,
       (_status, message) => message,
     );
     this.#port = await listen(server, hostname, port);

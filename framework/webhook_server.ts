@@ -209,7 +209,7 @@ export class WebhookServer {
       { cert, key },
       (req, res) => this.#handle(req, res),
     );
-    this.#guarded = guardServer(server, this.#limits.maxConnections, (s, m) => {
+    this.#guarded = guardServer(server, this.#limits, (s, m) => {
       this.#count("other", s);
       return failureStatus(s, m);
     });
