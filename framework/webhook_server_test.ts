@@ -561,3 +561,45 @@ Deno.test("webhook server: connections beyond the cap are closed before TLS", as
     await server.stop();
   }
 });
+
+Deno.test("webhook server: malformed HTTP gets 400, a head over the cap 431, each a JSON Status", async () => {
+  const pair = await generateSelfSignedCertificate({ hosts: ["localhost"] });
+  const { server } = await setup(pair, { maxHeaderBytes: 8 * 1024 });
+  try {
+    const cases: Array<[string, RegExp, string]> = [
+      ["GARBAGE\r\n\r\n", /^HTTP\/1\.1 400 /, "BadRequest"],
+      [
+        `POST /validate HTTP/1.1\r\nHost: x\r\nX-Big: ${
+          "a".repeat(16 * 1024)
+        }\r\n\r\n`,
+        /^HTTP\/1\.1 431 /,
+        "RequestHeaderFieldsTooLarge",
+      ],
+    ];
+    for (const [sent, status, reason] of cases) {
+      const conn = await rawTls(server.port, pair.certPem);
+      await conn.write(encode(sent));
+      const { text } = await untilClosed(conn, 5_000);
+      assert.match(text, status, JSON.stringify(sent.slice(0, 20)));
+      const body = JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as {
+        kind?: string;
+        reason?: string;
+      };
+      assert.equal(body.kind, "Status");
+      assert.equal(body.reason, reason);
+    }
+    // and it still serves
+    const conn = await rawTls(server.port, pair.certPem);
+    const ok = JSON.stringify(review("after"));
+    await conn.write(encode(postHead(ok.length) + ok));
+    const buf = new Uint8Array(1024);
+    const n = await conn.read(buf);
+    assert.match(
+      new TextDecoder().decode(buf.subarray(0, n ?? 0)),
+      /^HTTP\/1\.1 200/,
+    );
+    conn.close();
+  } finally {
+    await server.stop();
+  }
+});
