@@ -299,6 +299,20 @@ Deno.test("self-signed certificate serves TLS for its hosts", async () => {
 
 const encode = (s: string) => new TextEncoder().encode(s);
 
+/** One review over a new raw connection is answered 200. */
+async function assertServes(port: number, certPem: string, uid: string) {
+  const conn = await rawTls(port, certPem);
+  const ok = JSON.stringify(review(uid));
+  await conn.write(encode(postHead(ok.length) + ok));
+  const buf = new Uint8Array(1024);
+  const n = await conn.read(buf);
+  assert.match(
+    new TextDecoder().decode(buf.subarray(0, n ?? 0)),
+    /^HTTP\/1\.1 200/,
+  );
+  conn.close();
+}
+
 function postHead(length: number): string {
   return `POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 }
@@ -546,16 +560,7 @@ Deno.test("webhook server: connections beyond the cap are closed before TLS", as
     open.pop()?.close();
     await new Promise((r) => setTimeout(r, 100));
     // a slot is free again: a request goes through
-    const conn = await rawTls(server.port, pair.certPem);
-    const ok = JSON.stringify(review("again"));
-    await conn.write(encode(postHead(ok.length) + ok));
-    const buf = new Uint8Array(1024);
-    const n = await conn.read(buf);
-    assert.match(
-      new TextDecoder().decode(buf.subarray(0, n ?? 0)),
-      /^HTTP\/1\.1 200/,
-    );
-    conn.close();
+    await assertServes(server.port, pair.certPem, "again");
   } finally {
     for (const c of open) c.close();
     await server.stop();
@@ -589,16 +594,7 @@ Deno.test("webhook server: malformed HTTP gets 400, a head over the cap 431, eac
       assert.equal(body.reason, reason);
     }
     // and it still serves
-    const conn = await rawTls(server.port, pair.certPem);
-    const ok = JSON.stringify(review("after"));
-    await conn.write(encode(postHead(ok.length) + ok));
-    const buf = new Uint8Array(1024);
-    const n = await conn.read(buf);
-    assert.match(
-      new TextDecoder().decode(buf.subarray(0, n ?? 0)),
-      /^HTTP\/1\.1 200/,
-    );
-    conn.close();
+    await assertServes(server.port, pair.certPem, "after");
   } finally {
     await server.stop();
   }
