@@ -126,6 +126,14 @@ export type {
 } from "./framework/handler.ts";
 export { HealthServer } from "./framework/health_server.ts";
 export type { Check, HealthServerOptions } from "./framework/health_server.ts";
+export {
+  DEFAULT_SERVER_LIMITS,
+  type ServerLimits,
+} from "./framework/http_server.ts";
+export { MetricsServer } from "./framework/metrics_server.ts";
+export type { MetricsServerOptions } from "./framework/metrics_server.ts";
+export { ServingCertificate } from "./framework/serving_cert.ts";
+export type { ServingTls } from "./framework/serving_cert.ts";
 export { Informer } from "./framework/informer.ts";
 export {
   kubeconfigDocument,
@@ -191,7 +199,9 @@ export type {
 export { Operator, validatePath } from "./framework/operator.ts";
 export type {
   CacheOptions,
+  CertificateOption,
   LeaderElectionOptions,
+  MetricsEndpointOptions,
   OperatorOptions,
   StopReason,
   WebhookOptions,

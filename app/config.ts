@@ -46,9 +46,17 @@ export interface Config {
     };
   readonly labelSelector: string | undefined;
   readonly controllers: readonly ControllerName[];
-  readonly metricsAddress: string | false;
-  /** /metrics for anyone, not only tokens the API server authorizes. */
-  readonly insecureMetrics: boolean;
+  /** /healthz, /livez and /readyz (plain HTTP). */
+  readonly healthProbeAddress: string | false;
+  /**
+   * /metrics: HTTPS with the certificate in `certDir` (or a self-signed
+   * one) for tokens the API server authorizes, or plain HTTP for anyone.
+   */
+  readonly metrics:
+    | false
+    | { readonly address: string; readonly certDir: string }
+    | { readonly address: string; readonly selfSigned: true }
+    | { readonly address: string; readonly insecure: true };
   readonly webhook:
     | false
     | { readonly address: string; readonly certDir: string }
@@ -170,14 +178,28 @@ export const RUN_FLAGS = {
   "metrics-bind-address": {
     type: "string",
     env: "EVICTOR_METRICS_BIND_ADDRESS",
-    default: ":8080",
-    help: "/metrics, /healthz and /readyz; 0 turns them off",
+    default: ":8443",
+    help:
+      "/metrics over HTTPS for tokens the API server authorizes; 0 turns it off",
+  },
+  "metrics-cert-dir": {
+    type: "string",
+    env: "EVICTOR_METRICS_CERT_DIR",
+    help:
+      "folder with tls.crt and tls.key for /metrics, reloaded when they change (default: the webhook's)",
   },
   "insecure-metrics": {
     type: "boolean",
     env: "EVICTOR_INSECURE_METRICS",
     default: false,
-    help: "serve /metrics without authentication (local runs only)",
+    help:
+      "serve /metrics over plain HTTP without authentication (local runs only)",
+  },
+  "health-probe-bind-address": {
+    type: "string",
+    env: "EVICTOR_HEALTH_PROBE_BIND_ADDRESS",
+    default: ":8081",
+    help: "/healthz and /readyz (plain HTTP); 0 turns them off",
   },
   "webhook-bind-address": {
     type: "string",
@@ -316,8 +338,8 @@ export function loadConfig(
     leaderElection,
     labelSelector: flags.str("label-selector"),
     controllers,
-    metricsAddress: flags.address("metrics-bind-address"),
-    insecureMetrics: flags.bool("insecure-metrics"),
+    healthProbeAddress: flags.address("health-probe-bind-address"),
+    metrics: readMetrics(flags),
     webhook,
     limits: limits.settings,
     limitWarnings: limits.warnings,
@@ -538,6 +560,19 @@ function readLimits(
 function readWebhook(flags: FlagReader): Config["webhook"] {
   const address = flags.address("webhook-bind-address");
   if (address === false) return false;
+  return flags.bool("webhook-self-signed") ? { address, selfSigned: true } : {
+    address,
+    certDir: flags.str("webhook-cert-dir") ?? "/etc/evictor/webhook-certs",
+  };
+}
+
+function readMetrics(flags: FlagReader): Config["metrics"] {
+  const address = flags.address("metrics-bind-address");
+  if (address === false) return false;
+  if (flags.bool("insecure-metrics")) return { address, insecure: true };
+  const certDir = flags.str("metrics-cert-dir");
+  if (certDir !== undefined) return { address, certDir };
+  // the webhook's certificate, as it is configured (even when the webhook is off)
   return flags.bool("webhook-self-signed") ? { address, selfSigned: true } : {
     address,
     certDir: flags.str("webhook-cert-dir") ?? "/etc/evictor/webhook-certs",

@@ -15,7 +15,11 @@ Deno.test("defaults", () => {
     "hypervisor-sync",
     "maintenance",
   ]);
-  assert.equal(c.metricsAddress, ":8080");
+  assert.equal(c.healthProbeAddress, ":8081");
+  assert.deepEqual(c.metrics, {
+    address: ":8443",
+    certDir: "/etc/evictor/webhook-certs",
+  });
   assert.deepEqual(c.webhook, {
     address: ":9443",
     certDir: "/etc/evictor/webhook-certs",
@@ -193,7 +197,11 @@ Deno.test("the Deployment's arguments are flags evictor accepts", async () => {
     args.map((a) => a.replace("$(POD_NAMESPACE)", "evictor-system")),
     {},
   );
-  assert.equal(config.metricsAddress, ":8080");
+  assert.deepEqual(config.metrics, {
+    address: ":8443",
+    certDir: "/etc/evictor/webhook-certs",
+  });
+  assert.equal(config.healthProbeAddress, ":8081");
   assert.notEqual(config.leaderElection, false);
 });
 

@@ -4,7 +4,10 @@
  *
  * @module
  */
-import { Operator } from "../framework/operator.ts";
+import {
+  type MetricsEndpointOptions,
+  Operator,
+} from "../framework/operator.ts";
 import type { Logger } from "../framework/logger.ts";
 import type { NovaClient, PlacementClient } from "../openstack/mod.ts";
 import { registerEvictionController } from "../controllers/eviction/mod.ts";
@@ -62,8 +65,8 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
         ? {}
         : { identity: config.leaderElection.identity }),
     },
-    healthAddress: config.metricsAddress,
-    secureMetrics: !config.insecureMetrics,
+    healthAddress: config.healthProbeAddress,
+    metrics: metricsOptions(config.metrics),
     webhook: webhook === false ? false : "selfSigned" in webhook
       ? {
         address: webhook.address,
@@ -107,4 +110,25 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
     registerWebhooks(operator, { flagSettings: config.limits });
   }
   return operator;
+}
+
+/** The operator's `/metrics` settings for `metrics` of the config. */
+function metricsOptions(
+  metrics: Config["metrics"],
+): MetricsEndpointOptions | false {
+  if (metrics === false) return false;
+  if ("insecure" in metrics) {
+    return { address: metrics.address, insecure: true };
+  }
+  if ("selfSigned" in metrics) {
+    return {
+      address: metrics.address,
+      selfSignedHosts: ["localhost", "127.0.0.1"],
+    };
+  }
+  return {
+    address: metrics.address,
+    certFile: `${metrics.certDir}/tls.crt`,
+    keyFile: `${metrics.certDir}/tls.key`,
+  };
 }

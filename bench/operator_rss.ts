@@ -167,6 +167,7 @@ export async function measureOperatorRss(
         `--hypervisor-resync-interval=${o.resyncSeconds}s`,
         "--poll-interval=1s",
         `--metrics-bind-address=127.0.0.1:${freePort()}`,
+        `--health-probe-bind-address=127.0.0.1:${freePort()}`,
         `--webhook-bind-address=127.0.0.1:${freePort()}`,
         `--webhook-cert-dir=${dir}`,
         "--log-level=warn",

@@ -3,10 +3,9 @@
  * registered (their informers included), serving TLS on loopback. Its own
  * file so that it loads only what `evictor` loads, and runs with the
  * binary's permissions and V8 flags (app/permissions.ts). Prints
- * `{"port":N,"healthPort":M}` once listening; stops when stdin closes.
+ * `{"port":N,"metricsPort":M}` once listening; stops when stdin closes.
  *
  * Usage: deno run <permissions> bench/webhook_server.ts KUBECONFIG CERT KEY
- *   [http1-only]
  *
  * @module
  */
@@ -15,7 +14,7 @@ import { Operator } from "../framework/operator.ts";
 import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { registerWebhooks } from "../webhooks/register.ts";
 
-const [kubeconfigPath, certFile, keyFile, protocols] = Deno.args;
+const [kubeconfigPath, certFile, keyFile] = Deno.args;
 if (
   kubeconfigPath === undefined || certFile === undefined ||
   keyFile === undefined
@@ -29,23 +28,18 @@ if (!flags.ok) throw flags.error;
 const operator = new Operator({
   name: "evictor-bench",
   kubeconfigPath,
-  // /metrics: connections by protocol, requests by status
-  healthAddress: "127.0.0.1:0",
+  // /metrics (plain, the bench reads it): connections and requests by status
+  healthAddress: false,
+  metrics: { address: "127.0.0.1:0", insecure: true },
   handleSignals: false,
   logger: silentLogger(),
-  // http1-only: as the API server calls a Service-backed webhook
-  webhook: {
-    address: "127.0.0.1:0",
-    certFile,
-    keyFile,
-    http2: protocols !== "http1-only",
-  },
+  webhook: { address: "127.0.0.1:0", certFile, keyFile },
 });
 registerWebhooks(operator, { flagSettings: flags.settings });
 await operator.start();
 console.log(JSON.stringify({
   port: operator.webhookPort,
-  healthPort: operator.healthPort,
+  metricsPort: operator.metricsPort,
 }));
 // stop when the parent closes our stdin (also when it dies)
 for await (const _ of Deno.stdin.readable) { /* wait for EOF */ }

@@ -205,6 +205,7 @@ try {
   await Deno.writeTextFile(`${stageDir}/certs/tls.key`, cert.keyPem);
   const webhookPort = freePort();
   const metricsPort = freePort();
+  const probePort = freePort();
   operator = await startOperatorProcess({
     kubeconfigPath: env.kubeconfigPath,
     cloudsYaml: sim.cloudsYaml({
@@ -220,6 +221,7 @@ try {
       `--webhook-cert-dir=${stageDir}/certs`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--insecure-metrics", // the demo prints a /metrics URL to open
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
       // the default 30 s retry wait on the simulator's clock (20x faster)
       `--migration-retry-backoff=${Math.round(30_000 / scenario.timeScale)}ms`,
       // The simulator's nominal live-migration rate on evictor's clock, as
@@ -262,7 +264,7 @@ try {
   }
   await waitFor("the webhook to serve", async () => {
     try {
-      const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      const res = await fetch(`http://127.0.0.1:${probePort}/readyz`);
       await res.body?.cancel();
       return res.ok;
     } catch {

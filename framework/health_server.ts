@@ -1,31 +1,40 @@
 /**
- * The plain-HTTP endpoints every replica serves: `/healthz` (liveness and
- * registered probes), `/readyz` (caches synced), `/metrics` (Prometheus).
- * The probes are open (the kubelet calls them); `/metrics` answers only
- * scrapes that `authorizeMetrics` allows when one is given.
+ * The probes every replica serves over plain HTTP on their own port:
+ * `/healthz` and `/livez` (liveness and registered probes), `/readyz`
+ * (caches synced). They carry nothing secret, and the kubelet calls them
+ * without a token or a CA; `/metrics` is served apart
+ * (`metrics_server.ts`). The same timeouts as every other server
+ * (`http_server.ts`), so a client that sends nothing is closed.
  *
  * @module
  */
 
-import type { Registry } from "prom-client";
+import type http from "node:http";
 import { parseAddress } from "./address.ts";
-import type { MetricsAuthorizer } from "./metrics_auth.ts";
+import {
+  checkServerLimits,
+  closeServer,
+  createNodeServer,
+  DEFAULT_SERVER_LIMITS,
+  type GuardedServer,
+  guardServer,
+  listen,
+  type ServerLimits,
+} from "./http_server.ts";
 
 /** A named check; false or a throw means unhealthy. */
 export type Check = () => boolean | Promise<boolean>;
 
 /** Options of {@linkcode HealthServer}. */
 export interface HealthServerOptions {
-  /** `host:port` (default `:8080`). */
+  /** `host:port` (default `:8081`). */
   address?: string;
-  /** Liveness checks (`/healthz`). */
+  /** Liveness checks (`/healthz`, `/livez`). */
   liveness: Map<string, Check>;
   /** Readiness checks (`/readyz`). */
   readiness: Map<string, Check>;
-  /** Metrics registry (`/metrics`). */
-  registry: Registry;
-  /** Who may scrape `/metrics` (default: anyone). */
-  authorizeMetrics?: MetricsAuthorizer;
+  /** Timeouts and caps (default {@linkcode DEFAULT_SERVER_LIMITS}). */
+  limits?: Partial<ServerLimits>;
 }
 
 async function runChecks(
@@ -48,21 +57,48 @@ async function runChecks(
 }
 
 /**
- * Serves health and metrics.
+ * Writes a plain-text reply.
  *
  * @example
  * ```ts ignore
- * const hs = new HealthServer({ address: ":8080", liveness: new Map(), readiness: new Map(), registry });
+ * sendText(res, 404, "not found\n");
+ * ```
+ */
+export function sendText(
+  res: http.ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": new TextEncoder().encode(text).byteLength,
+    ...headers,
+  });
+  res.end(text);
+}
+
+/**
+ * Serves the probes.
+ *
+ * @example
+ * ```ts ignore
+ * const hs = new HealthServer({ address: ":8081", liveness: new Map(), readiness: new Map() });
  * await hs.start();
  * ```
  */
 export class HealthServer {
   readonly #o: HealthServerOptions;
-  #server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  readonly #limits: ServerLimits;
+  #server: http.Server | undefined;
+  #guarded: GuardedServer | undefined;
+  #port = 0;
 
-  /** Creates a stopped server. */
+  /** Creates a stopped server; throws on a bad timeout or cap. */
   constructor(options: HealthServerOptions) {
     this.#o = options;
+    this.#limits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
+    checkServerLimits(this.#limits, "health probe");
   }
 
   /** The bound port (after start). */
@@ -70,55 +106,40 @@ export class HealthServer {
     if (this.#server === undefined) {
       throw new Error("health server is not started");
     }
-    return this.#server.addr.port;
+    return this.#port;
   }
 
   /** Binds and serves. */
-  start(): Promise<void> {
-    const { hostname, port } = parseAddress(this.#o.address ?? ":8080");
-    this.#server = Deno.serve(
-      { hostname, port, onListen: () => {} },
-      async (req) => {
-        const path = new URL(req.url).pathname;
-        if (path === "/metrics") {
-          const authorize = this.#o.authorizeMetrics;
-          const verdict = authorize === undefined
-            ? undefined
-            : await authorize(req.headers.get("authorization"));
-          if (verdict !== undefined && !verdict.allowed) {
-            return new Response(`${verdict.reason}\n`, {
-              status: verdict.status,
-              headers: {
-                "content-type": "text/plain",
-                ...(verdict.status === 401
-                  ? { "www-authenticate": 'Bearer realm="metrics"' }
-                  : {}),
-              },
-            });
-          }
-          return new Response(await this.#o.registry.metrics(), {
-            headers: { "content-type": this.#o.registry.contentType },
-          });
-        }
-        if (path === "/healthz" || path === "/livez" || path === "/readyz") {
-          const checks = path === "/readyz"
-            ? this.#o.readiness
-            : this.#o.liveness;
-          const { ok, text } = await runChecks(checks);
-          return new Response(text, {
-            status: ok ? 200 : 503,
-            headers: { "content-type": "text/plain" },
-          });
-        }
-        return new Response("not found\n", { status: 404 });
-      },
+  async start(): Promise<void> {
+    const { hostname, port } = parseAddress(this.#o.address ?? ":8081");
+    const server = createNodeServer(this.#limits, undefined, (req, res) => {
+      req.resume();
+      void this.#handle(req.url ?? "/", res);
+    });
+    this.#guarded = guardServer(
+      server,
+      this.#limits,
+      (_status, message) => message,
     );
-    return Promise.resolve();
+    this.#port = await listen(server, hostname, port);
+    this.#server = server;
+  }
+
+  async #handle(url: string, res: http.ServerResponse): Promise<void> {
+    const path = new URL(url, "http://probe").pathname;
+    if (path === "/healthz" || path === "/livez" || path === "/readyz") {
+      const checks = path === "/readyz" ? this.#o.readiness : this.#o.liveness;
+      const { ok, text } = await runChecks(checks);
+      return sendText(res, ok ? 200 : 503, text);
+    }
+    sendText(res, 404, "not found\n");
   }
 
   /** Stops serving. */
   async stop(): Promise<void> {
-    await this.#server?.shutdown();
+    const server = this.#server;
     this.#server = undefined;
+    if (server === undefined || this.#guarded === undefined) return;
+    await closeServer(server, this.#guarded, 1000);
   }
 }

@@ -23,6 +23,9 @@ import type {
 } from "./handler.ts";
 import { type Check, HealthServer } from "./health_server.ts";
 import { apiServerMetricsAuthorizer } from "./metrics_auth.ts";
+import { MetricsServer } from "./metrics_server.ts";
+import type { ServerLimits } from "./http_server.ts";
+import type { ServingTls } from "./serving_cert.ts";
 import { type CacheReader, Informer } from "./informer.ts";
 import { type Kind, kindId, type KubeObject } from "./kind.ts";
 import { LeaderElector, type LeaderTiming } from "./leader.ts";
@@ -60,13 +63,30 @@ export type WebhookOptions =
     limits?: Partial<WebhookLimits>;
     /** Cert file check interval, ms (default 2000). */
     reloadIntervalMs?: number;
-    /** Offer HTTP/2 besides HTTP/1.1 (default true). */
-    http2?: boolean;
+  }
+  & CertificateOption;
+
+/** Where a server's certificate comes from. */
+export type CertificateOption =
+  | { certFile: string; keyFile: string }
+  /** Generate a self-signed certificate: local runs only, NOT for production. */
+  | { selfSignedHosts: string[] };
+
+/** `/metrics` server settings. */
+export type MetricsEndpointOptions =
+  & {
+    /** `host:port` (default `:8443`). */
+    address?: string;
+    /** Timeouts and caps (default `DEFAULT_SERVER_LIMITS`). */
+    limits?: Partial<ServerLimits>;
+    /** Cert file check interval, ms (default 2000). */
+    reloadIntervalMs?: number;
   }
   & (
-    | { certFile: string; keyFile: string }
-    /** Generate a self-signed certificate: local runs only, NOT for production. */
-    | { selfSignedHosts: string[] }
+    /** HTTPS, only for tokens the API server authorizes (TokenReview + SubjectAccessReview). */
+    | CertificateOption
+    /** Plain HTTP, open to anyone: local runs only. */
+    | { insecure: true }
   );
 
 /** Options of {@linkcode Operator}. */
@@ -94,10 +114,10 @@ export interface OperatorOptions {
   labelSelector?: string;
   /** Leader election; false runs handlers on every replica (default false). */
   leaderElection?: LeaderElectionOptions | false;
-  /** `/healthz`, `/readyz`, `/metrics` address (default `:8080`); false: off. */
+  /** `/healthz`, `/livez`, `/readyz` address, plain HTTP (default `:8081`); false: off. */
   healthAddress?: string | false;
-  /** `/metrics` only for tokens the API server authorizes (default false). */
-  secureMetrics?: boolean;
+  /** The `/metrics` server; false or absent: off. */
+  metrics?: MetricsEndpointOptions | false;
   /** Admission webhook server; false or absent: off. */
   webhook?: WebhookOptions | false;
   /** How long running handlers may finish on shutdown (default 30 s). */
@@ -193,6 +213,7 @@ export class Operator {
   #events: EventRecorder | undefined;
   #elector: LeaderElector | undefined;
   #health: HealthServer | undefined;
+  #metricsServer: MetricsServer | undefined;
   #webhook: WebhookServer | undefined;
   #started = false;
   #stopping: Promise<void> | undefined;
@@ -256,6 +277,19 @@ export class Operator {
       throw new Error("health server is off or not started");
     }
     return this.#health.port;
+  }
+
+  /** Port of the metrics server (after start). */
+  get metricsPort(): number {
+    if (this.#metricsServer === undefined) {
+      throw new Error("metrics server is off or not started");
+    }
+    return this.#metricsServer.port;
+  }
+
+  /** The metrics server (after start), e.g. to force a certificate reload. */
+  get metricsServer(): MetricsServer | undefined {
+    return this.#metricsServer;
   }
 
   /** Port of the webhook server (after start). */
@@ -486,6 +520,7 @@ export class Operator {
       this.#createInformers(client);
       await this.#startHealthServer();
       await this.#startWebhookServer();
+      await this.#startMetricsServer();
       await this.#syncCaches();
     } catch (err) {
       await this.#abortStart();
@@ -567,11 +602,11 @@ export class Operator {
     for (const wire of this.#pendingRelated) wire();
   }
 
-  /** `/healthz`, `/readyz` (one check per cache) and `/metrics`. */
+  /** `/healthz`, `/readyz` (one check per cache). */
   async #startHealthServer(): Promise<void> {
     const o = this.#o;
     if (o.healthAddress === false) return;
-    const address = o.healthAddress ?? ":8080";
+    const address = o.healthAddress ?? ":8081";
     const readiness = new Map<string, Check>();
     for (const [id, entry] of this.#caches) {
       readiness.set(`cache:${id}`, () => entry.lazy.hasSynced);
@@ -580,19 +615,63 @@ export class Operator {
       address,
       liveness: new Map([["ping", () => true], ...this.#probes]),
       readiness,
-      registry: this.metrics.registry,
-      ...(o.secureMetrics === true
-        ? { authorizeMetrics: apiServerMetricsAuthorizer(this.client) }
-        : {}),
     });
     try {
       await this.#health.start();
     } catch (err) {
       this.#health = undefined;
-      throw new StartupError("metrics server", address, oneLine(err), {
+      throw new StartupError("health probe server", address, oneLine(err), {
         cause: err,
       });
     }
+  }
+
+  /** `/metrics`: HTTPS for authorized tokens, or plain HTTP when insecure. */
+  async #startMetricsServer(): Promise<void> {
+    const m = this.#o.metrics;
+    if (!m) return;
+    const address = m.address ?? ":8443";
+    const common = {
+      address,
+      registry: this.metrics.registry,
+      logger: this.logger,
+      ...(m.limits === undefined ? {} : { limits: m.limits }),
+      ...(m.reloadIntervalMs === undefined
+        ? {}
+        : { reloadIntervalMs: m.reloadIntervalMs }),
+    };
+    const server = "insecure" in m
+      ? new MetricsServer({ ...common, insecure: true })
+      : new MetricsServer({
+        ...common,
+        tls: await this.#servingTls(m, "metrics"),
+        authorize: apiServerMetricsAuthorizer(this.client),
+      });
+    try {
+      await server.start();
+    } catch (err) {
+      await server.stop().catch(() => {});
+      throw serverStartupError(
+        "metrics",
+        "insecure" in m ? undefined : m,
+        address,
+        err,
+      );
+    }
+    this.#metricsServer = server;
+  }
+
+  /** The certificate of a server: its files, or a self-signed one made now. */
+  async #servingTls(c: CertificateOption, what: string): Promise<ServingTls> {
+    if (!("selfSignedHosts" in c)) {
+      return { certFile: c.certFile, keyFile: c.keyFile };
+    }
+    this.logger.warn(
+      `serving ${what} with a SELF-SIGNED certificate: for local runs only, not for production`,
+    );
+    // loaded on demand: x509 costs memory that production runs need not pay
+    const { generateSelfSignedCertificate } = await import("./self_signed.ts");
+    return await generateSelfSignedCertificate({ hosts: c.selfSignedHosts });
   }
 
   /** The admission webhook server, when one is configured. */
@@ -600,22 +679,7 @@ export class Operator {
     const w = this.#o.webhook;
     if (!w) return;
     const log = this.logger;
-    let tls: { certFile: string; keyFile: string } | {
-      certPem: string;
-      keyPem: string;
-    };
-    if ("selfSignedHosts" in w) {
-      log.warn(
-        "serving the webhook with a SELF-SIGNED certificate: for local runs only, not for production",
-      );
-      // loaded on demand: x509 costs memory that production runs need not pay
-      const { generateSelfSignedCertificate } = await import(
-        "./self_signed.ts"
-      );
-      tls = await generateSelfSignedCertificate({ hosts: w.selfSignedHosts });
-    } else {
-      tls = { certFile: w.certFile, keyFile: w.keyFile };
-    }
+    const tls = await this.#servingTls(w, "the webhook");
     const address = w.address ?? ":9443";
     const { hostname, port } = parseAddress(address);
     const server = new WebhookServer({
@@ -629,13 +693,12 @@ export class Operator {
       ...(w.reloadIntervalMs === undefined
         ? {}
         : { reloadIntervalMs: w.reloadIntervalMs }),
-      ...(w.http2 === undefined ? {} : { http2: w.http2 }),
     });
     try {
       await server.start();
     } catch (err) {
       await server.stop().catch(() => {});
-      throw webhookStartupError(w, address, err);
+      throw serverStartupError("webhook", w, address, err);
     }
     this.#webhook = server;
   }
@@ -655,6 +718,7 @@ export class Operator {
       [...this.#caches.values()].map((e) => e.informer?.stop()),
     );
     await this.#webhook?.stop();
+    await this.#metricsServer?.stop();
     await this.#health?.stop();
     this.#client?.close();
   }
@@ -740,6 +804,7 @@ export class Operator {
         [...this.#caches.values()].map((e) => e.informer?.stop()),
       );
       await this.#webhook?.stop();
+      await this.#metricsServer?.stop();
       await this.#health?.stop();
       for (const fn of this.#cleanup) {
         try {
@@ -781,23 +846,26 @@ export function validatePath(
   }-${kind.version}-${kind.kind.toLowerCase()}`;
 }
 
-/** A failed webhook start: a listening problem, else the certificate. */
-function webhookStartupError(
-  w: WebhookOptions,
+/** A failed server start: a listening problem, else the certificate. */
+function serverStartupError(
+  what: "webhook" | "metrics",
+  c: CertificateOption | undefined,
   address: string,
   err: unknown,
 ): StartupError {
+  const code = (err as { code?: unknown } | null)?.code;
   const listening = err instanceof Deno.errors.AddrInUse ||
     err instanceof Deno.errors.AddrNotAvailable ||
-    err instanceof Deno.errors.PermissionDenied;
-  if (listening || "selfSignedHosts" in w) {
-    return new StartupError("webhook server", address, oneLine(err), {
+    err instanceof Deno.errors.PermissionDenied ||
+    code === "EADDRINUSE" || code === "EADDRNOTAVAIL" || code === "EACCES";
+  if (listening || c === undefined || "selfSignedHosts" in c) {
+    return new StartupError(`${what} server`, address, oneLine(err), {
       cause: err,
     });
   }
   return new StartupError(
-    "webhook certificate",
-    `${w.certFile} / ${w.keyFile}`,
+    `${what} certificate`,
+    `${c.certFile} / ${c.keyFile}`,
     oneLine(err),
     { cause: err },
   );

@@ -38,6 +38,7 @@ function options(
     watchNamespace: ns,
     labelSelector: `t=${label}`,
     healthAddress: "127.0.0.1:0",
+    metrics: { address: "127.0.0.1:0", insecure: true },
     handleSignals: false,
     processMetrics: false,
     finalizer: "fwtest.example.com/cleanup",
@@ -162,7 +163,8 @@ Deno.test({
       const readyz = await fetch(`${base}/readyz`);
       assert.equal(readyz.status, 200, await readyz.text());
       const metrics = parseMetrics(
-        await (await fetch(`${base}/metrics`)).text(),
+        await (await fetch(`http://127.0.0.1:${op.metricsPort}/metrics`))
+          .text(),
       );
       const get = (k: string) => metrics.get(k) ?? 0;
       assert.equal(

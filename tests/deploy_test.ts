@@ -11,10 +11,11 @@ import { type Envtest, startEnvtest } from "./harness/envtest.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   operatorLogTail,
+  STAGING_ROOT,
   startOperatorProcess,
   toolchainEnv,
 } from "./harness/operator_process.ts";
-import { freePort } from "./harness/processes.ts";
+import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const SA_USER = "system:serviceaccount:evictor-system:evictor";
@@ -69,17 +70,29 @@ async function waitUntil<T>(
 }
 
 /**
- * The operator's /metrics (secured by default) refuses a scrape without a
- * token and one whose ServiceAccount is not bound to evictor-metrics-reader,
- * and answers one that is; the probes stay open.
+ * The operator's /metrics (secured by default) is HTTPS only, refuses a
+ * scrape without a token and one whose ServiceAccount is not bound to
+ * evictor-metrics-reader (the API server's TokenReview and
+ * SubjectAccessReview decide), and answers one that is; the probes stay
+ * open on their own plain-HTTP port.
  */
-async function metricsNeedAnAuthorizedToken(e: Envtest, port: number) {
-  const base = `http://127.0.0.1:${port}`;
+async function metricsNeedAnAuthorizedToken(
+  e: Envtest,
+  metricsPort: number,
+  probePort: number,
+) {
+  const client = Deno.createHttpClient({ caCerts: [e.caCertPem] });
   const get = async (path: string, token?: string) => {
-    const res = await fetch(`${base}${path}`, {
+    const res = await fetch(`https://localhost:${metricsPort}${path}`, {
       headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      client,
     });
     return { status: res.status, text: await res.text() };
+  };
+  const probe = async (path: string) => {
+    const res = await fetch(`http://127.0.0.1:${probePort}${path}`);
+    await res.body?.cancel();
+    return res.status;
   };
   const kubectl = async (args: string[]) => {
     const out = await e.kubectl(args);
@@ -109,8 +122,15 @@ async function metricsNeedAnAuthorizedToken(e: Envtest, port: number) {
   const scraper = await get("/metrics", await token("scraper"));
   assert.equal(scraper.status, 200, scraper.text);
   assert.match(scraper.text, /^evictor_/m);
-  assert.equal((await get("/healthz")).status, 200);
-  assert.equal((await get("/readyz")).status, 200);
+  // plain HTTP to the metrics port gets no answer, with or without a token
+  await assert.rejects(
+    fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
+      headers: { authorization: `Bearer ${await token("scraper")}` },
+    }),
+  );
+  client.close();
+  assert.equal(await probe("/healthz"), 200);
+  assert.equal(await probe("/readyz"), 200);
 }
 
 Deno.test("kubectl apply --dry-run=server -k manifests/ succeeds", async () => {
@@ -212,6 +232,11 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
     );
   }
   const metricsPort = freePort();
+  const probePort = freePort();
+  const certDir = await makeOwnedTempDir(STAGING_ROOT, "deploy-metrics-");
+  const pair = await e.servingCert(["localhost"]);
+  await Deno.writeTextFile(`${certDir}/tls.crt`, pair.certPem);
+  await Deno.writeTextFile(`${certDir}/tls.key`, pair.keyPem);
   const op = await startOperatorProcess({
     kubeconfigPath: saKubeconfig,
     cloudsYaml: sim.cloudsYaml({
@@ -229,6 +254,8 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
       "--eviction-concurrency=3",
       "--webhook-bind-address=0",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--metrics-cert-dir=${certDir}`,
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
     ],
     env: { POD_NAMESPACE: "evictor-system", POD_NAME: "evictor-test-0" },
   });
@@ -319,7 +346,7 @@ Deno.test("the operator with only the manifests' RBAC and the binary's permissio
       assert.equal(can.stdout.trim(), want, `create events in ${ns}`);
     }
 
-    await metricsNeedAnAuthorizedToken(e, metricsPort);
+    await metricsNeedAnAuthorizedToken(e, metricsPort, probePort);
 
     // Deleting the Eviction re-enables the compute service.
     await admin(["delete", "eviction", "rbac-a", "--wait=false"]);

@@ -288,6 +288,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
   await Deno.writeTextFile(`${certDir}/tls.crt`, pair.certPem);
   await Deno.writeTextFile(`${certDir}/tls.key`, pair.keyPem);
   const metricsPort = freePort();
+  const probePort = freePort();
   const webhookPort = freePort();
   const kubectl = async (args: string[], stdin?: string) => {
     const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
@@ -305,6 +306,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
       "--hypervisor-resync-interval=1s",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--insecure-metrics", // a plain scrape; tests/deploy_test.ts covers the secured one
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${certDir}`,
     ],
@@ -312,7 +314,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
   let stopped = false;
   try {
     await waitUntil("evictor to be ready", async () => {
-      const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      const res = await fetch(`http://127.0.0.1:${probePort}/readyz`);
       await res.body?.cancel();
       return res.ok ? true : undefined;
     }).catch(async (err) => {
@@ -465,12 +467,25 @@ Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMon
     ),
   );
   // The ServiceMonitor selects evictor's metrics Service as deployed, and
-  // scrapes its port (plain HTTP, as evictor serves it) with Prometheus's
-  // service-account token.
+  // scrapes its port over HTTPS (evictor serves /metrics only so) with
+  // Prometheus's service-account token, checking the certificate against
+  // the CA cert-manager writes beside it for the name it carries.
   const sm = objs.find((o) => o.kind === "ServiceMonitor");
   const endpoint = sm?.spec?.endpoints?.[0];
   assert.equal(endpoint?.["path"], "/metrics");
-  assert.equal(endpoint?.["scheme"], "http");
+  assert.equal(endpoint?.["scheme"], "https");
+  assert.deepEqual(endpoint?.["tlsConfig"], {
+    serverName: "evictor-metrics.evictor-system.svc",
+    ca: { secret: { name: "evictor-webhook-tls", key: "ca.crt" } },
+  });
+  const certificate = (await kustomize(e, "manifests/")).find((o) =>
+    o.kind === "Certificate" && o.metadata.name === "evictor-webhook"
+  ) as { spec?: { dnsNames?: string[]; secretName?: string } } | undefined;
+  assert.equal(certificate?.spec?.secretName, "evictor-webhook-tls");
+  assert.ok(
+    certificate?.spec?.dnsNames?.includes("evictor-metrics.evictor-system.svc"),
+    "the serving certificate names the metrics Service",
+  );
   assert.equal(
     endpoint?.["bearerTokenFile"],
     "/var/run/secrets/kubernetes.io/serviceaccount/token",

@@ -194,6 +194,24 @@ Deno.test({
 });
 
 Deno.test({
+  name: "start-up: a missing metrics certificate is one fatal line, exit 1",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const env = await sharedEnvtest();
+    const certDir = await stagedDir("startup-certs-");
+    const { code, line } = await runUntilExit({
+      kubeconfigPath: env.kubeconfigPath,
+      args: ["--webhook-bind-address=0", `--metrics-cert-dir=${certDir}`],
+    });
+    assert.equal(code, 1);
+    assert.equal(line["what"], "metrics certificate");
+    assert.equal(line["where"], `${certDir}/tls.crt / ${certDir}/tls.key`);
+    assert.match(String(line["reason"]), /no such file/i);
+  },
+});
+
+Deno.test({
   name: "start-up: an invalid webhook certificate is one fatal line, exit 1",
   sanitizeOps: false,
   sanitizeResources: false,
@@ -225,7 +243,11 @@ Deno.test({
     try {
       const { code, line } = await runUntilExit({
         kubeconfigPath: env.kubeconfigPath,
-        args: ["--webhook-bind-address=0", `--metrics-bind-address=${address}`],
+        args: [
+          "--webhook-bind-address=0",
+          `--metrics-bind-address=${address}`,
+          "--insecure-metrics",
+        ],
       });
       assert.equal(code, 1);
       assert.equal(line["what"], "metrics server");

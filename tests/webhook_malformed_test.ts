@@ -49,13 +49,7 @@ Deno.test({
   const flags = parseConcurrencyFlags("2", []);
   assert.ok(flags.ok);
   const hook = await startWebhookOperator(env, flags.settings);
-  // HTTP/1.1: Deno's fetch uploads a streamed body over HTTP/2 at about
-  // 1.5 MB/s (node:http2 and Go send the same in ~0.1 s), too slow to pass
-  // the body cap within the body timeout; the framework's tests cover HTTP/2
-  const client = Deno.createHttpClient({
-    caCerts: [env.caCertPem],
-    http2: false,
-  });
+  const client = Deno.createHttpClient({ caCerts: [env.caCertPem] });
   try {
     const post = async (
       path: string,

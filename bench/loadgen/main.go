@@ -57,7 +57,6 @@ func main() {
 	rate := flag.Float64("rate", 200, "requests per second")
 	seconds := flag.Float64("seconds", 30, "how long to send")
 	warmup := flag.Float64("warmup", 3, "seconds sent before the measured run")
-	h2 := flag.Bool("http2", false, "offer HTTP/2 (else HTTP/1.1 only, as the API server does for Service-backed webhooks)")
 	serve := flag.String("serve", "", "instead: serve a bare control webhook over TLS on this address (-cert, -key) until stdin closes")
 	cert := flag.String("cert", "", "with -serve: certificate (PEM)")
 	key := flag.String("key", "", "with -serve: private key (PEM)")
@@ -69,13 +68,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*base, *caFile, *bodiesFile, *rate, *seconds, *warmup, *h2); err != nil {
+	if err := run(*base, *caFile, *bodiesFile, *rate, *seconds, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(base, caFile, bodiesFile string, rate, seconds, warmup float64, h2 bool) error {
+func run(base, caFile, bodiesFile string, rate, seconds, warmup float64) error {
 	if base == "" || caFile == "" || bodiesFile == "" {
 		return fmt.Errorf("-url, -ca and -bodies are required")
 	}
@@ -98,15 +97,12 @@ func run(base, caFile, bodiesFile string, rate, seconds, warmup float64, h2 bool
 	if err := json.Unmarshal(raw, &bodies); err != nil || len(bodies) == 0 {
 		return fmt.Errorf("%s: expected a non-empty JSON array of bodies: %v", bodiesFile, err)
 	}
+	// HTTP/1.1 only, as the API server calls a Service-backed webhook
 	cfg := &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}
-	if h2 {
-		cfg.NextProtos = nil
-	}
 	client := &http.Client{
 		Timeout: 3 * time.Second, // the configuration's timeoutSeconds
 		Transport: &http.Transport{
 			TLSClientConfig:     cfg,
-			ForceAttemptHTTP2:   h2,
 			MaxIdleConnsPerHost: 25, // what the API server's clients keep
 			IdleConnTimeout:     90 * time.Second,
 		},

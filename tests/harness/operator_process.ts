@@ -84,6 +84,8 @@ export async function startOperatorProcess(
       "run",
       `--kubeconfig=${dir}/kubeconfig`,
       `--os-cloud=${cloud}`,
+      // tests run side by side: no fixed probe port unless a test asks
+      "--health-probe-bind-address=0",
       ...(options.args ?? []),
     ],
     logPath,
