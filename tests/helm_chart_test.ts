@@ -277,7 +277,16 @@ Deno.test("a release of another name names every object after it, its Lease incl
   assert.deepEqual(dnsNames, [
     `blue-evictor-webhook.${NAMESPACE}.svc`,
     `blue-evictor-webhook.${NAMESPACE}.svc.cluster.local`,
+    `blue-evictor-metrics.${NAMESPACE}.svc`,
+    `blue-evictor-metrics.${NAMESPACE}.svc.cluster.local`,
   ]);
+  const endpoint = only(objects, "ServiceMonitor", "blue-evictor").spec
+    .endpoints[0];
+  assert.equal(
+    endpoint.tlsConfig.serverName,
+    `blue-evictor-metrics.${NAMESPACE}.svc`,
+  );
+  assert.equal(endpoint.tlsConfig.ca.secret.name, "blue-evictor-webhook-tls");
 });
 
 Deno.test("bad values are refused with a message naming the value and what is expected", async () => {
@@ -301,6 +310,14 @@ Deno.test("bad values are refused with a message naming the value and what is ex
         "webhook.certSecretName=x",
       ],
       /webhook\.caBundle: with certManager\.enabled=false/,
+    ],
+    [
+      ["--set", "health.port=8443"],
+      /metrics\.port=8443, health\.port=8443 and webhook\.port=9443 must differ/,
+    ],
+    [
+      ["--set", "health.prot=8081"],
+      /additional properties 'prot' not allowed/,
     ],
     [
       ["--set", "image.digest=latest"],

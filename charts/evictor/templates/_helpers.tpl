@@ -57,7 +57,12 @@ app.kubernetes.io/component: manager
 {{- printf "%s-webhook" (include "evictor.fullname" .) }}
 {{- end }}
 
-{{/* The Secret with the webhook's serving certificate. */}}
+{{/* The Service in front of /metrics (HTTPS, the webhook's certificate). */}}
+{{- define "evictor.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "evictor.fullname" .) }}
+{{- end }}
+
+{{/* The Secret with the webhook's serving certificate (and /metrics'). */}}
 {{- define "evictor.webhookCertSecretName" -}}
 {{- if .Values.certManager.enabled }}
 {{- printf "%s-webhook-tls" (include "evictor.fullname" .) }}
@@ -91,6 +96,10 @@ What the schema cannot say, checked in one order (each template that
 depends on it includes this, and Helm stops at the first failure).
 */}}
 {{- define "evictor.checkValues" -}}
+{{- $ports := list (int .Values.metrics.port) (int .Values.health.port) (int .Values.webhook.port) }}
+{{- if ne (len (uniq $ports)) 3 }}
+{{- fail (printf "metrics.port=%v, health.port=%v and webhook.port=%v must differ: each is its own listener in the pod" .Values.metrics.port .Values.health.port .Values.webhook.port) }}
+{{- end }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
 {{- fail (printf "replicas=%v needs leaderElection.enabled=true: without a Lease every replica would drain the same hosts (or set replicas=1)" .Values.replicas) }}
 {{- end }}
