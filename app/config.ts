@@ -34,6 +34,8 @@ export interface Config {
   readonly kubeconfig: readonly string[] | undefined;
   readonly osCloud: string | undefined;
   readonly pollIntervalMs: number;
+  /** `--drain-settle`: how long a drained host must be seen empty (ms). */
+  readonly drainSettleMs: number;
   readonly leaderElection:
     | false
     | {
@@ -128,6 +130,13 @@ export const RUN_FLAGS = {
     default: "2s",
     help:
       "the shortest wait between two looks at a drain (passes are paced by the expected end of the earliest running migration)",
+  },
+  "drain-settle": {
+    type: "string",
+    env: "EVICTOR_DRAIN_SETTLE",
+    default: "6s",
+    help:
+      "how long fresh looks must find a drained host empty (no server, no migration to or from it) before its Eviction turns Succeeded; 0 for the first empty look",
   },
   "leader-elect": {
     type: "boolean",
@@ -335,6 +344,7 @@ export function loadConfig(
     kubeconfig: readKubeconfig(flags),
     osCloud: flags.str("os-cloud"),
     pollIntervalMs: flags.duration("poll-interval", 100),
+    drainSettleMs: flags.duration("drain-settle", 0),
     leaderElection,
     labelSelector: flags.str("label-selector"),
     controllers,

@@ -269,3 +269,17 @@ Deno.test("--default-migration-rate and --default-migration-overhead", () => {
       e.flag === "--default-migration-overhead" && e.value === "soon",
   );
 });
+
+Deno.test("--drain-settle: default 6s, 0 allowed, its env twin", () => {
+  assert.equal(loadConfig([], {}).drainSettleMs, 6000);
+  assert.equal(loadConfig(["--drain-settle=0s"], {}).drainSettleMs, 0);
+  assert.equal(
+    loadConfig([], { EVICTOR_DRAIN_SETTLE: "20s" }).drainSettleMs,
+    20_000,
+  );
+  assert.throws(
+    () => loadConfig(["--drain-settle", "later"], {}),
+    (e: unknown) =>
+      e instanceof ConfigFlagError && e.message.includes("--drain-settle"),
+  );
+});

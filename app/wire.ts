@@ -85,6 +85,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       nova: deps.nova,
       flagSettings: config.limits,
       pollIntervalMs: config.pollIntervalMs,
+      settleMs: config.drainSettleMs,
       maxConcurrentReconciles: config.maxConcurrentReconciles,
       placement: deps.placement,
       planOptions: {

@@ -155,6 +155,7 @@ export const EvictionStatusSchema: z.ZodObject<{
   >;
   "startedAt": z.ZodOptional<z.ZodISODateTime>;
   "finishedAt": z.ZodOptional<z.ZodISODateTime>;
+  "emptySince": z.ZodOptional<z.ZodISODateTime>;
   "predictedMakespanSeconds": z.ZodOptional<z.ZodNumber>;
   "observedMigrationRate": z.ZodOptional<
     typeof EvictionStatusObservedMigrationRateSchema
@@ -189,7 +190,10 @@ export const EvictionStatusSchema: z.ZodObject<{
   "limitSource": z.enum(["policy", "flags", "eviction"]).optional(),
   /** When the drain started; migrations are listed from this time on. */
   "startedAt": z.iso.datetime({ offset: true }).optional(),
+  /** When the drain was declared done (Succeeded), after two fresh looks at least the settle interval apart (--drain-settle) both showed the host empty; removed when a VM appears on the host again. */
   "finishedAt": z.iso.datetime({ offset: true }).optional(),
+  /** The first of the consecutive fresh looks that showed the host empty (no server, no migration in progress from or to it, no start of ours without an answer); removed when a look shows it not empty. */
+  "emptySince": z.iso.datetime({ offset: true }).optional(),
   /** The drain's predicted duration when it started (largest RAM first on the limit, at the observed or default migration rate); compare with finishedAt - startedAt. */
   "predictedMakespanSeconds": z.number().int().min(0).optional(),
   /** The migration rate this drain observed on evictor's clock, from its start of each migration to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it. */

@@ -524,6 +524,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     maxPollMs: 60_000,
     slowPollMs: 20_000,
     finishedCheckMs: 120_000,
+    settleMs: 6000,
     planOptions: {
       retryBaseMs: 5_000,
       retryCapMs: 20_000,

@@ -78,6 +78,8 @@ export function setCondition(
 
 /**
  * The Evicting condition for a status whose lists and counts are final:
+ * - True/Settling: the host has been seen empty (status.emptySince), but
+ *   not yet by a look a settle interval later (no finishedAt);
  * - False/Succeeded: nothing left on the host, nothing in flight;
  * - True/Running: migrations in flight;
  * - True/Waiting: none in flight, but some VM will move without help
@@ -102,7 +104,19 @@ export function evictingCondition(
   const inFlight = status.inFlightCount ?? 0;
   const migrated = status.migratedCount ?? 0;
   const limit = status.effectiveLimit;
-  if (outstanding === 0 && inFlight === 0) {
+  if (
+    outstanding === 0 && inFlight === 0 && status.emptySince !== undefined &&
+    status.finishedAt === undefined
+  ) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: "Settling",
+      message:
+        `the host has been seen empty since ${status.emptySince}; Succeeded once a later look, a settle interval on, finds it empty too`,
+    };
+  }
+  if (outstanding === 0 && inFlight === 0 && summary.busy === 0) {
     return {
       type: CONDITION_EVICTING,
       status: "False",

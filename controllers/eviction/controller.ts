@@ -55,6 +55,12 @@ export interface EvictionControllerDeps {
   maxPollMs?: number;
   /** Wait between checks that a finished drain's host is still empty (default 60 poll intervals), real ms. */
   finishedCheckMs?: number;
+  /**
+   * How long consecutive fresh looks must find a host empty before its
+   * drain is declared done (`--drain-settle`; default 3 poll intervals),
+   * real ms. 0: the first empty look.
+   */
+  settleMs?: number;
   /** Overrides of the planner's options (grace period, retries, ...). */
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
@@ -125,6 +131,10 @@ export function registerEvictionController(
   positiveInt(maxPollMs, "maxPollMs");
   const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
   positiveInt(finishedCheckMs, "finishedCheckMs");
+  const settleMs = deps.settleMs ?? deps.pollIntervalMs * 3;
+  if (!Number.isFinite(settleMs) || settleMs < 0) {
+    throw new RangeError(`settleMs must be a number >= 0, got ${settleMs}`);
+  }
   const waveSettleMs = deps.waveSettleMs ?? 15_000;
   if (!Number.isFinite(waveSettleMs) || waveSettleMs < 0) {
     throw new RangeError(
@@ -145,6 +155,7 @@ export function registerEvictionController(
     maxPollMs,
     slowPollMs,
     finishedCheckMs,
+    settleMs,
     planOptions: deps.planOptions ?? {},
     clock: deps.clock ?? { now: () => Date.now() },
     ledger: new InFlightLedger(),

@@ -54,14 +54,28 @@ export interface StatusParts {
   now: Date;
   /** For the Evicting condition. */
   summary: DrainSummary;
+  /**
+   * Starts of ours still without an answer: the host is not seen empty
+   * while one is out (Nova may be placing it). Default 0.
+   */
+  unanswered?: number;
+  /**
+   * How long the host must have been seen empty, by consecutive fresh
+   * looks, before the drain is declared done (clock ms; default 0: the
+   * first empty look).
+   */
+  settleMs?: number;
 }
 
 /**
  * A complete status from the previous one and this pass's parts: lists in
  * canonical (id) order, counts that agree with them, conditions set,
- * startedAt kept (or now), finishedAt set once the host is empty and
- * nothing is in flight. Fields the planner does not own (e.g.
- * hypervisorServiceId, other conditions) are kept.
+ * startedAt kept (or now). emptySince is the first of the consecutive
+ * looks that found the host empty (nothing on it, nothing in flight, no
+ * start unanswered); finishedAt is set once a look finds it empty at least
+ * `settleMs` after emptySince, and kept while it stays empty. Fields the
+ * planner does not own (e.g. hypervisorServiceId, other conditions) are
+ * kept.
  *
  * @example
  * ```ts
@@ -82,10 +96,19 @@ export function assembleStatus(
   const nowIso = parts.now.toISOString();
   const inFlight = [...parts.inFlight].sort(byId);
   const outstandingInstances = [...parts.outstanding].sort();
-  const finished = outstandingInstances.length === 0 && inFlight.length === 0;
+  const empty = outstandingInstances.length === 0 && inFlight.length === 0 &&
+    (parts.unanswered ?? 0) === 0;
+  const emptySince = empty ? settledSince(prev.emptySince, nowIso) : undefined;
+  const finished = emptySince !== undefined &&
+    (prev.finishedAt !== undefined ||
+      parts.now.getTime() - Date.parse(emptySince) >= (parts.settleMs ?? 0));
   const observedGeneration = parts.generation ?? prev.observedGeneration;
-  const { finishedAt: _finishedAt, observedGeneration: _generation, ...kept } =
-    prev;
+  const {
+    finishedAt: _finishedAt,
+    emptySince: _emptySince,
+    observedGeneration: _generation,
+    ...kept
+  } = prev;
   const base: EvictionStatus = {
     ...kept,
     outstandingRamMb: parts.outstandingRamMb,
@@ -99,6 +122,7 @@ export function assembleStatus(
     effectiveLimit: parts.limit,
     limitSource: parts.limitSource,
     startedAt: prev.startedAt ?? nowIso,
+    ...(emptySince === undefined ? {} : { emptySince }),
     ...(finished ? { finishedAt: prev.finishedAt ?? nowIso } : {}),
     ...(observedGeneration === undefined ? {} : { observedGeneration }),
   };
@@ -111,4 +135,9 @@ export function assembleStatus(
       observedGeneration,
     ),
   };
+}
+
+/** The kept emptySince, or now when there is none (or it does not parse). */
+function settledSince(prev: string | undefined, nowIso: string): string {
+  return prev !== undefined && !Number.isNaN(Date.parse(prev)) ? prev : nowIso;
 }

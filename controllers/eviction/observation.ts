@@ -97,6 +97,13 @@ export interface PlanOptions {
    * attempt is never taken for the new one.
    */
   clockSkewMs: number;
+  /**
+   * How long consecutive fresh looks must have found the host empty before
+   * the drain is declared done (`--drain-settle`, clock ms). 0: the first
+   * empty look (the planner's default; the controller's is 3 poll
+   * intervals).
+   */
+  settleMs?: number;
 }
 
 /**
@@ -137,9 +144,11 @@ export function validatePlanOptions(options: PlanOptions): void {
     "retryCapMs",
     "clockSkewMs",
     "retryWindowMs",
+    "settleMs",
   ];
   for (const key of nonNegative) {
     const value = options[key];
+    if (key === "settleMs" && value === undefined) continue;
     if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
       throw new RangeError(
         `options.${key} must be a finite number >= 0, got ${String(value)}`,

@@ -2,7 +2,8 @@
  * Observe: what Nova shows of the host now. Every pass that can start,
  * confirm or finish reads it afresh: the servers on the host (all tenants,
  * with task and power state), the migrations with the host as source or
- * destination since the drain started, and a `GET /servers/{id}` only for a
+ * destination since the drain started (once no server is left, also every
+ * record still in progress, however old), and a `GET /servers/{id}` only for a
  * VM that left the list without a record telling where it went.
  *
  * @module
@@ -92,10 +93,17 @@ export async function observe(
   log: Logger,
   signal: AbortSignal,
 ): Promise<Observation> {
-  const [servers, migrations] = await Promise.all([
+  const [servers, recent] = await Promise.all([
     nova.listServersOnHost(host, signal),
     nova.listMigrations({ host, changesSince }, signal),
   ]);
+  // The look that may find the host empty also reads the records still in
+  // progress whatever their age: Nova filters changes-since on updated_at,
+  // which a record queued behind another host's migrations (or stuck) does
+  // not touch, so a VM on its way here would be missed.
+  const migrations = servers.length === 0
+    ? withInProgress(recent, await nova.listMigrations({ host }, signal))
+    : recent;
   const latest = latestRecords(migrations, host);
   const get = pLimit(concurrency);
   const looked = await Promise.all(
@@ -121,4 +129,33 @@ export async function observe(
     migrations,
     departed: looked.filter((d): d is DepartedServer => d !== undefined),
   };
+}
+
+/**
+ * The recent records, and of all records those still in progress that
+ * the recent ones lack (by id).
+ *
+ * @example
+ * ```ts
+ * import { withInProgress } from "./observe.ts";
+ * const r = (id: number, status: string) => ({ id, instanceUuid: "a",
+ *   migrationType: "live-migration", status, sourceCompute: "x",
+ *   destCompute: "h", createdAt: "2026-01-01T00:00:00" });
+ * const merged = withInProgress([r(2, "completed")], [r(1, "queued"), r(2, "completed"), r(3, "error")]);
+ * console.assert(merged.map((m) => m.id).join() === "2,1");
+ * ```
+ */
+export function withInProgress<
+  T extends { id: number | string; status: string },
+>(
+  recent: readonly T[],
+  all: readonly T[],
+): T[] {
+  const known = new Set(recent.map((m) => String(m.id)));
+  return [
+    ...recent,
+    ...all.filter((m) =>
+      !known.has(String(m.id)) && migrationPhase(m.status) === "in_progress"
+    ),
+  ];
 }

@@ -158,8 +158,16 @@ export interface Plan {
   waiting: WaitingVm[];
   /** Migrations in flight once the starts are made. */
   inFlightCount: number;
-  /** The host is empty and nothing is in flight. */
+  /**
+   * The drain is done: the host is empty, nothing is in flight, and looks
+   * at least the settle interval apart have found it so (next.finishedAt).
+   */
   finished: boolean;
+  /**
+   * Seen empty but not yet settled: when (epoch ms) a look may declare it
+   * done. Undefined otherwise.
+   */
+  settleAtMs: number | undefined;
   /** Nothing is in flight and nothing can move without a person. */
   blocked: boolean;
   /**
@@ -593,6 +601,14 @@ export function planPass(input: PlanInput): Plan {
     )
       .sort();
 
+  // A start of ours still without an answer, for a VM neither on the host
+  // nor in flight: Nova may be about to place it; the host is not empty.
+  const counted = new Set([...outstanding, ...inFlight.map((e) => e.id)]);
+  const unanswered =
+    [...notes.values()].filter((n) =>
+      n.state === "pending" && !counted.has(n.id)
+    ).length;
+  summary.busy += unanswered;
   const next = assembleStatus(prev, {
     inFlight,
     failed,
@@ -605,9 +621,13 @@ export function planPass(input: PlanInput): Plan {
     generation: input.generation,
     now,
     summary,
+    unanswered,
+    settleMs: options.settleMs ?? 0,
   });
-  const finished = (next.outstandingCount ?? 0) === 0 &&
-    (next.inFlightCount ?? 0) === 0;
+  const finished = next.finishedAt !== undefined;
+  const settleAtMs = finished || next.emptySince === undefined
+    ? undefined
+    : Date.parse(next.emptySince) + (options.settleMs ?? 0);
   return {
     start,
     confirmResize,
@@ -621,6 +641,7 @@ export function planPass(input: PlanInput): Plan {
     waiting: waiting.sort(byId),
     inFlightCount: next.inFlightCount ?? 0,
     finished,
+    settleAtMs,
     blocked: isBlocked(next),
     arriving,
     nextRetryAtMs,

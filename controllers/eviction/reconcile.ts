@@ -77,6 +77,11 @@ export interface EvictionPassDeps {
   slowPollMs: number;
   /** Wait between checks of a finished drain's host (real ms). */
   finishedCheckMs: number;
+  /**
+   * How long consecutive fresh looks must find the host empty before the
+   * drain is declared done (real ms, `--drain-settle`).
+   */
+  settleMs: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
   /** Time source. */
@@ -185,7 +190,10 @@ export async function reconcileEviction(
 
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
-  const options = planOptionsFor(deps.planOptions, settings);
+  const options: PlanOptions = {
+    ...planOptionsFor(deps.planOptions, settings),
+    settleMs: deps.settleMs * pass.rate,
+  };
   const waitingForBudget = await waitForBudget(pass, settings);
   if (waitingForBudget !== undefined) return waitingForBudget;
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
@@ -473,10 +481,12 @@ async function checkCapacityFirst(
 }
 
 /**
- * A finished drain stays watched while its Eviction exists, cheaply: no
- * Nova call unless the Hypervisor's status sync reports instances on the
- * host (at most once per poll interval) or the slow check is due. Either
- * way the pass then reads Nova afresh, and a VM found there reopens it.
+ * A finished drain stays watched while its Eviction exists: often at
+ * first (a VM forced here just after the finish is found within a poll
+ * interval or two), then less often ({@linkcode finishedLookMs}), and at
+ * once (at most once per poll interval) when the Hypervisor's status sync
+ * reports instances on the host. A look reads Nova afresh, and a VM found
+ * there reopens the drain.
  */
 function watchFinished(pass: Pass): ReconcileResult | undefined {
   const { deps, state } = pass;
@@ -485,12 +495,39 @@ function watchFinished(pass: Pass): ReconcileResult | undefined {
   const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
   deps.ledger.set(pass.ctx.key, 0);
-  if (sinceReal >= deps.finishedCheckMs) return undefined;
+  const interval = last === undefined
+    ? 0
+    : finishedLookMs(pass, pass.status.finishedAt, last);
+  if (sinceReal >= interval) return undefined;
   if (reported > 0 && sinceReal >= deps.pollIntervalMs) return undefined;
   const waitMs = reported > 0
-    ? deps.pollIntervalMs - sinceReal
-    : deps.finishedCheckMs - sinceReal;
+    ? Math.min(deps.pollIntervalMs, interval) - sinceReal
+    : interval - sinceReal;
   return { requeueAfterMs: Math.max(1, Math.round(waitMs)) };
+}
+
+/**
+ * The wait (real ms) after a look at a finished drain, taken at `atMs`
+ * (default now): as long as the drain has been finished, between the
+ * poll interval and the slow finished check, so the looks double in
+ * spacing (the first ones a poll interval apart).
+ */
+function finishedLookMs(
+  pass: Pass,
+  finishedAt: string | undefined,
+  atMs = pass.deps.clock.now(),
+): number {
+  const { deps } = pass;
+  const since = Date.parse(finishedAt ?? "");
+  const finishedForMs = Number.isNaN(since)
+    ? deps.finishedCheckMs
+    : Math.max(0, atMs - since) / pass.rate;
+  return Math.round(
+    Math.min(
+      deps.finishedCheckMs,
+      Math.max(deps.pollIntervalMs, finishedForMs),
+    ),
+  );
 }
 
 /** Migrations in flight per Eviction in the whole cluster, as cached. */
@@ -992,7 +1029,15 @@ function requeue(
   if (plan.finished) {
     state.lastFinishedCheckMs = nowMs;
     state.due = undefined;
-    return { requeueAfterMs: deps.finishedCheckMs };
+    return { requeueAfterMs: finishedLookMs(pass, plan.next.finishedAt) };
+  }
+  if (plan.settleAtMs !== undefined) {
+    // Seen empty, not settled: look again by the settle time, at least
+    // every poll interval (each look may find a VM on its way here).
+    const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
+    const delay = Math.round(Math.min(deps.pollIntervalMs, leftMs));
+    state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
+    return { requeueAfterMs: Math.max(1, delay) };
   }
   const { dueMs, untimed } = state.pace.dueInMs(view);
   const summary = plan.summary;
