@@ -65,8 +65,9 @@ export function stateOf(e: Eviction): string {
 /**
  * How a drain stands for `--wait`: `Succeeded` only when the Evicting
  * condition says so for the current generation with nothing outstanding or
- * in flight (the controller sets these together); `Failed` when it stopped
- * otherwise; undefined while it runs.
+ * in flight and `finishedAt` set (the controller sets these together, once
+ * looks a settle interval apart found the host empty); `Failed` when it
+ * stopped otherwise; undefined while it runs (or settles).
  *
  * @example
  * ```ts
@@ -81,9 +82,30 @@ export function drainOutcome(e: Eviction): "Succeeded" | "Failed" | undefined {
   const s = e.status ?? {};
   const current = e.metadata?.generation !== undefined &&
     s.observedGeneration === e.metadata.generation;
-  return current && s.outstandingCount === 0 && s.inFlightCount === 0
+  return current && s.outstandingCount === 0 && s.inFlightCount === 0 &&
+      s.finishedAt !== undefined
     ? "Succeeded"
     : undefined;
+}
+
+/**
+ * How long the controller's looks have found the host empty, as of
+ * `nowMs`: from status.emptySince (else finishedAt), in whole seconds.
+ *
+ * @example
+ * ```ts
+ * import { seenEmptySeconds } from "./kubectl_plugin.ts";
+ * const s = { emptySince: "2026-01-01T00:00:00Z" };
+ * console.assert(seenEmptySeconds(s, Date.parse("2026-01-01T00:00:07.5Z")) === 7);
+ * ```
+ */
+export function seenEmptySeconds(
+  status: { emptySince?: string | undefined; finishedAt?: string | undefined },
+  nowMs: number,
+): number | undefined {
+  const since = Date.parse(status.emptySince ?? status.finishedAt ?? "");
+  if (Number.isNaN(since)) return undefined;
+  return Math.max(0, Math.floor((nowMs - since) / 1000));
 }
 
 /**
@@ -279,9 +301,9 @@ async function follow(
 ): Promise<number> {
   const started = Date.now();
   let last = "";
-  // A Succeeded counts once it still holds one poll later ("settled"): a VM
-  // arriving at the last moment reopens the drain, and then we keep waiting.
-  let succeededOnce = false;
+  // The controller declares Succeeded only after looks a settle interval
+  // apart found the host empty (status.finishedAt): re-reading the same
+  // status here would add nothing, so the first settled Succeeded ends it.
   for (;;) {
     const raw = await api.getClusterCustomObject({
       group,
@@ -299,17 +321,16 @@ async function follow(
       last = line;
     }
     const end = drainOutcome(eviction);
-    if (end === "Succeeded" && !succeededOnce) {
-      succeededOnce = true;
-      await io.sleep(1000);
-      continue;
-    }
-    succeededOnce = end === "Succeeded";
     if (end === "Succeeded") {
+      const empty = seenEmptySeconds(eviction.status ?? {}, Date.now());
       io.out(
         `\n${name}: drained, ${
           eviction.status?.migratedCount ?? 0
-        } VMs migrated`,
+        } VMs migrated; the host has been seen empty for ${
+          empty ?? 0
+        } s (since ${
+          eviction.status?.emptySince ?? eviction.status?.finishedAt
+        })`,
       );
       return 0;
     }

@@ -221,6 +221,7 @@ function evictionWith(
     observed?: number | undefined;
     outstanding?: number | undefined;
     inFlight?: number | undefined;
+    finishedAt?: string | undefined;
   },
 ): Eviction {
   return {
@@ -235,6 +236,7 @@ function evictionWith(
         ? {}
         : { outstandingCount: o.outstanding }),
       ...(o.inFlight === undefined ? {} : { inFlightCount: o.inFlight }),
+      ...(o.finishedAt === undefined ? {} : { finishedAt: o.finishedAt }),
       conditions: o.status === undefined ? [] : [{
         type: "Evicting",
         status: o.status,
@@ -246,7 +248,7 @@ function evictionWith(
   };
 }
 
-Deno.test("drainOutcome: Succeeded only for the current generation with nothing left", () => {
+Deno.test("drainOutcome: Succeeded only for the current generation with nothing left, settled", () => {
   const done = {
     status: "False" as const,
     reason: "Succeeded",
@@ -254,6 +256,7 @@ Deno.test("drainOutcome: Succeeded only for the current generation with nothing 
     observed: 2,
     outstanding: 0,
     inFlight: 0,
+    finishedAt: "2026-12-01T00:00:06Z",
   };
   const rows: [Parameters<typeof evictionWith>[0], string | undefined][] = [
     [done, "Succeeded"],
@@ -262,6 +265,8 @@ Deno.test("drainOutcome: Succeeded only for the current generation with nothing 
     [{ ...done, outstanding: 1 }, undefined],
     [{ ...done, outstanding: undefined }, undefined],
     [{ ...done, inFlight: 1 }, undefined],
+    [{ ...done, finishedAt: undefined }, undefined],
+    [{ ...done, status: "True", reason: "Settling" }, undefined],
     [{ ...done, status: "True", reason: "Running" }, undefined],
     [{ ...done, reason: "Failed" }, "Failed"],
     [{}, undefined],
@@ -284,6 +289,9 @@ Deno.test("drainOutcome: a Succeeded always has the strict fields (property)", (
       observed: fc.option(fc.nat(3), { nil: undefined }),
       outstanding: fc.option(fc.nat(2), { nil: undefined }),
       inFlight: fc.option(fc.nat(2), { nil: undefined }),
+      finishedAt: fc.option(fc.constant("2026-12-01T00:00:06Z"), {
+        nil: undefined,
+      }),
     }),
     (o) => {
       const out = drainOutcome(evictionWith(o));
@@ -294,6 +302,7 @@ Deno.test("drainOutcome: a Succeeded always has the strict fields (property)", (
         assert.notEqual(o.generation, undefined);
         assert.equal(o.outstanding, 0);
         assert.equal(o.inFlight, 0);
+        assert.notEqual(o.finishedAt, undefined);
       }
       if (o.status !== "False") assert.equal(out, undefined);
     },
@@ -397,11 +406,19 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
       outstandingCount: 1,
       conditions: [condition("True", "Running")],
     });
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, 1500));
+    // Seen empty, settling (no finishedAt) for longer than two polls.
+    const emptySince = new Date().toISOString();
     await patch({
       migratedCount: 3,
       inFlightCount: 0,
       outstandingCount: 0,
+      emptySince,
+      conditions: [condition("True", "Settling")],
+    });
+    await new Promise((r) => setTimeout(r, 2500));
+    await patch({
+      finishedAt: new Date().toISOString(),
       conditions: [condition("False", "Succeeded")],
     });
     return performance.now();
@@ -435,7 +452,12 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
       "--wait returned only after the settled Succeeded",
     );
     assert.match(stdout, new RegExp(`eviction.kvm.cloud.sap/${name} created`));
-    assert.match(stdout, new RegExp(`${name}: drained, 3 VMs migrated`));
+    assert.match(
+      stdout,
+      new RegExp(
+        `${name}: drained, 3 VMs migrated; the host has been seen empty for [2-9] s`,
+      ),
+    );
     assert.match(
       stderr,
       /1\/3 migrated, 2 in flight, 2 outstanding, 0 failed \(Running\)/,
