@@ -51,6 +51,8 @@ export interface DrainEnvOptions {
   traitConcurrency?: string[];
   /** Poll interval, real ms (default 100). */
   pollIntervalMs?: number;
+  /** `--drain-settle`, real ms (default the controller's: 3 poll intervals). */
+  settleMs?: number;
   /** Planner options in simulator (virtual) time. */
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
@@ -145,6 +147,7 @@ export async function startDrainEnv(
       nova: clients.nova,
       flagSettings: flags.settings,
       pollIntervalMs: options.pollIntervalMs ?? 100,
+      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       planOptions: {
         retryBaseMs: 5_000,
         retryCapMs: 20_000,
