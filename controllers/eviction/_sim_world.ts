@@ -55,6 +55,32 @@ const LOGGER = silentLogger();
 const SIGNAL = new AbortController().signal;
 const OTHERS = ["other-a", "other-b", "other-c"];
 const EVICTION = "e1";
+/** The source of the migration queued before the drain starts. */
+const QUEUED_SOURCE = "other-q";
+
+/**
+ * A migration towards HOST queued behind a 40 s one on its source (limit
+ * 1), its record last updated 20 s before the drain starts: older than the
+ * changes-since margin.
+ */
+function queueTowardsHost(world: World, clock: ManualClock): void {
+  const blocker = world.addServer({
+    name: "blocker",
+    host: QUEUED_SOURCE,
+    ramMb: 40_000,
+  });
+  const waiter = world.addServer({
+    name: "waiter",
+    host: QUEUED_SOURCE,
+    ramMb: 1024,
+  });
+  world.liveMigrate(blocker.id, "other-b", true);
+  world.liveMigrate(waiter.id, HOST, true);
+  clock.advance(1000);
+  world.advance();
+  clock.advance(20_000);
+  world.advance();
+}
 
 /** What can happen to one start call. */
 export type StartFault =
@@ -92,9 +118,18 @@ export interface WorldSpec {
       | "fault_next"
       | "owner_confirms"
       | "write_fails"
-      | "restart";
+      | "restart"
+      // armed here: 1 s after the next pass that ends Succeeded, a VM is
+      // forced onto the host
+      | "forced_after_succeeded";
     pick: number;
   }>;
+  /**
+   * Before the drain starts, a migration towards the host waits `queued`
+   * behind another on its source (Nova's per-host limit 1), its record
+   * last updated 20 s before the first pass.
+   */
+  queuedBeforeStart?: boolean;
   /** Retry window (0: transient failures end after maxAttempts). */
   retryWindowMs: number;
 }
@@ -485,10 +520,14 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         ramMb: i === 0 ? 16384 : 65536,
         maxConcurrentLiveMigrations: 2,
       })),
+      ...(spec.queuedBeforeStart === true
+        ? [{ name: QUEUED_SOURCE, maxConcurrentLiveMigrations: 1 }]
+        : []),
     ],
     servers: [],
   });
   const world = new World(scenario, clock, prng);
+  if (spec.queuedBeforeStart === true) queueTowardsHost(world, clock);
   spec.vms.forEach((v, i) => {
     const s = world.addServer({
       name: `vm${i}`,
@@ -641,6 +680,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   let settledPasses = 0;
   let restarted = false;
   let lastNumInstances = -1;
+  let forceArmed = false;
+  /** When the status first said Succeeded with a VM on or heading here. */
+  let wrongSince: number | undefined;
   const maxPasses = 400;
   for (; passes < maxPasses; passes++) {
     // World events due at this pass.
@@ -690,6 +732,27 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         `Succeeded while migrations ${nova.listedTouching.join()} touched the host`,
       );
     }
+    // 6. Never reported empty beyond the window: a Succeeded standing while
+    // a VM is on or heading to the host is corrected by a look within the
+    // time the drain had been finished when it came (at least a poll
+    // interval, at most the finished check), plus a poll interval.
+    const finishedAtMs = Date.parse(status.finishedAt ?? "");
+    if (
+      !Number.isNaN(finishedAtMs) &&
+      (onHost().length > 0 || nova.touching(HOST).length > 0)
+    ) {
+      wrongSince ??= clock.now();
+      const window = Math.min(
+        deps.finishedCheckMs,
+        Math.max(deps.pollIntervalMs, wrongSince - finishedAtMs),
+      ) + deps.pollIntervalMs;
+      check(
+        clock.now() - wrongSince <= window,
+        `reported empty for ${
+          clock.now() - wrongSince
+        } ms with a VM on or heading to the host (window ${window} ms)`,
+      );
+    } else wrongSince = undefined;
     // 2. Starts never push ours in flight above the limit in force.
     const after = oursInProgress();
     check(
@@ -710,6 +773,18 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     const delay = result.requeueAfterMs ?? deps.finishedCheckMs;
     let next = clock.now() + delay;
     wakeAt = undefined;
+    if (forceArmed && status.finishedAt !== undefined && delay > 1000) {
+      // 1 s after Succeeded an admin forces a VM onto the host.
+      forceArmed = false;
+      clock.advance(1000);
+      const s = world.addServer({
+        name: `forced-late${passes}`,
+        host: "other-c",
+        ramMb: 1024,
+      });
+      world.liveMigrate(s.id, HOST, true);
+      wrongSince ??= clock.now();
+    }
     for (;;) {
       const due = nova.answers.filter((a) =>
         a.atMs <= next
@@ -848,6 +923,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // A new process lists before it reconciles: its cache is current.
         store.sync();
         restarted = true;
+        return;
+      case "forced_after_succeeded":
+        forceArmed = true;
         return;
       case "fault_next": {
         const s = pick(list);

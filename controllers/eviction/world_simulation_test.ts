@@ -3,7 +3,9 @@
 // migrations and admin-forced arrivals at any moment (also between the
 // server list and the migration list of a pass), deletions mid-migration,
 // power on/off, 409s of each kind, slow and lost start answers, 503s,
-// NoValidHost and failed migrations, and a lowered policy. `_sim_world.ts`
+// NoValidHost and failed migrations, a lowered policy, a migration queued
+// towards the host before the drain started, and a VM forced onto the host
+// 1 s after Succeeded. `_sim_world.ts`
 // checks the invariants after every pass and at every Nova call.
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -67,12 +69,14 @@ const specArb: fc.Arbitrary<WorldSpec> = fc.record({
         "owner_confirms",
         "write_fails",
         "restart",
+        "forced_after_succeeded",
       ),
       pick: fc.nat(20),
     }),
     { maxLength: 8 },
   ),
   retryWindowMs: fc.constantFrom(0, 60_000),
+  queuedBeforeStart: fc.constantFrom(false, false, false, true),
 });
 
 Deno.test("world simulation: invariants hold after every pass of thousands of drains", async () => {
@@ -137,4 +141,44 @@ Deno.test("world simulation: a calm world drains every VM once", async () => {
   });
   assert.equal(run.finalReason, "Succeeded");
   assert.ok(run.hostEmpty);
+});
+
+const calm = (ramMbs: number[]): WorldSpec["vms"] =>
+  ramMbs.map((ramMb) => ({
+    ramMb,
+    status: "ACTIVE" as const,
+    blocker: false,
+    migrationFault: "none" as const,
+  }));
+
+Deno.test("world simulation: a migration queued towards the host before the start is waited for, then drained", async () => {
+  const run = await runWorld({
+    seed: 5,
+    vms: calm([1024, 2048]),
+    limit: 2,
+    novaHostLimit: 2,
+    startFaults: ["ok"],
+    events: [],
+    retryWindowMs: 0,
+    queuedBeforeStart: true,
+  });
+  assert.equal(run.finalReason, "Succeeded");
+  assert.ok(run.hostEmpty);
+  // the two VMs and the one that was queued towards the host
+  assert.equal(run.status.migratedCount, 3);
+});
+
+Deno.test("world simulation: a VM forced onto the host 1 s after Succeeded reopens the drain", async () => {
+  const run = await runWorld({
+    seed: 9,
+    vms: calm([1024]),
+    limit: 1,
+    novaHostLimit: 1,
+    startFaults: ["ok"],
+    events: [{ atPass: 0, what: "forced_after_succeeded", pick: 0 }],
+    retryWindowMs: 0,
+  });
+  assert.equal(run.finalReason, "Succeeded");
+  assert.ok(run.hostEmpty);
+  assert.equal(run.status.migratedCount, 2);
 });
