@@ -21,7 +21,7 @@ import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "./nova_states.ts";
 import type { StartNote } from "./observation.ts";
-import type { Plan } from "./plan.ts";
+import { type Plan, UNANSWERED_REPORT_AFTER } from "./plan.ts";
 
 /** An Event to record on the Eviction. */
 export interface PendingEvent {
@@ -49,6 +49,33 @@ export interface ActSinks {
   wake: () => void;
   /** Logger. */
   log: Logger;
+  /** The drain's clock (ms), for the backoff of unanswered starts. */
+  now: () => number;
+}
+
+/** First wait after an unanswered start (drain clock ms), doubling. */
+export const UNANSWERED_BACKOFF_BASE_MS = 2_000;
+/** The longest wait after unanswered starts (drain clock ms). */
+export const UNANSWERED_BACKOFF_CAP_MS = 120_000;
+
+/**
+ * The backoff after the `count`-th unknown answer in a row: 2 s doubling,
+ * at most 2 min.
+ *
+ * @example
+ * ```ts
+ * import { unansweredBackoffMs } from "./act.ts";
+ * console.assert(unansweredBackoffMs(1) === 2000);
+ * console.assert(unansweredBackoffMs(3) === 8000);
+ * console.assert(unansweredBackoffMs(50) === 120_000);
+ * ```
+ */
+export function unansweredBackoffMs(count: number): number {
+  if (count > 20) return UNANSWERED_BACKOFF_CAP_MS;
+  return Math.min(
+    UNANSWERED_BACKOFF_CAP_MS,
+    UNANSWERED_BACKOFF_BASE_MS * 2 ** Math.max(0, count - 1),
+  );
 }
 
 /**
@@ -121,6 +148,7 @@ export function actOnPlan(
     call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined));
+        state.startBackoff.delete(s.id);
         deps.metrics.started.inc({ kind: s.kind });
         log.info(
           {
@@ -143,6 +171,9 @@ export function actOnPlan(
       },
       (err: unknown) => {
         Object.assign(issued, answerOf(err));
+        if (issued.state === "unknown") {
+          noteUnanswered(state, s.id, sinks, issued.message);
+        } else state.startBackoff.delete(s.id);
         log.warn(
           {
             serverId: s.id,
@@ -195,5 +226,33 @@ export function actOnPlan(
       (err: unknown) =>
         log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
     );
+  }
+}
+
+/**
+ * Counts an unknown answer to a VM's start and sets when it may be started
+ * again; at the UNANSWERED_REPORT_AFTER-th in a row, an Event says Nova is
+ * not taking starts. Nothing is charged: observation decides what happened.
+ */
+function noteUnanswered(
+  state: DrainState,
+  id: string,
+  sinks: ActSinks,
+  message: string | undefined,
+): void {
+  const count = (state.startBackoff.get(id)?.count ?? 0) + 1;
+  state.startBackoff.set(id, {
+    count,
+    retryAtMs: sinks.now() + unansweredBackoffMs(count),
+  });
+  if (count === UNANSWERED_REPORT_AFTER) {
+    sinks.emit({
+      type: "Warning",
+      reason: "StartsUnanswered",
+      message:
+        `Nova is not taking starts: ${count} starts of ${id} in a row went unanswered (${
+          message ?? "no answer"
+        }); retrying with backoff up to ${UNANSWERED_BACKOFF_CAP_MS / 1000} s`,
+    });
   }
 }

@@ -28,6 +28,11 @@ export interface DrainSummary {
   needsPerson: number;
   /** Why starts are held (e.g. stale traits); undefined when they are not. */
   held: string | undefined;
+  /**
+   * VMs (among those in backoff) whose starts Nova left unanswered several
+   * times in a row (plan.ts UNANSWERED_REPORT_AFTER).
+   */
+  unanswered?: number;
 }
 
 /** A condition without its transition time. */
@@ -82,6 +87,8 @@ export function setCondition(
  *   not yet by a look a settle interval later (no finishedAt);
  * - False/Succeeded: nothing left on the host, nothing in flight;
  * - True/Running: migrations in flight;
+ * - True/StartsUnanswered: none in flight, and Nova left some VM's starts
+ *   unanswered several times in a row (they back off);
  * - True/Waiting: none in flight, but some VM will move without help
  *   (starts held, budget exhausted, retry delay, transient state);
  * - False/Failed: every VM left needs a person (skipped, ERROR, exhausted).
@@ -134,6 +141,16 @@ export function evictingCondition(
           limit === undefined ? "" : ` (limit ${limit})`
         }, ` +
         `${outstanding} outstanding, ${migrated} migrated` +
+        personNote(summary),
+    };
+  }
+  if ((summary.unanswered ?? 0) > 0) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: "StartsUnanswered",
+      message:
+        `Nova is not taking starts: ${summary.unanswered} VMs' starts went unanswered (5xx, timeout) several times in a row and Nova shows nothing of them; retrying with backoff, nothing charged` +
         personNote(summary),
     };
   }

@@ -12,6 +12,7 @@
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import type { MigrationKind } from "./nova_states.ts";
 import type { StartNote } from "./observation.ts";
+import type { StartBackoff } from "./plan.ts";
 import { Durations, Pace } from "./pacing.ts";
 
 /** A start this process issued, and Nova's answer so far. */
@@ -42,6 +43,8 @@ export interface DrainState {
   woken: boolean;
   /** Controller clock of the last look at Nova of a finished drain. */
   lastFinishedCheckMs: number | undefined;
+  /** VMs whose starts went unanswered, backing off (act.ts). */
+  readonly startBackoff: Map<string, StartBackoff>;
 }
 
 interface Written {
@@ -86,6 +89,7 @@ export class DrainMemory {
         due: undefined,
         woken: false,
         lastFinishedCheckMs: undefined,
+        startBackoff: new Map(),
       };
       this.#states.set(key, s);
     }

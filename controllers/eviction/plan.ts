@@ -85,7 +85,27 @@ export interface PlanInput {
   holdStarts?: string;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
+  /**
+   * VMs whose starts went unanswered (5xx, timeout, reset) with Nova showing
+   * nothing of them: not started again before `retryAtMs` (epoch ms), never
+   * charged; `count` unknown answers in a row.
+   */
+  startBackoff?: ReadonlyMap<string, StartBackoff>;
 }
+
+/** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
+export interface StartBackoff {
+  /** Unknown answers in a row. */
+  count: number;
+  /** Not started again before this (epoch ms). */
+  retryAtMs: number;
+}
+
+/**
+ * Unknown answers in a row after which a VM counts as "Nova is not taking
+ * starts" (condition reason StartsUnanswered, Event StartsUnanswered).
+ */
+export const UNANSWERED_REPORT_AFTER = 3;
 
 /** A migration to start. */
 export interface StartAction {
@@ -419,7 +439,25 @@ export function planPass(input: PlanInput): Plan {
       case "in_flight":
         inFlight.push(vm.entry);
         return;
-      case "ready":
+      case "ready": {
+        const held = input.startBackoff?.get(server.id);
+        if (held !== undefined && held.retryAtMs > nowMs) {
+          // Its last starts went unanswered and Nova shows nothing of
+          // them: wait, uncharged, instead of asking again at once.
+          summary.backoff++;
+          if (held.count >= UNANSWERED_REPORT_AFTER) {
+            summary.unanswered = (summary.unanswered ?? 0) + 1;
+          }
+          nextRetryAtMs = Math.min(nextRetryAtMs ?? Infinity, held.retryAtMs);
+          waiting.push({
+            id: server.id,
+            why: "backoff",
+            detail: `${held.count} starts unanswered; next after ${
+              new Date(held.retryAtMs).toISOString()
+            }`,
+          });
+          return;
+        }
         ready.push({
           id: server.id,
           kind: vm.kind,
@@ -427,6 +465,7 @@ export function planPass(input: PlanInput): Plan {
           attempt: (failedEntry?.attempts ?? 0) + 1,
         });
         return;
+      }
       case "backoff":
         summary.backoff++;
         nextRetryAtMs = Math.min(nextRetryAtMs ?? Infinity, vm.retryAtMs);
@@ -604,11 +643,11 @@ export function planPass(input: PlanInput): Plan {
   // A start of ours still without an answer, for a VM neither on the host
   // nor in flight: Nova may be about to place it; the host is not empty.
   const counted = new Set([...outstanding, ...inFlight.map((e) => e.id)]);
-  const unanswered =
+  const pendingStarts =
     [...notes.values()].filter((n) =>
       n.state === "pending" && !counted.has(n.id)
     ).length;
-  summary.busy += unanswered;
+  summary.busy += pendingStarts;
   const next = assembleStatus(prev, {
     inFlight,
     failed,
@@ -621,7 +660,7 @@ export function planPass(input: PlanInput): Plan {
     generation: input.generation,
     now,
     summary,
-    unanswered,
+    unanswered: pendingStarts,
     settleMs: options.settleMs ?? 0,
   });
   const finished = next.finishedAt !== undefined;

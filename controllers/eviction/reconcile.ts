@@ -775,6 +775,7 @@ function planAndReserve(
     now: new Date(deps.clock.now()),
     options,
     starts: pass.state.starts,
+    startBackoff: pass.state.startBackoff,
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
@@ -941,6 +942,7 @@ function act(pass: Pass, plan: Plan): void {
       emit: (e) => emit(pass, e),
       wake: () => ctx.enqueue(EvictionKind, ctx.key),
       log: pass.log,
+      now: () => deps.clock.now(),
     },
     deps.clock.now(),
     ctx.signal,

@@ -182,3 +182,28 @@ Deno.test("world simulation: a VM forced onto the host 1 s after Succeeded reope
   assert.ok(run.hostEmpty);
   assert.equal(run.status.migratedCount, 2);
 });
+
+Deno.test("world simulation: every start answered 503 backs off (no hot loop), charges nothing, and says so", async () => {
+  const run = await runWorld({
+    seed: 3,
+    vms: calm([1024, 2048]),
+    limit: 2,
+    novaHostLimit: 2,
+    startFaults: ["unavailable"],
+    events: [],
+    retryWindowMs: 0,
+  });
+  // the passes-per-second invariant held (runWorld throws otherwise)
+  assert.equal(run.hostEmpty, false);
+  assert.deepEqual(run.status.failed ?? [], []);
+  assert.equal(run.status.inFlightCount, 0);
+  const evicting = run.status.conditions?.find((c) => c.type === "Evicting");
+  assert.equal(evicting?.reason, "StartsUnanswered");
+  // 2 s doubling to 2 min: a few Nova calls per simulated minute
+  const minutes = run.simulatedMs / 60_000;
+  assert.ok(minutes > 60, `${minutes} simulated minutes`);
+  assert.ok(
+    run.novaCalls / minutes <= 10,
+    `${run.novaCalls} Nova calls in ${minutes.toFixed(1)} simulated minutes`,
+  );
+});
