@@ -168,6 +168,8 @@ class SimNova {
   readonly chargeable = new Map<string, number>();
   /** Run between the server list and the migration list of a pass. */
   duringPass: (() => void) | undefined;
+  /** The Eviction's status as written (for the intent invariant). */
+  written: () => EvictionStatus | undefined = () => undefined;
   listedServers: string[] = [];
   /** Set by the server list: the pass looked at Nova. */
   observed = false;
@@ -261,6 +263,15 @@ class SimNova {
         `cold migration of ${id}, which is ${s.vmState} in Nova now`,
       );
     }
+    // 8. Intent before starts: the written status names this start.
+    const intent = (this.written()?.inFlight ?? []).find((e) => e.id === id);
+    check(
+      intent !== undefined && intent.kind === kind &&
+        Date.parse(intent.startedAt) >= this.clock.now() - 1000,
+      `start of ${id} issued before the status recorded it (${
+        JSON.stringify(intent)
+      })`,
+    );
     const fault = this.#faults[this.#startIndex++ % this.#faults.length] ??
       "ok";
     if (fault === "unavailable") {
@@ -583,6 +594,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     waveSettleMs: 15_000,
     budgetWaiters: new BudgetWaiters(),
   };
+  nova.written = () => store.object.status;
   const store = new EvictionStore({
     metadata: {
       name: EVICTION,

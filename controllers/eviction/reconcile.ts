@@ -209,19 +209,18 @@ export async function reconcileEviction(
   const reserved = planAndReserve(pass, seen, settings, options, resolved);
   const plan = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, plan, seen);
-  // Without a cluster budget the starts go out with the status write, not
-  // after it: a start never waits for the API server. Its entry is in the
-  // written status, and the drain's memory knows it even if the write fails.
-  act(pass, plan);
   // The observed rate goes with the status, for the predictions of later
   // drains (capacity/makespan.ts rateFromHistory).
   const observed = pass.state.pace.slotRate();
-  await record(
-    pass,
-    observed === undefined
-      ? plan.next
-      : { ...plan.next, observedMigrationRate: observed },
-  );
+  const next = observed === undefined
+    ? plan.next
+    : { ...plan.next, observedMigrationRate: observed };
+  // Intent before starts: the pass's starts are in the written status
+  // before they are issued, so a new leader knows them (and confirms our
+  // cold ones). One write: the record below then has nothing to add.
+  if (plan.start.length > 0) await writeIntent(pass, plan, next);
+  act(pass, plan);
+  await record(pass, next);
   await report(pass, plan);
   return requeue(pass, plan, fingerprint);
 }
@@ -863,6 +862,29 @@ async function confirmAcrossProcesses(
 }
 
 /**
+ * Writes the status with the pass's starts in it, before they are issued.
+ * When the write fails nothing is started: the budget claimed for the
+ * starts is given back and the pass is retried after the poll interval.
+ */
+async function writeIntent(
+  pass: Pass,
+  plan: Plan,
+  next: EvictionStatus,
+): Promise<void> {
+  const { ctx, deps } = pass;
+  try {
+    await record(pass, next);
+  } catch (err) {
+    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    wakeForBudgetLeft(pass);
+    throw new TemporaryError(
+      `recording the starts before issuing them failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  }
+}
+
+/**
  * Every Eviction of the cluster as of a moment after this pass's last
  * status write: the unpartitioned cache once its watch delivered that
  * write, else a list from the API server.
@@ -886,10 +908,9 @@ async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
  * the resourceVersion this process knows (no GET first); on a 409 the
  * framework's read-modify-write takes over. The written object's
  * resourceVersion goes to the drain's memory, so an older cached status
- * can never come back. The starts' entries are in it, so a restart finds
- * them (only a crash within the write's milliseconds could lose one: Nova
- * then shows the migration, which the next process watches to its end but
- * never confirms, leaving a cold one to a person).
+ * can never come back. A pass that starts migrations writes them before
+ * it issues them (writeIntent), so a restart or a new leader finds every
+ * start of ours.
  */
 async function record(pass: Pass, next: EvictionStatus): Promise<void> {
   const { ctx, deps, ev } = pass;
