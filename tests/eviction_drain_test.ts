@@ -421,6 +421,21 @@ Deno.test({
             condition(ok, "PreflightChecksSucceeded")?.reason,
             "NotRegistered",
           );
+          // Hypervisor status syncs wake it; Nova is not asked again before
+          // the slow finished check (60 poll intervals).
+          const asked: string[] = [];
+          const off = e.sim.onCall((c) => {
+            if (
+              c.key.includes("/os-services") &&
+              c.search.includes(H.unregistered)
+            ) asked.push(c.key);
+          });
+          for (let i = 0; i < 5; i++) {
+            await e.setTraitsUpdated(H.unregistered, i % 2 ? "True" : "False");
+            await new Promise((r) => setTimeout(r, 150));
+          }
+          off();
+          assert.deepEqual(asked, [], "the unregistered host was asked again");
           const bad = await waitFor(
             "the vanished host's preflight",
             async () => {

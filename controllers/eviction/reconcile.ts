@@ -38,9 +38,9 @@ import {
 } from "./observation.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
-import { preflight } from "./preflight.ts";
+import { CONDITION_PREFLIGHT, preflight } from "./preflight.ts";
 import { reportPass } from "./report.ts";
-import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
+import { applyRetry, RETRY_ANNOTATION, retryRemovalPatch } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import {
   type BudgetWaiters,
@@ -143,6 +143,8 @@ interface Pass {
   rate: number;
   /** Set when a retry annotation was consumed (removed after the write). */
   retried: boolean;
+  /** The retry annotation's value this pass applied. */
+  retryValue?: string;
   /** The latest record leaving the host per VM, this pass. */
   records: Map<string, ObservedMigration>;
   /** The ledger's count before this pass claimed budget, if it did. */
@@ -236,7 +238,12 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
   const { ctx, deps, ev, host } = pass;
   const now = new Date(deps.clock.now());
   const generation = ev.metadata?.generation;
-  const ahead = drainingAhead(ev, ctx.cache(EvictionKind).list());
+  // Every partition's Evictions: an older one of the same hypervisor may
+  // be another process's.
+  const ahead = drainingAhead(
+    ev,
+    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+  );
   if (ahead !== undefined) {
     const other = ahead.metadata?.name ?? "";
     const next: EvictionStatus = {
@@ -265,6 +272,8 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
     return { requeueAfterMs: deps.slowPollMs };
   }
 
+  const unregistered = watchUnregistered(pass);
+  if (unregistered !== undefined) return unregistered;
   if (pass.status.hypervisorServiceId === undefined) {
     const held = await checkCapacityFirst(pass, now, generation);
     if (held !== undefined) return held;
@@ -297,7 +306,8 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
       });
       await record(pass, out.status);
       deps.ledger.set(ctx.key, 0);
-      return {};
+      pass.state.lastFinishedCheckMs = deps.clock.now();
+      return { requeueAfterMs: deps.finishedCheckMs };
     }
     if (pass.status.startedAt === undefined) {
       emit(pass, {
@@ -321,6 +331,7 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
     const r = applyRetry(pass.status, retry);
     pass.status = r.status;
     pass.retried = true;
+    pass.retryValue = retry;
     emit(pass, {
       type: "Normal",
       reason: "RetryRequested",
@@ -338,6 +349,29 @@ async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
     return watchFinished(pass);
   }
   return undefined;
+}
+
+/**
+ * A drain finished because its host never registered in Nova asks Nova
+ * again (capacity, preflight) only at the slow finished check, not on
+ * every pass a Hypervisor status sync wakes. Returns the pass's result
+ * while the check is not due.
+ */
+function watchUnregistered(pass: Pass): ReconcileResult | undefined {
+  const { deps, state, status } = pass;
+  if (status.finishedAt === undefined) return undefined;
+  if (status.hypervisorServiceId !== undefined) return undefined;
+  const preflight = status.conditions?.find((c) =>
+    c.type === CONDITION_PREFLIGHT
+  );
+  if (preflight?.reason !== "NotRegistered") return undefined;
+  const last = state.lastFinishedCheckMs;
+  if (last === undefined) return undefined;
+  const sinceReal = (deps.clock.now() - last) / pass.rate;
+  if (sinceReal >= deps.finishedCheckMs) return undefined;
+  return {
+    requeueAfterMs: Math.max(1, Math.round(deps.finishedCheckMs - sinceReal)),
+  };
 }
 
 /**
@@ -993,12 +1027,22 @@ async function report(pass: Pass, plan: Plan): Promise<void> {
   wakeForBudgetLeft(pass);
   deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
   if (reported.finishedNow) wakeSiblings(ctx, host);
-  if (pass.retried) {
+  if (pass.retryValue !== undefined) {
     try {
-      await ctx.client.patch(EvictionKind, ctx.key, {
-        metadata: { annotations: { [RETRY_ANNOTATION]: null } },
-      });
+      await ctx.client.patch(
+        EvictionKind,
+        ctx.key,
+        retryRemovalPatch(pass.retryValue),
+        "json",
+      );
     } catch (err) {
+      if (err instanceof ApiError && err.status === 422) {
+        // A newer retry request came during the pass: it stays, and the
+        // next pass applies it.
+        pass.log.info({}, "a newer retry request waits for the next pass");
+        ctx.enqueue(EvictionKind, ctx.key);
+        return;
+      }
       pass.log.warn(
         { err: errText(err) },
         "removing the retry annotation failed",

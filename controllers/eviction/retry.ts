@@ -65,3 +65,32 @@ export function applyRetry(
     ignored: [...new Set(requested.filter((id) => !retriable.has(id)))].sort(),
   };
 }
+
+/** One operation of a JSON patch (RFC 6902). */
+export interface JsonPatchOp {
+  /** test or remove. */
+  op: "test" | "remove";
+  /** JSON pointer. */
+  path: string;
+  /** For test: the value that must be there. */
+  value?: string;
+}
+
+/**
+ * The JSON patch that removes the retry annotation only while it still
+ * holds `value`, the request this pass applied: a retry issued meanwhile
+ * (another value) makes the test fail (422), and stays for the next pass.
+ *
+ * @example
+ * ```ts
+ * import { retryRemovalPatch } from "./retry.ts";
+ * const ops = retryRemovalPatch("*");
+ * console.assert(ops[0]?.op === "test" && ops[0]?.path === "/metadata/annotations/evictor.kvm.cloud.sap~1retry");
+ * ```
+ */
+export function retryRemovalPatch(value: string): JsonPatchOp[] {
+  const path = `/metadata/annotations/${
+    RETRY_ANNOTATION.replaceAll("~", "~0").replaceAll("/", "~1")
+  }`;
+  return [{ op: "test", path, value }, { op: "remove", path }];
+}
