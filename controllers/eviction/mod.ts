@@ -4,20 +4,26 @@
  *
  * One pass of a drain (reconcile.ts) runs these phases, in this order:
  *
- * 1. **gate** — only the oldest Eviction of a hypervisor drains; preflight
+ * 1. **gate** (pass_gate.ts) — only the oldest Eviction of a hypervisor
+ *    (of every partition) drains; a host that never registered is asked
+ *    again only at the slow check; preflight
  *    disables the compute service; the drain then waits, bounded, until
  *    every other pending Eviction's host is disabled too (its wave,
  *    wave.ts); a retry annotation re-arms failed VMs
- *    (retry.ts); a finished drain looks at Nova only when the Hypervisor
- *    reports instances or its slow check is due; a pass woken before it is
+ *    (retry.ts); a finished drain looks at Nova a poll interval after
+ *    Succeeded, then at spacings doubling up to the slow check, and when
+ *    the Hypervisor reports instances; a pass woken before it is
  *    due with nothing changed returns at once; a drain with nothing in
  *    flight while the cluster budget is spent waits without a Nova call
  *    (budget.ts), woken when budget frees; one whose starts the budget
  *    held back is paced by its own migrations and woken the same way
- *    (waiting for budget never costs a look at Nova).
+ *    (waiting for budget never costs a look at Nova; pass_budget.ts,
+ *    pass_pace.ts).
  * 2. **observe** — Nova afresh, every pass that decides (observe.ts): the
  *    servers on the host, the migrations from or to it since the drain
- *    started, a lookup only for a VM that left without a telling record.
+ *    started (once no server is left, also every record still in progress,
+ *    however old), a lookup only for a VM that left without a telling
+ *    record.
  * 3. **plan** — a pure function of that observation, the status, the limit
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
@@ -27,19 +33,22 @@
  *    budget the status is written first and the cluster's Evictions read as
  *    of after that write (the watch caught up to it, else a list), so two
  *    processes never both spend the last slot.
- * 4. **act** — starts, confirms and aborts are issued, none awaited
+ * 4. **intent** — a pass that starts migrations writes its status, the
+ *    starts included, before issuing them (so a new leader knows them).
+ * 5. **act** — starts, confirms and aborts are issued, none awaited
  *    (act.ts): their answers become notes in the drain's memory
- *    (memory.ts) that the next pass plans with.
- * 5. **record** — the status is written (only when it changed), alongside
- *    the starts, their entries included, so a restart finds them.
- * 6. **report** — Events and metrics (report.ts).
- * 7. **requeue** — the next pass when the earliest running migration should
+ *    (memory.ts) that the next pass plans with; unanswered starts back
+ *    off per VM.
+ * 6. **record** — the status is written when it changed (pass.ts).
+ * 7. **report** — Events and metrics (report.ts).
+ * 8. **requeue** — the next pass when the earliest running migration should
  *    finish (pacing.ts, its margin from margin.ts), in the controller's
  *    clock.
  *
- * Succeeded means empty: a fresh list with no server on the host, no
- * migration from or to it in progress, and no start of ours whose outcome
- * is unknown. A VM that appears later reopens the drain.
+ * Succeeded means settled empty: fresh looks at least the settle interval
+ * apart (`--drain-settle`) found no server on the host, no migration from
+ * or to it in progress, and no start of ours without an answer
+ * (`Settling` until then). A VM that appears later reopens the drain.
  *
  * @example
  * ```ts ignore

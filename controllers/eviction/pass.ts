@@ -1,0 +1,209 @@
+/**
+ * What the phases of one drain pass share: its dependencies, the pass's
+ * own state, and the one status write ({@linkcode record}).
+ *
+ * @module
+ */
+
+import type { HandlerContext } from "../../framework/handler.ts";
+import { ApiError } from "../../framework/errors.ts";
+import type { Logger } from "../../framework/logger.ts";
+import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
+import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
+import { errText } from "../../openstack/mod.ts";
+import { EvictionKind } from "../kinds.ts";
+import type { PendingEvent } from "./act.ts";
+import type { InFlightLedger } from "./ledger.ts";
+import type { DrainMemory, DrainState } from "./memory.ts";
+import type { EvictionMetrics } from "./metrics.ts";
+import type { CountedNova } from "./nova_calls.ts";
+import {
+  DEFAULT_PLAN_OPTIONS,
+  type ObservedMigration,
+  type PlanOptions,
+} from "./observation.ts";
+import { statusEqual } from "./status_equal.ts";
+import { type BudgetWaiters, inFlightByEviction } from "./budget.ts";
+import type { CapacityDeps } from "../../capacity/gate.ts";
+
+/** The controller's time source. */
+export interface EvictionClock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /**
+   * Clock milliseconds per real millisecond (default 1). A simulator's
+   * scaled clock runs faster; requeue delays computed in clock time are
+   * divided by it, once, when a pass returns.
+   */
+  rate?: number;
+}
+
+/** What a pass needs; built once by `registerEvictionController`. */
+export interface EvictionPassDeps {
+  /** Nova, every call counted. */
+  nova: CountedNova;
+  /** Limit settings from the flags (used without an EvictionPolicy). */
+  flagSettings: LimitSettings;
+  /** The shortest wait between passes (real ms). */
+  pollIntervalMs: number;
+  /** The longest wait while migrations are in flight (real ms). */
+  maxPollMs: number;
+  /** Wait while nothing can move without a person or a change (real ms). */
+  slowPollMs: number;
+  /** Wait between checks of a finished drain's host (real ms). */
+  finishedCheckMs: number;
+  /**
+   * How long consecutive fresh looks must find the host empty before the
+   * drain is declared done (real ms, `--drain-settle`).
+   */
+  settleMs: number;
+  /** Overrides of the planner's options (the policy's timeout wins). */
+  planOptions: Partial<PlanOptions>;
+  /** Time source. */
+  clock: EvictionClock;
+  /** Migrations in flight per Eviction, for the cluster budget. */
+  ledger: InFlightLedger;
+  /** Per-drain memory. */
+  memory: DrainMemory;
+  /** Metrics. */
+  metrics: EvictionMetrics;
+  /** Nova lookups of one pass at once. */
+  actConcurrency: number;
+  /**
+   * Every Eviction of the cluster, whatever this process's label selector
+   * (for the cluster budget); without it, the operator's cache. With
+   * `caughtUp` (an informer's), the cross-process check of the budget waits
+   * for the watch to deliver the pass's own intent instead of listing.
+   */
+  allEvictions?: {
+    list(): Eviction[];
+    caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
+  };
+  /** This process's drains waiting for budget. */
+  budgetWaiters: BudgetWaiters;
+  /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
+  waveSettleMs: number;
+  /** Placement for the capacity check, and the wave's shared report; without it there is none. */
+  capacity?: CapacityDeps;
+}
+
+/** The planner options of a pass: defaults, the deps' overrides, the policy's. */
+export function planOptionsFor(
+  overrides: Partial<PlanOptions>,
+  settings: LimitSettings,
+): PlanOptions {
+  const timeout = settings.spec.migrationTimeoutSeconds;
+  return {
+    ...DEFAULT_PLAN_OPTIONS,
+    ...overrides,
+    abortStuckMigrations: settings.spec.abortStuckMigrations ??
+      overrides.abortStuckMigrations ?? false,
+    ...(timeout === undefined ? {} : { migrationTimeoutSeconds: timeout }),
+  };
+}
+
+/** What the phases of one pass share. */
+export interface Pass {
+  ctx: HandlerContext<Eviction>;
+  deps: EvictionPassDeps;
+  /** The Eviction, with the freshest status this process knows. */
+  ev: Eviction;
+  host: string;
+  log: Logger;
+  state: DrainState;
+  /** The status so far (the preflight and a retry request change it). */
+  status: EvictionStatus;
+  hypervisor: Hypervisor | undefined;
+  /** Clock ms per real ms. */
+  rate: number;
+  /** Set when a retry annotation was consumed (removed after the write). */
+  retried: boolean;
+  /** The retry annotation's value this pass applied. */
+  retryValue?: string;
+  /** The latest record leaving the host per VM, this pass. */
+  records: Map<string, ObservedMigration>;
+  /** The ledger's count before this pass claimed budget, if it did. */
+  claimedFrom?: number;
+}
+
+/**
+ * Record: writes the status when it changed, as a merge patch guarded by
+ * the resourceVersion this process knows (no GET first); on a 409 the
+ * framework's read-modify-write takes over. The written object's
+ * resourceVersion goes to the drain's memory, so an older cached status
+ * can never come back. A pass that starts migrations writes them before
+ * it issues them (writeIntent), so a restart or a new leader finds every
+ * start of ours.
+ */
+export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
+  const { ctx, deps, ev } = pass;
+  if (statusEqual(ev.status, next)) return;
+  const rv = ev.metadata?.resourceVersion;
+  let written: Eviction | undefined;
+  if (rv !== undefined) {
+    const patch: Record<string, unknown> = { ...next };
+    for (const k of Object.keys(ev.status ?? {})) {
+      if (!(k in next)) patch[k] = null;
+    }
+    try {
+      written = await ctx.client.patch<Eviction>(
+        EvictionKind,
+        ctx.key,
+        { metadata: { resourceVersion: rv }, status: patch },
+        "merge",
+        "status",
+      );
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 409)) throw err;
+    }
+  }
+  written ??= await ctx.updateStatus(() => next);
+  const writtenRv = written.metadata?.resourceVersion;
+  if (writtenRv !== undefined) deps.memory.remember(ctx.key, writtenRv, next);
+  pass.ev = {
+    ...ev,
+    metadata: { ...ev.metadata, resourceVersion: writtenRv },
+    status: next,
+  };
+}
+
+/** Records an Event without holding the pass (errors are logged). */
+export function emit(pass: Pass, e: PendingEvent): void {
+  pass.ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+    pass.log.warn({ err: errText(err), reason: e.reason }, "event failed")
+  );
+}
+
+/**
+ * The limit in force for a drain: the settings, its Hypervisor's traits
+ * (as cached) and its Eviction's own cap.
+ */
+export function limitOfDrain(
+  settings: LimitSettings,
+  hypervisors: { get(name: string): Hypervisor | undefined },
+  spec: { hypervisor: string; maxConcurrentMigrations?: number | undefined },
+): ReturnType<typeof resolveLimit> {
+  return resolveLimit(
+    settings,
+    hypervisors.get(spec.hypervisor)?.status?.traits,
+    spec.maxConcurrentMigrations,
+  );
+}
+
+/** Enqueues the other Evictions of the same hypervisor (one waits for this one). */
+export function wakeSiblings(
+  ctx: HandlerContext<Eviction>,
+  host: string,
+): void {
+  for (const e of ctx.cache(EvictionKind).list()) {
+    const name = e.metadata?.name;
+    if (name === undefined || name === ctx.key) continue;
+    if (e.spec.hypervisor === host) ctx.enqueue(EvictionKind, name);
+  }
+}
+
+/** Migrations in flight per Eviction in the whole cluster, as cached. */
+export function clusterInFlight(pass: Pass): Map<string, number> {
+  const all = pass.deps.allEvictions ?? pass.ctx.cache(EvictionKind);
+  return inFlightByEviction(all.list());
+}

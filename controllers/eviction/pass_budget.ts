@@ -1,0 +1,297 @@
+/**
+ * The cluster budget of a pass: waiting in line, claiming free slots before
+ * looking, reserving them with the plan, and confirming across processes
+ * after the intent write.
+ *
+ * @module
+ */
+
+import type { ReconcileResult } from "../../framework/handler.ts";
+import { TemporaryError } from "../../framework/errors.ts";
+import {
+  clusterBudgetLeft,
+  effectiveSettings,
+  type LimitSettings,
+  POLICY_NAME,
+  type resolveLimit,
+} from "../../limits/resolve.ts";
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
+import { errText } from "../../openstack/mod.ts";
+import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
+import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { traitsHold } from "./gates.ts";
+import type { Observation } from "./observe.ts";
+import type { PlanOptions } from "./observation.ts";
+import { type Plan, type PlanInput, planPass } from "./plan.ts";
+import { idleWaiters, inFlightByEviction, startsAllowed } from "./budget.ts";
+import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
+
+/**
+ * Budget: a drain with nothing in flight, while the cluster budget is spent
+ * by others, waits without a Nova call (nothing of its own can move); it is
+ * woken when budget frees (budget.ts) and by its slow check. Returns the
+ * pass's result when it waits.
+ */
+export async function waitForBudget(
+  pass: Pass,
+  settings: LimitSettings,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, state, status } = pass;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined || pass.retried) return undefined;
+  if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
+    return undefined;
+  }
+  if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
+  // Stopped with only VMs for a person: no budget would move them, so it
+  // never waits for budget (nor does any drain leave it a slot).
+  const evicting = status.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  if (evicting?.status === "False") return undefined;
+  if (budgetLeftFor(pass, settings, 1) > 0) return undefined;
+  const now = new Date(deps.clock.now());
+  const next: EvictionStatus = {
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      {
+        type: CONDITION_EVICTING,
+        status: "True",
+        reason: "Waiting",
+        message:
+          `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
+      },
+      now,
+      pass.ev.metadata?.generation,
+    ),
+  };
+  await record(pass, next);
+  state.due = undefined;
+  deps.budgetWaiters.add(ctx.key);
+  return { requeueAfterMs: deps.slowPollMs };
+}
+
+/**
+ * Slots of the cluster budget left for this drain's starts now, from the
+ * ledger and the cached statuses (no request).
+ */
+export function budgetLeftFor(
+  pass: Pass,
+  settings: LimitSettings,
+  want: number,
+): number {
+  const { ctx, deps } = pass;
+  const mine = inFlightOf(pass);
+  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  return startsAllowed(
+    clusterBudgetLeft(
+      settings.spec.clusterMaxConcurrentMigrations,
+      others + mine,
+    ),
+    mine,
+    want,
+    waitingLimits(pass, settings),
+  );
+}
+
+/** This drain's migrations in flight: the ledger's, or its status's when higher. */
+export function inFlightOf(pass: Pass): number {
+  return Math.max(
+    pass.deps.ledger.get(pass.ctx.key),
+    pass.status.inFlightCount ?? 0,
+  );
+}
+
+/**
+ * The limits in force of the drains that wait here for budget with
+ * nothing in flight (budget.ts startsAllowed leaves slots for those with
+ * lower limits than this drain would hold).
+ */
+export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
+  const { ctx, deps } = pass;
+  const hypervisors = ctx.cache(HypervisorKind);
+  return idleWaiters(
+    ctx.key,
+    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+    (name) =>
+      deps.budgetWaiters.standing(name) !== undefined &&
+      deps.ledger.get(name) === 0,
+  ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
+}
+
+/**
+ * Under a cluster budget, a pass claims the free slots it could fill (up
+ * to its limit) before it looks at Nova, in the ledger; planning then
+ * keeps what it starts and the report frees the rest, waking the drains
+ * in line for them. So two passes never look at Nova for the same free
+ * slot, the later one finding it spent (two Nova calls for nothing): it
+ * waits in line without a look instead.
+ */
+export function claimBeforeLooking(
+  pass: Pass,
+  settings: LimitSettings,
+  limit: number,
+): void {
+  const { ctx, deps } = pass;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const mine = inFlightOf(pass);
+  const left = budgetLeftFor(pass, settings, Math.max(0, limit - mine));
+  deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
+  pass.claimedFrom = mine;
+}
+
+/**
+ * Plan: the pure planner on this pass's observation, the limit in force
+ * now (policy, traits, the Eviction's own cap) and the start answers in
+ * memory; the cluster budget is read and reserved in one synchronous step,
+ * so no other drain's pass can spend the same slot.
+ */
+export function planAndReserve(
+  pass: Pass,
+  seen: Observation,
+  settings: LimitSettings,
+  options: PlanOptions,
+  resolved: ReturnType<typeof resolveLimit>,
+): { plan: Plan; input: PlanInput } {
+  const { ctx, deps, ev, host } = pass;
+  const hold = traitsHold(host, pass.hypervisor);
+  const generation = ev.metadata?.generation;
+  const input: PlanInput = {
+    host,
+    servers: seen.servers,
+    migrations: seen.migrations,
+    departed: seen.departed,
+    status: pass.status,
+    limit: resolved.limit,
+    limitSource: resolved.source,
+    clusterBudgetLeft: Number.POSITIVE_INFINITY,
+    now: new Date(deps.clock.now()),
+    options,
+    starts: pass.state.starts,
+    startBackoff: pass.state.startBackoff,
+    ...(generation === undefined ? {} : { generation }),
+    ...(hold === undefined ? {} : { holdStarts: hold }),
+  };
+  const cachedCounts = clusterInFlight(pass);
+  let plan = planPass(input);
+  deps.ledger.reserve(ctx.key, cachedCounts, (others) => {
+    const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+    if (clusterMax !== undefined) {
+      const mine = plan.inFlightCount - plan.start.length;
+      const budget = startsAllowed(
+        clusterBudgetLeft(clusterMax, others + mine),
+        mine,
+        plan.start.length,
+        waitingLimits(pass, settings),
+      );
+      if (budget < plan.start.length) {
+        plan = planPass({ ...input, clusterBudgetLeft: budget });
+        // held back by the budget: woken when a slot frees
+        deps.budgetWaiters.add(ctx.key);
+      }
+    }
+    return plan.inFlightCount;
+  });
+  return { plan, input };
+}
+
+/**
+ * The longest wait (real ms) for the watch to deliver a pass's own intent
+ * before the budget is confirmed by a list instead.
+ */
+export const CAUGHT_UP_TIMEOUT_MS = 1000;
+
+/**
+ * The cluster budget across processes: another process may reserve from
+ * the same free slots at the same moment (its status not yet in our
+ * cache). So, with starts under a cluster budget, the pass writes its
+ * status first (its intent: the count in flight with its starts), then
+ * reads every Eviction as of a moment after that write. Of any two passes,
+ * the later reader sees the other's intent; each gives up the starts by
+ * which the total it reads exceeds the budget, so the starts that go out
+ * never exceed it.
+ *
+ * That read is the unpartitioned cache once its watch has delivered the
+ * intent itself: a watch delivers changes in the order of their versions,
+ * so every intent written before ours is in the cache by then (no request;
+ * Informer.caughtUp). Without such a cache, or when the watch lags more
+ * than {@linkcode CAUGHT_UP_TIMEOUT_MS}, it is a list from the API server
+ * (a quorum read).
+ */
+export async function confirmAcrossProcesses(
+  pass: Pass,
+  reserved: { plan: Plan; input: PlanInput },
+  settings: LimitSettings,
+): Promise<Plan> {
+  const { ctx, deps } = pass;
+  const { plan, input } = reserved;
+  const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined || plan.start.length === 0) return plan;
+  try {
+    await record(pass, plan.next);
+    const counts = inFlightByEviction(await evictionsAfterWrite(pass));
+    const total = deps.ledger.othersInFlight(ctx.key, counts) +
+      plan.inFlightCount;
+    const over = total - clusterMax;
+    if (over <= 0) return plan;
+    const cut = planPass({
+      ...input,
+      clusterBudgetLeft: Math.max(0, plan.start.length - over),
+    });
+    deps.ledger.set(ctx.key, cut.inFlightCount);
+    deps.budgetWaiters.add(ctx.key);
+    pass.log.info(
+      { over, starts: plan.start.length, kept: cut.start.length },
+      "another process reserved from the cluster budget at the same time",
+    );
+    return cut;
+  } catch (err) {
+    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    await record(pass, pass.status).catch(() => {});
+    throw new TemporaryError(
+      `confirming the cluster budget failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  }
+}
+
+/**
+ * Every Eviction of the cluster as of a moment after this pass's last
+ * status write: the unpartitioned cache once its watch delivered that
+ * write, else a list from the API server.
+ */
+export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
+  const { ctx, deps } = pass;
+  const all = deps.allEvictions;
+  const rv = pass.ev.metadata?.resourceVersion;
+  if (
+    all?.caughtUp !== undefined && rv !== undefined &&
+    await all.caughtUp(rv, CAUGHT_UP_TIMEOUT_MS)
+  ) {
+    return all.list();
+  }
+  const listed = await ctx.client.list(EvictionKind);
+  return listed.items as Eviction[];
+}
+
+/**
+ * Wakes as many drains waiting for budget as there are free slots now
+ * (after this pass's starts): a slot this drain freed or left unused goes
+ * to a waiting drain at once, not at its slow check.
+ */
+export function wakeForBudgetLeft(pass: Pass): void {
+  const { ctx, deps } = pass;
+  if (deps.budgetWaiters.size === 0) return;
+  const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
+  const clusterMax = effectiveSettings(policy?.spec, deps.flagSettings).spec
+    .clusterMaxConcurrentMigrations;
+  if (clusterMax === undefined) return;
+  const inFlight = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
+    deps.ledger.get(ctx.key);
+  const left = clusterBudgetLeft(clusterMax, inFlight);
+  if (left > 0) {
+    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+  }
+}

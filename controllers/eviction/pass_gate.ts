@@ -1,0 +1,336 @@
+/**
+ * Gate, the first phase of a pass: what must hold before Nova is read
+ * (the oldest Eviction of a host drains, capacity, preflight, the wave, a
+ * retry request, a finished or never-registered host watched cheaply).
+ *
+ * @module
+ */
+
+import type {
+  HandlerContext,
+  ReconcileResult,
+} from "../../framework/handler.ts";
+import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
+import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
+import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { drainingAhead } from "./gates.ts";
+import { CONDITION_PREFLIGHT, preflight } from "./preflight.ts";
+import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
+import { statusEqual } from "./status_equal.ts";
+import { CONDITION_WAVE_SETTLED, waveGate } from "./wave.ts";
+import { capacityPhase } from "../../capacity/gate.ts";
+import { emit, limitOfDrain, type Pass, record } from "./pass.ts";
+import { finishedLookMs } from "./pass_pace.ts";
+
+/**
+ * Gate: what must hold before Nova is read. Only the oldest Eviction of a
+ * hypervisor drains; the compute service is disabled first (preflight); a
+ * retry request is applied; a finished drain looks at Nova only when the
+ * Hypervisor reports instances or its slow check is due. Returns the
+ * pass's result when it ends here.
+ */
+export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  const now = new Date(deps.clock.now());
+  const generation = ev.metadata?.generation;
+  // Every partition's Evictions: an older one of the same hypervisor may
+  // be another process's.
+  const ahead = drainingAhead(
+    ev,
+    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+  );
+  if (ahead !== undefined) {
+    const other = ahead.metadata?.name ?? "";
+    const next: EvictionStatus = {
+      ...pass.status,
+      conditions: setCondition(
+        pass.status.conditions ?? [],
+        {
+          type: CONDITION_EVICTING,
+          status: "False",
+          reason: "Duplicate",
+          message:
+            `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
+        },
+        now,
+        generation,
+      ),
+    };
+    if (!statusEqual(pass.status, next)) {
+      emit(pass, {
+        type: "Warning",
+        reason: "DuplicateEviction",
+        message: `Eviction ${other} already drains hypervisor ${host}`,
+      });
+    }
+    await record(pass, next);
+    return { requeueAfterMs: deps.slowPollMs };
+  }
+
+  const unregistered = watchUnregistered(pass);
+  if (unregistered !== undefined) return unregistered;
+  if (pass.status.hypervisorServiceId === undefined) {
+    const held = await checkCapacityFirst(pass, now, generation);
+    if (held !== undefined) return held;
+    const out = await preflight(deps.nova, {
+      host,
+      reason: ev.spec.reason,
+      hypervisor: pass.hypervisor,
+      status: pass.status,
+      now,
+      generation,
+    }, ctx.signal);
+    if (out.kind === "failed") {
+      if (!statusEqual(pass.status, out.status)) {
+        pass.log.error({ err: out.message }, "preflight failed");
+        emit(pass, {
+          type: "Warning",
+          reason: "PreflightFailed",
+          message: out.message,
+        });
+      }
+      await record(pass, out.status);
+      // No hot loop: a change of the Hypervisor enqueues this Eviction.
+      return { requeueAfterMs: deps.slowPollMs * 10 };
+    }
+    if (out.kind === "unregistered") {
+      emit(pass, {
+        type: "Normal",
+        reason: "DrainFinished",
+        message: `host ${host} never registered in Nova: nothing to drain`,
+      });
+      await record(pass, out.status);
+      deps.ledger.set(ctx.key, 0);
+      pass.state.lastFinishedCheckMs = deps.clock.now();
+      return { requeueAfterMs: deps.finishedCheckMs };
+    }
+    if (pass.status.startedAt === undefined) {
+      emit(pass, {
+        type: "Normal",
+        reason: "DrainStarted",
+        message: `draining host ${host}${
+          out.disabledNow
+            ? `; compute service ${out.status.hypervisorServiceId} disabled`
+            : ""
+        }`,
+      });
+    }
+    pass.status = out.status;
+  }
+
+  const waiting = await waveGatePhase(pass, now, generation);
+  if (waiting !== undefined) return waiting;
+
+  const retry = ev.metadata?.annotations?.[RETRY_ANNOTATION];
+  if (typeof retry === "string") {
+    const r = applyRetry(pass.status, retry);
+    pass.status = r.status;
+    pass.retried = true;
+    pass.retryValue = retry;
+    emit(pass, {
+      type: "Normal",
+      reason: "RetryRequested",
+      message: `re-armed ${
+        r.rearmed.length === 0 ? "no VM" : r.rearmed.join(", ")
+      }${
+        r.ignored.length === 0
+          ? ""
+          : `; not failed, ignored: ${r.ignored.join(", ")}`
+      }`,
+    });
+  }
+
+  if (pass.status.finishedAt !== undefined && !pass.retried) {
+    return watchFinished(pass);
+  }
+  return undefined;
+}
+
+/**
+ * A drain finished because its host never registered in Nova asks Nova
+ * again (capacity, preflight) only at the slow finished check, not on
+ * every pass a Hypervisor status sync wakes. Returns the pass's result
+ * while the check is not due.
+ */
+export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
+  const { deps, state, status } = pass;
+  if (status.finishedAt === undefined) return undefined;
+  if (status.hypervisorServiceId !== undefined) return undefined;
+  const preflight = status.conditions?.find((c) =>
+    c.type === CONDITION_PREFLIGHT
+  );
+  if (preflight?.reason !== "NotRegistered") return undefined;
+  const last = state.lastFinishedCheckMs;
+  if (last === undefined) return undefined;
+  const sinceReal = (deps.clock.now() - last) / pass.rate;
+  if (sinceReal >= deps.finishedCheckMs) return undefined;
+  return {
+    requeueAfterMs: Math.max(1, Math.round(deps.finishedCheckMs - sinceReal)),
+  };
+}
+
+/**
+ * Wave (after this drain's own preflight, before its first migration):
+ * waits, bounded, until every other pending Eviction's compute service is
+ * disabled (wave.ts). Once settled (condition WaveSettled True) it never
+ * waits again. The peers waiting in this process are woken when this
+ * drain's disabled service is recorded.
+ */
+export async function waveGatePhase(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, host } = pass;
+  const conditions = pass.status.conditions ?? [];
+  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
+  if (current?.status === "True" || pass.status.finishedAt !== undefined) {
+    return undefined;
+  }
+  // every partition's Evictions: another process disables their hosts
+  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
+    e,
+  ) => deps.memory.freshest(e.metadata?.name ?? "", e));
+  const since = current === undefined
+    ? now.getTime()
+    : Date.parse(current.lastTransitionTime);
+  const decision = waveGate({
+    self: { ...pass.ev, status: pass.status },
+    evictions,
+    waitingSinceMs: Number.isNaN(since) ? now.getTime() : since,
+    nowMs: now.getTime(),
+    settleMs: deps.waveSettleMs * pass.rate,
+  });
+  const shown = decision.pending.slice(0, 5).join(", ") +
+    (decision.pending.length > 5 ? `, ... (${decision.pending.length})` : "");
+  const update = decision.go
+    ? {
+      type: CONDITION_WAVE_SETTLED,
+      status: "True" as const,
+      reason: decision.reason,
+      message: decision.reason === "AllDisabled"
+        ? "every other pending Eviction's compute service is disabled"
+        : `waited the settle bound; not yet disabled: ${shown}`,
+    }
+    : {
+      type: CONDITION_WAVE_SETTLED,
+      status: "False" as const,
+      reason: "WaitingForWave",
+      message:
+        `host ${host} is disabled; migrations start once these are disabled too: ${shown}`,
+    };
+  const before = pass.status;
+  pass.status = {
+    ...pass.status,
+    conditions: setCondition(conditions, update, now, generation),
+  };
+  if (current?.status !== update.status) {
+    emit(pass, {
+      type: "Normal",
+      reason: decision.go ? "WaveSettled" : "WaitingForWave",
+      message: update.message,
+    });
+  }
+  const newlyDisabled = before.hypervisorServiceId !== undefined &&
+    pass.ev.status?.hypervisorServiceId === undefined;
+  if (newlyDisabled || !decision.go) await record(pass, pass.status);
+  if (newlyDisabled) wakeWaitingPeers(ctx, evictions);
+  if (decision.go) return undefined;
+  return {
+    requeueAfterMs: Math.max(
+      1,
+      Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
+    ),
+  };
+}
+
+/** Enqueues this process's drains that wait for their wave. */
+export function wakeWaitingPeers(
+  ctx: HandlerContext<Eviction>,
+  evictions: readonly Eviction[],
+): void {
+  for (const e of evictions) {
+    const name = e.metadata?.name;
+    if (name === undefined || name === ctx.key) continue;
+    if (ctx.cache(EvictionKind).get(name) === undefined) continue;
+    const c = e.status?.conditions?.find((x) =>
+      x.type === CONDITION_WAVE_SETTLED
+    );
+    if (c?.status === "False") ctx.enqueue(EvictionKind, name);
+  }
+}
+
+/**
+ * Capacity (before the compute service is disabled, and again at the slow
+ * interval while `capacityCheck: Hold` waits): does the wave's VMs fit
+ * elsewhere, in Placement's view? Returns the pass's result when it holds.
+ */
+export async function checkCapacityFirst(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  if (deps.capacity === undefined) return undefined;
+  const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
+  const settings = effectiveSettings(spec, deps.flagSettings);
+  const evictions = ctx.cache(EvictionKind).list();
+  const hypervisors = ctx.cache(HypervisorKind);
+  // A host of the wave: its traits and its own drain's cap (this one's
+  // for this host; a host drained by a running Eviction, that one's).
+  const limitOf = (name: string) =>
+    limitOfDrain(
+      settings,
+      hypervisors,
+      name === host
+        ? ev.spec
+        : evictions.find((e) =>
+          e.spec.hypervisor === name && e.status?.finishedAt === undefined
+        )?.spec ?? { hypervisor: name },
+    ).limit;
+  const phase = await capacityPhase(deps.nova, deps.capacity, {
+    host,
+    evictions,
+    hypervisor: (name) => hypervisors.get(name),
+    mode: spec?.capacityCheck,
+    limitOf,
+    budget: settings.spec.clusterMaxConcurrentMigrations,
+    signal: ctx.signal,
+    status: pass.status,
+    now,
+    generation,
+    setCondition,
+  });
+  pass.status = phase.status;
+  if (phase.event !== undefined) emit(pass, phase.event);
+  if (!phase.hold) return undefined;
+  await record(pass, pass.status);
+  return { requeueAfterMs: deps.slowPollMs };
+}
+
+/**
+ * A finished drain stays watched while its Eviction exists: often at
+ * first (a VM forced here just after the finish is found within a poll
+ * interval or two), then less often ({@linkcode finishedLookMs}), and at
+ * once (at most once per poll interval) when the Hypervisor's status sync
+ * reports instances on the host. A look reads Nova afresh, and a VM found
+ * there reopens the drain.
+ */
+export function watchFinished(pass: Pass): ReconcileResult | undefined {
+  const { deps, state } = pass;
+  const nowMs = deps.clock.now();
+  const last = state.lastFinishedCheckMs;
+  const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
+  const reported = pass.hypervisor?.status?.numInstances ?? 0;
+  deps.ledger.set(pass.ctx.key, 0);
+  const interval = last === undefined
+    ? 0
+    : finishedLookMs(pass, pass.status.finishedAt, last);
+  if (sinceReal >= interval) return undefined;
+  if (reported > 0 && sinceReal >= deps.pollIntervalMs) return undefined;
+  const waitMs = reported > 0
+    ? Math.min(deps.pollIntervalMs, interval) - sinceReal
+    : interval - sinceReal;
+  return { requeueAfterMs: Math.max(1, Math.round(waitMs)) };
+}
