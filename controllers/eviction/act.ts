@@ -133,6 +133,20 @@ export function actOnPlan(
   nowMs: number,
   signal: AbortSignal,
 ): void {
+  startAll(plan, state, deps, sinks, nowMs, signal);
+  confirmAll(plan, state, deps, sinks, signal);
+  abortAll(plan, deps, sinks, signal);
+}
+
+/** The plan's starts, each tracked by its note; none awaited. */
+function startAll(
+  plan: Plan,
+  state: DrainState,
+  deps: ActDeps,
+  sinks: ActSinks,
+  nowMs: number,
+  signal: AbortSignal,
+): void {
   const { log, emit } = sinks;
   for (const s of plan.start) {
     const issued: IssuedStart = {
@@ -190,6 +204,17 @@ export function actOnPlan(
       },
     );
   }
+}
+
+/** The plan's confirms, one under way per VM at most. */
+function confirmAll(
+  plan: Plan,
+  state: DrainState,
+  deps: ActDeps,
+  sinks: ActSinks,
+  signal: AbortSignal,
+): void {
+  const { log, emit } = sinks;
   for (const id of plan.confirmResize) {
     if (state.confirming.has(id)) continue;
     state.confirming.add(id);
@@ -206,6 +231,16 @@ export function actOnPlan(
         log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
     ).finally(() => state.confirming.delete(id));
   }
+}
+
+/** The plan's aborts of stuck live migrations. */
+function abortAll(
+  plan: Plan,
+  deps: ActDeps,
+  sinks: ActSinks,
+  signal: AbortSignal,
+): void {
+  const { log, emit } = sinks;
   for (const a of plan.abort) {
     deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
       (r) => {

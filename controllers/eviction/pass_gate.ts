@@ -24,127 +24,150 @@ import { emit, limitOfDrain, type Pass, record } from "./pass.ts";
 import { finishedLookMs } from "./pass_pace.ts";
 
 /**
- * Gate: what must hold before Nova is read. Only the oldest Eviction of a
- * hypervisor drains; the compute service is disabled first (preflight); a
- * retry request is applied; a finished drain looks at Nova only when the
- * Hypervisor reports instances or its slow check is due. Returns the
- * pass's result when it ends here.
+ * Gate: what must hold before Nova is read, as steps in this order: only
+ * the oldest Eviction of a hypervisor drains; a host that never
+ * registered is looked at only at the slow check; the compute service is
+ * disabled first (capacity, preflight); the wave's hosts are disabled; a
+ * retry request is applied; a finished drain is watched cheaply. Returns
+ * the pass's result when it ends here.
  */
 export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
-  const { ctx, deps, ev, host } = pass;
-  const now = new Date(deps.clock.now());
-  const generation = ev.metadata?.generation;
-  // Every partition's Evictions: an older one of the same hypervisor may
-  // be another process's.
-  const ahead = drainingAhead(
-    ev,
-    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
-  );
-  if (ahead !== undefined) {
-    const other = ahead.metadata?.name ?? "";
-    const next: EvictionStatus = {
-      ...pass.status,
-      conditions: setCondition(
-        pass.status.conditions ?? [],
-        {
-          type: CONDITION_EVICTING,
-          status: "False",
-          reason: "Duplicate",
-          message:
-            `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
-        },
-        now,
-        generation,
-      ),
-    };
-    if (!statusEqual(pass.status, next)) {
-      emit(pass, {
-        type: "Warning",
-        reason: "DuplicateEviction",
-        message: `Eviction ${other} already drains hypervisor ${host}`,
-      });
-    }
-    await record(pass, next);
-    return { requeueAfterMs: deps.slowPollMs };
-  }
-
-  const unregistered = watchUnregistered(pass);
-  if (unregistered !== undefined) return unregistered;
-  if (pass.status.hypervisorServiceId === undefined) {
-    const held = await checkCapacityFirst(pass, now, generation);
-    if (held !== undefined) return held;
-    const out = await preflight(deps.nova, {
-      host,
-      reason: ev.spec.reason,
-      hypervisor: pass.hypervisor,
-      status: pass.status,
-      now,
-      generation,
-    }, ctx.signal);
-    if (out.kind === "failed") {
-      if (!statusEqual(pass.status, out.status)) {
-        pass.log.error({ err: out.message }, "preflight failed");
-        emit(pass, {
-          type: "Warning",
-          reason: "PreflightFailed",
-          message: out.message,
-        });
-      }
-      await record(pass, out.status);
-      // No hot loop: a change of the Hypervisor enqueues this Eviction.
-      return { requeueAfterMs: deps.slowPollMs * 10 };
-    }
-    if (out.kind === "unregistered") {
-      emit(pass, {
-        type: "Normal",
-        reason: "DrainFinished",
-        message: `host ${host} never registered in Nova: nothing to drain`,
-      });
-      await record(pass, out.status);
-      deps.ledger.set(ctx.key, 0);
-      pass.state.lastFinishedCheckMs = deps.clock.now();
-      return { requeueAfterMs: deps.finishedCheckMs };
-    }
-    if (pass.status.startedAt === undefined) {
-      emit(pass, {
-        type: "Normal",
-        reason: "DrainStarted",
-        message: `draining host ${host}${
-          out.disabledNow
-            ? `; compute service ${out.status.hypervisorServiceId} disabled`
-            : ""
-        }`,
-      });
-    }
-    pass.status = out.status;
-  }
-
-  const waiting = await waveGatePhase(pass, now, generation);
-  if (waiting !== undefined) return waiting;
-
-  const retry = ev.metadata?.annotations?.[RETRY_ANNOTATION];
-  if (typeof retry === "string") {
-    const r = applyRetry(pass.status, retry);
-    pass.status = r.status;
-    pass.retried = true;
-    pass.retryValue = retry;
-    emit(pass, {
-      type: "Normal",
-      reason: "RetryRequested",
-      message: `re-armed ${
-        r.rearmed.length === 0 ? "no VM" : r.rearmed.join(", ")
-      }${
-        r.ignored.length === 0
-          ? ""
-          : `; not failed, ignored: ${r.ignored.join(", ")}`
-      }`,
-    });
-  }
-
+  const now = new Date(pass.deps.clock.now());
+  const generation = pass.ev.metadata?.generation;
+  const stop = await duplicateStep(pass, now, generation) ??
+    watchUnregistered(pass) ??
+    await preflightStep(pass, now, generation) ??
+    await waveGatePhase(pass, now, generation);
+  if (stop !== undefined) return stop;
+  retryStep(pass);
   if (pass.status.finishedAt !== undefined && !pass.retried) {
     return watchFinished(pass);
   }
   return undefined;
+}
+
+/**
+ * Only the oldest Eviction of a hypervisor drains, of every partition's
+ * (an older one may be another process's): this one waits, Duplicate.
+ */
+async function duplicateStep(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  const ahead = drainingAhead(
+    ev,
+    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
+  );
+  if (ahead === undefined) return undefined;
+  const other = ahead.metadata?.name ?? "";
+  const next: EvictionStatus = {
+    ...pass.status,
+    conditions: setCondition(
+      pass.status.conditions ?? [],
+      {
+        type: CONDITION_EVICTING,
+        status: "False",
+        reason: "Duplicate",
+        message:
+          `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
+      },
+      now,
+      generation,
+    ),
+  };
+  if (!statusEqual(pass.status, next)) {
+    emit(pass, {
+      type: "Warning",
+      reason: "DuplicateEviction",
+      message: `Eviction ${other} already drains hypervisor ${host}`,
+    });
+  }
+  await record(pass, next);
+  return { requeueAfterMs: deps.slowPollMs };
+}
+
+/**
+ * Before the compute service is known disabled: the capacity check, then
+ * the preflight (disable it; a host Nova never knew is done at once, one
+ * it lost fails).
+ */
+async function preflightStep(
+  pass: Pass,
+  now: Date,
+  generation: number | undefined,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, ev, host } = pass;
+  if (pass.status.hypervisorServiceId !== undefined) return undefined;
+  const held = await checkCapacityFirst(pass, now, generation);
+  if (held !== undefined) return held;
+  const out = await preflight(deps.nova, {
+    host,
+    reason: ev.spec.reason,
+    hypervisor: pass.hypervisor,
+    status: pass.status,
+    now,
+    generation,
+  }, ctx.signal);
+  if (out.kind === "failed") {
+    if (!statusEqual(pass.status, out.status)) {
+      pass.log.error({ err: out.message }, "preflight failed");
+      emit(pass, {
+        type: "Warning",
+        reason: "PreflightFailed",
+        message: out.message,
+      });
+    }
+    await record(pass, out.status);
+    // No hot loop: a change of the Hypervisor enqueues this Eviction.
+    return { requeueAfterMs: deps.slowPollMs * 10 };
+  }
+  if (out.kind === "unregistered") {
+    emit(pass, {
+      type: "Normal",
+      reason: "DrainFinished",
+      message: `host ${host} never registered in Nova: nothing to drain`,
+    });
+    await record(pass, out.status);
+    deps.ledger.set(ctx.key, 0);
+    pass.state.lastFinishedCheckMs = deps.clock.now();
+    return { requeueAfterMs: deps.finishedCheckMs };
+  }
+  if (pass.status.startedAt === undefined) {
+    emit(pass, {
+      type: "Normal",
+      reason: "DrainStarted",
+      message: `draining host ${host}${
+        out.disabledNow
+          ? `; compute service ${out.status.hypervisorServiceId} disabled`
+          : ""
+      }`,
+    });
+  }
+  pass.status = out.status;
+  return undefined;
+}
+
+/** A retry annotation re-arms failed VMs (removed after the write). */
+function retryStep(pass: Pass): void {
+  const retry = pass.ev.metadata?.annotations?.[RETRY_ANNOTATION];
+  if (typeof retry !== "string") return;
+  const r = applyRetry(pass.status, retry);
+  pass.status = r.status;
+  pass.retried = true;
+  pass.retryValue = retry;
+  emit(pass, {
+    type: "Normal",
+    reason: "RetryRequested",
+    message: `re-armed ${
+      r.rearmed.length === 0 ? "no VM" : r.rearmed.join(", ")
+    }${
+      r.ignored.length === 0
+        ? ""
+        : `; not failed, ignored: ${r.ignored.join(", ")}`
+    }`,
+  });
 }
 
 /**
