@@ -9,29 +9,16 @@
 
 import type {
   EvictionStatus,
-  EvictionStatusFailedItem,
-  EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import {
   arrivingRecords,
-  classifyServer,
   type FailureReport,
-  inFlightEntry,
-  isOurKind,
   latestRecords,
-  type VmClass,
-  type VmRecords,
 } from "./classify.ts";
 import type { DrainSummary } from "./conditions.ts";
 import { assembleStatus, byId, type LimitSource } from "./next_status.ts";
-import {
-  inFlightKindOfServer,
-  isAbortable,
-  kindOfMigrationType,
-  type MigrationKind,
-  parseNovaTime,
-} from "./nova_states.ts";
+import type { MigrationKind } from "./nova_states.ts";
 import {
   type DepartedServer,
   type ObservedMigration,
@@ -40,7 +27,20 @@ import {
   type StartNote,
   validatePlanOptions,
 } from "./observation.ts";
+import {
+  arrivals,
+  classifyOnHost,
+  departures,
+  foldNotes,
+  newAcc,
+  onHostView,
+  pendingStarts,
+  pickStarts,
+  stuckAndAborts,
+  unfinishedElsewhere,
+} from "./plan_steps.ts";
 
+export { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 export type { FailureReport } from "./classify.ts";
 export type { DrainSummary } from "./conditions.ts";
 export type { MigrationKind } from "./nova_states.ts";
@@ -100,12 +100,6 @@ export interface StartBackoff {
   /** Not started again before this (epoch ms). */
   retryAtMs: number;
 }
-
-/**
- * Unknown answers in a row after which a VM counts as "Nova is not taking
- * starts" (condition reason StartsUnanswered, Event StartsUnanswered).
- */
-export const UNANSWERED_REPORT_AFTER = 3;
 
 /** A migration to start. */
 export interface StartAction {
@@ -244,26 +238,6 @@ export function departedIds(
   return [...tracked].filter((id) => !listed.has(id)).sort();
 }
 
-/**
- * Ids of VMs not on the host whose record from it is in progress or
- * `finished` (awaiting confirmation): their migration still holds the
- * source's resources, whether or not a status ever tracked them.
- */
-function unfinishedElsewhere(
-  records: ReadonlyMap<string, VmRecords>,
-  onHost: { has(id: string): boolean },
-): Map<string, ObservedMigration> {
-  const found = new Map<string, ObservedMigration>();
-  for (const [id, r] of records) {
-    if (onHost.has(id)) continue;
-    if (r.inProgress !== undefined) found.set(id, r.inProgress);
-    else if (r.latest.status.toLowerCase() === "finished") {
-      found.set(id, r.latest);
-    }
-  }
-  return found;
-}
-
 function validateInput(input: PlanInput): void {
   if (typeof input.host !== "string" || input.host === "") {
     throw new RangeError(
@@ -324,343 +298,45 @@ function validateInput(input: PlanInput): void {
 export function planPass(input: PlanInput): Plan {
   validateInput(input);
   const { host, options, now } = input;
-  const nowMs = now.getTime();
-  const nowIso = now.toISOString();
-  const prev: EvictionStatus = input.status ?? {};
-  const prevInFlight = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
-  const prevFailed = new Map((prev.failed ?? []).map((f) => [f.id, f]));
-  const prevSkipped = new Map((prev.skipped ?? []).map((f) => [f.id, f]));
-  const prevOutstanding = new Set(prev.outstandingInstances ?? []);
-  const notes = input.starts ?? new Map<string, StartNote>();
-  // A start this process issued is ours even when its entry did not reach
-  // the status (the write runs alongside the starts and may have failed):
-  // the note, newer than any entry, says what was started and when.
-  for (const n of notes.values()) {
-    if (n.kind === undefined || n.issuedAtMs === undefined) continue;
-    const known = prevInFlight.get(n.id);
-    if (
-      known !== undefined && known.kind === n.kind &&
-      (parseNovaTime(known.startedAt) ?? 0) >= n.issuedAtMs
-    ) continue;
-    prevInFlight.set(n.id, {
-      id: n.id,
-      kind: n.kind,
-      startedAt: new Date(n.issuedAtMs).toISOString(),
-    });
-    prevOutstanding.add(n.id);
-  }
-
-  const departedById = new Map<string, ObservedServer | null>();
-  for (const d of input.departed) {
-    if (!departedById.has(d.id)) departedById.set(d.id, d.server);
-  }
-
-  // The VMs on the host: the list, plus any looked-up VM that is in fact
-  // still here (the list and the GET raced).
-  const onHost = new Map<string, ObservedServer>();
-  for (const server of input.servers) {
-    if (!onHost.has(server.id)) onHost.set(server.id, server);
-  }
-  for (const [id, server] of departedById) {
-    if (server !== null && server.host === host && !onHost.has(id)) {
-      onHost.set(id, server);
-    }
-  }
-
-  const latest = latestRecords(input.migrations, host);
-  const incoming = arrivingRecords(input.migrations, host);
-  const inFlight: EvictionStatusInFlightItem[] = [];
-  const failed: EvictionStatusFailedItem[] = [];
-  const skipped: EvictionStatusSkippedItem[] = [];
-  const failures: FailureReport[] = [];
-  const waiting: WaitingVm[] = [];
-  const ready: Array<
-    { id: string; kind: MigrationKind; ramMb: number; attempt: number }
-  > = [];
-  const outstanding: string[] = [];
-  const summary: DrainSummary = {
-    ready: 0,
-    busy: 0,
-    backoff: 0,
-    needsPerson: 0,
-    held: input.holdStarts,
+  const prev = foldNotes(input);
+  const view = onHostView(input);
+  const records = {
+    latest: latestRecords(input.migrations, host),
+    incoming: arrivingRecords(input.migrations, host),
   };
-  let outstandingRamMb = 0;
-  let nextRetryAtMs: number | undefined;
-
-  for (const server of [...onHost.values()].sort(byId)) {
-    const verdict = classifyServer({
-      server,
-      latest: latest.get(server.id)?.latest,
-      inProgress: latest.get(server.id)?.inProgress,
-      arriving: incoming.get(server.id),
-      inFlight: prevInFlight.get(server.id),
-      failed: prevFailed.get(server.id),
-      skipped: prevSkipped.get(server.id),
-      note: notes.get(server.id),
-      nowMs,
-      options,
-    });
-    outstanding.push(server.id);
-    outstandingRamMb += server.flavor.ramMb;
-    if (verdict.failed !== undefined) failed.push(verdict.failed);
-    if (verdict.failure !== undefined) failures.push(verdict.failure);
-    account(server, verdict.vm, verdict.failed);
-  }
-
-  // VMs heading here, not listed yet: outstanding (the host is not empty
-  // while they come), waited for, drained once they land.
-  const arriving: string[] = [];
-  for (const [id, record] of [...incoming].sort(([a], [b]) => a < b ? -1 : 1)) {
-    if (onHost.has(id)) {
-      arriving.push(id);
-      continue;
-    }
-    arriving.push(id);
-    outstanding.push(id);
-    summary.busy++;
-    waiting.push({
-      id,
-      why: "busy",
-      detail: `arriving (${record.migrationType} ${record.id} from ${
-        record.sourceCompute ?? "unknown"
-      } is ${record.status})`,
-    });
-    const failedEntry = prevFailed.get(id);
-    if (failedEntry !== undefined) failed.push(failedEntry);
-  }
-
-  function account(
-    server: ObservedServer,
-    vm: VmClass,
-    failedEntry: EvictionStatusFailedItem | undefined,
-  ): void {
-    switch (vm.class) {
-      case "in_flight":
-        inFlight.push(vm.entry);
-        return;
-      case "ready": {
-        const held = input.startBackoff?.get(server.id);
-        if (held !== undefined && held.retryAtMs > nowMs) {
-          // Its last starts went unanswered and Nova shows nothing of
-          // them: wait, uncharged, instead of asking again at once.
-          summary.backoff++;
-          if (held.count >= UNANSWERED_REPORT_AFTER) {
-            summary.unanswered = (summary.unanswered ?? 0) + 1;
-          }
-          nextRetryAtMs = Math.min(nextRetryAtMs ?? Infinity, held.retryAtMs);
-          waiting.push({
-            id: server.id,
-            why: "backoff",
-            detail: `${held.count} starts unanswered; next after ${
-              new Date(held.retryAtMs).toISOString()
-            }`,
-          });
-          return;
-        }
-        ready.push({
-          id: server.id,
-          kind: vm.kind,
-          ramMb: server.flavor.ramMb,
-          attempt: (failedEntry?.attempts ?? 0) + 1,
-        });
-        return;
-      }
-      case "backoff":
-        summary.backoff++;
-        nextRetryAtMs = Math.min(nextRetryAtMs ?? Infinity, vm.retryAtMs);
-        waiting.push({
-          id: server.id,
-          why: "backoff",
-          detail: `retry after ${new Date(vm.retryAtMs).toISOString()}`,
-        });
-        return;
-      case "busy":
-        summary.busy++;
-        waiting.push({ id: server.id, why: "busy", detail: vm.reason });
-        return;
-      case "skipped":
-        summary.needsPerson++;
-        skipped.push({ id: server.id, reason: vm.reason });
-        return;
-      case "error":
-      case "exhausted":
-        summary.needsPerson++;
-        return;
-    }
-  }
-
-  // VMs tracked by the previous status, or whose migration from this host
-  // is unfinished, that are no longer listed here.
-  const done: string[] = [];
-  const gone: string[] = [];
-  const confirmResize: string[] = [];
-  const unfinished = unfinishedElsewhere(latest, onHost);
-  const departedTracked = new Set([
-    ...prevOutstanding,
-    ...prevInFlight.keys(),
-    ...departedById.keys(),
-    ...unfinished.keys(),
-  ]);
-  for (const id of [...departedTracked].sort()) {
-    if (onHost.has(id) || incoming.has(id)) continue;
-    const entry = prevInFlight.get(id);
-    const tracked = prevOutstanding.has(id) || entry !== undefined;
-    const record = unfinished.get(id);
-    if (!departedById.has(id)) {
-      // Its GET failed: keep what we knew, look again next pass. A kept or
-      // adopted in-flight entry holds its slot, the safe side of the limit.
-      if (entry !== undefined) {
-        inFlight.push(entry);
-      } else if (record !== undefined) {
-        inFlight.push({
-          ...inFlightEntry(
-            id,
-            undefined,
-            kindOfMigrationType(record.migrationType),
-            record,
-            nowMs,
-          ),
-          adopted: true,
-        });
-      }
-      if (!prevOutstanding.has(id)) continue;
-      const failedEntry = prevFailed.get(id);
-      if (failedEntry !== undefined) failed.push(failedEntry);
-      outstanding.push(id);
-      summary.busy++;
-      waiting.push({
-        id,
-        why: "unknown",
-        detail: "its lookup failed this pass",
-      });
-      continue;
-    }
-    const server = departedById.get(id) ?? null;
-    if (server === null) {
-      if (tracked) gone.push(id);
-      continue;
-    }
-    const status = server.status.toUpperCase();
-    if (status === "VERIFY_RESIZE") {
-      const type = latest.get(id)?.latest.migrationType;
-      if (
-        entry !== undefined && entry.adopted !== true &&
-        (type === undefined || isOurKind(type, "cold"))
-      ) {
-        // Our cold migration waits for confirmation on its destination; the
-        // source still holds the VM's resources, so it stays in flight.
-        confirmResize.push(id);
-        inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
-        continue;
-      }
-      // Someone else's resize: only its owner may confirm or revert it, and
-      // a revert brings the VM back here. The host is not empty until then.
-      outstanding.push(id);
-      summary.needsPerson++;
-      skipped.push({
-        id,
-        reason:
-          "resized by someone else: awaits its owner's confirm or revert (a revert brings it back)",
-      });
-      continue;
-    }
-    const kind = inFlightKindOfServer(status, server.taskState);
-    if (kind !== undefined) {
-      // Left the host but still finishing (post-migration on the destination).
-      const e = inFlightEntry(id, entry, kind, record, nowMs);
-      inFlight.push(
-        entry === undefined || entry.adopted === true
-          ? { ...e, adopted: true }
-          : e,
-      );
-      continue;
-    }
-    // Only VMs we tracked count as migrated: a stale record of an untracked
-    // VM would otherwise count it again on every pass.
-    if (tracked) done.push(id);
-  }
-
-  // Stuck migrations, judged on what was in flight before this pass's starts.
-  const stuck: StuckReport[] = [];
-  const abort: AbortAction[] = [];
-  const timeoutMs = options.migrationTimeoutSeconds === undefined
-    ? undefined
-    : options.migrationTimeoutSeconds * 1000;
-  if (timeoutMs !== undefined) {
-    for (const entry of [...inFlight].sort(byId)) {
-      const startedMs = parseNovaTime(entry.startedAt);
-      if (startedMs === undefined || nowMs - startedMs <= timeoutMs) continue;
-      stuck.push({
-        id: entry.id,
-        kind: entry.kind,
-        ...(entry.migrationId === undefined
-          ? {}
-          : { migrationId: entry.migrationId }),
-        startedAt: entry.startedAt,
-        elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
-      });
-      const record = latest.get(entry.id)?.inProgress;
-      if (
-        options.abortStuckMigrations && entry.kind === "live" &&
-        onHost.has(entry.id) &&
-        record !== undefined && entry.migrationId === String(record.id) &&
-        isAbortable(record.status)
-      ) {
-        abort.push({ id: entry.id, migrationId: entry.migrationId });
-      }
-    }
-  }
-
-  // Starts: largest first (LPT shortens the whole drain), ties by id.
-  ready.sort((a, b) =>
-    b.ramMb - a.ramMb || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  const acc = newAcc(input.holdStarts);
+  classifyOnHost(input, prev, view, records, acc);
+  const arriving = arrivals(prev, view, records, acc);
+  const { done, gone, confirmResize } = departures(
+    input,
+    prev,
+    view,
+    records,
+    acc,
   );
-  const inFlightBefore = inFlight.length;
-  const slots = input.holdStarts !== undefined ? 0 : Math.max(
-    0,
-    Math.min(input.limit - inFlightBefore, input.clusterBudgetLeft),
-  );
-  const start: StartAction[] = ready.slice(0, slots).map((r) => ({ ...r }));
-  for (const s of start) {
-    inFlight.push({ id: s.id, kind: s.kind, startedAt: nowIso });
-  }
-  for (const r of ready.slice(slots)) {
-    summary.ready++;
-    const why = input.holdStarts !== undefined
-      ? `starts held: ${input.holdStarts}`
-      : "no free slot";
-    waiting.push({ id: r.id, why: "ready", detail: why });
-  }
-
+  const { stuck, abort } = stuckAndAborts(input, view, records, acc.inFlight);
+  const start = pickStarts(input, acc);
   const newlyFound = input.status?.outstandingInstances === undefined
     ? []
-    : [...onHost.keys()].filter((id) =>
-      !prevOutstanding.has(id) && !prevInFlight.has(id)
-    )
-      .sort();
+    : [...view.onHost.keys()].filter((id) =>
+      !prev.outstanding.has(id) && !prev.inFlight.has(id)
+    ).sort();
+  const unanswered = pendingStarts(prev, acc);
 
-  // A start of ours still without an answer, for a VM neither on the host
-  // nor in flight: Nova may be about to place it; the host is not empty.
-  const counted = new Set([...outstanding, ...inFlight.map((e) => e.id)]);
-  const pendingStarts =
-    [...notes.values()].filter((n) =>
-      n.state === "pending" && !counted.has(n.id)
-    ).length;
-  summary.busy += pendingStarts;
-  const next = assembleStatus(prev, {
-    inFlight,
-    failed,
-    skipped,
-    outstanding,
-    outstandingRamMb,
+  // Assemble: the next status, and the plan around it.
+  const next = assembleStatus(prev.status, {
+    inFlight: acc.inFlight,
+    failed: acc.failed,
+    skipped: acc.skipped,
+    outstanding: acc.outstanding,
+    outstandingRamMb: acc.outstandingRamMb,
     migratedDelta: done.length,
     limit: input.limit,
     limitSource: input.limitSource,
     generation: input.generation,
     now,
-    summary,
-    unanswered: pendingStarts,
+    summary: acc.summary,
+    unanswered,
     settleMs: options.settleMs ?? 0,
   });
   const finished = next.finishedAt !== undefined;
@@ -674,18 +350,18 @@ export function planPass(input: PlanInput): Plan {
     stuck,
     done,
     gone,
-    failed: failures,
+    failed: acc.failures,
     skipped: next.skipped ?? [],
     newlyFound,
-    waiting: waiting.sort(byId),
+    waiting: acc.waiting.sort(byId),
     inFlightCount: next.inFlightCount ?? 0,
     finished,
     settleAtMs,
     blocked: isBlocked(next),
     arriving,
-    nextRetryAtMs,
+    nextRetryAtMs: acc.nextRetryAtMs,
     next,
-    summary,
+    summary: acc.summary,
   };
 }
 

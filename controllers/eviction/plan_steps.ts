@@ -1,0 +1,562 @@
+/**
+ * The named pure steps of the planner (plan.ts planPass), in the order it
+ * runs them: fold the start notes into the previous status, the on-host
+ * view, classify the VMs on the host, arrivals, departures, stuck
+ * migrations and aborts, pick the starts. Each step adds to one
+ * {@linkcode PlanAcc}; the planner then assembles the next status.
+ *
+ * @module
+ */
+
+import type {
+  EvictionStatus,
+  EvictionStatusFailedItem,
+  EvictionStatusInFlightItem,
+  EvictionStatusSkippedItem,
+} from "../../models/mod.ts";
+import {
+  classifyServer,
+  type FailureReport,
+  inFlightEntry,
+  isOurKind,
+  type VmClass,
+  type VmRecords,
+} from "./classify.ts";
+import type { DrainSummary } from "./conditions.ts";
+import { byId } from "./next_status.ts";
+import {
+  inFlightKindOfServer,
+  isAbortable,
+  kindOfMigrationType,
+  type MigrationKind,
+  parseNovaTime,
+} from "./nova_states.ts";
+import type {
+  ObservedMigration,
+  ObservedServer,
+  StartNote,
+} from "./observation.ts";
+import type {
+  AbortAction,
+  PlanInput,
+  StartAction,
+  StuckReport,
+  WaitingVm,
+} from "./plan.ts";
+
+/**
+ * Unknown answers in a row after which a VM counts as "Nova is not taking
+ * starts" (condition reason StartsUnanswered, Event StartsUnanswered).
+ */
+export const UNANSWERED_REPORT_AFTER = 3;
+
+/** The previous status as the steps read it, with the start notes folded in. */
+export interface PrevView {
+  /** The previous status ({} on the first pass). */
+  status: EvictionStatus;
+  /** Its in-flight entries, plus the starts this process issued. */
+  inFlight: Map<string, EvictionStatusInFlightItem>;
+  /** Its failures by id. */
+  failed: Map<string, EvictionStatusFailedItem>;
+  /** Its skipped VMs by id. */
+  skipped: Map<string, EvictionStatusSkippedItem>;
+  /** Its outstanding ids, plus the starts this process issued. */
+  outstanding: Set<string>;
+  /** The start notes. */
+  notes: ReadonlyMap<string, StartNote>;
+}
+
+/** What the steps build up. */
+export interface PlanAcc {
+  /** Entries of the next status.inFlight. */
+  inFlight: EvictionStatusInFlightItem[];
+  /** Entries of the next status.failed. */
+  failed: EvictionStatusFailedItem[];
+  /** Entries of the next status.skipped. */
+  skipped: EvictionStatusSkippedItem[];
+  /** Failures seen this pass (plan.failed). */
+  failures: FailureReport[];
+  /** VMs that stay on the host for now. */
+  waiting: WaitingVm[];
+  /** VMs that may start now, before the limit is applied. */
+  ready: Array<
+    { id: string; kind: MigrationKind; ramMb: number; attempt: number }
+  >;
+  /** Ids still on (or heading to) the host. */
+  outstanding: string[];
+  /** Their flavor RAM. */
+  outstandingRamMb: number;
+  /** How the VMs not in flight stand. */
+  summary: DrainSummary;
+  /** The earliest retry of a VM in backoff (epoch ms). */
+  nextRetryAtMs: number | undefined;
+}
+
+/** An empty accumulator. */
+export function newAcc(holdStarts: string | undefined): PlanAcc {
+  return {
+    inFlight: [],
+    failed: [],
+    skipped: [],
+    failures: [],
+    waiting: [],
+    ready: [],
+    outstanding: [],
+    outstandingRamMb: 0,
+    summary: {
+      ready: 0,
+      busy: 0,
+      backoff: 0,
+      needsPerson: 0,
+      held: holdStarts,
+    },
+    nextRetryAtMs: undefined,
+  };
+}
+
+/**
+ * Fold notes: a start this process issued is ours even when its entry did
+ * not reach the status (a write that failed): the note, newer than any
+ * entry, says what was started and when.
+ */
+export function foldNotes(input: PlanInput): PrevView {
+  const prev: EvictionStatus = input.status ?? {};
+  const inFlight = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
+  const outstanding = new Set(prev.outstandingInstances ?? []);
+  const notes = input.starts ?? new Map<string, StartNote>();
+  for (const n of notes.values()) {
+    if (n.kind === undefined || n.issuedAtMs === undefined) continue;
+    const known = inFlight.get(n.id);
+    if (
+      known !== undefined && known.kind === n.kind &&
+      (parseNovaTime(known.startedAt) ?? 0) >= n.issuedAtMs
+    ) continue;
+    inFlight.set(n.id, {
+      id: n.id,
+      kind: n.kind,
+      startedAt: new Date(n.issuedAtMs).toISOString(),
+    });
+    outstanding.add(n.id);
+  }
+  return {
+    status: prev,
+    inFlight,
+    failed: new Map((prev.failed ?? []).map((f) => [f.id, f])),
+    skipped: new Map((prev.skipped ?? []).map((f) => [f.id, f])),
+    outstanding,
+    notes,
+  };
+}
+
+/** The on-host view: the VMs on the host and the lookups of those that left. */
+export interface HostView {
+  /** GET answers by id (null: deleted), first answer per id. */
+  departedById: Map<string, ObservedServer | null>;
+  /** The list, plus any looked-up VM still here (the list and the GET raced). */
+  onHost: Map<string, ObservedServer>;
+}
+
+/** On-host view: the list (duplicates ignored) and the lookups. */
+export function onHostView(input: PlanInput): HostView {
+  const departedById = new Map<string, ObservedServer | null>();
+  for (const d of input.departed) {
+    if (!departedById.has(d.id)) departedById.set(d.id, d.server);
+  }
+  const onHost = new Map<string, ObservedServer>();
+  for (const server of input.servers) {
+    if (!onHost.has(server.id)) onHost.set(server.id, server);
+  }
+  for (const [id, server] of departedById) {
+    if (server !== null && server.host === input.host && !onHost.has(id)) {
+      onHost.set(id, server);
+    }
+  }
+  return { departedById, onHost };
+}
+
+/** The host's migration records, latest per VM, and those arriving here. */
+export interface Records {
+  /** Per VM, its latest record from the host and the one in progress. */
+  latest: ReadonlyMap<string, VmRecords>;
+  /** Per VM, the migration towards the host in progress. */
+  incoming: ReadonlyMap<string, ObservedMigration>;
+}
+
+/** Classify: every VM on the host, by id, into the accumulator. */
+export function classifyOnHost(
+  input: PlanInput,
+  prev: PrevView,
+  view: HostView,
+  records: Records,
+  acc: PlanAcc,
+): void {
+  const nowMs = input.now.getTime();
+  for (const server of [...view.onHost.values()].sort(byId)) {
+    const verdict = classifyServer({
+      server,
+      latest: records.latest.get(server.id)?.latest,
+      inProgress: records.latest.get(server.id)?.inProgress,
+      arriving: records.incoming.get(server.id),
+      inFlight: prev.inFlight.get(server.id),
+      failed: prev.failed.get(server.id),
+      skipped: prev.skipped.get(server.id),
+      note: prev.notes.get(server.id),
+      nowMs,
+      options: input.options,
+    });
+    acc.outstanding.push(server.id);
+    acc.outstandingRamMb += server.flavor.ramMb;
+    if (verdict.failed !== undefined) acc.failed.push(verdict.failed);
+    if (verdict.failure !== undefined) acc.failures.push(verdict.failure);
+    account(input, acc, server, verdict.vm, verdict.failed);
+  }
+}
+
+/** One classified VM into the accumulator. */
+function account(
+  input: PlanInput,
+  acc: PlanAcc,
+  server: ObservedServer,
+  vm: VmClass,
+  failedEntry: EvictionStatusFailedItem | undefined,
+): void {
+  const { summary, waiting } = acc;
+  switch (vm.class) {
+    case "in_flight":
+      acc.inFlight.push(vm.entry);
+      return;
+    case "ready": {
+      if (startBackoff(input, acc, server.id)) return;
+      acc.ready.push({
+        id: server.id,
+        kind: vm.kind,
+        ramMb: server.flavor.ramMb,
+        attempt: (failedEntry?.attempts ?? 0) + 1,
+      });
+      return;
+    }
+    case "backoff":
+      summary.backoff++;
+      acc.nextRetryAtMs = Math.min(acc.nextRetryAtMs ?? Infinity, vm.retryAtMs);
+      waiting.push({
+        id: server.id,
+        why: "backoff",
+        detail: `retry after ${new Date(vm.retryAtMs).toISOString()}`,
+      });
+      return;
+    case "busy":
+      summary.busy++;
+      waiting.push({ id: server.id, why: "busy", detail: vm.reason });
+      return;
+    case "skipped":
+      summary.needsPerson++;
+      acc.skipped.push({ id: server.id, reason: vm.reason });
+      return;
+    case "error":
+    case "exhausted":
+      summary.needsPerson++;
+      return;
+  }
+}
+
+/**
+ * A ready VM whose last starts went unanswered, Nova showing nothing of
+ * them: it waits, uncharged, instead of being asked again at once. True
+ * when it waits.
+ */
+function startBackoff(input: PlanInput, acc: PlanAcc, id: string): boolean {
+  const held = input.startBackoff?.get(id);
+  if (held === undefined || held.retryAtMs <= input.now.getTime()) {
+    return false;
+  }
+  acc.summary.backoff++;
+  if (held.count >= UNANSWERED_REPORT_AFTER) {
+    acc.summary.unanswered = (acc.summary.unanswered ?? 0) + 1;
+  }
+  acc.nextRetryAtMs = Math.min(acc.nextRetryAtMs ?? Infinity, held.retryAtMs);
+  acc.waiting.push({
+    id,
+    why: "backoff",
+    detail: `${held.count} starts unanswered; next after ${
+      new Date(held.retryAtMs).toISOString()
+    }`,
+  });
+  return true;
+}
+
+/**
+ * Arrivals: VMs heading here, not listed yet, are outstanding (the host is
+ * not empty while they come), waited for, drained once they land. Returns
+ * every VM with a migration towards the host in progress.
+ */
+export function arrivals(
+  prev: PrevView,
+  view: HostView,
+  records: Records,
+  acc: PlanAcc,
+): string[] {
+  const arriving: string[] = [];
+  const sorted = [...records.incoming].sort(([a], [b]) => a < b ? -1 : 1);
+  for (const [id, record] of sorted) {
+    arriving.push(id);
+    if (view.onHost.has(id)) continue;
+    acc.outstanding.push(id);
+    acc.summary.busy++;
+    acc.waiting.push({
+      id,
+      why: "busy",
+      detail: `arriving (${record.migrationType} ${record.id} from ${
+        record.sourceCompute ?? "unknown"
+      } is ${record.status})`,
+    });
+    const failedEntry = prev.failed.get(id);
+    if (failedEntry !== undefined) acc.failed.push(failedEntry);
+  }
+  return arriving;
+}
+
+/**
+ * Ids of VMs not on the host whose record from it is in progress or
+ * `finished` (awaiting confirmation): their migration still holds the
+ * source's resources, whether or not a status ever tracked them.
+ */
+export function unfinishedElsewhere(
+  records: ReadonlyMap<string, VmRecords>,
+  onHost: { has(id: string): boolean },
+): Map<string, ObservedMigration> {
+  const found = new Map<string, ObservedMigration>();
+  for (const [id, r] of records) {
+    if (onHost.has(id)) continue;
+    if (r.inProgress !== undefined) found.set(id, r.inProgress);
+    else if (r.latest.status.toLowerCase() === "finished") {
+      found.set(id, r.latest);
+    }
+  }
+  return found;
+}
+
+/** What the departures step found. */
+export interface Departures {
+  /** Migrated this pass. */
+  done: string[];
+  /** Deleted this pass (404). */
+  gone: string[];
+  /** Our cold migrations at VERIFY_RESIZE on their destination. */
+  confirmResize: string[];
+}
+
+/**
+ * Departures: VMs tracked by the previous status, or whose migration from
+ * this host is unfinished, that are no longer listed here.
+ */
+export function departures(
+  input: PlanInput,
+  prev: PrevView,
+  view: HostView,
+  records: Records,
+  acc: PlanAcc,
+): Departures {
+  const out: Departures = { done: [], gone: [], confirmResize: [] };
+  const unfinished = unfinishedElsewhere(records.latest, view.onHost);
+  const tracked = new Set([
+    ...prev.outstanding,
+    ...prev.inFlight.keys(),
+    ...view.departedById.keys(),
+    ...unfinished.keys(),
+  ]);
+  for (const id of [...tracked].sort()) {
+    if (view.onHost.has(id) || records.incoming.has(id)) continue;
+    if (!view.departedById.has(id)) {
+      lookupFailed(input, prev, unfinished.get(id), id, acc);
+      continue;
+    }
+    departed(input, prev, view, records, unfinished.get(id), id, acc, out);
+  }
+  return out;
+}
+
+/**
+ * A departed VM whose GET failed: keep what we knew, look again next
+ * pass. A kept or adopted in-flight entry holds its slot, the safe side of
+ * the limit.
+ */
+function lookupFailed(
+  input: PlanInput,
+  prev: PrevView,
+  record: ObservedMigration | undefined,
+  id: string,
+  acc: PlanAcc,
+): void {
+  const entry = prev.inFlight.get(id);
+  if (entry !== undefined) {
+    acc.inFlight.push(entry);
+  } else if (record !== undefined) {
+    acc.inFlight.push({
+      ...inFlightEntry(
+        id,
+        undefined,
+        kindOfMigrationType(record.migrationType),
+        record,
+        input.now.getTime(),
+      ),
+      adopted: true,
+    });
+  }
+  if (!prev.outstanding.has(id)) return;
+  const failedEntry = prev.failed.get(id);
+  if (failedEntry !== undefined) acc.failed.push(failedEntry);
+  acc.outstanding.push(id);
+  acc.summary.busy++;
+  acc.waiting.push({
+    id,
+    why: "unknown",
+    detail: "its lookup failed this pass",
+  });
+}
+
+/** A departed VM that Nova answered for: gone, awaiting confirm, finishing, or done. */
+function departed(
+  input: PlanInput,
+  prev: PrevView,
+  view: HostView,
+  records: Records,
+  record: ObservedMigration | undefined,
+  id: string,
+  acc: PlanAcc,
+  out: Departures,
+): void {
+  const nowMs = input.now.getTime();
+  const entry = prev.inFlight.get(id);
+  const tracked = prev.outstanding.has(id) || entry !== undefined;
+  const server = view.departedById.get(id) ?? null;
+  if (server === null) {
+    if (tracked) out.gone.push(id);
+    return;
+  }
+  const status = server.status.toUpperCase();
+  if (status === "VERIFY_RESIZE") {
+    const type = records.latest.get(id)?.latest.migrationType;
+    if (
+      entry !== undefined && entry.adopted !== true &&
+      (type === undefined || isOurKind(type, "cold"))
+    ) {
+      // Our cold migration waits for confirmation on its destination; the
+      // source still holds the VM's resources, so it stays in flight.
+      out.confirmResize.push(id);
+      acc.inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
+      return;
+    }
+    // Someone else's resize: only its owner may confirm or revert it, and
+    // a revert brings the VM back here. The host is not empty until then.
+    acc.outstanding.push(id);
+    acc.summary.needsPerson++;
+    acc.skipped.push({
+      id,
+      reason:
+        "resized by someone else: awaits its owner's confirm or revert (a revert brings it back)",
+    });
+    return;
+  }
+  const kind = inFlightKindOfServer(status, server.taskState);
+  if (kind !== undefined) {
+    // Left the host but still finishing (post-migration on the destination).
+    const e = inFlightEntry(id, entry, kind, record, nowMs);
+    acc.inFlight.push(
+      entry === undefined || entry.adopted === true
+        ? { ...e, adopted: true }
+        : e,
+    );
+    return;
+  }
+  // Only VMs we tracked count as migrated: a stale record of an untracked
+  // VM would otherwise count it again on every pass.
+  if (tracked) out.done.push(id);
+}
+
+/**
+ * Stuck and aborts: migrations in flight past the timeout, judged on what
+ * was in flight before this pass's starts; live ones of ours on the host
+ * with an abortable record are aborted when the policy says so.
+ */
+export function stuckAndAborts(
+  input: PlanInput,
+  view: HostView,
+  records: Records,
+  inFlight: readonly EvictionStatusInFlightItem[],
+): { stuck: StuckReport[]; abort: AbortAction[] } {
+  const { options } = input;
+  const nowMs = input.now.getTime();
+  const stuck: StuckReport[] = [];
+  const abort: AbortAction[] = [];
+  if (options.migrationTimeoutSeconds === undefined) return { stuck, abort };
+  const timeoutMs = options.migrationTimeoutSeconds * 1000;
+  for (const entry of [...inFlight].sort(byId)) {
+    const startedMs = parseNovaTime(entry.startedAt);
+    if (startedMs === undefined || nowMs - startedMs <= timeoutMs) continue;
+    stuck.push({
+      id: entry.id,
+      kind: entry.kind,
+      ...(entry.migrationId === undefined
+        ? {}
+        : { migrationId: entry.migrationId }),
+      startedAt: entry.startedAt,
+      elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
+    });
+    const record = records.latest.get(entry.id)?.inProgress;
+    if (
+      options.abortStuckMigrations && entry.kind === "live" &&
+      view.onHost.has(entry.id) &&
+      record !== undefined && entry.migrationId === String(record.id) &&
+      isAbortable(record.status)
+    ) {
+      abort.push({ id: entry.id, migrationId: entry.migrationId });
+    }
+  }
+  return { stuck, abort };
+}
+
+/**
+ * Pick starts: largest first (LPT shortens the whole drain), ties by id,
+ * as many as the limit and the cluster budget leave free (none while
+ * starts are held); each start joins the in-flight list.
+ */
+export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
+  const ready = [...acc.ready].sort((a, b) =>
+    b.ramMb - a.ramMb || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
+  const slots = input.holdStarts !== undefined ? 0 : Math.max(
+    0,
+    Math.min(input.limit - acc.inFlight.length, input.clusterBudgetLeft),
+  );
+  const start: StartAction[] = ready.slice(0, slots).map((r) => ({ ...r }));
+  const nowIso = input.now.toISOString();
+  for (const s of start) {
+    acc.inFlight.push({ id: s.id, kind: s.kind, startedAt: nowIso });
+  }
+  for (const r of ready.slice(slots)) {
+    acc.summary.ready++;
+    const why = input.holdStarts !== undefined
+      ? `starts held: ${input.holdStarts}`
+      : "no free slot";
+    acc.waiting.push({ id: r.id, why: "ready", detail: why });
+  }
+  return start;
+}
+
+/**
+ * Starts of ours still without an answer for VMs neither outstanding nor
+ * in flight: Nova may be about to place them, so the host is not empty
+ * (counted busy).
+ */
+export function pendingStarts(prev: PrevView, acc: PlanAcc): number {
+  const counted = new Set([
+    ...acc.outstanding,
+    ...acc.inFlight.map((e) => e.id),
+  ]);
+  const n =
+    [...prev.notes.values()].filter((note) =>
+      note.state === "pending" && !counted.has(note.id)
+    ).length;
+  acc.summary.busy += n;
+  return n;
+}
