@@ -322,36 +322,40 @@ export function isExhausted(
  * ```
  */
 export function classifyServer(input: ClassifyInput): VmVerdict {
-  const { server, latest, inProgress, inFlight, failed, note, nowMs, options } =
-    input;
-  const id = server.id;
-  const status = server.status.toUpperCase();
-  const taskState = server.taskState ?? null;
-  const keep = (vm: VmClass): VmVerdict => ({ vm, failed, failure: undefined });
+  const facts = factsOf(input);
+  const keep = (vm: VmClass): VmVerdict => ({
+    vm,
+    failed: input.failed,
+    failure: undefined,
+  });
+  const early = waitingClass(facts, input) ?? runningClass(facts, input) ??
+    attemptClass(facts, input);
+  if (early !== undefined) return keep(early);
+  const attempt = attemptOutcome(facts, input);
+  if (facts.status === "ERROR") return errorVerdict(facts, input, attempt);
+  return stateVerdict(facts, input, attempt);
+}
 
-  if (isBeingDeleted(status, taskState)) {
-    return keep({
-      class: "skipped",
-      reason: `being deleted (status ${status}, task_state ${
-        taskState ?? "none"
-      })`,
-    });
-  }
-  const arriving = input.arriving;
-  if (arriving !== undefined) {
-    // Landing here: wait for it to land, then drain it. Never a failure.
-    return keep({
-      class: "busy",
-      reason: `arriving (${arriving.migrationType} ${arriving.id} from ${
-        arriving.sourceCompute ?? "unknown"
-      } is ${arriving.status})`,
-    });
-  }
+/** What the steps of {@linkcode classifyServer} read about one VM. */
+interface VmFacts {
+  id: string;
+  /** Upper-cased server status. */
+  status: string;
+  taskState: string | null;
+  /** The in-flight entry is a start of ours (not adopted). */
+  ours: boolean;
+  /** The phase of the latest record from the host. */
+  phase: ReturnType<typeof migrationPhase> | undefined;
+  /** The latest record is the one our entry started (and not charged yet). */
+  matched: boolean;
+  /** The record in progress, when it is our entry's. */
+  ownInProgress: ObservedMigration | undefined;
+  /** Nova refused our start (409 or another 4xx). */
+  refused: boolean;
+}
 
-  const ours = inFlight !== undefined && inFlight.adopted !== true;
-  const phase = latest === undefined
-    ? undefined
-    : migrationPhase(latest.status);
+function factsOf(input: ClassifyInput): VmFacts {
+  const { server, latest, inProgress, inFlight, failed, note, options } = input;
   // A record created before the last attempt we charged belongs to that
   // attempt (the clock skew allowance must not make it count twice).
   const chargedAt = parseNovaTime(failed?.lastAttemptAt);
@@ -366,126 +370,211 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
         recordMatchesEntry(inProgress, inFlight, options.clockSkewMs))
     ? inProgress
     : undefined;
-  // Nova refused our start: whatever runs on the VM is someone else's.
-  const refused = note?.state === "conflict" || note?.state === "refused";
+  return {
+    id: server.id,
+    status: server.status.toUpperCase(),
+    taskState: server.taskState ?? null,
+    ours: inFlight !== undefined && inFlight.adopted !== true,
+    phase: latest === undefined ? undefined : migrationPhase(latest.status),
+    matched,
+    ownInProgress,
+    refused: note?.state === "conflict" || note?.state === "refused",
+  };
+}
 
-  const serverKind = inFlightKindOfServer(status, taskState);
-  const runningKind = serverKind ??
+/** Deletion first (nothing to move), an arrival next (wait for it to land). */
+function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
+  if (isBeingDeleted(f.status, f.taskState)) {
+    return {
+      class: "skipped",
+      reason: `being deleted (status ${f.status}, task_state ${
+        f.taskState ?? "none"
+      })`,
+    };
+  }
+  const arriving = input.arriving;
+  if (arriving === undefined) return undefined;
+  // Landing here: wait for it to land, then drain it. Never a failure.
+  return {
+    class: "busy",
+    reason: `arriving (${arriving.migrationType} ${arriving.id} from ${
+      arriving.sourceCompute ?? "unknown"
+    } is ${arriving.status})`,
+  };
+}
+
+/** Anything that says a migration runs: in flight (never trigger twice). */
+function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
+  const { inProgress, inFlight, nowMs } = input;
+  const runningKind = inFlightKindOfServer(f.status, f.taskState) ??
     (inProgress === undefined
       ? undefined
       : kindOfMigrationType(inProgress.migrationType));
-  if (runningKind !== undefined) {
-    const entry = inFlightEntry(
-      id,
-      inFlight,
-      runningKind,
-      ownInProgress,
-      nowMs,
-    );
-    // Not ours: Nova showed it without a start of ours, refused ours, or it
-    // is not the kind we started (a user's resize is never ours).
-    const adopted = !ours || refused ||
-      (ownInProgress !== undefined &&
-        !isOurKind(ownInProgress.migrationType, inFlight?.kind));
-    return keep({
-      class: "in_flight",
-      entry: adopted ? { ...entry, adopted: true } : entry,
-    });
-  }
+  if (runningKind === undefined) return undefined;
+  const entry = inFlightEntry(
+    f.id,
+    inFlight,
+    runningKind,
+    f.ownInProgress,
+    nowMs,
+  );
+  // Not ours: Nova showed it without a start of ours, refused ours, or it
+  // is not the kind we started (a user's resize is never ours).
+  const adopted = !f.ours || f.refused ||
+    (f.ownInProgress !== undefined &&
+      !isOurKind(f.ownInProgress.migrationType, inFlight?.kind));
+  return {
+    class: "in_flight",
+    entry: adopted ? { ...entry, adopted: true } : entry,
+  };
+}
 
-  // Did an attempt of ours end this pass?
-  let attemptReason: string | undefined;
-  let transient = false;
-  if (ours && inFlight !== undefined) {
-    const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
-    const state = note?.state ?? "accepted";
-    if (state === "pending") {
-      // No answer yet: its slot stays taken, and the drain cannot finish.
-      return keep({ class: "in_flight", entry: inFlight });
+/**
+ * The fate of our last start when it settles the class by itself: no
+ * answer yet (in flight), Nova cannot move it live (skipped), or an
+ * accepted start within the grace period (in flight).
+ */
+function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
+  const { inFlight, note, nowMs, options } = input;
+  if (!f.ours || inFlight === undefined) return undefined;
+  const state = note?.state ?? "accepted";
+  // No answer yet: its slot stays taken, and the drain cannot finish.
+  if (state === "pending") return { class: "in_flight", entry: inFlight };
+  if (state === "refused" && /not supported/i.test(note?.message ?? "")) {
+    // Nova cannot move it live (vTPM, SEV): a person decides.
+    return {
+      class: "skipped",
+      reason: UNSUPPORTED_PREFIX + (note?.message ?? ""),
+    };
+  }
+  if (state === "conflict") {
+    const message = note?.message ?? "409 Conflict";
+    if (conflictKind(message) === "unsupported") {
+      return { class: "skipped", reason: UNSUPPORTED_PREFIX + message };
     }
-    if (state === "refused" && /not supported/i.test(note?.message ?? "")) {
-      // Nova cannot move it live (vTPM, SEV): a person decides.
-      return keep({
-        class: "skipped",
-        reason: UNSUPPORTED_PREFIX + (note?.message ?? ""),
-      });
-    }
-    if (state === "refused") {
-      attemptReason = `starting the ${inFlight.kind} migration was refused: ${
+    return undefined;
+  }
+  if (state !== "accepted") return undefined;
+  const { latest, server } = input;
+  if (f.matched && f.phase === "failed" && latest !== undefined) {
+    return undefined;
+  }
+  if (server.status.toUpperCase() === "ERROR") return undefined;
+  const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
+  if (nowMs - startedMs <= options.gracePeriodMs) {
+    return { class: "in_flight", entry: inFlight };
+  }
+  return undefined;
+}
+
+/** An attempt of ours that ended this pass, when one did. */
+interface AttemptOutcome {
+  /** Why it failed (undefined: no attempt ended, nothing is charged). */
+  reason: string | undefined;
+  /** Whether its cause may go away by itself. */
+  transient: boolean;
+}
+
+/**
+ * Did an attempt of ours end this pass? A definitive refusal or a failed
+ * migration of ours is one attempt; no answer, a 5xx, a 409, or nothing
+ * visible after the grace period is never charged (Nova did not process
+ * it, so it is planned again).
+ */
+function attemptOutcome(f: VmFacts, input: ClassifyInput): AttemptOutcome {
+  const { inFlight, note, latest, server } = input;
+  const none = { reason: undefined, transient: false };
+  if (!f.ours || inFlight === undefined) return none;
+  const state = note?.state ?? "accepted";
+  if (state === "refused") {
+    return {
+      reason: `starting the ${inFlight.kind} migration was refused: ${
         note?.message ?? "no reason given"
-      }`;
-      transient = note?.transient === true;
-    } else if (state === "conflict") {
-      const message = note?.message ?? "409 Conflict";
-      if (conflictKind(message) === "unsupported") {
-        return keep({ class: "skipped", reason: UNSUPPORTED_PREFIX + message });
-      }
-      // busy or wrong state: nothing runs now, so plan it again from what
-      // Nova shows this pass (a SHUTOFF VM gets a cold migration).
-    } else if (state === "accepted") {
-      if (matched && phase === "failed" && latest !== undefined) {
-        attemptReason = recordFailure(latest);
-        transient = true;
-      } else if (status === "ERROR") {
-        attemptReason = faultOf(server);
-      } else if (nowMs - startedMs <= options.gracePeriodMs) {
-        return keep({ class: "in_flight", entry: inFlight });
-      } else if (matched && phase === "done" && latest !== undefined) {
-        attemptReason =
-          `${latest.migrationType} ${latest.id} is ${latest.status} ` +
-          `but the VM is still on the host`;
-        transient = true;
-      }
-      // Otherwise Nova shows nothing of it after the grace period: it never
-      // processed the start. Planned again, never charged.
-    }
-    // unknown (no answer, 5xx): Nova shows nothing running, so it did not
-    // take it (or it already ended, which the records say). Planned again.
+      }`,
+      transient: note?.transient === true,
+    };
   }
+  if (state !== "accepted") return none;
+  if (f.matched && f.phase === "failed" && latest !== undefined) {
+    return { reason: recordFailure(latest), transient: true };
+  }
+  if (f.status === "ERROR") {
+    return { reason: faultOf(server), transient: false };
+  }
+  // past the grace period (attemptClass kept it in flight within it)
+  if (f.matched && f.phase === "done" && latest !== undefined) {
+    return {
+      reason: `${latest.migrationType} ${latest.id} is ${latest.status} ` +
+        `but the VM is still on the host`,
+      transient: true,
+    };
+  }
+  // Nova shows nothing of it after the grace period: never processed.
+  return none;
+}
 
+/** A VM in ERROR: failed with its fault, reported once per change. */
+function errorVerdict(
+  f: VmFacts,
+  input: ClassifyInput,
+  attempt: AttemptOutcome,
+): VmVerdict {
+  const { failed, server, nowMs } = input;
   const nowIso = new Date(nowMs).toISOString();
   const attempts = (failed?.attempts ?? 0) +
-    (attemptReason === undefined ? 0 : 1);
+    (attempt.reason === undefined ? 0 : 1);
+  const reason = faultOf(server);
+  const next: EvictionStatusFailedItem = {
+    id: f.id,
+    reason,
+    attempts,
+    lastAttemptAt: attempt.reason === undefined
+      ? failed?.lastAttemptAt ?? nowIso
+      : nowIso,
+    firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
+  };
+  // Reported once per change, not on every pass the VM stays in ERROR.
+  const report = attempt.reason !== undefined || failed?.reason !== reason;
+  return {
+    vm: { class: "error", reason },
+    failed: next,
+    failure: report
+      ? { id: f.id, reason, attempts, exhausted: true, transient: false }
+      : undefined,
+  };
+}
 
-  if (status === "ERROR") {
-    const reason = faultOf(server);
-    const next: EvictionStatusFailedItem = {
-      id,
-      reason,
-      attempts,
-      lastAttemptAt: attemptReason === undefined
-        ? failed?.lastAttemptAt ?? nowIso
-        : nowIso,
-      firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
-    };
-    // Reported once per change, not on every pass the VM stays in ERROR.
-    const report = attemptReason !== undefined || failed?.reason !== reason;
-    return {
-      vm: { class: "error", reason },
-      failed: next,
-      failure: report
-        ? { id, reason, attempts, exhausted: true, transient: false }
-        : undefined,
-    };
-  }
-
+/**
+ * The VM's own state, with the attempt that ended (if any) recorded: a
+ * person needed, busy, skipped while only live would do, out of attempts,
+ * waiting for its retry, or ready.
+ */
+function stateVerdict(
+  f: VmFacts,
+  input: ClassifyInput,
+  attempt: AttemptOutcome,
+): VmVerdict {
+  const { failed, nowMs, options } = input;
+  const { id, status, taskState } = f;
   let nextFailed = failed;
   let failure: FailureReport | undefined;
-  if (attemptReason !== undefined) {
+  if (attempt.reason !== undefined) {
+    const nowIso = new Date(nowMs).toISOString();
+    const attempts = (failed?.attempts ?? 0) + 1;
     nextFailed = {
       id,
-      reason: attemptReason,
+      reason: attempt.reason,
       attempts,
       lastAttemptAt: nowIso,
-      ...(transient ? { transient } : {}),
+      ...(attempt.transient ? { transient: attempt.transient } : {}),
       firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
     };
     failure = {
       id,
-      reason: attemptReason,
+      reason: attempt.reason,
       attempts,
       exhausted: isExhausted(nextFailed, nowMs, options),
-      transient,
+      transient: attempt.transient,
     };
   }
   const verdict = (vm: VmClass): VmVerdict => ({
@@ -493,7 +582,6 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     failed: nextFailed,
     failure,
   });
-
   if (needsPerson(status)) {
     return verdict({ class: "skipped", reason: `${status} needs a person` });
   }
@@ -526,6 +614,7 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
   }
   return verdict({ class: "ready", kind });
 }
+
 /**
  * Whether a record's migration_type is what a drain's start of `kind`
  * creates: `live-migration` for live, `migration` for cold (a `resize` is
