@@ -123,6 +123,52 @@ export function registerEvictionController(
   positiveInt(deps.pollIntervalMs, "pollIntervalMs");
   const maxConcurrent = deps.maxConcurrentReconciles ?? 4;
   positiveInt(maxConcurrent, "maxConcurrentReconciles");
+  const fin = finalizerDeps(deps.finalizer);
+  const pass = passDeps(deps, operator.metrics.registry);
+
+  // The policy is cluster-wide: never partitioned by the label selector.
+  operator.watch(EvictionPolicyKind, { labelSelector: null });
+  const evictions = operator.cache(EvictionKind);
+  // From the caches at scrape time: on every replica, not only the leader.
+  registerEvictionGauges(
+    operator.metrics.registry,
+    () => ({
+      evictions: evictions.list(),
+      policy: operator.cache(EvictionPolicyKind).get(POLICY_NAME),
+    }),
+    () => pass.clock.now(),
+  );
+  // Finished drains too: the Hypervisor's instance count (from its status
+  // sync) is how a finished drain notices a VM cheaply. A running drain's
+  // pass woken by it returns at once unless something it depends on changed.
+  const evictionsOf = (host: string | undefined): string[] =>
+    host === undefined ? [] : evictions
+      .list((e: Eviction) => e.spec.hypervisor === host)
+      .map((e) => e.metadata?.name ?? "");
+  watchAllEvictions(operator, pass);
+
+  operator.reconcile(EvictionKind, async (ctx) => {
+    // The Nova client's microversion is settled before the pass.
+    const stop = await novaReady(ctx, pass);
+    return stop ?? await reconcileEviction(ctx, pass);
+  }, {
+    name: "eviction",
+    maxConcurrent,
+    // Our own status writes must not trigger extra passes (extra Nova calls).
+    ignoreStatusUpdates: true,
+    watches: [
+      related(EvictionPolicyKind, () => "all"),
+      related(HypervisorKind, (hv) => evictionsOf(hv.metadata?.name)),
+    ],
+  });
+  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
+}
+
+/** The pass's dependencies from the controller's, checked, with defaults. */
+function passDeps(
+  deps: EvictionControllerDeps,
+  registry: Operator["metrics"]["registry"],
+): EvictionPassDeps {
   const actConcurrency = deps.actConcurrency ?? 8;
   positiveInt(actConcurrency, "actConcurrency");
   const slowPollMs = deps.slowPollMs ?? deps.pollIntervalMs * 10;
@@ -145,10 +191,8 @@ export function registerEvictionController(
   if (!(rate > 0) || !Number.isFinite(rate)) {
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
-
-  const fin = finalizerDeps(deps.finalizer);
-  const metrics = new EvictionMetrics(operator.metrics.registry);
-  const pass: EvictionPassDeps = {
+  const metrics = new EvictionMetrics(registry);
+  return {
     nova: new CountedNova(deps.nova, metrics),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
@@ -172,31 +216,17 @@ export function registerEvictionController(
       },
     }),
   };
+}
 
-  // The policy is cluster-wide: never partitioned by the label selector.
-  operator.watch(EvictionPolicyKind, { labelSelector: null });
+/**
+ * The cluster budget counts every Eviction's migrations, whatever this
+ * process's label selector: a second, unpartitioned cache of Evictions,
+ * read by the budget (and the Duplicate check) only. A drop of any
+ * Eviction's count in flight (or its deletion) wakes this process's drains
+ * waiting for budget.
+ */
+function watchAllEvictions(operator: Operator, pass: EvictionPassDeps): void {
   const evictions = operator.cache(EvictionKind);
-  // From the caches at scrape time: on every replica, not only the leader.
-  registerEvictionGauges(
-    operator.metrics.registry,
-    () => ({
-      evictions: evictions.list(),
-      policy: operator.cache(EvictionPolicyKind).get(POLICY_NAME),
-    }),
-    () => pass.clock.now(),
-  );
-  // Finished drains too: the Hypervisor's instance count (from its status
-  // sync) is how a finished drain notices a VM cheaply. A running drain's
-  // pass woken by it returns at once unless something it depends on changed.
-  const evictionsOf = (host: string | undefined): string[] =>
-    host === undefined ? [] : evictions
-      .list((e: Eviction) => e.spec.hypervisor === host)
-      .map((e) => e.metadata?.name ?? "");
-
-  // The cluster budget counts every Eviction's migrations, whatever this
-  // process's label selector: a second, unpartitioned cache of Evictions,
-  // read by the budget only. A drop of any Eviction's count in flight (or
-  // its deletion) wakes this process's drains waiting for budget.
   let all: Informer<Eviction> | undefined;
   operator.onStartup(async () => {
     all = new Informer<Eviction>({
@@ -222,20 +252,4 @@ export function registerEvictionController(
   operator.onCleanup(async () => {
     await all?.stop();
   });
-
-  operator.reconcile(EvictionKind, async (ctx) => {
-    // The Nova client's microversion is settled before the pass.
-    const stop = await novaReady(ctx, pass);
-    return stop ?? await reconcileEviction(ctx, pass);
-  }, {
-    name: "eviction",
-    maxConcurrent,
-    // Our own status writes must not trigger extra passes (extra Nova calls).
-    ignoreStatusUpdates: true,
-    watches: [
-      related(EvictionPolicyKind, () => "all"),
-      related(HypervisorKind, (hv) => evictionsOf(hv.metadata?.name)),
-    ],
-  });
-  operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }

@@ -61,72 +61,8 @@ export async function preflight(
   input: PreflightInput,
   signal?: AbortSignal,
 ): Promise<PreflightOutcome> {
-  const { host, now, generation } = input;
-  const nowIso = now.toISOString();
-  const set = (
-    status: EvictionStatus,
-    type: string,
-    value: "True" | "False",
-    reason: string,
-    message: string,
-  ): EvictionStatus => ({
-    ...status,
-    conditions: setCondition(
-      status.conditions ?? [],
-      { type, status: value, reason, message },
-      now,
-      generation,
-    ),
-  });
-  const service = await nova.findComputeService(host, signal);
-  if (service === undefined) {
-    const ids = input.hypervisor?.status;
-    const registered = (ids?.hypervisorId ?? "") !== "" ||
-      (ids?.serviceId ?? "") !== "";
-    if (registered) {
-      const message =
-        `Nova has no nova-compute service on host ${host}, but Hypervisor ${host} ` +
-        `records Nova ids (hypervisorId ${
-          JSON.stringify(ids?.hypervisorId ?? "")
-        }, serviceId ${JSON.stringify(ids?.serviceId ?? "")})`;
-      let status = set(
-        input.status,
-        CONDITION_PREFLIGHT,
-        "False",
-        "HypervisorNotFound",
-        message,
-      );
-      status = set(status, "Evicting", "False", "Failed", message);
-      return { kind: "failed", status, message };
-    }
-    let status = set(
-      input.status,
-      CONDITION_PREFLIGHT,
-      "True",
-      "NotRegistered",
-      `host ${host} never registered in Nova: nothing to drain`,
-    );
-    status = set(
-      status,
-      "Evicting",
-      "False",
-      "Succeeded",
-      "the host never registered in Nova: nothing to drain",
-    );
-    return {
-      kind: "unregistered",
-      status: {
-        ...status,
-        outstandingInstances: [],
-        outstandingCount: 0,
-        outstandingRamMb: 0,
-        inFlightCount: 0,
-        migratedCount: status.migratedCount ?? 0,
-        startedAt: status.startedAt ?? nowIso,
-        finishedAt: status.finishedAt ?? nowIso,
-      },
-    };
-  }
+  const service = await nova.findComputeService(input.host, signal);
+  if (service === undefined) return withoutService(input);
   let disabledNow = false;
   let status: EvictionStatus = input.status;
   if (service.status === "enabled") {
@@ -137,7 +73,8 @@ export async function preflight(
       signal,
     );
     disabledNow = true;
-    status = set(
+    status = setOne(
+      input,
       status,
       CONDITION_HYPERVISOR_DISABLED,
       "True",
@@ -148,7 +85,8 @@ export async function preflight(
     );
   } else {
     const ours = disabledByUs(service.disabledReason);
-    status = set(
+    status = setOne(
+      input,
       status,
       CONDITION_HYPERVISOR_DISABLED,
       "True",
@@ -160,12 +98,13 @@ export async function preflight(
         }); it will not be re-enabled`,
     );
   }
-  status = set(
+  status = setOne(
+    input,
     status,
     CONDITION_PREFLIGHT,
     "True",
     "Succeeded",
-    `compute service ${service.id} of host ${host} is disabled`,
+    `compute service ${service.id} of host ${input.host} is disabled`,
   );
   return {
     kind: "ready",
@@ -173,7 +112,85 @@ export async function preflight(
     status: {
       ...status,
       hypervisorServiceId: service.id,
+      startedAt: status.startedAt ?? input.now.toISOString(),
+    },
+  };
+}
+
+/** One condition set on a status, at the input's time and generation. */
+function setOne(
+  input: PreflightInput,
+  status: EvictionStatus,
+  type: string,
+  value: "True" | "False",
+  reason: string,
+  message: string,
+): EvictionStatus {
+  return {
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      { type, status: value, reason, message },
+      input.now,
+      input.generation,
+    ),
+  };
+}
+
+/**
+ * No compute service on the host: never registered (the Hypervisor has no
+ * Nova ids), an empty drain done at once; registered once, a failure.
+ */
+function withoutService(input: PreflightInput): PreflightOutcome {
+  const { host } = input;
+  const nowIso = input.now.toISOString();
+  const ids = input.hypervisor?.status;
+  const registered = (ids?.hypervisorId ?? "") !== "" ||
+    (ids?.serviceId ?? "") !== "";
+  if (registered) {
+    const message =
+      `Nova has no nova-compute service on host ${host}, but Hypervisor ${host} ` +
+      `records Nova ids (hypervisorId ${
+        JSON.stringify(ids?.hypervisorId ?? "")
+      }, serviceId ${JSON.stringify(ids?.serviceId ?? "")})`;
+    let status = setOne(
+      input,
+      input.status,
+      CONDITION_PREFLIGHT,
+      "False",
+      "HypervisorNotFound",
+      message,
+    );
+    status = setOne(input, status, "Evicting", "False", "Failed", message);
+    return { kind: "failed", status, message };
+  }
+  let status = setOne(
+    input,
+    input.status,
+    CONDITION_PREFLIGHT,
+    "True",
+    "NotRegistered",
+    `host ${host} never registered in Nova: nothing to drain`,
+  );
+  status = setOne(
+    input,
+    status,
+    "Evicting",
+    "False",
+    "Succeeded",
+    "the host never registered in Nova: nothing to drain",
+  );
+  return {
+    kind: "unregistered",
+    status: {
+      ...status,
+      outstandingInstances: [],
+      outstandingCount: 0,
+      outstandingRamMb: 0,
+      inFlightCount: 0,
+      migratedCount: status.migratedCount ?? 0,
       startedAt: status.startedAt ?? nowIso,
+      finishedAt: status.finishedAt ?? nowIso,
     },
   };
 }

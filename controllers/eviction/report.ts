@@ -44,10 +44,23 @@ export function reportPass(
   metrics: EvictionMetrics,
   log: Logger,
 ): { events: PendingEvent[]; finishedNow: boolean; reopened: boolean } {
-  const { host, plan, next, now } = r;
-  const status = r.before;
   const events: PendingEvent[] = [];
-  const prevInFlight = new Map((status.inFlight ?? []).map((e) => [e.id, e]));
+  migrationEvents(r, metrics, log, events);
+  instanceEvents(r, events);
+  return { events, ...drainEvents(r, metrics, events) };
+}
+
+/** Failed and finished migrations: metrics, a log line, an Event each. */
+function migrationEvents(
+  r: PassReport,
+  metrics: EvictionMetrics,
+  log: Logger,
+  events: PendingEvent[],
+): void {
+  const { host, plan, now } = r;
+  const prevInFlight = new Map(
+    (r.before.inFlight ?? []).map((e) => [e.id, e]),
+  );
   const startKind = new Map(plan.start.map((s) => [s.id, s.kind]));
   const kindOf = (id: string): KindLabel =>
     prevInFlight.get(id)?.kind ?? startKind.get(id) ?? "unknown";
@@ -81,6 +94,11 @@ export function reportPass(
       message: `${id} left host ${host}`,
     });
   }
+}
+
+/** VMs deleted, found, newly skipped or stuck: an Event each. */
+function instanceEvents(r: PassReport, events: PendingEvent[]): void {
+  const { host, plan } = r;
   for (const id of plan.gone) {
     events.push({
       type: "Normal",
@@ -97,7 +115,7 @@ export function reportPass(
         : `${id} appeared on host ${host}; it joins the queue`,
     });
   }
-  const skippedBefore = new Set((status.skipped ?? []).map((s) => s.id));
+  const skippedBefore = new Set((r.before.skipped ?? []).map((s) => s.id));
   for (const s of plan.skipped) {
     if (skippedBefore.has(s.id)) continue;
     events.push({
@@ -113,6 +131,16 @@ export function reportPass(
       message: `${s.kind} migration of ${s.id} in flight since ${s.startedAt}`,
     });
   }
+}
+
+/** The drain finished (settled) or reopened this pass. */
+function drainEvents(
+  r: PassReport,
+  metrics: EvictionMetrics,
+  events: PendingEvent[],
+): { finishedNow: boolean; reopened: boolean } {
+  const { host, next, now } = r;
+  const status = r.before;
   const finishedNow = next.finishedAt !== undefined &&
     status.finishedAt === undefined;
   if (finishedNow) {
@@ -128,7 +156,6 @@ export function reportPass(
       message: `host ${host} is empty: ${next.migratedCount ?? 0} VMs migrated`,
     });
   }
-
   const reopened = status.finishedAt !== undefined &&
     next.finishedAt === undefined;
   if (reopened) {
@@ -140,6 +167,5 @@ export function reportPass(
       } VMs on or heading to it; draining again`,
     });
   }
-
-  return { events, finishedNow, reopened };
+  return { finishedNow, reopened };
 }

@@ -118,6 +118,15 @@ export function registerEvictionGauges(
     }
     return cached.values;
   };
+  stateGauges(registers, values);
+  drainGauges(registers, values);
+}
+
+/** Evictions by state, and each Eviction's state. */
+function stateGauges(
+  registers: Registry[],
+  values: () => EvictionGaugeValues,
+): void {
   new Gauge({
     name: "evictor_evictions",
     help:
@@ -145,6 +154,13 @@ export function registerEvictionGauges(
       }
     },
   });
+}
+
+/** Per drain: limit, predicted makespan, elapsed; the cluster budget. */
+function drainGauges(
+  registers: Registry[],
+  values: () => EvictionGaugeValues,
+): void {
   new Gauge({
     name: "evictor_drain_limit",
     help:
