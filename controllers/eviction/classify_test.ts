@@ -21,7 +21,7 @@ import {
   OPTIONS,
   T0,
   vm,
-} from "./_plan_test_util.ts";
+} from "../../tests/harness/plan_fixtures.ts";
 
 Deno.test("recordMatchesEntry: by migration id, or created no earlier than the trigger minus skew", () => {
   const e = entry("a", 0);

@@ -13,7 +13,7 @@ import type {
   PlanOptions,
 } from "./observation.ts";
 import { departedIds, type PlanInput, planPass } from "./plan.ts";
-import { at, HOST, novaTime, T0 } from "./_plan_test_util.ts";
+import { at, HOST, novaTime, T0 } from "../../tests/harness/plan_fixtures.ts";
 
 const IDS = Array.from(
   { length: 14 },

@@ -4,7 +4,14 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { type Plan, planPass } from "./plan.ts";
-import { at, HOST, input, mig, OPTIONS, vm } from "./_plan_test_util.ts";
+import {
+  at,
+  HOST,
+  input,
+  mig,
+  OPTIONS,
+  vm,
+} from "../../tests/harness/plan_fixtures.ts";
 
 const SETTLE = { ...OPTIONS, settleMs: 6000 };
 

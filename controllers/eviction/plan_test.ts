@@ -12,7 +12,7 @@ import {
   OPTIONS,
   T0,
   vm,
-} from "./_plan_test_util.ts";
+} from "../../tests/harness/plan_fixtures.ts";
 
 interface Row {
   name: string;

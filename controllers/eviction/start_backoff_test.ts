@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { unansweredBackoffMs } from "./act.ts";
 import { evictingCondition } from "./conditions.ts";
 import { planPass, UNANSWERED_REPORT_AFTER } from "./plan.ts";
-import { at, input, vm } from "./_plan_test_util.ts";
+import { at, input, vm } from "../../tests/harness/plan_fixtures.ts";
 
 Deno.test("unansweredBackoffMs: 2 s doubling, capped at 2 min", () => {
   const table: Array<[number, number]> = [

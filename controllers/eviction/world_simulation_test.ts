@@ -5,11 +5,11 @@
 // power on/off, 409s of each kind, slow and lost start answers, 503s,
 // NoValidHost and failed migrations, a lowered policy, a migration queued
 // towards the host before the drain started, and a VM forced onto the host
-// 1 s after Succeeded. `_sim_world.ts`
+// 1 s after Succeeded. `tests/harness/drain_world.ts`
 // checks the invariants after every pass and at every Nova call.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { runWorld, type WorldSpec } from "./_sim_world.ts";
+import { runWorld, type WorldSpec } from "../../tests/harness/drain_world.ts";
 
 const RUNS = Number(Deno.env.get("EVICTOR_SIM_WORLDS") ?? "1000");
 const SEED = Number(Deno.env.get("EVICTOR_SIM_SEED") ?? "20261201");

@@ -30,9 +30,9 @@ import {
   type Server,
   TimeoutError,
 } from "../../openstack/mod.ts";
-import { Prng } from "../../tests/harness/nova_sim/prng.ts";
-import { parseScenario } from "../../tests/harness/nova_sim/scenario.ts";
-import { ManualClock } from "../../tests/harness/nova_sim/sim_clock.ts";
+import { Prng } from "./nova_sim/prng.ts";
+import { parseScenario } from "./nova_sim/scenario.ts";
+import { ManualClock } from "./nova_sim/sim_clock.ts";
 import {
   LIVE_IN_PROGRESS,
   NovaFault,
@@ -41,14 +41,21 @@ import {
   type SimMigration,
   type SimServer,
   World,
-} from "../../tests/harness/nova_sim/world.ts";
-import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { InFlightLedger } from "./ledger.ts";
-import { BudgetWaiters } from "./budget.ts";
-import { DrainMemory } from "./memory.ts";
-import { EvictionMetrics } from "./metrics.ts";
-import { CountedNova } from "./nova_calls.ts";
-import { type EvictionPassDeps, reconcileEviction } from "./reconcile.ts";
+} from "./nova_sim/world.ts";
+import {
+  EvictionKind,
+  EvictionPolicyKind,
+  HypervisorKind,
+} from "../../controllers/kinds.ts";
+import { InFlightLedger } from "../../controllers/eviction/ledger.ts";
+import { BudgetWaiters } from "../../controllers/eviction/budget.ts";
+import { DrainMemory } from "../../controllers/eviction/memory.ts";
+import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
+import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
+import {
+  type EvictionPassDeps,
+  reconcileEviction,
+} from "../../controllers/eviction/reconcile.ts";
 
 export const HOST = "drain-me";
 const LOGGER = silentLogger();

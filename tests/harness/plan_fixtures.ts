@@ -7,8 +7,8 @@ import type {
   ObservedMigration,
   ObservedServer,
   PlanOptions,
-} from "./observation.ts";
-import type { PlanInput } from "./plan.ts";
+} from "../../controllers/eviction/observation.ts";
+import type { PlanInput } from "../../controllers/eviction/plan.ts";
 
 export const HOST = "node042";
 export const T0 = new Date("2026-11-29T12:00:00Z");
