@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { setCondition } from "../controllers/eviction/conditions.ts";
+import { setCondition } from "../controllers/conditions.ts";
 import type { Eviction } from "../models/mod.ts";
 import { applyGate, type CapacityGateResult, waveOf } from "./gate.ts";
 

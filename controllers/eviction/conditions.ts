@@ -11,10 +11,19 @@ import type {
   EvictionStatusConditionsItem,
 } from "../../models/mod.ts";
 
-/** Condition type: the drain as a whole. */
-export const CONDITION_EVICTING = "Evicting";
-/** Condition type: migrations of single VMs; sticky False/Failed while any failure remains. */
-export const CONDITION_MIGRATING_INSTANCE = "MigratingInstance";
+import {
+  CONDITION_EVICTING,
+  CONDITION_MIGRATING_INSTANCE,
+  type ConditionUpdate,
+  setCondition,
+} from "../conditions.ts";
+
+export {
+  CONDITION_EVICTING,
+  CONDITION_MIGRATING_INSTANCE,
+  type ConditionUpdate,
+  setCondition,
+} from "../conditions.ts";
 
 /** How the VMs not in flight stand, for the Evicting condition. */
 export interface DrainSummary {
@@ -33,52 +42,6 @@ export interface DrainSummary {
    * times in a row (plan.ts UNANSWERED_REPORT_AFTER).
    */
   unanswered?: number;
-}
-
-/** A condition without its transition time. */
-export type ConditionUpdate = Omit<
-  EvictionStatusConditionsItem,
-  "lastTransitionTime" | "observedGeneration"
->;
-
-/**
- * Sets one condition in a list, the Kubernetes way: lastTransitionTime
- * changes only when the status changes; reason and message are updated in
- * place; other conditions and the order of the list are kept.
- *
- * @example
- * ```ts
- * import { setCondition } from "./conditions.ts";
- * const t0 = new Date("2026-01-01T00:00:00Z");
- * const t1 = new Date("2026-01-01T00:01:00Z");
- * const a = setCondition([], { type: "Evicting", status: "True", reason: "Running", message: "1" }, t0);
- * const b = setCondition(a, { type: "Evicting", status: "True", reason: "Waiting", message: "2" }, t1);
- * console.assert(b[0]?.lastTransitionTime === "2026-01-01T00:00:00.000Z");
- * ```
- */
-export function setCondition(
-  conditions: readonly EvictionStatusConditionsItem[],
-  update: ConditionUpdate,
-  now: Date,
-  generation?: number,
-): EvictionStatusConditionsItem[] {
-  const index = conditions.findIndex((c) => c.type === update.type);
-  const previous = index === -1 ? undefined : conditions[index];
-  const lastTransitionTime =
-    previous !== undefined && previous.status === update.status
-      ? previous.lastTransitionTime
-      : now.toISOString();
-  const observedGeneration = generation ?? previous?.observedGeneration;
-  const next: EvictionStatusConditionsItem = {
-    type: update.type,
-    status: update.status,
-    ...(observedGeneration === undefined ? {} : { observedGeneration }),
-    lastTransitionTime,
-    reason: update.reason,
-    message: truncate(update.message),
-  };
-  if (index === -1) return [...conditions, next];
-  return conditions.map((c, i) => (i === index ? next : c));
 }
 
 /**
@@ -293,12 +256,4 @@ export function drainConditions(
     now,
     generation,
   );
-}
-
-const MAX_MESSAGE = 32_768;
-
-function truncate(message: string): string {
-  return message.length <= MAX_MESSAGE
-    ? message
-    : `${message.slice(0, MAX_MESSAGE - 3)}...`;
 }

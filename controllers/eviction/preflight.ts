@@ -8,15 +8,18 @@
 
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs, ourDisabledReason } from "../compute_service.ts";
-import { setCondition } from "./conditions.ts";
+import {
+  CONDITION_HYPERVISOR_DISABLED,
+  CONDITION_PREFLIGHT,
+  setCondition,
+} from "../conditions.ts";
 import type { CountedNova } from "./nova_calls.ts";
 
-/** Condition type: the preflight checks. */
-export const CONDITION_PREFLIGHT = "PreflightChecksSucceeded";
-/** Condition type: the compute service is disabled. */
-export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
-/** Condition type: the compute service was enabled again. */
-export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
+export {
+  CONDITION_HYPERVISOR_DISABLED,
+  CONDITION_HYPERVISOR_REENABLED,
+  CONDITION_PREFLIGHT,
+} from "../conditions.ts";
 
 /** What the preflight found. */
 export type PreflightOutcome =

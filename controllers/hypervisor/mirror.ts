@@ -13,16 +13,15 @@ import type {
 } from "../../models/mod.ts";
 import {
   CONDITION_EVICTING,
+  CONDITION_HYPERVISOR_DISABLED,
+  CONDITION_PREFLIGHT,
   type ConditionUpdate,
   setCondition,
-} from "../eviction/conditions.ts";
+} from "../conditions.ts";
 import { disabledByUs } from "../compute_service.ts";
 import type { ServiceState } from "./decide.ts";
 
-/** Condition type: whether the compute service is disabled. */
-export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
-/** Condition type of the Eviction's preflight. */
-const CONDITION_PREFLIGHT = "PreflightChecksSucceeded";
+export { CONDITION_HYPERVISOR_DISABLED } from "../conditions.ts";
 
 /** How the Hypervisor shows its drain: absent fields are removed. */
 export interface EvictionMirror {
