@@ -42,6 +42,11 @@ export interface DrainState {
   woken: boolean;
   /** Controller clock of the last look at Nova of a finished drain. */
   lastFinishedCheckMs: number | undefined;
+  /**
+   * Controller clock when this drain first saw each member of its wave
+   * still enabled: the start of that member's bounded wait (wave.ts).
+   */
+  readonly waveSeen: Map<string, number>;
 }
 
 interface Written {
@@ -86,6 +91,7 @@ export class DrainMemory {
         due: undefined,
         woken: false,
         lastFinishedCheckMs: undefined,
+        waveSeen: new Map(),
       };
       this.#states.set(key, s);
     }
