@@ -5,9 +5,10 @@
  * One pass of a drain (reconcile.ts) runs these phases, in this order:
  *
  * 1. **gate** — only the oldest Eviction of a hypervisor drains; preflight
- *    disables the compute service; the drain then waits, bounded, until
- *    every other pending Eviction's host is disabled too (its wave,
- *    wave.ts); a retry annotation re-arms failed VMs
+ *    disables the compute service; before every start the drain waits,
+ *    bounded per member, while another pending Eviction's host is still
+ *    enabled (its wave, wave.ts; with migrations in flight it watches them
+ *    and only holds its starts); a retry annotation re-arms failed VMs
  *    (retry.ts); a finished drain looks at Nova only when the Hypervisor
  *    reports instances or its slow check is due; a pass woken before it is
  *    due with nothing changed returns at once; a drain with nothing in
