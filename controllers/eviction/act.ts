@@ -121,6 +121,7 @@ export function actOnPlan(
     call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined));
+        if (r.requestId !== undefined) issued.requestId = r.requestId;
         deps.metrics.started.inc({ kind: s.kind });
         log.info(
           {

@@ -20,6 +20,8 @@ export interface IssuedStart extends StartNote {
   kind: MigrationKind;
   /** Controller clock when it was issued. */
   issuedAtMs: number;
+  /** Nova's request id of an accepted start (its instance action). */
+  requestId?: string;
 }
 
 /** What one drain remembers. */

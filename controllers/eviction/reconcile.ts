@@ -25,6 +25,7 @@ import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan, type PendingEvent } from "./act.ts";
 import { latestRecords } from "./classify.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { novaReasons, withReasons } from "./explain.ts";
 import { drainingAhead, traitsHold } from "./gates.ts";
 import type { InFlightLedger } from "./ledger.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
@@ -207,12 +208,21 @@ export async function reconcileEviction(
   claimBeforeLooking(pass, settings, resolved.limit);
   const seen = await observeOrKeep(pass, options);
   const reserved = planAndReserve(pass, seen, settings, options, resolved);
-  const plan = await confirmAcrossProcesses(pass, reserved, settings);
-  learn(pass, plan, seen);
+  const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
+  learn(pass, confirmed, seen);
+  // Nova's words for this pass's failures, read alongside the starts (the
+  // request ids are taken before the starts replace any note).
+  const reasons = novaReasons(
+    confirmed,
+    new Map(pass.state.starts),
+    (id, requestId) =>
+      pass.deps.nova.getInstanceAction(id, requestId, pass.ctx.signal),
+  );
   // Without a cluster budget the starts go out with the status write, not
   // after it: a start never waits for the API server. Its entry is in the
   // written status, and the drain's memory knows it even if the write fails.
-  act(pass, plan);
+  act(pass, confirmed);
+  const plan = withReasons(confirmed, await reasons);
   // The observed rate goes with the status, for the predictions of later
   // drains (capacity/makespan.ts rateFromHistory).
   const observed = pass.state.pace.slotRate();
