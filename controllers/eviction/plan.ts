@@ -31,6 +31,7 @@ import {
   kindOfMigrationType,
   type MigrationKind,
   parseNovaTime,
+  waitingInNova,
 } from "./nova_states.ts";
 import {
   type DepartedServer,
@@ -83,6 +84,12 @@ export interface PlanInput {
    * Everything else (failures, confirmations, aborts, status) still happens.
    */
   holdStarts?: string;
+  /**
+   * Controller clock when this process first saw each in-flight VM's copy
+   * under way (its record past `queued`): the migration timeout runs from
+   * there, else (after a restart) from the start in status.
+   */
+  copyStartedAtMs?: ReadonlyMap<string, number>;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
 }
@@ -542,7 +549,11 @@ export function planPass(input: PlanInput): Plan {
     : options.migrationTimeoutSeconds * 1000;
   if (timeoutMs !== undefined) {
     for (const entry of [...inFlight].sort(byId)) {
-      const startedMs = parseNovaTime(entry.startedAt);
+      const record = latest.get(entry.id)?.inProgress;
+      // Nova's queue is no copy: a queued record is never stuck.
+      if (record !== undefined && waitingInNova(record.status)) continue;
+      const startedMs = input.copyStartedAtMs?.get(entry.id) ??
+        parseNovaTime(entry.startedAt);
       if (startedMs === undefined || nowMs - startedMs <= timeoutMs) continue;
       stuck.push({
         id: entry.id,
@@ -553,7 +564,6 @@ export function planPass(input: PlanInput): Plan {
         startedAt: entry.startedAt,
         elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
       });
-      const record = latest.get(entry.id)?.inProgress;
       if (
         options.abortStuckMigrations && entry.kind === "live" &&
         onHost.has(entry.id) &&

@@ -621,6 +621,56 @@ const rows: Row[] = [
     abort: [["l", "3"]],
   },
   {
+    name:
+      "a migration Nova still holds queued is never stuck, however long since our start",
+    input: input({
+      servers: [vm("q", 1, { status: "MIGRATING", taskState: "migrating" })],
+      migrations: [mig(5, "q", "queued", { createdAt: novaTime(-4000) })],
+      status: seen(["q"], {
+        inFlight: [entry("q", -4000, { migrationId: "5" })],
+      }),
+      options: {
+        ...OPTIONS,
+        migrationTimeoutSeconds: 3600,
+        abortStuckMigrations: true,
+      },
+    }),
+    stuck: [],
+    abort: [],
+  },
+  {
+    name:
+      "the timeout runs from when the copy was first seen under way, not from our start",
+    input: input({
+      servers: [
+        vm("fresh", 1, { status: "MIGRATING", taskState: "migrating" }),
+        vm("old", 1, { status: "MIGRATING", taskState: "migrating" }),
+      ],
+      migrations: [
+        mig(6, "fresh", "running", { createdAt: novaTime(-4000) }),
+        mig(7, "old", "running", { createdAt: novaTime(-4000) }),
+      ],
+      status: seen(["fresh", "old"], {
+        inFlight: [
+          entry("fresh", -4000, { migrationId: "6" }),
+          entry("old", -4000, { migrationId: "7" }),
+        ],
+      }),
+      copyStartedAtMs: new Map([
+        ["fresh", at(-600).getTime()],
+        ["old", at(-3700).getTime()],
+      ]),
+      options: {
+        ...OPTIONS,
+        migrationTimeoutSeconds: 3600,
+        abortStuckMigrations: true,
+      },
+    }),
+    stuck: ["old"],
+    abort: [["old", "7"]],
+    check: (plan) => assert.equal(plan.stuck[0]?.elapsedSeconds, 3700),
+  },
+  {
     name: "a stuck migration is only reported when aborting is off",
     input: input({
       servers: [vm("l")],

@@ -28,7 +28,7 @@ import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { drainingAhead, traitsHold } from "./gates.ts";
 import type { InFlightLedger } from "./ledger.ts";
-import type { DrainMemory, DrainState } from "./memory.ts";
+import { type DrainMemory, type DrainState, noteCopyStarts } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { type Observation, observe } from "./observe.ts";
@@ -768,6 +768,12 @@ function planAndReserve(
     now: new Date(deps.clock.now()),
     options,
     starts: pass.state.starts,
+    copyStartedAtMs: noteCopyStarts(
+      pass.state.copyStarted,
+      seen.migrations,
+      host,
+      deps.clock.now(),
+    ),
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
