@@ -138,6 +138,30 @@ interface ClusterView {
 type PlanRate = Parameters<typeof planHost>[0]["rate"];
 
 /**
+ * The limit a running drain of the host has seen Nova impose (its
+ * `max_concurrent_live_migrations`), when lower: the plan predicts with it.
+ *
+ * @example
+ * ```ts
+ * import { withNovaLimit } from "./plan_command.ts";
+ * const l = withNovaLimit({ value: 4, source: "policy", text: "4 (EvictionPolicy default)" }, 1);
+ * console.log(l.value); // 1
+ * ```
+ */
+export function withNovaLimit(
+  limit: PlanLimit,
+  nova: number | undefined,
+): PlanLimit {
+  if (nova === undefined || nova >= limit.value) return limit;
+  return {
+    ...limit,
+    value: nova,
+    text:
+      `${nova} (Nova runs ${nova} live migration(s) at a time from this host: its max_concurrent_live_migrations; evictor's limit ${limit.text})`,
+  };
+}
+
+/**
  * Runs `plan` with its arguments; returns the exit code (0).
  *
  * @throws {UsageError} for bad arguments.
@@ -330,7 +354,10 @@ async function planHosts(
     plans.push(planHost({
       host,
       servers,
-      limit: limitText(resolved, cluster.policy !== undefined),
+      limit: withNovaLimit(
+        limitText(resolved, cluster.policy !== undefined),
+        own?.status?.novaLiveMigrationLimit,
+      ),
       capacity: { status: verdict.status, message: verdict.message },
       rate,
     }));

@@ -11,6 +11,7 @@
 
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import type { ObservedMigration, StartNote } from "./observation.ts";
+import type { NovaLimitMemo } from "./nova_limit.ts";
 import {
   type MigrationKind,
   migrationPhase,
@@ -59,6 +60,8 @@ export interface DrainState {
    * from ({@linkcode noteCopyStarts}).
    */
   readonly copyStarted: Map<string, number>;
+  /** Nova's limit on the host's live migrations, once seen (nova_limit.ts). */
+  novaLimit: NovaLimitMemo | undefined;
 }
 
 interface Written {
@@ -105,6 +108,7 @@ export class DrainMemory {
         lastFinishedCheckMs: undefined,
         waveSeen: new Map(),
         copyStarted: new Map(),
+        novaLimit: undefined,
       };
       this.#states.set(key, s);
     }

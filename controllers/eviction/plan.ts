@@ -90,6 +90,12 @@ export interface PlanInput {
    * there, else (after a restart) from the start in status.
    */
   copyStartedAtMs?: ReadonlyMap<string, number>;
+  /**
+   * Live migrations Nova runs at once from this host, when the drain has
+   * seen it queue (nova_limit.ts): no more live migrations are started
+   * than that, so no slot and no cluster budget is spent on Nova's queue.
+   */
+  novaLiveLimit?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
 }
@@ -584,14 +590,20 @@ export function planPass(input: PlanInput): Plan {
     0,
     Math.min(input.limit - inFlightBefore, input.clusterBudgetLeft),
   );
-  const start: StartAction[] = ready.slice(0, slots).map((r) => ({ ...r }));
+  const liveSlots = input.novaLiveLimit === undefined
+    ? Number.POSITIVE_INFINITY
+    : input.novaLiveLimit - inFlight.filter((e) => e.kind === "live").length;
+  const picked = pickStarts(ready, slots, liveSlots);
+  const start: StartAction[] = picked.start.map((r) => ({ ...r }));
   for (const s of start) {
     inFlight.push({ id: s.id, kind: s.kind, startedAt: nowIso });
   }
-  for (const r of ready.slice(slots)) {
+  for (const r of picked.left) {
     summary.ready++;
     const why = input.holdStarts !== undefined
       ? `starts held: ${input.holdStarts}`
+      : picked.start.length < slots && r.kind === "live"
+      ? `Nova runs ${input.novaLiveLimit} live migration(s) at a time from this host`
       : "no free slot";
     waiting.push({ id: r.id, why: "ready", detail: why });
   }
@@ -642,4 +654,35 @@ export function planPass(input: PlanInput): Plan {
 function isBlocked(status: EvictionStatus): boolean {
   const evicting = (status.conditions ?? []).find((c) => c.type === "Evicting");
   return evicting?.reason === "Failed";
+}
+
+/**
+ * The starts of a pass, in the order given (largest first): at most
+ * `slots` in all and at most `liveSlots` live ones; a cold migration may
+ * take a slot a live one cannot (Nova's per-host limit is on live
+ * migrations only).
+ *
+ * @example
+ * ```ts
+ * import { pickStarts } from "./plan.ts";
+ * const r = (id: string, kind: "live" | "cold") => ({ id, kind });
+ * const p = pickStarts([r("a", "live"), r("b", "live"), r("c", "cold")], 2, 1);
+ * console.log(p.start.map((x) => x.id).join()); // a,c
+ * ```
+ */
+export function pickStarts<T extends { kind: "live" | "cold" }>(
+  ready: readonly T[],
+  slots: number,
+  liveSlots: number,
+): { start: T[]; left: T[] } {
+  const start: T[] = [];
+  const left: T[] = [];
+  let live = Math.max(0, liveSlots);
+  for (const r of ready) {
+    if (start.length < slots && (r.kind !== "live" || live > 0)) {
+      start.push(r);
+      if (r.kind === "live") live--;
+    } else left.push(r);
+  }
+  return { start, left };
 }

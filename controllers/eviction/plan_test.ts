@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { departedIds, type Plan, type PlanInput, planPass } from "./plan.ts";
+import {
+  departedIds,
+  pickStarts,
+  type Plan,
+  type PlanInput,
+  planPass,
+} from "./plan.ts";
 import {
   at,
   entry,
@@ -671,6 +677,35 @@ const rows: Row[] = [
     check: (plan) => assert.equal(plan.stuck[0]?.elapsedSeconds, 3700),
   },
   {
+    name:
+      "Nova's per-host limit caps live starts; a cold one takes the slot a live one cannot",
+    input: input({
+      servers: [
+        vm("a", 4),
+        vm("b", 3),
+        vm("c", 2, { status: "SHUTOFF" }),
+        vm("r", 1, { status: "MIGRATING", taskState: "migrating" }),
+      ],
+      migrations: [mig(8, "r", "running")],
+      status: seen(["a", "b", "c", "r"], {
+        inFlight: [entry("r", -30, { migrationId: "8" })],
+      }),
+      novaLiveLimit: 1,
+    }),
+    start: ["c"],
+    check: (plan) =>
+      assert.deepEqual(
+        plan.waiting.filter((w) => w.why === "ready").map((w) => [
+          w.id,
+          w.detail,
+        ]),
+        [
+          ["a", "Nova runs 1 live migration(s) at a time from this host"],
+          ["b", "Nova runs 1 live migration(s) at a time from this host"],
+        ],
+      ),
+  },
+  {
     name: "a stuck migration is only reported when aborting is off",
     input: input({
       servers: [vm("l")],
@@ -946,4 +981,26 @@ Deno.test("departedIds: tracked ids (outstanding or in flight) no longer listed,
     ], HOST),
     ["b", "c"],
   );
+});
+
+Deno.test("pickStarts: at most slots in all and liveSlots live, in the given order", () => {
+  const r = (id: string, kind: "live" | "cold") => ({ id, kind });
+  const ready = [
+    r("a", "live"),
+    r("b", "live"),
+    r("c", "cold"),
+    r("d", "live"),
+  ];
+  const cases: Array<[string, number, number, string, string]> = [
+    ["no cap", 3, Infinity, "a,b,c", "d"],
+    ["live cap 1", 3, 1, "a,c", "b,d"],
+    ["live cap 0", 3, 0, "c", "a,b,d"],
+    ["negative live cap (more in flight than Nova runs)", 3, -2, "c", "a,b,d"],
+    ["no slot", 0, 5, "", "a,b,c,d"],
+  ];
+  for (const [what, slots, live, start, left] of cases) {
+    const p = pickStarts(ready, slots, live);
+    assert.equal(p.start.map((x) => x.id).join(), start, what);
+    assert.equal(p.left.map((x) => x.id).join(), left, what);
+  }
 });

@@ -26,6 +26,12 @@ import { actOnPlan, type PendingEvent } from "./act.ts";
 import { latestRecords } from "./classify.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
+import {
+  learnNovaLimit,
+  NOVA_LIMIT_TTL_MS,
+  observedNovaLimit,
+  withNovaLimit,
+} from "./nova_limit.ts";
 import { drainingAhead, traitsHold } from "./gates.ts";
 import type { InFlightLedger } from "./ledger.ts";
 import { type DrainMemory, type DrainState, noteCopyStarts } from "./memory.ts";
@@ -222,7 +228,10 @@ export async function reconcileEviction(
   // after it: a start never waits for the API server. Its entry is in the
   // written status, and the drain's memory knows it even if the write fails.
   act(pass, confirmed);
-  const plan = withReasons(confirmed, await reasons);
+  const plan = withNovaLimitShown(
+    pass,
+    withReasons(confirmed, await reasons),
+  );
   // The observed rate goes with the status, for the predictions of later
   // drains (capacity/makespan.ts rateFromHistory).
   const observed = pass.state.pace.slotRate();
@@ -768,6 +777,7 @@ function planAndReserve(
     now: new Date(deps.clock.now()),
     options,
     starts: pass.state.starts,
+    ...novaLiveLimit(pass, seen),
     copyStartedAtMs: noteCopyStarts(
       pass.state.copyStarted,
       seen.migrations,
@@ -798,6 +808,43 @@ function planAndReserve(
     return plan.inFlightCount;
   });
   return { plan, input };
+}
+
+/**
+ * Nova's limit on the host's live migrations, learned from this look
+ * (nova_limit.ts), as a plan input.
+ */
+function novaLiveLimit(
+  pass: Pass,
+  seen: Observation,
+): { novaLiveLimit?: number } {
+  const memo = learnNovaLimit(
+    pass.state.novaLimit,
+    observedNovaLimit(seen.migrations, pass.host),
+    pass.deps.clock.now(),
+    NOVA_LIMIT_TTL_MS * pass.rate,
+  );
+  pass.state.novaLimit = memo;
+  return memo === undefined ? {} : { novaLiveLimit: memo.limit };
+}
+
+/** The plan's next status says what is known of Nova's limit (an Event when first seen). */
+function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
+  const shown = withNovaLimit(
+    plan.next,
+    pass.state.novaLimit,
+    pass.host,
+    new Date(pass.deps.clock.now()),
+    pass.ev.metadata?.generation,
+  );
+  if (shown.changed && shown.message !== undefined) {
+    emit(pass, {
+      type: "Normal",
+      reason: "NovaLimited",
+      message: shown.message,
+    });
+  }
+  return { ...plan, next: shown.status };
 }
 
 /**
