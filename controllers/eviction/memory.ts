@@ -62,6 +62,8 @@ export interface DrainState {
   readonly copyStarted: Map<string, number>;
   /** Nova's limit on the host's live migrations, once seen (nova_limit.ts). */
   novaLimit: NovaLimitMemo | undefined;
+  /** Controller clock of this process's first pass of the drain. */
+  firstSeenMs?: number;
 }
 
 interface Written {

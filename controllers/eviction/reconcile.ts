@@ -475,9 +475,12 @@ async function checkCapacityFirst(
 ): Promise<ReconcileResult | undefined> {
   const { ctx, deps, ev, host } = pass;
   if (deps.capacity === undefined) return undefined;
+  const gathering = gatherWave(pass, now);
+  if (gathering !== undefined) return gathering;
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
   const settings = effectiveSettings(spec, deps.flagSettings);
-  const evictions = ctx.cache(EvictionKind).list();
+  // every partition's: their VMs compete for the same room
+  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list();
   const hypervisors = ctx.cache(HypervisorKind);
   // A host of the wave: its traits and its own drain's cap (this one's
   // for this host; a host drained by a running Eviction, that one's).
@@ -509,6 +512,23 @@ async function checkCapacityFirst(
   if (!phase.hold) return undefined;
   await record(pass, pass.status);
   return { requeueAfterMs: deps.slowPollMs };
+}
+
+/** How long a new drain waits for the rest of its wave to appear (real ms). */
+const WAVE_GATHER_MS = 1_000;
+
+/**
+ * Evictions created together (one `kubectl apply`, `kubectl evictor
+ * drain A B`) reach the cache some milliseconds apart; a capacity check
+ * run at once would judge each without the others and count the same
+ * free room twice. So a drain's first capacity check waits
+ * {@linkcode WAVE_GATHER_MS} (real) from when this process first saw it.
+ */
+function gatherWave(pass: Pass, now: Date): ReconcileResult | undefined {
+  const seen = pass.state.firstSeenMs ??= now.getTime();
+  const leftMs = seen + WAVE_GATHER_MS * pass.rate - now.getTime();
+  if (leftMs <= 0) return undefined;
+  return { requeueAfterMs: Math.max(1, Math.ceil(leftMs / pass.rate)) };
 }
 
 /**
