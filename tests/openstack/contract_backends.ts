@@ -217,6 +217,8 @@ async function openNova(
     },
   };
   try {
+    // A test killed before its clean-up may have left hosts disabled.
+    for (const host of cloud.hosts) await backend.setHostEnabled(host, true);
     await bootServers(cloud, specs, servers);
   } catch (error) {
     await backend.close();
