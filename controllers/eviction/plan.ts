@@ -542,6 +542,25 @@ export function planPass(input: PlanInput): Plan {
       );
       continue;
     }
+    const running = latest.get(id)?.inProgress;
+    if (running !== undefined) {
+      // Real Nova shows the server ACTIVE on its destination about 0.3 s
+      // before the record completes; until then the migration holds Nova's
+      // slot on this host, so it holds ours too (else one start too many).
+      const e = inFlightEntry(
+        id,
+        entry,
+        kindOfMigrationType(running.migrationType),
+        running,
+        nowMs,
+      );
+      inFlight.push(
+        entry === undefined || entry.adopted === true
+          ? { ...e, adopted: true }
+          : e,
+      );
+      continue;
+    }
     // Only VMs we tracked count as migrated: a stale record of an untracked
     // VM would otherwise count it again on every pass.
     if (tracked) done.push(id);

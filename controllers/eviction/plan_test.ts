@@ -458,6 +458,20 @@ const rows: Row[] = [
     check: (plan) => assert.equal(plan.next.migratedCount, 5),
   },
   {
+    name:
+      "a VM ACTIVE on its destination whose record still runs holds its slot (real Nova: ~0.3 s before completed)",
+    input: input({
+      servers: [vm("next", 1)],
+      departed: [{ id: "m", server: vm("m", 1, { host: "node007" }) }],
+      migrations: [mig(7, "m", "running", { destCompute: "node007" })],
+      limit: 1,
+      status: seen(["m", "next"], { inFlight: [entry("m", -30)] }),
+    }),
+    done: [],
+    start: [],
+    inFlight: ["m"],
+  },
+  {
     name: "a VM deleted during the drain (404) is gone, not migrated",
     input: input({
       departed: [{ id: "x", server: null }],
