@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { KubeClient } from "../framework/client.ts";
 import { EvictionKind, HypervisorKind } from "../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../models/mod.ts";
-import { parseNovaTime } from "../openstack/nova_types.ts";
+import { parseNovaTime } from "../controllers/eviction/nova_states.ts";
 import { startEnvtest } from "../tests/harness/envtest.ts";
 import { startOpenStack } from "../tests/harness/openstack.ts";
 import {
@@ -201,9 +201,14 @@ try {
         updated_at: string | null;
       }[];
     }).migrations.filter((m) => m.source_compute === HOST);
+    const novaMs = (t: string) => {
+      const ms = parseNovaTime(t);
+      if (ms === undefined) throw new Error(`not a Nova time: "${t}"`);
+      return ms;
+    };
     const spans = records.map((m) => ({
-      createdAt: parseNovaTime(m.created_at),
-      updatedAt: parseNovaTime(m.updated_at ?? m.created_at),
+      createdAt: novaMs(m.created_at),
+      updatedAt: novaMs(m.updated_at ?? m.created_at),
     }));
     const durations = spans.map((s) => (s.updatedAt - s.createdAt) / 1000);
     const makespan = (Math.max(...spans.map((s) => s.updatedAt)) -

@@ -13,7 +13,7 @@
  */
 
 import type { Migration } from "../../openstack/mod.ts";
-import { parseNovaTime } from "../../openstack/nova_types.ts";
+import { parseNovaTime } from "./nova_states.ts";
 import { kindOfMigrationType, migrationPhase } from "./nova_states.ts";
 
 /** When a record's current state was first seen, by record id. */
@@ -143,7 +143,8 @@ export function unlistedStarts(input: {
     if (!(input.nowMs - started < input.graceMs)) continue;
     const listed = input.migrations.some((m) =>
       m.instanceUuid === e.id && m.sourceCompute === input.host &&
-      parseNovaTime(m.createdAt) >= started - 2_000
+      (parseNovaTime(m.createdAt) ?? Number.NEGATIVE_INFINITY) >=
+        started - 2_000
     );
     if (!listed) out.push(e.id);
   }
