@@ -127,6 +127,40 @@ function limitText(
   };
 }
 
+/** The cluster objects a plan reads. */
+interface ClusterView {
+  policy: EvictionPolicySpec | undefined;
+  hypervisors: Map<string, Hypervisor | undefined>;
+  evictions: Eviction[];
+}
+
+/** The measured or assumed migration rate, and where it came from. */
+type PlanRate = Parameters<typeof planHost>[0]["rate"];
+
+/**
+ * The limit a running drain of the host has seen Nova impose (its
+ * `max_concurrent_live_migrations`), when lower: the plan predicts with it.
+ *
+ * @example
+ * ```ts
+ * import { withNovaLimit } from "./plan_command.ts";
+ * const l = withNovaLimit({ value: 4, source: "policy", text: "4 (EvictionPolicy default)" }, 1);
+ * console.log(l.value); // 1
+ * ```
+ */
+export function withNovaLimit(
+  limit: PlanLimit,
+  nova: number | undefined,
+): PlanLimit {
+  if (nova === undefined || nova >= limit.value) return limit;
+  return {
+    ...limit,
+    value: nova,
+    text:
+      `${nova} (Nova runs ${nova} live migration(s) at a time from this host: its max_concurrent_live_migrations; evictor's limit ${limit.text})`,
+  };
+}
+
 /**
  * Runs `plan` with its arguments; returns the exit code (0).
  *
@@ -155,22 +189,62 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     "--mb-per-second",
     values["mb-per-second"],
   );
-  const overheadRaw = values["overhead-seconds"];
-  const overhead = overheadRaw === undefined ? undefined : Number(overheadRaw);
-  if (overhead !== undefined && !(overhead >= 0 && Number.isFinite(overhead))) {
+  const overhead = nonNegativeSeconds(values["overhead-seconds"]);
+  const hosts = [...new Set(positionals)];
+
+  const cluster = await readCluster(
+    customObjectsApi(
+      await io.kubeConfig({
+        kubeconfig: values.kubeconfig,
+        context: values.context,
+      }),
+    ),
+    hosts,
+  );
+  const rate = planRate(cluster.evictions, mbPerSecond, overhead);
+  const settings = effectiveSettings(
+    cluster.policy,
+    freezeSettings("flags", {
+      maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,
+      abortStuckMigrations: false,
+    }),
+  );
+  const clients = io.openStack?.() ??
+    createOpenStackClients(loadCloudConfig(), { userAgent: PLUGIN_USER_AGENT });
+  try {
+    const plans = await planHosts(clients, hosts, cluster, settings, rate);
+    const together = shareBudget(
+      plans,
+      settings.spec.clusterMaxConcurrentMigrations,
+    );
+    io.out(
+      format === "table"
+        ? renderPlan(together)
+        : renderData({ hosts: together }, format),
+    );
+    return 0;
+  } finally {
+    clients.close();
+  }
+}
+
+function nonNegativeSeconds(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!(n >= 0 && Number.isFinite(n))) {
     throw new UsageError(
-      `--overhead-seconds "${overheadRaw}" is not valid: expected seconds >= 0`,
+      `--overhead-seconds "${raw}" is not valid: expected seconds >= 0`,
       "plan",
     );
   }
-  const hosts = [...new Set(positionals)];
+  return n;
+}
 
-  const api = customObjectsApi(
-    await io.kubeConfig({
-      kubeconfig: values.kubeconfig,
-      context: values.context,
-    }),
-  );
+/** The EvictionPolicy, the hosts' Hypervisors and every Eviction. */
+async function readCluster(
+  api: k8s.CustomObjectsApi,
+  hosts: readonly string[],
+): Promise<ClusterView> {
   const policy = await getOrUndefined(
     () =>
       api.getClusterCustomObject({
@@ -205,16 +279,25 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     const parsed = EvictionSchema.safeParse(item);
     if (parsed.success) evictions.push(parsed.data);
   }
+  return { policy: policy?.spec, hypervisors, evictions };
+}
 
-  // The rate the latest ended drains observed, else the documented
-  // default (calibrated on ended drains' makespans when there are some);
-  // the command line overrides either part.
+/**
+ * The rate the latest ended drains observed, else the documented default
+ * (calibrated on ended drains' makespans when there are some); the command
+ * line overrides either part.
+ */
+function planRate(
+  evictions: readonly Eviction[],
+  mbPerSecond: number | undefined,
+  overhead: number | undefined,
+): PlanRate {
   const history = rateFromHistory(evictions);
   const fromFlags = mbPerSecond !== undefined || overhead !== undefined;
   const drains = `${history.drains} ended drain${
     history.drains === 1 ? "" : "s"
   }`;
-  const rate = {
+  return {
     mbPerSecond: mbPerSecond ?? history.mbPerSecond,
     overheadSeconds: overhead ?? history.overheadSeconds,
     source: fromFlags
@@ -225,66 +308,59 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       ? `default rate calibrated on ${drains}`
       : "documented default rate: no ended drain to learn from",
   };
+}
 
-  const flagDefaults = freezeSettings("flags", {
-    maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,
-    abortStuckMigrations: false,
-  });
-  const policySpec: EvictionPolicySpec | undefined = policy?.spec;
-  const settings = effectiveSettings(policySpec, flagDefaults);
-
-  const clients = io.openStack?.() ??
-    createOpenStackClients(loadCloudConfig(), { userAgent: PLUGIN_USER_AGENT });
-  try {
-    // As the controller does: the hosts of running drains are no target
-    // and their VMs compete for the same room.
-    const wave = new Map<string, DrainedHost>();
-    for (const h of hosts) {
-      for (const d of waveOf(h, evictions, (n) => hypervisors.get(n))) {
-        wave.set(d.name, d);
-      }
+/**
+ * Each host's plan. As the controller does, the hosts of running drains
+ * join the capacity check: they are no target and their VMs compete for
+ * the same room.
+ */
+async function planHosts(
+  clients: PlanClients,
+  hosts: readonly string[],
+  cluster: ClusterView,
+  settings: ReturnType<typeof effectiveSettings>,
+  rate: PlanRate,
+): Promise<HostPlan[]> {
+  const { hypervisors, evictions } = cluster;
+  const wave = new Map<string, DrainedHost>();
+  for (const h of hosts) {
+    for (const d of waveOf(h, evictions, (n) => hypervisors.get(n))) {
+      wave.set(d.name, d);
     }
-    const report = await checkCapacity(clients.nova, clients.placement, [
-      ...wave.values(),
-    ]);
-    const vmsPerHost = new Map(
-      [...report.vmsByHost].map(([h, v]) => [h, v.length]),
-    );
-    const plans: HostPlan[] = [];
-    for (const host of hosts) {
-      const servers = await clients.nova.listServersOnHost(host);
-      const own = evictions.find((e) =>
-        e.spec.hypervisor === host && e.status?.finishedAt === undefined
-      );
-      const resolved = resolveLimit(
-        settings,
-        hypervisors.get(host)?.status?.traits,
-        own?.spec.maxConcurrentMigrations,
-      );
-      const verdict = capacityVerdict({
-        host,
-        vmsPerHost,
-        unplaced: report.assignment.unplaced,
-      });
-      plans.push(planHost({
-        host,
-        servers,
-        limit: limitText(resolved, policy !== undefined),
-        capacity: { status: verdict.status, message: verdict.message },
-        rate,
-      }));
-    }
-    const together = shareBudget(
-      plans,
-      settings.spec.clusterMaxConcurrentMigrations,
-    );
-    io.out(
-      format === "table"
-        ? renderPlan(together)
-        : renderData({ hosts: together }, format),
-    );
-    return 0;
-  } finally {
-    clients.close();
   }
+  const report = await checkCapacity(clients.nova, clients.placement, [
+    ...wave.values(),
+  ]);
+  const vmsPerHost = new Map(
+    [...report.vmsByHost].map(([h, v]) => [h, v.length]),
+  );
+  const plans: HostPlan[] = [];
+  for (const host of hosts) {
+    const servers = await clients.nova.listServersOnHost(host);
+    const own = evictions.find((e) =>
+      e.spec.hypervisor === host && e.status?.finishedAt === undefined
+    );
+    const resolved = resolveLimit(
+      settings,
+      hypervisors.get(host)?.status?.traits,
+      own?.spec.maxConcurrentMigrations,
+    );
+    const verdict = capacityVerdict({
+      host,
+      vmsPerHost,
+      unplaced: report.assignment.unplaced,
+    });
+    plans.push(planHost({
+      host,
+      servers,
+      limit: withNovaLimit(
+        limitText(resolved, cluster.policy !== undefined),
+        own?.status?.novaLiveMigrationLimit,
+      ),
+      capacity: { status: verdict.status, message: verdict.message },
+      rate,
+    }));
+  }
+  return plans;
 }

@@ -1,6 +1,7 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
+import { withNovaLimit } from "./plan_command.ts";
 import {
   classOf,
   formatSeconds,
@@ -163,4 +164,20 @@ Deno.test("shareBudget: hosts planned together share the cluster budget", () => 
   );
   assert.deepEqual(shareBudget(alone, undefined), alone);
   assert.deepEqual(shareBudget([alone[0] as HostPlan], 1), [alone[0]]);
+});
+
+Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, with why", () => {
+  const own = {
+    value: 4,
+    source: "policy" as const,
+    text: "4 (EvictionPolicy default)",
+  };
+  assert.deepEqual(withNovaLimit(own, undefined), own);
+  assert.deepEqual(withNovaLimit(own, 4), own);
+  assert.deepEqual(withNovaLimit(own, 1), {
+    value: 1,
+    source: "policy",
+    text:
+      "1 (Nova runs 1 live migration(s) at a time from this host: its max_concurrent_live_migrations; evictor's limit 4 (EvictionPolicy default))",
+  });
 });

@@ -20,6 +20,7 @@ import type { KubeClient } from "./client.ts";
 import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
 import {
   ApiError,
+  errText,
   failureHints,
   PermanentError,
   TemporaryError,
@@ -103,9 +104,6 @@ function sameMeta(a: KubeObject, b: KubeObject): boolean {
     JSON.stringify(ma.annotations ?? {}) ===
       JSON.stringify(mb.annotations ?? {});
 }
-
-const errText = (err: unknown) =>
-  err instanceof Error ? err.message : String(err);
 
 /**
  * The controller of one kind. Created by the operator; exported for tests

@@ -228,3 +228,16 @@ export function oneLine(err: unknown): string {
   }
   return parts.join(": ");
 }
+
+/**
+ * The message of a thrown value, for logs and Events.
+ *
+ * @example
+ * ```ts
+ * import { errText } from "./errors.ts";
+ * console.assert(errText(new Error("boom")) === "boom" && errText(3) === "3");
+ * ```
+ */
+export function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -10,6 +10,7 @@
 
 import { z } from "zod";
 import type { KubeClient } from "./client.ts";
+import { errText } from "./errors.ts";
 
 /** What an authorizer says about one scrape. */
 export type MetricsVerdict =
@@ -57,9 +58,6 @@ const accessReviewSchema = z.object({
     reason: z.string().optional(),
   }).optional(),
 });
-
-const errText = (err: unknown) =>
-  err instanceof Error ? err.message : String(err);
 
 /**
  * An authorizer that asks the API server through `client`: a TokenReview of

@@ -33,6 +33,7 @@ import {
   listen,
   type ServerLimits,
 } from "./http_server.ts";
+import { errText } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
@@ -127,10 +128,6 @@ export function failureStatus(code: number, message: string): unknown {
     reason: STATUS_REASON[code] ?? "Failure",
     message,
   };
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Writes a JSON reply (429 with `Retry-After: 1`). */

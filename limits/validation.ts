@@ -109,7 +109,16 @@ export const TRAIT_NAME_EXPECTED =
 
 const PER_HOST_EXPECTED = `an integer from 1 to ${MAX_PER_HOST_LIMIT}`;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+/**
+ * A plain object (not null, not an array): what a JSON object decodes to.
+ *
+ * @example
+ * ```ts
+ * import { isRecord } from "./validation.ts";
+ * console.assert(isRecord({}) && !isRecord([]) && !isRecord(null));
+ * ```
+ */
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 

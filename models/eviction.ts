@@ -150,6 +150,7 @@ export const EvictionStatusSchema: z.ZodObject<{
   "outstandingCount": z.ZodOptional<z.ZodNumber>;
   "inFlightCount": z.ZodOptional<z.ZodNumber>;
   "effectiveLimit": z.ZodOptional<z.ZodNumber>;
+  "novaLiveMigrationLimit": z.ZodOptional<z.ZodNumber>;
   "limitSource": z.ZodOptional<
     z.ZodEnum<{ "policy": "policy"; "flags": "flags"; "eviction": "eviction" }>
   >;
@@ -187,6 +188,8 @@ export const EvictionStatusSchema: z.ZodObject<{
   "outstandingCount": z.number().int().min(0).optional(),
   "inFlightCount": z.number().int().min(0).optional(),
   "effectiveLimit": z.number().int().min(0).optional(),
+  /** Live migrations Nova was seen to run at once from this host when it queued more (nova.conf max_concurrent_live_migrations, 1 by default); evictor starts no more live migrations here than that, leaving the rest of its limit and the cluster budget to other hosts. Absent until Nova queues one, and again ten minutes after it last did. */
+  "novaLiveMigrationLimit": z.number().int().min(1).optional(),
   "limitSource": z.enum(["policy", "flags", "eviction"]).optional(),
   /** When the drain started; migrations are listed from this time on. */
   "startedAt": z.iso.datetime({ offset: true }).optional(),

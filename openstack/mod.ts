@@ -28,7 +28,6 @@ export {
   type ComputeService,
   type Hypervisor,
   type Migration,
-  parseNovaTime,
   type Server,
   type ServerMigration,
 } from "./nova_types.ts";

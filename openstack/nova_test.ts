@@ -318,7 +318,15 @@ Deno.test("nova: listMigrations filters by host, type and changes-since", async 
     const d = st.servers.find((s) => s.name === "vm-d")?.id ?? "";
     await nova.liveMigrate(a);
     await nova.liveMigrate(d);
-    // Not scheduled yet: only the source matches.
+    // As on real Nova, the conductor writes the record after the 202.
+    assert.deepEqual(await nova.listMigrations({ host: "node001" }), []);
+    clock.advance(300);
+    // Not scheduled yet: only the source matches, and a fresh record
+    // (updated_at null) is not in a changes-since list.
+    assert.deepEqual(
+      await nova.listMigrations({ changesSince: new Date(0) }),
+      [],
+    );
     const before = await nova.listMigrations({ host: "node001" });
     assert.deepEqual(before.map((m) => m.instanceUuid), [a]);
     clock.advance(1_000);

@@ -7,28 +7,6 @@
 
 import { z } from "zod";
 
-/**
- * Parses a Nova timestamp into milliseconds since the epoch. Nova writes
- * UTC times without a zone (`2026-01-02T03:04:05.000000`); JavaScript would
- * read those as local time, so a missing zone is taken as UTC.
- *
- * @throws {RangeError} when the text is not a time.
- *
- * @example
- * ```ts
- * import { parseNovaTime } from "./nova_types.ts";
- * console.log(parseNovaTime("1970-01-01T00:00:01.000000")); // 1000
- * ```
- */
-export function parseNovaTime(text: string): number {
-  const withZone = /([zZ]|[+-]\d\d:?\d\d)$/.test(text) ? text : `${text}Z`;
-  const ms = Date.parse(withZone);
-  if (Number.isNaN(ms)) {
-    throw new RangeError(`not a Nova timestamp: "${text}"`);
-  }
-  return ms;
-}
-
 const nullableString = z.string().nullable().optional().transform((v) =>
   v ?? null
 );

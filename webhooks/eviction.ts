@@ -16,8 +16,12 @@
 import { EvictionSpecSchema } from "../models/mod.ts";
 import { type LimitSettings, resolveLimit } from "../limits/resolve.ts";
 import { quoteValue } from "../limits/quote.ts";
-import { MAX_PER_HOST_LIMIT, violationMessage } from "../limits/validation.ts";
-import { isBeingDeleted, isRecord, objectName } from "./object_fields.ts";
+import {
+  isRecord,
+  MAX_PER_HOST_LIMIT,
+  violationMessage,
+} from "../limits/validation.ts";
+import { isBeingDeleted, objectName } from "./object_fields.ts";
 import { type AdmissionResult, allow, deny } from "../framework/admission.ts";
 
 /** An Eviction that exists, as the Eviction webhook needs to know it. */

@@ -17,13 +17,12 @@ import {
   policySettings,
   resolveLimit,
 } from "../limits/resolve.ts";
-import { checkLimitSpec, violationMessage } from "../limits/validation.ts";
 import {
-  isBeingDeleted,
+  checkLimitSpec,
   isRecord,
-  nameList,
-  objectName,
-} from "./object_fields.ts";
+  violationMessage,
+} from "../limits/validation.ts";
+import { isBeingDeleted, nameList, objectName } from "./object_fields.ts";
 import { type AdmissionResult, allow, deny } from "../framework/admission.ts";
 
 /** A drain that is running now, as the policy webhook needs to know it. */

@@ -6,19 +6,8 @@
  */
 
 import { quoteValue } from "../limits/quote.ts";
-
-/**
- * Whether `v` is a plain JSON object (not null, not an array).
- *
- * @example
- * ```ts
- * import { isRecord } from "./object_fields.ts";
- * console.assert(isRecord({}) && !isRecord([]) && !isRecord(null));
- * ```
- */
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+import { isRecord } from "../limits/validation.ts";
+import { isDeleting, type KubeObject } from "../framework/kind.ts";
 
 /**
  * `metadata.name` of an object, when it is a string.
@@ -49,10 +38,8 @@ export function objectName(obj: unknown): string | undefined {
  * ```
  */
 export function isBeingDeleted(obj: unknown): boolean {
-  if (!isRecord(obj)) return false;
-  const meta = obj["metadata"];
-  return isRecord(meta) && meta["deletionTimestamp"] !== undefined &&
-    meta["deletionTimestamp"] !== null;
+  return isRecord(obj) && isRecord(obj["metadata"]) &&
+    isDeleting(obj as KubeObject);
 }
 
 /**

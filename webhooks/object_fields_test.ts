@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  isBeingDeleted,
-  isRecord,
-  nameList,
-  objectName,
-} from "./object_fields.ts";
+import { isRecord } from "../limits/validation.ts";
+import { isBeingDeleted, nameList, objectName } from "./object_fields.ts";
 
 Deno.test("object fields: records, names, deletion", () => {
   assert.ok(isRecord({}) && !isRecord([]) && !isRecord(null) && !isRecord("x"));
@@ -18,6 +14,8 @@ Deno.test("object fields: records, names, deletion", () => {
   assert.ok(!isBeingDeleted({ metadata: { deletionTimestamp: null } }));
   assert.ok(!isBeingDeleted({ metadata: {} }));
   assert.ok(!isBeingDeleted(undefined));
+  assert.ok(!isBeingDeleted({ metadata: "x" }));
+  assert.ok(!isBeingDeleted({ metadata: { deletionTimestamp: "" } }));
 });
 
 Deno.test("nameList: quoted, escaped, shortened", () => {

@@ -163,6 +163,7 @@ function startAll(
       (r) => {
         Object.assign(issued, answerOf(undefined));
         state.startBackoff.delete(s.id);
+        if (r.requestId !== undefined) issued.requestId = r.requestId;
         deps.metrics.started.inc({ kind: s.kind });
         log.info(
           {

@@ -27,7 +27,13 @@ import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
-import { type SettleLook, settleLook, SettleMemory } from "./settle.ts";
+import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+import {
+  type SettleLook,
+  settleLook,
+  SettleMemory,
+  unlistedStarts,
+} from "./settle.ts";
 
 /** The finalizer's bounds and memory; built once by the controller. */
 export interface FinalizerDeps {
@@ -213,7 +219,17 @@ async function waitForSettled(
   });
   fin.memory.keep(key, look.marks);
   await confirmOurs(ctx, deps, look.confirm);
-  const running = look.counted.length;
+  // A start Nova has not listed yet is running too (its record comes after
+  // the 202): without it a delete right after a start ends the wait early.
+  const unlisted = unlistedStarts({
+    host,
+    inFlight: ev.status?.inFlight ?? [],
+    migrations,
+    nowMs,
+    graceMs: deps.planOptions.gracePeriodMs ??
+      DEFAULT_PLAN_OPTIONS.gracePeriodMs,
+  });
+  const running = look.counted.length + unlisted.length;
   const before = ev.status?.inFlightCount ?? 0;
   if (running !== before) {
     const written = await ctx.updateStatus((s) => ({

@@ -10,8 +10,13 @@
  */
 
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
-import type { MigrationKind } from "./nova_states.ts";
-import type { StartNote } from "./observation.ts";
+import type { ObservedMigration, StartNote } from "./observation.ts";
+import type { NovaLimitMemo } from "./nova_limit.ts";
+import {
+  type MigrationKind,
+  migrationPhase,
+  waitingInNova,
+} from "./nova_states.ts";
 import type { StartBackoff } from "./plan.ts";
 import { Durations, Pace } from "./pacing.ts";
 
@@ -21,6 +26,8 @@ export interface IssuedStart extends StartNote {
   kind: MigrationKind;
   /** Controller clock when it was issued. */
   issuedAtMs: number;
+  /** Nova's request id of an accepted start (its instance action). */
+  requestId?: string;
 }
 
 /** What one drain remembers. */
@@ -45,6 +52,21 @@ export interface DrainState {
   lastFinishedCheckMs: number | undefined;
   /** VMs whose starts went unanswered, backing off (act.ts). */
   readonly startBackoff: Map<string, StartBackoff>;
+  /**
+   * Controller clock when this drain first saw each member of its wave
+   * still enabled: the start of that member's bounded wait (wave.ts).
+   */
+  readonly waveSeen: Map<string, number>;
+  /**
+   * Controller clock when each VM's migration record was first seen past
+   * Nova's queue (its copy under way): where the migration timeout runs
+   * from ({@linkcode noteCopyStarts}).
+   */
+  readonly copyStarted: Map<string, number>;
+  /** Nova's limit on the host's live migrations, once seen (nova_limit.ts). */
+  novaLimit: NovaLimitMemo | undefined;
+  /** Controller clock of this process's first pass of the drain. */
+  firstSeenMs?: number;
 }
 
 interface Written {
@@ -90,6 +112,9 @@ export class DrainMemory {
         woken: false,
         lastFinishedCheckMs: undefined,
         startBackoff: new Map(),
+        waveSeen: new Map(),
+        copyStarted: new Map(),
+        novaLimit: undefined,
       };
       this.#states.set(key, s);
     }
@@ -132,4 +157,43 @@ export class DrainMemory {
       status: w.status,
     };
   }
+}
+
+/**
+ * Notes in `copyStarted` the VMs whose record leaving `host` is in
+ * progress past Nova's queue, first seen now; forgets those with no such
+ * record any more. Returns the map.
+ *
+ * @example
+ * ```ts
+ * import { noteCopyStarts } from "./memory.ts";
+ * const copies = new Map<string, number>();
+ * const rec = (status: string) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "" });
+ * noteCopyStarts(copies, [rec("queued")], "h", 5);
+ * console.assert(!copies.has("vm"));
+ * noteCopyStarts(copies, [rec("running")], "h", 9);
+ * noteCopyStarts(copies, [rec("running")], "h", 12);
+ * console.assert(copies.get("vm") === 9);
+ * ```
+ */
+export function noteCopyStarts(
+  copyStarted: Map<string, number>,
+  migrations: readonly ObservedMigration[],
+  host: string,
+  nowMs: number,
+): Map<string, number> {
+  const copying = new Set<string>();
+  for (const m of migrations) {
+    if (m.sourceCompute !== host) continue;
+    if (migrationPhase(m.status) !== "in_progress") continue;
+    if (waitingInNova(m.status)) continue;
+    copying.add(m.instanceUuid);
+    if (!copyStarted.has(m.instanceUuid)) {
+      copyStarted.set(m.instanceUuid, nowMs);
+    }
+  }
+  for (const id of [...copyStarted.keys()]) {
+    if (!copying.has(id)) copyStarted.delete(id);
+  }
+  return copyStarted;
 }

@@ -7,9 +7,10 @@
  * 1. **gate** (pass_gate.ts) — only the oldest Eviction of a hypervisor
  *    (of every partition) drains; a host that never registered is asked
  *    again only at the slow check; preflight
- *    disables the compute service; the drain then waits, bounded, until
- *    every other pending Eviction's host is disabled too (its wave,
- *    wave.ts); a retry annotation re-arms failed VMs
+ *    disables the compute service; before every start the drain waits,
+ *    bounded per member, while another pending Eviction's host is still
+ *    enabled (its wave, wave.ts; with migrations in flight it watches them
+ *    and only holds its starts); a retry annotation re-arms failed VMs
  *    (retry.ts); a finished drain looks at Nova a poll interval after
  *    Succeeded, then at spacings doubling up to the slow check, and when
  *    the Hypervisor reports instances; a pass woken before it is

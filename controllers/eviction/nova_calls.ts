@@ -9,6 +9,7 @@ import {
   type ActionResult,
   type ComputeService,
   ConflictError,
+  type InstanceAction,
   type Migration,
   type MigrationFilter,
   NotFoundError,
@@ -81,6 +82,18 @@ export class CountedNova {
     return this.#count(
       "listMigrations",
       () => this.#nova.listMigrations(filter, signal),
+    );
+  }
+
+  /** `GET /servers/{id}/os-instance-actions/{requestId}`. */
+  getInstanceAction(
+    id: string,
+    requestId: string,
+    signal?: AbortSignal,
+  ): Promise<InstanceAction> {
+    return this.#count(
+      "getInstanceAction",
+      () => this.#nova.getInstanceAction(id, requestId, signal),
     );
   }
 

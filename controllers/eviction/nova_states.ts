@@ -94,6 +94,26 @@ export function migrationPhase(status: string): MigrationPhase {
   return "in_progress";
 }
 
+/** Record statuses of a migration Nova holds before its copy begins. */
+const NOT_YET_COPYING: ReadonlySet<string> = new Set(["accepted", "queued"]);
+
+/**
+ * Whether Nova still holds a migration before its copy: `accepted` (the
+ * conductor has not scheduled it) or `queued` (behind the source host's
+ * `max_concurrent_live_migrations`). Such a record is waiting, not stuck:
+ * the migration timeout runs from when its copy began.
+ *
+ * @example
+ * ```ts
+ * import { waitingInNova } from "./nova_states.ts";
+ * console.assert(waitingInNova("queued"));
+ * console.assert(!waitingInNova("running"));
+ * ```
+ */
+export function waitingInNova(status: string): boolean {
+  return NOT_YET_COPYING.has(status.toLowerCase());
+}
+
 /**
  * Whether a live migration in this record status can be aborted by Nova.
  *

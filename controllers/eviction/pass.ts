@@ -124,6 +124,8 @@ export interface Pass {
   records: Map<string, ObservedMigration>;
   /** The ledger's count before this pass claimed budget, if it did. */
   claimedFrom?: number;
+  /** Why this pass starts nothing: its wave is not yet disabled. */
+  waveHold?: string;
 }
 
 /**

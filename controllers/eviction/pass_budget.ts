@@ -20,6 +20,12 @@ import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { traitsHold } from "./gates.ts";
+import { noteCopyStarts } from "./memory.ts";
+import {
+  learnNovaLimit,
+  NOVA_LIMIT_TTL_MS,
+  observedNovaLimit,
+} from "./nova_limit.ts";
 import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
@@ -143,6 +149,24 @@ export function claimBeforeLooking(
 }
 
 /**
+ * Nova's limit on the host's live migrations, learned from this look
+ * (nova_limit.ts), as a plan input.
+ */
+function novaLiveLimit(
+  pass: Pass,
+  seen: Observation,
+): { novaLiveLimit?: number } {
+  const memo = learnNovaLimit(
+    pass.state.novaLimit,
+    observedNovaLimit(seen.migrations, pass.host),
+    pass.deps.clock.now(),
+    NOVA_LIMIT_TTL_MS * pass.rate,
+  );
+  pass.state.novaLimit = memo;
+  return memo === undefined ? {} : { novaLiveLimit: memo.limit };
+}
+
+/**
  * Plan: the pure planner on this pass's observation, the limit in force
  * now (policy, traits, the Eviction's own cap) and the start answers in
  * memory; the cluster budget is read and reserved in one synchronous step,
@@ -156,7 +180,7 @@ export function planAndReserve(
   resolved: ReturnType<typeof resolveLimit>,
 ): { plan: Plan; input: PlanInput } {
   const { ctx, deps, ev, host } = pass;
-  const hold = traitsHold(host, pass.hypervisor);
+  const hold = traitsHold(host, pass.hypervisor) ?? pass.waveHold;
   const generation = ev.metadata?.generation;
   const input: PlanInput = {
     host,
@@ -171,6 +195,13 @@ export function planAndReserve(
     options,
     starts: pass.state.starts,
     startBackoff: pass.state.startBackoff,
+    ...novaLiveLimit(pass, seen),
+    copyStartedAtMs: noteCopyStarts(
+      pass.state.copyStarted,
+      seen.migrations,
+      host,
+      deps.clock.now(),
+    ),
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };

@@ -18,7 +18,13 @@ import { drainingAhead } from "./gates.ts";
 import { CONDITION_PREFLIGHT, preflight } from "./preflight.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
-import { CONDITION_WAVE_SETTLED, waveGate } from "./wave.ts";
+import {
+  CONDITION_WAVE_SETTLED,
+  pendingMembers,
+  waveCondition,
+  type WaveDecision,
+  waveGate,
+} from "./wave.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
 import { emit, limitOfDrain, type Pass, record } from "./pass.ts";
 import { finishedLookMs } from "./pass_pace.ts";
@@ -194,61 +200,34 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
 }
 
 /**
- * Wave (after this drain's own preflight, before its first migration):
- * waits, bounded, until every other pending Eviction's compute service is
- * disabled (wave.ts). Once settled (condition WaveSettled True) it never
- * waits again. The peers waiting in this process are woken when this
- * drain's disabled service is recorded.
+ * Wave (after this drain's own preflight, before every start): waits,
+ * bounded per member, while another pending Eviction's compute service is
+ * still enabled (wave.ts). A drain with nothing in flight waits without a
+ * Nova call; one with migrations in flight goes on watching them and only
+ * holds its new starts (`pass.waveHold`). The peers waiting in this
+ * process are woken when this drain's disabled service is recorded.
  */
 export async function waveGatePhase(
   pass: Pass,
   now: Date,
   generation: number | undefined,
 ): Promise<ReconcileResult | undefined> {
-  const { ctx, deps, host } = pass;
-  const conditions = pass.status.conditions ?? [];
-  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
-  if (current?.status === "True" || pass.status.finishedAt !== undefined) {
-    return undefined;
-  }
+  const { ctx, deps } = pass;
+  if (pass.status.finishedAt !== undefined) return undefined;
   // every partition's Evictions: another process disables their hosts
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
     e,
   ) => deps.memory.freshest(e.metadata?.name ?? "", e));
-  const since = current === undefined
-    ? now.getTime()
-    : Date.parse(current.lastTransitionTime);
-  const decision = waveGate({
-    self: { ...pass.ev, status: pass.status },
-    evictions,
-    waitingSinceMs: Number.isNaN(since) ? now.getTime() : since,
-    nowMs: now.getTime(),
-    settleMs: deps.waveSettleMs * pass.rate,
-  });
-  const shown = decision.pending.slice(0, 5).join(", ") +
-    (decision.pending.length > 5 ? `, ... (${decision.pending.length})` : "");
-  const update = decision.go
-    ? {
-      type: CONDITION_WAVE_SETTLED,
-      status: "True" as const,
-      reason: decision.reason,
-      message: decision.reason === "AllDisabled"
-        ? "every other pending Eviction's compute service is disabled"
-        : `waited the settle bound; not yet disabled: ${shown}`,
-    }
-    : {
-      type: CONDITION_WAVE_SETTLED,
-      status: "False" as const,
-      reason: "WaitingForWave",
-      message:
-        `host ${host} is disabled; migrations start once these are disabled too: ${shown}`,
-    };
+  const decision = decideWave(pass, evictions, now);
+  const conditions = pass.status.conditions ?? [];
+  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
+  const update = waveCondition(pass.host, decision, evictions);
   const before = pass.status;
   pass.status = {
     ...pass.status,
     conditions: setCondition(conditions, update, now, generation),
   };
-  if (current?.status !== update.status) {
+  if (current?.status !== update.status || current.reason !== update.reason) {
     emit(pass, {
       type: "Normal",
       reason: decision.go ? "WaveSettled" : "WaitingForWave",
@@ -257,15 +236,54 @@ export async function waveGatePhase(
   }
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
-  if (newlyDisabled || !decision.go) await record(pass, pass.status);
+  const idle = (pass.status.inFlight ?? []).length === 0;
+  if (newlyDisabled || (!decision.go && idle)) await record(pass, pass.status);
   if (newlyDisabled) wakeWaitingPeers(ctx, evictions);
   if (decision.go) return undefined;
+  if (!idle) {
+    pass.waveHold = update.message;
+    return undefined;
+  }
   return {
     requeueAfterMs: Math.max(
       1,
       Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
     ),
   };
+}
+
+/**
+ * The wave decision on the drain's clock: each member's wait runs from
+ * when this drain began waiting (its WaveSettled=False condition) or first
+ * saw the member enabled, whichever is later.
+ */
+function decideWave(
+  pass: Pass,
+  evictions: readonly Eviction[],
+  now: Date,
+): WaveDecision {
+  const seen = pass.state.waveSeen;
+  const nowMs = now.getTime();
+  const current = (pass.status.conditions ?? []).find((c) =>
+    c.type === CONDITION_WAVE_SETTLED
+  );
+  const since = current?.status === "False"
+    ? Date.parse(current.lastTransitionTime)
+    : Number.NaN;
+  const self = { ...pass.ev, status: pass.status };
+  const pending = new Set(pendingMembers(self, evictions));
+  for (const name of [...seen.keys()]) {
+    if (!pending.has(name)) seen.delete(name);
+  }
+  for (const name of pending) if (!seen.has(name)) seen.set(name, nowMs);
+  return waveGate({
+    self,
+    evictions,
+    waitingSinceMs: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
+    firstSeenMs: (name) => seen.get(name),
+    nowMs,
+    settleMs: pass.deps.waveSettleMs * pass.rate,
+  });
 }
 
 /** Enqueues this process's drains that wait for their wave. */
@@ -296,9 +314,12 @@ export async function checkCapacityFirst(
 ): Promise<ReconcileResult | undefined> {
   const { ctx, deps, ev, host } = pass;
   if (deps.capacity === undefined) return undefined;
+  const gathering = gatherWave(pass, now);
+  if (gathering !== undefined) return gathering;
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
   const settings = effectiveSettings(spec, deps.flagSettings);
-  const evictions = ctx.cache(EvictionKind).list();
+  // every partition's: their VMs compete for the same room
+  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list();
   const hypervisors = ctx.cache(HypervisorKind);
   // A host of the wave: its traits and its own drain's cap (this one's
   // for this host; a host drained by a running Eviction, that one's).
@@ -330,6 +351,23 @@ export async function checkCapacityFirst(
   if (!phase.hold) return undefined;
   await record(pass, pass.status);
   return { requeueAfterMs: deps.slowPollMs };
+}
+
+/** How long a new drain waits for the rest of its wave to appear (real ms). */
+const WAVE_GATHER_MS = 1_000;
+
+/**
+ * Evictions created together (one `kubectl apply`, `kubectl evictor
+ * drain A B`) reach the cache some milliseconds apart; a capacity check
+ * run at once would judge each without the others and count the same
+ * free room twice. So a drain's first capacity check waits
+ * {@linkcode WAVE_GATHER_MS} (real) from when this process first saw it.
+ */
+function gatherWave(pass: Pass, now: Date): ReconcileResult | undefined {
+  const seen = pass.state.firstSeenMs ??= now.getTime();
+  const leftMs = seen + WAVE_GATHER_MS * pass.rate - now.getTime();
+  if (leftMs <= 0) return undefined;
+  return { requeueAfterMs: Math.max(1, Math.ceil(leftMs / pass.rate)) };
 }
 
 /**

@@ -83,6 +83,18 @@ export interface PlanInput {
    * Everything else (failures, confirmations, aborts, status) still happens.
    */
   holdStarts?: string;
+  /**
+   * Controller clock when this process first saw each in-flight VM's copy
+   * under way (its record past `queued`): the migration timeout runs from
+   * there, else (after a restart) from the start in status.
+   */
+  copyStartedAtMs?: ReadonlyMap<string, number>;
+  /**
+   * Live migrations Nova runs at once from this host, when the drain has
+   * seen it queue (nova_limit.ts): no more live migrations are started
+   * than that, so no slot and no cluster budget is spent on Nova's queue.
+   */
+  novaLiveLimit?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
   /**

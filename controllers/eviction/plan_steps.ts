@@ -30,6 +30,7 @@ import {
   kindOfMigrationType,
   type MigrationKind,
   parseNovaTime,
+  waitingInNova,
 } from "./nova_states.ts";
 import type {
   ObservedMigration,
@@ -468,6 +469,25 @@ function departed(
     );
     return;
   }
+  const running = records.latest.get(id)?.inProgress;
+  if (running !== undefined) {
+    // Real Nova shows the server ACTIVE on its destination about 0.3 s
+    // before the record completes; until then the migration holds Nova's
+    // slot on this host, so it holds ours too (else one start too many).
+    const e = inFlightEntry(
+      id,
+      entry,
+      kindOfMigrationType(running.migrationType),
+      running,
+      nowMs,
+    );
+    acc.inFlight.push(
+      entry === undefined || entry.adopted === true
+        ? { ...e, adopted: true }
+        : e,
+    );
+    return;
+  }
   // Only VMs we tracked count as migrated: a stale record of an untracked
   // VM would otherwise count it again on every pass.
   if (tracked) out.done.push(id);
@@ -491,7 +511,11 @@ export function stuckAndAborts(
   if (options.migrationTimeoutSeconds === undefined) return { stuck, abort };
   const timeoutMs = options.migrationTimeoutSeconds * 1000;
   for (const entry of [...inFlight].sort(byId)) {
-    const startedMs = parseNovaTime(entry.startedAt);
+    const record = records.latest.get(entry.id)?.inProgress;
+    // Nova's queue is no copy: a queued record is never stuck.
+    if (record !== undefined && waitingInNova(record.status)) continue;
+    const startedMs = input.copyStartedAtMs?.get(entry.id) ??
+      parseNovaTime(entry.startedAt);
     if (startedMs === undefined || nowMs - startedMs <= timeoutMs) continue;
     stuck.push({
       id: entry.id,
@@ -502,7 +526,6 @@ export function stuckAndAborts(
       startedAt: entry.startedAt,
       elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
     });
-    const record = records.latest.get(entry.id)?.inProgress;
     if (
       options.abortStuckMigrations && entry.kind === "live" &&
       view.onHost.has(entry.id) &&
@@ -518,7 +541,9 @@ export function stuckAndAborts(
 /**
  * Pick starts: largest first (LPT shortens the whole drain), ties by id,
  * as many as the limit and the cluster budget leave free (none while
- * starts are held); each start joins the in-flight list.
+ * starts are held), and no more live ones than Nova runs at once from the
+ * host when the drain has seen it queue (`novaLiveLimit`); each start
+ * joins the in-flight list.
  */
 export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
   const ready = [...acc.ready].sort((a, b) =>
@@ -528,19 +553,57 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
     0,
     Math.min(input.limit - acc.inFlight.length, input.clusterBudgetLeft),
   );
-  const start: StartAction[] = ready.slice(0, slots).map((r) => ({ ...r }));
+  const liveSlots = input.novaLiveLimit === undefined
+    ? Number.POSITIVE_INFINITY
+    : input.novaLiveLimit -
+      acc.inFlight.filter((e) => e.kind === "live").length;
+  const picked = splitStarts(ready, slots, liveSlots);
+  const start: StartAction[] = picked.start.map((r) => ({ ...r }));
   const nowIso = input.now.toISOString();
   for (const s of start) {
     acc.inFlight.push({ id: s.id, kind: s.kind, startedAt: nowIso });
   }
-  for (const r of ready.slice(slots)) {
+  for (const r of picked.left) {
     acc.summary.ready++;
     const why = input.holdStarts !== undefined
       ? `starts held: ${input.holdStarts}`
+      : start.length < slots && r.kind === "live"
+      ? `Nova runs ${input.novaLiveLimit} live migration(s) at a time from this host`
       : "no free slot";
     acc.waiting.push({ id: r.id, why: "ready", detail: why });
   }
   return start;
+}
+
+/**
+ * The starts of a pass, in the order given (largest first): at most
+ * `slots` in all and at most `liveSlots` live ones; a cold migration may
+ * take a slot a live one cannot (Nova's per-host limit is on live
+ * migrations only).
+ *
+ * @example
+ * ```ts
+ * import { splitStarts } from "./plan_steps.ts";
+ * const r = (id: string, kind: "live" | "cold") => ({ id, kind });
+ * const p = splitStarts([r("a", "live"), r("b", "live"), r("c", "cold")], 2, 1);
+ * console.log(p.start.map((x) => x.id).join()); // a,c
+ * ```
+ */
+export function splitStarts<T extends { kind: "live" | "cold" }>(
+  ready: readonly T[],
+  slots: number,
+  liveSlots: number,
+): { start: T[]; left: T[] } {
+  const start: T[] = [];
+  const left: T[] = [];
+  let live = Math.max(0, liveSlots);
+  for (const r of ready) {
+    if (start.length < slots && (r.kind !== "live" || live > 0)) {
+      start.push(r);
+      if (r.kind === "live") live--;
+    } else left.push(r);
+  }
+  return { start, left };
 }
 
 /**

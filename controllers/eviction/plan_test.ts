@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { departedIds, type Plan, type PlanInput, planPass } from "./plan.ts";
+import { splitStarts } from "./plan_steps.ts";
 import {
   at,
   entry,
@@ -452,6 +453,20 @@ const rows: Row[] = [
     check: (plan) => assert.equal(plan.next.migratedCount, 5),
   },
   {
+    name:
+      "a VM ACTIVE on its destination whose record still runs holds its slot (real Nova: ~0.3 s before completed)",
+    input: input({
+      servers: [vm("next", 1)],
+      departed: [{ id: "m", server: vm("m", 1, { host: "node007" }) }],
+      migrations: [mig(7, "m", "running", { destCompute: "node007" })],
+      limit: 1,
+      status: seen(["m", "next"], { inFlight: [entry("m", -30)] }),
+    }),
+    done: [],
+    start: [],
+    inFlight: ["m"],
+  },
+  {
     name: "a VM deleted during the drain (404) is gone, not migrated",
     input: input({
       departed: [{ id: "x", server: null }],
@@ -619,6 +634,85 @@ const rows: Row[] = [
     }),
     stuck: ["c", "l"],
     abort: [["l", "3"]],
+  },
+  {
+    name:
+      "a migration Nova still holds queued is never stuck, however long since our start",
+    input: input({
+      servers: [vm("q", 1, { status: "MIGRATING", taskState: "migrating" })],
+      migrations: [mig(5, "q", "queued", { createdAt: novaTime(-4000) })],
+      status: seen(["q"], {
+        inFlight: [entry("q", -4000, { migrationId: "5" })],
+      }),
+      options: {
+        ...OPTIONS,
+        migrationTimeoutSeconds: 3600,
+        abortStuckMigrations: true,
+      },
+    }),
+    stuck: [],
+    abort: [],
+  },
+  {
+    name:
+      "the timeout runs from when the copy was first seen under way, not from our start",
+    input: input({
+      servers: [
+        vm("fresh", 1, { status: "MIGRATING", taskState: "migrating" }),
+        vm("old", 1, { status: "MIGRATING", taskState: "migrating" }),
+      ],
+      migrations: [
+        mig(6, "fresh", "running", { createdAt: novaTime(-4000) }),
+        mig(7, "old", "running", { createdAt: novaTime(-4000) }),
+      ],
+      status: seen(["fresh", "old"], {
+        inFlight: [
+          entry("fresh", -4000, { migrationId: "6" }),
+          entry("old", -4000, { migrationId: "7" }),
+        ],
+      }),
+      copyStartedAtMs: new Map([
+        ["fresh", at(-600).getTime()],
+        ["old", at(-3700).getTime()],
+      ]),
+      options: {
+        ...OPTIONS,
+        migrationTimeoutSeconds: 3600,
+        abortStuckMigrations: true,
+      },
+    }),
+    stuck: ["old"],
+    abort: [["old", "7"]],
+    check: (plan) => assert.equal(plan.stuck[0]?.elapsedSeconds, 3700),
+  },
+  {
+    name:
+      "Nova's per-host limit caps live starts; a cold one takes the slot a live one cannot",
+    input: input({
+      servers: [
+        vm("a", 4),
+        vm("b", 3),
+        vm("c", 2, { status: "SHUTOFF" }),
+        vm("r", 1, { status: "MIGRATING", taskState: "migrating" }),
+      ],
+      migrations: [mig(8, "r", "running")],
+      status: seen(["a", "b", "c", "r"], {
+        inFlight: [entry("r", -30, { migrationId: "8" })],
+      }),
+      novaLiveLimit: 1,
+    }),
+    start: ["c"],
+    check: (plan) =>
+      assert.deepEqual(
+        plan.waiting.filter((w) => w.why === "ready").map((w) => [
+          w.id,
+          w.detail,
+        ]),
+        [
+          ["a", "Nova runs 1 live migration(s) at a time from this host"],
+          ["b", "Nova runs 1 live migration(s) at a time from this host"],
+        ],
+      ),
   },
   {
     name: "a stuck migration is only reported when aborting is off",
@@ -896,4 +990,26 @@ Deno.test("departedIds: tracked ids (outstanding or in flight) no longer listed,
     ], HOST),
     ["b", "c"],
   );
+});
+
+Deno.test("splitStarts: at most slots in all and liveSlots live, in the given order", () => {
+  const r = (id: string, kind: "live" | "cold") => ({ id, kind });
+  const ready = [
+    r("a", "live"),
+    r("b", "live"),
+    r("c", "cold"),
+    r("d", "live"),
+  ];
+  const cases: Array<[string, number, number, string, string]> = [
+    ["no cap", 3, Infinity, "a,b,c", "d"],
+    ["live cap 1", 3, 1, "a,c", "b,d"],
+    ["live cap 0", 3, 0, "c", "a,b,d"],
+    ["negative live cap (more in flight than Nova runs)", 3, -2, "c", "a,b,d"],
+    ["no slot", 0, 5, "", "a,b,c,d"],
+  ];
+  for (const [what, slots, live, start, left] of cases) {
+    const p = splitStarts(ready, slots, live);
+    assert.equal(p.start.map((x) => x.id).join(), start, what);
+    assert.equal(p.left.map((x) => x.id).join(), left, what);
+  }
 });

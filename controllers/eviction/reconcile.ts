@@ -18,6 +18,8 @@ import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
+import { novaReasons, withReasons } from "./explain.ts";
+import { withNovaLimit } from "./nova_limit.ts";
 import { type Observation, observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan.ts";
@@ -103,8 +105,22 @@ export async function reconcileEviction(
   claimBeforeLooking(pass, settings, resolved.limit);
   const seen = await observeOrKeep(pass, options);
   const reserved = planAndReserve(pass, seen, settings, options, resolved);
-  const plan = await confirmAcrossProcesses(pass, reserved, settings);
-  learn(pass, plan, seen);
+  const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
+  learn(pass, confirmed, seen);
+  // Nova's words for this pass's failures (one read per failure; failures
+  // are rare, so the starts may wait for it) and Nova's own limit.
+  const plan = withNovaLimitShown(
+    pass,
+    withReasons(
+      confirmed,
+      await novaReasons(
+        confirmed,
+        pass.state.starts,
+        (id, requestId) =>
+          deps.nova.getInstanceAction(id, requestId, ctx.signal),
+      ),
+    ),
+  );
   // The observed rate goes with the status, for the predictions of later
   // drains (capacity/makespan.ts rateFromHistory).
   const observed = pass.state.pace.slotRate();
@@ -119,6 +135,25 @@ export async function reconcileEviction(
   await record(pass, next);
   await report(pass, plan);
   return requeue(pass, plan, fingerprint);
+}
+
+/** The plan's next status says what is known of Nova's limit (an Event when first seen). */
+function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
+  const shown = withNovaLimit(
+    plan.next,
+    pass.state.novaLimit,
+    pass.host,
+    new Date(pass.deps.clock.now()),
+    pass.ev.metadata?.generation,
+  );
+  if (shown.changed && shown.message !== undefined) {
+    emit(pass, {
+      type: "Normal",
+      reason: "NovaLimited",
+      message: shown.message,
+    });
+  }
+  return { ...plan, next: shown.status };
 }
 
 /**

@@ -13,6 +13,7 @@
  */
 
 import type { Migration } from "../../openstack/mod.ts";
+import { parseNovaTime } from "./nova_states.ts";
 import { kindOfMigrationType, migrationPhase } from "./nova_states.ts";
 
 /** When a record's current state was first seen, by record id. */
@@ -101,6 +102,53 @@ export function settleLook(input: {
   }
   look.confirm.sort();
   return look;
+}
+
+/**
+ * Starts of ours that Nova has not listed yet: real Nova answers a live
+ * migration's 202 before the conductor writes its record (0.08-0.35 s on
+ * Zed), so a deleted Eviction whose start is that fresh has a migration
+ * running that no list shows. Such a start (not adopted, within `graceMs`,
+ * with no record from `host` created at or after it, less 2 s for Nova's
+ * whole-second times) keeps the drain unsettled.
+ *
+ * @example
+ * ```ts
+ * import { unlistedStarts } from "./settle.ts";
+ * const ids = unlistedStarts({
+ *   host: "h",
+ *   inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:00Z" }],
+ *   migrations: [],
+ *   nowMs: Date.parse("2026-01-01T00:00:01Z"),
+ *   graceMs: 60_000,
+ * });
+ * console.assert(ids.join() === "vm1");
+ * ```
+ */
+export function unlistedStarts(input: {
+  host: string;
+  inFlight: readonly {
+    id: string;
+    startedAt: string;
+    adopted?: boolean | undefined;
+  }[];
+  migrations: readonly Migration[];
+  nowMs: number;
+  graceMs: number;
+}): string[] {
+  const out: string[] = [];
+  for (const e of input.inFlight) {
+    if (e.adopted === true) continue;
+    const started = Date.parse(e.startedAt);
+    if (!(input.nowMs - started < input.graceMs)) continue;
+    const listed = input.migrations.some((m) =>
+      m.instanceUuid === e.id && m.sourceCompute === input.host &&
+      (parseNovaTime(m.createdAt) ?? Number.NEGATIVE_INFINITY) >=
+        started - 2_000
+    );
+    if (!listed) out.push(e.id);
+  }
+  return out.sort();
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Migration } from "../../openstack/mod.ts";
-import { settleLook, SettleMemory } from "./settle.ts";
+import { settleLook, SettleMemory, unlistedStarts } from "./settle.ts";
 
 const HOST = "h";
 
@@ -191,4 +191,62 @@ Deno.test("SettleMemory: waiting start, failures and forget", () => {
   memory.forget("a");
   assert.equal(memory.marks("a").size, 0);
   assert.equal(memory.waitingSince("a", 50), 50);
+});
+
+Deno.test("unlistedStarts: a fresh start of ours without its record yet keeps the drain unsettled", () => {
+  const now = Date.parse("2026-01-01T00:01:00Z");
+  const cases: {
+    name: string;
+    inFlight: { id: string; startedAt: string; adopted?: boolean }[];
+    migrations: Migration[];
+    want: string[];
+  }[] = [
+    {
+      name: "no record yet (Nova writes it after the 202)",
+      inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:59.800Z" }],
+      migrations: [],
+      want: ["vm1"],
+    },
+    {
+      name: "its record is listed (whole seconds, created in the same second)",
+      inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:59.800Z" }],
+      migrations: [rec({ id: 1, createdAt: "2026-01-01T00:00:59.000000" })],
+      want: [],
+    },
+    {
+      name: "only an older record of the VM: this start is still unlisted",
+      inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:59.800Z" }],
+      migrations: [rec({ id: 1, createdAt: "2026-01-01T00:00:10.000000" })],
+      want: ["vm1"],
+    },
+    {
+      name: "older than the grace period: the record would show by now",
+      inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:00Z" }],
+      migrations: [],
+      want: [],
+    },
+    {
+      name: "adopted entries are Nova's to show, not ours to assume",
+      inFlight: [{
+        id: "vm1",
+        startedAt: "2026-01-01T00:00:59Z",
+        adopted: true,
+      }],
+      migrations: [],
+      want: [],
+    },
+  ];
+  for (const c of cases) {
+    assert.deepEqual(
+      unlistedStarts({
+        host: HOST,
+        inFlight: c.inFlight,
+        migrations: c.migrations,
+        nowMs: now,
+        graceMs: 30_000,
+      }),
+      c.want,
+      c.name,
+    );
+  }
 });

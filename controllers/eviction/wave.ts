@@ -1,16 +1,22 @@
 /**
  * Waves: Evictions that exist together are preflighted together. A drain
- * starts migrating only once the compute service of every other pending
+ * starts migrations only while the compute service of every other pending
  * Eviction is disabled, so Nova cannot place a VM on a host that is about
- * to be drained (which would move that VM twice). The wait is bounded: a
- * member whose preflight cannot finish (capacity hold, Nova down, another
- * partition's process gone) delays the others by at most the settle bound.
+ * to be drained (which would move that VM twice). This holds for every
+ * start, not only the first: an Eviction created while a drain runs stops
+ * that drain's new starts (its migrations in flight go on) until its own
+ * host is disabled. The wait is bounded per member: one whose preflight
+ * cannot finish (a capacity hold, Nova down, another partition's process
+ * gone) holds the others for at most the settle bound, and is then named
+ * in the report as still enabled.
  *
  * @module
  */
 
 import { isDeleting } from "../../framework/kind.ts";
+import { CONDITION_CAPACITY_CHECKED } from "../../capacity/verdict.ts";
 import type { Eviction } from "../../models/mod.ts";
+import type { ConditionUpdate } from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
 
 /** Condition type: this drain's wave is settled; it may migrate. */
@@ -18,19 +24,26 @@ export const CONDITION_WAVE_SETTLED = "WaveSettled";
 
 /** What {@linkcode waveGate} decides. */
 export type WaveDecision =
-  /** Every other member is disabled, or the bound passed: migrate. */
-  | { go: true; reason: "AllDisabled" | "SettleBoundPassed"; pending: string[] }
-  /** Some members are not yet disabled: wait at most `waitMs` more. */
-  | { go: false; pending: string[]; waitMs: number };
+  /**
+   * No member holds this drain: every other one is disabled (`AllDisabled`)
+   * or has been seen enabled for the whole bound (`SettleBoundPassed`;
+   * `overdue` names them, so the report can say which hosts Nova may still
+   * place VMs on).
+   */
+  | {
+    go: true;
+    reason: "AllDisabled" | "SettleBoundPassed";
+    overdue: string[];
+  }
+  /** `pending` members hold it: wait at most `waitMs` more. */
+  | { go: false; pending: string[]; overdue: string[]; waitMs: number };
 
 /**
  * The other members of `self`'s wave that are not yet disabled: every
  * other Eviction that is not finished, not being deleted, not waiting
  * behind another Eviction of its hypervisor, whose preflight has not
  * failed and whose compute service is not yet recorded as disabled.
- * Members already disabled (running drains included) never hold anyone;
- * so an Eviction created while others run waits for no one but those
- * created with it.
+ * Members already disabled (running drains included) never hold anyone.
  *
  * @example
  * ```ts
@@ -69,9 +82,14 @@ function preflightFailed(e: Eviction): boolean {
 }
 
 /**
- * May `self` (whose own compute service is disabled) start migrating?
- * Yes when no other member of its wave is pending, or when it has waited
- * `settleMs` since `waitingSinceMs` (the bound); otherwise it waits.
+ * May `self` (whose own compute service is disabled) start migrations?
+ * Not while a member of its wave is enabled, for at most `settleMs` per
+ * member: a member's wait runs from when this drain began waiting
+ * (`waitingSinceMs`) or from when it first saw that member
+ * (`firstSeenMs`), whichever is later. So an Eviction created while this
+ * drain runs stops its new starts until its host is disabled, bounded the
+ * same way, and a member that never disables (a `capacityCheck: Hold`, a
+ * process gone) holds nobody past the bound.
  *
  * @example
  * ```ts
@@ -79,8 +97,9 @@ function preflightFailed(e: Eviction): boolean {
  * const a = { metadata: { name: "a" }, spec: { hypervisor: "a", reason: "r" },
  *   status: { hypervisorServiceId: "1" } };
  * const b = { metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" } };
- * console.assert(!waveGate({ self: a, evictions: [a, b], waitingSinceMs: 0, nowMs: 10, settleMs: 100 }).go);
- * console.assert(waveGate({ self: a, evictions: [a, b], waitingSinceMs: 0, nowMs: 100, settleMs: 100 }).go);
+ * const seen = () => 0;
+ * console.assert(!waveGate({ self: a, evictions: [a, b], waitingSinceMs: 0, firstSeenMs: seen, nowMs: 10, settleMs: 100 }).go);
+ * console.assert(waveGate({ self: a, evictions: [a, b], waitingSinceMs: 0, firstSeenMs: seen, nowMs: 100, settleMs: 100 }).go);
  * ```
  */
 export function waveGate(input: {
@@ -88,21 +107,97 @@ export function waveGate(input: {
   evictions: readonly Eviction[];
   /** When this drain began waiting for its wave (clock ms). */
   waitingSinceMs: number;
+  /** When this drain first saw a member pending (clock ms); else now. */
+  firstSeenMs: (name: string) => number | undefined;
   nowMs: number;
-  /** The bound on the wait (clock ms). */
+  /** The bound on the wait for one member (clock ms). */
   settleMs: number;
 }): WaveDecision {
-  const { self, evictions, waitingSinceMs, nowMs, settleMs } = input;
+  const { self, evictions, waitingSinceMs, firstSeenMs, nowMs, settleMs } =
+    input;
   if (!Number.isFinite(settleMs) || settleMs < 0) {
     throw new RangeError(
       `settleMs must be a finite number >= 0, got ${String(settleMs)}`,
     );
   }
-  const pending = pendingMembers(self, evictions);
-  if (pending.length === 0) return { go: true, reason: "AllDisabled", pending };
-  const waited = nowMs - waitingSinceMs;
-  if (waited >= settleMs) {
-    return { go: true, reason: "SettleBoundPassed", pending };
+  const pending: string[] = [];
+  const overdue: string[] = [];
+  let waitMs = Number.POSITIVE_INFINITY;
+  for (const name of pendingMembers(self, evictions)) {
+    const since = Math.max(waitingSinceMs, firstSeenMs(name) ?? nowMs);
+    const left = settleMs - Math.max(0, nowMs - since);
+    if (left <= 0) overdue.push(name);
+    else {
+      pending.push(name);
+      waitMs = Math.min(waitMs, left);
+    }
   }
-  return { go: false, pending, waitMs: settleMs - Math.max(0, waited) };
+  if (pending.length > 0) return { go: false, pending, overdue, waitMs };
+  return {
+    go: true,
+    reason: overdue.length === 0 ? "AllDisabled" : "SettleBoundPassed",
+    overdue,
+  };
+}
+
+/**
+ * The WaveSettled condition for a decision, naming the hosts concerned
+ * (a member held by its capacity check marked so).
+ *
+ * @example
+ * ```ts
+ * import { waveCondition } from "./wave.ts";
+ * const c = waveCondition("a", { go: true, reason: "SettleBoundPassed", overdue: ["b"] }, []);
+ * console.log(c.message); // waited the settle bound; still enabled, so Nova may place VMs there: b
+ * ```
+ */
+export function waveCondition(
+  host: string,
+  decision: WaveDecision,
+  evictions: readonly Eviction[],
+): ConditionUpdate {
+  if (!decision.go) {
+    return {
+      type: CONDITION_WAVE_SETTLED,
+      status: "False",
+      reason: "WaitingForWave",
+      message:
+        `host ${host} is disabled; migrations start once these are disabled too: ${
+          describeMembers(decision.pending, evictions)
+        }${
+          decision.overdue.length === 0
+            ? ""
+            : `; past the settle bound, still enabled: ${
+              describeMembers(decision.overdue, evictions)
+            }`
+        }`,
+    };
+  }
+  return {
+    type: CONDITION_WAVE_SETTLED,
+    status: "True",
+    reason: decision.reason,
+    message: decision.reason === "AllDisabled"
+      ? "every other pending Eviction's compute service is disabled"
+      : `waited the settle bound; still enabled, so Nova may place VMs there: ${
+        describeMembers(decision.overdue, evictions)
+      }`,
+  };
+}
+
+/** At most five member names, each marked when its capacity check holds it. */
+function describeMembers(
+  names: readonly string[],
+  evictions: readonly Eviction[],
+): string {
+  const held = (name: string) =>
+    evictions.find((e) => e.metadata?.name === name)?.status?.conditions
+      ?.some((c) =>
+        c.type === CONDITION_CAPACITY_CHECKED && c.status === "False"
+      ) === true;
+  const shown = names.slice(0, 5).map((n) =>
+    held(n) ? `${n} (held by its capacity check)` : n
+  );
+  return shown.join(", ") +
+    (names.length > 5 ? `, ... (${names.length})` : "");
 }

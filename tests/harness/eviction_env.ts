@@ -61,6 +61,8 @@ export interface DrainEnvOptions {
   capacityCheck?: boolean;
   /** Bounds of a deleted Eviction's wait (simulator time). */
   finalizer?: EvictionControllerDeps["finalizer"];
+  /** The bound on a drain's wait for one member of its wave (real ms). */
+  waveSettleMs?: number;
 }
 
 /** A running drain environment. */
@@ -162,6 +164,9 @@ export async function startDrainEnv(
       ...(options.finalizer === undefined
         ? {}
         : { finalizer: options.finalizer }),
+      ...(options.waveSettleMs === undefined
+        ? {}
+        : { waveSettleMs: options.waveSettleMs }),
     });
     await operator.start();
   } catch (err) {

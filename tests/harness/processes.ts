@@ -35,6 +35,23 @@ kill -KILL $child 2>/dev/null
 wait $child
 `;
 
+// The same for a server that forks workers (uwsgi, oslo.service, Erlang):
+// job control puts the child in a process group of its own, and every signal
+// goes to that whole group, so no worker outlives its parent or the test.
+const GROUP_WATCHDOG = `
+set -m
+parent=$1; log=$2; shift 2
+"$@" >>"$log" 2>&1 </dev/null &
+child=$!
+trap 'kill -TERM -- -$child 2>/dev/null; wait $child; code=$?; kill -KILL -- -$child 2>/dev/null; exit $code' TERM INT
+trap 'kill -KILL -- -$child 2>/dev/null; wait $child; exit 137' USR1
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 0.3
+done
+kill -KILL -- -$child 2>/dev/null
+wait $child
+`;
+
 /**
  * Starts `command` with `args`, its output appended to `logPath`; with
  * `env`, in exactly that environment.
@@ -52,10 +69,42 @@ export function startProcess(
   logPath: string,
   env?: Record<string, string>,
 ): ManagedProcess {
+  return spawnWatched(WATCHDOG, name, command, args, logPath, env);
+}
+
+/**
+ * Like {@linkcode startProcess}, for servers that fork workers: the process
+ * and everything it forks form one process group, and stop, kill and the
+ * watchdog (when this Deno process is gone) signal the whole group.
+ *
+ * @example
+ * ```ts ignore
+ * const p = startProcessGroup("nova-api", "nova-api", ["--config-file", "/x/nova.conf"], "/x/nova-api.log");
+ * await p.stop();
+ * ```
+ */
+export function startProcessGroup(
+  name: string,
+  command: string,
+  args: string[],
+  logPath: string,
+  env?: Record<string, string>,
+): ManagedProcess {
+  return spawnWatched(GROUP_WATCHDOG, name, command, args, logPath, env);
+}
+
+function spawnWatched(
+  watchdog: string,
+  name: string,
+  command: string,
+  args: string[],
+  logPath: string,
+  env?: Record<string, string>,
+): ManagedProcess {
   const child = new Deno.Command("bash", {
     args: [
       "-c",
-      WATCHDOG,
+      watchdog,
       "watchdog",
       String(Deno.pid),
       logPath,

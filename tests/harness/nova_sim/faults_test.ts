@@ -299,6 +299,8 @@ Deno.test("sim: os-migrations?host= matches source or destination, with changes-
       202,
     );
     sim.migrateTo("away", "node001");
+    // Nova writes a live migration's record after the 202 (recordDelaySeconds).
+    await new Promise((r) => setTimeout(r, 300));
     const list = async (q: string) =>
       ((await call(sim, token, "GET", `/os-migrations?${q}`, undefined, "2.80"))
         .json as { migrations: Record<string, unknown>[] }).migrations;

@@ -329,6 +329,12 @@ function showInstanceAction(ctx: RequestContext): Response {
   return json(200, { instanceAction: action });
 }
 
+/** Nova never fills `dest_host` of a live migration; a cold one's is the IP. */
+function destHost(w: RequestContext["world"], m: SimMigration): string | null {
+  if (m.type === "live-migration" || m.dest === null) return null;
+  return w.hosts.get(m.dest)?.hostIp ?? null;
+}
+
 function migrationView(
   ctx: RequestContext,
   m: SimMigration,
@@ -338,15 +344,15 @@ function migrationView(
   const v: Record<string, unknown> = {
     id: m.id,
     created_at: novaTime(m.createdAt),
-    updated_at: novaTime(m.updatedAt),
+    updated_at: m.touched ? novaTime(m.updatedAt) : null,
     dest_compute: m.dest,
-    dest_host: m.dest === null ? null : (w.hosts.get(m.dest)?.hostIp ?? null),
-    dest_node: m.dest,
+    dest_host: destHost(w, m),
+    dest_node: m.scheduled ? m.dest : null,
     instance_uuid: m.serverId,
     new_instance_type_id: m.type === "resize" ? 2 : 1,
     old_instance_type_id: 1,
     source_compute: m.source,
-    source_node: m.source,
+    source_node: m.scheduled ? m.source : null,
     status: m.status,
     migration_type: m.type,
   };
@@ -389,14 +395,16 @@ function listMigrations(ctx: RequestContext): Response {
       "The value of changes-since must be less than or equal to changes-before.",
     );
   }
+  const now = ctx.world.now();
   const items = ctx.world.migrations
+    .filter((m) => m.visibleAt <= now)
     .filter((m) => host === null || m.source === host || m.dest === host)
     .filter((m) => instance === null || m.serverId === instance)
     .filter((m) => type === null || m.type === type)
     .filter((m) => status === null || m.status === status)
     .filter((m) => source === null || m.source === source)
-    .filter((m) => since === undefined || m.updatedAt >= since)
-    .filter((m) => before === undefined || m.updatedAt <= before)
+    .filter((m) => since === undefined || (m.touched && m.updatedAt >= since))
+    .filter((m) => before === undefined || (m.touched && m.updatedAt <= before))
     .sort((a, b) => b.createdAt - a.createdAt || b.id - a.id);
   if (ctx.mv < 59) {
     return json(200, { migrations: items.map((m) => migrationView(ctx, m)) });
@@ -423,12 +431,12 @@ function serverMigrationView(
     server_uuid: m.serverId,
     status: m.status,
     source_compute: m.source,
-    source_node: m.source,
+    source_node: m.scheduled ? m.source : null,
     dest_compute: m.dest,
-    dest_node: m.dest,
-    dest_host: m.dest === null ? null : (w.hosts.get(m.dest)?.hostIp ?? null),
+    dest_node: m.scheduled ? m.dest : null,
+    dest_host: destHost(w, m),
     created_at: novaTime(m.createdAt),
-    updated_at: novaTime(m.updatedAt),
+    updated_at: m.touched ? novaTime(m.updatedAt) : null,
     memory_total_bytes: m.memoryTotalBytes,
     memory_processed_bytes: mem.processed,
     memory_remaining_bytes: mem.remaining,
@@ -445,9 +453,10 @@ function serverMigrationView(
 }
 
 function inProgressLive(w: World, serverId: string): SimMigration[] {
+  const now = w.now();
   return w.migrations.filter((m) =>
     m.serverId === serverId && m.type === "live-migration" &&
-    LIVE_IN_PROGRESS.includes(m.status)
+    LIVE_IN_PROGRESS.includes(m.status) && m.visibleAt <= now
   );
 }
 

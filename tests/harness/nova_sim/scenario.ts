@@ -116,8 +116,12 @@ export const scenarioSchema = z.strictObject({
     scheduleSeconds: z.number().min(0).default(0.5),
     /** preparing (live) / pre-migrating (cold). */
     prepareSeconds: z.number().min(0).default(2),
-    /** post-migrating. */
+    /** post-migrating (cold migrations; real live migrations skip it). */
     postSeconds: z.number().min(0).default(1),
+    /** From the live migration's 202 until its record can be listed. */
+    recordDelaySeconds: z.number().min(0).default(0.2),
+    /** From the server ACTIVE on the destination to the record `completed`. */
+    liveCompleteSeconds: z.number().min(0).default(0.3),
   }).default({
     liveMbPerSecond: 1000,
     coldMbPerSecond: 500,
@@ -125,6 +129,8 @@ export const scenarioSchema = z.strictObject({
     scheduleSeconds: 0.5,
     prepareSeconds: 2,
     postSeconds: 1,
+    recordDelaySeconds: 0.2,
+    liveCompleteSeconds: 0.3,
   }),
   /** Compute hosts (one hypervisor, one nova-compute service each). */
   hosts: z.array(z.strictObject({

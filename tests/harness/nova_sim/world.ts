@@ -177,6 +177,28 @@ export interface SimMigration {
   newRamMb: number;
   /** The request id of the action that started it (its instance action). */
   requestId?: string;
+  /**
+   * Changed since its creation: Nova's fresh record has `updated_at: null`,
+   * which a `changes-since` filter excludes (SQL NULL compares false).
+   */
+  touched: boolean;
+  /**
+   * When the record can be listed (virtual ms): Nova's API answers a live
+   * migration's 202 before the conductor has written the record (0.08-0.35 s
+   * on real Zed).
+   */
+  visibleAt: number;
+  /**
+   * A live migration's checks passed (source node and destination known):
+   * until then Nova's record has `source_node`, `dest_node` null, and a
+   * conductor-failed record keeps them null.
+   */
+  scheduled: boolean;
+  /**
+   * When the server went ACTIVE on the destination (virtual ms): on real Zed
+   * that is about 0.3 s before the record says `completed`.
+   */
+  movedAt?: number;
 }
 
 /** One event of an instance action (`os-instance-actions/{request_id}`). */
@@ -235,9 +257,10 @@ const COLD_IN_PROGRESS = ["pre-migrating", "migrating", "post-migrating"];
  * ```
  */
 export function novaTime(ms: number): string {
-  return new Date(Math.floor(ms)).toISOString().replace(
+  // Nova's database keeps whole seconds: the fraction is always zero.
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(
     /\.(\d{3})Z$/,
-    ".$1000",
+    ".000000",
   );
 }
 
@@ -785,6 +808,11 @@ export class World {
       userId: s.userId,
       forced: false,
       newRamMb: s.flavor.ramMb,
+      touched: false,
+      visibleAt: type === "live-migration"
+        ? now + this.#scenario.timing.recordDelaySeconds * 1000
+        : now,
+      scheduled: type !== "live-migration",
     };
     this.migrations.push(m);
     this.acceptedMigrations.set(
@@ -845,6 +873,7 @@ export class World {
   #setStatus(m: SimMigration, status: string, at: number): void {
     m.status = status;
     m.updatedAt = at;
+    m.touched = true;
   }
 
   /**
@@ -1158,6 +1187,7 @@ export class World {
           at,
         );
         m.dest = dest;
+        m.scheduled = true;
         this.#setStatus(m, "queued", at);
         this.#startQueued(m.source, at);
         return;
@@ -1170,6 +1200,10 @@ export class World {
         else m.phaseEndsAt = at + m.copyMs;
         return;
       case "running":
+        if (m.movedAt !== undefined) {
+          this.#finishLive(m, s, "completed", at);
+          return;
+        }
         if (m.fault === "delete") {
           s.deleted = true;
           s.updated = at;
@@ -1190,12 +1224,13 @@ export class World {
           this.#finishLive(m, s, "error", at);
           return;
         }
-        this.#setStatus(m, "post-migrating", at);
-        m.phaseEndsAt = at + t.postSeconds * 1000;
-        return;
-      case "post-migrating":
+        // Real Zed live migrations never show post-migrating: the server
+        // is ACTIVE on the destination first, the record completes after.
         s.host = m.dest;
-        this.#finishLive(m, s, "completed", at);
+        s.taskState = null;
+        s.updated = at;
+        m.movedAt = at;
+        m.phaseEndsAt = at + t.liveCompleteSeconds * 1000;
         return;
       default:
         return;

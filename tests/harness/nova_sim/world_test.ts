@@ -65,7 +65,7 @@ Deno.test("world: the per-host limit keeps extra live migrations queued", () => 
   }
 });
 
-Deno.test("world: live migration passes queued -> preparing -> running -> post-migrating -> completed", () => {
+Deno.test("world: live migration passes accepted -> preparing -> running -> completed, the server ACTIVE on the destination first (as real Zed)", () => {
   const { world, id, step } = build({
     ...TWO_HOSTS,
     timing: { ...TWO_HOSTS.timing, scheduleSeconds: 1 },
@@ -74,17 +74,17 @@ Deno.test("world: live migration passes queued -> preparing -> running -> post-m
   const m = world.migrations[0];
   assert.ok(m);
   const seen = [m.status];
-  for (let i = 0; i < 20; i++) {
-    step(500);
+  let movedBeforeCompleted = false;
+  for (let i = 0; i < 200; i++) {
+    step(50);
     if (seen.at(-1) !== m.status) seen.push(m.status);
+    const s = world.findServerByRef("v4");
+    if (
+      m.status === "running" && s?.host === "dst" && s.taskState === null
+    ) movedBeforeCompleted = true;
   }
-  assert.deepEqual(seen, [
-    "accepted",
-    "preparing",
-    "running",
-    "post-migrating",
-    "completed",
-  ]);
+  assert.deepEqual(seen, ["accepted", "preparing", "running", "completed"]);
+  assert.ok(movedBeforeCompleted);
   // accepted -> queued -> preparing happen at the same instant when a slot is free.
 });
 

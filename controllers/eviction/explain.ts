@@ -1,0 +1,90 @@
+/**
+ * Failure reasons in Nova's words. A migration that fails after its 202
+ * (no valid host, a failed copy) shows in its migration record only as
+ * `error` or `failed`; Nova says why in the instance action of the start's
+ * request (`details`, microversion 2.84+). So, for each failure a pass
+ * sees of a start this process issued (its request id is in the drain's
+ * memory), the pass reads that action once and appends Nova's reason. A
+ * failed read changes nothing: the record's words stay.
+ *
+ * @module
+ */
+
+import { failureReason, type InstanceAction } from "../../openstack/mod.ts";
+import type { IssuedStart } from "./memory.ts";
+import type { Plan } from "./plan.ts";
+
+/** Reads one instance action (`CountedNova.getInstanceAction`). */
+export type ReadAction = (
+  serverId: string,
+  requestId: string,
+) => Promise<InstanceAction>;
+
+/**
+ * The plan with Nova's reason appended to each failure in `reasons` (by
+ * server id), in the pass's failures and in the next status alike.
+ *
+ * @example
+ * ```ts
+ * import { withReasons } from "./explain.ts";
+ * const plan = { failed: [{ id: "vm", reason: "live-migration 7 ended error", attempts: 1, exhausted: false, transient: true }],
+ *   next: { failed: [{ id: "vm", reason: "live-migration 7 ended error", attempts: 1, lastAttemptAt: "2026-01-01T00:00:00Z" }] } };
+ * // deno-lint-ignore no-explicit-any
+ * const out = withReasons(plan as any, new Map([["vm", "No valid host was found."]]));
+ * console.log(out.next.failed?.[0]?.reason); // live-migration 7 ended error: No valid host was found.
+ * ```
+ */
+export function withReasons(
+  plan: Plan,
+  reasons: ReadonlyMap<string, string>,
+): Plan {
+  if (reasons.size === 0) return plan;
+  const explain = <T extends { id: string; reason: string }>(f: T): T => {
+    const why = reasons.get(f.id);
+    return why === undefined || f.reason.endsWith(why)
+      ? f
+      : { ...f, reason: `${f.reason}: ${why}` };
+  };
+  return {
+    ...plan,
+    failed: plan.failed.map(explain),
+    next: {
+      ...plan.next,
+      ...(plan.next.failed === undefined
+        ? {}
+        : { failed: plan.next.failed.map(explain) }),
+    },
+  };
+}
+
+/**
+ * Nova's reason for each failure of this pass whose start this process
+ * issued and Nova accepted, read from the start's instance action (one
+ * call per failure, at once). Failures without a known request id, and
+ * reads that fail, get none.
+ *
+ * @example
+ * ```ts ignore
+ * const reasons = await novaReasons(plan, state.starts, (id, req) => nova.getInstanceAction(id, req));
+ * ```
+ */
+export async function novaReasons(
+  plan: Plan,
+  starts: ReadonlyMap<string, IssuedStart>,
+  read: ReadAction,
+): Promise<Map<string, string>> {
+  const asks = plan.failed.flatMap((f) => {
+    const requestId = starts.get(f.id)?.requestId;
+    return requestId === undefined ? [] : [{ id: f.id, requestId }];
+  });
+  const reasons = new Map<string, string>();
+  await Promise.all(asks.map(async ({ id, requestId }) => {
+    try {
+      const why = failureReason(await read(id, requestId));
+      if (why !== undefined) reasons.set(id, why);
+    } catch {
+      // the record's own words stay; the read is counted in the metrics
+    }
+  }));
+  return reasons;
+}
