@@ -46,6 +46,8 @@ export interface Backend {
   hosts: string[];
   /** Server ids by the names of the specs. */
   servers: Map<string, string>;
+  /** A session authenticated with an application credential instead. */
+  appCredentialSession(): KeystoneSession;
   /** A call as it goes over the wire (admin token). */
   raw(
     service: "compute" | "placement" | "identity",
@@ -97,6 +99,24 @@ function sessionFor(
       userDomainName: "Default",
       projectName: user.projectName,
       projectDomainName: "Default",
+    },
+    regionName: region,
+    logger: captureLogger(),
+    timeoutMs: 60_000,
+  });
+}
+
+function appCredSession(
+  authUrl: string,
+  credential: { id: string; secret: string },
+  region: string,
+): KeystoneSession {
+  return new KeystoneSession({
+    authUrl,
+    auth: {
+      type: "v3applicationcredential",
+      applicationCredentialId: credential.id,
+      applicationCredentialSecret: credential.secret,
     },
     regionName: region,
     logger: captureLogger(),
@@ -162,6 +182,8 @@ async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
   const backend: Backend = {
     kind: "simulator",
     session,
+    appCredentialSession: () =>
+      appCredSession(sim.authUrl, c.applicationCredential, c.region),
     nova: new NovaClient(session),
     placement: new PlacementClient(session),
     hosts,
@@ -193,6 +215,8 @@ async function openNova(
   const backend: Backend = {
     kind: "nova",
     session,
+    appCredentialSession: () =>
+      appCredSession(cloud.authUrl, cloud.applicationCredential, cloud.region),
     nova,
     placement: new PlacementClient(session),
     hosts: cloud.hosts,

@@ -95,6 +95,10 @@ contract("Keystone catalog has compute and placement", [], async (b) => {
   const token = await b.session.token();
   assert.ok(token.expiresAt > Date.now());
   assert.ok(token.projectId);
+  // An application credential is scoped to its project: the same catalog.
+  const app = b.appCredentialSession();
+  assert.equal(await app.endpoint("compute"), compute);
+  assert.equal((await app.token()).projectId, token.projectId);
 });
 
 contract(
@@ -277,6 +281,20 @@ contract("live migration: states, record fields, timings", [
   const since = new Date(Date.now() - 2000);
   const accepted = await b.nova.liveMigrate(id);
   assert.ok(accepted.requestId?.startsWith("req-"));
+  // A second start while the first runs: Nova's 409 on the task state.
+  await assert.rejects(
+    () => b.nova.liveMigrate(id),
+    (e: unknown) => {
+      assert.ok(e instanceof ConflictError, String(e));
+      assert.match(
+        e.message,
+        new RegExp(
+          `Cannot 'os-migrateLive' instance ${id} while it is in task_state migrating`,
+        ),
+      );
+      return true;
+    },
+  );
   const statuses: string[] = [];
   let activeOnDestBeforeCompleted = false;
   let sawNullUpdatedAt = false;

@@ -43,6 +43,7 @@ const child = new Deno.Command(Deno.execPath(), {
     ...(Deno.args.length > 0 ? Deno.args : [
       new URL("./contract_test.ts", import.meta.url).pathname,
       new URL("./drain_test.ts", import.meta.url).pathname,
+      new URL("./hypervisor_sync_test.ts", import.meta.url).pathname,
     ]),
   ],
   env: {
