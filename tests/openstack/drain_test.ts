@@ -171,7 +171,19 @@ async function withLane(
         `--- operator\n${await operatorLogTail(running, 60)}\n${await b
           .logTails()}`,
     };
-    await fn(lane);
+    try {
+      await fn(lane);
+    } catch (error) {
+      // Every failure carries what Nova and the operator saw.
+      if (error instanceof Error && !error.message.includes("--- operator")) {
+        const records = (await Promise.all(
+          hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
+        )).flat();
+        error.message += `\nmigrations: ${JSON.stringify(records)}\n${await lane
+          .diagnostics()}`;
+      }
+      throw error;
+    }
   } finally {
     for (const host of hosts) {
       await client.delete(EvictionKind, host).catch(() => {});
@@ -344,7 +356,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "lane: NoValidHost (every other host disabled) is reported as a failure at once, the server ACTIVE on its host",
+    "lane: NoValidHost (every other host disabled) is reported as a failure at once, the server ACTIVE on its host, backed off, recovered when a host is enabled",
   ignore: !available,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -391,6 +403,27 @@ Deno.test({
       assert.equal(server.status, "ACTIVE");
       assert.equal(server.host, host);
       assert.equal(condition(ev, "MigratingInstance")?.reason, "Failed");
+
+      // Backed off, not a hot loop; recovered once a host is enabled again.
+      await new Promise((r) => setTimeout(r, 20_000));
+      const tries = (await lane.migrationsFrom(host)).length;
+      assert.ok(tries <= 2, `${tries} attempts within ~22 s: a hot loop`);
+      await b.setHostEnabled("node003", true);
+      await until(
+        "the drain to recover and succeed",
+        async () => {
+          const e = await lane.eviction(host);
+          return condition(e, "Evicting")?.reason === "Succeeded"
+            ? e
+            : undefined;
+        },
+        600_000,
+        lane.diagnostics,
+      );
+      const moved = await b.nova.getServer(id);
+      assert.equal(moved.host, "node003");
+      const done = await lane.migrationsFrom(host);
+      assert.equal(done.filter((m) => m.status === "completed").length, 1);
     });
   },
 });
