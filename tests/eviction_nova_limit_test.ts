@@ -92,10 +92,11 @@ Deno.test({
       assert.ok(samples >= 20, `${samples} samples`);
       // Without the cap the first host takes both slots (one copying, one
       // queued) and the hosts never copy at once (0 of 185 samples in one
-      // run); with it they do after the first queue was seen (46 of 97,
-      // the rest being that start and the gaps between two copies).
+      // run); with it they do after the first queue was seen (46 of 97 on
+      // an idle machine, 45 of 186 in the loaded full suite: the rest is
+      // that start and the gaps between two copies, which load widens).
       assert.ok(
-        both / samples >= 0.3,
+        both / samples >= 0.15,
         `both hosts copied in ${both} of ${samples} samples`,
       );
       const learned = [];

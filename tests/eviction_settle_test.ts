@@ -60,10 +60,12 @@ const scenario: ScenarioInput = {
     { name: "f2", host: H.forced, ramMb: 2048 },
     { name: "traveller", host: DST, ramMb: 2048 },
     { name: "q1", host: H.queued, ramMb: 2048 },
-    // 100 simulated seconds of copying: holds src's only slot.
-    { name: "blocker", host: H.src, ramMb: 100_000 },
+    // Its migration never ends until the test aborts it: it holds src's
+    // only slot, however slow the machine.
+    { name: "blocker", host: H.src, ramMb: 2048 },
     { name: "waiter", host: H.src, ramMb: 2048 },
   ],
+  faults: { stuckMigration: [{ server: "blocker", times: 1 }] },
 };
 
 /** Real ms for simulated seconds. */
@@ -305,6 +307,13 @@ Deno.test({
           );
           assert.deepEqual(waiting.status?.outstandingInstances, [waiter]);
           // Once the blocker is through, the waiter lands and is drained.
+          const blocker = idOf(e, "blocker");
+          const stuck = e.sim.world.migrations.find((m) =>
+            m.serverId === blocker &&
+            ["preparing", "running"].includes(m.status)
+          );
+          assert.ok(stuck !== undefined, "the blocker still copies");
+          e.sim.world.abortLiveMigration(blocker, stuck.id, 65);
           await waitFor(
             "waiter landed and drained",
             async () => {

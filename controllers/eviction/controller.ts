@@ -79,6 +79,14 @@ export interface EvictionControllerDeps {
    * Evictions of its wave to be disabled too (default 15 s), real ms.
    */
   waveSettleMs?: number;
+  /**
+   * Label selector of the Evictions that share this cloud across the
+   * operator's partitions: its cluster budget, its waves and its one drain
+   * per hypervisor (default: every Eviction). The test environments, which
+   * run a simulated cloud each against one API server, scope it to their
+   * own Evictions.
+   */
+  cloudSelector?: string;
   /** Placement, for the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
   /**
@@ -145,7 +153,7 @@ export function registerEvictionController(
     host === undefined ? [] : evictions
       .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
-  watchAllEvictions(operator, pass);
+  watchAllEvictions(operator, pass, deps.cloudSelector);
 
   operator.reconcile(EvictionKind, async (ctx) => {
     // The Nova client's microversion is settled before the pass.
@@ -220,12 +228,17 @@ function passDeps(
 
 /**
  * The cluster budget counts every Eviction's migrations, whatever this
- * process's label selector: a second, unpartitioned cache of Evictions,
- * read by the budget (and the Duplicate check) only. A drop of any
+ * process's label selector: a second, unpartitioned cache of Evictions
+ * (of the cloud's, with `cloudSelector`), read by the budget, the waves,
+ * the capacity check's wave and the Duplicate check. A drop of any
  * Eviction's count in flight (or its deletion) wakes this process's drains
  * waiting for budget.
  */
-function watchAllEvictions(operator: Operator, pass: EvictionPassDeps): void {
+function watchAllEvictions(
+  operator: Operator,
+  pass: EvictionPassDeps,
+  cloudSelector: string | undefined,
+): void {
   const evictions = operator.cache(EvictionKind);
   let all: Informer<Eviction> | undefined;
   operator.onStartup(async () => {
@@ -233,6 +246,7 @@ function watchAllEvictions(operator: Operator, pass: EvictionPassDeps): void {
       kind: EvictionKind,
       client: operator.client,
       logger: operator.logger.child({ cache: "evictions-all" }),
+      ...(cloudSelector === undefined ? {} : { labelSelector: cloudSelector }),
     });
     all.on((ev) =>
       pass.budgetWaiters.observe(

@@ -167,6 +167,8 @@ export async function startDrainEnv(
       ...(options.waveSettleMs === undefined
         ? {}
         : { waveSettleMs: options.waveSettleMs }),
+      // one simulated cloud per environment: its budget and waves are its own
+      cloudSelector: `evictor-test=${suffix}`,
     });
     await operator.start();
   } catch (err) {
