@@ -33,7 +33,8 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const env = await sharedEnvtest();
-    const e = await startDrainEnv({ env, scenario });
+    // every partition's Evictions, as in production
+    const e = await startDrainEnv({ env, scenario, cloudSelector: null });
     // Names order the two when their creation seconds are equal.
     const older = `dup-a-${s}`;
     const mine = `dup-b-${s}`;

@@ -63,6 +63,12 @@ export interface DrainEnvOptions {
   finalizer?: EvictionControllerDeps["finalizer"];
   /** The bound on a drain's wait for one member of its wave (real ms). */
   waveSettleMs?: number;
+  /**
+   * The Evictions of this environment's cloud, across partitions (budget,
+   * waves, duplicates): default its own; null for every Eviction of the
+   * API server (another partition's included).
+   */
+  cloudSelector?: string | null;
 }
 
 /** A running drain environment. */
@@ -168,7 +174,9 @@ export async function startDrainEnv(
         ? {}
         : { waveSettleMs: options.waveSettleMs }),
       // one simulated cloud per environment: its budget and waves are its own
-      cloudSelector: `evictor-test=${suffix}`,
+      ...(options.cloudSelector === null ? {} : {
+        cloudSelector: options.cloudSelector ?? `evictor-test=${suffix}`,
+      }),
     });
     await operator.start();
   } catch (err) {
