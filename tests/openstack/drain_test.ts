@@ -393,9 +393,12 @@ Deno.test({
       // Nova's record says error within a second (the conductor's checks);
       // a poll interval of 1 s and the operator's start-up leave 60 s ample.
       assert.ok(after < 60, `reported only after ${after} s`);
-      // The record and the instance action that say why, as the drain reads
-      // them (the action's event carries "No valid host was found", see the
-      // contract test).
+      // In Nova's words, from the start's instance action (explain.ts).
+      assert.match(
+        reason ?? "",
+        /^live-migration \d+ ended error: No valid host was found\./,
+      );
+      // The record that says it failed, as the drain reads it.
       const records = await lane.migrationsFrom(host);
       assert.ok(records.length >= 1);
       assert.ok(records.every((m) => m.status === "error"));
