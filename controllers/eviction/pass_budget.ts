@@ -196,6 +196,11 @@ export function planAndReserve(
     starts: pass.state.starts,
     startBackoff: pass.state.startBackoff,
     ...novaLiveLimit(pass, seen),
+    // Without a cluster budget a queued migration takes no one's slot, and
+    // Nova starts it the moment a copy ends: keep one in Nova's queue.
+    novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined
+      ? 1
+      : 0,
     copyStartedAtMs: noteCopyStarts(
       pass.state.copyStarted,
       seen.migrations,

@@ -95,6 +95,13 @@ export interface PlanInput {
    * than that, so no slot and no cluster budget is spent on Nova's queue.
    */
   novaLiveLimit?: number;
+  /**
+   * Live migrations started beyond `novaLiveLimit`, to wait in Nova's
+   * queue (default 0): without a cluster budget one queued migration costs
+   * nothing and Nova starts its copy the moment one ends, sooner than the
+   * next look would.
+   */
+  novaQueueAhead?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
   /**

@@ -542,7 +542,8 @@ export function stuckAndAborts(
  * Pick starts: largest first (LPT shortens the whole drain), ties by id,
  * as many as the limit and the cluster budget leave free (none while
  * starts are held), and no more live ones than Nova runs at once from the
- * host when the drain has seen it queue (`novaLiveLimit`); each start
+ * host when the drain has seen it queue (`novaLiveLimit`, plus
+ * `novaQueueAhead` left in Nova's queue); each start
  * joins the in-flight list.
  */
 export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
@@ -555,7 +556,7 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
   );
   const liveSlots = input.novaLiveLimit === undefined
     ? Number.POSITIVE_INFINITY
-    : input.novaLiveLimit -
+    : input.novaLiveLimit + (input.novaQueueAhead ?? 0) -
       acc.inFlight.filter((e) => e.kind === "live").length;
   const picked = splitStarts(ready, slots, liveSlots);
   const start: StartAction[] = picked.start.map((r) => ({ ...r }));

@@ -715,6 +715,24 @@ const rows: Row[] = [
       ),
   },
   {
+    name:
+      "without a cluster budget one live migration more waits in Nova's queue",
+    input: input({
+      servers: [
+        vm("a", 4),
+        vm("b", 3),
+        vm("r", 1, { status: "MIGRATING", taskState: "migrating" }),
+      ],
+      migrations: [mig(8, "r", "running")],
+      status: seen(["a", "b", "r"], {
+        inFlight: [entry("r", -30, { migrationId: "8" })],
+      }),
+      novaLiveLimit: 1,
+      novaQueueAhead: 1,
+    }),
+    start: ["a"],
+  },
+  {
     name: "a stuck migration is only reported when aborting is off",
     input: input({
       servers: [vm("l")],
