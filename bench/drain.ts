@@ -80,7 +80,10 @@ const TIMING = {
   jitter: 0.1,
   scheduleSeconds: 0.5,
   prepareSeconds: 2,
+  // cold migrations only: a live one completes liveCompleteSeconds after
+  // the server is ACTIVE on its destination (as real Zed does)
   postSeconds: 1,
+  liveCompleteSeconds: 0.3,
 };
 
 /** One configuration: our limit, Nova's, and a delayed start answer. */
@@ -204,7 +207,9 @@ async function run(
     const st = e.sim.state();
     const recs = st.migrations.filter((m) => m.source === host);
     const end = Math.max(...recs.map((m) => m.updatedAt));
-    const overhead = (TIMING.prepareSeconds + TIMING.postSeconds) * 1000;
+    // every VM moves live: preparing, the copy, then the record completes
+    const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) *
+      1000;
     // Full time: what a VM needs from trigger to leaving when nothing waits;
     // slot time: what it holds one of Nova's per-host slots.
     const slot = recs.map((m) => m.copyMs + overhead);
@@ -375,8 +380,11 @@ const lines = [
     TIMING.jitter * 100
   } % ` +
   `jitter) after ${TIMING.scheduleSeconds} s scheduling and ` +
-  `${TIMING.prepareSeconds} s preparing, then ${TIMING.postSeconds} s ` +
-  `post-migrating. The poll interval is ${POLL_VIRTUAL_MS / 1000} s of ` +
+  `${TIMING.prepareSeconds} s preparing; the record completes ` +
+  `${TIMING.liveCompleteSeconds} s after the server is ACTIVE on its ` +
+  `destination (as in real Zed). The poll interval is ${
+    POLL_VIRTUAL_MS / 1000
+  } s of ` +
   "simulated time; times below are simulated seconds. The simulator runs " +
   "`scale` times faster than real time, so the operator's own latency per " +
   "pass (API server and simulator round trips, some tens of real " +

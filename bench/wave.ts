@@ -186,7 +186,9 @@ try {
   const st = sim.state();
   const recs = st.migrations.filter((m) => drained.includes(m.source));
   const end = Math.max(...recs.map((m) => m.updatedAt));
-  const overhead = (TIMING.prepareSeconds + TIMING.postSeconds) * 1000;
+  // every VM moves live: preparing, the copy, then the record completes
+  // (the simulator, as real Zed, has no post-migrating for live ones)
+  const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) * 1000;
   const slot = recs.map((m) => m.copyMs + overhead);
   const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
