@@ -143,12 +143,12 @@ type PlanRate = Parameters<typeof planHost>[0]["rate"];
  *
  * @example
  * ```ts
- * import { withNovaLimit } from "./plan_command.ts";
- * const l = withNovaLimit({ value: 4, source: "policy", text: "4 (EvictionPolicy default)" }, 1);
+ * import { limitUnderNova } from "./plan_command.ts";
+ * const l = limitUnderNova({ value: 4, source: "policy", text: "4 (EvictionPolicy default)" }, 1);
  * console.log(l.value); // 1
  * ```
  */
-export function withNovaLimit(
+export function limitUnderNova(
   limit: PlanLimit,
   nova: number | undefined,
 ): PlanLimit {
@@ -354,7 +354,7 @@ async function planHosts(
     plans.push(planHost({
       host,
       servers,
-      limit: withNovaLimit(
+      limit: limitUnderNova(
         limitText(resolved, cluster.policy !== undefined),
         own?.status?.novaLiveMigrationLimit,
       ),

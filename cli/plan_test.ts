@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
-import { withNovaLimit } from "./plan_command.ts";
+import { limitUnderNova } from "./plan_command.ts";
 import {
   classOf,
   formatSeconds,
@@ -172,9 +172,9 @@ Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, w
     source: "policy" as const,
     text: "4 (EvictionPolicy default)",
   };
-  assert.deepEqual(withNovaLimit(own, undefined), own);
-  assert.deepEqual(withNovaLimit(own, 4), own);
-  assert.deepEqual(withNovaLimit(own, 1), {
+  assert.deepEqual(limitUnderNova(own, undefined), own);
+  assert.deepEqual(limitUnderNova(own, 4), own);
+  assert.deepEqual(limitUnderNova(own, 1), {
     value: 1,
     source: "policy",
     text:

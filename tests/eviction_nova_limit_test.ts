@@ -11,12 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { EVENTS } from "../framework/events.ts";
-import { startEnvtest } from "./harness/envtest.ts";
-import {
-  type DrainEnv,
-  startDrainEnv,
-  waitFor,
-} from "./harness/eviction_env.ts";
+import { drained, withOwnApiServer } from "./harness/eviction_env.ts";
 
 const HOSTS = ["na", "nb"];
 const COPYING = new Set(["preparing", "running", "post-migrating"]);
@@ -27,38 +22,33 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const api = await startEnvtest();
-    let env: DrainEnv | undefined;
-    try {
-      env = await startDrainEnv({
-        env: api,
-        pollIntervalMs: 50,
-        scenario: {
-          seed: 21,
-          timeScale: 10,
-          timing: {
-            liveMbPerSecond: 1000,
-            coldMbPerSecond: 500,
-            jitter: 0,
-            scheduleSeconds: 0.5,
-            prepareSeconds: 1,
-            postSeconds: 0.5,
-          },
-          hosts: [
-            ...HOSTS.map((name) => ({ name, maxConcurrentLiveMigrations: 1 })),
-            { name: "dst1", ramMb: 524288 },
-            { name: "dst2", ramMb: 524288 },
-          ],
-          servers: HOSTS.flatMap((host) =>
-            Array.from({ length: 5 }, (_, i) => ({
-              name: `${host}-${i}`,
-              host,
-              ramMb: 8192,
-            }))
-          ),
+    await withOwnApiServer({
+      pollIntervalMs: 50,
+      scenario: {
+        seed: 21,
+        timeScale: 10,
+        timing: {
+          liveMbPerSecond: 1000,
+          coldMbPerSecond: 500,
+          jitter: 0,
+          scheduleSeconds: 0.5,
+          prepareSeconds: 1,
+          postSeconds: 0.5,
         },
-      });
-      const e = env;
+        hosts: [
+          ...HOSTS.map((name) => ({ name, maxConcurrentLiveMigrations: 1 })),
+          { name: "dst1", ramMb: 524288 },
+          { name: "dst2", ramMb: 524288 },
+        ],
+        servers: HOSTS.flatMap((host) =>
+          Array.from({ length: 5 }, (_, i) => ({
+            name: `${host}-${i}`,
+            host,
+            ramMb: 8192,
+          }))
+        ),
+      },
+    }, async (e) => {
       for (const h of HOSTS) await e.hypervisor(h);
       await e.policy({
         maxConcurrentMigrations: 2,
@@ -83,11 +73,7 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 20));
       }
       for (const h of HOSTS) {
-        await waitFor(
-          `${h} drained`,
-          async () => (await e.eviction(h)).status?.finishedAt,
-          120_000,
-        );
+        await drained(e, h, 120_000);
       }
       assert.ok(samples >= 20, `${samples} samples`);
       // Without the cap the first host takes both slots (one copying, one
@@ -124,9 +110,6 @@ Deno.test({
       }
       assert.deepEqual([...moved.values()].filter((n) => n > 1), []);
       assert.equal(moved.size, 10);
-    } finally {
-      await env?.stop();
-      await api.stop();
-    }
+    });
   },
 });

@@ -8,12 +8,7 @@
  * this file has its own API server.
  */
 import assert from "node:assert/strict";
-import { startEnvtest } from "./harness/envtest.ts";
-import {
-  type DrainEnv,
-  startDrainEnv,
-  waitFor,
-} from "./harness/eviction_env.ts";
+import { drained, withOwnApiServer } from "./harness/eviction_env.ts";
 
 const TIMEOUT_SECONDS = 60; // virtual; 3 s real at time scale 20
 
@@ -23,28 +18,23 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const api = await startEnvtest();
-    let env: DrainEnv | undefined;
-    try {
-      env = await startDrainEnv({
-        env: api,
-        pollIntervalMs: 50,
-        scenario: {
-          seed: 9,
-          timeScale: 20,
-          hosts: [
-            { name: "src", maxConcurrentLiveMigrations: 1 },
-            { name: "dst" },
-          ],
-          servers: [
-            // the larger starts first and copies; the other queues
-            { name: "slow", host: "src", ramMb: 8192 },
-            { name: "queued", host: "src", ramMb: 2048 },
-          ],
-          faults: { stuckMigration: [{ server: "slow", times: 1 }] },
-        },
-      });
-      const e = env;
+    await withOwnApiServer({
+      pollIntervalMs: 50,
+      scenario: {
+        seed: 9,
+        timeScale: 20,
+        hosts: [
+          { name: "src", maxConcurrentLiveMigrations: 1 },
+          { name: "dst" },
+        ],
+        servers: [
+          // the larger starts first and copies; the other queues
+          { name: "slow", host: "src", ramMb: 8192 },
+          { name: "queued", host: "src", ramMb: 2048 },
+        ],
+        faults: { stuckMigration: [{ server: "slow", times: 1 }] },
+      },
+    }, async (e) => {
       await e.hypervisor("src");
       await e.policy({
         maxConcurrentMigrations: 2,
@@ -54,10 +44,7 @@ Deno.test({
       await e.evict("src", "src");
       const idOf = (name: string) =>
         e.sim.world.listServers().find((s) => s.name === name)?.id ?? "";
-      const done = await waitFor("src drained", async () => {
-        const x = await e.eviction("src");
-        return x.status?.finishedAt === undefined ? undefined : x;
-      }, 90_000);
+      const done = await drained(e, "src", 90_000);
       const records = e.sim.world.migrations.filter((m) => m.source === "src");
       const of = (name: string) =>
         records.filter((m) => m.serverId === idOf(name)).map((m) => m.status);
@@ -75,9 +62,6 @@ Deno.test({
         [],
       );
       assert.equal(done.status?.migratedCount, 2);
-    } finally {
-      await env?.stop();
-      await api.stop();
-    }
+    });
   },
 });

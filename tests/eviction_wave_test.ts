@@ -10,11 +10,11 @@
 import assert from "node:assert/strict";
 import type { Eviction } from "../models/mod.ts";
 import { EVENTS } from "../framework/events.ts";
-import { startEnvtest } from "./harness/envtest.ts";
 import {
+  drained,
   type DrainEnv,
-  startDrainEnv,
   waitFor,
+  withOwnApiServer,
 } from "./harness/eviction_env.ts";
 
 const WAVE_SETTLE_MS = 3_000;
@@ -36,34 +36,29 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const api = await startEnvtest();
-    let env: DrainEnv | undefined;
-    try {
-      env = await startDrainEnv({
-        env: api,
-        capacityCheck: true,
-        pollIntervalMs: 50,
-        waveSettleMs: WAVE_SETTLE_MS,
-        scenario: {
-          seed: 11,
-          timeScale: 10,
-          hosts: [
-            { name: "run", ramMb: 262144 },
-            { name: "late", ramMb: 262144 },
-            { name: "dst", ramMb: 98304 },
-          ],
-          servers: [
-            ...Array.from({ length: 10 }, (_, i) => ({
-              name: `run-${i}`,
-              host: "run",
-              ramMb: 4096,
-            })),
-            // fits nowhere: late's capacity check holds it enabled
-            { name: "late-big", host: "late", ramMb: 131072 },
-          ],
-        },
-      });
-      const e = env;
+    await withOwnApiServer({
+      capacityCheck: true,
+      pollIntervalMs: 50,
+      waveSettleMs: WAVE_SETTLE_MS,
+      scenario: {
+        seed: 11,
+        timeScale: 10,
+        hosts: [
+          { name: "run", ramMb: 262144 },
+          { name: "late", ramMb: 262144 },
+          { name: "dst", ramMb: 98304 },
+        ],
+        servers: [
+          ...Array.from({ length: 10 }, (_, i) => ({
+            name: `run-${i}`,
+            host: "run",
+            ramMb: 4096,
+          })),
+          // fits nowhere: late's capacity check holds it enabled
+          { name: "late-big", host: "late", ramMb: 131072 },
+        ],
+      },
+    }, async (e) => {
       for (const h of ["run", "late", "dst"]) await e.hypervisor(h);
       await e.policy({ maxConcurrentMigrations: 1, capacityCheck: "Hold" });
       const fromRun = () =>
@@ -124,10 +119,7 @@ Deno.test({
         true,
       );
 
-      const done = await waitFor("run drained", async () => {
-        const x = await e.eviction("run");
-        return x.status?.finishedAt === undefined ? undefined : x;
-      }, 60_000);
+      const done = await drained(e, "run", 60_000);
       assert.equal(done.status?.migratedCount, 10);
       assert.deepEqual(
         e.sim.world.listServers().filter((s) => s.host === "run"),
@@ -136,9 +128,6 @@ Deno.test({
       const reasons = await eventReasons(e, "run");
       assert.ok(reasons.includes("WaitingForWave"), reasons.join());
       assert.ok(reasons.includes("WaveSettled"), reasons.join());
-    } finally {
-      await env?.stop();
-      await api.stop();
-    }
+    });
   },
 });

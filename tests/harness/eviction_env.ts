@@ -32,7 +32,7 @@ import {
   loadCloudConfig,
   type OpenStackClients,
 } from "../../openstack/mod.ts";
-import type { Envtest } from "./envtest.ts";
+import { type Envtest, startEnvtest } from "./envtest.ts";
 import {
   type NovaSim,
   type ScenarioInput,
@@ -408,4 +408,35 @@ export function migratedTwice(
   );
   return Object.entries(sim.counters().migrationsAccepted)
     .filter(([id, n]) => n > 1 && ids.has(id)).map(([id]) => id).sort();
+}
+
+/**
+ * Runs `fn` with a drain environment on an API server of its own, for a
+ * test that sets the cluster-wide EvictionPolicy; stops both afterwards.
+ */
+export async function withOwnApiServer(
+  options: Omit<DrainEnvOptions, "env">,
+  fn: (env: DrainEnv) => Promise<void>,
+): Promise<void> {
+  const api = await startEnvtest();
+  let env: DrainEnv | undefined;
+  try {
+    env = await startDrainEnv({ ...options, env: api });
+    await fn(env);
+  } finally {
+    await env?.stop();
+    await api.stop();
+  }
+}
+
+/** Waits until the drain of Eviction `name` has finished; returns it. */
+export async function drained(
+  env: DrainEnv,
+  name: string,
+  timeoutMs = 60_000,
+): Promise<Eviction> {
+  return await waitFor(`${name} drained`, async () => {
+    const ev = await env.eviction(name);
+    return ev.status?.finishedAt === undefined ? undefined : ev;
+  }, timeoutMs);
 }
