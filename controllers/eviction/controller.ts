@@ -200,8 +200,9 @@ function passDeps(
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
   const metrics = new EvictionMetrics(registry);
+  const clock = deps.clock ?? { now: () => Date.now() };
   return {
-    nova: new CountedNova(deps.nova, metrics),
+    nova: new CountedNova(deps.nova, metrics, clock),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
     maxPollMs,
@@ -209,7 +210,7 @@ function passDeps(
     finishedCheckMs,
     settleMs,
     planOptions: deps.planOptions ?? {},
-    clock: deps.clock ?? { now: () => Date.now() },
+    clock,
     ledger: new InFlightLedger(),
     memory: new DrainMemory(),
     metrics,

@@ -228,6 +228,7 @@ async function waitForSettled(
     nowMs,
     graceMs: deps.planOptions.gracePeriodMs ??
       DEFAULT_PLAN_OPTIONS.gracePeriodMs,
+    novaOffsetMs: deps.nova.novaClockOffsetMs(),
   });
   const running = look.counted.length + unlisted.length;
   const before = ev.status?.inFlightCount ?? 0;

@@ -91,6 +91,7 @@ export async function reconcileEviction(
   const options: PlanOptions = {
     ...planOptionsFor(deps.planOptions, settings),
     settleMs: deps.settleMs * pass.rate,
+    novaClockOffsetMs: deps.nova.novaClockOffsetMs(),
   };
   const waitingForBudget = await waitForBudget(pass, settings);
   if (waitingForBudget !== undefined) return waitingForBudget;
@@ -167,7 +168,10 @@ async function observeOrKeep(
 ): Promise<Observation> {
   const { deps, host, status } = pass;
   const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
-  const since = new Date(startedMs - options.clockSkewMs);
+  // Nova filters on its own clock: the drain's start, read on Nova's.
+  const since = new Date(
+    startedMs - options.clockSkewMs + (options.novaClockOffsetMs ?? 0),
+  );
   try {
     const seen = await observe(
       deps.nova,

@@ -107,6 +107,8 @@ export interface WorldSpec {
     status: "ACTIVE" | "SHUTOFF" | "PAUSED" | "SUSPENDED" | "ERROR";
     blocker: boolean;
     migrationFault: "none" | "fail" | "error" | "delete";
+    /** How many of its migrations the fault hits (default 2). */
+    faultTimes?: number;
   }>;
   limit: number;
   novaHostLimit: number;
@@ -139,6 +141,11 @@ export interface WorldSpec {
    * last updated 20 s before the first pass.
    */
   queuedBeforeStart?: boolean;
+  /**
+   * Nova's clock minus the drain's (ms, default 0): its record times, its
+   * `changes-since` filter and the `Date` of its answers are on it.
+   */
+  novaClockOffsetMs?: number;
   /** Retry window (0: transient failures end after maxAttempts). */
   retryWindowMs: number;
 }
@@ -185,11 +192,31 @@ class SimNova {
   #faults: StartFault[];
   #startIndex = 0;
   readonly timeoutMs = 30_000;
+  /** Nova's clock minus the drain's. */
+  readonly offsetMs: number;
+  readonly #dateListeners = new Set<(ms: number) => void>();
 
-  constructor(world: World, clock: ManualClock, faults: StartFault[]) {
+  constructor(
+    world: World,
+    clock: ManualClock,
+    faults: StartFault[],
+    offsetMs = 0,
+  ) {
     this.world = world;
     this.clock = clock;
     this.#faults = faults.length === 0 ? ["ok"] : faults;
+    this.offsetMs = offsetMs;
+  }
+
+  /** NovaClient.onServerDate: Nova's clock, in whole seconds, on each answer. */
+  onServerDate(listener: (ms: number) => void): () => void {
+    this.#dateListeners.add(listener);
+    return () => this.#dateListeners.delete(listener);
+  }
+
+  #answerDate(): void {
+    const ms = Math.floor((this.clock.now() + this.offsetMs) / 1000) * 1000;
+    for (const l of this.#dateListeners) l(ms);
   }
 
   #later(delayMs: number, settle: () => void): void {
@@ -214,6 +241,7 @@ class SimNova {
     const list = this.world.listServers().filter((s) => s.host === host);
     this.listedServers = list.map((s) => s.id);
     this.observed = true;
+    this.#answerDate();
     const out = list.map(toServer);
     const hook = this.duringPass;
     this.duringPass = undefined;
@@ -226,17 +254,19 @@ class SimNova {
   ): Promise<Migration[]> {
     this.calls++;
     this.world.advance();
+    // Nova filters on its own clock
     const since = filter.changesSince === undefined
       ? -Infinity
-      : new Date(filter.changesSince).getTime();
+      : new Date(filter.changesSince).getTime() - this.offsetMs;
     const host = filter.host ?? "";
     this.listedTouching = this.touching(host).map((m) => m.id);
+    this.#answerDate();
     return Promise.resolve(
       this.world.migrations
         .filter((m) =>
           (m.source === host || m.dest === host) && m.updatedAt >= since
         )
-        .map(toMigration),
+        .map((m) => toMigration(m, this.offsetMs)),
     );
   }
 
@@ -421,7 +451,7 @@ function toServer(s: SimServer): Server {
   };
 }
 
-function toMigration(m: SimMigration): Migration {
+function toMigration(m: SimMigration, offsetMs: number): Migration {
   return {
     id: m.id,
     uuid: m.uuid,
@@ -433,8 +463,8 @@ function toMigration(m: SimMigration): Migration {
     sourceNode: m.source,
     destNode: m.dest,
     destHost: null,
-    createdAt: novaTime(m.createdAt),
-    updatedAt: novaTime(m.updatedAt),
+    createdAt: novaTime(m.createdAt + offsetMs),
+    updatedAt: novaTime(m.updatedAt + offsetMs),
   };
 }
 
@@ -560,7 +590,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       liveMigrationBlocker: v.blocker ? "vtpm" : null,
     });
     if (v.migrationFault !== "none") {
-      world.injectMigrationFault(s.id, v.migrationFault, 2);
+      world.injectMigrationFault(s.id, v.migrationFault, v.faultTimes ?? 2);
     }
   });
   // Someone's VM elsewhere, for a user's own resize.
@@ -569,7 +599,12 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     host: "other-b",
     ramMb: 1024,
   });
-  const nova = new SimNova(world, clock, spec.startFaults);
+  const nova = new SimNova(
+    world,
+    clock,
+    spec.startFaults,
+    spec.novaClockOffsetMs,
+  );
   const metrics = new EvictionMetrics(new Registry());
   let policyLimit = spec.limit;
   const policy = (): EvictionPolicy => ({
@@ -577,7 +612,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
   });
   const deps: EvictionPassDeps = {
-    nova: new CountedNova(nova as unknown as NovaClient, metrics),
+    nova: new CountedNova(nova as unknown as NovaClient, metrics, clock),
     flagSettings: policySettings({
       maxConcurrentMigrations: spec.limit,
       abortStuckMigrations: false,
