@@ -19,6 +19,9 @@ export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
 /** Eviction condition type: the compute service was enabled again. */
 export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
 
+/** Evicting reason: nothing in flight, the cluster budget spent by other drains. */
+export const REASON_WAITING_FOR_BUDGET = "WaitingForBudget";
+
 /** A condition without its transition time. */
 export type ConditionUpdate = Omit<
   EvictionStatusConditionsItem,

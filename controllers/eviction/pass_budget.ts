@@ -19,6 +19,7 @@ import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./gates.ts";
 import { noteCopyStarts } from "./memory.ts";
 import {
@@ -29,7 +30,12 @@ import {
 import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
-import { idleWaiters, inFlightByEviction, startsAllowed } from "./budget.ts";
+import {
+  idleWaiters,
+  inFlightByEviction,
+  startsAllowed,
+  waitsForBudget,
+} from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
 
 /**
@@ -64,7 +70,7 @@ export async function waitForBudget(
       {
         type: CONDITION_EVICTING,
         status: "True",
-        reason: "Waiting",
+        reason: REASON_WAITING_FOR_BUDGET,
         message:
           `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
       },
@@ -110,19 +116,25 @@ export function inFlightOf(pass: Pass): number {
 }
 
 /**
- * The limits in force of the drains that wait here for budget with
- * nothing in flight (budget.ts startsAllowed leaves slots for those with
- * lower limits than this drain would hold).
+ * The limits in force of the drains that wait for budget with nothing in
+ * flight, this process's and every other partition's (budget.ts
+ * startsAllowed leaves slots for those with lower limits than this drain
+ * would hold). This process knows its own waiters; another process's say
+ * so in their Evicting condition (WaitingForBudget).
  */
 export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
   const { ctx, deps } = pass;
   const hypervisors = ctx.cache(HypervisorKind);
+  const mine = ctx.cache(EvictionKind);
   return idleWaiters(
     ctx.key,
-    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
-    (name) =>
-      deps.budgetWaiters.standing(name) !== undefined &&
-      deps.ledger.get(name) === 0,
+    (deps.allEvictions ?? mine).list(),
+    (e) => {
+      const name = e.metadata?.name ?? "";
+      if (mine.get(name) === undefined) return waitsForBudget(e);
+      return deps.budgetWaiters.standing(name) !== undefined &&
+        deps.ledger.get(name) === 0;
+    },
   ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
 }
 

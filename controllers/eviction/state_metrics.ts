@@ -19,6 +19,7 @@ export const EVICTION_STATES = [
   "Pending",
   "Running",
   "Waiting",
+  "WaitingForBudget",
   "Succeeded",
   "Failed",
   "Duplicate",
