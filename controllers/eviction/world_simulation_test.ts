@@ -122,6 +122,8 @@ Deno.test("world simulation: a user's resize from the host waits for its owner, 
   });
   assert.equal(run.finalReason, "Succeeded");
   assert.ok(run.hostEmpty);
+  // the resized VM left with its owner's confirm: not migrated by the drain
+  assert.equal(run.status.migratedCount, 1);
 });
 
 Deno.test("world simulation: a calm world drains every VM once", async () => {

@@ -828,6 +828,16 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       after <= Math.max(limitInForce, before),
       `${after} in flight after the pass, limit ${limitInForce}, ${before} before`,
     );
+    // 9. Only our own migrations count as migrated (not a VM its owner or
+    // an admin moved away).
+    const oursDone = world.migrations.filter((m) =>
+      nova.ours.has(m.id) && m.source === HOST &&
+      ["completed", "confirmed", "finished"].includes(m.status)
+    ).length;
+    check(
+      (status.migratedCount ?? 0) <= oursDone,
+      `migratedCount ${status.migratedCount} but ${oursDone} migrations of ours ended`,
+    );
     // 5. No failure charged for a start Nova never processed.
     for (const f of status.failed ?? []) {
       check(
@@ -843,7 +853,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     let next = clock.now() + delay;
     // A wake during the pass or from an answer that came at once (a 503):
     // the framework runs the pass again right away.
-    if (wakeAt !== undefined) next = Math.min(next, wakeAt);
+    if (wakeAt !== undefined) {
+      next = Math.min(next, wakeAt);
+    }
     wakeAt = undefined;
     if (forceArmed && status.finishedAt !== undefined && delay > 1000) {
       // 1 s after Succeeded an admin forces a VM onto the host.
@@ -860,7 +872,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     for (;;) {
       const due = nova.answers.filter((a) =>
         a.atMs <= next
-      ).sort((a, b) => a.atMs - b.atMs)[0];
+      ).sort((a, b) =>
+        a.atMs - b.atMs
+      )[0];
       if (due === undefined) {
         break;
       }
