@@ -19,7 +19,6 @@ import {
   finalizerDeps,
 } from "./finalize.ts";
 import { InFlightLedger } from "./ledger.ts";
-import { novaReady } from "./nova_ready.ts";
 import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
@@ -155,11 +154,7 @@ export function registerEvictionController(
       .map((e) => e.metadata?.name ?? "");
   watchAllEvictions(operator, pass, deps.cloudSelector);
 
-  operator.reconcile(EvictionKind, async (ctx) => {
-    // The Nova client's microversion is settled before the pass.
-    const stop = await novaReady(ctx, pass);
-    return stop ?? await reconcileEviction(ctx, pass);
-  }, {
+  operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
     maxConcurrent,
     // Our own status writes must not trigger extra passes (extra Nova calls).

@@ -1,6 +1,9 @@
 /**
  * What the phases of one drain pass share: its dependencies, the pass's
- * own state, and the one status write ({@linkcode record}).
+ * own state, and the one status write ({@linkcode record}). A phase changes
+ * only `pass.status`; the pass writes it once, at its end (reconcile.ts),
+ * the intent write before starts (pass_budget.ts writeIntent) the one
+ * exception.
  *
  * @module
  */
@@ -126,6 +129,11 @@ export interface Pass {
   claimedFrom?: number;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   waveHold?: string;
+  /**
+   * What must follow the pass's status write (waking drains that read it,
+   * e.g. the wave's peers waiting for this host to be disabled).
+   */
+  afterRecord: (() => void)[];
 }
 
 /**
@@ -133,9 +141,10 @@ export interface Pass {
  * the resourceVersion this process knows (no GET first); on a 409 the
  * framework's read-modify-write takes over. The written object's
  * resourceVersion goes to the drain's memory, so an older cached status
- * can never come back. A pass that starts migrations writes them before
- * it issues them (writeIntent), so a restart or a new leader finds every
- * start of ours.
+ * can never come back. The only writer of an Eviction's status in a pass:
+ * once at its end (reconcile.ts), and before a pass issues starts, with
+ * them in it (pass_budget.ts writeIntent), so a restart or a new leader
+ * finds every start of ours.
  */
 export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
   const { ctx, deps, ev } = pass;

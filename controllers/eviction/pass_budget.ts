@@ -1,7 +1,8 @@
 /**
  * The cluster budget of a pass: waiting in line, claiming free slots before
- * looking, reserving them with the plan, and confirming across processes
- * after the intent write.
+ * looking, reserving them with the plan, the intent write before starts
+ * (the one status write of a pass besides its end), and confirming across
+ * processes after it.
  *
  * @module
  */
@@ -41,13 +42,14 @@ import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
 /**
  * Budget: a drain with nothing in flight, while the cluster budget is spent
  * by others, waits without a Nova call (nothing of its own can move); it is
- * woken when budget frees (budget.ts) and by its slow check. Returns the
- * pass's result when it waits.
+ * woken when budget frees (budget.ts) and by its slow check, and says so
+ * (WaitingForBudget: other processes leave it a slot as this one does).
+ * Returns the pass's result when it waits.
  */
-export async function waitForBudget(
+export function waitForBudget(
   pass: Pass,
   settings: LimitSettings,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined || pass.retried) return undefined;
@@ -63,7 +65,7 @@ export async function waitForBudget(
   if (evicting?.status === "False") return undefined;
   if (budgetLeftFor(pass, settings, 1) > 0) return undefined;
   const now = new Date(deps.clock.now());
-  const next: EvictionStatus = {
+  pass.status = {
     ...status,
     conditions: setCondition(
       status.conditions ?? [],
@@ -78,7 +80,6 @@ export async function waitForBudget(
       pass.ev.metadata?.generation,
     ),
   };
-  await record(pass, next);
   state.due = undefined;
   deps.budgetWaiters.add(ctx.key);
   return { requeueAfterMs: deps.slowPollMs };
@@ -277,8 +278,8 @@ export async function confirmAcrossProcesses(
   const { plan, input } = reserved;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined || plan.start.length === 0) return plan;
+  await writeIntent(pass, plan, plan.next);
   try {
-    await record(pass, plan.next);
     const counts = inFlightByEviction(await evictionsAfterWrite(pass));
     const total = deps.ledger.othersInFlight(ctx.key, counts) +
       plan.inFlightCount;
@@ -296,10 +297,37 @@ export async function confirmAcrossProcesses(
     );
     return cut;
   } catch (err) {
+    // Nothing is started; the pass's end writes its status without them.
     deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    await record(pass, pass.status).catch(() => {});
+    wakeForBudgetLeft(pass);
     throw new TemporaryError(
       `confirming the cluster budget failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  }
+}
+
+/**
+ * Intent before starts: writes the status with the pass's starts in it,
+ * before they are issued, so that a new leader knows them (and confirms
+ * our cold ones) and, under a cluster budget, every process counts them.
+ * The one status write of a pass besides its end (pass.ts record). When
+ * it fails nothing is started: the budget claimed for the starts is given
+ * back and the pass is retried after the poll interval.
+ */
+export async function writeIntent(
+  pass: Pass,
+  plan: Plan,
+  next: EvictionStatus,
+): Promise<void> {
+  const { ctx, deps } = pass;
+  try {
+    await record(pass, next);
+  } catch (err) {
+    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    wakeForBudgetLeft(pass);
+    throw new TemporaryError(
+      `recording the starts before issuing them failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
     );
   }

@@ -2,6 +2,7 @@
  * Gate, the first phase of a pass: what must hold before Nova is read
  * (the oldest Eviction of a host drains, capacity, preflight, the wave, a
  * retry request, a finished or never-registered host watched cheaply).
+ * Its steps change only `pass.status`; the pass writes it at its end.
  *
  * @module
  */
@@ -26,7 +27,7 @@ import {
   waveGate,
 } from "./wave.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
-import { emit, limitOfDrain, type Pass, record } from "./pass.ts";
+import { emit, limitOfDrain, type Pass } from "./pass.ts";
 import { finishedLookMs } from "./pass_pace.ts";
 
 /**
@@ -40,10 +41,10 @@ import { finishedLookMs } from "./pass_pace.ts";
 export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
   const now = new Date(pass.deps.clock.now());
   const generation = pass.ev.metadata?.generation;
-  const stop = await duplicateStep(pass, now, generation) ??
+  const stop = duplicateStep(pass, now, generation) ??
     watchUnregistered(pass) ??
     await preflightStep(pass, now, generation) ??
-    await waveGatePhase(pass, now, generation);
+    waveGatePhase(pass, now, generation);
   if (stop !== undefined) return stop;
   retryStep(pass);
   if (pass.status.finishedAt !== undefined && !pass.retried) {
@@ -56,11 +57,11 @@ export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
  * Only the oldest Eviction of a hypervisor drains, of every partition's
  * (an older one may be another process's): this one waits, Duplicate.
  */
-async function duplicateStep(
+function duplicateStep(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps, ev, host } = pass;
   const ahead = drainingAhead(
     ev,
@@ -90,7 +91,7 @@ async function duplicateStep(
       message: `Eviction ${other} already drains hypervisor ${host}`,
     });
   }
-  await record(pass, next);
+  pass.status = next;
   return { requeueAfterMs: deps.slowPollMs };
 }
 
@@ -125,7 +126,7 @@ async function preflightStep(
         message: out.message,
       });
     }
-    await record(pass, out.status);
+    pass.status = out.status;
     // No hot loop: a change of the Hypervisor enqueues this Eviction.
     return { requeueAfterMs: deps.slowPollMs * 10 };
   }
@@ -135,7 +136,7 @@ async function preflightStep(
       reason: "DrainFinished",
       message: `host ${host} never registered in Nova: nothing to drain`,
     });
-    await record(pass, out.status);
+    pass.status = out.status;
     deps.ledger.set(ctx.key, 0);
     pass.state.lastFinishedCheckMs = deps.clock.now();
     return { requeueAfterMs: deps.finishedCheckMs };
@@ -205,13 +206,13 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
  * still enabled (wave.ts). A drain with nothing in flight waits without a
  * Nova call; one with migrations in flight goes on watching them and only
  * holds its new starts (`pass.waveHold`). The peers waiting in this
- * process are woken when this drain's disabled service is recorded.
+ * process are woken once this drain's disabled service is recorded.
  */
-export async function waveGatePhase(
+export function waveGatePhase(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps } = pass;
   if (pass.status.finishedAt !== undefined) return undefined;
   // every partition's Evictions: another process disables their hosts
@@ -237,8 +238,9 @@ export async function waveGatePhase(
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
   const idle = (pass.status.inFlight ?? []).length === 0;
-  if (newlyDisabled || (!decision.go && idle)) await record(pass, pass.status);
-  if (newlyDisabled) wakeWaitingPeers(ctx, evictions);
+  if (newlyDisabled) {
+    pass.afterRecord.push(() => wakeWaitingPeers(ctx, evictions));
+  }
   if (decision.go) return undefined;
   if (!idle) {
     pass.waveHold = update.message;
@@ -349,7 +351,6 @@ export async function checkCapacityFirst(
   pass.status = phase.status;
   if (phase.event !== undefined) emit(pass, phase.event);
   if (!phase.hold) return undefined;
-  await record(pass, pass.status);
   return { requeueAfterMs: deps.slowPollMs };
 }
 
