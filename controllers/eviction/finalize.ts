@@ -194,7 +194,7 @@ async function waitForSettled(
   fin: FinalizerDeps,
 ): Promise<FinalizeResult | undefined> {
   const { key, signal } = ctx;
-  const ev = deps.memory.freshest(key, ctx.object);
+  const ev = ctx.object;
   const host = ev.spec.hypervisor;
   const log = ctx.logger.child({ hypervisor: host });
   const recorded = Math.max(
@@ -233,14 +233,8 @@ async function waitForSettled(
   const running = look.counted.length + unlisted.length;
   const before = ev.status?.inFlightCount ?? 0;
   if (running !== before) {
-    const written = await ctx.updateStatus((s) => ({
-      ...s,
-      inFlightCount: running,
-    }));
-    const rv = written.metadata?.resourceVersion;
-    if (rv !== undefined) {
-      deps.memory.remember(key, rv, written.status ?? {});
-    }
+    // the finalizer's own write (no pass runs on a deleted Eviction)
+    await ctx.updateStatus((s) => ({ ...s, inFlightCount: running }));
   }
   deps.ledger.set(key, running);
   if (running === 0) {

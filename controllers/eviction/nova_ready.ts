@@ -12,13 +12,14 @@
  * @module
  */
 
+import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 import type { ReconcileResult } from "../../framework/handler.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { emit, type Pass } from "./pass.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
-export const REASON_NOVA_INCOMPATIBLE = "NovaIncompatible";
+export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 
 /**
  * Nova ready, the first phase of a pass: settles the Nova microversion.

@@ -9,7 +9,6 @@
  */
 
 import type { HandlerContext } from "../../framework/handler.ts";
-import { ApiError } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
@@ -137,43 +136,25 @@ export interface Pass {
 }
 
 /**
- * Record: writes the status when it changed, as a merge patch guarded by
- * the resourceVersion this process knows (no GET first); on a 409 the
- * framework's read-modify-write takes over. The written object's
- * resourceVersion goes to the drain's memory, so an older cached status
- * can never come back. The only writer of an Eviction's status in a pass:
+ * Record: writes the status when it changed, through the framework
+ * (`ctx.updateStatus`: guarded by the resourceVersion this process knows,
+ * no GET first; a 409 re-reads). The framework remembers the written
+ * object, so an older cached status can never come back (read-your-writes:
+ * `ctx.object`, `ctx.latest`). The only writer of an Eviction's status in a pass:
  * once at its end (reconcile.ts), and before a pass issues starts, with
  * them in it (pass_budget.ts writeIntent), so a restart or a new leader
  * finds every start of ours.
  */
 export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
-  const { ctx, deps, ev } = pass;
+  const { ctx, ev } = pass;
   if (statusEqual(ev.status, next)) return;
-  const rv = ev.metadata?.resourceVersion;
-  let written: Eviction | undefined;
-  if (rv !== undefined) {
-    const patch: Record<string, unknown> = { ...next };
-    for (const k of Object.keys(ev.status ?? {})) {
-      if (!(k in next)) patch[k] = null;
-    }
-    try {
-      written = await ctx.client.patch<Eviction>(
-        EvictionKind,
-        ctx.key,
-        { metadata: { resourceVersion: rv }, status: patch },
-        "merge",
-        "status",
-      );
-    } catch (err) {
-      if (!(err instanceof ApiError && err.status === 409)) throw err;
-    }
-  }
-  written ??= await ctx.updateStatus(() => next);
-  const writtenRv = written.metadata?.resourceVersion;
-  if (writtenRv !== undefined) deps.memory.remember(ctx.key, writtenRv, next);
+  const written = await ctx.updateStatus(() => next);
   pass.ev = {
     ...ev,
-    metadata: { ...ev.metadata, resourceVersion: writtenRv },
+    metadata: {
+      ...ev.metadata,
+      resourceVersion: written.metadata?.resourceVersion,
+    },
     status: next,
   };
 }

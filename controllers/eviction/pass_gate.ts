@@ -7,6 +7,7 @@
  * @module
  */
 
+import { REASON_DUPLICATE, REASON_NOT_REGISTERED } from "../conditions.ts";
 import type {
   HandlerContext,
   ReconcileResult,
@@ -76,7 +77,7 @@ function duplicateStep(
       {
         type: CONDITION_EVICTING,
         status: "False",
-        reason: "Duplicate",
+        reason: REASON_DUPLICATE,
         message:
           `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
       },
@@ -190,7 +191,7 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
   const preflight = status.conditions?.find((c) =>
     c.type === CONDITION_PREFLIGHT
   );
-  if (preflight?.reason !== "NotRegistered") return undefined;
+  if (preflight?.reason !== REASON_NOT_REGISTERED) return undefined;
   const last = state.lastFinishedCheckMs;
   if (last === undefined) return undefined;
   const sinceReal = (deps.clock.now() - last) / pass.rate;
@@ -218,7 +219,7 @@ export function waveGatePhase(
   // every partition's Evictions: another process disables their hosts
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
     e,
-  ) => deps.memory.freshest(e.metadata?.name ?? "", e));
+  ) => ctx.latest(e));
   const decision = decideWave(pass, evictions, now);
   const conditions = pass.status.conditions ?? [];
   const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);

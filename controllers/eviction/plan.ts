@@ -7,6 +7,7 @@
  * @module
  */
 
+import { CONDITION_EVICTING, REASON_FAILED } from "../conditions.ts";
 import type {
   EvictionStatus,
   EvictionStatusSkippedItem,
@@ -388,6 +389,8 @@ export function planPass(input: PlanInput): Plan {
 }
 
 function isBlocked(status: EvictionStatus): boolean {
-  const evicting = (status.conditions ?? []).find((c) => c.type === "Evicting");
-  return evicting?.reason === "Failed";
+  const evicting = (status.conditions ?? []).find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  return evicting?.reason === REASON_FAILED;
 }

@@ -72,7 +72,8 @@ export async function reconcileEviction(
     deps.budgetWaiters.delete(ctx.key);
     return {};
   }
-  const ev = deps.memory.freshest(ctx.key, ctx.object);
+  // the framework's read-your-writes: never older than our last write
+  const ev = ctx.object;
   if (isDeleting(ev)) return {};
   const pass = newPass(ctx, deps, ev);
   const ran = await runPhases(pass).then(

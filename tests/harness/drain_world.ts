@@ -7,6 +7,7 @@
 // store with resourceVersions (409 on a stale one) and a cache that lags.
 import { Registry } from "prom-client";
 import { ApiError } from "../../framework/errors.ts";
+import { WrittenObjects } from "../../framework/written.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Kind, KubeObject } from "../../framework/kind.ts";
 import { silentLogger } from "../../framework/logger.ts";
@@ -705,24 +706,51 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       }
     },
   } as unknown as KubeClient;
-  const ctxFor = (): HandlerContext<Eviction> => ({
-    key: EVICTION,
-    name: EVICTION,
-    namespace: undefined,
-    object: store.cached,
-    kind: EvictionKind,
-    client,
-    logger: LOGGER,
-    signal: SIGNAL,
-    cache: cache as unknown as HandlerContext<Eviction>["cache"],
-    event: () => Promise.resolve(),
-    updateStatus: (mutate) =>
-      Promise.resolve(mutate({ ...store.object.status }, store.object))
-        .then((next) => store.write(next ?? {}, undefined)),
-    enqueue: () => {
-      wakeAt = clock.now();
-    },
-  });
+  // The framework's read-your-writes (framework/controller.ts): a pass
+  // sees this process's last write while the lagging cache is older.
+  let written = new WrittenObjects<Eviction, Eviction>();
+  const rvOf = (e: Eviction) => e.metadata?.resourceVersion;
+  const ctxFor = (): HandlerContext<Eviction> => {
+    const mine = written.resolve(EVICTION, rvOf(store.cached));
+    let base = mine?.raw ?? store.cached;
+    const ctx: HandlerContext<Eviction> = {
+      key: EVICTION,
+      name: EVICTION,
+      namespace: undefined,
+      object: mine?.parsed ?? store.cached,
+      kind: EvictionKind,
+      client,
+      logger: LOGGER,
+      signal: SIGNAL,
+      cache: cache as unknown as HandlerContext<Eviction>["cache"],
+      event: () => Promise.resolve(),
+      // as the framework's: guarded by the version the pass knows, a 409
+      // re-reads and re-applies
+      updateStatus: async (mutate) => {
+        const older = [rvOf(base), rvOf(store.cached)];
+        for (let attempt = 1;; attempt++) {
+          const next = await mutate({ ...base.status }, base);
+          try {
+            const w = store.write(next ?? {}, rvOf(base));
+            written.remember(EVICTION, w, w, rvOf(w) ?? "", older);
+            base = w;
+            ctx.object = w;
+            return w;
+          } catch (err) {
+            if (!(err instanceof ApiError && err.status === 409)) throw err;
+            if (attempt >= 5) throw err;
+            base = store.object;
+            older.push(rvOf(base));
+          }
+        }
+      },
+      latest: (e) => written.peek(EVICTION, rvOf(e))?.parsed ?? e,
+      enqueue: () => {
+        wakeAt = clock.now();
+      },
+    };
+    return ctx;
+  };
 
   const limitNow = () => Math.min(policyLimit, spec.limit);
   const oursInProgress = () =>
@@ -1006,6 +1034,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // answers to the old process's calls reach nobody.
         deps.memory = new DrainMemory();
         deps.ledger = new InFlightLedger();
+        written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
         store.sync();
