@@ -495,10 +495,8 @@ function departed(
     );
     return;
   }
-  // Only VMs we tracked count as migrated: a stale record of an untracked
-  // VM would otherwise count it again on every pass. Of those, only a
-  // departure that followed a start of ours is ours: a VM its owner (or
-  // another tool) moved away left the host, but was not migrated by us.
+  // Only VMs we tracked (a stale record of an untracked one would count
+  // every pass), and only after a start of ours: others' moves are theirs.
   if (!tracked) return;
   if (entry !== undefined && entry.adopted !== true) out.done.push(id);
   else out.movedByOthers.push(id);
