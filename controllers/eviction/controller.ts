@@ -18,8 +18,6 @@ import {
   type FinalizerDeps,
   finalizerDeps,
 } from "./finalize.ts";
-import { InFlightLedger } from "./ledger.ts";
-import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
@@ -206,12 +204,10 @@ function passDeps(
     settleMs,
     planOptions: deps.planOptions ?? {},
     clock,
-    ledger: new InFlightLedger(),
     memory: new DrainMemory(),
     metrics,
     actConcurrency,
     waveSettleMs,
-    budgetWaiters: new BudgetWaiters(),
     ...(deps.placement === undefined ? {} : {
       capacity: {
         placement: deps.placement,
@@ -245,7 +241,7 @@ function watchAllEvictions(
       ...(cloudSelector === undefined ? {} : { labelSelector: cloudSelector }),
     });
     all.on((ev) =>
-      pass.budgetWaiters.observe(
+      pass.memory.budgetWaiters.observe(
         ev.key,
         ev.type === "deleted" ? undefined : ev.object,
         (k) => {

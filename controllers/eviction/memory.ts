@@ -17,6 +17,8 @@ import {
 } from "./nova_states.ts";
 import type { StartBackoff } from "./plan.ts";
 import { Durations, Pace } from "./pacing.ts";
+import { InFlightLedger } from "./ledger.ts";
+import { BudgetWaiters } from "./budget.ts";
 
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
@@ -83,6 +85,10 @@ export class DrainMemory {
   readonly #states = new Map<string, DrainState>();
   /** Migration durations every drain learns from (one Nova, one clock). */
   readonly #cloud = new Durations();
+  /** Migrations in flight per Eviction of this process, for the cluster budget. */
+  readonly ledger = new InFlightLedger();
+  /** This process's drains waiting for budget, in line. */
+  readonly budgetWaiters = new BudgetWaiters();
 
   /** The state of a drain (created empty). */
   of(key: string): DrainState {
@@ -106,9 +112,14 @@ export class DrainMemory {
     return s;
   }
 
-  /** Forgets everything about a drain. */
+  /**
+   * Forgets everything about a drain: its state, its count in the ledger
+   * and its place in the line for budget.
+   */
   forget(key: string): void {
     this.#states.delete(key);
+    this.ledger.delete(key);
+    this.budgetWaiters.delete(key);
   }
 }
 

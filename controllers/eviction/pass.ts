@@ -15,7 +15,6 @@ import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind } from "../kinds.ts";
 import type { PendingEvent } from "./act.ts";
-import type { InFlightLedger } from "./ledger.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
@@ -25,7 +24,7 @@ import {
   type PlanOptions,
 } from "./observation.ts";
 import { statusEqual } from "./status_equal.ts";
-import { type BudgetWaiters, inFlightByEviction } from "./budget.ts";
+import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
 /** The controller's time source. */
@@ -63,9 +62,10 @@ export interface EvictionPassDeps {
   planOptions: Partial<PlanOptions>;
   /** Time source. */
   clock: EvictionClock;
-  /** Migrations in flight per Eviction, for the cluster budget. */
-  ledger: InFlightLedger;
-  /** Per-drain memory. */
+  /**
+   * Per-drain memory, with the ledger of migrations in flight per Eviction
+   * and the drains waiting for budget (one forget).
+   */
   memory: DrainMemory;
   /** Metrics. */
   metrics: EvictionMetrics;
@@ -81,8 +81,6 @@ export interface EvictionPassDeps {
     list(): Eviction[];
     caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
   };
-  /** This process's drains waiting for budget. */
-  budgetWaiters: BudgetWaiters;
   /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
   waveSettleMs: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */

@@ -53,7 +53,7 @@ export function waitForBudget(
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined || pass.retried) return undefined;
-  if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
+  if ((status.inFlightCount ?? 0) > 0 || deps.memory.ledger.get(ctx.key) > 0) {
     return undefined;
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
@@ -81,7 +81,7 @@ export function waitForBudget(
     ),
   };
   state.due = undefined;
-  deps.budgetWaiters.add(ctx.key);
+  deps.memory.budgetWaiters.add(ctx.key);
   return { requeueAfterMs: deps.slowPollMs };
 }
 
@@ -96,7 +96,10 @@ export function budgetLeftFor(
 ): number {
   const { ctx, deps } = pass;
   const mine = inFlightOf(pass);
-  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  const others = deps.memory.ledger.othersInFlight(
+    ctx.key,
+    clusterInFlight(pass),
+  );
   return startsAllowed(
     clusterBudgetLeft(
       settings.spec.clusterMaxConcurrentMigrations,
@@ -111,7 +114,7 @@ export function budgetLeftFor(
 /** This drain's migrations in flight: the ledger's, or its status's when higher. */
 export function inFlightOf(pass: Pass): number {
   return Math.max(
-    pass.deps.ledger.get(pass.ctx.key),
+    pass.deps.memory.ledger.get(pass.ctx.key),
     pass.status.inFlightCount ?? 0,
   );
 }
@@ -133,8 +136,8 @@ export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
     (e) => {
       const name = e.metadata?.name ?? "";
       if (mine.get(name) === undefined) return waitsForBudget(e);
-      return deps.budgetWaiters.standing(name) !== undefined &&
-        deps.ledger.get(name) === 0;
+      return deps.memory.budgetWaiters.standing(name) !== undefined &&
+        deps.memory.ledger.get(name) === 0;
     },
   ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
 }
@@ -157,7 +160,10 @@ export function claimBeforeLooking(
   if (clusterMax === undefined) return;
   const mine = inFlightOf(pass);
   const left = budgetLeftFor(pass, settings, Math.max(0, limit - mine));
-  deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
+  deps.memory.ledger.set(
+    ctx.key,
+    mine + Math.max(0, Math.min(left, limit - mine)),
+  );
   pass.claimedFrom = mine;
 }
 
@@ -225,7 +231,7 @@ export function planAndReserve(
   };
   const cachedCounts = clusterInFlight(pass);
   let plan = planPass(input);
-  deps.ledger.reserve(ctx.key, cachedCounts, (others) => {
+  deps.memory.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
@@ -238,7 +244,7 @@ export function planAndReserve(
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
         // held back by the budget: woken when a slot frees
-        deps.budgetWaiters.add(ctx.key);
+        deps.memory.budgetWaiters.add(ctx.key);
       }
     }
     return plan.inFlightCount;
@@ -281,7 +287,7 @@ export async function confirmAcrossProcesses(
   await writeIntent(pass, plan, plan.next);
   try {
     const counts = inFlightByEviction(await evictionsAfterWrite(pass));
-    const total = deps.ledger.othersInFlight(ctx.key, counts) +
+    const total = deps.memory.ledger.othersInFlight(ctx.key, counts) +
       plan.inFlightCount;
     const over = total - clusterMax;
     if (over <= 0) return plan;
@@ -289,8 +295,8 @@ export async function confirmAcrossProcesses(
       ...input,
       clusterBudgetLeft: Math.max(0, plan.start.length - over),
     });
-    deps.ledger.set(ctx.key, cut.inFlightCount);
-    deps.budgetWaiters.add(ctx.key);
+    deps.memory.ledger.set(ctx.key, cut.inFlightCount);
+    deps.memory.budgetWaiters.add(ctx.key);
     pass.log.info(
       { over, starts: plan.start.length, kept: cut.start.length },
       "another process reserved from the cluster budget at the same time",
@@ -298,7 +304,7 @@ export async function confirmAcrossProcesses(
     return cut;
   } catch (err) {
     // Nothing is started; the pass's end writes its status without them.
-    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
     wakeForBudgetLeft(pass);
     throw new TemporaryError(
       `confirming the cluster budget failed: ${errText(err)}`,
@@ -324,7 +330,7 @@ export async function writeIntent(
   try {
     await record(pass, next);
   } catch (err) {
-    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
     wakeForBudgetLeft(pass);
     throw new TemporaryError(
       `recording the starts before issuing them failed: ${errText(err)}`,
@@ -359,15 +365,16 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
-  if (deps.budgetWaiters.size === 0) return;
+  if (deps.memory.budgetWaiters.size === 0) return;
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const clusterMax = effectiveSettings(policy?.spec, deps.flagSettings).spec
     .clusterMaxConcurrentMigrations;
   if (clusterMax === undefined) return;
-  const inFlight = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
-    deps.ledger.get(ctx.key);
+  const inFlight =
+    deps.memory.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
+    deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left > 0) {
-    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+    deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
   }
 }

@@ -138,7 +138,7 @@ async function preflightStep(
       message: `host ${host} never registered in Nova: nothing to drain`,
     });
     pass.status = out.status;
-    deps.ledger.set(ctx.key, 0);
+    deps.memory.ledger.set(ctx.key, 0);
     pass.state.lastFinishedCheckMs = deps.clock.now();
     return { requeueAfterMs: deps.finishedCheckMs };
   }
@@ -386,7 +386,7 @@ export function watchFinished(pass: Pass): ReconcileResult | undefined {
   const last = state.lastFinishedCheckMs;
   const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
-  deps.ledger.set(pass.ctx.key, 0);
+  deps.memory.ledger.set(pass.ctx.key, 0);
   const interval = last === undefined
     ? 0
     : finishedLookMs(pass, pass.status.finishedAt, last);

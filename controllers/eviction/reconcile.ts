@@ -67,9 +67,7 @@ export async function reconcileEviction(
   deps: EvictionPassDeps,
 ): Promise<ReconcileResult> {
   if (ctx.object === undefined) {
-    deps.ledger.delete(ctx.key);
     deps.memory.forget(ctx.key);
-    deps.budgetWaiters.delete(ctx.key);
     return {};
   }
   // the framework's read-your-writes: never older than our last write
@@ -147,7 +145,7 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   if (early !== undefined) return { result: early };
   // A full pass: it plans with the budget as it is now (and waits again
   // if that holds its starts back).
-  deps.budgetWaiters.delete(ctx.key);
+  deps.memory.budgetWaiters.delete(ctx.key);
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
@@ -233,7 +231,7 @@ async function observeOrKeep(
     return seen;
   } catch (err) {
     if (pass.claimedFrom !== undefined) {
-      deps.ledger.set(pass.ctx.key, pass.claimedFrom);
+      deps.memory.ledger.set(pass.ctx.key, pass.claimedFrom);
       wakeForBudgetLeft(pass);
     }
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
@@ -291,7 +289,7 @@ async function report(
     pass.log,
   );
   for (const e of reported.events) emit(pass, e);
-  deps.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
+  deps.memory.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
   wakeForBudgetLeft(pass);
   deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
   if (reported.finishedNow) wakeSiblings(ctx, host);

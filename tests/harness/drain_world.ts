@@ -48,8 +48,6 @@ import {
   EvictionPolicyKind,
   HypervisorKind,
 } from "../../controllers/kinds.ts";
-import { InFlightLedger } from "../../controllers/eviction/ledger.ts";
-import { BudgetWaiters } from "../../controllers/eviction/budget.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
@@ -630,12 +628,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       retryWindowMs: spec.retryWindowMs,
     },
     clock,
-    ledger: new InFlightLedger(),
     memory: new DrainMemory(),
     metrics,
     actConcurrency: 4,
     waveSettleMs: 15_000,
-    budgetWaiters: new BudgetWaiters(),
   };
   nova.written = () => store.object.status;
   const store = new EvictionStore({
@@ -1033,7 +1029,6 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // The controller restarts: its memory is gone, the status stays;
         // answers to the old process's calls reach nobody.
         deps.memory = new DrainMemory();
-        deps.ledger = new InFlightLedger();
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
