@@ -103,7 +103,7 @@ export function idleWaiters(
  * @example
  * ```ts
  * import { waitsForBudget } from "./budget.ts";
- * const c = { type: "Evicting", status: "True", reason: "WaitingForBudget", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+ * const c = { type: "Evicting", status: "True" as const, reason: "WaitingForBudget", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
  * console.assert(waitsForBudget({ metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" }, status: { conditions: [c] } }));
  * ```
  */

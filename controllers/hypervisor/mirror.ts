@@ -146,7 +146,7 @@ export function serviceCondition(service: ServiceState): ConditionUpdate {
  * @example
  * ```ts
  * import { withCondition } from "./mirror.ts";
- * const s = withCondition({}, { type: "Evicting", status: "True", reason: REASON_PENDING, message: "" }, "Evicting", new Date(0));
+ * const s = withCondition({}, { type: "Evicting", status: "True", reason: "Pending", message: "" }, "Evicting", new Date(0));
  * console.assert(s.conditions?.length === 1);
  * ```
  */
