@@ -188,6 +188,8 @@ class SimNova {
   observed = false;
   listedTouching: number[] = [];
   calls = 0;
+  /** Start calls (live or cold) made so far. */
+  startCalls = 0;
   #faults: StartFault[];
   #startIndex = 0;
   readonly timeoutMs = 30_000;
@@ -285,6 +287,7 @@ class SimNova {
 
   #start(id: string, kind: "live" | "cold"): Promise<ActionResult> {
     this.calls++;
+    this.startCalls++;
     this.world.advance();
     const s = this.world.servers.get(id);
     check(
@@ -790,6 +793,8 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     if (!restarted && prng.next() < 0.7) store.sync();
     restarted = false;
     let result: { requeueAfterMs?: number | undefined };
+    const rvBefore = store.rv;
+    const startsBefore = nova.startCalls;
     try {
       result = await reconcileEviction(ctxFor(), deps);
     } catch (err) {
@@ -804,6 +809,15 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     if (violations.length > 0) {
       throw new InvariantError(violations.splice(0).join("; "));
     }
+    // 10. The status is written from one place: once at the pass's end,
+    // and before starts (the intent; no cluster budget here).
+    const allowed = nova.startCalls > startsBefore ? 2 : 1;
+    check(
+      store.rv - rvBefore <= allowed,
+      `${store.rv - rvBefore} status writes in one pass (${
+        nova.startCalls - startsBefore
+      } starts)`,
+    );
     const status = store.object.status ?? {};
     const evicting = status.conditions?.find((c) => c.type === "Evicting");
     // 1. Succeeded only on a fresh list showing nothing on or heading here.
