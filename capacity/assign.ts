@@ -17,24 +17,13 @@
  * @module
  */
 
+import type { Inventory } from "../openstack/mod.ts";
+
 /** Amounts per resource class, e.g. `{ VCPU: 4, MEMORY_MB: 8192 }`. */
 export type Resources = Readonly<Record<string, number>>;
 
-/** One inventory record of a resource provider, as Placement defines it. */
-export interface Inventory {
-  /** Total amount. */
-  total: number;
-  /** Amount kept back from consumers. */
-  reserved: number;
-  /** Overcommit factor: capacity = (total - reserved) * allocationRatio. */
-  allocationRatio: number;
-  /** Smallest amount one allocation may take. */
-  minUnit: number;
-  /** Largest amount one allocation may take. */
-  maxUnit: number;
-  /** An allocation must be a multiple of this. */
-  stepSize: number;
-}
+/** One inventory record of a resource provider (openstack/placement_capacity.ts). */
+export type { Inventory };
 
 /** A resource provider (a compute host) with what is used of it. */
 export interface ProviderCapacity {

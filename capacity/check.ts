@@ -13,11 +13,7 @@
  */
 
 import pLimit from "p-limit";
-import type {
-  CandidateQuery,
-  InventoryRecord,
-  Server,
-} from "../openstack/mod.ts";
+import type { CandidateQuery, Inventory, Server } from "../openstack/mod.ts";
 import {
   assignCapacity,
   type Assignment,
@@ -48,7 +44,7 @@ export interface CapacityPlacement {
   getInventories(
     uuid: string,
     signal?: AbortSignal,
-  ): Promise<Record<string, InventoryRecord>>;
+  ): Promise<Record<string, Inventory>>;
   /** Usages of a provider. */
   getUsages(
     uuid: string,

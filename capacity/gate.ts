@@ -10,6 +10,11 @@
  * @module
  */
 
+import {
+  REASON_CHECK_FAILED,
+  type REASON_FITS,
+  type REASON_NO_TARGET,
+} from "../controllers/conditions.ts";
 import type {
   Eviction,
   EvictionStatus,
@@ -63,7 +68,10 @@ export interface CapacityGateResult {
   condition: {
     type: typeof CONDITION_CAPACITY_CHECKED;
     status: "True" | "False" | "Unknown";
-    reason: "Fits" | "NoTarget" | "CheckFailed";
+    reason:
+      | typeof REASON_FITS
+      | typeof REASON_NO_TARGET
+      | typeof REASON_CHECK_FAILED;
     message: string;
   };
   /** Do not disable the host or start migrations yet. */
@@ -141,7 +149,7 @@ export async function capacityGate(
       condition: {
         type: CONDITION_CAPACITY_CHECKED,
         status: "Unknown",
-        reason: "CheckFailed",
+        reason: REASON_CHECK_FAILED,
         message: `the capacity check failed: ${
           err instanceof Error ? err.message : String(err)
         }${hold ? "; capacityCheck is Hold, so the drain waits" : ""}`,

@@ -7,6 +7,11 @@
  * @module
  */
 
+import {
+  CONDITION_EVICTING,
+  REASON_FAILED,
+} from "../controllers/conditions.ts";
+
 /**
  * The copy rate used when no migration has been observed: 1000 MB of
  * guest RAM per second (a 10 GbE link with dirty-page retransfers), with
@@ -260,7 +265,8 @@ export function drainEndMs(
   const finished = Date.parse(status?.finishedAt ?? "");
   if (!Number.isNaN(finished)) return finished;
   const stopped = status?.conditions?.find((c) =>
-    c.type === "Evicting" && c.status === "False" && c.reason === "Failed"
+    c.type === CONDITION_EVICTING && c.status === "False" &&
+    c.reason === REASON_FAILED
   );
   const at = Date.parse(stopped?.lastTransitionTime ?? "");
   return Number.isNaN(at) ? undefined : at;

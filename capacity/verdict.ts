@@ -5,10 +5,11 @@
  * @module
  */
 
+import { REASON_FITS, REASON_NO_TARGET } from "../controllers/conditions.ts";
 import type { Unplaced } from "./assign.ts";
 
 /** The condition type. */
-export const CONDITION_CAPACITY_CHECKED = "CapacityChecked";
+export { CONDITION_CAPACITY_CHECKED } from "../controllers/conditions.ts";
 
 /** Said with every verdict: what the check can and cannot know. */
 export const PLACEMENT_CAVEAT =
@@ -22,7 +23,7 @@ export interface CapacityVerdict {
   /** True when every VM of the wave has a target. */
   status: "True" | "False";
   /** `Fits` or `NoTarget`. */
-  reason: "Fits" | "NoTarget";
+  reason: typeof REASON_FITS | typeof REASON_NO_TARGET;
   /** For an operator. */
   message: string;
   /** The wave's VMs without a target, this host's first. */
@@ -60,7 +61,7 @@ export function capacityVerdict(input: VerdictInput): CapacityVerdict {
     const others = hosts.filter((h) => h !== input.host);
     return {
       status: "True",
-      reason: "Fits",
+      reason: REASON_FITS,
       message: `all ${n} VM${n === 1 ? "" : "s"} fit on other hosts${
         inWave
           ? ` together with the ${waveSize - n} VMs of ${
@@ -88,7 +89,7 @@ export function capacityVerdict(input: VerdictInput): CapacityVerdict {
     : `${ordered.length} of ${n} VMs`;
   return {
     status: "False",
-    reason: "NoTarget",
+    reason: REASON_NO_TARGET,
     message: `${of} have no target: ${
       named.join("; ")
     }${more} (${PLACEMENT_CAVEAT})`,

@@ -9,6 +9,12 @@
  *
  * @module
  */
+import {
+  CONDITION_EVICTING,
+  REASON_FAILED,
+  REASON_PENDING,
+  REASON_SUCCEEDED,
+} from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
   type Eviction,
@@ -58,8 +64,8 @@ export function countsOf(e: Eviction): DrainCounts {
 
 /** The Evicting condition's reason, or "Pending" before the first pass. */
 export function stateOf(e: Eviction): string {
-  return e.status?.conditions?.find((c) => c.type === "Evicting")?.reason ??
-    "Pending";
+  return e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING)
+    ?.reason ?? REASON_PENDING;
 }
 
 /**
@@ -75,16 +81,18 @@ export function stateOf(e: Eviction): string {
  * console.log(drainOutcome({ spec: { hypervisor: "n", reason: "r" } })); // undefined
  * ```
  */
-export function drainOutcome(e: Eviction): "Succeeded" | "Failed" | undefined {
-  const c = e.status?.conditions?.find((c) => c.type === "Evicting");
+export function drainOutcome(
+  e: Eviction,
+): typeof REASON_SUCCEEDED | typeof REASON_FAILED | undefined {
+  const c = e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING);
   if (c?.status !== "False") return undefined;
-  if (c.reason !== "Succeeded") return "Failed";
+  if (c.reason !== REASON_SUCCEEDED) return REASON_FAILED;
   const s = e.status ?? {};
   const current = e.metadata?.generation !== undefined &&
     s.observedGeneration === e.metadata.generation;
   return current && s.outstandingCount === 0 && s.inFlightCount === 0 &&
       s.finishedAt !== undefined
-    ? "Succeeded"
+    ? REASON_SUCCEEDED
     : undefined;
 }
 
@@ -321,7 +329,7 @@ async function follow(
       last = line;
     }
     const end = drainOutcome(eviction);
-    if (end === "Succeeded") {
+    if (end === REASON_SUCCEEDED) {
       const empty = seenEmptySeconds(eviction.status ?? {}, Date.now());
       io.out(
         `\n${name}: drained, ${
@@ -334,7 +342,7 @@ async function follow(
       );
       return 0;
     }
-    if (end === "Failed") {
+    if (end === REASON_FAILED) {
       const failed = eviction.status?.failed ?? [];
       io.out(`\n${name}: drain stopped with VMs left that need a person:`);
       for (const f of failed) {

@@ -1,7 +1,7 @@
 /**
  * Conditions of every controller: one `setCondition` (the Kubernetes way of
- * setting one condition in a list) and the condition types of the
- * Eviction, so that no controller repeats them as literals.
+ * setting one condition in a list), and every condition type and reason
+ * evictor writes or reads, so that no module repeats them as literals.
  *
  * @module
  */
@@ -18,6 +18,87 @@ export const CONDITION_PREFLIGHT = "PreflightChecksSucceeded";
 export const CONDITION_HYPERVISOR_DISABLED = "HypervisorDisabled";
 /** Eviction condition type: the compute service was enabled again. */
 export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
+/** Eviction condition type: the other pending Evictions' hosts are disabled (wave.ts). */
+export const CONDITION_WAVE_SETTLED = "WaveSettled";
+/** Eviction condition type: Nova's own per-host limit binds (nova_limit.ts). */
+export const CONDITION_NOVA_LIMITED = "NovaLimited";
+/** Eviction condition type: the wave's VMs fit elsewhere (capacity/). */
+export const CONDITION_CAPACITY_CHECKED = "CapacityChecked";
+/** Hypervisor condition type: status.traits is current and customTraits applied. */
+export const CONDITION_TRAITS_UPDATED = "TraitsUpdated";
+/** Hypervisor condition type: set while Nova does not know the host. */
+export const CONDITION_ONBOARDING = "Onboarding";
+
+// Reasons, by the condition that carries them (one constant per word).
+
+/** Evicting: no pass has run yet (the Hypervisor's mirror; `kubectl get`'s State before the first). */
+export const REASON_PENDING = "Pending";
+/** Evicting: the host was seen empty, not yet by a look a settle interval later. */
+export const REASON_SETTLING = "Settling";
+/** Evicting, MigratingInstance, PreflightChecksSucceeded: done. */
+export const REASON_SUCCEEDED = "Succeeded";
+/** Evicting: migrations in flight. */
+export const REASON_RUNNING = "Running";
+/** Evicting: Nova left starts unanswered several times in a row. */
+export const REASON_STARTS_UNANSWERED = "StartsUnanswered";
+/** Evicting: nothing in flight, some VM will move without help. */
+export const REASON_WAITING = "Waiting";
+/** Evicting: nothing in flight, the cluster budget spent by other drains. */
+export const REASON_WAITING_FOR_BUDGET = "WaitingForBudget";
+/** Evicting, MigratingInstance: what is left needs a person. */
+export const REASON_FAILED = "Failed";
+/** Evicting: an older Eviction drains the same hypervisor. */
+export const REASON_DUPLICATE = "Duplicate";
+/** Evicting (the Hypervisor's mirror): the preflight failed. */
+export const REASON_PREFLIGHT_FAILED = "PreflightFailed";
+/** Evicting: Nova and evictor share no compute microversion. */
+export const REASON_NOVA_INCOMPATIBLE = "NovaIncompatible";
+/** Evicting (the Hypervisor's): the Eviction named after the host drains another. */
+export const REASON_EVICTION_NAME_TAKEN = "EvictionNameTaken";
+/** MigratingInstance: migrations in flight. */
+export const REASON_MIGRATING = "Migrating";
+/** MigratingInstance: nothing in flight, nothing failed. */
+export const REASON_IDLE = "Idle";
+/** PreflightChecksSucceeded: the host never registered in Nova. */
+export const REASON_NOT_REGISTERED = "NotRegistered";
+/** PreflightChecksSucceeded, TraitsUpdated: Nova does not know the host. */
+export const REASON_HYPERVISOR_NOT_FOUND = "HypervisorNotFound";
+/** HypervisorDisabled (Eviction): disabled by this drain. */
+export const REASON_DISABLED = "Disabled";
+/** HypervisorDisabled (Eviction): disabled by someone else before. */
+export const REASON_ALREADY_DISABLED = "AlreadyDisabled";
+/** HypervisorDisabled (Hypervisor): the service is enabled. */
+export const REASON_ENABLED = "Enabled";
+/** HypervisorDisabled (Hypervisor): disabled with evictor's reason. */
+export const REASON_DISABLED_BY_EVICTOR = "DisabledByEvictor";
+/** HypervisorDisabled (Hypervisor): disabled by someone else. */
+export const REASON_DISABLED_BY_OTHERS = "DisabledByOthers";
+/** WaveSettled: waiting for other Evictions' hosts to be disabled. */
+export const REASON_WAITING_FOR_WAVE = "WaitingForWave";
+/** WaveSettled: every other pending Eviction's host is disabled. */
+export const REASON_ALL_DISABLED = "AllDisabled";
+/** WaveSettled: the bound passed with hosts still enabled. */
+export const REASON_SETTLE_BOUND_PASSED = "SettleBoundPassed";
+/** NovaLimited: Nova queues live migrations beyond its own limit. */
+export const REASON_NOVA_QUEUES = "NovaQueues";
+/** NovaLimited: Nova has not shown its limit lately. */
+export const REASON_NOT_SEEN_LATELY = "NotSeenLately";
+/** CapacityChecked: the wave's VMs fit elsewhere. */
+export const REASON_FITS = "Fits";
+/** CapacityChecked: some VM has no target. */
+export const REASON_NO_TARGET = "NoTarget";
+/** CapacityChecked: the check could not be made. */
+export const REASON_CHECK_FAILED = "CheckFailed";
+/** TraitsUpdated: read from Placement. */
+export const REASON_UPDATED = "Updated";
+/** TraitsUpdated: Placement has no resource provider for the host. */
+export const REASON_RESOURCE_PROVIDER_NOT_FOUND = "ResourceProviderNotFound";
+/** TraitsUpdated: Placement answered with an error. */
+export const REASON_PLACEMENT_ERROR = "PlacementError";
+/** TraitsUpdated: another failure reading or applying the traits. */
+export const REASON_TRAITS_ERROR = "TraitsError";
+/** Onboarding: Nova does not know the host yet. */
+export const REASON_NOT_IN_NOVA = "NotInNova";
 
 /** A condition without its transition time. */
 export type ConditionUpdate = Omit<

@@ -36,7 +36,13 @@ import type {
   TimerHandler,
 } from "./handler.ts";
 import type { CacheReader, InformerEvent } from "./informer.ts";
-import { isDeleting, type Kind, type KubeObject, parseKey } from "./kind.ts";
+import {
+  isDeleting,
+  type Kind,
+  type KubeObject,
+  objectKey,
+  parseKey,
+} from "./kind.ts";
 import type { Logger } from "./logger.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
@@ -395,6 +401,10 @@ export class Controller<T extends KubeObject> {
         // a write succeeded, so the object exists: O is T here
         if (parsed !== undefined) ctx.object = parsed as O;
         return ctx.object ?? updated;
+      },
+      latest: (cached: T): T => {
+        const w = this.#written.peek(objectKey(cached), rvOf(cached));
+        return w?.parsed ?? cached;
       },
       enqueue: d.enqueue,
     };

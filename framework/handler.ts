@@ -57,6 +57,12 @@ export interface HandlerContext<T extends KubeObject> {
       object: T,
     ) => StatusOf<T> | void | Promise<StatusOf<T> | void>,
   ): Promise<T>;
+  /**
+   * Read-your-writes for a copy of an object of this kind read from any
+   * cache: this process's last write of it while `cached` is older than
+   * that write, else `cached` (`object` is already resolved so).
+   */
+  latest(cached: T): T;
   /** Queues a key of any reconciled kind. */
   enqueue<U extends KubeObject>(
     kind: Kind<U>,

@@ -90,6 +90,20 @@ export class WrittenObjects<R, P> {
     return undefined;
   }
 
+  /**
+   * Like {@linkcode resolve}, without forgetting: for a copy read from
+   * another cache (which may run ahead of or behind the controller's),
+   * the remembered object when that copy is known older, else undefined.
+   */
+  peek(
+    key: string,
+    cachedVersion: string | undefined,
+  ): Written<R, P> | undefined {
+    const w = this.#byKey.get(key);
+    if (w === undefined || cachedVersion === undefined) return undefined;
+    return w.older.has(cachedVersion) ? w : undefined;
+  }
+
   /** Forgets `key` (the object was deleted). */
   forget(key: string): void {
     this.#byKey.delete(key);

@@ -92,3 +92,17 @@ Deno.test("written objects: a pass never sees an object older than the last writ
     ),
   );
 });
+
+Deno.test("written objects: peek answers like resolve for another cache's copy, and forgets nothing", () => {
+  const w = new WrittenObjects<string, string>();
+  w.remember("a", "raw", "parsed", "5", ["3"]);
+  // another cache still behind: the write
+  assert.equal(w.peek("a", "3")?.parsed, "parsed");
+  // another cache at or past the write: its copy; the memory stays for
+  // the controller's own cache, which may still lag
+  assert.equal(w.peek("a", "5"), undefined);
+  assert.equal(w.peek("a", "9"), undefined);
+  assert.equal(w.peek("a", undefined), undefined);
+  assert.equal(w.resolve("a", "3")?.parsed, "parsed");
+  assert.equal(w.peek("b", "1"), undefined);
+});

@@ -123,6 +123,7 @@ export class NovaClient {
   #microversion: string;
   #negotiated: Promise<string> | undefined;
   readonly #options: NovaClientOptions;
+  readonly #dateListeners = new Set<(novaDateMs: number) => void>();
 
   /** Creates a client; no call is made until a method is used. */
   constructor(session: KeystoneSession, options: NovaClientOptions = {}) {
@@ -229,6 +230,30 @@ export class NovaClient {
     });
   }
 
+  /**
+   * Calls `listener` with Nova's clock (the `Date` header of each of its
+   * answers, epoch ms in whole seconds) as each answer arrives, so that a
+   * caller can learn how far Nova's clock is from its own. Returns the
+   * unsubscribe function.
+   *
+   * @example
+   * ```ts ignore
+   * const stop = nova.onServerDate((ms) => console.log(ms - Date.now()));
+   * ```
+   */
+  onServerDate(listener: (novaDateMs: number) => void): () => void {
+    this.#dateListeners.add(listener);
+    return () => this.#dateListeners.delete(listener);
+  }
+
+  #noteServerDate(headers: Headers): void {
+    if (this.#dateListeners.size === 0) return;
+    const raw = headers.get("date");
+    const ms = raw === null ? Number.NaN : Date.parse(raw);
+    if (Number.isNaN(ms)) return;
+    for (const l of this.#dateListeners) l(ms);
+  }
+
   async #call(
     req: Omit<HttpRequest, "url" | "headers"> & {
       path: string;
@@ -241,7 +266,7 @@ export class NovaClient {
       ? ""
       : `?${req.query}`;
     const { path: _path, query: _query, ...rest } = req;
-    return await this.#session.request({
+    const res = await this.#session.request({
       ...rest,
       url: `${base}${req.path}${qs}`,
       headers: {
@@ -252,6 +277,8 @@ export class NovaClient {
         ? {}
         : { timeoutMs: this.#options.timeoutMs }),
     });
+    this.#noteServerDate(res.headers);
+    return res;
   }
 
   async #get<S extends z.ZodType>(

@@ -565,3 +565,20 @@ Deno.test("nova: changes-since filters on updated_at, as Nova's does: a long-que
     ]);
   }, { clock });
 });
+
+Deno.test("nova: onServerDate hears the Date of each answer (Nova's clock), until unsubscribed", async () => {
+  await withSim(BASIC_SCENARIO, async ({ nova }) => {
+    const heard: number[] = [];
+    const stop = nova.onServerDate((ms) => heard.push(ms));
+    await nova.listServersOnHost("node001");
+    await nova.listMigrations({ host: "node001" });
+    assert.equal(heard.length, 2);
+    for (const ms of heard) {
+      assert.equal(ms % 1000, 0);
+      assert.ok(Math.abs(ms - Date.now()) < 5_000, `${ms}`);
+    }
+    stop();
+    await nova.listServersOnHost("node001");
+    assert.equal(heard.length, 2);
+  });
+});

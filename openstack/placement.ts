@@ -21,7 +21,7 @@ import {
   type CandidateQuery,
   candidateQueryString,
   inventoriesSchema,
-  type InventoryRecord,
+  type Inventory,
   usagesSchema,
 } from "./placement_capacity.ts";
 
@@ -265,7 +265,7 @@ export class PlacementClient {
   getInventories(
     rpUuid: string,
     signal?: AbortSignal,
-  ): Promise<Record<string, InventoryRecord>> {
+  ): Promise<Record<string, Inventory>> {
     return this.#getProvider(rpUuid, "inventories", inventoriesSchema, signal);
   }
 

@@ -70,19 +70,22 @@ export const allocationCandidatesSchema = z.object({
   ),
 }));
 
-/** One inventory record. */
-export interface InventoryRecord {
+/**
+ * One inventory record of a resource provider, as Placement defines it
+ * (the one type of it: capacity/ computes with it too).
+ */
+export interface Inventory {
   /** Total amount. */
   total: number;
-  /** Reserved amount. */
+  /** Amount kept back from consumers. */
   reserved: number;
-  /** Allocation ratio. */
+  /** Overcommit factor: capacity = (total - reserved) * allocationRatio. */
   allocationRatio: number;
-  /** Smallest allocation. */
+  /** Smallest amount one allocation may take. */
   minUnit: number;
-  /** Largest allocation. */
+  /** Largest amount one allocation may take. */
   maxUnit: number;
-  /** Allocation granularity. */
+  /** An allocation must be a multiple of this. */
   stepSize: number;
 }
 
@@ -100,7 +103,7 @@ export const inventoriesSchema = z.object({
       step_size: z.number().int(),
     }),
   ),
-}).transform((b): Record<string, InventoryRecord> =>
+}).transform((b): Record<string, Inventory> =>
   Object.fromEntries(
     Object.entries(b.inventories).map(([rc, i]) => [rc, {
       total: i.total,

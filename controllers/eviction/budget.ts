@@ -14,6 +14,10 @@
  */
 
 import type { Eviction } from "../../models/mod.ts";
+import {
+  CONDITION_EVICTING,
+  REASON_WAITING_FOR_BUDGET,
+} from "../conditions.ts";
 
 /**
  * How many of `want` further starts a drain may take from `left` free
@@ -64,8 +68,8 @@ export function startsAllowed(
 /**
  * The drains other than `self` that wait for budget with nothing in
  * flight, from the cluster's Evictions: unfinished ones with
- * `status.inFlightCount` 0 that `waiting(name)` says wait here (another
- * process's waiters are not told apart from drains waiting for a retry).
+ * `status.inFlightCount` 0 that `waiting(e)` says wait (this process's
+ * from its own line, another process's by {@linkcode waitsForBudget}).
  *
  * @example
  * ```ts
@@ -80,14 +84,35 @@ export function startsAllowed(
 export function idleWaiters(
   self: string,
   evictions: readonly Eviction[],
-  waiting: (name: string) => boolean,
+  waiting: (e: Eviction) => boolean,
 ): Eviction[] {
   return evictions.filter((e) => {
     const name = e.metadata?.name;
     return name !== undefined && name !== self &&
       e.status?.finishedAt === undefined &&
-      (e.status?.inFlightCount ?? 0) === 0 && waiting(name);
+      (e.status?.inFlightCount ?? 0) === 0 && waiting(e);
   });
+}
+
+/**
+ * Whether an Eviction's status says it waits for the cluster budget with
+ * nothing in flight (its Evicting condition's reason WaitingForBudget): how
+ * a drain of another process (another partition) is seen waiting, so that
+ * a freed slot is left to it as to this process's own waiters.
+ *
+ * @example
+ * ```ts
+ * import { waitsForBudget } from "./budget.ts";
+ * const c = { type: "Evicting", status: "True" as const, reason: "WaitingForBudget", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+ * console.assert(waitsForBudget({ metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" }, status: { conditions: [c] } }));
+ * ```
+ */
+export function waitsForBudget(e: Eviction): boolean {
+  const evicting = e.status?.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  return evicting?.status === "True" &&
+    evicting.reason === REASON_WAITING_FOR_BUDGET;
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   idleWaiters,
   inFlightByEviction,
   startsAllowed,
+  waitsForBudget,
 } from "./budget.ts";
 
 const T = "2026-11-29T12:00:00Z";
@@ -199,9 +200,37 @@ Deno.test("idleWaiters: drains waiting here with nothing in flight", () => {
     e("running", { inFlightCount: 2 }),
     e("elsewhere", { inFlightCount: 0 }),
     e("done", { inFlightCount: 0, finishedAt: "2026-01-01T00:00:00Z" }),
-  ], (name) => name !== "elsewhere");
+  ], (x) => x.metadata?.name !== "elsewhere");
   assert.deepEqual(got.map((x) => x.metadata?.name), [
     "idle",
     "no-status-yet",
   ]);
+});
+
+Deno.test("waitsForBudget: another process's drain is seen waiting by its Evicting reason", () => {
+  const e = (reason: string, status: "True" | "False" = "True"): Eviction => ({
+    metadata: { name: "b" },
+    spec: { hypervisor: "b", reason: "r" },
+    status: {
+      conditions: [{
+        type: "Evicting",
+        status,
+        reason,
+        message: "",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      }],
+    },
+  });
+  assert.equal(waitsForBudget(e("WaitingForBudget")), true);
+  // waiting for a retry, a wave or a transient state is no budget waiter
+  assert.equal(waitsForBudget(e("Waiting")), false);
+  assert.equal(waitsForBudget(e("Running")), false);
+  assert.equal(waitsForBudget(e("WaitingForBudget", "False")), false);
+  assert.equal(
+    waitsForBudget({
+      metadata: { name: "c" },
+      spec: { hypervisor: "c", reason: "r" },
+    }),
+    false,
+  );
 });

@@ -101,7 +101,9 @@ export const UNSUPPORTED_PREFIX = "cannot be live-migrated: ";
 
 /**
  * Whether the record belongs to the trigger recorded in `entry`: the same
- * migration id, or created no earlier than the trigger (minus clock skew).
+ * migration id, or created no earlier than the trigger (minus clock skew),
+ * its `created_at` read on our clock (`novaOffsetMs`: Nova's clock minus
+ * ours, nova_clock.ts).
  *
  * @example
  * ```ts
@@ -118,6 +120,7 @@ export function recordMatchesEntry(
   record: ObservedMigration,
   entry: EvictionStatusInFlightItem,
   clockSkewMs: number,
+  novaOffsetMs = 0,
 ): boolean {
   if (
     entry.migrationId !== undefined && entry.migrationId === String(record.id)
@@ -127,7 +130,7 @@ export function recordMatchesEntry(
   const created = parseNovaTime(record.createdAt);
   const started = parseNovaTime(entry.startedAt);
   if (created === undefined || started === undefined) return false;
-  return created >= started - clockSkewMs;
+  return created - novaOffsetMs >= started - clockSkewMs;
 }
 
 /** The records of one VM that matter to the planner. */
@@ -243,13 +246,15 @@ export function inFlightEntry(
   kind: MigrationKind,
   record: ObservedMigration | undefined,
   nowMs: number,
+  novaOffsetMs = 0,
 ): EvictionStatusInFlightItem {
   const created = record === undefined
     ? undefined
     : parseNovaTime(record.createdAt);
   const startedAt = previous?.startedAt ??
-    new Date(created === undefined ? nowMs : Math.min(created, nowMs))
-      .toISOString();
+    new Date(
+      created === undefined ? nowMs : Math.min(created - novaOffsetMs, nowMs),
+    ).toISOString();
   const migrationId = record === undefined
     ? previous?.migrationId
     : String(record.id);
@@ -359,15 +364,16 @@ function factsOf(input: ClassifyInput): VmFacts {
   // A record created before the last attempt we charged belongs to that
   // attempt (the clock skew allowance must not make it count twice).
   const chargedAt = parseNovaTime(failed?.lastAttemptAt);
+  const offset = options.novaClockOffsetMs ?? 0;
   const matched = inFlight !== undefined && latest !== undefined &&
-    recordMatchesEntry(latest, inFlight, options.clockSkewMs) &&
+    recordMatchesEntry(latest, inFlight, options.clockSkewMs, offset) &&
     (chargedAt === undefined ||
-      (parseNovaTime(latest.createdAt) ?? -Infinity) > chargedAt);
+      (parseNovaTime(latest.createdAt) ?? -Infinity) - offset > chargedAt);
   // A record older than our trigger says nothing about the trigger (its
   // id and progress must not be copied into the entry).
   const ownInProgress = inProgress !== undefined &&
       (inFlight === undefined ||
-        recordMatchesEntry(inProgress, inFlight, options.clockSkewMs))
+        recordMatchesEntry(inProgress, inFlight, options.clockSkewMs, offset))
     ? inProgress
     : undefined;
   return {
@@ -417,6 +423,7 @@ function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
     runningKind,
     f.ownInProgress,
     nowMs,
+    input.options.novaClockOffsetMs,
   );
   // Not ours: Nova showed it without a start of ours, refused ours, or it
   // is not the kind we started (a user's resize is never ours).

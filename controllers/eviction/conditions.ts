@@ -6,6 +6,16 @@
  * @module
  */
 
+import {
+  REASON_FAILED,
+  REASON_IDLE,
+  REASON_MIGRATING,
+  REASON_RUNNING,
+  REASON_SETTLING,
+  REASON_STARTS_UNANSWERED,
+  REASON_SUCCEEDED,
+  REASON_WAITING,
+} from "../conditions.ts";
 import type {
   EvictionStatus,
   EvictionStatusConditionsItem,
@@ -81,7 +91,7 @@ export function evictingCondition(
     return {
       type: CONDITION_EVICTING,
       status: "True",
-      reason: "Settling",
+      reason: REASON_SETTLING,
       message:
         `the host has been seen empty since ${status.emptySince}; Succeeded once a later look, a settle interval on, finds it empty too`,
     };
@@ -90,7 +100,7 @@ export function evictingCondition(
     return {
       type: CONDITION_EVICTING,
       status: "False",
-      reason: "Succeeded",
+      reason: REASON_SUCCEEDED,
       message: `the host is empty: ${migrated} VMs migrated`,
     };
   }
@@ -98,7 +108,7 @@ export function evictingCondition(
     return {
       type: CONDITION_EVICTING,
       status: "True",
-      reason: "Running",
+      reason: REASON_RUNNING,
       message:
         `${inFlight} in flight${
           limit === undefined ? "" : ` (limit ${limit})`
@@ -111,7 +121,7 @@ export function evictingCondition(
     return {
       type: CONDITION_EVICTING,
       status: "True",
-      reason: "StartsUnanswered",
+      reason: REASON_STARTS_UNANSWERED,
       message:
         `Nova is not taking starts: ${summary.unanswered} VMs' starts went unanswered (5xx, timeout) several times in a row and Nova shows nothing of them; retrying with backoff, nothing charged` +
         personNote(summary),
@@ -121,14 +131,14 @@ export function evictingCondition(
     return {
       type: CONDITION_EVICTING,
       status: "True",
-      reason: "Waiting",
+      reason: REASON_WAITING,
       message: waitingMessage(summary, limit) + personNote(summary),
     };
   }
   return {
     type: CONDITION_EVICTING,
     status: "False",
-    reason: "Failed",
+    reason: REASON_FAILED,
     message: `${summary.needsPerson} VMs left on the host need a person ` +
       `(see status.failed and status.skipped)`,
   };
@@ -192,7 +202,7 @@ export function migratingInstanceCondition(
     return {
       type: CONDITION_MIGRATING_INSTANCE,
       status: "False",
-      reason: "Failed",
+      reason: REASON_FAILED,
       message: `${failed.length} VMs failed: ${shown.join("; ")}${more}`,
     };
   }
@@ -204,7 +214,7 @@ export function migratingInstanceCondition(
     return {
       type: CONDITION_MIGRATING_INSTANCE,
       status: "True",
-      reason: "Migrating",
+      reason: REASON_MIGRATING,
       message: `migrating ${shown.join(", ")}${more}`,
     };
   }
@@ -212,14 +222,14 @@ export function migratingInstanceCondition(
     return {
       type: CONDITION_MIGRATING_INSTANCE,
       status: "False",
-      reason: "Succeeded",
+      reason: REASON_SUCCEEDED,
       message: `${status.migratedCount ?? 0} VMs migrated`,
     };
   }
   return {
     type: CONDITION_MIGRATING_INSTANCE,
     status: "False",
-    reason: "Idle",
+    reason: REASON_IDLE,
     message: "no migration in flight",
   };
 }

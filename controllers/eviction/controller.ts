@@ -18,9 +18,6 @@ import {
   type FinalizerDeps,
   finalizerDeps,
 } from "./finalize.ts";
-import { InFlightLedger } from "./ledger.ts";
-import { novaReady } from "./nova_ready.ts";
-import { BudgetWaiters } from "./budget.ts";
 import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
@@ -155,11 +152,7 @@ export function registerEvictionController(
       .map((e) => e.metadata?.name ?? "");
   watchAllEvictions(operator, pass, deps.cloudSelector);
 
-  operator.reconcile(EvictionKind, async (ctx) => {
-    // The Nova client's microversion is settled before the pass.
-    const stop = await novaReady(ctx, pass);
-    return stop ?? await reconcileEviction(ctx, pass);
-  }, {
+  operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
     maxConcurrent,
     // Our own status writes must not trigger extra passes (extra Nova calls).
@@ -200,8 +193,9 @@ function passDeps(
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
   const metrics = new EvictionMetrics(registry);
+  const clock = deps.clock ?? { now: () => Date.now() };
   return {
-    nova: new CountedNova(deps.nova, metrics),
+    nova: new CountedNova(deps.nova, metrics, clock),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
     maxPollMs,
@@ -209,13 +203,11 @@ function passDeps(
     finishedCheckMs,
     settleMs,
     planOptions: deps.planOptions ?? {},
-    clock: deps.clock ?? { now: () => Date.now() },
-    ledger: new InFlightLedger(),
+    clock,
     memory: new DrainMemory(),
     metrics,
     actConcurrency,
     waveSettleMs,
-    budgetWaiters: new BudgetWaiters(),
     ...(deps.placement === undefined ? {} : {
       capacity: {
         placement: deps.placement,
@@ -249,7 +241,7 @@ function watchAllEvictions(
       ...(cloudSelector === undefined ? {} : { labelSelector: cloudSelector }),
     });
     all.on((ev) =>
-      pass.budgetWaiters.observe(
+      pass.memory.budgetWaiters.observe(
         ev.key,
         ev.type === "deleted" ? undefined : ev.object,
         (k) => {

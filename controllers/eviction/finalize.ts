@@ -170,10 +170,9 @@ function forgetDrain(
 ): void {
   const { key } = ctx;
   const host = ctx.object.spec.hypervisor;
-  deps.ledger.delete(key);
   deps.memory.forget(key);
   fin.memory.forget(key);
-  deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
+  deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
   deps.metrics.inFlight.remove({ hypervisor: host });
   for (const e of othersOf(ctx, key, host)) {
     const name = e.metadata?.name;
@@ -194,12 +193,12 @@ async function waitForSettled(
   fin: FinalizerDeps,
 ): Promise<FinalizeResult | undefined> {
   const { key, signal } = ctx;
-  const ev = deps.memory.freshest(key, ctx.object);
+  const ev = ctx.object;
   const host = ev.spec.hypervisor;
   const log = ctx.logger.child({ hypervisor: host });
   const recorded = Math.max(
     ev.status?.inFlightCount ?? 0,
-    deps.ledger.get(key),
+    deps.memory.ledger.get(key),
   );
   if (recorded === 0) return undefined;
   const nowMs = deps.clock.now();
@@ -228,20 +227,15 @@ async function waitForSettled(
     nowMs,
     graceMs: deps.planOptions.gracePeriodMs ??
       DEFAULT_PLAN_OPTIONS.gracePeriodMs,
+    novaOffsetMs: deps.nova.novaClockOffsetMs(),
   });
   const running = look.counted.length + unlisted.length;
   const before = ev.status?.inFlightCount ?? 0;
   if (running !== before) {
-    const written = await ctx.updateStatus((s) => ({
-      ...s,
-      inFlightCount: running,
-    }));
-    const rv = written.metadata?.resourceVersion;
-    if (rv !== undefined) {
-      deps.memory.remember(key, rv, written.status ?? {});
-    }
+    // the finalizer's own write (no pass runs on a deleted Eviction)
+    await ctx.updateStatus((s) => ({ ...s, inFlightCount: running }));
   }
-  deps.ledger.set(key, running);
+  deps.memory.ledger.set(key, running);
   if (running === 0) {
     if (look.stalled.length > 0) {
       await ctx.event(
@@ -277,7 +271,7 @@ async function giveUp(
 ): Promise<undefined> {
   const host = ctx.object.spec.hypervisor;
   deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
-  deps.ledger.set(ctx.key, 0);
+  deps.memory.ledger.set(ctx.key, 0);
   const message = `Eviction ${ctx.key} deleted: stopped waiting after ${
     Math.round(waitedMs / 1000)
   } s for ${describe(look.counted)} from ${host} to settle`;

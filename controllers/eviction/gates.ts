@@ -6,12 +6,10 @@
  * @module
  */
 
+import { CONDITION_TRAITS_UPDATED } from "../conditions.ts";
 import { isDeleting } from "../../framework/kind.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs } from "../compute_service.ts";
-
-/** The Hypervisor condition that says its traits are current. */
-export const TRAITS_UPDATED = "TraitsUpdated";
 
 /** Maintenance modes in which the compute service stays disabled. */
 export const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
@@ -43,13 +41,13 @@ export function traitsHold(
     return `there is no Hypervisor ${host}: its traits, and so the limit, are unknown`;
   }
   const c = hypervisor.status?.conditions?.find((x) =>
-    x.type === TRAITS_UPDATED
+    x.type === CONDITION_TRAITS_UPDATED
   );
   if (c?.status === "True") return undefined;
   const state = c === undefined
     ? "missing"
     : `${c.status} (${c.reason}${c.message === "" ? "" : `: ${c.message}`})`;
-  return `Hypervisor ${host} condition ${TRAITS_UPDATED} is ${state}: its traits may be stale`;
+  return `Hypervisor ${host} condition ${CONDITION_TRAITS_UPDATED} is ${state}: its traits may be stale`;
 }
 
 function olderThan(a: Eviction, b: Eviction): boolean {

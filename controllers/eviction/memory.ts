@@ -1,7 +1,6 @@
 /**
  * The one in-process memory of each drain, forgotten in one call when its
- * Eviction is gone: the status this process last wrote (with the
- * resourceVersion the API server gave that write), the starts it issued
+ * Eviction is gone: the starts it issued
  * and what Nova answered, the confirms it has under way, the duration model
  * that paces the passes, and when the next pass is due. A restart loses it
  * all on purpose: the status and a fresh look at Nova are enough to go on.
@@ -9,7 +8,6 @@
  * @module
  */
 
-import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import type { ObservedMigration, StartNote } from "./observation.ts";
 import type { NovaLimitMemo } from "./nova_limit.ts";
 import {
@@ -19,6 +17,8 @@ import {
 } from "./nova_states.ts";
 import type { StartBackoff } from "./plan.ts";
 import { Durations, Pace } from "./pacing.ts";
+import { InFlightLedger } from "./ledger.ts";
+import { BudgetWaiters } from "./budget.ts";
 
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
@@ -69,16 +69,6 @@ export interface DrainState {
   firstSeenMs?: number;
 }
 
-interface Written {
-  resourceVersion: string;
-  status: EvictionStatus;
-}
-
-function newer(a: string, b: string): boolean | undefined {
-  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
-  return BigInt(a) > BigInt(b);
-}
-
 /**
  * Per-drain memory by Eviction key.
  *
@@ -86,18 +76,19 @@ function newer(a: string, b: string): boolean | undefined {
  * ```ts
  * import { DrainMemory } from "./memory.ts";
  * const memory = new DrainMemory();
- * const cached = { metadata: { name: "a", resourceVersion: "1" }, spec: { hypervisor: "h", reason: "r" } };
- * memory.remember("a", "5", { migratedCount: 1 });
- * console.assert(memory.freshest("a", cached).status?.migratedCount === 1);
+ * memory.of("a").ram.set("vm", 1024);
  * memory.forget("a");
- * console.assert(memory.freshest("a", cached).status === undefined);
+ * console.assert(memory.of("a").ram.size === 0);
  * ```
  */
 export class DrainMemory {
   readonly #states = new Map<string, DrainState>();
   /** Migration durations every drain learns from (one Nova, one clock). */
   readonly #cloud = new Durations();
-  readonly #written = new Map<string, Written>();
+  /** Migrations in flight per Eviction of this process, for the cluster budget. */
+  readonly ledger = new InFlightLedger();
+  /** This process's drains waiting for budget, in line. */
+  readonly budgetWaiters = new BudgetWaiters();
 
   /** The state of a drain (created empty). */
   of(key: string): DrainState {
@@ -121,41 +112,14 @@ export class DrainMemory {
     return s;
   }
 
-  /** Forgets everything about a drain. */
+  /**
+   * Forgets everything about a drain: its state, its count in the ledger
+   * and its place in the line for budget.
+   */
   forget(key: string): void {
     this.#states.delete(key);
-    this.#written.delete(key);
-  }
-
-  /** Records a status write: `resourceVersion` is the one of the written object. */
-  remember(key: string, resourceVersion: string, status: EvictionStatus): void {
-    this.#written.set(key, { resourceVersion, status });
-  }
-
-  /**
-   * The cached object, or, while the cache still holds an object older than
-   * this process's last write, that object with the written status and
-   * resourceVersion. A cached object at or past the written version wins
-   * (it includes the write, or someone else's later one). Versions that are
-   * not numbers cannot be ordered: the write wins until the cache shows its
-   * exact version; a write based on it then meets a 409 and re-reads.
-   */
-  freshest(key: string, cached: Eviction): Eviction {
-    const w = this.#written.get(key);
-    if (w === undefined) return cached;
-    const rv = cached.metadata?.resourceVersion;
-    if (
-      rv !== undefined &&
-      (rv === w.resourceVersion || newer(rv, w.resourceVersion) === true)
-    ) {
-      this.#written.delete(key);
-      return cached;
-    }
-    return {
-      ...cached,
-      metadata: { ...cached.metadata, resourceVersion: w.resourceVersion },
-      status: w.status,
-    };
+    this.ledger.delete(key);
+    this.budgetWaiters.delete(key);
   }
 }
 

@@ -1,62 +1,31 @@
 import assert from "node:assert/strict";
-import fc from "fast-check";
-import type { Eviction } from "../../models/mod.ts";
 import { DrainMemory } from "./memory.ts";
 
-const cached = (rv: string, migrated = 0): Eviction => ({
-  metadata: { name: "e", resourceVersion: rv },
-  spec: { hypervisor: "h", reason: "r" },
-  status: { migratedCount: migrated },
-});
-
-Deno.test("DrainMemory.freshest: table", () => {
-  const rows: Array<[string, string, string | undefined, number]> = [
-    ["cache older than the write: the write", "5", "3", 9],
-    ["cache at the write: the cache", "5", "5", 1],
-    ["cache past the write: the cache", "5", "7", 1],
-    ["versions not numbers, not equal: the write", "b", "a", 9],
-    ["versions not numbers, equal: the cache", "b", "b", 1],
-  ];
-  for (const [name, written, seen, want] of rows) {
-    const m = new DrainMemory();
-    m.remember("e", written, { migratedCount: 9 });
-    const got = m.freshest("e", cached(seen ?? "", 1));
-    assert.equal(got.status?.migratedCount, want, name);
-    if (want === 9) assert.equal(got.metadata?.resourceVersion, written, name);
-  }
-});
-
-Deno.test("DrainMemory: one forget drops the status and the drain's state", () => {
+Deno.test("DrainMemory: one forget drops the drain's state", () => {
   const m = new DrainMemory();
-  m.remember("e", "5", { migratedCount: 9 });
   m.of("e").starts.set("a", {
     id: "a",
     kind: "live",
     state: "pending",
     issuedAtMs: 0,
   });
+  m.of("e").ram.set("a", 1024);
+  m.of("other").ram.set("b", 2048);
   m.forget("e");
-  assert.equal(m.freshest("e", cached("3", 1)).status?.migratedCount, 1);
   assert.equal(m.of("e").starts.size, 0);
+  assert.equal(m.of("e").ram.size, 0);
+  assert.equal(m.of("other").ram.get("b"), 2048);
 });
 
-Deno.test("property: after two quick writes no older status comes back", () => {
-  fc.assert(fc.property(
-    fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: 2, maxLength: 8 }),
-    fc.nat(),
-    (gaps, lag) => {
-      const m = new DrainMemory();
-      let rv = 1;
-      const history: number[] = [rv];
-      for (const g of gaps) {
-        rv += g;
-        history.push(rv);
-        m.remember("e", String(rv), { migratedCount: rv });
-      }
-      // The cache shows any version up to the last write.
-      const seen = history[lag % history.length] ?? 1;
-      const got = m.freshest("e", cached(String(seen), seen));
-      assert.equal(got.status?.migratedCount, rv);
-    },
-  ));
+Deno.test("DrainMemory: forget also drops the drain's ledger count and its place in the budget line", () => {
+  const m = new DrainMemory();
+  m.ledger.set("e", 3);
+  m.ledger.set("other", 2);
+  m.budgetWaiters.add("e");
+  m.budgetWaiters.add("other");
+  m.forget("e");
+  assert.equal(m.ledger.get("e"), 0);
+  assert.equal(m.ledger.get("other"), 2);
+  assert.equal(m.budgetWaiters.standing("e"), undefined);
+  assert.equal(m.budgetWaiters.standing("other"), "waiting");
 });

@@ -2,49 +2,56 @@
  * The eviction controller: drains a hypervisor by migrating its VMs in
  * parallel within the resolved limits (`limits/`).
  *
- * One pass of a drain (reconcile.ts) runs these phases, in this order:
+ * One pass of a drain (reconcile.ts `reconcileEviction`) runs these phases,
+ * in this order. Each phase up to act changes only the pass's status and
+ * may end the pass with its result; the status is then written once.
  *
- * 1. **gate** (pass_gate.ts) — only the oldest Eviction of a hypervisor
- *    (of every partition) drains; a host that never registered is asked
- *    again only at the slow check; preflight
- *    disables the compute service; before every start the drain waits,
- *    bounded per member, while another pending Eviction's host is still
- *    enabled (its wave, wave.ts; with migrations in flight it watches them
- *    and only holds its starts); a retry annotation re-arms failed VMs
+ * 1. **Nova ready** (nova_ready.ts) — the compute microversion is settled;
+ *    when Nova and evictor share none, Evicting=False/NovaIncompatible.
+ * 2. **gate** (pass_gate.ts) — only the oldest Eviction of a hypervisor
+ *    (of every partition) drains (Duplicate); a host that never registered
+ *    is asked again only at the slow check; the capacity check, then the
+ *    preflight disables the compute service; before every start the drain
+ *    waits, bounded per member, while another pending Eviction's host is
+ *    still enabled (its wave, wave.ts; with migrations in flight it watches
+ *    them and only holds its starts); a retry annotation re-arms failed VMs
  *    (retry.ts); a finished drain looks at Nova a poll interval after
  *    Succeeded, then at spacings doubling up to the slow check, and when
- *    the Hypervisor reports instances; a pass woken before it is
- *    due with nothing changed returns at once; a drain with nothing in
- *    flight while the cluster budget is spent waits without a Nova call
- *    (budget.ts), woken when budget frees; one whose starts the budget
- *    held back is paced by its own migrations and woken the same way
- *    (waiting for budget never costs a look at Nova; pass_budget.ts,
- *    pass_pace.ts).
- * 2. **observe** — Nova afresh, every pass that decides (observe.ts): the
- *    servers on the host, the migrations from or to it since the drain
- *    started (once no server is left, also every record still in progress,
- *    however old), a lookup only for a VM that left without a telling
- *    record.
- * 3. **plan** — a pure function of that observation, the status, the limit
- *    in force, the start answers in memory and the time (plan.ts,
- *    classify.ts); the cluster budget is reserved in the same step
- *    (ledger.ts), the free slots claimed before the look so that two passes
- *    never look for one slot, and a freed slot left to a waiting drain of a
- *    lower limit, which is never starved (budget.ts); under a cluster
- *    budget the status is written first and the cluster's Evictions read as
- *    of after that write (the watch caught up to it, else a list), so two
- *    processes never both spend the last slot.
- * 4. **intent** — a pass that starts migrations writes its status, the
- *    starts included, before issuing them (so a new leader knows them).
- * 5. **act** — starts, confirms and aborts are issued, none awaited
- *    (act.ts): their answers become notes in the drain's memory
- *    (memory.ts) that the next pass plans with; unanswered starts back
- *    off per VM.
- * 6. **record** — the status is written when it changed (pass.ts).
- * 7. **report** — Events and metrics (report.ts).
- * 8. **requeue** — the next pass when the earliest running migration should
- *    finish (pacing.ts, its margin from margin.ts), in the controller's
- *    clock.
+ *    the Hypervisor reports instances.
+ * 3. **wait for budget** (pass_budget.ts) — a drain with nothing in flight
+ *    while the cluster budget is spent waits without a Nova call
+ *    (WaitingForBudget, which every process reads: a freed slot is left to
+ *    a waiting drain of a lower limit, budget.ts), woken when budget frees.
+ * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
+ *    nothing changed returns at once.
+ * 5. **observe** (observe.ts) — Nova afresh: the servers on the host, the
+ *    migrations from or to it since the drain started (on Nova's clock,
+ *    nova_clock.ts; once no server is left, also every record still in
+ *    progress, however old), a lookup only for a VM that left without a
+ *    telling record. The free budget slots are claimed before the look, so
+ *    that two passes never look for one slot.
+ * 6. **plan** (plan.ts, plan_steps.ts, classify.ts) — a pure function of
+ *    that observation, the status, the limit in force, the start answers in
+ *    memory and the time; the cluster budget is reserved in the same step
+ *    (ledger.ts); under a cluster budget the starts are written first (the
+ *    intent) and the cluster's Evictions read as of after that write (the
+ *    watch caught up to it, else a list), so two processes never both
+ *    spend the last slot; Nova's words for the pass's failures (explain.ts)
+ *    and Nova's own limit (nova_limit.ts) are added.
+ * 7. **intent** (pass_budget.ts writeIntent) — a pass that starts
+ *    migrations writes its status, the starts included, before issuing
+ *    them (so a new leader knows them): the one write besides record.
+ * 8. **act** (act.ts) — starts, confirms and aborts are issued, none
+ *    awaited: their answers become notes in the drain's memory (memory.ts)
+ *    that the next pass plans with; unanswered starts back off per VM.
+ * 9. **record** (pass.ts) — the pass's status is written when it changed,
+ *    whichever phase ended the pass (also after a failed one); then the
+ *    drains that read it are woken (the wave's peers).
+ * 10. **report** (report.ts) — Events and metrics of a full pass; a
+ *    consumed retry annotation is removed.
+ * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass
+ *    when the earliest running migration should finish, in the
+ *    controller's clock.
  *
  * Succeeded means settled empty: fresh looks at least the settle interval
  * apart (`--drain-settle`) found no server on the host, no migration from

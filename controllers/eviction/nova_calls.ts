@@ -18,6 +18,7 @@ import {
   type Server,
 } from "../../openstack/mod.ts";
 import type { EvictionMetrics } from "./metrics.ts";
+import { NovaClock } from "./nova_clock.ts";
 
 function outcomeOf(err: unknown): string {
   if (err instanceof NotFoundError) return "not_found";
@@ -40,11 +41,30 @@ function outcomeOf(err: unknown): string {
 export class CountedNova {
   readonly #nova: NovaClient;
   readonly #metrics: EvictionMetrics;
+  readonly #clock = new NovaClock();
 
-  /** Wraps `nova`, counting into `metrics`. */
-  constructor(nova: NovaClient, metrics: EvictionMetrics) {
+  /**
+   * Wraps `nova`, counting into `metrics`; with `clock` (the controller's),
+   * Nova's clock is learned from its answers ({@linkcode novaClockOffsetMs}).
+   */
+  constructor(
+    nova: NovaClient,
+    metrics: EvictionMetrics,
+    clock?: { now(): number },
+  ) {
     this.#nova = nova;
     this.#metrics = metrics;
+    if (clock !== undefined && typeof nova.onServerDate === "function") {
+      nova.onServerDate((ms) => this.#clock.sample(ms, clock.now()));
+    }
+  }
+
+  /**
+   * Nova's clock minus the controller's (ms), once learned and steady
+   * (nova_clock.ts); 0 otherwise.
+   */
+  novaClockOffsetMs(): number {
+    return this.#clock.offsetMs();
   }
 
   async #count<T>(call: string, fn: () => Promise<T>): Promise<T> {

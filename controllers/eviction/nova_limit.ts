@@ -15,6 +15,11 @@
  * @module
  */
 
+import {
+  CONDITION_NOVA_LIMITED,
+  REASON_NOT_SEEN_LATELY,
+  REASON_NOVA_QUEUES,
+} from "../conditions.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { setCondition } from "./conditions.ts";
 import type { ObservedMigration } from "./observation.ts";
@@ -91,7 +96,7 @@ export function learnNovaLimit(
 }
 
 /** Condition type: Nova's per-host limit, not evictor's, sets the pace. */
-export const CONDITION_NOVA_LIMITED = "NovaLimited";
+export { CONDITION_NOVA_LIMITED } from "../conditions.ts";
 
 /**
  * The next status with what the drain knows of Nova's limit: the field
@@ -129,7 +134,7 @@ export function withNovaLimit(
           {
             type: CONDITION_NOVA_LIMITED,
             status: "False",
-            reason: "NotSeenLately",
+            reason: REASON_NOT_SEEN_LATELY,
             message:
               `Nova has not queued a live migration from host ${host} lately; evictor uses its own limit again`,
           },
@@ -153,7 +158,7 @@ export function withNovaLimit(
         {
           type: CONDITION_NOVA_LIMITED,
           status: "True",
-          reason: "NovaQueues",
+          reason: REASON_NOVA_QUEUES,
           message,
         },
         now,

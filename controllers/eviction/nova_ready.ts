@@ -12,71 +12,64 @@
  * @module
  */
 
-import type {
-  HandlerContext,
-  ReconcileResult,
-} from "../../framework/handler.ts";
-import { isDeleting } from "../../framework/kind.ts";
-import type { Eviction } from "../../models/mod.ts";
+import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
+import type { ReconcileResult } from "../../framework/handler.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
-import type { EvictionPassDeps } from "./reconcile.ts";
+import { emit, type Pass } from "./pass.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
-export const REASON_NOVA_INCOMPATIBLE = "NovaIncompatible";
+export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 
 /**
- * Settles the Nova microversion for a drain's pass. Returns the pass's
- * result when it must not run (Nova incompatible), undefined otherwise.
+ * Nova ready, the first phase of a pass: settles the Nova microversion.
+ * Returns the pass's result when it must not run (Nova incompatible; the
+ * condition set in `pass.status`), undefined otherwise.
  *
  * @example
  * ```ts ignore
- * const stop = await novaReady(ctx, deps);
+ * const stop = await novaReady(pass);
  * if (stop !== undefined) return stop;
  * ```
  */
 export async function novaReady(
-  ctx: HandlerContext<Eviction>,
-  deps: EvictionPassDeps,
+  pass: Pass,
 ): Promise<ReconcileResult | undefined> {
-  const object = ctx.object;
-  if (object === undefined || isDeleting(object)) return undefined;
+  const { ctx, deps } = pass;
   try {
     await deps.nova.negotiate(ctx.signal);
     return undefined;
   } catch (err) {
     if (!(err instanceof MicroversionError)) return undefined;
-    const current = deps.memory.freshest(ctx.key, object);
-    const before = current.status?.conditions?.find((c) =>
+    const before = pass.status.conditions?.find((c) =>
       c.type === CONDITION_EVICTING
     );
     const unchanged = before?.status === "False" &&
       before.reason === REASON_NOVA_INCOMPATIBLE &&
       before.message === err.message;
     if (!unchanged) {
-      const now = new Date(deps.clock.now());
-      const written = await ctx.updateStatus((s) => ({
-        ...s,
+      pass.status = {
+        ...pass.status,
         conditions: setCondition(
-          s.conditions ?? [],
+          pass.status.conditions ?? [],
           {
             type: CONDITION_EVICTING,
             status: "False",
             reason: REASON_NOVA_INCOMPATIBLE,
             message: err.message,
           },
-          now,
-          object.metadata?.generation,
+          new Date(deps.clock.now()),
+          pass.ev.metadata?.generation,
         ),
-      }));
-      const rv = written.metadata?.resourceVersion;
-      if (rv !== undefined) {
-        deps.memory.remember(ctx.key, rv, written.status ?? {});
-      }
-      await ctx.event("Warning", REASON_NOVA_INCOMPATIBLE, err.message);
+      };
+      emit(pass, {
+        type: "Warning",
+        reason: REASON_NOVA_INCOMPATIBLE,
+        message: err.message,
+      });
     }
-    ctx.logger.warn(
-      { hypervisor: object.spec.hypervisor, err: err.message },
+    pass.log.warn(
+      { err: err.message },
       "Nova shares no compute microversion with evictor: not draining",
     );
     return { requeueAfterMs: deps.slowPollMs };

@@ -98,6 +98,13 @@ export interface PlanOptions {
    */
   clockSkewMs: number;
   /**
+   * Nova's clock minus ours (ms), as learned from its answers (nova_clock.ts;
+   * 0 or absent: none known). Nova's record times are read on our clock
+   * with it, so a Nova whose clock is far behind ours cannot hide the
+   * records of our starts.
+   */
+  novaClockOffsetMs?: number;
+  /**
    * How long consecutive fresh looks must have found the host empty before
    * the drain is declared done (`--drain-settle`, clock ms). 0: the first
    * empty look (the planner's default; the controller's is 3 poll

@@ -1,19 +1,20 @@
 /**
  * What the phases of one drain pass share: its dependencies, the pass's
- * own state, and the one status write ({@linkcode record}).
+ * own state, and the one status write ({@linkcode record}). A phase changes
+ * only `pass.status`; the pass writes it once, at its end (reconcile.ts),
+ * the intent write before starts (pass_budget.ts writeIntent) the one
+ * exception.
  *
  * @module
  */
 
 import type { HandlerContext } from "../../framework/handler.ts";
-import { ApiError } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind } from "../kinds.ts";
 import type { PendingEvent } from "./act.ts";
-import type { InFlightLedger } from "./ledger.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
@@ -23,7 +24,7 @@ import {
   type PlanOptions,
 } from "./observation.ts";
 import { statusEqual } from "./status_equal.ts";
-import { type BudgetWaiters, inFlightByEviction } from "./budget.ts";
+import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
 /** The controller's time source. */
@@ -61,9 +62,10 @@ export interface EvictionPassDeps {
   planOptions: Partial<PlanOptions>;
   /** Time source. */
   clock: EvictionClock;
-  /** Migrations in flight per Eviction, for the cluster budget. */
-  ledger: InFlightLedger;
-  /** Per-drain memory. */
+  /**
+   * Per-drain memory, with the ledger of migrations in flight per Eviction
+   * and the drains waiting for budget (one forget).
+   */
   memory: DrainMemory;
   /** Metrics. */
   metrics: EvictionMetrics;
@@ -79,8 +81,6 @@ export interface EvictionPassDeps {
     list(): Eviction[];
     caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
   };
-  /** This process's drains waiting for budget. */
-  budgetWaiters: BudgetWaiters;
   /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
   waveSettleMs: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */
@@ -126,45 +126,33 @@ export interface Pass {
   claimedFrom?: number;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   waveHold?: string;
+  /**
+   * What must follow the pass's status write (waking drains that read it,
+   * e.g. the wave's peers waiting for this host to be disabled).
+   */
+  afterRecord: (() => void)[];
 }
 
 /**
- * Record: writes the status when it changed, as a merge patch guarded by
- * the resourceVersion this process knows (no GET first); on a 409 the
- * framework's read-modify-write takes over. The written object's
- * resourceVersion goes to the drain's memory, so an older cached status
- * can never come back. A pass that starts migrations writes them before
- * it issues them (writeIntent), so a restart or a new leader finds every
- * start of ours.
+ * Record: writes the status when it changed, through the framework
+ * (`ctx.updateStatus`: guarded by the resourceVersion this process knows,
+ * no GET first; a 409 re-reads). The framework remembers the written
+ * object, so an older cached status can never come back (read-your-writes:
+ * `ctx.object`, `ctx.latest`). The only writer of an Eviction's status in a pass:
+ * once at its end (reconcile.ts), and before a pass issues starts, with
+ * them in it (pass_budget.ts writeIntent), so a restart or a new leader
+ * finds every start of ours.
  */
 export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
-  const { ctx, deps, ev } = pass;
+  const { ctx, ev } = pass;
   if (statusEqual(ev.status, next)) return;
-  const rv = ev.metadata?.resourceVersion;
-  let written: Eviction | undefined;
-  if (rv !== undefined) {
-    const patch: Record<string, unknown> = { ...next };
-    for (const k of Object.keys(ev.status ?? {})) {
-      if (!(k in next)) patch[k] = null;
-    }
-    try {
-      written = await ctx.client.patch<Eviction>(
-        EvictionKind,
-        ctx.key,
-        { metadata: { resourceVersion: rv }, status: patch },
-        "merge",
-        "status",
-      );
-    } catch (err) {
-      if (!(err instanceof ApiError && err.status === 409)) throw err;
-    }
-  }
-  written ??= await ctx.updateStatus(() => next);
-  const writtenRv = written.metadata?.resourceVersion;
-  if (writtenRv !== undefined) deps.memory.remember(ctx.key, writtenRv, next);
+  const written = await ctx.updateStatus(() => next);
   pass.ev = {
     ...ev,
-    metadata: { ...ev.metadata, resourceVersion: writtenRv },
+    metadata: {
+      ...ev.metadata,
+      resourceVersion: written.metadata?.resourceVersion,
+    },
     status: next,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The cluster budget of a pass: waiting in line, claiming free slots before
- * looking, reserving them with the plan, and confirming across processes
- * after the intent write.
+ * looking, reserving them with the plan, the intent write before starts
+ * (the one status write of a pass besides its end), and confirming across
+ * processes after it.
  *
  * @module
  */
@@ -19,6 +20,7 @@ import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./gates.ts";
 import { noteCopyStarts } from "./memory.ts";
 import {
@@ -29,23 +31,29 @@ import {
 import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
-import { idleWaiters, inFlightByEviction, startsAllowed } from "./budget.ts";
+import {
+  idleWaiters,
+  inFlightByEviction,
+  startsAllowed,
+  waitsForBudget,
+} from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
 
 /**
  * Budget: a drain with nothing in flight, while the cluster budget is spent
  * by others, waits without a Nova call (nothing of its own can move); it is
- * woken when budget frees (budget.ts) and by its slow check. Returns the
- * pass's result when it waits.
+ * woken when budget frees (budget.ts) and by its slow check, and says so
+ * (WaitingForBudget: other processes leave it a slot as this one does).
+ * Returns the pass's result when it waits.
  */
-export async function waitForBudget(
+export function waitForBudget(
   pass: Pass,
   settings: LimitSettings,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined || pass.retried) return undefined;
-  if ((status.inFlightCount ?? 0) > 0 || deps.ledger.get(ctx.key) > 0) {
+  if ((status.inFlightCount ?? 0) > 0 || deps.memory.ledger.get(ctx.key) > 0) {
     return undefined;
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
@@ -57,14 +65,14 @@ export async function waitForBudget(
   if (evicting?.status === "False") return undefined;
   if (budgetLeftFor(pass, settings, 1) > 0) return undefined;
   const now = new Date(deps.clock.now());
-  const next: EvictionStatus = {
+  pass.status = {
     ...status,
     conditions: setCondition(
       status.conditions ?? [],
       {
         type: CONDITION_EVICTING,
         status: "True",
-        reason: "Waiting",
+        reason: REASON_WAITING_FOR_BUDGET,
         message:
           `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
       },
@@ -72,9 +80,8 @@ export async function waitForBudget(
       pass.ev.metadata?.generation,
     ),
   };
-  await record(pass, next);
   state.due = undefined;
-  deps.budgetWaiters.add(ctx.key);
+  deps.memory.budgetWaiters.add(ctx.key);
   return { requeueAfterMs: deps.slowPollMs };
 }
 
@@ -89,7 +96,10 @@ export function budgetLeftFor(
 ): number {
   const { ctx, deps } = pass;
   const mine = inFlightOf(pass);
-  const others = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass));
+  const others = deps.memory.ledger.othersInFlight(
+    ctx.key,
+    clusterInFlight(pass),
+  );
   return startsAllowed(
     clusterBudgetLeft(
       settings.spec.clusterMaxConcurrentMigrations,
@@ -104,25 +114,31 @@ export function budgetLeftFor(
 /** This drain's migrations in flight: the ledger's, or its status's when higher. */
 export function inFlightOf(pass: Pass): number {
   return Math.max(
-    pass.deps.ledger.get(pass.ctx.key),
+    pass.deps.memory.ledger.get(pass.ctx.key),
     pass.status.inFlightCount ?? 0,
   );
 }
 
 /**
- * The limits in force of the drains that wait here for budget with
- * nothing in flight (budget.ts startsAllowed leaves slots for those with
- * lower limits than this drain would hold).
+ * The limits in force of the drains that wait for budget with nothing in
+ * flight, this process's and every other partition's (budget.ts
+ * startsAllowed leaves slots for those with lower limits than this drain
+ * would hold). This process knows its own waiters; another process's say
+ * so in their Evicting condition (WaitingForBudget).
  */
 export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
   const { ctx, deps } = pass;
   const hypervisors = ctx.cache(HypervisorKind);
+  const mine = ctx.cache(EvictionKind);
   return idleWaiters(
     ctx.key,
-    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
-    (name) =>
-      deps.budgetWaiters.standing(name) !== undefined &&
-      deps.ledger.get(name) === 0,
+    (deps.allEvictions ?? mine).list(),
+    (e) => {
+      const name = e.metadata?.name ?? "";
+      if (mine.get(name) === undefined) return waitsForBudget(e);
+      return deps.memory.budgetWaiters.standing(name) !== undefined &&
+        deps.memory.ledger.get(name) === 0;
+    },
   ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
 }
 
@@ -144,7 +160,10 @@ export function claimBeforeLooking(
   if (clusterMax === undefined) return;
   const mine = inFlightOf(pass);
   const left = budgetLeftFor(pass, settings, Math.max(0, limit - mine));
-  deps.ledger.set(ctx.key, mine + Math.max(0, Math.min(left, limit - mine)));
+  deps.memory.ledger.set(
+    ctx.key,
+    mine + Math.max(0, Math.min(left, limit - mine)),
+  );
   pass.claimedFrom = mine;
 }
 
@@ -212,7 +231,7 @@ export function planAndReserve(
   };
   const cachedCounts = clusterInFlight(pass);
   let plan = planPass(input);
-  deps.ledger.reserve(ctx.key, cachedCounts, (others) => {
+  deps.memory.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
@@ -225,7 +244,7 @@ export function planAndReserve(
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
         // held back by the budget: woken when a slot frees
-        deps.budgetWaiters.add(ctx.key);
+        deps.memory.budgetWaiters.add(ctx.key);
       }
     }
     return plan.inFlightCount;
@@ -265,10 +284,10 @@ export async function confirmAcrossProcesses(
   const { plan, input } = reserved;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
   if (clusterMax === undefined || plan.start.length === 0) return plan;
+  await writeIntent(pass, plan, plan.next);
   try {
-    await record(pass, plan.next);
     const counts = inFlightByEviction(await evictionsAfterWrite(pass));
-    const total = deps.ledger.othersInFlight(ctx.key, counts) +
+    const total = deps.memory.ledger.othersInFlight(ctx.key, counts) +
       plan.inFlightCount;
     const over = total - clusterMax;
     if (over <= 0) return plan;
@@ -276,18 +295,45 @@ export async function confirmAcrossProcesses(
       ...input,
       clusterBudgetLeft: Math.max(0, plan.start.length - over),
     });
-    deps.ledger.set(ctx.key, cut.inFlightCount);
-    deps.budgetWaiters.add(ctx.key);
+    deps.memory.ledger.set(ctx.key, cut.inFlightCount);
+    deps.memory.budgetWaiters.add(ctx.key);
     pass.log.info(
       { over, starts: plan.start.length, kept: cut.start.length },
       "another process reserved from the cluster budget at the same time",
     );
     return cut;
   } catch (err) {
-    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    await record(pass, pass.status).catch(() => {});
+    // Nothing is started; the pass's end writes its status without them.
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    wakeForBudgetLeft(pass);
     throw new TemporaryError(
       `confirming the cluster budget failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  }
+}
+
+/**
+ * Intent before starts: writes the status with the pass's starts in it,
+ * before they are issued, so that a new leader knows them (and confirms
+ * our cold ones) and, under a cluster budget, every process counts them.
+ * The one status write of a pass besides its end (pass.ts record). When
+ * it fails nothing is started: the budget claimed for the starts is given
+ * back and the pass is retried after the poll interval.
+ */
+export async function writeIntent(
+  pass: Pass,
+  plan: Plan,
+  next: EvictionStatus,
+): Promise<void> {
+  const { ctx, deps } = pass;
+  try {
+    await record(pass, next);
+  } catch (err) {
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+    wakeForBudgetLeft(pass);
+    throw new TemporaryError(
+      `recording the starts before issuing them failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
     );
   }
@@ -319,15 +365,16 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
-  if (deps.budgetWaiters.size === 0) return;
+  if (deps.memory.budgetWaiters.size === 0) return;
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const clusterMax = effectiveSettings(policy?.spec, deps.flagSettings).spec
     .clusterMaxConcurrentMigrations;
   if (clusterMax === undefined) return;
-  const inFlight = deps.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
-    deps.ledger.get(ctx.key);
+  const inFlight =
+    deps.memory.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
+    deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left > 0) {
-    deps.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+    deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
   }
 }

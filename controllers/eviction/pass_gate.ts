@@ -2,10 +2,12 @@
  * Gate, the first phase of a pass: what must hold before Nova is read
  * (the oldest Eviction of a host drains, capacity, preflight, the wave, a
  * retry request, a finished or never-registered host watched cheaply).
+ * Its steps change only `pass.status`; the pass writes it at its end.
  *
  * @module
  */
 
+import { REASON_DUPLICATE, REASON_NOT_REGISTERED } from "../conditions.ts";
 import type {
   HandlerContext,
   ReconcileResult,
@@ -26,7 +28,7 @@ import {
   waveGate,
 } from "./wave.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
-import { emit, limitOfDrain, type Pass, record } from "./pass.ts";
+import { emit, limitOfDrain, type Pass } from "./pass.ts";
 import { finishedLookMs } from "./pass_pace.ts";
 
 /**
@@ -40,10 +42,10 @@ import { finishedLookMs } from "./pass_pace.ts";
 export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
   const now = new Date(pass.deps.clock.now());
   const generation = pass.ev.metadata?.generation;
-  const stop = await duplicateStep(pass, now, generation) ??
+  const stop = duplicateStep(pass, now, generation) ??
     watchUnregistered(pass) ??
     await preflightStep(pass, now, generation) ??
-    await waveGatePhase(pass, now, generation);
+    waveGatePhase(pass, now, generation);
   if (stop !== undefined) return stop;
   retryStep(pass);
   if (pass.status.finishedAt !== undefined && !pass.retried) {
@@ -56,11 +58,11 @@ export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
  * Only the oldest Eviction of a hypervisor drains, of every partition's
  * (an older one may be another process's): this one waits, Duplicate.
  */
-async function duplicateStep(
+function duplicateStep(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps, ev, host } = pass;
   const ahead = drainingAhead(
     ev,
@@ -75,7 +77,7 @@ async function duplicateStep(
       {
         type: CONDITION_EVICTING,
         status: "False",
-        reason: "Duplicate",
+        reason: REASON_DUPLICATE,
         message:
           `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
       },
@@ -90,7 +92,7 @@ async function duplicateStep(
       message: `Eviction ${other} already drains hypervisor ${host}`,
     });
   }
-  await record(pass, next);
+  pass.status = next;
   return { requeueAfterMs: deps.slowPollMs };
 }
 
@@ -125,7 +127,7 @@ async function preflightStep(
         message: out.message,
       });
     }
-    await record(pass, out.status);
+    pass.status = out.status;
     // No hot loop: a change of the Hypervisor enqueues this Eviction.
     return { requeueAfterMs: deps.slowPollMs * 10 };
   }
@@ -135,8 +137,8 @@ async function preflightStep(
       reason: "DrainFinished",
       message: `host ${host} never registered in Nova: nothing to drain`,
     });
-    await record(pass, out.status);
-    deps.ledger.set(ctx.key, 0);
+    pass.status = out.status;
+    deps.memory.ledger.set(ctx.key, 0);
     pass.state.lastFinishedCheckMs = deps.clock.now();
     return { requeueAfterMs: deps.finishedCheckMs };
   }
@@ -189,7 +191,7 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
   const preflight = status.conditions?.find((c) =>
     c.type === CONDITION_PREFLIGHT
   );
-  if (preflight?.reason !== "NotRegistered") return undefined;
+  if (preflight?.reason !== REASON_NOT_REGISTERED) return undefined;
   const last = state.lastFinishedCheckMs;
   if (last === undefined) return undefined;
   const sinceReal = (deps.clock.now() - last) / pass.rate;
@@ -205,19 +207,19 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
  * still enabled (wave.ts). A drain with nothing in flight waits without a
  * Nova call; one with migrations in flight goes on watching them and only
  * holds its new starts (`pass.waveHold`). The peers waiting in this
- * process are woken when this drain's disabled service is recorded.
+ * process are woken once this drain's disabled service is recorded.
  */
-export async function waveGatePhase(
+export function waveGatePhase(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): ReconcileResult | undefined {
   const { ctx, deps } = pass;
   if (pass.status.finishedAt !== undefined) return undefined;
   // every partition's Evictions: another process disables their hosts
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
     e,
-  ) => deps.memory.freshest(e.metadata?.name ?? "", e));
+  ) => ctx.latest(e));
   const decision = decideWave(pass, evictions, now);
   const conditions = pass.status.conditions ?? [];
   const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
@@ -237,8 +239,9 @@ export async function waveGatePhase(
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
   const idle = (pass.status.inFlight ?? []).length === 0;
-  if (newlyDisabled || (!decision.go && idle)) await record(pass, pass.status);
-  if (newlyDisabled) wakeWaitingPeers(ctx, evictions);
+  if (newlyDisabled) {
+    pass.afterRecord.push(() => wakeWaitingPeers(ctx, evictions));
+  }
   if (decision.go) return undefined;
   if (!idle) {
     pass.waveHold = update.message;
@@ -349,7 +352,6 @@ export async function checkCapacityFirst(
   pass.status = phase.status;
   if (phase.event !== undefined) emit(pass, phase.event);
   if (!phase.hold) return undefined;
-  await record(pass, pass.status);
   return { requeueAfterMs: deps.slowPollMs };
 }
 
@@ -384,7 +386,7 @@ export function watchFinished(pass: Pass): ReconcileResult | undefined {
   const last = state.lastFinishedCheckMs;
   const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
-  deps.ledger.set(pass.ctx.key, 0);
+  deps.memory.ledger.set(pass.ctx.key, 0);
   const interval = last === undefined
     ? 0
     : finishedLookMs(pass, pass.status.finishedAt, last);

@@ -49,13 +49,13 @@ export function skipEarly(
   if (due.fingerprint !== fingerprint) return undefined;
   const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
   if (leftMs <= 0) return undefined;
-  const standing = deps.budgetWaiters.standing(ctx.key);
+  const standing = deps.memory.budgetWaiters.standing(ctx.key);
   if (standing === "woken") {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax === undefined || budgetLeftFor(pass, settings, 1) > 0) {
       return undefined;
     }
-    deps.budgetWaiters.add(ctx.key);
+    deps.memory.budgetWaiters.add(ctx.key);
   }
   return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
 }

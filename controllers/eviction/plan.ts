@@ -7,6 +7,7 @@
  * @module
  */
 
+import { CONDITION_EVICTING, REASON_FAILED } from "../conditions.ts";
 import type {
   EvictionStatus,
   EvictionStatusSkippedItem,
@@ -177,8 +178,10 @@ export interface Plan {
   abort: AbortAction[];
   /** Migrations in flight past the timeout (aborted or not). */
   stuck: StuckReport[];
-  /** VMs that left the host this pass (migrated). */
+  /** VMs that left the host this pass, migrated by a start of ours. */
   done: string[];
+  /** VMs that left the host this pass, moved by someone else (not counted). */
+  movedByOthers: string[];
   /** VMs deleted this pass (404). */
   gone: string[];
   /** Failures seen this pass: an attempt that failed, or a VM newly in ERROR. */
@@ -326,7 +329,7 @@ export function planPass(input: PlanInput): Plan {
   const acc = newAcc(input.holdStarts);
   classifyOnHost(input, prev, view, records, acc);
   const arriving = arrivals(prev, view, records, acc);
-  const { done, gone, confirmResize } = departures(
+  const { done, movedByOthers, gone, confirmResize } = departures(
     input,
     prev,
     view,
@@ -368,6 +371,7 @@ export function planPass(input: PlanInput): Plan {
     abort,
     stuck,
     done,
+    movedByOthers,
     gone,
     failed: acc.failures,
     skipped: next.skipped ?? [],
@@ -385,6 +389,8 @@ export function planPass(input: PlanInput): Plan {
 }
 
 function isBlocked(status: EvictionStatus): boolean {
-  const evicting = (status.conditions ?? []).find((c) => c.type === "Evicting");
-  return evicting?.reason === "Failed";
+  const evicting = (status.conditions ?? []).find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  return evicting?.reason === REASON_FAILED;
 }

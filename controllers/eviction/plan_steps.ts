@@ -338,8 +338,10 @@ export function unfinishedElsewhere(
 
 /** What the departures step found. */
 export interface Departures {
-  /** Migrated this pass. */
+  /** Migrated this pass, by a start of ours. */
   done: string[];
+  /** Left the host this pass, moved by someone else (not counted as migrated). */
+  movedByOthers: string[];
   /** Deleted this pass (404). */
   gone: string[];
   /** Our cold migrations at VERIFY_RESIZE on their destination. */
@@ -357,7 +359,12 @@ export function departures(
   records: Records,
   acc: PlanAcc,
 ): Departures {
-  const out: Departures = { done: [], gone: [], confirmResize: [] };
+  const out: Departures = {
+    done: [],
+    movedByOthers: [],
+    gone: [],
+    confirmResize: [],
+  };
   const unfinished = unfinishedElsewhere(records.latest, view.onHost);
   const tracked = new Set([
     ...prev.outstanding,
@@ -488,9 +495,11 @@ function departed(
     );
     return;
   }
-  // Only VMs we tracked count as migrated: a stale record of an untracked
-  // VM would otherwise count it again on every pass.
-  if (tracked) out.done.push(id);
+  // Only VMs we tracked (a stale record of an untracked one would count
+  // every pass), and only after a start of ours: others' moves are theirs.
+  if (!tracked) return;
+  if (entry !== undefined && entry.adopted !== true) out.done.push(id);
+  else out.movedByOthers.push(id);
 }
 
 /**

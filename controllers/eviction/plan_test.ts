@@ -467,6 +467,41 @@ const rows: Row[] = [
     inFlight: ["m"],
   },
   {
+    name:
+      "a VM that someone else moved away (no start of ours) left, but is not counted as migrated",
+    input: input({
+      servers: [],
+      departed: [{ id: "u", server: vm("u", 1, { host: "node007" }) }],
+      status: seen(["u"], { migratedCount: 4 }),
+    }),
+    done: [],
+    outstanding: [],
+    finished: true,
+    check: (plan) => {
+      assert.equal(plan.next.migratedCount, 4);
+      assert.deepEqual(plan.movedByOthers, ["u"]);
+    },
+  },
+  {
+    name:
+      "a migration of someone else's that we only watched (adopted) is not counted as migrated when it lands",
+    input: input({
+      servers: [],
+      departed: [{ id: "w", server: vm("w", 1, { host: "node007" }) }],
+      migrations: [mig(9, "w", "completed", { destCompute: "node007" })],
+      status: seen(["w"], {
+        inFlight: [entry("w", -30, { adopted: true })],
+        migratedCount: 2,
+      }),
+    }),
+    done: [],
+    inFlight: [],
+    check: (plan) => {
+      assert.equal(plan.next.migratedCount, 2);
+      assert.deepEqual(plan.movedByOthers, ["w"]);
+    },
+  },
+  {
     name: "a VM deleted during the drain (404) is gone, not migrated",
     input: input({
       departed: [{ id: "x", server: null }],

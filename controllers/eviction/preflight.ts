@@ -6,6 +6,15 @@
  * @module
  */
 
+import {
+  CONDITION_EVICTING,
+  REASON_ALREADY_DISABLED,
+  REASON_DISABLED,
+  REASON_FAILED,
+  REASON_HYPERVISOR_NOT_FOUND,
+  REASON_NOT_REGISTERED,
+  REASON_SUCCEEDED,
+} from "../conditions.ts";
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs, ourDisabledReason } from "../compute_service.ts";
 import {
@@ -81,7 +90,7 @@ export async function preflight(
       status,
       CONDITION_HYPERVISOR_DISABLED,
       "True",
-      "Disabled",
+      REASON_DISABLED,
       `compute service ${service.id} disabled: ${
         ourDisabledReason(input.reason)
       }`,
@@ -93,7 +102,7 @@ export async function preflight(
       status,
       CONDITION_HYPERVISOR_DISABLED,
       "True",
-      ours ? "Disabled" : "AlreadyDisabled",
+      ours ? REASON_DISABLED : REASON_ALREADY_DISABLED,
       ours
         ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
         : `compute service ${service.id} was already disabled by someone else (${
@@ -106,7 +115,7 @@ export async function preflight(
     status,
     CONDITION_PREFLIGHT,
     "True",
-    "Succeeded",
+    REASON_SUCCEEDED,
     `compute service ${service.id} of host ${input.host} is disabled`,
   );
   return {
@@ -161,10 +170,17 @@ function withoutService(input: PreflightInput): PreflightOutcome {
       input.status,
       CONDITION_PREFLIGHT,
       "False",
-      "HypervisorNotFound",
+      REASON_HYPERVISOR_NOT_FOUND,
       message,
     );
-    status = setOne(input, status, "Evicting", "False", "Failed", message);
+    status = setOne(
+      input,
+      status,
+      CONDITION_EVICTING,
+      "False",
+      REASON_FAILED,
+      message,
+    );
     return { kind: "failed", status, message };
   }
   let status = setOne(
@@ -172,15 +188,15 @@ function withoutService(input: PreflightInput): PreflightOutcome {
     input.status,
     CONDITION_PREFLIGHT,
     "True",
-    "NotRegistered",
+    REASON_NOT_REGISTERED,
     `host ${host} never registered in Nova: nothing to drain`,
   );
   status = setOne(
     input,
     status,
-    "Evicting",
+    CONDITION_EVICTING,
     "False",
-    "Succeeded",
+    REASON_SUCCEEDED,
     "the host never registered in Nova: nothing to drain",
   );
   return {

@@ -1,8 +1,11 @@
 /**
- * One pass of a drain: the phases of `mod.ts`, in that order. Gate in
- * pass_gate.ts, the cluster budget in pass_budget.ts, pacing (skip early,
- * learn, requeue) in pass_pace.ts, the shared pass and its one status
- * write in pass.ts; observe, the intent write, act and report here.
+ * One pass of a drain: the phases of `mod.ts`, in that order. Nova ready
+ * in nova_ready.ts, gate in pass_gate.ts, the cluster budget and the
+ * intent write in pass_budget.ts, pacing (skip early, learn, requeue) in
+ * pass_pace.ts, the shared pass and its one status write in pass.ts;
+ * observe, act and report here. Each phase changes only `pass.status` and
+ * returns the pass's result when the pass ends there; the status is then
+ * written once (record), whatever phase ended it.
  *
  * @module
  */
@@ -20,6 +23,7 @@ import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { withNovaLimit } from "./nova_limit.ts";
+import { novaReady } from "./nova_ready.ts";
 import { type Observation, observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan.ts";
@@ -41,6 +45,7 @@ import {
   planAndReserve,
   waitForBudget,
   wakeForBudgetLeft,
+  writeIntent,
 } from "./pass_budget.ts";
 import { fingerprintOf, learn, requeue, skipEarly } from "./pass_pace.ts";
 
@@ -62,15 +67,45 @@ export async function reconcileEviction(
   deps: EvictionPassDeps,
 ): Promise<ReconcileResult> {
   if (ctx.object === undefined) {
-    deps.ledger.delete(ctx.key);
     deps.memory.forget(ctx.key);
-    deps.budgetWaiters.delete(ctx.key);
     return {};
   }
-  const ev = deps.memory.freshest(ctx.key, ctx.object);
+  // the framework's read-your-writes: never older than our last write
+  const ev = ctx.object;
   if (isDeleting(ev)) return {};
+  const pass = newPass(ctx, deps, ev);
+  const ran = await runPhases(pass).then(
+    (end): { end: PassEnd } => ({ end }),
+    (error: unknown): { error: unknown } => ({ error }),
+  );
+  // Record: the pass's one status write, whichever phase ended it; after a
+  // failed phase, what the pass kept (the preflight's result), never
+  // starts that were not issued.
+  const written = record(pass, pass.status);
+  if ("error" in ran) {
+    await written.catch(() => {});
+    throw ran.error;
+  }
+  await written;
+  for (const then of pass.afterRecord) then();
+  const { end } = ran;
+  if (!("plan" in end)) return end.result;
+  await report(pass, end.plan, end.before);
+  return requeue(pass, end.plan, end.fingerprint);
+}
+
+/** How the phases ended: early with a result, or with a full pass's plan. */
+type PassEnd =
+  | { result: ReconcileResult }
+  | { plan: Plan; fingerprint: string; before: EvictionStatus };
+
+function newPass(
+  ctx: HandlerContext<Eviction>,
+  deps: EvictionPassDeps,
+  ev: Eviction,
+): Pass {
   const host = ev.spec.hypervisor;
-  const pass: Pass = {
+  return {
     ctx,
     deps,
     ev,
@@ -82,24 +117,35 @@ export async function reconcileEviction(
     rate: deps.clock.rate ?? 1,
     retried: false,
     records: new Map(),
+    afterRecord: [],
   };
-  const gated = await gate(pass);
-  if (gated !== undefined) return gated;
+}
+
+/**
+ * The phases up to act, in the order of `mod.ts`: Nova ready, gate, wait
+ * for budget, skip early, observe, plan (and reserve, confirm across
+ * processes), intent, act. The plan's next status becomes the pass's.
+ */
+async function runPhases(pass: Pass): Promise<PassEnd> {
+  const { ctx, deps, ev } = pass;
+  const stop = await novaReady(pass) ?? await gate(pass);
+  if (stop !== undefined) return { result: stop };
 
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
   const options: PlanOptions = {
     ...planOptionsFor(deps.planOptions, settings),
     settleMs: deps.settleMs * pass.rate,
+    novaClockOffsetMs: deps.nova.novaClockOffsetMs(),
   };
-  const waitingForBudget = await waitForBudget(pass, settings);
-  if (waitingForBudget !== undefined) return waitingForBudget;
+  const waitingForBudget = waitForBudget(pass, settings);
+  if (waitingForBudget !== undefined) return { result: waitingForBudget };
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(pass, fingerprint, settings);
-  if (early !== undefined) return early;
+  if (early !== undefined) return { result: early };
   // A full pass: it plans with the budget as it is now (and waits again
   // if that holds its starts back).
-  deps.budgetWaiters.delete(ctx.key);
+  deps.memory.budgetWaiters.delete(ctx.key);
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
@@ -127,14 +173,13 @@ export async function reconcileEviction(
   const next = observed === undefined
     ? plan.next
     : { ...plan.next, observedMigrationRate: observed };
-  // Intent before starts: the pass's starts are in the written status
-  // before they are issued, so a new leader knows them (and confirms our
-  // cold ones). One write: the record below then has nothing to add.
+  // Intent before starts (pass_budget.ts): the record at the end then has
+  // nothing to add.
   if (plan.start.length > 0) await writeIntent(pass, plan, next);
   act(pass, plan);
-  await record(pass, next);
-  await report(pass, plan);
-  return requeue(pass, plan, fingerprint);
+  const before = pass.status;
+  pass.status = next;
+  return { plan, fingerprint, before };
 }
 
 /** The plan's next status says what is known of Nova's limit (an Event when first seen). */
@@ -157,9 +202,9 @@ function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
 }
 
 /**
- * Observe: Nova afresh. On failure the preflight's result is kept (written),
- * the budget claimed for the pass is given back, and the pass retries after
- * the poll interval.
+ * Observe: Nova afresh. On failure the budget claimed for the pass is given
+ * back, and the pass retries after the poll interval (its end still writes
+ * what it kept, e.g. the preflight's result).
  */
 async function observeOrKeep(
   pass: Pass,
@@ -167,7 +212,10 @@ async function observeOrKeep(
 ): Promise<Observation> {
   const { deps, host, status } = pass;
   const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
-  const since = new Date(startedMs - options.clockSkewMs);
+  // Nova filters on its own clock: the drain's start, read on Nova's.
+  const since = new Date(
+    startedMs - options.clockSkewMs + (options.novaClockOffsetMs ?? 0),
+  );
   try {
     const seen = await observe(
       deps.nova,
@@ -183,36 +231,12 @@ async function observeOrKeep(
     return seen;
   } catch (err) {
     if (pass.claimedFrom !== undefined) {
-      deps.ledger.set(pass.ctx.key, pass.claimedFrom);
+      deps.memory.ledger.set(pass.ctx.key, pass.claimedFrom);
       wakeForBudgetLeft(pass);
     }
-    await record(pass, status).catch(() => {});
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
     });
-  }
-}
-
-/**
- * Writes the status with the pass's starts in it, before they are issued.
- * When the write fails nothing is started: the budget claimed for the
- * starts is given back and the pass is retried after the poll interval.
- */
-async function writeIntent(
-  pass: Pass,
-  plan: Plan,
-  next: EvictionStatus,
-): Promise<void> {
-  const { ctx, deps } = pass;
-  try {
-    await record(pass, next);
-  } catch (err) {
-    deps.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    wakeForBudgetLeft(pass);
-    throw new TemporaryError(
-      `recording the starts before issuing them failed: ${errText(err)}`,
-      { delayMs: deps.pollIntervalMs },
-    );
   }
 }
 
@@ -246,14 +270,18 @@ function act(pass: Pass, plan: Plan): void {
  * Report: Events and metrics for what the pass saw; a consumed retry
  * annotation is removed (after the write, so the re-arm is recorded).
  */
-async function report(pass: Pass, plan: Plan): Promise<void> {
+async function report(
+  pass: Pass,
+  plan: Plan,
+  before: EvictionStatus,
+): Promise<void> {
   const { ctx, deps, host } = pass;
   const reported = reportPass(
     {
       key: ctx.key,
       host,
       plan,
-      before: pass.status,
+      before,
       next: plan.next,
       now: new Date(deps.clock.now()),
     },
@@ -261,7 +289,7 @@ async function report(pass: Pass, plan: Plan): Promise<void> {
     pass.log,
   );
   for (const e of reported.events) emit(pass, e);
-  deps.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
+  deps.memory.ledger.set(ctx.key, plan.next.inFlightCount ?? 0);
   wakeForBudgetLeft(pass);
   deps.metrics.inFlight.set({ hypervisor: host }, plan.next.inFlightCount ?? 0);
   if (reported.finishedNow) wakeSiblings(ctx, host);

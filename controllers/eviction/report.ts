@@ -106,6 +106,14 @@ function instanceEvents(r: PassReport, events: PendingEvent[]): void {
       message: `${id} was deleted during the drain`,
     });
   }
+  for (const id of plan.movedByOthers) {
+    events.push({
+      type: "Normal",
+      reason: "InstanceMovedAway",
+      message:
+        `${id} left host ${host}, moved by someone else (not counted as migrated)`,
+    });
+  }
   for (const id of plan.newlyFound) {
     events.push({
       type: "Normal",

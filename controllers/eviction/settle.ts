@@ -135,15 +135,18 @@ export function unlistedStarts(input: {
   migrations: readonly Migration[];
   nowMs: number;
   graceMs: number;
+  /** Nova's clock minus ours (ms; nova_clock.ts). */
+  novaOffsetMs?: number;
 }): string[] {
   const out: string[] = [];
+  const offset = input.novaOffsetMs ?? 0;
   for (const e of input.inFlight) {
     if (e.adopted === true) continue;
     const started = Date.parse(e.startedAt);
     if (!(input.nowMs - started < input.graceMs)) continue;
     const listed = input.migrations.some((m) =>
       m.instanceUuid === e.id && m.sourceCompute === input.host &&
-      (parseNovaTime(m.createdAt) ?? Number.NEGATIVE_INFINITY) >=
+      (parseNovaTime(m.createdAt) ?? Number.NEGATIVE_INFINITY) - offset >=
         started - 2_000
     );
     if (!listed) out.push(e.id);

@@ -7,6 +7,17 @@
  * @module
  */
 
+import {
+  CONDITION_EVICTING,
+  REASON_DUPLICATE,
+  REASON_FAILED,
+  REASON_PENDING,
+  REASON_PREFLIGHT_FAILED,
+  REASON_RUNNING,
+  REASON_SUCCEEDED,
+  REASON_WAITING,
+  REASON_WAITING_FOR_BUDGET,
+} from "../conditions.ts";
 import { Gauge, type Registry } from "prom-client";
 import type { Eviction, EvictionPolicy } from "../../models/mod.ts";
 import { drainEndMs } from "../../capacity/makespan.ts";
@@ -16,13 +27,14 @@ import { drainEndMs } from "../../capacity/makespan.ts";
  * (`kubectl get evictions` shows it as State), Pending before the first.
  */
 export const EVICTION_STATES = [
-  "Pending",
-  "Running",
-  "Waiting",
-  "Succeeded",
-  "Failed",
-  "Duplicate",
-  "PreflightFailed",
+  REASON_PENDING,
+  REASON_RUNNING,
+  REASON_WAITING,
+  REASON_WAITING_FOR_BUDGET,
+  REASON_SUCCEEDED,
+  REASON_FAILED,
+  REASON_DUPLICATE,
+  REASON_PREFLIGHT_FAILED,
 ] as const;
 
 /** One Eviction's series. */
@@ -64,8 +76,10 @@ export function evictionGaugeValues(
 ): EvictionGaugeValues {
   const byState = new Map<string, number>(EVICTION_STATES.map((s) => [s, 0]));
   const perEviction = evictions.map((e): EvictionSeries => {
-    const state = e.status?.conditions?.find((c) => c.type === "Evicting")
-      ?.reason ?? "Pending";
+    const state = e.status?.conditions?.find((c) =>
+      c.type === CONDITION_EVICTING
+    )
+      ?.reason ?? REASON_PENDING;
     byState.set(state, (byState.get(state) ?? 0) + 1);
     const started = Date.parse(e.status?.startedAt ?? "");
     const end = drainEndMs(e.status) ?? nowMs;

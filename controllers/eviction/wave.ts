@@ -13,14 +13,21 @@
  * @module
  */
 
+import {
+  CONDITION_CAPACITY_CHECKED,
+  CONDITION_PREFLIGHT,
+  CONDITION_WAVE_SETTLED,
+  REASON_ALL_DISABLED,
+  REASON_SETTLE_BOUND_PASSED,
+  REASON_WAITING_FOR_WAVE,
+} from "../conditions.ts";
 import { isDeleting } from "../../framework/kind.ts";
-import { CONDITION_CAPACITY_CHECKED } from "../../capacity/verdict.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { ConditionUpdate } from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
 
 /** Condition type: this drain's wave is settled; it may migrate. */
-export const CONDITION_WAVE_SETTLED = "WaveSettled";
+export { CONDITION_WAVE_SETTLED } from "../conditions.ts";
 
 /** What {@linkcode waveGate} decides. */
 export type WaveDecision =
@@ -32,7 +39,7 @@ export type WaveDecision =
    */
   | {
     go: true;
-    reason: "AllDisabled" | "SettleBoundPassed";
+    reason: typeof REASON_ALL_DISABLED | typeof REASON_SETTLE_BOUND_PASSED;
     overdue: string[];
   }
   /** `pending` members hold it: wait at most `waitMs` more. */
@@ -77,7 +84,7 @@ export function pendingMembers(
 
 function preflightFailed(e: Eviction): boolean {
   return (e.status?.conditions ?? []).some((c) =>
-    c.type === "PreflightChecksSucceeded" && c.status === "False"
+    c.type === CONDITION_PREFLIGHT && c.status === "False"
   );
 }
 
@@ -135,7 +142,9 @@ export function waveGate(input: {
   if (pending.length > 0) return { go: false, pending, overdue, waitMs };
   return {
     go: true,
-    reason: overdue.length === 0 ? "AllDisabled" : "SettleBoundPassed",
+    reason: overdue.length === 0
+      ? REASON_ALL_DISABLED
+      : REASON_SETTLE_BOUND_PASSED,
     overdue,
   };
 }
@@ -160,7 +169,7 @@ export function waveCondition(
     return {
       type: CONDITION_WAVE_SETTLED,
       status: "False",
-      reason: "WaitingForWave",
+      reason: REASON_WAITING_FOR_WAVE,
       message:
         `host ${host} is disabled; migrations start once these are disabled too: ${
           describeMembers(decision.pending, evictions)
@@ -177,7 +186,7 @@ export function waveCondition(
     type: CONDITION_WAVE_SETTLED,
     status: "True",
     reason: decision.reason,
-    message: decision.reason === "AllDisabled"
+    message: decision.reason === REASON_ALL_DISABLED
       ? "every other pending Eviction's compute service is disabled"
       : `waited the settle bound; still enabled, so Nova may place VMs there: ${
         describeMembers(decision.overdue, evictions)

@@ -122,6 +122,8 @@ Deno.test("world simulation: a user's resize from the host waits for its owner, 
   });
   assert.equal(run.finalReason, "Succeeded");
   assert.ok(run.hostEmpty);
+  // the resized VM left with its owner's confirm: not migrated by the drain
+  assert.equal(run.status.migratedCount, 1);
 });
 
 Deno.test("world simulation: a calm world drains every VM once", async () => {
@@ -207,3 +209,33 @@ Deno.test("world simulation: every start answered 503 backs off (no hot loop), c
     `${run.novaCalls} Nova calls in ${minutes.toFixed(1)} simulated minutes`,
   );
 });
+
+for (
+  const [label, offsetMs] of [["30 s", -30_000], ["5 min", -300_000]] as const
+) {
+  Deno.test(`world simulation: with Nova's clock ${label} behind, failed migrations are charged and the VM given up on`, async () => {
+    const run = await runWorld({
+      seed: 13,
+      vms: [{
+        ramMb: 1024,
+        status: "ACTIVE",
+        blocker: false,
+        migrationFault: "fail",
+        faultTimes: 1_000,
+      }],
+      limit: 1,
+      novaHostLimit: 1,
+      startFaults: ["ok"],
+      events: [],
+      retryWindowMs: 0,
+      novaClockOffsetMs: offsetMs,
+    });
+    // maxAttempts 3: charged, then exhausted (before, its records looked
+    // older than its starts, and it was retried uncharged until the end)
+    assert.equal(run.finalReason, "Failed");
+    const failed = run.status.failed ?? [];
+    assert.equal(failed.length, 1);
+    assert.equal(failed[0]?.attempts, 3);
+    assert.ok(run.passes < 100, `${run.passes} passes`);
+  });
+}

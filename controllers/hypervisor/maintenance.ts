@@ -9,6 +9,11 @@
  * @module
  */
 
+import {
+  CONDITION_EVICTING,
+  REASON_DISABLED_BY_EVICTOR,
+  REASON_EVICTION_NAME_TAKEN,
+} from "../conditions.ts";
 import { ApiError } from "../../framework/errors.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Operator } from "../../framework/operator.ts";
@@ -135,9 +140,9 @@ async function maintain(
   const involved = wanted || forHost.length > 0 ||
     status.evicted !== undefined ||
     conditions.some((c) =>
-      c.type === "Evicting" ||
+      c.type === CONDITION_EVICTING ||
       (c.type === CONDITION_HYPERVISOR_DISABLED &&
-        c.reason === "DisabledByEvictor")
+        c.reason === REASON_DISABLED_BY_EVICTOR)
     );
   if (!involved) return;
 
@@ -165,9 +170,9 @@ async function maintain(
     if (named !== undefined && named.spec.hypervisor !== host) {
       mirror = {
         evicting: {
-          type: "Evicting",
+          type: CONDITION_EVICTING,
           status: "False",
-          reason: "EvictionNameTaken",
+          reason: REASON_EVICTION_NAME_TAKEN,
           message:
             `the Eviction named ${host} drains ${named.spec.hypervisor}: delete or rename it`,
         },

@@ -6,6 +6,14 @@
  * @module
  */
 
+import {
+  REASON_DISABLED_BY_EVICTOR,
+  REASON_DISABLED_BY_OTHERS,
+  REASON_ENABLED,
+  REASON_PENDING,
+  REASON_PREFLIGHT_FAILED,
+  REASON_SUCCEEDED,
+} from "../conditions.ts";
 import type {
   Eviction,
   HypervisorStatus,
@@ -55,7 +63,7 @@ export function mirrorEviction(
         evicting: {
           type: CONDITION_EVICTING,
           status: "True",
-          reason: "Pending",
+          reason: REASON_PENDING,
           message: "creating the Eviction for this host",
         },
         evicted: false,
@@ -73,7 +81,8 @@ export function mirrorEviction(
         reason: evicting.reason,
         message: `Eviction ${name}: ${evicting.message}`,
       },
-      evicted: evicting.status === "False" && evicting.reason === "Succeeded",
+      evicted: evicting.status === "False" &&
+        evicting.reason === REASON_SUCCEEDED,
     };
   }
   const preflight = conditions.find((c) => c.type === CONDITION_PREFLIGHT);
@@ -82,7 +91,7 @@ export function mirrorEviction(
       evicting: {
         type: CONDITION_EVICTING,
         status: "False",
-        reason: "PreflightFailed",
+        reason: REASON_PREFLIGHT_FAILED,
         message: `Eviction ${name}: ${preflight.message}`,
       },
       evicted: false,
@@ -92,7 +101,7 @@ export function mirrorEviction(
     evicting: {
       type: CONDITION_EVICTING,
       status: "True",
-      reason: "Pending",
+      reason: REASON_PENDING,
       message: `Eviction ${name}: not started yet`,
     },
     evicted: false,
@@ -116,7 +125,7 @@ export function serviceCondition(service: ServiceState): ConditionUpdate {
     return {
       type: CONDITION_HYPERVISOR_DISABLED,
       status: "False",
-      reason: "Enabled",
+      reason: REASON_ENABLED,
       message: "the nova-compute service is enabled",
     };
   }
@@ -124,8 +133,8 @@ export function serviceCondition(service: ServiceState): ConditionUpdate {
     type: CONDITION_HYPERVISOR_DISABLED,
     status: "True",
     reason: disabledByUs(service.disabledReason)
-      ? "DisabledByEvictor"
-      : "DisabledByOthers",
+      ? REASON_DISABLED_BY_EVICTOR
+      : REASON_DISABLED_BY_OTHERS,
     message: service.disabledReason ?? "disabled without a reason",
   };
 }

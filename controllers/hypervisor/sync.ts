@@ -8,6 +8,11 @@
  * @module
  */
 
+import {
+  REASON_PLACEMENT_ERROR,
+  REASON_RESOURCE_PROVIDER_NOT_FOUND,
+  REASON_TRAITS_ERROR,
+} from "../conditions.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Operator } from "../../framework/operator.ts";
 import type { Hypervisor, HypervisorStatus } from "../../models/mod.ts";
@@ -156,10 +161,10 @@ async function syncOnce(
       obs.traits = {
         ok: false,
         reason: err instanceof NotFoundError
-          ? "ResourceProviderNotFound"
+          ? REASON_RESOURCE_PROVIDER_NOT_FOUND
           : err instanceof OpenStackError
-          ? "PlacementError"
-          : "TraitsError",
+          ? REASON_PLACEMENT_ERROR
+          : REASON_TRAITS_ERROR,
         message: `resource provider ${hypervisor.id}: ${errText(err)}`,
       };
       ctx.logger.warn(

@@ -5,16 +5,23 @@
  * @module
  */
 
+import {
+  CONDITION_HYPERVISOR_DISABLED,
+  CONDITION_ONBOARDING,
+  CONDITION_TRAITS_UPDATED,
+  REASON_HYPERVISOR_NOT_FOUND,
+  REASON_NOT_IN_NOVA,
+  REASON_UPDATED,
+} from "../conditions.ts";
 import type { HypervisorStatus } from "../../models/mod.ts";
 import type { ServiceState } from "./decide.ts";
 import { serviceCondition, withCondition } from "./mirror.ts";
 
-/** Condition type: whether status.traits is current and customTraits applied. */
-export const CONDITION_TRAITS_UPDATED = "TraitsUpdated";
-/** Condition type: set while Nova does not know the host. */
-export const CONDITION_ONBOARDING = "Onboarding";
-/** The Onboarding reason evictor writes while Nova does not know the host. */
-export const REASON_NOT_IN_NOVA = "NotInNova";
+export {
+  CONDITION_ONBOARDING,
+  CONDITION_TRAITS_UPDATED,
+  REASON_NOT_IN_NOVA,
+} from "../conditions.ts";
 
 /** What one sync pass saw. */
 export interface SyncObservation {
@@ -59,7 +66,7 @@ export function syncedStatus(
     next = withCondition(
       next,
       serviceCondition(obs.service),
-      "HypervisorDisabled",
+      CONDITION_HYPERVISOR_DISABLED,
       now,
     );
   }
@@ -82,7 +89,7 @@ export function syncedStatus(
       {
         type: CONDITION_TRAITS_UPDATED,
         status: "False",
-        reason: "HypervisorNotFound",
+        reason: REASON_HYPERVISOR_NOT_FOUND,
         message: `Nova has no hypervisor named "${obs.host}"`,
       },
       CONDITION_TRAITS_UPDATED,
@@ -123,7 +130,7 @@ export function syncedStatus(
     {
       type: CONDITION_TRAITS_UPDATED,
       status: "True",
-      reason: "Updated",
+      reason: REASON_UPDATED,
       message: `${obs.traits.traits.length} traits read from Placement`,
     },
     CONDITION_TRAITS_UPDATED,

@@ -7,6 +7,7 @@
 // store with resourceVersions (409 on a stale one) and a cache that lags.
 import { Registry } from "prom-client";
 import { ApiError } from "../../framework/errors.ts";
+import { WrittenObjects } from "../../framework/written.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Kind, KubeObject } from "../../framework/kind.ts";
 import { silentLogger } from "../../framework/logger.ts";
@@ -47,8 +48,6 @@ import {
   EvictionPolicyKind,
   HypervisorKind,
 } from "../../controllers/kinds.ts";
-import { InFlightLedger } from "../../controllers/eviction/ledger.ts";
-import { BudgetWaiters } from "../../controllers/eviction/budget.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
@@ -107,6 +106,8 @@ export interface WorldSpec {
     status: "ACTIVE" | "SHUTOFF" | "PAUSED" | "SUSPENDED" | "ERROR";
     blocker: boolean;
     migrationFault: "none" | "fail" | "error" | "delete";
+    /** How many of its migrations the fault hits (default 2). */
+    faultTimes?: number;
   }>;
   limit: number;
   novaHostLimit: number;
@@ -139,6 +140,11 @@ export interface WorldSpec {
    * last updated 20 s before the first pass.
    */
   queuedBeforeStart?: boolean;
+  /**
+   * Nova's clock minus the drain's (ms, default 0): its record times, its
+   * `changes-since` filter and the `Date` of its answers are on it.
+   */
+  novaClockOffsetMs?: number;
   /** Retry window (0: transient failures end after maxAttempts). */
   retryWindowMs: number;
 }
@@ -182,14 +188,36 @@ class SimNova {
   observed = false;
   listedTouching: number[] = [];
   calls = 0;
+  /** Start calls (live or cold) made so far. */
+  startCalls = 0;
   #faults: StartFault[];
   #startIndex = 0;
   readonly timeoutMs = 30_000;
+  /** Nova's clock minus the drain's. */
+  readonly offsetMs: number;
+  readonly #dateListeners = new Set<(ms: number) => void>();
 
-  constructor(world: World, clock: ManualClock, faults: StartFault[]) {
+  constructor(
+    world: World,
+    clock: ManualClock,
+    faults: StartFault[],
+    offsetMs = 0,
+  ) {
     this.world = world;
     this.clock = clock;
     this.#faults = faults.length === 0 ? ["ok"] : faults;
+    this.offsetMs = offsetMs;
+  }
+
+  /** NovaClient.onServerDate: Nova's clock, in whole seconds, on each answer. */
+  onServerDate(listener: (ms: number) => void): () => void {
+    this.#dateListeners.add(listener);
+    return () => this.#dateListeners.delete(listener);
+  }
+
+  #answerDate(): void {
+    const ms = Math.floor((this.clock.now() + this.offsetMs) / 1000) * 1000;
+    for (const l of this.#dateListeners) l(ms);
   }
 
   #later(delayMs: number, settle: () => void): void {
@@ -214,6 +242,7 @@ class SimNova {
     const list = this.world.listServers().filter((s) => s.host === host);
     this.listedServers = list.map((s) => s.id);
     this.observed = true;
+    this.#answerDate();
     const out = list.map(toServer);
     const hook = this.duringPass;
     this.duringPass = undefined;
@@ -226,17 +255,19 @@ class SimNova {
   ): Promise<Migration[]> {
     this.calls++;
     this.world.advance();
+    // Nova filters on its own clock
     const since = filter.changesSince === undefined
       ? -Infinity
-      : new Date(filter.changesSince).getTime();
+      : new Date(filter.changesSince).getTime() - this.offsetMs;
     const host = filter.host ?? "";
     this.listedTouching = this.touching(host).map((m) => m.id);
+    this.#answerDate();
     return Promise.resolve(
       this.world.migrations
         .filter((m) =>
           (m.source === host || m.dest === host) && m.updatedAt >= since
         )
-        .map(toMigration),
+        .map((m) => toMigration(m, this.offsetMs)),
     );
   }
 
@@ -256,6 +287,7 @@ class SimNova {
 
   #start(id: string, kind: "live" | "cold"): Promise<ActionResult> {
     this.calls++;
+    this.startCalls++;
     this.world.advance();
     const s = this.world.servers.get(id);
     check(
@@ -421,7 +453,7 @@ function toServer(s: SimServer): Server {
   };
 }
 
-function toMigration(m: SimMigration): Migration {
+function toMigration(m: SimMigration, offsetMs: number): Migration {
   return {
     id: m.id,
     uuid: m.uuid,
@@ -433,8 +465,8 @@ function toMigration(m: SimMigration): Migration {
     sourceNode: m.source,
     destNode: m.dest,
     destHost: null,
-    createdAt: novaTime(m.createdAt),
-    updatedAt: novaTime(m.updatedAt),
+    createdAt: novaTime(m.createdAt + offsetMs),
+    updatedAt: novaTime(m.updatedAt + offsetMs),
   };
 }
 
@@ -560,7 +592,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       liveMigrationBlocker: v.blocker ? "vtpm" : null,
     });
     if (v.migrationFault !== "none") {
-      world.injectMigrationFault(s.id, v.migrationFault, 2);
+      world.injectMigrationFault(s.id, v.migrationFault, v.faultTimes ?? 2);
     }
   });
   // Someone's VM elsewhere, for a user's own resize.
@@ -569,7 +601,12 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     host: "other-b",
     ramMb: 1024,
   });
-  const nova = new SimNova(world, clock, spec.startFaults);
+  const nova = new SimNova(
+    world,
+    clock,
+    spec.startFaults,
+    spec.novaClockOffsetMs,
+  );
   const metrics = new EvictionMetrics(new Registry());
   let policyLimit = spec.limit;
   const policy = (): EvictionPolicy => ({
@@ -577,7 +614,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
   });
   const deps: EvictionPassDeps = {
-    nova: new CountedNova(nova as unknown as NovaClient, metrics),
+    nova: new CountedNova(nova as unknown as NovaClient, metrics, clock),
     flagSettings: policySettings({
       maxConcurrentMigrations: spec.limit,
       abortStuckMigrations: false,
@@ -594,12 +631,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       retryWindowMs: spec.retryWindowMs,
     },
     clock,
-    ledger: new InFlightLedger(),
     memory: new DrainMemory(),
     metrics,
     actConcurrency: 4,
     waveSettleMs: 15_000,
-    budgetWaiters: new BudgetWaiters(),
   };
   nova.written = () => store.object.status;
   const store = new EvictionStore({
@@ -670,24 +705,51 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       }
     },
   } as unknown as KubeClient;
-  const ctxFor = (): HandlerContext<Eviction> => ({
-    key: EVICTION,
-    name: EVICTION,
-    namespace: undefined,
-    object: store.cached,
-    kind: EvictionKind,
-    client,
-    logger: LOGGER,
-    signal: SIGNAL,
-    cache: cache as unknown as HandlerContext<Eviction>["cache"],
-    event: () => Promise.resolve(),
-    updateStatus: (mutate) =>
-      Promise.resolve(mutate({ ...store.object.status }, store.object))
-        .then((next) => store.write(next ?? {}, undefined)),
-    enqueue: () => {
-      wakeAt = clock.now();
-    },
-  });
+  // The framework's read-your-writes (framework/controller.ts): a pass
+  // sees this process's last write while the lagging cache is older.
+  let written = new WrittenObjects<Eviction, Eviction>();
+  const rvOf = (e: Eviction) => e.metadata?.resourceVersion;
+  const ctxFor = (): HandlerContext<Eviction> => {
+    const mine = written.resolve(EVICTION, rvOf(store.cached));
+    let base = mine?.raw ?? store.cached;
+    const ctx: HandlerContext<Eviction> = {
+      key: EVICTION,
+      name: EVICTION,
+      namespace: undefined,
+      object: mine?.parsed ?? store.cached,
+      kind: EvictionKind,
+      client,
+      logger: LOGGER,
+      signal: SIGNAL,
+      cache: cache as unknown as HandlerContext<Eviction>["cache"],
+      event: () => Promise.resolve(),
+      // as the framework's: guarded by the version the pass knows, a 409
+      // re-reads and re-applies
+      updateStatus: async (mutate) => {
+        const older = [rvOf(base), rvOf(store.cached)];
+        for (let attempt = 1;; attempt++) {
+          const next = await mutate({ ...base.status }, base);
+          try {
+            const w = store.write(next ?? {}, rvOf(base));
+            written.remember(EVICTION, w, w, rvOf(w) ?? "", older);
+            base = w;
+            ctx.object = w;
+            return w;
+          } catch (err) {
+            if (!(err instanceof ApiError && err.status === 409)) throw err;
+            if (attempt >= 5) throw err;
+            base = store.object;
+            older.push(rvOf(base));
+          }
+        }
+      },
+      latest: (e) => written.peek(EVICTION, rvOf(e))?.parsed ?? e,
+      enqueue: () => {
+        wakeAt = clock.now();
+      },
+    };
+    return ctx;
+  };
 
   const limitNow = () => Math.min(policyLimit, spec.limit);
   const oursInProgress = () =>
@@ -731,6 +793,8 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     if (!restarted && prng.next() < 0.7) store.sync();
     restarted = false;
     let result: { requeueAfterMs?: number | undefined };
+    const rvBefore = store.rv;
+    const startsBefore = nova.startCalls;
     try {
       result = await reconcileEviction(ctxFor(), deps);
     } catch (err) {
@@ -745,6 +809,15 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     if (violations.length > 0) {
       throw new InvariantError(violations.splice(0).join("; "));
     }
+    // 10. The status is written from one place: once at the pass's end,
+    // and before starts (the intent; no cluster budget here).
+    const allowed = nova.startCalls > startsBefore ? 2 : 1;
+    check(
+      store.rv - rvBefore <= allowed,
+      `${store.rv - rvBefore} status writes in one pass (${
+        nova.startCalls - startsBefore
+      } starts)`,
+    );
     const status = store.object.status ?? {};
     const evicting = status.conditions?.find((c) => c.type === "Evicting");
     // 1. Succeeded only on a fresh list showing nothing on or heading here.
@@ -793,6 +866,16 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       after <= Math.max(limitInForce, before),
       `${after} in flight after the pass, limit ${limitInForce}, ${before} before`,
     );
+    // 9. Only our own migrations count as migrated (not a VM its owner or
+    // an admin moved away).
+    const oursDone = world.migrations.filter((m) =>
+      nova.ours.has(m.id) && m.source === HOST &&
+      ["completed", "confirmed", "finished"].includes(m.status)
+    ).length;
+    check(
+      (status.migratedCount ?? 0) <= oursDone,
+      `migratedCount ${status.migratedCount} but ${oursDone} migrations of ours ended`,
+    );
     // 5. No failure charged for a start Nova never processed.
     for (const f of status.failed ?? []) {
       check(
@@ -808,7 +891,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     let next = clock.now() + delay;
     // A wake during the pass or from an answer that came at once (a 503):
     // the framework runs the pass again right away.
-    if (wakeAt !== undefined) next = Math.min(next, wakeAt);
+    if (wakeAt !== undefined) {
+      next = Math.min(next, wakeAt);
+    }
     wakeAt = undefined;
     if (forceArmed && status.finishedAt !== undefined && delay > 1000) {
       // 1 s after Succeeded an admin forces a VM onto the host.
@@ -825,7 +910,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     for (;;) {
       const due = nova.answers.filter((a) =>
         a.atMs <= next
-      ).sort((a, b) => a.atMs - b.atMs)[0];
+      ).sort((a, b) =>
+        a.atMs - b.atMs
+      )[0];
       if (due === undefined) {
         break;
       }
@@ -956,7 +1043,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // The controller restarts: its memory is gone, the status stays;
         // answers to the old process's calls reach nobody.
         deps.memory = new DrainMemory();
-        deps.ledger = new InFlightLedger();
+        written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
         store.sync();
