@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FIRST_LOOK_SHARE, firstLookAt } from "./first_look.ts";
+
+Deno.test("firstLookAt: table", () => {
+  const rows: Array<[string, number, number | undefined, number, unknown]> = [
+    ["not looked at since the start", 10_000, undefined, 2000, 12_000],
+    [
+      "looked at the start itself (the starting pass)",
+      10_000,
+      10_000,
+      2000,
+      12_000,
+    ],
+    ["a pass woken soon after", 10_000, 10_400, 2000, 12_000],
+    ["a timer a little early still counts", 10_000, 11_500, 2000, undefined],
+    ["looked a poll interval later", 10_000, 12_000, 2000, undefined],
+    ["looked long after", 10_000, 60_000, 2000, undefined],
+    [
+      "a faster clock: the poll interval in its ms",
+      0,
+      undefined,
+      40_000,
+      40_000,
+    ],
+  ];
+  for (const [name, issued, last, poll, want] of rows) {
+    assert.equal(firstLookAt(issued, last, poll), want, name);
+  }
+});
+
+Deno.test("property: a start is looked at within one poll interval, and once a look came late enough never again by this rule", () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 0, max: 1e9 }),
+    fc.option(fc.integer({ min: 0, max: 1e6 }), { nil: undefined }),
+    fc.integer({ min: 1, max: 600_000 }),
+    (issued, after, poll) => {
+      const last = after === undefined ? undefined : issued + after;
+      const at = firstLookAt(issued, last, poll);
+      if (
+        last !== undefined && after !== undefined &&
+        after >= poll * FIRST_LOOK_SHARE
+      ) {
+        assert.equal(at, undefined);
+      } else {
+        assert.equal(at, issued + poll);
+        // no sooner than a poll interval: the wait between two looks holds
+        assert.ok(at - issued >= poll);
+      }
+    },
+  ));
+});
