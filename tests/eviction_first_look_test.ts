@@ -2,12 +2,14 @@
  * A fast failure after the drain has learned its timings (a real API
  * server, the simulator over HTTP). Two long live migrations teach the
  * drain how long one takes, so it looks at Nova when a migration should
- * end, not every poll interval. Then every other host is disabled: the
- * next start fails in the conductor (NoValidHost, the record `error`
- * half a second after the 202). The drain looks at each start a poll
- * interval after it, so the failure is on the Eviction within two poll
- * intervals of the start, not when the failed copy would have ended (on
- * real Zed: 22.7 s).
+ * end, not every poll interval. The drain looks at each start a poll
+ * interval after it: for the third, which goes well, that first look is
+ * a glance (one list of the host's migrations, no list of its servers).
+ * Then every other host is disabled: the next start fails in the
+ * conductor (NoValidHost, the record `error` half a second after the
+ * 202), and the failure is on the Eviction within two poll intervals of
+ * the start, not when the failed copy would have ended (on real Zed:
+ * 22.7 s).
  */
 import assert from "node:assert/strict";
 import { sharedEnvtest } from "./harness/envtest.ts";
@@ -20,6 +22,7 @@ import {
 const POLL_MS = 500; // real
 const TIME_SCALE = 10;
 const SERVERS_DETAIL = "GET /compute/v2.1/servers/detail";
+const MIGRATIONS = "GET /compute/v2.1/os-migrations";
 
 Deno.test({
   name:
@@ -40,7 +43,7 @@ Deno.test({
         timing: { jitter: 0 },
         hosts: [{ name: host }, { name: dest }],
         // each copies 32 s (virtual; 3.2 s real), preparing 2 s more
-        serverGroups: [{ host, count: 4, ramMb: [32768] }],
+        serverGroups: [{ host, count: 5, ramMb: [32768] }],
       },
     });
     try {
@@ -48,32 +51,30 @@ Deno.test({
         e.sim.state().migrations.filter((m) => m.source === host);
       await e.hypervisor(host);
       await e.evict(host, host);
-      // The second migration copies: the first one's timing is learned.
-      await waitFor("the second migration copying", () => {
-        const ms = mine();
-        return ms.filter((m) => m.status === "completed").length === 1 &&
-            ms.some((m) => m.status === "running")
-          ? true
-          : undefined;
-      }, 60_000);
+      const calls = (route: string) => e.sim.counters().calls[route] ?? 0;
+      // The third migration: the first two's timing is learned.
+      await waitFor("the third migration", () => mine()[2], 90_000, 10);
+      const before = { looks: calls(SERVERS_DETAIL), lists: calls(MIGRATIONS) };
+      await waitFor("the third migration copying", () => {
+        const third = mine()[2];
+        return third?.status === "running" ? true : undefined;
+      }, 30_000);
       const dst = e.sim.world.hosts.get(dest);
       assert.ok(dst !== undefined);
       e.sim.world.setService(dst, "disabled", "test: no valid host", undefined);
-      const looksBefore = e.sim.counters().calls[SERVERS_DETAIL] ?? 0;
       const failedRecord = await waitFor(
         "a start failed for no valid host",
         () => mine().find((m) => m.status === "error"),
         60_000,
         10,
       );
-      // while the second copied (about 3 s real), the drain was paced by
-      // what it learned: a look at its end, not one every poll interval
-      const looksWhileCopying = (e.sim.counters().calls[SERVERS_DETAIL] ?? 0) -
-        looksBefore;
-      assert.ok(
-        looksWhileCopying <= 3,
-        `timings learned: ${looksWhileCopying} looks during a 3.2 s copy`,
-      );
+      // While the third copied (3.5 s real), the drain was paced by what
+      // it learned (a full look at its end, not one every poll interval),
+      // and its first look was a glance: a list of migrations alone.
+      const looks = calls(SERVERS_DETAIL) - before.looks;
+      const glances = calls(MIGRATIONS) - before.lists - looks;
+      assert.ok(looks <= 3, `timings learned: ${looks} looks during a copy`);
+      assert.ok(glances >= 1, `the first look a glance: ${glances} glances`);
       const failed = await waitFor(
         "the failure on the Eviction",
         async () =>

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { FIRST_LOOK_SHARE, firstLookAt } from "./first_look.ts";
+import { FIRST_LOOK_SHARE, firstLookAt, glanceIsQuiet } from "./first_look.ts";
 
 Deno.test("firstLookAt: table", () => {
   const rows: Array<[string, number, number | undefined, number, unknown]> = [
@@ -47,6 +47,78 @@ Deno.test("property: a start is looked at within one poll interval, and once a l
         // no sooner than a poll interval: the wait between two looks holds
         assert.ok(at - issued >= poll);
       }
+    },
+  ));
+});
+
+Deno.test("glanceIsQuiet: table", () => {
+  const ours = (id: string) => id !== "adopted";
+  const rows: Array<[string, string[], Record<string, string>, boolean]> = [
+    ["nothing in flight", [], {}, true],
+    ["ours copying", ["a"], { a: "running" }, true],
+    ["ours waiting in Nova's queue", ["a"], { a: "queued" }, true],
+    ["ours still with the conductor", ["a"], { a: "accepted" }, true],
+    ["ours failed at once (NoValidHost)", ["a"], { a: "error" }, false],
+    ["one ended: a slot to refill", ["a", "b"], {
+      a: "running",
+      b: "completed",
+    }, false],
+    ["a cold one finished (to confirm)", ["a"], { a: "finished" }, false],
+    ["ours not listed yet", ["a"], {}, false],
+    [
+      "an adopted one not listed (Nova may not show it yet)",
+      ["adopted"],
+      {},
+      true,
+    ],
+    ["an adopted one cancelled", ["adopted"], { adopted: "cancelled" }, false],
+  ];
+  for (const [name, inFlight, statuses, want] of rows) {
+    assert.equal(
+      glanceIsQuiet(inFlight, ours, (id) => statuses[id]),
+      want,
+      name,
+    );
+  }
+});
+
+Deno.test("property: a glance is quiet only when every migration in flight is in progress and each start of ours is listed", () => {
+  const statuses = [
+    undefined,
+    "accepted",
+    "queued",
+    "preparing",
+    "running",
+    "completed",
+    "finished",
+    "error",
+    "failed",
+    "cancelled",
+  ];
+  fc.assert(fc.property(
+    fc.array(
+      fc.record({
+        ours: fc.boolean(),
+        status: fc.constantFrom(...statuses),
+      }),
+      { maxLength: 8 },
+    ),
+    (vms) => {
+      const ids = vms.map((_, i) => `vm${i}`);
+      const at = (id: string) => vms[Number(id.slice(2))];
+      const quiet = glanceIsQuiet(
+        ids,
+        (id) => at(id)?.ours ?? false,
+        (id) => at(id)?.status,
+      );
+      const anyToActOn = vms.some((v) =>
+        v.status === undefined
+          ? v.ours
+          : !["accepted", "queued", "preparing", "running"].includes(
+            v.status,
+          )
+      );
+      assert.equal(quiet, !anyToActOn);
     },
   ));
 });

@@ -172,6 +172,8 @@ export class Pace {
   readonly #active = new Map<string, Active>();
   /** The latest look at each start of ours in flight (first_look.ts). */
   readonly #looked = new Map<string, { issuedAtMs: number; atMs: number }>();
+  /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
+  #glance: PaceView | undefined;
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
   /**
@@ -443,7 +445,52 @@ export class Pace {
    * time (no samples yet, or only waiting ones) and no first look is due.
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    const ends: number[] = [];
+    const { model, first, untimed } = this.#ends(view);
+    const look = lookAt([...model, ...first], view.pollMs);
+    return {
+      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
+      untimed,
+    };
+  }
+
+  /**
+   * Whether the next look, as {@linkcode Pace.dueInMs} times it, is due
+   * only for first looks at starts of ours: every migration the model
+   * times is expected to end later, none is untimed. A glance at the
+   * host's migrations may then stand in for a full look (first_look.ts
+   * glanceIsQuiet).
+   */
+  firstLooksOnly(view: PaceView): boolean {
+    const { model, first, untimed } = this.#ends(view);
+    if (untimed || first.length === 0) return false;
+    const look = lookAt([...model, ...first], view.pollMs);
+    return look !== undefined && model.every((end) => end > look);
+  }
+
+  /**
+   * A glance planned by the pass that timed the next look (pass_pace.ts):
+   * the view to time from after it. Taken once.
+   */
+  planGlance(view: PaceView | undefined): void {
+    this.#glance = view;
+  }
+
+  /** The planned glance's view, if any; forgets it. */
+  takeGlance(): PaceView | undefined {
+    const view = this.#glance;
+    this.#glance = undefined;
+    return view;
+  }
+
+  /**
+   * The expected ends of the migrations the model times, the first looks
+   * due at our starts, and whether something runs that it cannot time.
+   */
+  #ends(
+    view: PaceView,
+  ): { model: number[]; first: number[]; untimed: boolean } {
+    const model: number[] = [];
+    const first: number[] = [];
     let untimed = false;
     // Nova queues migrations on this host (its own per-host limit): a
     // start not listed yet will wait in that queue too.
@@ -451,48 +498,47 @@ export class Pace {
       r.status.toLowerCase() === "queued"
     );
     const perNovaMs = this.clockPerNovaMs();
-    const predictedOf = (entry: EvictionStatusInFlightItem) => {
-      const ram = view.ramOf(entry.id);
-      const novaMs = ram === undefined
-        ? undefined
-        : this.predictMs(entry.kind, ram);
-      // Nova's durations on the controller's clock
-      return novaMs === undefined || perNovaMs === undefined
-        ? undefined
-        : novaMs * perNovaMs;
-    };
     for (const entry of view.inFlight) {
       // Our start not looked at yet: a fast failure frees its slot.
-      const first = this.#firstLook(entry.id, view);
-      if (first !== undefined) ends.push(first);
+      const firstLook = this.#firstLook(entry.id, view);
+      if (firstLook !== undefined) first.push(firstLook);
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
-      const ram = view.ramOf(entry.id);
-      const predicted = predictedOf(entry);
-      const since = this.#active.get(entry.id)?.sinceMs ??
-        view.issuedAt(entry.id);
-      if (
-        predicted === undefined || since === undefined || Number.isNaN(since)
-      ) {
-        untimed = true;
-        continue;
-      }
-      // While Nova's queue holds more work for this host, a late look
-      // costs nothing (the host stays busy) and an early one costs calls.
-      const margin = queueing ? QUEUED_MARGIN : this.marginOf(
-        entry.kind,
-        ram ?? 0,
-        view.pollMs / (perNovaMs ?? 1),
-        view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
-      );
-      ends.push(since + predicted * (1 + margin));
+      const end = this.#endOf(entry, view, perNovaMs, queueing);
+      if (end === undefined) untimed = true;
+      else model.push(end);
     }
-    const look = lookAt(ends, view.pollMs);
-    return {
-      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
-      untimed,
-    };
+    return { model, first, untimed };
+  }
+
+  /** When a running migration is expected to end (controller clock). */
+  #endOf(
+    entry: EvictionStatusInFlightItem,
+    view: PaceView,
+    perNovaMs: number | undefined,
+    queueing: boolean,
+  ): number | undefined {
+    const ram = view.ramOf(entry.id);
+    const novaMs = ram === undefined
+      ? undefined
+      : this.predictMs(entry.kind, ram);
+    const since = this.#active.get(entry.id)?.sinceMs ??
+      view.issuedAt(entry.id);
+    if (
+      novaMs === undefined || perNovaMs === undefined ||
+      since === undefined || Number.isNaN(since)
+    ) return undefined;
+    // While Nova's queue holds more work for this host, a late look
+    // costs nothing (the host stays busy) and an early one costs calls.
+    const margin = queueing ? QUEUED_MARGIN : this.marginOf(
+      entry.kind,
+      ram ?? 0,
+      view.pollMs / perNovaMs,
+      view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
+    );
+    // Nova's durations on the controller's clock
+    return since + novaMs * perNovaMs * (1 + margin);
   }
 
   /** When to look first at our start of `id`, if not looked at yet. */

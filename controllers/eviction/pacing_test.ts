@@ -560,3 +560,39 @@ Deno.test("Pace: each start of ours gets a look a poll interval after it, then t
   issued = T + 4000;
   assert.equal(p.dueInMs(v(T + 4000, failed)).dueMs, 2000);
 });
+
+Deno.test("Pace.firstLooksOnly: a look due only for first looks (a glance will do); not when a migration may end by then or cannot be timed", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  const issued = new Map([["new", T + 10_000]]);
+  const running = (
+    id: string,
+    createdMs: number,
+  ): [string, ObservedMigration] => [
+    id,
+    { ...record(id, "running", createdMs, createdMs), id: `r-${id}` },
+  ];
+  // "old" ends at T+30.9 s; "new" started at T+10 s, first look at T+12 s
+  const v = (ids: string[], extra: Partial<PaceView> = {}) =>
+    view(T + 10_000, [running("old", T)], ids, {
+      issuedAt: (id) => id === "old" ? T : issued.get(id),
+      ...extra,
+    });
+  p.learn({ ...v(["old"]), nowMs: T + 2000 }); // old looked at
+  assert.equal(p.firstLooksOnly(v(["old", "new"])), true);
+  assert.equal(p.dueInMs(v(["old", "new"])).dueMs, 2000);
+  // no start due a first look: the model's look
+  assert.equal(p.firstLooksOnly(v(["old"])), false);
+  // a migration the model expects to end first (a full look then)
+  assert.equal(p.firstLooksOnly(v(["old", "new"], { pollMs: 42_000 })), false);
+  // something the model cannot time: the poll interval, a full look
+  assert.equal(
+    p.firstLooksOnly(v(["old", "new"], { ramOf: () => undefined })),
+    false,
+  );
+  // a planned glance is taken once
+  p.planGlance(v(["old", "new"]));
+  assert.ok(p.takeGlance() !== undefined);
+  assert.equal(p.takeGlance(), undefined);
+});

@@ -42,7 +42,14 @@ import {
   waitForBudget,
   wakeForBudgetLeft,
 } from "./pass_budget.ts";
-import { fingerprintOf, learn, requeue, skipEarly } from "./pass_pace.ts";
+import {
+  changesSince,
+  fingerprintOf,
+  glance,
+  learn,
+  requeue,
+  skipEarly,
+} from "./pass_pace.ts";
 
 export type { EvictionClock, EvictionPassDeps } from "./pass.ts";
 export { planOptionsFor } from "./pass.ts";
@@ -97,6 +104,8 @@ export async function reconcileEviction(
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(pass, fingerprint, settings);
   if (early !== undefined) return early;
+  const glanced = await glance(pass, fingerprint, options);
+  if (glanced !== undefined) return glanced;
   // A full pass: it plans with the budget as it is now (and waits again
   // if that holds its starts back).
   deps.budgetWaiters.delete(ctx.key);
@@ -166,8 +175,7 @@ async function observeOrKeep(
   options: PlanOptions,
 ): Promise<Observation> {
   const { deps, host, status } = pass;
-  const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
-  const since = new Date(startedMs - options.clockSkewMs);
+  const since = changesSince(pass, options);
   try {
     const seen = await observe(
       deps.nova,
