@@ -44,7 +44,10 @@
  * 7. **report** — Events and metrics (report.ts).
  * 8. **requeue** — the next pass when the earliest running migration should
  *    finish (pacing.ts, its margin from margin.ts), in the controller's
- *    clock.
+ *    clock, or a poll interval after a start, for a failure that comes at
+ *    once (first_look.ts); a pass due only for that reads the host's
+ *    migrations alone (a glance, pass_pace.ts) and looks in full only when
+ *    they show something to act on.
  *
  * Succeeded means settled empty: fresh looks at least the settle interval
  * apart (`--drain-settle`) found no server on the host, no migration from
