@@ -23,33 +23,68 @@ import { migrationPhase } from "./nova_states.ts";
 export const FIRST_LOOK_SHARE = 0.75;
 
 /**
- * When to look first at a start of ours issued at `issuedAtMs`: one poll
- * interval later, so that a fast failure (the conductor's NoValidHost: a
- * record `error` within a second) is seen and its slot refilled within a
- * poll interval or two, not when the start would have finished copying.
- * Undefined once a look came {@linkcode FIRST_LOOK_SHARE} of a poll
- * interval or more after the start (`lastLookMs`): the duration model
- * times it from then on. One look per start, shared by the starts of one
+ * Poll intervals after a start within which it is looked at every poll
+ * interval while no look has seen it past the conductor (its record
+ * `accepted`, not listed yet, or only an earlier attempt's): Nova's
+ * conductor may take longer than one poll interval to find no valid
+ * host. Past it, the duration model times the start.
+ */
+export const FIRST_LOOK_WINDOW = 3;
+
+/**
+ * When to look next at a start of ours issued at `issuedAtMs` for how it
+ * began: one poll interval after it, so that a fast failure (the
+ * conductor's NoValidHost: a record `error` within a second or so) is
+ * seen and its slot refilled within a poll interval or two, not when the
+ * start would have finished copying; then a poll interval after each look
+ * (`lastLookMs`, counted from {@linkcode FIRST_LOOK_SHARE} of a poll
+ * interval after the start) while none saw it past the conductor
+ * (`pastConductor`), within {@linkcode FIRST_LOOK_WINDOW} poll intervals.
+ * Undefined once a look saw it past the conductor, or the window is over:
+ * the duration model times it from then on. Shared by the starts of a
  * pass.
  *
  * @example
  * ```ts
  * import { firstLookAt } from "./first_look.ts";
- * console.log(firstLookAt(10_000, undefined, 2000)); // 12000
- * console.log(firstLookAt(10_000, 10_400, 2000)); // 12000: too soon to count
- * console.log(firstLookAt(10_000, 12_000, 2000)); // undefined: looked
+ * console.log(firstLookAt(10_000, undefined, 2000, false)); // 12000
+ * console.log(firstLookAt(10_000, 10_400, 2000, false)); // 12000: too soon to count
+ * console.log(firstLookAt(10_000, 12_000, 2000, true)); // undefined: it copies
+ * console.log(firstLookAt(10_000, 12_000, 2000, false)); // 14000: still with the conductor
+ * console.log(firstLookAt(10_000, 16_000, 2000, false)); // undefined: the window is over
  * ```
  */
 export function firstLookAt(
   issuedAtMs: number,
   lastLookMs: number | undefined,
   pollMs: number,
+  pastConductor: boolean,
 ): number | undefined {
+  if (pastConductor) return undefined;
   if (
-    lastLookMs !== undefined &&
-    lastLookMs - issuedAtMs >= pollMs * FIRST_LOOK_SHARE
-  ) return undefined;
-  return issuedAtMs + pollMs;
+    lastLookMs === undefined ||
+    lastLookMs - issuedAtMs < pollMs * FIRST_LOOK_SHARE
+  ) return issuedAtMs + pollMs;
+  if (lastLookMs - issuedAtMs >= pollMs * FIRST_LOOK_WINDOW) return undefined;
+  return lastLookMs + pollMs;
+}
+
+/**
+ * Whether a record's status shows a start past Nova's conductor (it found
+ * a host: the migration waits in the source's queue, copies, or ended):
+ * no fast failure of the start is to come. `accepted` is the conductor's.
+ *
+ * @example
+ * ```ts
+ * import { pastConductor } from "./first_look.ts";
+ * console.log(pastConductor("accepted"), pastConductor("queued"), pastConductor("error")); // false true false
+ * ```
+ */
+export function pastConductor(status: string | undefined): boolean {
+  if (status === undefined) return false;
+  const phase = migrationPhase(status);
+  if (phase === "done") return true;
+  return phase === "in_progress" && status.toLowerCase() !== "accepted";
 }
 
 /**

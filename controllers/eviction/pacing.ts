@@ -21,7 +21,7 @@ import {
   parseNovaTime,
 } from "./nova_states.ts";
 import { copySpan } from "./copy_span.ts";
-import { firstLookAt } from "./first_look.ts";
+import { firstLookAt, pastConductor } from "./first_look.ts";
 import type { ObservedMigration } from "./observation.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 
@@ -171,7 +171,10 @@ export class Pace {
   readonly #cloud: Durations;
   readonly #active = new Map<string, Active>();
   /** The latest look at each start of ours in flight (first_look.ts). */
-  readonly #looked = new Map<string, { issuedAtMs: number; atMs: number }>();
+  readonly #looked = new Map<
+    string,
+    { issuedAtMs: number; atMs: number; pastConductor: boolean }
+  >();
   /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
   #glance: PaceView | undefined;
   /** Migration record ids already sampled (a record stays listed). */
@@ -330,12 +333,7 @@ export class Pace {
     for (const id of this.#active.keys()) {
       if (!live.has(id) && !view.records.has(id)) this.#active.delete(id);
     }
-    for (const e of view.inFlight) {
-      const issued = view.issuedAt(e.id);
-      if (issued !== undefined && view.nowMs >= issued) {
-        this.#looked.set(e.id, { issuedAtMs: issued, atMs: view.nowMs });
-      }
-    }
+    for (const e of view.inFlight) this.#noteLook(e.id, view);
     for (const id of this.#looked.keys()) {
       if (!live.has(id)) this.#looked.delete(id);
     }
@@ -541,15 +539,34 @@ export class Pace {
     return since + novaMs * perNovaMs * (1 + margin);
   }
 
-  /** When to look first at our start of `id`, if not looked at yet. */
+  /**
+   * Notes this look at our start of `id`: when, and whether it (or an
+   * earlier look at the same start) saw it past Nova's conductor.
+   */
+  #noteLook(id: string, view: PaceView): void {
+    const issued = view.issuedAt(id);
+    if (issued === undefined || view.nowMs < issued) return;
+    const last = this.#looked.get(id);
+    const before = last?.issuedAtMs === issued && last.pastConductor;
+    this.#looked.set(id, {
+      issuedAtMs: issued,
+      atMs: view.nowMs,
+      pastConductor: before ||
+        pastConductor(view.records.get(id)?.status),
+    });
+  }
+
+  /** When to look next at our start of `id` for how it began, if due. */
   #firstLook(id: string, view: PaceView): number | undefined {
     const issued = view.issuedAt(id);
     if (issued === undefined) return undefined;
     const last = this.#looked.get(id);
+    const same = last?.issuedAtMs === issued ? last : undefined;
     return firstLookAt(
       issued,
-      last?.issuedAtMs === issued ? last.atMs : undefined,
+      same?.atMs,
       view.pollMs,
+      same?.pastConductor ?? false,
     );
   }
 }

@@ -190,32 +190,36 @@ Deno.test("Pace: learns a duration from Nova's records, times the next finish in
     view(T + 12_000, [["a", record("a", "completed", T, T + 10_000)]], []),
   );
   assert.equal(p.predictMs("live", 4096), 10_000);
-  // b started by us at T+12 s: expected to finish 10 s (plus the margin) later.
+  // b started by us at T+12 s: first a look a poll interval later (a
+  // fast failure), then expected to finish 10 s (plus the margin) after
+  // its start.
+  const issuedAt = (id: string) => id === "b" ? T + 12_000 : undefined;
+  const started = view(T + 12_000, [], ["b"], { issuedAt });
+  assert.deepEqual(p.dueInMs(started), { dueMs: 2000, untimed: false });
   const v = view(
-    T + 12_000,
-    [["b", record("b", "running", T + 12_000, T + 12_000)]],
+    T + 14_000,
+    [["b", record("b", "running", T + 12_000, T + 12_500)]],
     ["b"],
-    {
-      issuedAt: (id) => id === "b" ? T + 12_000 : undefined,
-    },
+    { issuedAt },
   );
   p.learn(v);
-  // first a look a poll interval after our start (a fast failure)
-  assert.deepEqual(p.dueInMs(v), { dueMs: 2000, untimed: false });
-  looked(p, v);
   const due = p.dueInMs(v);
   assert.equal(due.untimed, false);
-  assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)));
+  assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)) - 2000);
 });
 
-Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed (but looked at once); no model is untimed", () => {
+Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed (but looked at for how they began); no model is untimed", () => {
   const p = new Pace();
   const queued = view(T, [["q", record("q", "queued", T, T)]], ["q", "new"], {
     issuedAt: (id) => id === "new" ? T : undefined,
   });
   p.learn(queued);
   assert.deepEqual(p.dueInMs(queued), { dueMs: 2000, untimed: false });
+  // not listed yet at its first look: again a poll interval later
   looked(p, queued);
+  assert.deepEqual(p.dueInMs(queued), { dueMs: 4000, untimed: false });
+  // the window over: not timed
+  p.learn({ ...queued, nowMs: T + 6000 });
   assert.deepEqual(p.dueInMs(queued), { dueMs: undefined, untimed: false });
   const running = view(T, [["r", record("r", "running", T, T)]], ["r"]);
   p.learn(running);
@@ -230,7 +234,8 @@ Deno.test("Pace: a start still waiting for its answer is timed from when it was 
     pending: () => true,
   });
   assert.equal(p.dueInMs(v).dueMs, 1000, "its first look");
-  looked(p, v);
+  // no record all through the first looks' window: the model's time
+  p.learn({ ...v, nowMs: T + 6000 });
   assert.equal(
     p.dueInMs(v).dueMs,
     Math.round(10_000 * (1 + LATE_MARGIN)) - 1000,
@@ -595,4 +600,23 @@ Deno.test("Pace.firstLooksOnly: a look due only for first looks (a glance will d
   p.planGlance(v(["old", "new"]));
   assert.ok(p.takeGlance() !== undefined);
   assert.equal(p.takeGlance(), undefined);
+});
+
+Deno.test("Pace: a start still with Nova's conductor at its first look is looked at again a poll interval later (a glance), until seen past it", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  const at = (nowMs: number, status: string) =>
+    view(nowMs, [["a", { ...record("a", status, T, T), id: 41 }]], ["a"], {
+      issuedAt: () => T,
+    });
+  p.learn(at(T + 2000, "accepted"));
+  assert.equal(p.dueInMs(at(T + 2000, "accepted")).dueMs, 2000);
+  assert.equal(p.firstLooksOnly(at(T + 2000, "accepted")), true);
+  p.learn(at(T + 4000, "preparing"));
+  assert.equal(
+    p.dueInMs(at(T + 4000, "preparing")).dueMs,
+    Math.round(30_000 * (1 + LATE_MARGIN)) - 4000,
+  );
+  assert.equal(p.firstLooksOnly(at(T + 4000, "preparing")), false);
 });
