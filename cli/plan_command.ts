@@ -38,6 +38,10 @@ import {
 import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
 import { rateFromHistory } from "../capacity/makespan.ts";
+import {
+  learnedNovaLimit,
+  predictionLimit,
+} from "../capacity/prediction_limit.ts";
 import { capacityVerdict } from "../capacity/verdict.ts";
 import { PLUGIN_USER_AGENT } from "../app/version.ts";
 import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
@@ -152,7 +156,11 @@ export function limitUnderNova(
   limit: PlanLimit,
   nova: number | undefined,
 ): PlanLimit {
-  if (nova === undefined || nova >= limit.value) return limit;
+  if (
+    nova === undefined || predictionLimit(limit.value, nova) === limit.value
+  ) {
+    return limit;
+  }
   return {
     ...limit,
     value: nova,
@@ -356,7 +364,7 @@ async function planHosts(
       servers,
       limit: limitUnderNova(
         limitText(resolved, cluster.policy !== undefined),
-        own?.status?.novaLiveMigrationLimit,
+        learnedNovaLimit(host, evictions),
       ),
       capacity: { status: verdict.status, message: verdict.message },
       rate,

@@ -115,7 +115,7 @@ export type EvictionStatusSkippedItem = z.infer<
   typeof EvictionStatusSkippedItemSchema
 >;
 
-/** The migration rate this drain observed on evictor's clock, from its start of each migration to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it. */
+/** The migration rate this drain observed on evictor's clock, from the start of each migration's copy (evictor's start, or when the migration left Nova's queue, the time queued left out) to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it, at the limit Nova runs. */
 export const EvictionStatusObservedMigrationRateSchema: z.ZodObject<{
   "mbPerSecond": z.ZodNumber;
   "overheadMs": z.ZodNumber;
@@ -197,9 +197,9 @@ export const EvictionStatusSchema: z.ZodObject<{
   "finishedAt": z.iso.datetime({ offset: true }).optional(),
   /** The first of the consecutive fresh looks that showed the host empty (no server, no migration in progress from or to it, no start of ours without an answer); removed when a look shows it not empty. */
   "emptySince": z.iso.datetime({ offset: true }).optional(),
-  /** The drain's predicted duration when it started (largest RAM first on the limit, at the observed or default migration rate); compare with finishedAt - startedAt. */
+  /** The drain's predicted duration when it started (largest RAM first on the limit, or on Nova's per-host limit where a drain of the host learned a lower one, at the observed or default migration rate); compare with finishedAt - startedAt. */
   "predictedMakespanSeconds": z.number().int().min(0).optional(),
-  /** The migration rate this drain observed on evictor's clock, from its start of each migration to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it. */
+  /** The migration rate this drain observed on evictor's clock, from the start of each migration's copy (evictor's start, or when the migration left Nova's queue, the time queued left out) to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it, at the limit Nova runs. */
   "observedMigrationRate": EvictionStatusObservedMigrationRateSchema.optional(),
   "observedGeneration": z.number().int().min(0).optional(),
 });

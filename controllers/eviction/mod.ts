@@ -23,7 +23,9 @@
  *    (WaitingForBudget, which every process reads: a freed slot is left to
  *    a waiting drain of a lower limit, budget.ts), woken when budget frees.
  * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
- *    nothing changed returns at once.
+ *    nothing changed returns at once; one due only for the first looks at
+ *    its starts (first_look.ts) reads the host's migrations alone (a
+ *    glance) and looks in full only when they show something to act on.
  * 5. **observe** (observe.ts) — Nova afresh: the servers on the host, the
  *    migrations from or to it since the drain started (on Nova's clock,
  *    nova_clock.ts; once no server is left, also every record still in
@@ -50,8 +52,10 @@
  * 10. **report** (report.ts) — Events and metrics of a full pass; a
  *    consumed retry annotation is removed.
  * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass
- *    when the earliest running migration should finish, in the
- *    controller's clock.
+ *    when the earliest running migration should finish (its copy timed
+ *    from Nova's start of it, copy_span.ts), in the controller's clock, or
+ *    a poll interval after a start, for a failure that comes at once
+ *    (first_look.ts).
  *
  * Succeeded means settled empty: fresh looks at least the settle interval
  * apart (`--drain-settle`) found no server on the host, no migration from

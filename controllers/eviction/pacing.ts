@@ -17,8 +17,11 @@ import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import {
   kindOfMigrationType,
   type MigrationKind,
+  migrationPhase,
   parseNovaTime,
 } from "./nova_states.ts";
+import { copySpan } from "./copy_span.ts";
+import { firstLookAt, pastConductor } from "./first_look.ts";
 import type { ObservedMigration } from "./observation.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 
@@ -74,9 +77,14 @@ export function fitDuration(
 }
 
 interface Active {
-  /** Controller clock when it was known to run (our start, or first seen running). */
+  /** The migration record's id (a VM's next attempt has another). */
+  recordId: string;
+  /**
+   * Controller clock when its copy was known to run (our start, or when
+   * it left Nova's queue); NaN while it waits.
+   */
   sinceMs: number;
-  /** Nova's time it started running, when a record showed it. */
+  /** Nova's time its copy started, when a record showed it. */
   novaSinceMs: number | undefined;
   /** Seen waiting in Nova's queue first (its created_at says nothing then). */
   queued: boolean;
@@ -162,12 +170,20 @@ export class Pace {
   readonly #own = new Durations();
   readonly #cloud: Durations;
   readonly #active = new Map<string, Active>();
+  /** The latest look at each start of ours in flight (first_look.ts). */
+  readonly #looked = new Map<
+    string,
+    { issuedAtMs: number; atMs: number; pastConductor: boolean }
+  >();
+  /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
+  #glance: PaceView | undefined;
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
   /**
-   * Slot times on the controller's clock: from our start of a migration to
-   * the pass that saw it complete (and refilled its slot), any kind. What a
-   * drain's makespan is made of, poll latency included.
+   * Slot times on the controller's clock: from the start of a migration's
+   * copy (our start, or when it left Nova's queue) to the pass that saw it
+   * complete (and refilled its slot), any kind. What a drain's makespan is
+   * made of at the limit Nova runs, poll latency included.
    */
   readonly #slots: Sample[] = [];
 
@@ -192,7 +208,9 @@ export class Pace {
   /**
    * The observed migration rate on the controller's clock, a line through
    * slot time against flavor RAM (see {@linkcode fitDuration}), as a copy
-   * rate and a fixed cost per migration; undefined until two migrations
+   * rate and a fixed cost per migration, the time waited in Nova's queue
+   * left out (a prediction runs at Nova's limit, which accounts for that
+   * wait: capacity/makespan.ts predictionLimit); undefined until two migrations
    * of different sizes this process started have completed.
    */
   slotRate():
@@ -282,65 +300,121 @@ export class Pace {
   }
 
   /**
-   * Learns from one pass: notes when migrations started running, and
-   * samples the ones that completed (Nova's completion time minus its
-   * start of running: a duration in Nova's clock, never mixed with ours).
+   * Learns from one pass: notes when migrations started copying, samples
+   * the ones that completed (Nova's completion time minus the copy's start
+   * on Nova's clock, never mixed with ours; the time waited in Nova's
+   * queue kept apart, see copy_span.ts), and notes this look at each of
+   * our starts (its first look, first_look.ts).
    */
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
       this.#pairClocks(String(r.id), view.issuedAt(id), r.createdAt);
       const status = r.status.toLowerCase();
       const known = this.#active.get(id);
+      const same = known?.recordId === String(r.id) ? known : undefined;
       if (WAITING.has(status)) {
-        if (known === undefined) {
-          this.#active.set(id, {
-            sinceMs: Number.NaN,
-            novaSinceMs: undefined,
-            queued: true,
-          });
-        }
-        continue;
-      }
-      if (COMPLETED.has(status)) {
-        // Never seen waiting: it ran from its creation (our start) to its
-        // last update, the span pacing needs (it times from our start).
-        // Seen waiting: from when it was seen running, if it was.
-        if (known === undefined && view.issuedAt(id) === undefined) continue;
-        if (this.#sampled.has(String(r.id))) continue;
-        this.#sampled.add(String(r.id));
-        const start = known?.queued === true
-          ? known.novaSinceMs
-          : parseNovaTime(r.createdAt);
-        const end = parseNovaTime(r.updatedAt ?? undefined);
-        const ram = view.ramOf(id);
-        if (start !== undefined && end !== undefined && ram !== undefined) {
-          this.sample(kindOfMigrationType(r.migrationType), ram, end - start);
-        }
-        const issued = view.issuedAt(id);
-        if (issued !== undefined && ram !== undefined && view.nowMs > issued) {
-          this.#slots.push({ ramMb: ram, durationMs: view.nowMs - issued });
-          if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
-        }
-        this.#active.delete(id);
-        continue;
-      }
-      if (known === undefined || Number.isNaN(known.sinceMs)) {
-        // Running now: from our start if it never waited, else from now.
-        const issued = view.issuedAt(id);
-        const wasQueued = known?.queued ?? false;
+        // accepted: the conductor schedules it (every migration does);
+        // queued: behind Nova's per-host limit, not yet copying.
         this.#active.set(id, {
-          sinceMs: !wasQueued && issued !== undefined ? issued : view.nowMs,
-          novaSinceMs: wasQueued
-            ? parseNovaTime(r.updatedAt ?? r.createdAt)
-            : parseNovaTime(r.createdAt),
-          queued: wasQueued,
+          recordId: String(r.id),
+          sinceMs: Number.NaN,
+          novaSinceMs: undefined,
+          queued: status === "queued" || same?.queued === true,
         });
+      } else if (COMPLETED.has(status)) {
+        this.#completed(view, id, r, same);
+      } else if (migrationPhase(status) !== "in_progress") {
+        this.#active.delete(id);
+      } else if (same === undefined || Number.isNaN(same.sinceMs)) {
+        this.#active.set(id, this.#copying(view, id, r, same));
       }
     }
     const live = new Set(view.inFlight.map((e) => e.id));
     for (const id of this.#active.keys()) {
       if (!live.has(id) && !view.records.has(id)) this.#active.delete(id);
     }
+    for (const e of view.inFlight) this.#noteLook(e.id, view);
+    for (const id of this.#looked.keys()) {
+      if (!live.has(id)) this.#looked.delete(id);
+    }
+  }
+
+  /**
+   * A migration first seen copying: since our start (and its record's
+   * creation) when it never waited in Nova's queue; else since it left
+   * the queue, Nova's `updated_at` of the status past it (a libvirt
+   * compute also updates it with the copy's progress, so that is late by
+   * at most the time between two looks), on our clock by the clocks'
+   * ratio; when that cannot be told, since this look.
+   */
+  #copying(
+    view: PaceView,
+    id: string,
+    r: ObservedMigration,
+    known: Active | undefined,
+  ): Active {
+    const issued = view.issuedAt(id);
+    const created = parseNovaTime(r.createdAt);
+    const queued = known?.queued ?? false;
+    if (!queued) {
+      return {
+        recordId: String(r.id),
+        sinceMs: issued ?? view.nowMs,
+        novaSinceMs: created,
+        queued,
+      };
+    }
+    const novaSince = parseNovaTime(r.updatedAt ?? r.createdAt);
+    const perNovaMs = this.clockPerNovaMs();
+    const waited = novaSince === undefined || created === undefined
+      ? undefined
+      : Math.max(0, novaSince - created);
+    return {
+      recordId: String(r.id),
+      sinceMs: issued === undefined || waited === undefined ||
+          perNovaMs === undefined
+        ? view.nowMs
+        : Math.min(view.nowMs, issued + waited * perNovaMs),
+      novaSinceMs: novaSince,
+      queued,
+    };
+  }
+
+  /**
+   * A completed migration: its copy time on Nova's clock (a sample of the
+   * duration model) and its slot time on ours (our start, or its copy's
+   * start past Nova's queue, to this pass: {@linkcode Pace.slotRate}),
+   * each once per record; a migration that went from Nova's queue to its
+   * end between two looks says nothing of its copy and is not sampled.
+   */
+  #completed(
+    view: PaceView,
+    id: string,
+    r: ObservedMigration,
+    known: Active | undefined,
+  ): void {
+    this.#active.delete(id);
+    const issued = view.issuedAt(id);
+    if (known === undefined && issued === undefined) return;
+    if (this.#sampled.has(String(r.id))) return;
+    this.#sampled.add(String(r.id));
+    const ram = view.ramOf(id);
+    if (ram === undefined) return;
+    const queued = known?.queued ?? false;
+    const nova = copySpan(
+      parseNovaTime(r.createdAt) ?? Number.NaN,
+      known?.novaSinceMs,
+      queued,
+      parseNovaTime(r.updatedAt ?? undefined) ?? Number.NaN,
+    );
+    if (nova !== undefined) {
+      this.sample(kindOfMigrationType(r.migrationType), ram, nova.copyMs);
+    }
+    if (issued === undefined) return;
+    const slot = copySpan(issued, known?.sinceMs, queued, view.nowMs);
+    if (slot === undefined) return;
+    this.#slots.push({ ramMb: ram, durationMs: slot.copyMs });
+    if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
   }
 
   /** Remembers one start of ours on both clocks (once per record). */
@@ -364,11 +438,57 @@ export class Pace {
 
   /**
    * Controller-clock ms until the earliest running migration is expected
-   * to finish (0 when one is overdue), or undefined when nothing runs
-   * that the model can time (no samples yet, or only waiting ones).
+   * to finish, or a start of ours is due its first look (first_look.ts),
+   * 0 when one is overdue; undefined when nothing runs that the model can
+   * time (no samples yet, or only waiting ones) and no first look is due.
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    const ends: number[] = [];
+    const { model, first, untimed } = this.#ends(view);
+    const look = lookAt([...model, ...first], view.pollMs);
+    return {
+      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
+      untimed,
+    };
+  }
+
+  /**
+   * Whether the next look, as {@linkcode Pace.dueInMs} times it, is due
+   * only for first looks at starts of ours: every migration the model
+   * times is expected to end later, none is untimed. A glance at the
+   * host's migrations may then stand in for a full look (first_look.ts
+   * glanceIsQuiet).
+   */
+  firstLooksOnly(view: PaceView): boolean {
+    const { model, first, untimed } = this.#ends(view);
+    if (untimed || first.length === 0) return false;
+    const look = lookAt([...model, ...first], view.pollMs);
+    return look !== undefined && model.every((end) => end > look);
+  }
+
+  /**
+   * A glance planned by the pass that timed the next look (pass_pace.ts):
+   * the view to time from after it. Taken once.
+   */
+  planGlance(view: PaceView | undefined): void {
+    this.#glance = view;
+  }
+
+  /** The planned glance's view, if any; forgets it. */
+  takeGlance(): PaceView | undefined {
+    const view = this.#glance;
+    this.#glance = undefined;
+    return view;
+  }
+
+  /**
+   * The expected ends of the migrations the model times, the first looks
+   * due at our starts, and whether something runs that it cannot time.
+   */
+  #ends(
+    view: PaceView,
+  ): { model: number[]; first: number[]; untimed: boolean } {
+    const model: number[] = [];
+    const first: number[] = [];
     let untimed = false;
     // Nova queues migrations on this host (its own per-host limit): a
     // start not listed yet will wait in that queue too.
@@ -376,45 +496,78 @@ export class Pace {
       r.status.toLowerCase() === "queued"
     );
     const perNovaMs = this.clockPerNovaMs();
-    const predictedOf = (entry: EvictionStatusInFlightItem) => {
-      const ram = view.ramOf(entry.id);
-      const novaMs = ram === undefined
-        ? undefined
-        : this.predictMs(entry.kind, ram);
-      // Nova's durations on the controller's clock
-      return novaMs === undefined || perNovaMs === undefined
-        ? undefined
-        : novaMs * perNovaMs;
-    };
     for (const entry of view.inFlight) {
+      // Our start not looked at yet: a fast failure frees its slot.
+      const firstLook = this.#firstLook(entry.id, view);
+      if (firstLook !== undefined) first.push(firstLook);
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
-      const ram = view.ramOf(entry.id);
-      const predicted = predictedOf(entry);
-      const since = this.#active.get(entry.id)?.sinceMs ??
-        view.issuedAt(entry.id);
-      if (
-        predicted === undefined || since === undefined || Number.isNaN(since)
-      ) {
-        untimed = true;
-        continue;
-      }
-      // While Nova's queue holds more work for this host, a late look
-      // costs nothing (the host stays busy) and an early one costs calls.
-      const margin = queueing ? QUEUED_MARGIN : this.marginOf(
-        entry.kind,
-        ram ?? 0,
-        view.pollMs / (perNovaMs ?? 1),
-        view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
-      );
-      ends.push(since + predicted * (1 + margin));
+      const end = this.#endOf(entry, view, perNovaMs, queueing);
+      if (end === undefined) untimed = true;
+      else model.push(end);
     }
-    const look = lookAt(ends, view.pollMs);
-    return {
-      dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
-      untimed,
-    };
+    return { model, first, untimed };
+  }
+
+  /** When a running migration is expected to end (controller clock). */
+  #endOf(
+    entry: EvictionStatusInFlightItem,
+    view: PaceView,
+    perNovaMs: number | undefined,
+    queueing: boolean,
+  ): number | undefined {
+    const ram = view.ramOf(entry.id);
+    const novaMs = ram === undefined
+      ? undefined
+      : this.predictMs(entry.kind, ram);
+    const since = this.#active.get(entry.id)?.sinceMs ??
+      view.issuedAt(entry.id);
+    if (
+      novaMs === undefined || perNovaMs === undefined ||
+      since === undefined || Number.isNaN(since)
+    ) return undefined;
+    // While Nova's queue holds more work for this host, a late look
+    // costs nothing (the host stays busy) and an early one costs calls.
+    const margin = queueing ? QUEUED_MARGIN : this.marginOf(
+      entry.kind,
+      ram ?? 0,
+      view.pollMs / perNovaMs,
+      view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
+    );
+    // Nova's durations on the controller's clock
+    return since + novaMs * perNovaMs * (1 + margin);
+  }
+
+  /**
+   * Notes this look at our start of `id`: when, and whether it (or an
+   * earlier look at the same start) saw it past Nova's conductor.
+   */
+  #noteLook(id: string, view: PaceView): void {
+    const issued = view.issuedAt(id);
+    if (issued === undefined || view.nowMs < issued) return;
+    const last = this.#looked.get(id);
+    const before = last?.issuedAtMs === issued && last.pastConductor;
+    this.#looked.set(id, {
+      issuedAtMs: issued,
+      atMs: view.nowMs,
+      pastConductor: before ||
+        pastConductor(view.records.get(id)?.status),
+    });
+  }
+
+  /** When to look next at our start of `id` for how it began, if due. */
+  #firstLook(id: string, view: PaceView): number | undefined {
+    const issued = view.issuedAt(id);
+    if (issued === undefined) return undefined;
+    const last = this.#looked.get(id);
+    const same = last?.issuedAtMs === issued ? last : undefined;
+    return firstLookAt(
+      issued,
+      same?.atMs,
+      view.pollMs,
+      same?.pastConductor ?? false,
+    );
   }
 }
 

@@ -70,6 +70,14 @@ function sameClock(p: Pace): void {
   }));
 }
 
+/**
+ * A later look at the view's starts (a poll interval on): their first
+ * look done, the model times them from then on.
+ */
+function looked(p: Pace, v: PaceView): void {
+  p.learn({ ...v, nowMs: v.nowMs + v.pollMs });
+}
+
 const BASE: RequeueInput = {
   dueMs: undefined,
   untimed: false,
@@ -182,27 +190,36 @@ Deno.test("Pace: learns a duration from Nova's records, times the next finish in
     view(T + 12_000, [["a", record("a", "completed", T, T + 10_000)]], []),
   );
   assert.equal(p.predictMs("live", 4096), 10_000);
-  // b started by us at T+12 s: expected to finish 10 s (plus the margin) later.
+  // b started by us at T+12 s: first a look a poll interval later (a
+  // fast failure), then expected to finish 10 s (plus the margin) after
+  // its start.
+  const issuedAt = (id: string) => id === "b" ? T + 12_000 : undefined;
+  const started = view(T + 12_000, [], ["b"], { issuedAt });
+  assert.deepEqual(p.dueInMs(started), { dueMs: 2000, untimed: false });
   const v = view(
-    T + 12_000,
-    [["b", record("b", "running", T + 12_000, T + 12_000)]],
+    T + 14_000,
+    [["b", record("b", "running", T + 12_000, T + 12_500)]],
     ["b"],
-    {
-      issuedAt: (id) => id === "b" ? T + 12_000 : undefined,
-    },
+    { issuedAt },
   );
   p.learn(v);
   const due = p.dueInMs(v);
   assert.equal(due.untimed, false);
-  assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)));
+  assert.equal(due.dueMs, Math.round(10_000 * (1 + LATE_MARGIN)) - 2000);
 });
 
-Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed; no model is untimed", () => {
+Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed (but looked at for how they began); no model is untimed", () => {
   const p = new Pace();
   const queued = view(T, [["q", record("q", "queued", T, T)]], ["q", "new"], {
     issuedAt: (id) => id === "new" ? T : undefined,
   });
   p.learn(queued);
+  assert.deepEqual(p.dueInMs(queued), { dueMs: 2000, untimed: false });
+  // not listed yet at its first look: again a poll interval later
+  looked(p, queued);
+  assert.deepEqual(p.dueInMs(queued), { dueMs: 4000, untimed: false });
+  // the window over: not timed
+  p.learn({ ...queued, nowMs: T + 6000 });
   assert.deepEqual(p.dueInMs(queued), { dueMs: undefined, untimed: false });
   const running = view(T, [["r", record("r", "running", T, T)]], ["r"]);
   p.learn(running);
@@ -216,6 +233,9 @@ Deno.test("Pace: a start still waiting for its answer is timed from when it was 
     issuedAt: () => T,
     pending: () => true,
   });
+  assert.equal(p.dueInMs(v).dueMs, 1000, "its first look");
+  // no record all through the first looks' window: the model's time
+  p.learn({ ...v, nowMs: T + 6000 });
   assert.equal(
     p.dueInMs(v).dueMs,
     Math.round(10_000 * (1 + LATE_MARGIN)) - 1000,
@@ -240,7 +260,7 @@ Deno.test("Pace: the margin follows the spread the samples show, per size", () =
   assert.ok(p.marginOf("live", 1024, 20_000) < m);
 });
 
-Deno.test("Pace: a migration first seen queued is timed from when it was seen running", () => {
+Deno.test("Pace: a migration first seen queued is timed from when Nova's record says it left the queue", () => {
   const p = new Pace();
   sameClock(p);
   p.sample("live", 4096, 8000);
@@ -254,9 +274,10 @@ Deno.test("Pace: a migration first seen queued is timed from when it was seen ru
     },
   );
   p.learn(later);
+  // left the queue at T+29 s (Nova's clock, ours alike): due 8 s after
   assert.equal(
     p.dueInMs(later).dueMs,
-    Math.round(8000 * (1 + LATE_MARGIN)),
+    Math.round(29_000 + 8000 * (1 + LATE_MARGIN) - 30_000),
   );
 });
 
@@ -271,6 +292,7 @@ Deno.test("Pace: while Nova queues more work for the host, the look comes later 
     { issuedAt: () => T },
   );
   p.learn(v);
+  looked(p, v);
   assert.equal(p.dueInMs(v).dueMs, Math.round(10_000 * (1 + QUEUED_MARGIN)));
 });
 
@@ -399,6 +421,7 @@ Deno.test("Pace: starts of ours too close together to tell the clocks' rate leav
     { issuedAt: (id) => issued.get(id) },
   );
   p.learn(v);
+  looked(p, v);
   assert.equal(p.clockPerNovaMs(), undefined);
   assert.deepEqual(p.dueInMs(v), { dueMs: undefined, untimed: true });
 });
@@ -444,10 +467,156 @@ Deno.test("Pace: with one slot no look is planned before the latest end the samp
       "b",
     ], { issuedAt: (id) => id === "b" ? T : undefined, pollMs: 200, limit });
     p.learn(v);
+    looked(p, v);
     return p.dueInMs(v).dueMs ?? 0;
   };
   const mean = 70_000 / 7;
   assert.ok(at(1) >= 11_000, `limit 1: ${at(1)}`);
   assert.ok(at(1) <= 11_000 + 0.011 * mean, `limit 1: ${at(1)}`);
   assert.ok(at(4) < at(1), `limit 4: ${at(4)}, limit 1: ${at(1)}`);
+});
+
+Deno.test("Pace: a migration queued behind another learns its copy alone, on Nova's clock and on ours", () => {
+  const p = new Pace();
+  sameClock(p);
+  const ram: Record<string, number> = { a: 2048, q: 4096 };
+  const at = (
+    nowMs: number,
+    recs: Array<[string, string, number]>,
+    inFlight: string[],
+  ) =>
+    p.learn(view(
+      nowMs,
+      recs.map(([id, status, updated]) => [id, {
+        ...record(id, status, T, updated),
+        id: id === "a" ? 11 : 12,
+      }]),
+      inFlight,
+      { ramOf: (id) => ram[id], issuedAt: () => T },
+    ));
+  // a copies from T; q waits in Nova's queue behind it
+  at(T + 2000, [["a", "running", T], ["q", "queued", T]], ["a", "q"]);
+  // a done at T+6 s; q left the queue then
+  at(T + 6500, [["a", "completed", T + 6000], ["q", "running", T + 6000]], [
+    "q",
+  ]);
+  at(T + 17_000, [["q", "completed", T + 16_000]], []);
+  // Nova's clock: a 6 s, q 10 s of copy (not 16 s)
+  assert.ok(Math.abs((p.predictMs("live", 4096) ?? 0) - 10_000) < 1e-6);
+  // ours: a 6.5 s, q 11 s from when it left the queue (not 17 s)
+  const b = 4500 / 2048;
+  assert.deepEqual(p.slotRate(), {
+    mbPerSecond: Math.round(1000 / b),
+    overheadMs: Math.round(6500 - 2048 * b),
+    migrations: 2,
+  });
+});
+
+Deno.test("Pace: the conductor's `accepted` is not Nova's queue: a migration seen accepted is timed from its creation", () => {
+  const p = new Pace();
+  sameClock(p);
+  const rec = (status: string, updated: number) => ({
+    ...record("a", status, T, updated),
+    id: 21,
+  });
+  const v = (nowMs: number, status: string, updated: number) =>
+    view(
+      nowMs,
+      [["a", rec(status, updated)]],
+      status === "completed" ? [] : [
+        "a",
+      ],
+      { issuedAt: () => T },
+    );
+  p.learn(v(T + 300, "accepted", T));
+  p.learn(v(T + 2000, "running", T + 1500));
+  p.learn(v(T + 10_500, "completed", T + 10_000));
+  assert.equal(p.predictMs("live", 4096), 10_000);
+});
+
+Deno.test("Pace: each start of ours gets a look a poll interval after it, then the model's; a retried VM's new start its own", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  let issued = T;
+  const v = (nowMs: number, recs: Array<[string, ObservedMigration]>) =>
+    view(nowMs, recs, ["a"], { issuedAt: () => issued });
+  // the starting pass: a poll interval on
+  assert.equal(p.dueInMs(v(T, [])).dueMs, 2000);
+  // woken 300 ms on (too soon to see the outcome): still the first look
+  p.learn(v(T + 300, []));
+  assert.equal(p.dueInMs(v(T + 300, [])).dueMs, 1700);
+  // the first look sees it copying: the model times its end
+  const running: Array<[string, ObservedMigration]> = [[
+    "a",
+    { ...record("a", "running", T, T + 500), id: 31 },
+  ]];
+  p.learn(v(T + 2000, running));
+  assert.equal(
+    p.dueInMs(v(T + 2000, running)).dueMs,
+    Math.round(30_000 * (1 + LATE_MARGIN)) - 2000,
+  );
+  // it failed; the VM's next start is looked at a poll interval after it
+  const failed: Array<[string, ObservedMigration]> = [[
+    "a",
+    { ...record("a", "error", T, T + 3000), id: 31 },
+  ]];
+  p.learn(v(T + 4000, failed));
+  issued = T + 4000;
+  assert.equal(p.dueInMs(v(T + 4000, failed)).dueMs, 2000);
+});
+
+Deno.test("Pace.firstLooksOnly: a look due only for first looks (a glance will do); not when a migration may end by then or cannot be timed", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  const issued = new Map([["new", T + 10_000]]);
+  const running = (
+    id: string,
+    createdMs: number,
+  ): [string, ObservedMigration] => [
+    id,
+    { ...record(id, "running", createdMs, createdMs), id: `r-${id}` },
+  ];
+  // "old" ends at T+30.9 s; "new" started at T+10 s, first look at T+12 s
+  const v = (ids: string[], extra: Partial<PaceView> = {}) =>
+    view(T + 10_000, [running("old", T)], ids, {
+      issuedAt: (id) => id === "old" ? T : issued.get(id),
+      ...extra,
+    });
+  p.learn({ ...v(["old"]), nowMs: T + 2000 }); // old looked at
+  assert.equal(p.firstLooksOnly(v(["old", "new"])), true);
+  assert.equal(p.dueInMs(v(["old", "new"])).dueMs, 2000);
+  // no start due a first look: the model's look
+  assert.equal(p.firstLooksOnly(v(["old"])), false);
+  // a migration the model expects to end first (a full look then)
+  assert.equal(p.firstLooksOnly(v(["old", "new"], { pollMs: 42_000 })), false);
+  // something the model cannot time: the poll interval, a full look
+  assert.equal(
+    p.firstLooksOnly(v(["old", "new"], { ramOf: () => undefined })),
+    false,
+  );
+  // a planned glance is taken once
+  p.planGlance(v(["old", "new"]));
+  assert.ok(p.takeGlance() !== undefined);
+  assert.equal(p.takeGlance(), undefined);
+});
+
+Deno.test("Pace: a start still with Nova's conductor at its first look is looked at again a poll interval later (a glance), until seen past it", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  const at = (nowMs: number, status: string) =>
+    view(nowMs, [["a", { ...record("a", status, T, T), id: 41 }]], ["a"], {
+      issuedAt: () => T,
+    });
+  p.learn(at(T + 2000, "accepted"));
+  assert.equal(p.dueInMs(at(T + 2000, "accepted")).dueMs, 2000);
+  assert.equal(p.firstLooksOnly(at(T + 2000, "accepted")), true);
+  p.learn(at(T + 4000, "preparing"));
+  assert.equal(
+    p.dueInMs(at(T + 4000, "preparing")).dueMs,
+    Math.round(30_000 * (1 + LATE_MARGIN)) - 4000,
+  );
+  assert.equal(p.firstLooksOnly(at(T + 4000, "preparing")), false);
 });

@@ -28,6 +28,10 @@ import {
   waveGate,
 } from "./wave.ts";
 import { capacityPhase } from "../../capacity/gate.ts";
+import {
+  learnedNovaLimit,
+  predictionLimit,
+} from "../../capacity/prediction_limit.ts";
 import { emit, limitOfDrain, type Pass } from "./pass.ts";
 import { finishedLookMs } from "./pass_pace.ts";
 
@@ -325,17 +329,23 @@ export async function checkCapacityFirst(
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list();
   const hypervisors = ctx.cache(HypervisorKind);
   // A host of the wave: its traits and its own drain's cap (this one's
-  // for this host; a host drained by a running Eviction, that one's).
+  // for this host; a host drained by a running Eviction, that one's),
+  // under Nova's limit where a drain of the host learned it (as `kubectl
+  // evictor plan` predicts).
   const limitOf = (name: string) =>
-    limitOfDrain(
-      settings,
-      hypervisors,
-      name === host
-        ? ev.spec
-        : evictions.find((e) =>
-          e.spec.hypervisor === name && e.status?.finishedAt === undefined
-        )?.spec ?? { hypervisor: name },
-    ).limit;
+    predictionLimit(
+      limitOfDrain(
+        settings,
+        hypervisors,
+        name === host
+          ? ev.spec
+          : evictions.find((e) =>
+            e.spec.hypervisor === name && e.status?.finishedAt === undefined
+          )?.spec ?? { hypervisor: name },
+      ).limit,
+      (name === host ? pass.state.novaLimit?.limit : undefined) ??
+        learnedNovaLimit(name, evictions),
+    );
   const phase = await capacityPhase(deps.nova, deps.capacity, {
     host,
     evictions,

@@ -11,6 +11,8 @@ import { latestRecords } from "./classify.ts";
 import { traitsHold } from "./gates.ts";
 import type { Observation } from "./observe.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
+import { glanceIsQuiet } from "./first_look.ts";
+import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan.ts";
 import type { Pass } from "./pass.ts";
 import { budgetLeftFor } from "./pass_budget.ts";
@@ -102,6 +104,7 @@ export function requeue(
   const { deps, state } = pass;
   const view = paceView(pass, plan);
   const nowMs = view.nowMs;
+  state.pace.planGlance(undefined);
   if (plan.finished) {
     state.lastFinishedCheckMs = nowMs;
     state.due = undefined;
@@ -137,6 +140,88 @@ export function requeue(
       rate: pass.rate,
     });
   state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
+  // Due only for first looks at our starts, with nothing else to do then
+  // (no busy VM, no retry, no budget to wait for): a glance will do.
+  const glanceWill = !held && summary.busy === 0 &&
+    plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
+  state.pace.planGlance(glanceWill ? view : undefined);
+  return { requeueAfterMs: delay };
+}
+
+/**
+ * Where a look at the host's migrations starts (Nova's `changes-since`):
+ * the drain's start, less the clock skew allowed between Nova and us,
+ * read on Nova's clock (Nova filters on its own, nova_clock.ts).
+ */
+export function changesSince(pass: Pass, options: PlanOptions): Date {
+  const startedMs = Date.parse(pass.status.startedAt ?? "") ||
+    pass.deps.clock.now();
+  return new Date(
+    startedMs - options.clockSkewMs + (options.novaClockOffsetMs ?? 0),
+  );
+}
+
+/**
+ * The pass due only for first looks at starts of ours (first_look.ts):
+ * one list of the host's migrations instead of a full look. When it shows
+ * nothing to act on, the model learns from it and times the next look,
+ * with no status write and nothing planned; otherwise (a migration ended
+ * or failed, a start not listed, the list failed) undefined: a full pass
+ * looks afresh.
+ */
+export async function glance(
+  pass: Pass,
+  fingerprint: string,
+  options: PlanOptions,
+): Promise<ReconcileResult | undefined> {
+  const { ctx, deps, state } = pass;
+  const planned = state.pace.takeGlance();
+  if (planned === undefined || state.due?.fingerprint !== fingerprint) {
+    return undefined;
+  }
+  if (state.woken || pass.retried) return undefined;
+  if (pass.status.finishedAt !== undefined) return undefined;
+  // budget freed for this drain: a full pass may start migrations
+  if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
+  let migrations;
+  try {
+    migrations = await deps.nova.listMigrations(
+      { host: pass.host, changesSince: changesSince(pass, options) },
+      ctx.signal,
+    );
+  } catch {
+    return undefined; // the full pass looks again, and says why it failed
+  }
+  const latest = latestRecords(migrations, pass.host);
+  const quiet = glanceIsQuiet(
+    planned.inFlight.map((e) => e.id),
+    (id) => planned.issuedAt(id) !== undefined,
+    (id) => latest.get(id)?.latest.status,
+  );
+  if (!quiet) return undefined;
+  const view: PaceView = {
+    ...planned,
+    nowMs: deps.clock.now(),
+    records: new Map(
+      [...latest].map(([id, r]) => [id, r.inProgress ?? r.latest]),
+    ),
+  };
+  state.pace.learn(view);
+  const { dueMs, untimed } = state.pace.dueInMs(view);
+  const delay = requeueAfterMs({
+    dueMs,
+    untimed,
+    inFlight: view.inFlight.length,
+    retryInMs: undefined,
+    watching: false,
+    pollIntervalMs: deps.pollIntervalMs,
+    maxPollMs: deps.maxPollMs,
+    slowPollMs: deps.slowPollMs,
+    rate: pass.rate,
+  });
+  state.due = { atMs: view.nowMs + delay * pass.rate, fingerprint };
+  state.pace.planGlance(state.pace.firstLooksOnly(view) ? view : undefined);
+  pass.log.debug({ nextLookMs: delay }, "glanced at the migrations: quiet");
   return { requeueAfterMs: delay };
 }
 

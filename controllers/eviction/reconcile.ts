@@ -47,7 +47,14 @@ import {
   wakeForBudgetLeft,
   writeIntent,
 } from "./pass_budget.ts";
-import { fingerprintOf, learn, requeue, skipEarly } from "./pass_pace.ts";
+import {
+  changesSince,
+  fingerprintOf,
+  glance,
+  learn,
+  requeue,
+  skipEarly,
+} from "./pass_pace.ts";
 
 export type { EvictionClock, EvictionPassDeps } from "./pass.ts";
 export { planOptionsFor } from "./pass.ts";
@@ -143,6 +150,8 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(pass, fingerprint, settings);
   if (early !== undefined) return { result: early };
+  const glanced = await glance(pass, fingerprint, options);
+  if (glanced !== undefined) return { result: glanced };
   // A full pass: it plans with the budget as it is now (and waits again
   // if that holds its starts back).
   deps.memory.budgetWaiters.delete(ctx.key);
@@ -211,11 +220,7 @@ async function observeOrKeep(
   options: PlanOptions,
 ): Promise<Observation> {
   const { deps, host, status } = pass;
-  const startedMs = Date.parse(status.startedAt ?? "") || deps.clock.now();
-  // Nova filters on its own clock: the drain's start, read on Nova's.
-  const since = new Date(
-    startedMs - options.clockSkewMs + (options.novaClockOffsetMs ?? 0),
-  );
+  const since = changesSince(pass, options);
   try {
     const seen = await observe(
       deps.nova,

@@ -433,6 +433,76 @@ Deno.test({
 
 Deno.test({
   name:
+    "lane: with timings learned, a start failing for no valid host is on the Eviction within two poll intervals of its record's error",
+  ignore: !available,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const host = "node001";
+    const servers: ServerSpec[] = ["fa", "fb", "fc", "fd"].map((name) => ({
+      name,
+      host,
+      size: "small" as const,
+    }));
+    // one at a time: the drain learns from the first two (7-10 s each on
+    // the fake driver) and then looks when a migration should end
+    await withLane(servers, [host], [
+      "--eviction-concurrency=1",
+    ], async (lane) => {
+      const { b } = lane;
+      await lane.kubectl(
+        ["create", "-f", "-"],
+        evictionYaml(host, lane.labels, "first-look"),
+      );
+      await until(
+        "two migrations done and the third copying",
+        async () => {
+          const ms = await lane.migrationsFrom(host);
+          const done = ms.filter((m) => m.status === "completed").length;
+          const copying = ms.some((m) =>
+            m.status === "preparing" || m.status === "running"
+          );
+          return done === 2 && copying ? true : undefined;
+        },
+        180_000,
+        lane.diagnostics,
+      );
+      for (const h of b.hosts.filter((h) => h !== host)) {
+        await b.setHostEnabled(h, false);
+      }
+      let failed: RawMigration | undefined;
+      const deadline = Date.now() + 120_000;
+      while (failed === undefined && Date.now() < deadline) {
+        failed = (await lane.migrationsFrom(host)).find((m) =>
+          m.status === "error"
+        );
+        if (failed === undefined) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(failed !== undefined, "a start failed for no valid host");
+      const seenMs = Date.now();
+      let reportedMs: number | undefined;
+      while (reportedMs === undefined && Date.now() < seenMs + 60_000) {
+        const ev = await lane.eviction(host);
+        if (ev?.status?.failed?.some((f) => f.id === failed.instance_uuid)) {
+          reportedMs = Date.now();
+        } else await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(reportedMs !== undefined, "the failure reported");
+      const lag = (reportedMs - seenMs) / 1000;
+      console.log(
+        `lane: NoValidHost with timings learned reported ${
+          lag.toFixed(1)
+        } s after its record said error`,
+      );
+      // --poll-interval=1s: within two (0.7 s here; before the first look
+      // after a start, 6.3 s in this test and 22.7 s in the issue's run)
+      assert.ok(lag <= 2, `reported ${lag.toFixed(1)} s after the error`);
+    });
+  },
+});
+
+Deno.test({
+  name:
     "lane: a wave of two hosts under a cluster budget of 2: both disabled before any migration, never more than 2 at once, no VM moved twice",
   ignore: !available,
   sanitizeOps: false,
