@@ -72,6 +72,12 @@ export interface OpenStackCloud {
   >;
   /** The compute hosts, `node001`.. */
   hosts: string[];
+  /**
+   * The message broker, `amqp://user:pass@127.0.0.1:PORT/`. Nova publishes
+   * versioned notifications on its topic exchange `nova` (routing keys
+   * `versioned_notifications.info` and `.error`).
+   */
+  amqpUrl: string;
   /** The admin user (project admin, domain Default). */
   admin: { username: string; password: string; projectName: string };
   /** An application credential of the admin user (unrestricted). */
@@ -134,6 +140,13 @@ function cacheRoot(): string {
 }
 
 const ADMIN_PASSWORD = "lane-admin-secret";
+/** The broker's user (loopback_users = none lets it in over TCP). */
+const RABBIT_USER = "guest";
+const RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+/** The queues oslo.messaging declares for Nova's (versioned) notifications. */
+const NOTIFICATION_QUEUES = "^(versioned_)?notifications\\.";
+/** Unconsumed notifications kept per queue; older ones are dropped. */
+const NOTIFICATION_QUEUE_MAX = 1000;
 const REGION = "RegionOne";
 
 /**
@@ -277,8 +290,12 @@ export async function startOpenStack(
         HOST: host,
       });
     }
-    const run = (what: string, cmd: string, args: string[]) =>
-      runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline);
+    const run = (
+      what: string,
+      cmd: string,
+      args: string[],
+      env?: Record<string, string>,
+    ) => runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline, env);
 
     // MariaDB and RabbitMQ (with our own epmd, so every pid is ours).
     await phase("database and message queue", async () => {
@@ -343,6 +360,17 @@ export async function startOpenStack(
         deadline,
         died,
       );
+      // Nova's notifications go to queues nothing consumes (oslo.messaging
+      // declares them so that no notification is lost): cap them, or they
+      // grow for as long as the cloud runs.
+      await run("rabbitmq-policy", RABBITMQCTL, [
+        "set_policy",
+        "--apply-to",
+        "queues",
+        "notification-queues-capped",
+        NOTIFICATION_QUEUES,
+        JSON.stringify({ "max-length": NOTIFICATION_QUEUE_MAX }),
+      ], rabbitEnv);
     });
 
     // Schemas: Keystone first (the others only need the database).
@@ -580,6 +608,8 @@ export async function startOpenStack(
       {
         endpoints,
         hosts,
+        amqpUrl:
+          `amqp://${RABBIT_USER}:${RABBIT_USER}@127.0.0.1:${ports.RABBIT_PORT}/`,
         adminPassword: ADMIN_PASSWORD,
         applicationCredential,
         imageId,
@@ -602,6 +632,7 @@ export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 interface Descriptor {
   endpoints: OpenStackCloud["endpoints"];
   hosts: string[];
+  amqpUrl: string;
   adminPassword: string;
   applicationCredential: { id: string; secret: string };
   imageId: string;
@@ -614,6 +645,7 @@ export function describeOpenStack(cloud: OpenStackCloud): string {
   const d: Descriptor = {
     endpoints: cloud.endpoints,
     hosts: cloud.hosts,
+    amqpUrl: cloud.amqpUrl,
     adminPassword: cloud.admin.password,
     applicationCredential: cloud.applicationCredential,
     imageId: cloud.imageId,
@@ -670,6 +702,7 @@ function cloudFrom(
     region: REGION,
     endpoints,
     hosts: d.hosts,
+    amqpUrl: d.amqpUrl,
     admin: {
       username: "admin",
       password: d.adminPassword,
@@ -763,9 +796,11 @@ async function runTool(
   args: string[],
   logPath: string,
   deadline: number,
+  env?: Record<string, string>,
 ): Promise<void> {
   const status = await new Deno.Command(cmd, {
     args,
+    ...(env === undefined ? {} : { env }),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
