@@ -23,6 +23,33 @@ import {
 const ROOT = new URL("../../", import.meta.url);
 const TEMPLATES = new URL("hack/openstack/templates/", ROOT).pathname;
 const INSTALL = new URL("hack/openstack/install.sh", ROOT).pathname;
+/** hack/openstack/driver: the lane's compute driver, first on the computes' path. */
+const DRIVER_DIR = new URL("hack/openstack/driver", ROOT).pathname;
+
+/**
+ * The lane's own compute driver (hack/openstack/driver/lane_driver.py): Nova's
+ * fake live-migrating driver whose live migrations a test steers per server
+ * through metadata ({@linkcode LaneMigrationMetadata}), and which keeps its
+ * guests across a compute restart.
+ */
+export const LANE_COMPUTE_DRIVER = "lane_driver.LaneDriver";
+
+/**
+ * Server metadata the lane's compute driver reads when a live migration's
+ * copy starts (values are strings, as Nova's metadata).
+ */
+export interface LaneMigrationMetadata {
+  /** Seconds the copy runs (default 5); abort and force-complete end it. */
+  lane_copy_seconds?: string;
+  /**
+   * How a failing attempt ends after its copy: `error` or `failed` (rolled
+   * back: the record gets that status, the server stays ACTIVE on its
+   * source), or `instance-error` (the record `error`, the server ERROR).
+   */
+  lane_fail?: "error" | "failed" | "instance-error";
+  /** How many attempts fail (default every one), counted per source host. */
+  lane_fail_times?: string;
+}
 
 /** The packages whose presence means the cloud can start here. */
 const MARKER_BINARIES = [
@@ -41,7 +68,10 @@ const MARKER_BINARIES = [
 export interface OpenStackOptions {
   /** nova-compute processes, hosts `node001`.. (default 3). */
   computes?: number;
-  /** `compute_driver` (default `fake.FakeLiveMigrateDriver`). */
+  /**
+   * `compute_driver` (default {@linkcode LANE_COMPUTE_DRIVER}; Nova's own,
+   * e.g. `fake.FakeLiveMigrateDriver`, also work).
+   */
   computeDriver?: string;
   /** nova.conf `max_concurrent_live_migrations` (default 1, Nova's default). */
   maxConcurrentLiveMigrations?: number;
@@ -193,7 +223,7 @@ export async function startOpenStack(
     ADMIN_PASSWORD,
     TOKEN_EXPIRATION: String(options.tokenExpirationSeconds ?? 3600),
     MAX_LIVE_MIGRATIONS: String(options.maxConcurrentLiveMigrations ?? 1),
-    COMPUTE_DRIVER: options.computeDriver ?? "fake.FakeLiveMigrateDriver",
+    COMPUTE_DRIVER: options.computeDriver ?? LANE_COMPUTE_DRIVER,
     ...Object.fromEntries(
       Object.entries(ports).map(([k, v]) => [k, String(v)]),
     ),
@@ -519,7 +549,7 @@ export async function startOpenStack(
       start(host, "nova-compute", [
         "--config-file",
         `${dir}/etc/nova/${host}.conf`,
-      ]);
+      ], { PYTHONPATH: DRIVER_DIR });
     }
     await phase(
       "nova computes up",
