@@ -41,6 +41,8 @@ export const LANE_COMPUTE_DRIVER = "lane_driver.LaneDriver";
 export interface LaneMigrationMetadata {
   /** Seconds the copy runs (default 5); abort and force-complete end it. */
   lane_copy_seconds?: string;
+  /** How many attempts copy that long (default every one; later ones 5 s). */
+  lane_slow_times?: string;
   /**
    * How a failing attempt ends after its copy: `error` or `failed` (rolled
    * back: the record gets that status, the server stays ACTIVE on its
@@ -75,6 +77,8 @@ export interface OpenStackOptions {
   computeDriver?: string;
   /** nova.conf `max_concurrent_live_migrations` (default 1, Nova's default). */
   maxConcurrentLiveMigrations?: number;
+  /** Per-host `max_concurrent_live_migrations` over the one above. */
+  liveMigrationLimitOf?: Record<string, number>;
   /** Keystone token lifetime in seconds (default 3600). */
   tokenExpirationSeconds?: number;
   /** Give up starting after this long (default 900 s: heavy load is slow). */
@@ -102,6 +106,8 @@ export interface OpenStackCloud {
   >;
   /** The compute hosts, `node001`.. */
   hosts: string[];
+  /** Each host's nova.conf `max_concurrent_live_migrations`. */
+  liveMigrationLimits: Record<string, number>;
   /**
    * The message broker, `amqp://user:pass@127.0.0.1:PORT/`. Nova publishes
    * versioned notifications on its topic exchange `nova` (routing keys
@@ -218,6 +224,11 @@ export async function startOpenStack(
     NEUTRON_PORT: freePort(),
     NOVA_PORT: freePort(),
   };
+  const liveMigrationLimits = Object.fromEntries(hosts.map((h) => [
+    h,
+    options.liveMigrationLimitOf?.[h] ??
+      options.maxConcurrentLiveMigrations ?? 1,
+  ]));
   const fields: Record<string, string> = {
     STATE: dir,
     ADMIN_PASSWORD,
@@ -318,6 +329,7 @@ export async function startOpenStack(
     for (const host of hosts) {
       await render("nova-compute.conf", `etc/nova/${host}.conf`, {
         HOST: host,
+        MAX_LIVE_MIGRATIONS: String(liveMigrationLimits[host]),
       });
     }
     const run = (
@@ -486,21 +498,7 @@ export async function startOpenStack(
 
     // Keystone can serve as soon as its schema is there.
     const uwsgi = (name: string, port: number, wsgi: string, env = {}) =>
-      start(name, "/usr/bin/uwsgi_python3", [
-        // HTTP/1.1 with keep-alive: with plain --http-socket uwsgi closes
-        // connections that Python clients then reuse (RemoteDisconnected).
-        "--http11-socket",
-        `127.0.0.1:${port}`,
-        "--wsgi-file",
-        wsgi,
-        "--processes",
-        "1",
-        "--threads",
-        "8",
-        "--die-on-term",
-        "--need-app",
-        "--disable-logging",
-      ], env);
+      start(name, "/usr/bin/uwsgi_python3", uwsgiArgs(port, wsgi), env);
     await schemas;
     uwsgi("keystone", ports.KEYSTONE_PORT, "/usr/bin/keystone-wsgi-public", {
       OS_KEYSTONE_CONFIG_DIR: `${dir}/etc/keystone`,
@@ -638,6 +636,7 @@ export async function startOpenStack(
       {
         endpoints,
         hosts,
+        liveMigrationLimits,
         amqpUrl:
           `amqp://${RABBIT_USER}:${RABBIT_USER}@127.0.0.1:${ports.RABBIT_PORT}/`,
         adminPassword: ADMIN_PASSWORD,
@@ -655,6 +654,88 @@ export async function startOpenStack(
   }
 }
 
+/** uwsgi serving `wsgi` on 127.0.0.1:`port`. */
+function uwsgiArgs(port: number, wsgi: string): string[] {
+  return [
+    // HTTP/1.1 with keep-alive: with plain --http-socket uwsgi closes
+    // connections that Python clients then reuse (RemoteDisconnected).
+    "--http11-socket",
+    `127.0.0.1:${port}`,
+    "--wsgi-file",
+    wsgi,
+    "--processes",
+    "1",
+    "--threads",
+    "8",
+    "--die-on-term",
+    "--need-app",
+    "--disable-logging",
+  ];
+}
+
+/** A second Keystone of a running cloud; see {@linkcode startShortTokenKeystone}. */
+export interface ShortTokenKeystone {
+  /** Its Keystone v3, `http://127.0.0.1:PORT/v3`. */
+  authUrl: string;
+  /** Stops it (the cloud's own Keystone goes on). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a second Keystone on the cloud's database and keys whose tokens
+ * live `seconds`. The rest of the cloud (Nova's, Placement's token checks)
+ * accepts its tokens as the first one's, and refuses them once expired: a
+ * client that authenticates here has to re-authenticate, while the shared
+ * cloud keeps its long tokens. The process belongs to the caller (it is
+ * killed with it).
+ */
+export async function startShortTokenKeystone(
+  cloud: OpenStackCloud,
+  seconds: number,
+): Promise<ShortTokenKeystone> {
+  if (!Number.isInteger(seconds) || seconds < 1) {
+    throw new RangeError(
+      `token lifetime: got ${seconds}; expected an integer number of seconds >= 1`,
+    );
+  }
+  const port = freePort();
+  const conf = `${cloud.dir}/etc/keystone-${port}`;
+  await Deno.mkdir(conf, { recursive: true });
+  const text = await Deno.readTextFile(
+    `${cloud.dir}/etc/keystone/keystone.conf`,
+  );
+  await Deno.writeTextFile(
+    `${conf}/keystone.conf`,
+    text.replace(/^expiration = \d+$/m, `expiration = ${seconds}`),
+  );
+  const p = startProcessGroup(
+    `keystone-${port}`,
+    "/usr/bin/uwsgi_python3",
+    uwsgiArgs(port, "/usr/bin/keystone-wsgi-public"),
+    `${cloud.dir}/logs/keystone-${port}.log`,
+    {
+      ...Deno.env.toObject(),
+      OS_KEYSTONE_CONFIG_DIR: conf,
+      OS_KEYSTONE_CONFIG_FILES: "keystone.conf",
+    },
+  );
+  const authUrl = `http://127.0.0.1:${port}/v3`;
+  const died: string[] = [];
+  p.exited.then((code) => died.push(`keystone-${port} exited with ${code}`));
+  try {
+    await waitFor(
+      `a token from the Keystone on port ${port}`,
+      () => new AdminSession(authUrl, cloud.admin.password).ready(),
+      Date.now() + 120_000,
+      died,
+    );
+  } catch (error) {
+    await p.stop(10_000);
+    throw error;
+  }
+  return { authUrl, stop: () => p.stop(10_000) };
+}
+
 /** The environment variable that hands a running cloud to test processes. */
 export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 
@@ -662,6 +743,7 @@ export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 interface Descriptor {
   endpoints: OpenStackCloud["endpoints"];
   hosts: string[];
+  liveMigrationLimits: Record<string, number>;
   amqpUrl: string;
   adminPassword: string;
   applicationCredential: { id: string; secret: string };
@@ -675,6 +757,7 @@ export function describeOpenStack(cloud: OpenStackCloud): string {
   const d: Descriptor = {
     endpoints: cloud.endpoints,
     hosts: cloud.hosts,
+    liveMigrationLimits: cloud.liveMigrationLimits,
     amqpUrl: cloud.amqpUrl,
     adminPassword: cloud.admin.password,
     applicationCredential: cloud.applicationCredential,
@@ -732,6 +815,7 @@ function cloudFrom(
     region: REGION,
     endpoints,
     hosts: d.hosts,
+    liveMigrationLimits: d.liveMigrationLimits,
     amqpUrl: d.amqpUrl,
     admin: {
       username: "admin",

@@ -8,6 +8,9 @@ by the test through the server's metadata, read when the copy starts:
 ``lane_copy_seconds``
     How long the copy runs (default 5, as the stock fake driver's). An abort
     or a force-complete ends it early.
+``lane_slow_times``
+    How many attempts copy for ``lane_copy_seconds`` (default: every one);
+    later ones take the default 5 s.
 ``lane_fail``
     How a failing attempt ends once its copy time is over: ``error`` or
     ``failed`` (the driver rolls back, as libvirt does on a failed copy: the
@@ -54,6 +57,7 @@ def _plan(instance):
     copy = meta.get("lane_copy_seconds")
     fail = meta.get("lane_fail")
     times = meta.get("lane_fail_times")
+    slow_times = meta.get("lane_slow_times")
     try:
         copy = float(copy) if copy is not None else _DEFAULT_COPY_SECONDS
     except ValueError:
@@ -70,7 +74,13 @@ def _plan(instance):
         LOG.error("lane_fail_times %r is not an integer; failing every "
                   "attempt", times, instance=instance)
         times = None
-    return copy, fail, times
+    try:
+        slow_times = int(slow_times) if slow_times is not None else None
+    except ValueError:
+        LOG.error("lane_slow_times %r is not an integer; every attempt slow",
+                  slow_times, instance=instance)
+        slow_times = None
+    return copy, fail, times, slow_times
 
 
 class LaneDriver(fake.FakeLiveMigrateDriver):
@@ -191,9 +201,11 @@ class LaneDriver(fake.FakeLiveMigrateDriver):
     def live_migration(self, context, instance, dest,
                        post_method, recover_method, block_migration=False,
                        migrate_data=None):
-        copy_seconds, fail, fail_times = _plan(instance)
+        copy_seconds, fail, fail_times, slow_times = _plan(instance)
         uuid = instance.uuid
         attempt = self._attempts.get(uuid, 0) + 1
+        if slow_times is not None and attempt > slow_times:
+            copy_seconds = _DEFAULT_COPY_SECONDS
         self._attempts[uuid] = attempt
         self._save()
         flags = {"abort": False, "complete": False}
