@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { EvictionPolicyKind } from "../../controllers/kinds.ts";
 import { sharedEnvtest } from "../harness/envtest.ts";
 import {
   laneCloud,
@@ -227,96 +226,6 @@ Deno.test({
       assert.equal(moved.host, "node003");
       const done = await lane.migrationsFrom(host);
       assert.equal(done.filter((m) => m.status === "completed").length, 1);
-    });
-  },
-});
-
-Deno.test({
-  name:
-    "lane: a wave of two hosts under a cluster budget of 2: both disabled before any migration, never more than 2 at once, no VM moved twice",
-  ignore: !available,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const hosts = ["node001", "node002"];
-    const servers: ServerSpec[] = hosts.flatMap((host, i) => [
-      { name: `w${i}a`, host, size: "small" as const },
-      { name: `w${i}b`, host, size: "small" as const },
-    ]);
-    await withLane(servers, hosts, [
-      "--eviction-concurrency=2",
-    ], async (lane) => {
-      const { b } = lane;
-      await lane.client.create(EvictionPolicyKind, {
-        metadata: { name: "default" },
-        spec: { maxConcurrentMigrations: 2, clusterMaxConcurrentMigrations: 2 },
-      });
-      try {
-        await lane.kubectl(
-          ["create", "-f", "-"],
-          hosts.map((h) => evictionYaml(h, lane.labels, "wave")).join("---\n"),
-        );
-        let watching = true;
-        const violations: string[] = [];
-        let most = 0;
-        const watcher = (async () => {
-          while (watching) {
-            const ms = (await Promise.all(
-              hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
-            )).flat();
-            const services = await Promise.all(
-              hosts.map((h) =>
-                b.nova.findComputeService(h).catch(() => undefined)
-              ),
-            );
-            if (
-              ms.length > 0 && services.some((s) => s?.status === "enabled")
-            ) violations.push("a migration while a wave host was enabled");
-            const running = ms.filter((m) =>
-              ["accepted", "queued", "preparing", "running"].includes(m.status)
-            ).length;
-            most = Math.max(most, running);
-            await new Promise((r) =>
-              setTimeout(r, 300)
-            );
-          }
-        })();
-        for (const h of hosts) {
-          await until(
-            `Eviction ${h} Succeeded`,
-            async () => {
-              const e = await lane.eviction(h);
-              return condition(e, "Evicting")?.reason === "Succeeded"
-                ? e
-                : undefined;
-            },
-            600_000,
-            lane.diagnostics,
-          );
-        }
-        watching = false;
-        await watcher;
-        assert.deepEqual(violations, []);
-        assert.ok(most <= 2, `${most} migrations in progress at once`);
-        const ours = new Set(b.servers.values());
-        for (const h of hosts) {
-          const left = (await b.nova.listServersOnHost(h)).filter((s) =>
-            ours.has(s.id)
-          );
-          assert.deepEqual(left.map((s) => s.name), [], h);
-        }
-        const records = (await Promise.all(hosts.map(lane.migrationsFrom)))
-          .flat();
-        const per = new Map<string, number>();
-        for (const m of records) {
-          per.set(m.instance_uuid, (per.get(m.instance_uuid) ?? 0) + 1);
-        }
-        for (const [name, id] of b.servers) {
-          assert.equal(per.get(id), 1, `${name} migrated ${per.get(id)} times`);
-        }
-      } finally {
-        await lane.client.delete(EvictionPolicyKind, "default").catch(() => {});
-      }
     });
   },
 });

@@ -229,3 +229,95 @@ export function evictionYaml(
     "",
   ].join("\n");
 }
+
+/** Statuses of a migration record Nova still works on. */
+export const IN_PROGRESS: readonly string[] = [
+  "accepted",
+  "queued",
+  "preparing",
+  "running",
+];
+
+/** One look at Nova's records of a scenario's servers. */
+export interface MigrationSample {
+  /** When the look ended (ms, this process's clock). */
+  at: number;
+  /** Every record of the scenario's servers from or to the hosts looked at. */
+  records: RawMigration[];
+}
+
+/**
+ * Looks at Nova's migration records of the scenario's servers from and to
+ * `hosts` every 300 ms (without `changes-since`, which leaves out a record
+ * Nova has not updated yet) until `stop`, which gives every look.
+ */
+export function sampleMigrations(
+  lane: Lane,
+  hosts: string[],
+): { stop(): Promise<MigrationSample[]> } {
+  const samples: MigrationSample[] = [];
+  let running = true;
+  const ours = () => new Set(lane.b.servers.values());
+  const loop = (async () => {
+    while (running) {
+      const lists = await Promise.all(hosts.map(async (host) => {
+        const r = await lane.b.raw(
+          "compute",
+          "GET",
+          `/os-migrations?host=${host}`,
+          { microversion: "2.80" },
+        ).catch(() => undefined);
+        return r?.status === 200
+          ? (r.body as { migrations: RawMigration[] }).migrations
+          : undefined;
+      }));
+      if (lists.every((l) => l !== undefined)) {
+        const mine = ours();
+        const byId = new Map<number, RawMigration>();
+        for (const m of lists.flat()) {
+          if (m && mine.has(m.instance_uuid)) byId.set(m.id, m);
+        }
+        samples.push({ at: Date.now(), records: [...byId.values()] });
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+/** Waits until the Eviction of `host` has Evicting reason `reason`. */
+export function evictingReason(
+  lane: Lane,
+  host: string,
+  reason: string,
+  timeoutMs = 600_000,
+): Promise<Eviction> {
+  return until(
+    `Eviction ${host} Evicting=${reason}`,
+    async () => {
+      const e = await lane.eviction(host);
+      return condition(e, "Evicting")?.reason === reason ? e : undefined;
+    },
+    timeoutMs,
+    lane.diagnostics,
+  );
+}
+
+/** Each server's records from `host`, oldest first, by server name. */
+export async function recordsByName(
+  lane: Lane,
+  host: string,
+): Promise<Map<string, RawMigration[]>> {
+  const records = (await lane.migrationsFrom(host)).sort((a, b) => a.id - b.id);
+  const out = new Map<string, RawMigration[]>();
+  for (const [name, id] of lane.b.servers) {
+    out.set(name, records.filter((m) => m.instance_uuid === id));
+  }
+  return out;
+}

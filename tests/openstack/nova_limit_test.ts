@@ -1,0 +1,209 @@
+/**
+ * Nova's per-host limit of live migrations (`max_concurrent_live_migrations`
+ * 1, Nova's default) against the operator on the real cloud, with slow
+ * copies from the lane's compute driver: a migration Nova holds `queued`
+ * behind a slow one is never aborted as stuck, and a wave of two hosts under
+ * a cluster budget of 2 copies one VM per host at once instead of spending
+ * the budget on Nova's queue.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { EvictionPolicyKind } from "../../controllers/kinds.ts";
+import type { ServerSpec } from "./contract_backends.ts";
+import {
+  available,
+  evictingReason,
+  evictionYaml,
+  IN_PROGRESS,
+  type Lane,
+  recordsByName,
+  sampleMigrations,
+  withLane,
+} from "./lane.ts";
+
+const TIMEOUT_SECONDS = 12;
+
+/** Runs `fn` with the cluster's EvictionPolicy set to `spec`. */
+async function withPolicy(
+  lane: Lane,
+  spec: Record<string, unknown>,
+  fn: () => Promise<void>,
+): Promise<void> {
+  await lane.client.create(EvictionPolicyKind, {
+    metadata: { name: "default" },
+    spec,
+  });
+  try {
+    await fn();
+  } finally {
+    await lane.client.delete(EvictionPolicyKind, "default").catch(() => {});
+  }
+}
+
+Deno.test({
+  name:
+    "lane: abortStuckMigrations at Nova's limit 1: only the slow copying migration is aborted, after its own timeout; the one Nova held queued behind it never is",
+  ignore: !available,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const host = "node002";
+    const servers: ServerSpec[] = [
+      // The larger starts first and copies for 40 s the first time; the
+      // other waits in Nova's queue behind it.
+      {
+        name: "slow",
+        host,
+        size: "medium",
+        migration: { lane_copy_seconds: "40", lane_slow_times: "1" },
+      },
+      { name: "queued", host, size: "small" },
+    ];
+    await withLane(servers, [host], [
+      "--eviction-concurrency=2",
+    ], async (lane) => {
+      await withPolicy(lane, {
+        maxConcurrentMigrations: 2,
+        abortStuckMigrations: true,
+        migrationTimeoutSeconds: TIMEOUT_SECONDS,
+      }, async () => {
+        const sampler = sampleMigrations(lane, [host]);
+        await lane.kubectl(
+          ["create", "-f", "-"],
+          evictionYaml(host, lane.labels, "stuck"),
+        );
+        const done = await evictingReason(lane, host, "Succeeded");
+        const samples = await sampler.stop();
+        const records = await recordsByName(lane, host);
+        const of = (n: string) => (records.get(n) ?? []).map((m) => m.status);
+        assert.deepEqual(of("slow"), ["cancelled", "completed"]);
+        assert.deepEqual(of("queued"), ["completed"]);
+        // Nova held the second queued while the first copied.
+        const queuedId = records.get("queued")?.[0]?.id;
+        assert.ok(
+          samples.some((s) =>
+            s.records.some((m) => m.id === queuedId && m.status === "queued")
+          ),
+          "the second migration was never seen queued in Nova",
+        );
+        // The abort came after the slow one's own timeout, and the queued
+        // one had waited past that timeout without being aborted.
+        const aborted = records.get("slow")?.[0];
+        const queued = records.get("queued")?.[0];
+        assert.ok(aborted && queued);
+        const at = (s: string | null) => Date.parse(`${s}Z`);
+        const copiedFor = (at(aborted.updated_at) - at(aborted.created_at)) /
+          1000;
+        const queuedFor = (at(aborted.updated_at) - at(queued.created_at)) /
+          1000;
+        console.log(
+          `lane stuck: aborted after ${copiedFor} s (timeout ${TIMEOUT_SECONDS} s), the queued one waiting ${queuedFor} s by then`,
+        );
+        assert.ok(copiedFor >= TIMEOUT_SECONDS, `aborted after ${copiedFor} s`);
+        assert.ok(copiedFor < 40, `not aborted before its copy ended`);
+        assert.ok(queuedFor >= TIMEOUT_SECONDS - 1, `queued ${queuedFor} s`);
+        assert.equal(done.status?.migratedCount, 2);
+      });
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "lane: a wave of two hosts under a cluster budget of 2 at Nova's limit 1: both disabled before any migration, one copy per host at once, never more than 2 in flight, no VM moved twice",
+  ignore: !available,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const hosts = ["node001", "node002"];
+    const servers: ServerSpec[] = hosts.flatMap((host, i) =>
+      ["a", "b", "c"].map((x) => ({
+        name: `w${i}${x}`,
+        host,
+        size: "small" as const,
+        migration: { lane_copy_seconds: "8" },
+      }))
+    );
+    await withLane(servers, hosts, [
+      "--eviction-concurrency=2",
+    ], async (lane) => {
+      const { b } = lane;
+      await withPolicy(lane, {
+        maxConcurrentMigrations: 2,
+        clusterMaxConcurrentMigrations: 2,
+      }, async () => {
+        const sampler = sampleMigrations(lane, hosts);
+        let watching = true;
+        const violations: string[] = [];
+        const services = (async () => {
+          while (watching) {
+            const ms = (await Promise.all(
+              hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
+            )).flat();
+            const svc = await Promise.all(
+              hosts.map((h) =>
+                b.nova.findComputeService(h).catch(() => undefined)
+              ),
+            );
+            if (ms.length > 0 && svc.some((s) => s?.status === "enabled")) {
+              violations.push("a migration while a wave host was enabled");
+            }
+            await new Promise((r) => setTimeout(r, 300));
+          }
+        })();
+        const t0 = Date.now();
+        await lane.kubectl(
+          ["create", "-f", "-"],
+          hosts.map((h) => evictionYaml(h, lane.labels, "wave")).join("---\n"),
+        );
+        for (const h of hosts) await evictingReason(lane, h, "Succeeded");
+        const seconds = (Date.now() - t0) / 1000;
+        watching = false;
+        await services;
+        const samples = await sampler.stop();
+        assert.deepEqual(violations, []);
+        const inFlight = samples.map((s) =>
+          s.records.filter((m) => IN_PROGRESS.includes(m.status)).length
+        );
+        const copying = samples.map((s) =>
+          hosts.filter((h) =>
+            s.records.some((m) =>
+              m.source_compute === h && m.status === "running"
+            )
+          ).length
+        );
+        const both = copying.filter((n) => n === 2).length;
+        const busy = copying.filter((n) => n > 0).length;
+        console.log(
+          `lane wave at Nova's limit 1: ${
+            seconds.toFixed(1)
+          } s; both hosts copying in ${both} of ${busy} busy samples`,
+        );
+        assert.ok(
+          Math.max(...inFlight) <= 2,
+          `${Math.max(...inFlight)} in flight`,
+        );
+        // Without the cap at Nova's limit both slots go to one host (one
+        // copies, one waits queued) and the hosts never copy at once.
+        assert.ok(
+          both >= busy * 0.25,
+          `both hosts copied at once in only ${both} of ${busy} samples`,
+        );
+        const ours = new Set(b.servers.values());
+        for (const h of hosts) {
+          const left = (await b.nova.listServersOnHost(h)).filter((s) =>
+            ours.has(s.id)
+          );
+          assert.deepEqual(left.map((s) => s.name), [], h);
+        }
+        for (const h of hosts) {
+          for (const [name, rs] of await recordsByName(lane, h)) {
+            if (!name.startsWith(`w${hosts.indexOf(h)}`)) continue;
+            assert.deepEqual(rs.map((m) => m.status), ["completed"], name);
+          }
+        }
+      });
+    });
+  },
+});
