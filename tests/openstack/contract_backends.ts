@@ -14,6 +14,7 @@ import {
   type LaneMigrationMetadata,
   openStackAvailable,
   type OpenStackCloud,
+  type OpenStackOptions,
   useOpenStack,
 } from "../harness/openstack.ts";
 import { captureLogger } from "../harness/openstack_util.ts";
@@ -71,10 +72,19 @@ export async function backendKinds(): Promise<Backend["kind"][]> {
   return await openStackAvailable() ? ["simulator", "nova"] : ["simulator"];
 }
 
+/**
+ * The lane's cloud: three computes; node003 runs three live migrations at
+ * once (the policy-lowered test), node001 and node002 Nova's default of one.
+ */
+export const LANE_CLOUD: OpenStackOptions = {
+  computes: 3,
+  liveMigrationLimitOf: { node003: 3 },
+};
+
 let cloud: Promise<OpenStackCloud> | undefined;
 /** The lane's cloud: the shared one, or one started for this process. */
 export function laneCloud(): Promise<OpenStackCloud> {
-  cloud ??= useOpenStack({ computes: 3 });
+  cloud ??= useOpenStack(LANE_CLOUD);
   return cloud;
 }
 
