@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { sharedEnvtest } from "../harness/envtest.ts";
 import {
   laneCloud,
   openBackend,
@@ -17,6 +16,7 @@ import {
   available,
   condition,
   evictionYaml,
+  planWithPlugin,
   type RawMigration,
   until,
   withLane,
@@ -237,7 +237,6 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const api = await sharedEnvtest();
     const cloud = await laneCloud();
     const host = "node003";
     const b = await openBackend("nova", [
@@ -245,9 +244,7 @@ Deno.test({
       { name: "plan-large", host, size: "large" },
       { name: "plan-off", host, size: "medium", status: "SHUTOFF" },
     ]);
-    const dir = await Deno.makeTempDir({ prefix: "evictor-lane-plan-" });
     try {
-      await Deno.writeTextFile(`${dir}/clouds.yaml`, cloud.cloudsYaml());
       const before = await b.raw(
         "compute",
         "GET",
@@ -256,46 +253,15 @@ Deno.test({
       );
       const count = (before.body as { migrations: unknown[] }).migrations
         .length;
-      const out = await new Deno.Command(
-        new URL("../../bin/kubectl-evictor", import.meta.url).pathname,
-        {
-          args: ["plan", host, "--output", "json"],
-          env: {
-            PATH: Deno.env.get("PATH") ?? "",
-            HOME: Deno.env.get("HOME") ?? "/tmp",
-            ...(Deno.env.get("DENO_DIR")
-              ? { DENO_DIR: Deno.env.get("DENO_DIR") as string }
-              : {}),
-            KUBECONFIG: api.kubeconfigPath,
-            OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
-            OS_CLOUD: "lane",
-          },
-          clearEnv: true,
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        },
-      ).output();
-      const stderr = new TextDecoder().decode(out.stderr);
-      assert.equal(out.code, 0, stderr);
-      const parsed = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-        hosts: {
-          host: string;
-          capacity: { status: string; message: string };
-          makespan: { predictedSeconds: number; lowerBoundSeconds: number };
-          vms: { name: string; order: number | null; class: string }[];
-        }[];
-      };
-      const h = parsed.hosts[0];
-      assert.equal(h?.host, host);
-      const mine = (h?.vms ?? []).filter((v) => v.name.startsWith("plan-"));
+      const h = await planWithPlugin(host, cloud.cloudsYaml());
+      const mine = h.vms.filter((v) => v.name.startsWith("plan-"));
       assert.deepEqual(
         mine.map((v) => [v.name, v.class]),
         [["plan-large", "live"], ["plan-off", "cold"], ["plan-small", "live"]],
       );
       // The fake driver's hosts are large: Placement finds room for all.
-      assert.equal(h?.capacity.status, "True", h?.capacity.message);
-      assert.ok((h?.makespan.lowerBoundSeconds ?? 0) > 0);
+      assert.equal(h.capacity.status, "True", h.capacity.message);
+      assert.ok(h.makespan.lowerBoundSeconds > 0);
       const after = await b.raw(
         "compute",
         "GET",
@@ -308,7 +274,6 @@ Deno.test({
       );
       assert.equal((await b.nova.findComputeService(host))?.status, "enabled");
     } finally {
-      await Deno.remove(dir, { recursive: true });
       await b.close();
     }
   },

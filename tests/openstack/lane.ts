@@ -321,3 +321,58 @@ export async function recordsByName(
   }
   return out;
 }
+
+/** One host of `kubectl evictor plan --output json`. */
+export interface PlannedHost {
+  host: string;
+  capacity: { status: string; message: string };
+  makespan: { predictedSeconds: number; lowerBoundSeconds: number };
+  vms: { name: string; order: number | null; class: string }[];
+}
+
+/**
+ * Runs `kubectl evictor plan HOST --output json` (bin/kubectl-evictor) as a
+ * user would, with the lane's API server and `cloudsYaml` (cloud `lane`),
+ * and gives the plan of `host`; a non-zero exit fails with its stderr.
+ */
+export async function planWithPlugin(
+  host: string,
+  cloudsYaml: string,
+  args: string[] = [],
+): Promise<PlannedHost> {
+  const api = await sharedEnvtest();
+  const dir = await Deno.makeTempDir({ prefix: "evictor-lane-plan-" });
+  try {
+    await Deno.writeTextFile(`${dir}/clouds.yaml`, cloudsYaml);
+    const out = await new Deno.Command(
+      new URL("../../bin/kubectl-evictor", import.meta.url).pathname,
+      {
+        args: ["plan", host, "--output", "json", ...args],
+        env: {
+          PATH: Deno.env.get("PATH") ?? "",
+          HOME: Deno.env.get("HOME") ?? "/tmp",
+          ...(Deno.env.get("DENO_DIR")
+            ? { DENO_DIR: Deno.env.get("DENO_DIR") as string }
+            : {}),
+          KUBECONFIG: api.kubeconfigPath,
+          OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
+          OS_CLOUD: "lane",
+        },
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      },
+    ).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, stderr);
+    const parsed = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+      hosts: PlannedHost[];
+    };
+    const h = parsed.hosts.find((x) => x.host === host);
+    assert.ok(h, `no plan of ${host}: ${JSON.stringify(parsed)}`);
+    return h;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
