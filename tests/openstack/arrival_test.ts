@@ -19,6 +19,7 @@ import {
   sampleMigrations,
   until,
   withLane,
+  withPolicy,
 } from "./lane.ts";
 
 Deno.test({
@@ -161,11 +162,7 @@ Deno.test({
     await withLane(servers, [host], [
       "--eviction-concurrency=3",
     ], async (lane) => {
-      await lane.client.create(EvictionPolicyKind, {
-        metadata: { name: "default" },
-        spec: { maxConcurrentMigrations: 3 },
-      });
-      try {
+      await withPolicy(lane, { maxConcurrentMigrations: 3 }, async () => {
         const sampler = sampleMigrations(lane, [host]);
         await lane.kubectl(
           ["create", "-f", "-"],
@@ -215,11 +212,7 @@ Deno.test({
         for (const [name, rs] of records) {
           assert.deepEqual(rs.map((m) => m.status), ["completed"], name);
         }
-      } finally {
-        await lane.client.delete(EvictionPolicyKind, "default").catch(
-          () => {},
-        );
-      }
+      });
     });
   },
 });

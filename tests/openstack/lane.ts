@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../../framework/client.ts";
-import { EvictionKind, HypervisorKind } from "../../controllers/kinds.ts";
+import {
+  EvictionKind,
+  EvictionPolicyKind,
+  HypervisorKind,
+} from "../../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { sharedEnvtest } from "../harness/envtest.ts";
 import {
@@ -374,5 +378,22 @@ export async function planWithPlugin(
     return h;
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Runs `fn` with the cluster's EvictionPolicy set to `spec`. */
+export async function withPolicy(
+  lane: Lane,
+  spec: Record<string, unknown>,
+  fn: () => Promise<void>,
+): Promise<void> {
+  await lane.client.create(EvictionPolicyKind, {
+    metadata: { name: "default" },
+    spec,
+  });
+  try {
+    await fn();
+  } finally {
+    await lane.client.delete(EvictionPolicyKind, "default").catch(() => {});
   }
 }
