@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { laneCloud, type ServerSpec } from "./contract_backends.ts";
+import { laneCloud, type ServerSpec, SIZES } from "./contract_backends.ts";
 import {
   available,
   evictingReason,
@@ -36,11 +36,16 @@ Deno.test({
   async fn() {
     const cloud = await laneCloud();
     const [first, next] = ["node001", "node002"];
+    // Copies that take longer with more memory, as real ones do (the
+    // controller fits a rate only to durations that grow with RAM): 3 s
+    // plus 1 s per GiB.
+    const sizes = ["small", "medium", "large"] as const;
     const servers: ServerSpec[] = [first, next].flatMap((host) =>
-      ["a", "b", "c"].map((x) => ({
-        name: `${host}-${x}`,
+      sizes.map((size) => ({
+        name: `${host}-${size}`,
         host,
-        size: "small" as const,
+        size,
+        migration: { lane_copy_seconds: String(3 + SIZES[size] / 1024) },
       }))
     );
     await withLane(servers, [first, next], [
