@@ -23,6 +23,35 @@ import {
 const ROOT = new URL("../../", import.meta.url);
 const TEMPLATES = new URL("hack/openstack/templates/", ROOT).pathname;
 const INSTALL = new URL("hack/openstack/install.sh", ROOT).pathname;
+/** hack/openstack/driver: the lane's compute driver, first on the computes' path. */
+const DRIVER_DIR = new URL("hack/openstack/driver", ROOT).pathname;
+
+/**
+ * The lane's own compute driver (hack/openstack/driver/lane_driver.py): Nova's
+ * fake live-migrating driver whose live migrations a test steers per server
+ * through metadata ({@linkcode LaneMigrationMetadata}), and which keeps its
+ * guests across a compute restart.
+ */
+export const LANE_COMPUTE_DRIVER = "lane_driver.LaneDriver";
+
+/**
+ * Server metadata the lane's compute driver reads when a live migration's
+ * copy starts (values are strings, as Nova's metadata).
+ */
+export interface LaneMigrationMetadata {
+  /** Seconds the copy runs (default 5); abort and force-complete end it. */
+  lane_copy_seconds?: string;
+  /** How many attempts copy that long (default every one; later ones 5 s). */
+  lane_slow_times?: string;
+  /**
+   * How a failing attempt ends after its copy: `error` or `failed` (rolled
+   * back: the record gets that status, the server stays ACTIVE on its
+   * source), or `instance-error` (the record `error`, the server ERROR).
+   */
+  lane_fail?: "error" | "failed" | "instance-error";
+  /** How many attempts fail (default every one), counted per source host. */
+  lane_fail_times?: string;
+}
 
 /** The packages whose presence means the cloud can start here. */
 const MARKER_BINARIES = [
@@ -41,10 +70,15 @@ const MARKER_BINARIES = [
 export interface OpenStackOptions {
   /** nova-compute processes, hosts `node001`.. (default 3). */
   computes?: number;
-  /** `compute_driver` (default `fake.FakeLiveMigrateDriver`). */
+  /**
+   * `compute_driver` (default {@linkcode LANE_COMPUTE_DRIVER}; Nova's own,
+   * e.g. `fake.FakeLiveMigrateDriver`, also work).
+   */
   computeDriver?: string;
   /** nova.conf `max_concurrent_live_migrations` (default 1, Nova's default). */
   maxConcurrentLiveMigrations?: number;
+  /** Per-host `max_concurrent_live_migrations` over the one above. */
+  liveMigrationLimitOf?: Record<string, number>;
   /** Keystone token lifetime in seconds (default 3600). */
   tokenExpirationSeconds?: number;
   /** Give up starting after this long (default 900 s: heavy load is slow). */
@@ -72,6 +106,14 @@ export interface OpenStackCloud {
   >;
   /** The compute hosts, `node001`.. */
   hosts: string[];
+  /** Each host's nova.conf `max_concurrent_live_migrations`. */
+  liveMigrationLimits: Record<string, number>;
+  /**
+   * The message broker, `amqp://user:pass@127.0.0.1:PORT/`. Nova publishes
+   * versioned notifications on its topic exchange `nova` (routing keys
+   * `versioned_notifications.info` and `.error`).
+   */
+  amqpUrl: string;
   /** The admin user (project admin, domain Default). */
   admin: { username: string; password: string; projectName: string };
   /** An application credential of the admin user (unrestricted). */
@@ -134,6 +176,13 @@ function cacheRoot(): string {
 }
 
 const ADMIN_PASSWORD = "lane-admin-secret";
+/** The broker's user (loopback_users = none lets it in over TCP). */
+const RABBIT_USER = "guest";
+const RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+/** The queues oslo.messaging declares for Nova's (versioned) notifications. */
+const NOTIFICATION_QUEUES = "^(versioned_)?notifications\\.";
+/** Unconsumed notifications kept per queue; older ones are dropped. */
+const NOTIFICATION_QUEUE_MAX = 1000;
 const REGION = "RegionOne";
 
 /**
@@ -175,12 +224,17 @@ export async function startOpenStack(
     NEUTRON_PORT: freePort(),
     NOVA_PORT: freePort(),
   };
+  const liveMigrationLimits = Object.fromEntries(hosts.map((h) => [
+    h,
+    options.liveMigrationLimitOf?.[h] ??
+      options.maxConcurrentLiveMigrations ?? 1,
+  ]));
   const fields: Record<string, string> = {
     STATE: dir,
     ADMIN_PASSWORD,
     TOKEN_EXPIRATION: String(options.tokenExpirationSeconds ?? 3600),
     MAX_LIVE_MIGRATIONS: String(options.maxConcurrentLiveMigrations ?? 1),
-    COMPUTE_DRIVER: options.computeDriver ?? "fake.FakeLiveMigrateDriver",
+    COMPUTE_DRIVER: options.computeDriver ?? LANE_COMPUTE_DRIVER,
     ...Object.fromEntries(
       Object.entries(ports).map(([k, v]) => [k, String(v)]),
     ),
@@ -275,10 +329,15 @@ export async function startOpenStack(
     for (const host of hosts) {
       await render("nova-compute.conf", `etc/nova/${host}.conf`, {
         HOST: host,
+        MAX_LIVE_MIGRATIONS: String(liveMigrationLimits[host]),
       });
     }
-    const run = (what: string, cmd: string, args: string[]) =>
-      runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline);
+    const run = (
+      what: string,
+      cmd: string,
+      args: string[],
+      env?: Record<string, string>,
+    ) => runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline, env);
 
     // MariaDB and RabbitMQ (with our own epmd, so every pid is ours).
     await phase("database and message queue", async () => {
@@ -343,6 +402,17 @@ export async function startOpenStack(
         deadline,
         died,
       );
+      // Nova's notifications go to queues nothing consumes (oslo.messaging
+      // declares them so that no notification is lost): cap them, or they
+      // grow for as long as the cloud runs.
+      await run("rabbitmq-policy", RABBITMQCTL, [
+        "set_policy",
+        "--apply-to",
+        "queues",
+        "notification-queues-capped",
+        NOTIFICATION_QUEUES,
+        JSON.stringify({ "max-length": NOTIFICATION_QUEUE_MAX }),
+      ], rabbitEnv);
     });
 
     // Schemas: Keystone first (the others only need the database).
@@ -428,21 +498,7 @@ export async function startOpenStack(
 
     // Keystone can serve as soon as its schema is there.
     const uwsgi = (name: string, port: number, wsgi: string, env = {}) =>
-      start(name, "/usr/bin/uwsgi_python3", [
-        // HTTP/1.1 with keep-alive: with plain --http-socket uwsgi closes
-        // connections that Python clients then reuse (RemoteDisconnected).
-        "--http11-socket",
-        `127.0.0.1:${port}`,
-        "--wsgi-file",
-        wsgi,
-        "--processes",
-        "1",
-        "--threads",
-        "8",
-        "--die-on-term",
-        "--need-app",
-        "--disable-logging",
-      ], env);
+      start(name, "/usr/bin/uwsgi_python3", uwsgiArgs(port, wsgi), env);
     await schemas;
     uwsgi("keystone", ports.KEYSTONE_PORT, "/usr/bin/keystone-wsgi-public", {
       OS_KEYSTONE_CONFIG_DIR: `${dir}/etc/keystone`,
@@ -491,7 +547,7 @@ export async function startOpenStack(
       start(host, "nova-compute", [
         "--config-file",
         `${dir}/etc/nova/${host}.conf`,
-      ]);
+      ], { PYTHONPATH: DRIVER_DIR });
     }
     await phase(
       "nova computes up",
@@ -580,6 +636,9 @@ export async function startOpenStack(
       {
         endpoints,
         hosts,
+        liveMigrationLimits,
+        amqpUrl:
+          `amqp://${RABBIT_USER}:${RABBIT_USER}@127.0.0.1:${ports.RABBIT_PORT}/`,
         adminPassword: ADMIN_PASSWORD,
         applicationCredential,
         imageId,
@@ -595,6 +654,88 @@ export async function startOpenStack(
   }
 }
 
+/** uwsgi serving `wsgi` on 127.0.0.1:`port`. */
+function uwsgiArgs(port: number, wsgi: string): string[] {
+  return [
+    // HTTP/1.1 with keep-alive: with plain --http-socket uwsgi closes
+    // connections that Python clients then reuse (RemoteDisconnected).
+    "--http11-socket",
+    `127.0.0.1:${port}`,
+    "--wsgi-file",
+    wsgi,
+    "--processes",
+    "1",
+    "--threads",
+    "8",
+    "--die-on-term",
+    "--need-app",
+    "--disable-logging",
+  ];
+}
+
+/** A second Keystone of a running cloud; see {@linkcode startShortTokenKeystone}. */
+export interface ShortTokenKeystone {
+  /** Its Keystone v3, `http://127.0.0.1:PORT/v3`. */
+  authUrl: string;
+  /** Stops it (the cloud's own Keystone goes on). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a second Keystone on the cloud's database and keys whose tokens
+ * live `seconds`. The rest of the cloud (Nova's, Placement's token checks)
+ * accepts its tokens as the first one's, and refuses them once expired: a
+ * client that authenticates here has to re-authenticate, while the shared
+ * cloud keeps its long tokens. The process belongs to the caller (it is
+ * killed with it).
+ */
+export async function startShortTokenKeystone(
+  cloud: OpenStackCloud,
+  seconds: number,
+): Promise<ShortTokenKeystone> {
+  if (!Number.isInteger(seconds) || seconds < 1) {
+    throw new RangeError(
+      `token lifetime: got ${seconds}; expected an integer number of seconds >= 1`,
+    );
+  }
+  const port = freePort();
+  const conf = `${cloud.dir}/etc/keystone-${port}`;
+  await Deno.mkdir(conf, { recursive: true });
+  const text = await Deno.readTextFile(
+    `${cloud.dir}/etc/keystone/keystone.conf`,
+  );
+  await Deno.writeTextFile(
+    `${conf}/keystone.conf`,
+    text.replace(/^expiration = \d+$/m, `expiration = ${seconds}`),
+  );
+  const p = startProcessGroup(
+    `keystone-${port}`,
+    "/usr/bin/uwsgi_python3",
+    uwsgiArgs(port, "/usr/bin/keystone-wsgi-public"),
+    `${cloud.dir}/logs/keystone-${port}.log`,
+    {
+      ...Deno.env.toObject(),
+      OS_KEYSTONE_CONFIG_DIR: conf,
+      OS_KEYSTONE_CONFIG_FILES: "keystone.conf",
+    },
+  );
+  const authUrl = `http://127.0.0.1:${port}/v3`;
+  const died: string[] = [];
+  p.exited.then((code) => died.push(`keystone-${port} exited with ${code}`));
+  try {
+    await waitFor(
+      `a token from the Keystone on port ${port}`,
+      () => new AdminSession(authUrl, cloud.admin.password).ready(),
+      Date.now() + 120_000,
+      died,
+    );
+  } catch (error) {
+    await p.stop(10_000);
+    throw error;
+  }
+  return { authUrl, stop: () => p.stop(10_000) };
+}
+
 /** The environment variable that hands a running cloud to test processes. */
 export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 
@@ -602,6 +743,8 @@ export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 interface Descriptor {
   endpoints: OpenStackCloud["endpoints"];
   hosts: string[];
+  liveMigrationLimits: Record<string, number>;
+  amqpUrl: string;
   adminPassword: string;
   applicationCredential: { id: string; secret: string };
   imageId: string;
@@ -614,6 +757,8 @@ export function describeOpenStack(cloud: OpenStackCloud): string {
   const d: Descriptor = {
     endpoints: cloud.endpoints,
     hosts: cloud.hosts,
+    liveMigrationLimits: cloud.liveMigrationLimits,
+    amqpUrl: cloud.amqpUrl,
     adminPassword: cloud.admin.password,
     applicationCredential: cloud.applicationCredential,
     imageId: cloud.imageId,
@@ -670,6 +815,8 @@ function cloudFrom(
     region: REGION,
     endpoints,
     hosts: d.hosts,
+    liveMigrationLimits: d.liveMigrationLimits,
+    amqpUrl: d.amqpUrl,
     admin: {
       username: "admin",
       password: d.adminPassword,
@@ -763,9 +910,11 @@ async function runTool(
   args: string[],
   logPath: string,
   deadline: number,
+  env?: Record<string, string>,
 ): Promise<void> {
   const status = await new Deno.Command(cmd, {
     args,
+    ...(env === undefined ? {} : { env }),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -11,8 +11,10 @@ import { NovaClient } from "../../openstack/nova.ts";
 import { PlacementClient } from "../../openstack/placement.ts";
 import { type NovaSim, startNovaSim } from "../harness/nova_sim/mod.ts";
 import {
+  type LaneMigrationMetadata,
   openStackAvailable,
   type OpenStackCloud,
+  type OpenStackOptions,
   useOpenStack,
 } from "../harness/openstack.ts";
 import { captureLogger } from "../harness/openstack_util.ts";
@@ -27,6 +29,8 @@ export interface ServerSpec {
   size: keyof typeof SIZES;
   /** Default ACTIVE. */
   status?: "ACTIVE" | "SHUTOFF" | "PAUSED";
+  /** What its live migrations do on the real cloud (the lane's driver). */
+  migration?: LaneMigrationMetadata;
 }
 
 /** What an answer looked like on the wire. */
@@ -68,10 +72,19 @@ export async function backendKinds(): Promise<Backend["kind"][]> {
   return await openStackAvailable() ? ["simulator", "nova"] : ["simulator"];
 }
 
+/**
+ * The lane's cloud: three computes; node003 runs three live migrations at
+ * once (the policy-lowered test), node001 and node002 Nova's default of one.
+ */
+export const LANE_CLOUD: OpenStackOptions = {
+  computes: 3,
+  liveMigrationLimitOf: { node003: 3 },
+};
+
 let cloud: Promise<OpenStackCloud> | undefined;
 /** The lane's cloud: the shared one, or one started for this process. */
 export function laneCloud(): Promise<OpenStackCloud> {
-  cloud ??= useOpenStack({ computes: 3 });
+  cloud ??= useOpenStack(LANE_CLOUD);
   return cloud;
 }
 
@@ -276,6 +289,9 @@ export async function bootServers(
           flavorRef: flavor.id,
           networks: "none",
           host: spec.host,
+          ...(spec.migration === undefined ? {} : {
+            metadata: spec.migration,
+          }),
         },
       },
     });

@@ -199,10 +199,9 @@ contract("servers detail: what the drain reads", [
   assert.equal(byName.get("b")?.flavor.ramMb, 2048);
   assert.equal(byName.get("p")?.status, "PAUSED");
   assert.equal(byName.get("p")?.vmState, "paused");
-  // Nova's fake virt driver keeps power_state 1 (running) for a paused
-  // guest, where libvirt reports 3: a property of the driver, not of Nova's
-  // API, so the simulator keeps libvirt's 3 and only it is held to it.
-  if (b.kind === "simulator") assert.equal(byName.get("p")?.powerState, 3);
+  // libvirt's 3 (paused): the lane's compute driver reports it, where
+  // Nova's stock fake driver stays at 1 (running).
+  assert.equal(byName.get("p")?.powerState, 3);
   assert.equal(byName.get("s")?.status, "SHUTOFF");
   assert.equal(byName.get("s")?.vmState, "stopped");
   assert.equal(byName.get("s")?.powerState, 4);

@@ -7,221 +7,20 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { KubeClient } from "../../framework/client.ts";
 import {
-  EvictionKind,
-  EvictionPolicyKind,
-  HypervisorKind,
-} from "../../controllers/kinds.ts";
-import type { Eviction, Hypervisor } from "../../models/mod.ts";
-import { sharedEnvtest } from "../harness/envtest.ts";
-import {
-  operatorLogTail,
-  type OperatorProcess,
-  startOperatorProcess,
-} from "../harness/operator_process.ts";
-import { openStackAvailable } from "../harness/openstack.ts";
-import {
-  type Backend,
   laneCloud,
   openBackend,
   type ServerSpec,
 } from "./contract_backends.ts";
-
-const available = await openStackAvailable();
-
-interface RawMigration {
-  id: number;
-  instance_uuid: string;
-  migration_type: string;
-  status: string;
-  source_compute: string;
-  dest_compute: string | null;
-  created_at: string;
-}
-
-function condition(ev: Eviction | undefined, type: string) {
-  return ev?.status?.conditions?.find((c) => c.type === type);
-}
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs: number,
-  more: () => Promise<string>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${
-      last === undefined ? "" : ` (last error: ${String(last)})`
-    }\n${await more()}`,
-  );
-}
-
-/** Everything one scenario works with. */
-interface Lane {
-  b: Backend;
-  client: KubeClient;
-  op: OperatorProcess;
-  labels: Record<string, string>;
-  kubectl(args: string[], stdin?: string): Promise<string>;
-  migrationsFrom(host: string): Promise<RawMigration[]>;
-  eviction(name: string): Promise<Eviction | undefined>;
-  diagnostics(): Promise<string>;
-}
-
-/** Boots `servers`, registers `hosts` as Hypervisors, starts the operator. */
-async function withLane(
-  servers: ServerSpec[],
-  hosts: string[],
-  args: string[],
-  fn: (lane: Lane) => Promise<void>,
-): Promise<void> {
-  const env = await sharedEnvtest();
-  const cloud = await laneCloud();
-  const client = await KubeClient.fromKubeConfig(env.kubeConfig());
-  const suffix = crypto.randomUUID().slice(0, 8);
-  const labels = { "evictor-lane": suffix };
-  const b = await openBackend("nova", servers);
-  const started = new Date(Date.now() - 5_000).toISOString().replace(
-    /\.\d+Z$/,
-    "Z",
-  );
-  let op: OperatorProcess | undefined;
-  try {
-    for (const host of hosts) {
-      const hv = await b.nova.findHypervisorByHostname(host);
-      const rp = await b.placement.findResourceProvider(host);
-      assert.ok(hv && rp, `Nova and Placement know ${host}`);
-      const traits = (await b.placement.getTraits(rp)).traits;
-      await client.create<Hypervisor>(HypervisorKind, {
-        metadata: { name: host, labels },
-        spec: {},
-      });
-      await client.patch(
-        HypervisorKind,
-        host,
-        {
-          status: {
-            hypervisorId: hv.id,
-            serviceId: hv.serviceId,
-            traits,
-            conditions: [{
-              type: "TraitsUpdated",
-              status: "True",
-              reason: "Updated",
-              message: "",
-              lastTransitionTime: started,
-            }],
-          },
-        },
-        "merge",
-        "status",
-      );
-    }
-    op = await startOperatorProcess({
-      kubeconfigPath: env.kubeconfigPath,
-      cloudsYaml: cloud.cloudsYaml(),
-      cloud: "lane",
-      args: [
-        "--controllers=eviction",
-        `--label-selector=evictor-lane=${suffix}`,
-        "--poll-interval=1s",
-        "--webhook-bind-address=0",
-        "--metrics-bind-address=0",
-        ...args,
-      ],
-    });
-    const running = op;
-    const lane: Lane = {
-      b,
-      client,
-      op: running,
-      labels,
-      kubectl: async (a, stdin) => {
-        const r = await env.kubectl(a, stdin === undefined ? {} : { stdin });
-        if (r.code !== 0) {
-          throw new Error(`kubectl ${a.join(" ")}: ${r.stderr}`);
-        }
-        return r.stdout;
-      },
-      migrationsFrom: async (host) => {
-        const r = await b.raw(
-          "compute",
-          "GET",
-          `/os-migrations?host=${host}&changes-since=${started}`,
-          { microversion: "2.80" },
-        );
-        return (r.body as { migrations: RawMigration[] }).migrations
-          .filter((m) => m.source_compute === host);
-      },
-      eviction: (name) =>
-        client.get<Eviction>(EvictionKind, name).catch(() => undefined),
-      diagnostics: async () =>
-        `--- operator\n${await operatorLogTail(running, 60)}\n${await b
-          .logTails()}`,
-    };
-    try {
-      await fn(lane);
-    } catch (error) {
-      // Every failure carries what Nova and the operator saw.
-      if (error instanceof Error && !error.message.includes("--- operator")) {
-        const records = (await Promise.all(
-          hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
-        )).flat();
-        error.message += `\nmigrations: ${JSON.stringify(records)}\n${await lane
-          .diagnostics()}`;
-      }
-      throw error;
-    }
-  } finally {
-    for (const host of hosts) {
-      await client.delete(EvictionKind, host).catch(() => {});
-    }
-    // The finalizer re-enables the hosts; give it its moment, then force.
-    await new Promise((r) => setTimeout(r, 3_000));
-    await op?.stop();
-    for (const host of hosts) {
-      await client.delete(HypervisorKind, host).catch(() => {});
-      await client.patch(
-        EvictionKind,
-        host,
-        { metadata: { finalizers: null } },
-        "merge",
-      ).catch(() => {});
-    }
-    await b.close();
-  }
-}
-
-function evictionYaml(
-  host: string,
-  labels: Record<string, string>,
-  reason: string,
-) {
-  return [
-    "apiVersion: kvm.cloud.sap/v1",
-    "kind: Eviction",
-    "metadata:",
-    `  name: ${host}`,
-    "  labels:",
-    ...Object.entries(labels).map(([k, v]) => `    ${k}: "${v}"`),
-    "spec:",
-    `  hypervisor: ${host}`,
-    `  reason: ${reason}`,
-    "",
-  ].join("\n");
-}
+import {
+  available,
+  condition,
+  evictionYaml,
+  planWithPlugin,
+  type RawMigration,
+  until,
+  withLane,
+} from "./lane.ts";
 
 Deno.test({
   name:
@@ -503,102 +302,11 @@ Deno.test({
 
 Deno.test({
   name:
-    "lane: a wave of two hosts under a cluster budget of 2: both disabled before any migration, never more than 2 at once, no VM moved twice",
-  ignore: !available,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const hosts = ["node001", "node002"];
-    const servers: ServerSpec[] = hosts.flatMap((host, i) => [
-      { name: `w${i}a`, host, size: "small" as const },
-      { name: `w${i}b`, host, size: "small" as const },
-    ]);
-    await withLane(servers, hosts, [
-      "--eviction-concurrency=2",
-    ], async (lane) => {
-      const { b } = lane;
-      await lane.client.create(EvictionPolicyKind, {
-        metadata: { name: "default" },
-        spec: { maxConcurrentMigrations: 2, clusterMaxConcurrentMigrations: 2 },
-      });
-      try {
-        await lane.kubectl(
-          ["create", "-f", "-"],
-          hosts.map((h) => evictionYaml(h, lane.labels, "wave")).join("---\n"),
-        );
-        let watching = true;
-        const violations: string[] = [];
-        let most = 0;
-        const watcher = (async () => {
-          while (watching) {
-            const ms = (await Promise.all(
-              hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
-            )).flat();
-            const services = await Promise.all(
-              hosts.map((h) =>
-                b.nova.findComputeService(h).catch(() => undefined)
-              ),
-            );
-            if (
-              ms.length > 0 && services.some((s) => s?.status === "enabled")
-            ) violations.push("a migration while a wave host was enabled");
-            const running = ms.filter((m) =>
-              ["accepted", "queued", "preparing", "running"].includes(m.status)
-            ).length;
-            most = Math.max(most, running);
-            await new Promise((r) =>
-              setTimeout(r, 300)
-            );
-          }
-        })();
-        for (const h of hosts) {
-          await until(
-            `Eviction ${h} Succeeded`,
-            async () => {
-              const e = await lane.eviction(h);
-              return condition(e, "Evicting")?.reason === "Succeeded"
-                ? e
-                : undefined;
-            },
-            600_000,
-            lane.diagnostics,
-          );
-        }
-        watching = false;
-        await watcher;
-        assert.deepEqual(violations, []);
-        assert.ok(most <= 2, `${most} migrations in progress at once`);
-        const ours = new Set(b.servers.values());
-        for (const h of hosts) {
-          const left = (await b.nova.listServersOnHost(h)).filter((s) =>
-            ours.has(s.id)
-          );
-          assert.deepEqual(left.map((s) => s.name), [], h);
-        }
-        const records = (await Promise.all(hosts.map(lane.migrationsFrom)))
-          .flat();
-        const per = new Map<string, number>();
-        for (const m of records) {
-          per.set(m.instance_uuid, (per.get(m.instance_uuid) ?? 0) + 1);
-        }
-        for (const [name, id] of b.servers) {
-          assert.equal(per.get(id), 1, `${name} migrated ${per.get(id)} times`);
-        }
-      } finally {
-        await lane.client.delete(EvictionPolicyKind, "default").catch(() => {});
-      }
-    });
-  },
-});
-
-Deno.test({
-  name:
     "lane: kubectl evictor plan against real Nova and Placement: order, classes, capacity, nothing changed",
   ignore: !available,
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const api = await sharedEnvtest();
     const cloud = await laneCloud();
     const host = "node003";
     const b = await openBackend("nova", [
@@ -606,9 +314,7 @@ Deno.test({
       { name: "plan-large", host, size: "large" },
       { name: "plan-off", host, size: "medium", status: "SHUTOFF" },
     ]);
-    const dir = await Deno.makeTempDir({ prefix: "evictor-lane-plan-" });
     try {
-      await Deno.writeTextFile(`${dir}/clouds.yaml`, cloud.cloudsYaml());
       const before = await b.raw(
         "compute",
         "GET",
@@ -617,46 +323,15 @@ Deno.test({
       );
       const count = (before.body as { migrations: unknown[] }).migrations
         .length;
-      const out = await new Deno.Command(
-        new URL("../../bin/kubectl-evictor", import.meta.url).pathname,
-        {
-          args: ["plan", host, "--output", "json"],
-          env: {
-            PATH: Deno.env.get("PATH") ?? "",
-            HOME: Deno.env.get("HOME") ?? "/tmp",
-            ...(Deno.env.get("DENO_DIR")
-              ? { DENO_DIR: Deno.env.get("DENO_DIR") as string }
-              : {}),
-            KUBECONFIG: api.kubeconfigPath,
-            OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
-            OS_CLOUD: "lane",
-          },
-          clearEnv: true,
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        },
-      ).output();
-      const stderr = new TextDecoder().decode(out.stderr);
-      assert.equal(out.code, 0, stderr);
-      const parsed = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-        hosts: {
-          host: string;
-          capacity: { status: string; message: string };
-          makespan: { predictedSeconds: number; lowerBoundSeconds: number };
-          vms: { name: string; order: number | null; class: string }[];
-        }[];
-      };
-      const h = parsed.hosts[0];
-      assert.equal(h?.host, host);
-      const mine = (h?.vms ?? []).filter((v) => v.name.startsWith("plan-"));
+      const h = await planWithPlugin(host, cloud.cloudsYaml());
+      const mine = h.vms.filter((v) => v.name.startsWith("plan-"));
       assert.deepEqual(
         mine.map((v) => [v.name, v.class]),
         [["plan-large", "live"], ["plan-off", "cold"], ["plan-small", "live"]],
       );
       // The fake driver's hosts are large: Placement finds room for all.
-      assert.equal(h?.capacity.status, "True", h?.capacity.message);
-      assert.ok((h?.makespan.lowerBoundSeconds ?? 0) > 0);
+      assert.equal(h.capacity.status, "True", h.capacity.message);
+      assert.ok(h.makespan.lowerBoundSeconds > 0);
       const after = await b.raw(
         "compute",
         "GET",
@@ -669,7 +344,6 @@ Deno.test({
       );
       assert.equal((await b.nova.findComputeService(host))?.status, "enabled");
     } finally {
-      await Deno.remove(dir, { recursive: true });
       await b.close();
     }
   },

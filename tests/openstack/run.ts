@@ -19,6 +19,7 @@ import {
   SHARED_OPENSTACK_ENV,
   startOpenStack,
 } from "../harness/openstack.ts";
+import { LANE_CLOUD } from "./contract_backends.ts";
 
 if (!await openStackAvailable()) {
   console.error(
@@ -31,7 +32,7 @@ const t0 = Date.now();
 const seconds = () => ((Date.now() - t0) / 1000).toFixed(0);
 const [env, cloud] = await Promise.all([
   startEnvtest(),
-  startOpenStack({ computes: 3 }),
+  startOpenStack(LANE_CLOUD),
 ]);
 console.error(`openstack lane: cloud and API server up after ${seconds()} s`);
 
@@ -44,6 +45,11 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./contract_test.ts", import.meta.url).pathname,
       new URL("./drain_test.ts", import.meta.url).pathname,
       new URL("./hypervisor_sync_test.ts", import.meta.url).pathname,
+      new URL("./faults_test.ts", import.meta.url).pathname,
+      new URL("./nova_limit_test.ts", import.meta.url).pathname,
+      new URL("./arrival_test.ts", import.meta.url).pathname,
+      new URL("./auth_versions_test.ts", import.meta.url).pathname,
+      new URL("./predictions_test.ts", import.meta.url).pathname,
     ]),
   ],
   env: {

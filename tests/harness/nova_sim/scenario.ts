@@ -212,7 +212,7 @@ export const scenarioSchema = z.strictObject({
     liveMigrationFailure: z.array(serverFault).default([]),
     /** Share of all live migrations that fail asynchronously (0..1). */
     liveMigrationFailureRate: z.number().min(0).max(1).default(0),
-    /** Migrations after which the VM goes to ERROR (with a fault). */
+    /** Migrations after which the VM goes to ERROR (no fault, as Zed). */
     errorOnMigration: z.array(serverFault).default([]),
     /** Migrations that never finish (until aborted). */
     stuckMigration: z.array(serverFault).default([]),
