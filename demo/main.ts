@@ -77,7 +77,11 @@ function parseFlags() {
     }
     return { ...values, timeout, cloud: parseCloud(values.cloud) };
   } catch (e) {
-    console.error(`demo: ${e instanceof Error ? e.message : e}`);
+    // parseArgs's own errors say what is wrong, not what is expected.
+    const usage = e instanceof RangeError
+      ? ""
+      : "; expected --cloud simulator|openstack, --keep, --timeout SECONDS, --report FILE";
+    console.error(`demo: ${e instanceof Error ? e.message : e}${usage}`);
     Deno.exit(2);
   }
 }
