@@ -38,8 +38,8 @@ const COPY_BASE_SECONDS = 2;
 /**
  * Twelve servers: node001 (drained alone) with PAUSED and SHUTOFF ones,
  * node002 with one whose first live migration fails (rolled back, ACTIVE on
- * its source), node003 the HANA host, node004 nearly empty. They fit on
- * node004 alone (the fake driver's 8000 MB at Nova's ratio of 1.5).
+ * its source), node003 the HANA host, node004 nearly empty (the fake
+ * driver's hosts have 800 GB: room is never the question here).
  */
 const SERVERS: readonly Omit<ServerSpec, "migration">[] = [
   { name: "web-1", host: "node001", size: "medium" },
