@@ -155,7 +155,12 @@ export async function startNovaRegionProxy(
         out.set("openstack-api-version", `compute ${max}`);
         out.set("x-openstack-nova-api-version", max);
       }
-      return new Response(text, { status: upstream.status, headers: out });
+      // A 204 (confirmResize, for one) has no body, and a Response refuses one.
+      const noBody = [204, 205, 304].includes(upstream.status);
+      return new Response(noBody ? null : text, {
+        status: upstream.status,
+        headers: out,
+      });
     },
   );
   const url = `http://127.0.0.1:${server.addr.port}/v2.1`;
