@@ -15,7 +15,9 @@ import {
 } from "./harness/eviction_env.ts";
 import type { ScenarioInput } from "./harness/nova_sim/mod.ts";
 
-for (const [label, offsetMs] of [["30 s", -30_000], ["5 min", -300_000]]) {
+for (
+  const [label, offsetMs] of [["30 s", -30_000], ["5 min", -300_000]] as const
+) {
   Deno.test({
     name:
       `eviction: with Nova's clock ${label} behind, a VM whose migrations fail is charged each attempt and given up on`,
