@@ -406,6 +406,8 @@ export async function startNovaSim(
     );
     const baseHeaders: Record<string, string> = {
       "x-openstack-request-id": requestId,
+      // Nova's clock, as every OpenStack API answer carries it
+      "date": new Date(world.novaMs(world.now())).toUTCString(),
     };
     if (svc === undefined) {
       counters.call(`${req.method} (unmatched)`);

@@ -378,6 +378,17 @@ export class World {
   readonly traits = new Set<string>();
   /** Migrations Nova accepted, per server id. */
   readonly acceptedMigrations = new Map<string, number>();
+  /**
+   * Nova's clock minus the world's (ms, default 0): the times Nova shows
+   * (records, instance actions, its answers' `Date`) and the
+   * `changes-since` it filters by are on it; the world runs on its own.
+   */
+  novaClockOffsetMs = 0;
+
+  /** `ms` of the world's clock as Nova's clock reads it. */
+  novaMs(ms: number): number {
+    return ms + this.novaClockOffsetMs;
+  }
   readonly #scenario: Scenario;
   readonly #clock: SimClock;
   readonly #prng: Prng;
