@@ -23,6 +23,33 @@ import {
 const ROOT = new URL("../../", import.meta.url);
 const TEMPLATES = new URL("hack/openstack/templates/", ROOT).pathname;
 const INSTALL = new URL("hack/openstack/install.sh", ROOT).pathname;
+/** hack/openstack/driver: the lane's compute driver, first on the computes' path. */
+const DRIVER_DIR = new URL("hack/openstack/driver", ROOT).pathname;
+
+/**
+ * The lane's own compute driver (hack/openstack/driver/lane_driver.py): Nova's
+ * fake live-migrating driver whose live migrations a test steers per server
+ * through metadata ({@linkcode LaneMigrationMetadata}), and which keeps its
+ * guests across a compute restart.
+ */
+export const LANE_COMPUTE_DRIVER = "lane_driver.LaneDriver";
+
+/**
+ * Server metadata the lane's compute driver reads when a live migration's
+ * copy starts (values are strings, as Nova's metadata).
+ */
+export interface LaneMigrationMetadata {
+  /** Seconds the copy runs (default 5); abort and force-complete end it. */
+  lane_copy_seconds?: string;
+  /**
+   * How a failing attempt ends after its copy: `error` or `failed` (rolled
+   * back: the record gets that status, the server stays ACTIVE on its
+   * source), or `instance-error` (the record `error`, the server ERROR).
+   */
+  lane_fail?: "error" | "failed" | "instance-error";
+  /** How many attempts fail (default every one), counted per source host. */
+  lane_fail_times?: string;
+}
 
 /** The packages whose presence means the cloud can start here. */
 const MARKER_BINARIES = [
@@ -41,7 +68,10 @@ const MARKER_BINARIES = [
 export interface OpenStackOptions {
   /** nova-compute processes, hosts `node001`.. (default 3). */
   computes?: number;
-  /** `compute_driver` (default `fake.FakeLiveMigrateDriver`). */
+  /**
+   * `compute_driver` (default {@linkcode LANE_COMPUTE_DRIVER}; Nova's own,
+   * e.g. `fake.FakeLiveMigrateDriver`, also work).
+   */
   computeDriver?: string;
   /** nova.conf `max_concurrent_live_migrations` (default 1, Nova's default). */
   maxConcurrentLiveMigrations?: number;
@@ -72,6 +102,12 @@ export interface OpenStackCloud {
   >;
   /** The compute hosts, `node001`.. */
   hosts: string[];
+  /**
+   * The message broker, `amqp://user:pass@127.0.0.1:PORT/`. Nova publishes
+   * versioned notifications on its topic exchange `nova` (routing keys
+   * `versioned_notifications.info` and `.error`).
+   */
+  amqpUrl: string;
   /** The admin user (project admin, domain Default). */
   admin: { username: string; password: string; projectName: string };
   /** An application credential of the admin user (unrestricted). */
@@ -134,6 +170,13 @@ function cacheRoot(): string {
 }
 
 const ADMIN_PASSWORD = "lane-admin-secret";
+/** The broker's user (loopback_users = none lets it in over TCP). */
+const RABBIT_USER = "guest";
+const RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+/** The queues oslo.messaging declares for Nova's (versioned) notifications. */
+const NOTIFICATION_QUEUES = "^(versioned_)?notifications\\.";
+/** Unconsumed notifications kept per queue; older ones are dropped. */
+const NOTIFICATION_QUEUE_MAX = 1000;
 const REGION = "RegionOne";
 
 /**
@@ -180,7 +223,7 @@ export async function startOpenStack(
     ADMIN_PASSWORD,
     TOKEN_EXPIRATION: String(options.tokenExpirationSeconds ?? 3600),
     MAX_LIVE_MIGRATIONS: String(options.maxConcurrentLiveMigrations ?? 1),
-    COMPUTE_DRIVER: options.computeDriver ?? "fake.FakeLiveMigrateDriver",
+    COMPUTE_DRIVER: options.computeDriver ?? LANE_COMPUTE_DRIVER,
     ...Object.fromEntries(
       Object.entries(ports).map(([k, v]) => [k, String(v)]),
     ),
@@ -277,8 +320,12 @@ export async function startOpenStack(
         HOST: host,
       });
     }
-    const run = (what: string, cmd: string, args: string[]) =>
-      runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline);
+    const run = (
+      what: string,
+      cmd: string,
+      args: string[],
+      env?: Record<string, string>,
+    ) => runTool(what, cmd, args, `${logs}/setup-${what}.log`, deadline, env);
 
     // MariaDB and RabbitMQ (with our own epmd, so every pid is ours).
     await phase("database and message queue", async () => {
@@ -343,6 +390,17 @@ export async function startOpenStack(
         deadline,
         died,
       );
+      // Nova's notifications go to queues nothing consumes (oslo.messaging
+      // declares them so that no notification is lost): cap them, or they
+      // grow for as long as the cloud runs.
+      await run("rabbitmq-policy", RABBITMQCTL, [
+        "set_policy",
+        "--apply-to",
+        "queues",
+        "notification-queues-capped",
+        NOTIFICATION_QUEUES,
+        JSON.stringify({ "max-length": NOTIFICATION_QUEUE_MAX }),
+      ], rabbitEnv);
     });
 
     // Schemas: Keystone first (the others only need the database).
@@ -491,7 +549,7 @@ export async function startOpenStack(
       start(host, "nova-compute", [
         "--config-file",
         `${dir}/etc/nova/${host}.conf`,
-      ]);
+      ], { PYTHONPATH: DRIVER_DIR });
     }
     await phase(
       "nova computes up",
@@ -580,6 +638,8 @@ export async function startOpenStack(
       {
         endpoints,
         hosts,
+        amqpUrl:
+          `amqp://${RABBIT_USER}:${RABBIT_USER}@127.0.0.1:${ports.RABBIT_PORT}/`,
         adminPassword: ADMIN_PASSWORD,
         applicationCredential,
         imageId,
@@ -602,6 +662,7 @@ export const SHARED_OPENSTACK_ENV = "EVICTOR_OPENSTACK";
 interface Descriptor {
   endpoints: OpenStackCloud["endpoints"];
   hosts: string[];
+  amqpUrl: string;
   adminPassword: string;
   applicationCredential: { id: string; secret: string };
   imageId: string;
@@ -614,6 +675,7 @@ export function describeOpenStack(cloud: OpenStackCloud): string {
   const d: Descriptor = {
     endpoints: cloud.endpoints,
     hosts: cloud.hosts,
+    amqpUrl: cloud.amqpUrl,
     adminPassword: cloud.admin.password,
     applicationCredential: cloud.applicationCredential,
     imageId: cloud.imageId,
@@ -670,6 +732,7 @@ function cloudFrom(
     region: REGION,
     endpoints,
     hosts: d.hosts,
+    amqpUrl: d.amqpUrl,
     admin: {
       username: "admin",
       password: d.adminPassword,
@@ -763,9 +826,11 @@ async function runTool(
   args: string[],
   logPath: string,
   deadline: number,
+  env?: Record<string, string>,
 ): Promise<void> {
   const status = await new Deno.Command(cmd, {
     args,
+    ...(env === undefined ? {} : { env }),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

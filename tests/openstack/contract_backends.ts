@@ -11,6 +11,7 @@ import { NovaClient } from "../../openstack/nova.ts";
 import { PlacementClient } from "../../openstack/placement.ts";
 import { type NovaSim, startNovaSim } from "../harness/nova_sim/mod.ts";
 import {
+  type LaneMigrationMetadata,
   openStackAvailable,
   type OpenStackCloud,
   useOpenStack,
@@ -27,6 +28,8 @@ export interface ServerSpec {
   size: keyof typeof SIZES;
   /** Default ACTIVE. */
   status?: "ACTIVE" | "SHUTOFF" | "PAUSED";
+  /** What its live migrations do on the real cloud (the lane's driver). */
+  migration?: LaneMigrationMetadata;
 }
 
 /** What an answer looked like on the wire. */
@@ -276,6 +279,9 @@ export async function bootServers(
           flavorRef: flavor.id,
           networks: "none",
           host: spec.host,
+          ...(spec.migration === undefined ? {} : {
+            metadata: spec.migration,
+          }),
         },
       },
     });
