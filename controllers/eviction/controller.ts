@@ -291,9 +291,7 @@ function watchHosts(
 ): void {
   const evictions = operator.cache(EvictionKind);
   const watches = new HostWatches(feed, (key) => {
-    if (evictions.get(key) === undefined) return;
-    pass.memory.of(key).woken = true;
-    operator.enqueue(EvictionKind, key);
+    if (evictions.get(key) !== undefined) operator.enqueue(EvictionKind, key);
   }, () => pass.clock.now());
   pass.watches = watches;
   operator.onCleanup(() => Promise.resolve(watches.close()));

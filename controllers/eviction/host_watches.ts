@@ -81,6 +81,8 @@ export class HostWatches {
   readonly #wake: (key: string) => void;
   readonly #now: () => number;
   readonly #watches = new Map<string, Watch>();
+  /** Drains woken by an event that no look has taken in yet. */
+  readonly #woken = new Set<string>();
   readonly #stop: Array<() => void>;
 
   /**
@@ -93,7 +95,10 @@ export class HostWatches {
     now: () => number,
   ) {
     this.#feed = feed;
-    this.#wake = wake;
+    this.#wake = (key) => {
+      this.#woken.add(key);
+      wake(key);
+    };
     this.#now = now;
     this.#stop = [
       feed.listen((n) => this.#deliver(n)),
@@ -115,6 +120,23 @@ export class HostWatches {
     if (view === undefined || !view.trustworthy(this.feed)) return undefined;
     if (this.#now() - view.stamp.atMs >= maxAgeMs) return undefined;
     return view;
+  }
+
+  /**
+   * Whether an event woke the drain since its last look: its pass must
+   * look (it may not return early as not yet due).
+   */
+  woken(key: string): boolean {
+    return this.#woken.has(key);
+  }
+
+  /**
+   * A look begins: the wakes so far are taken in by it (the view is read
+   * now, or the list begins after them); later events wake the drain
+   * again.
+   */
+  takeWake(key: string): void {
+    this.#woken.delete(key);
   }
 
   /** Subscribes the drain of `key` to `host`'s events, then stamps its list. */
@@ -172,6 +194,7 @@ export class HostWatches {
   /** Stops watching for a drain that is gone. */
   forget(key: string): void {
     this.#watches.delete(key);
+    this.#woken.delete(key);
   }
 
   /** Stops listening to the feed. */

@@ -55,6 +55,7 @@ export async function lookAtHost(
   const { ctx, deps, host, state } = pass;
   const watches = deps.watches;
   if (watches === undefined) return await fresh();
+  watches.takeWake(ctx.key);
   const view = watches.trustworthyView(ctx.key, deps.slowPollMs * pass.rate);
   if (view !== undefined) {
     const seen = view.observation(pass.status, (id) => state.ram.get(id));
