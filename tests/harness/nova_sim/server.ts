@@ -10,6 +10,10 @@ import { Counters, type CountersSnapshot } from "./counters.ts";
 import { errorBody, json, matchTemplate, type Service } from "./http_util.ts";
 import { ADMIN_PROJECT_ID, Keystone } from "./keystone_api.ts";
 import type { NotificationListener } from "./notifier.ts";
+import {
+  type NotificationPublisher,
+  startNotificationPublisher,
+} from "./publisher.ts";
 import { novaRoutes } from "./nova_api.ts";
 import { placementRoutes } from "./placement_api.ts";
 import { Prng } from "./prng.ts";
@@ -80,6 +84,11 @@ export interface NovaSimOptions {
   hostname?: string;
   /** Virtual clock (default: real time scaled by the scenario's timeScale). */
   clock?: SimClock;
+  /**
+   * A RabbitMQ to publish Nova's versioned notifications to (exchange
+   * `nova`, as Nova does); without it they are only heard in process.
+   */
+  amqpUrl?: string;
 }
 
 /** One call the simulator served. */
@@ -243,6 +252,11 @@ export interface NovaSim {
    * instead of when it is next asked.
    */
   onNotification(listener: NotificationListener): () => void;
+  /**
+   * The notification publisher when started with `amqpUrl` (to wait until
+   * everything sent reached the broker), else undefined.
+   */
+  readonly publisher: NotificationPublisher | undefined;
   /** Puts a server into ERROR with a fault. */
   setServerError(server: string, message: string): void;
   /** Invalidates every token. */
@@ -652,6 +666,13 @@ export async function startNovaSim(
       }
     };
 
+  const publisher = options.amqpUrl === undefined
+    ? undefined
+    : await startNotificationPublisher(options.amqpUrl);
+  if (publisher !== undefined) {
+    world.onNotification((key, env) => publisher.publish(key, env));
+  }
+
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
@@ -700,6 +721,7 @@ export async function startNovaSim(
     return s;
   };
 
+  pace();
   return {
     authUrl,
     computeUrl: `${origin}/compute/v2.1`,
@@ -888,6 +910,7 @@ export async function startNovaSim(
       world.advance();
       world.setServerError(resolve(ref).id, message);
     }),
+    publisher,
     onNotification: paced((listener: NotificationListener) =>
       world.onNotification(listener)
     ),
@@ -904,6 +927,7 @@ export async function startNovaSim(
     async close() {
       closing = true;
       clearTimeout(paceTimer);
+      await publisher?.close();
       for (const release of hangs) release();
       hangs.clear();
       await server.shutdown();
