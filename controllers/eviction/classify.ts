@@ -250,7 +250,8 @@ export function inFlightEntry(
   const startedAt = previous?.startedAt ??
     new Date(created === undefined ? nowMs : Math.min(created, nowMs))
       .toISOString();
-  const migrationId = record === undefined
+  // A negative id is a record a notified view made up (host_view.ts), never Nova's.
+  const migrationId = record === undefined || Number(record.id) < 0
     ? previous?.migrationId
     : String(record.id);
   const percent = progressPercent(record) ?? previous?.memoryProcessedPercent;

@@ -22,7 +22,8 @@ import { novaReasons, withReasons } from "./explain.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { type Observation, observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
-import type { Plan } from "./plan.ts";
+import { type Plan, planPass } from "./plan.ts";
+import { lookAtHost } from "./pass_view.ts";
 import { reportPass } from "./report.ts";
 import { retryRemovalPatch } from "./retry.ts";
 import {
@@ -39,6 +40,7 @@ import {
   claimBeforeLooking,
   confirmAcrossProcesses,
   planAndReserve,
+  planInputFor,
   waitForBudget,
   wakeForBudgetLeft,
 } from "./pass_budget.ts";
@@ -65,6 +67,7 @@ export async function reconcileEviction(
     deps.ledger.delete(ctx.key);
     deps.memory.forget(ctx.key);
     deps.budgetWaiters.delete(ctx.key);
+    deps.watches?.forget(ctx.key);
     return {};
   }
   const ev = deps.memory.freshest(ctx.key, ctx.object);
@@ -103,7 +106,12 @@ export async function reconcileEviction(
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
-  const seen = await observeOrKeep(pass, options);
+  // Nova afresh, or the host's notified view for a pass that only starts.
+  const seen = await lookAtHost(
+    pass,
+    (s) => planPass(planInputFor(pass, s, settings, options, resolved)),
+    () => observeOrKeep(pass, options),
+  );
   const reserved = planAndReserve(pass, seen, settings, options, resolved);
   const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, confirmed, seen);
