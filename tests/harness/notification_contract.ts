@@ -147,6 +147,20 @@ export function assertLiveMigrationNotifications(
       `${n.eventType} is sent by ${publisher[n.eventType]}${why}`,
     );
   }
+  // Every save runs in the control plane (computes save through
+  // nova-conductor), so no update is published by source or destination.
+  const updaters = new Set(
+    ns.filter((n) => n.eventType === "instance.update").map((n) =>
+      n.publisherId
+    ),
+  );
+  for (const p of updaters) {
+    assert.match(p, /^nova-compute:/, why);
+    assert.ok(
+      p !== `nova-compute:${vm.source}` && p !== `nova-compute:${vm.dest}`,
+      `instance.update is sent by the control plane, not ${p}${why}`,
+    );
+  }
   const first = ns[0];
   assert.equal(
     first?.eventType,
@@ -216,6 +230,11 @@ export function assertNoValidHostNotifications(
   assert.match(e?.task?.reason ?? "", /^No valid host was found\./, why);
   const updates = ns.slice(0, error).filter((n) =>
     n.eventType === "instance.update"
+  );
+  assert.equal(
+    e?.task?.reason,
+    "No valid host was found. There are not enough hosts available.",
+    `the reason's first line only${why}`,
   );
   assert.equal(updates[0]?.instance?.taskState, "migrating", why);
   const last = updates.at(-1);
