@@ -33,6 +33,8 @@ import {
   type OpenStackClients,
 } from "../../openstack/mod.ts";
 import { type Envtest, startEnvtest } from "./envtest.ts";
+import type { MemoryFeed } from "./memory_feed.ts";
+import { simFeed } from "./sim_feed.ts";
 import {
   type NovaSim,
   type ScenarioInput,
@@ -69,6 +71,11 @@ export interface DrainEnvOptions {
    * API server (another partition's included).
    */
   cloudSelector?: string | null;
+  /**
+   * Drain with the simulator's notifications (in process, sim_feed.ts);
+   * `deliver` may hold, reorder or repeat them.
+   */
+  notifications?: { deliver?: Parameters<typeof simFeed>[1] };
 }
 
 /** A running drain environment. */
@@ -83,6 +90,8 @@ export interface DrainEnv {
   label: Record<string, string>;
   /** The operator's log lines. */
   logs: string[];
+  /** The notification feed, with `notifications`. */
+  feed: MemoryFeed | undefined;
   /** Creates a Hypervisor for a simulator host (ids, traits, TraitsUpdated). */
   hypervisor(
     host: string,
@@ -124,6 +133,9 @@ export async function startDrainEnv(
   let clients: OpenStackClients | undefined;
   let operator: Operator | undefined;
   const client = await KubeClient.fromKubeConfig(options.env.kubeConfig());
+  const notified = options.notifications === undefined
+    ? undefined
+    : simFeed(sim, options.notifications.deliver);
   try {
     clients = createOpenStackClients(
       loadCloudConfig({
@@ -177,12 +189,14 @@ export async function startDrainEnv(
       ...(options.cloudSelector === null ? {} : {
         cloudSelector: options.cloudSelector ?? `evictor-test=${suffix}`,
       }),
+      ...(notified === undefined ? {} : { notifications: notified.feed }),
     });
     await operator.start();
   } catch (err) {
     await operator?.stop();
     clients?.close();
     client.close();
+    notified?.stop();
     await sim.close();
     throw err;
   }
@@ -206,6 +220,7 @@ export async function startDrainEnv(
     client,
     label,
     logs,
+    feed: notified?.feed,
     async hypervisor(host, o = {}) {
       await client.create<Hypervisor>(HypervisorKind, {
         metadata: { name: host, labels: label },
@@ -269,6 +284,8 @@ export async function startDrainEnv(
       await op.stop();
       os.close();
       client.close();
+      notified?.stop();
+      await notified?.feed.close();
       await sim.close();
     },
   };

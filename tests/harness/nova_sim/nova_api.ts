@@ -513,6 +513,35 @@ function abortServerMigration(ctx: RequestContext): Response {
   return json(202, undefined);
 }
 
+/**
+ * `POST /servers/{id}/migrations/{mid}/action` with `{"force_complete":
+ * null}` (2.22+): a running live migration completes now.
+ */
+async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
+  const s = requireServer(ctx);
+  const raw = ctx.params["mid"] ?? "";
+  if (!/^\d+$/.test(raw)) {
+    throw new NovaFault(
+      400,
+      `Invalid input for field/attribute migration_id. Value: ${raw}.`,
+    );
+  }
+  if (ctx.mv < 22) {
+    throw new NovaFault(404, "The resource could not be found.");
+  }
+  const body = await ctx.req.json().catch(() => undefined);
+  if (
+    typeof body !== "object" || body === null || !("force_complete" in body)
+  ) {
+    throw new NovaFault(
+      400,
+      "Invalid input for field/attribute force_complete. Value: None.",
+    );
+  }
+  ctx.world.forceCompleteLiveMigration(s.id, Number(raw));
+  return json(202, undefined);
+}
+
 function parseBool(name: string, raw: string | null): boolean {
   if (raw === null) return false;
   const v = raw.toLowerCase();
@@ -744,6 +773,12 @@ export const novaRoutes: Route[] = [
     "DELETE",
     "/servers/{id}/migrations/{mid}",
     abortServerMigration,
+  ),
+  route(
+    "compute",
+    "POST",
+    "/servers/{id}/migrations/{mid}/action",
+    serverMigrationAction,
   ),
   route("compute", "GET", "/os-migrations", listMigrations),
   route("compute", "GET", "/os-hypervisors", listHypervisors(false)),
