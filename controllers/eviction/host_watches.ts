@@ -20,10 +20,15 @@ import { MIGRATE_SERVER_ERROR } from "./notified_events.ts";
 import type { Observation } from "./observe.ts";
 import { viewDiffs } from "./view_diff.ts";
 
-/** Events that end a step a drain waits for (a slot frees, a VM fails or leaves). */
+/**
+ * Events that end a step a drain waits for: a record ends (a slot frees),
+ * a migration fails, a VM is deleted, a cold one waits to be confirmed.
+ * Not the move itself (`post_dest.end`, the update naming the destination):
+ * the record runs on until `post.end`, and a pass woken then would find
+ * nothing to start, only delay the one that can.
+ */
 const WAKING: ReadonlySet<string> = new Set([
   "instance.live_migration_post.end",
-  "instance.live_migration_post_dest.end",
   "instance.live_migration_rollback.end",
   "instance.live_migration_abort.end",
   "instance.delete.end",
@@ -36,7 +41,7 @@ const WAKING: ReadonlySet<string> = new Set([
 /**
  * Whether an event taken into `host`'s view should wake its drain: the
  * end of a migration step, or an update that puts a VM on the host at
- * rest (an arrival, a rollback done) or shows it elsewhere (it left).
+ * rest (an arrival, a rollback done).
  *
  * @example
  * ```ts
@@ -57,7 +62,7 @@ export function wakesDrain(n: NovaNotification, host: string): boolean {
   }
   const i = n.instance;
   if (i === undefined) return false;
-  return i.host !== host || i.taskState === null;
+  return i.host === host && i.taskState === null;
 }
 
 interface Watch {
