@@ -154,58 +154,68 @@ Deno.test({
 async function drainThroughBrokerStop(mq: RabbitMq): Promise<void> {
   // Long migrations (64 GB, 13 s real each at 5x): the drain outlasts the
   // broker's stop and start (some seconds each on a loaded machine).
-  await withNotifiedDrain(12, [65536], 5, async (env, host) => {
+  await withNotifiedDrain(16, [65536], 5, async (env, host) => {
     const feed = env.feed;
     assert.ok(feed);
     await waitFor("the feed up", () => feed.state === "up" ? true : undefined);
-    const name = `ev-${host}`;
-    await env.evict(name, host);
-    await waitFor(
-      "the first migrations",
-      () =>
-        env.sim.state().migrations.some((m) => m.source === host)
-          ? true
-          : undefined,
+    // when the feed's state changed, and when the host was listed (real ms)
+    const changes: Array<[string, number]> = [];
+    const lists: number[] = [];
+    const stopStates = feed.onState((state) =>
+      changes.push([state, Date.now()])
     );
-    await new Promise((r) => setTimeout(r, 3 * POLL_MS));
-    const stopping = mq.stopBroker();
-    await waitFor(
-      "the feed down",
-      () => feed.state === "down" ? true : undefined,
-      30_000,
-      5,
-    );
-    const before = listCalls(env.sim);
-    const downAt = Date.now();
-    await waitFor(
-      "a look at Nova after the feed went down",
-      () => listCalls(env.sim) > before ? true : undefined,
-      5_000,
-      10,
-    );
-    const polledAfter = Date.now() - downAt;
-    assert.ok(polledAfter <= POLL_MS, `polled ${polledAfter} ms after`);
-    await stopping;
-    await mq.startBroker();
-    const upAt = await waitFor(
-      "the feed up again",
-      () => feed.state === "up" ? listCalls(env.sim) : undefined,
-      60_000,
-      5,
-    );
-    await waitFor(
-      "the relist after the feed is back",
-      () => listCalls(env.sim) > upAt ? true : undefined,
-      2_000,
-      10,
-    );
-    const fromViewBefore = await metric(env, VIEW_LOOKS);
-    await drained(env, name, 120_000);
-    assertDrainedOnce(env, host);
-    assert.ok(
-      await metric(env, VIEW_LOOKS) > fromViewBefore,
-      "planned from the view again after the relist",
-    );
+    const stopCalls = env.sim.onCall((c) => {
+      if (c.key.endsWith("/servers/detail")) lists.push(Date.now());
+    });
+    const listedWithin = (what: string, from: number, ms: number) =>
+      waitFor(
+        what,
+        () => lists.find((t) => t >= from && t <= from + ms),
+        ms + 500,
+        10,
+      );
+    try {
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      await waitFor(
+        "the first migrations",
+        () =>
+          env.sim.state().migrations.some((m) => m.source === host)
+            ? true
+            : undefined,
+      );
+      await new Promise((r) => setTimeout(r, 3 * POLL_MS));
+      await mq.stopBroker();
+      const downAt = changes.find(([s]) => s === "down")?.[1];
+      assert.ok(downAt !== undefined, "the feed noticed the broker's stop");
+      await listedWithin(
+        "a look at Nova after the feed went down",
+        downAt,
+        POLL_MS,
+      );
+      await mq.startBroker();
+      const upAt = await waitFor(
+        "the feed up again",
+        () => changes.find(([s, t]) => s === "up" && t > downAt)?.[1],
+        60_000,
+        10,
+      );
+      await listedWithin("the relist after the feed is back", upAt, 1_000);
+      const fromViewBefore = await metric(env, VIEW_LOOKS);
+      const runningAtUp = (await env.eviction(name)).status?.finishedAt ===
+        undefined;
+      await drained(env, name, 180_000);
+      assertDrainedOnce(env, host);
+      if (runningAtUp) {
+        assert.ok(
+          await metric(env, VIEW_LOOKS) > fromViewBefore,
+          "planned from the view again after the relist",
+        );
+      }
+    } finally {
+      stopStates();
+      stopCalls();
+    }
   }, { notifications: { amqpUrl: mq.url } });
 }
 
