@@ -62,7 +62,24 @@ function novaTime(ms: number): string {
   return new Date(ms).toISOString().replace("Z", "");
 }
 
-/** One host's list and the events since. */
+/**
+ * One host's list and the events since.
+ *
+ * @example
+ * ```ts
+ * import { WatchedHost } from "./host_view.ts";
+ * const listed = { id: "a", name: "a", status: "ACTIVE", host: "h", hypervisorHostname: "h",
+ *   taskState: null, vmState: "active", powerState: 1, flavor: { ramMb: 1024, vcpus: 1 } };
+ * const view = new WatchedHost("h", { servers: [listed], migrations: [], departed: [] },
+ *   { atMs: 0, epoch: 1, up: true });
+ * view.apply({ messageId: "m1", eventType: "instance.delete.end", publisherId: "nova-compute:h",
+ *   publisherHost: "h", timestampMs: 5, priority: "info",
+ *   instance: { uuid: "a", host: "h", node: "h", vmState: "deleted", taskState: null, powerState: 0 } });
+ * const seen = view.observation({ outstandingInstances: ["a"] });
+ * console.assert(seen.servers.length === 0 && seen.departed[0]?.server === null);
+ * console.assert(view.trustworthy({ state: "up", epoch: 1 }));
+ * ```
+ */
 export class WatchedHost {
   /** The compute service host. */
   readonly host: string;

@@ -80,7 +80,18 @@ export interface Relisted {
   checked: boolean;
 }
 
-/** The views of the draining hosts of this process. */
+/**
+ * The views of the draining hosts of this process.
+ *
+ * @example
+ * ```ts ignore
+ * const watches = new HostWatches(feed, (key) => enqueue(key), () => clock.now());
+ * const stamp = watches.beginList("node042", "node042"); // subscribed from here on
+ * const listed = await observe(nova, "node042", ...);
+ * watches.endList("node042", stamp, listed); // the list and the events since
+ * const view = watches.trustworthyView("node042", slowPollMs);
+ * ```
+ */
 export class HostWatches {
   readonly #feed: NotificationFeed;
   readonly #wake: (key: string) => void;

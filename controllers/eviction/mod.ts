@@ -24,7 +24,13 @@
  *    servers on the host, the migrations from or to it since the drain
  *    started (once no server is left, also every record still in progress,
  *    however old), a lookup only for a VM that left without a telling
- *    record.
+ *    record. With Nova's notifications (`deps.watches`, pass_view.ts) each
+ *    look also lists the host for its list-and-watch view (host_view.ts,
+ *    host_watches.ts), whose events wake the drain; a pass that only
+ *    starts plans from that view while it is trustworthy, without a Nova
+ *    call; one that could finish, settle, confirm, abort or charge a
+ *    failure, every pass while the feed is down, and one at the slow poll
+ *    interval (the relist, its differences counted) read Nova afresh.
  * 3. **plan** — a pure function of that observation, the status, the limit
  *    in force, the start answers in memory and the time (plan.ts,
  *    classify.ts); the cluster budget is reserved in the same step
