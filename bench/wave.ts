@@ -40,6 +40,7 @@ import {
   novaCalls,
   registerHypervisor,
 } from "../tests/harness/process_drain.ts";
+import { type Mode, parseModes } from "./modes.ts";
 import { slotGaps } from "./slot_gaps.ts";
 import { type RabbitMq, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 
@@ -55,14 +56,7 @@ const { values } = parseArgs({
     modes: { type: "string", default: "polling,notifications" },
   },
 });
-/** How the drains learn what Nova did. */
-type Mode = "polling" | "notifications";
-const MODES = values.modes.split(",").map((m): Mode => {
-  if (m === "polling" || m === "notifications") return m;
-  throw new RangeError(
-    `--modes entries are polling or notifications, got "${m}"`,
-  );
-});
+const MODES = parseModes(values.modes);
 const SCALE = Number(values["time-scale"]);
 const POLL_VIRTUAL_MS = Number(values["poll-interval-ms"]);
 if (!(SCALE > 0)) {
