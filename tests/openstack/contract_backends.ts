@@ -17,6 +17,7 @@ import {
   useOpenStack,
 } from "../harness/openstack.ts";
 import { captureLogger } from "../harness/openstack_util.ts";
+import { sharedRabbitMq } from "../harness/rabbitmq.ts";
 
 /** Server sizes: the lane's flavors (and the same RAM in the simulator). */
 export const SIZES = { small: 512, medium: 2048, large: 4096 } as const;
@@ -49,6 +50,11 @@ export interface Backend {
   hosts: string[];
   /** Server ids by the names of the specs. */
   servers: Map<string, string>;
+  /**
+   * The broker the backend's Nova publishes its versioned notifications to
+   * (opened with `notifications: true`; the lane's always does).
+   */
+  amqpUrl: string | undefined;
   /** A session authenticated with an application credential instead. */
   appCredentialSession(): KeystoneSession;
   /** A call as it goes over the wire (admin token). */
@@ -82,9 +88,13 @@ export function laneCloud(): Promise<OpenStackCloud> {
 export async function openBackend(
   kind: Backend["kind"],
   servers: ServerSpec[],
+  options: { notifications?: boolean } = {},
 ): Promise<Backend> {
   return kind === "simulator"
-    ? await openSimulator(servers)
+    ? await openSimulator(
+      servers,
+      options.notifications ? (await sharedRabbitMq()).url : undefined,
+    )
     : await openNova(await laneCloud(), servers);
 }
 
@@ -160,7 +170,10 @@ async function rawCall(
   return { status: r.status, headers: r.headers, body };
 }
 
-async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
+async function openSimulator(
+  specs: ServerSpec[],
+  amqpUrl: string | undefined,
+): Promise<Backend> {
   const hosts = ["node001", "node002", "node003"];
   const sim: NovaSim = await startNovaSim({
     seed: 3,
@@ -173,7 +186,7 @@ async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
       vcpus: 1,
       ...(s.status === undefined ? {} : { status: s.status }),
     })),
-  });
+  }, amqpUrl === undefined ? {} : { amqpUrl });
   const c = sim.credentials;
   const session = sessionFor(sim.authUrl, {
     username: c.password.username,
@@ -185,6 +198,7 @@ async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
   const backend: Backend = {
     kind: "simulator",
     session,
+    amqpUrl,
     appCredentialSession: () =>
       appCredSession(sim.authUrl, c.applicationCredential, c.region),
     nova: new NovaClient(session),
@@ -218,6 +232,7 @@ async function openNova(
   const backend: Backend = {
     kind: "nova",
     session,
+    amqpUrl: cloud.amqpUrl,
     appCredentialSession: () =>
       appCredSession(cloud.authUrl, cloud.applicationCredential, cloud.region),
     nova,

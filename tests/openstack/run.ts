@@ -44,6 +44,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./contract_test.ts", import.meta.url).pathname,
       new URL("./drain_test.ts", import.meta.url).pathname,
       new URL("./hypervisor_sync_test.ts", import.meta.url).pathname,
+      new URL("./notifications_test.ts", import.meta.url).pathname,
     ]),
   ],
   env: {
