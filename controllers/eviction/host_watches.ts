@@ -1,8 +1,8 @@
 /**
  * The views of this process's draining hosts, fed by one notification
  * feed: each drain subscribes first (its events are buffered from then
- * on), then lists its host, then applies the buffered events newer than
- * the list ({@linkcode HostWatches.beginList}, {@linkcode
+ * on), then lists its host, then applies the events buffered since the
+ * list began ({@linkcode HostWatches.beginList}, {@linkcode
  * HostWatches.endList}). An event that ends a migration, fails one, or
  * brings a VM to the host wakes that host's drain at once; a change of
  * the feed's state wakes every drain (down: poll now; up again: relist).
