@@ -101,6 +101,16 @@ export function parseNovaTimestamp(text: string): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
+/**
+ * The message of an exception payload without what follows it: an
+ * exception that crossed RPC (the scheduler's NoValidHost) carries the
+ * remote traceback after a newline.
+ */
+function firstLine(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  return text.split("\n", 1)[0]?.trim();
+}
+
 function powerState(raw: string | number | null | undefined): number | null {
   if (raw === null || raw === undefined) return null;
   if (typeof raw === "number") return raw;
@@ -238,7 +248,7 @@ export function parseNovaNotification(
     }
     notification.task = {
       instanceUuid: r.data.instance_uuid,
-      reason: r.data.reason?.["nova_object.data"].exception_message,
+      reason: firstLine(r.data.reason?.["nova_object.data"].exception_message),
     };
   }
   return { ok: true, notification };

@@ -144,7 +144,8 @@ Deno.test("parseNovaNotification: table of good and bad messages", () => {
             reason: {
               "nova_object.data": {
                 exception: "NoValidHost",
-                exception_message: "No valid host was found. ",
+                exception_message:
+                  "No valid host was found. \nTraceback (most recent call last):\n  File x\nnova.exception.NoValidHost: No valid host was found. \n",
               },
             },
           },
@@ -154,7 +155,7 @@ Deno.test("parseNovaNotification: table of good and bad messages", () => {
       ok: (n) =>
         assert.deepEqual(n["task"], {
           instanceUuid: "u9",
-          reason: "No valid host was found. ",
+          reason: "No valid host was found.",
         }),
     },
     {

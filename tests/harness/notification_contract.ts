@@ -147,6 +147,20 @@ export function assertLiveMigrationNotifications(
       `${n.eventType} is sent by ${publisher[n.eventType]}${why}`,
     );
   }
+  // Every save runs in the control plane (computes save through
+  // nova-conductor), so no update is published by source or destination.
+  const updaters = new Set(
+    ns.filter((n) => n.eventType === "instance.update").map((n) =>
+      n.publisherId
+    ),
+  );
+  for (const p of updaters) {
+    assert.match(p, /^nova-compute:/, why);
+    assert.ok(
+      p !== `nova-compute:${vm.source}` && p !== `nova-compute:${vm.dest}`,
+      `instance.update is sent by the control plane, not ${p}${why}`,
+    );
+  }
   const first = ns[0];
   assert.equal(
     first?.eventType,
@@ -217,11 +231,58 @@ export function assertNoValidHostNotifications(
   const updates = ns.slice(0, error).filter((n) =>
     n.eventType === "instance.update"
   );
+  assert.equal(
+    e?.task?.reason,
+    "No valid host was found. There are not enough hosts available.",
+    `the reason's first line only${why}`,
+  );
   assert.equal(updates[0]?.instance?.taskState, "migrating", why);
   const last = updates.at(-1);
   assert.equal(last?.instance?.taskState, null, `task_state cleared${why}`);
   for (const u of updates) {
     assert.equal(u.instance?.host, vm.source, why);
     assert.equal(u.instance?.vmState, "active", why);
+  }
+}
+
+/**
+ * Asserts the notifications of a live migration whose copy failed and was
+ * rolled back: prepared on `dest` (`live_migration_pre.*`), then on the
+ * source `live_migration_rollback.start`, the save that clears task_state
+ * (still on `source`), `live_migration_rollback.end`; nothing of a
+ * completion. The destination's own clean-up (`rollback_dest.*`), when
+ * sent, comes from `dest`.
+ */
+export function assertRollbackNotifications(
+  ns: NovaNotification[],
+  vm: { uuid: string; source: string; dest: string },
+): void {
+  const why = context(ns);
+  assert.ok(
+    !ns.some((n) => n.eventType.startsWith("instance.live_migration_post")),
+    `no completion${why}`,
+  );
+  const at = (type: string) => ns.findIndex((n) => n.eventType === type);
+  const pre = at("instance.live_migration_pre.end");
+  const start = at("instance.live_migration_rollback.start");
+  const end = at("instance.live_migration_rollback.end");
+  assert.ok(pre !== -1 && pre < start && start < end, `order${why}`);
+  for (const i of [start, end]) {
+    assert.equal(ns[i]?.publisherId, `nova-compute:${vm.source}`, why);
+    assert.equal(ns[i]?.instance?.host, vm.source, why);
+  }
+  assert.equal(ns[start]?.instance?.taskState, "migrating", why);
+  assert.equal(ns[end]?.instance?.taskState, null, why);
+  const cleared = ns.findIndex((n, i) =>
+    i > start && i < end && n.eventType === "instance.update" &&
+    n.instance?.taskState === null
+  );
+  assert.ok(cleared !== -1, `the save clearing task_state${why}`);
+  assert.equal(ns[cleared]?.instance?.host, vm.source, why);
+  assert.equal(ns[cleared]?.instance?.vmState, "active", why);
+  for (const n of ns) {
+    if (n.eventType.startsWith("instance.live_migration_rollback_dest.")) {
+      assert.equal(n.publisherId, `nova-compute:${vm.dest}`, why);
+    }
   }
 }

@@ -195,6 +195,17 @@ async function openSimulator(
   }, c.region);
   const servers = new Map<string, string>();
   for (const s of sim.state().servers) servers.set(s.name, s.id);
+  // The lane's driver fails live migrations by metadata; the simulator by
+  // its fault of the same effect (rolled back, or the server in ERROR).
+  for (const spec of specs) {
+    const fail = spec.migration?.lane_fail;
+    if (fail === undefined) continue;
+    sim.injectMigrationFault(
+      spec.name,
+      fail === "instance-error" ? "error" : "fail",
+      Number(spec.migration?.lane_fail_times ?? 1000),
+    );
+  }
   const backend: Backend = {
     kind: "simulator",
     session,

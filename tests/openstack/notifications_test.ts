@@ -12,6 +12,7 @@
 import {
   assertLiveMigrationNotifications,
   assertNoValidHostNotifications,
+  assertRollbackNotifications,
   describe,
   liveMigrationEnded,
   recordNotifications,
@@ -118,6 +119,41 @@ notifications("NoValidHost: compute_task.migrate_server.error", [
     assertNoValidHostNotifications(rec.about(id), {
       uuid: id,
       source: "node001",
+    });
+  } finally {
+    await rec.close();
+  }
+});
+
+notifications("a failed copy rolled back on the source", [
+  {
+    name: "failing",
+    host: "node001",
+    size: "small",
+    migration: { lane_fail: "failed", lane_copy_seconds: "1" },
+  },
+], async (b) => {
+  const rec = await recordNotifications(b.amqpUrl ?? "");
+  try {
+    const id = b.servers.get("failing") as string;
+    await b.setHostEnabled("node003", false);
+    await b.nova.liveMigrate(id);
+    await rec.until(
+      "the rollback's end",
+      () =>
+        rec.about(id).some((n) =>
+          n.eventType === "instance.live_migration_rollback.end"
+        ),
+    );
+    // The destination's clean-up is a cast: give it a moment to arrive.
+    await new Promise((r) => setTimeout(r, 3000));
+    console.log(
+      `${b.kind}: rollback:\n  ${rec.about(id).map(describe).join("\n  ")}`,
+    );
+    assertRollbackNotifications(rec.about(id), {
+      uuid: id,
+      source: "node001",
+      dest: "node002",
     });
   } finally {
     await rec.close();

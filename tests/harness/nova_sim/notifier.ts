@@ -122,6 +122,17 @@ export function osloTimestamp(ms: number): string {
   return millis === 0 ? base : `${base}.${String(millis).padStart(3, "0")}000`;
 }
 
+/** The traceback an exception that crossed oslo.messaging RPC carries. */
+function remoteTraceback(exception: string, message: string): string {
+  return [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3/dist-packages/nova/scheduler/manager.py", line 455, in _ensure_sufficient_hosts',
+    `    raise exception.${exception}(reason=reason)`,
+    `nova.exception.${exception}: ${message}`,
+    "",
+  ].join("\n");
+}
+
 /** A payload's datetime (oslo.versionedobjects: ISO 8601 with `Z`). */
 function payloadTime(ms: number | undefined): string | null {
   if (ms === undefined) return null;
@@ -333,6 +344,50 @@ export class SimNotifier {
     );
   }
 
+  /**
+   * `service.update` with a ServiceStatusPayload, from the service itself
+   * (`nova-compute:<host>`): sent by every save that sets disabled,
+   * disabled_reason or forced_down (an API call, even to the same value).
+   */
+  serviceUpdate(
+    svc: {
+      host: string;
+      uuid: string;
+      disabled: boolean;
+      disabledReason: string | null;
+      forcedDown: boolean;
+      up: boolean;
+      zone: string;
+      lastSeenUp: number;
+    },
+    at: number,
+  ): void {
+    this.emit(
+      "service.update",
+      `nova-compute:${svc.host}`,
+      "INFO",
+      {
+        "nova_object.name": "ServiceStatusPayload",
+        "nova_object.namespace": "nova",
+        "nova_object.version": "1.1",
+        "nova_object.data": {
+          host: svc.host,
+          binary: "nova-compute",
+          topic: "compute",
+          report_count: 1,
+          disabled: svc.disabled,
+          disabled_reason: svc.disabledReason,
+          availability_zone: svc.zone,
+          last_seen_up: svc.up ? payloadTime(svc.lastSeenUp) : null,
+          forced_down: svc.forcedDown,
+          version: 61,
+          uuid: svc.uuid,
+        },
+      },
+      at,
+    );
+  }
+
   /** `scheduler.select_destinations.<phase>` from nova-scheduler. */
   selectDestinations(
     phase: "start" | "end",
@@ -401,9 +456,12 @@ export class SimNotifier {
               function_name: "_live_migrate",
               module_name: "nova.conductor.manager",
               exception,
-              exception_message: message,
-              traceback:
-                `Traceback (most recent call last):\nnova.exception.${exception}: ${message}\n`,
+              // The scheduler's exception crossed RPC: its text carries
+              // the remote traceback after the message (seen on real Zed).
+              exception_message: `${message}\n${
+                remoteTraceback(exception, message)
+              }`,
+              traceback: remoteTraceback(exception, message),
             },
           },
           request_spec: null,

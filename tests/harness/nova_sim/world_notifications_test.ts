@@ -84,7 +84,7 @@ Deno.test("notifications: a live migration, as real Zed sends them", () => {
   assert.deepEqual(summary(), [
     "instance.live_migration_post.start@src host:src task:migrating",
     "instance.live_migration_post_dest.start@dst host:src task:migrating",
-    "instance.update@dst host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.live_migration_post_dest.end@dst host:dst task:null",
   ]);
   assert.equal(world.migrations[0]?.status, "running");
@@ -153,9 +153,10 @@ Deno.test("notifications: NoValidHost ends in compute_task.migrate_server.error"
       "nova_object.data"
     ];
   assert.equal(reason["exception"], "NoValidHost");
-  assert.equal(
-    reason["exception_message"],
-    "No valid host was found. There are not enough hosts available.",
+  // As on real Zed: the message, then the scheduler's remote traceback.
+  assert.match(
+    String(reason["exception_message"]),
+    /^No valid host was found\. There are not enough hosts available\.\nTraceback \(most recent call last\):\n/,
   );
   assert.equal(got[2]?.data["task_state"], null);
   assert.equal(world.migrations[0]?.status, "error");
@@ -170,10 +171,8 @@ Deno.test("notifications: an async failure rolls back on the source", () => {
   step(4096);
   assert.deepEqual(summary(), [
     "instance.live_migration_rollback.start@src host:src task:migrating",
-    "instance.update@src host:src task:null",
+    "instance.update@controller host:src task:null",
     "instance.live_migration_rollback.end@src host:src task:null",
-    "instance.live_migration_rollback_dest.start@dst host:src task:null",
-    "instance.live_migration_rollback_dest.end@dst host:src task:null",
   ]);
 });
 
@@ -195,7 +194,7 @@ Deno.test("notifications: abort of a running and of a queued migration", () => {
   world.abortLiveMigration(id("v3"), m3?.id ?? 0, 65);
   assert.deepEqual(summary(), [
     "instance.live_migration_abort.start@src host:src task:migrating",
-    "instance.update@src host:src task:null",
+    "instance.update@controller host:src task:null",
     "instance.live_migration_abort.end@src host:src task:null",
   ]);
   world.abortLiveMigration(id("v1"), m1?.id ?? 0, 65);
@@ -203,10 +202,8 @@ Deno.test("notifications: abort of a running and of a queued migration", () => {
     "instance.live_migration_abort.start@src host:src task:migrating",
     "instance.live_migration_abort.end@src host:src task:migrating",
     "instance.live_migration_rollback.start@src host:src task:migrating",
-    "instance.update@src host:src task:null",
+    "instance.update@controller host:src task:null",
     "instance.live_migration_rollback.end@src host:src task:null",
-    "instance.live_migration_rollback_dest.start@dst host:src task:null",
-    "instance.live_migration_rollback_dest.end@dst host:src task:null",
   ]);
 });
 
@@ -222,7 +219,7 @@ Deno.test("notifications: force-complete ends the copy at once", () => {
     "instance.live_migration_force_complete.end@src host:src task:migrating",
     "instance.live_migration_post.start@src host:src task:migrating",
     "instance.live_migration_post_dest.start@dst host:src task:migrating",
-    "instance.update@dst host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.live_migration_post_dest.end@dst host:dst task:null",
   ]);
   step(300);
@@ -240,7 +237,7 @@ Deno.test("notifications: an admin-forced arrival skips the scheduler", () => {
   step(10_000);
   const got = summary();
   assert.ok(!got.some((s) => s.startsWith("scheduler.")));
-  assert.ok(got.includes("instance.update@dst host:dst task:null"));
+  assert.ok(got.includes("instance.update@controller host:dst task:null"));
 });
 
 Deno.test("notifications: create, delete and a cold migration", () => {
@@ -248,7 +245,7 @@ Deno.test("notifications: create, delete and a cold migration", () => {
   world.addServer({ name: "new", host: "dst", ramMb: 1024 });
   assert.deepEqual(summary(), [
     "instance.create.start@dst host:dst task:spawning",
-    "instance.update@dst host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.create.end@dst host:dst task:null",
   ]);
   world.deleteServer(id("new"));
@@ -257,7 +254,7 @@ Deno.test("notifications: create, delete and a cold migration", () => {
     "instance.delete.start@dst host:dst task:deleting",
     "instance.shutdown.start@dst host:dst task:deleting",
     "instance.shutdown.end@dst host:dst task:deleting",
-    "instance.update@dst host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.delete.end@dst host:dst task:null",
   ]);
   world.coldMigrate(id("v2"), null);
@@ -271,18 +268,36 @@ Deno.test("notifications: create, delete and a cold migration", () => {
   ]);
   step(10_000);
   assert.deepEqual(summary(), [
-    "instance.update@src host:src task:resize_migrating",
+    "instance.update@controller host:src task:resize_migrating",
     "instance.resize.start@src host:src task:resize_migrating",
     "instance.resize.end@src host:src task:resize_migrating",
-    "instance.update@dst host:src task:resize_finish",
+    "instance.update@controller host:src task:resize_finish",
     "instance.resize_finish.start@dst host:src task:resize_finish",
-    "instance.update@dst host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.resize_finish.end@dst host:dst task:null",
   ]);
   world.confirmResize(id("v2"));
   assert.deepEqual(summary(), [
     "instance.resize_confirm.start@src host:dst task:null",
-    "instance.update@src host:dst task:null",
+    "instance.update@controller host:dst task:null",
     "instance.resize_confirm.end@src host:dst task:null",
   ]);
+});
+
+Deno.test("notifications: a service enabled or disabled sends service.update from its host", () => {
+  const { world, take } = build(CLOUD);
+  const host = world.hosts.get("dst");
+  assert.ok(host);
+  world.setService(host, "disabled", "maintenance", undefined);
+  world.setService(host, "disabled", "maintenance", undefined);
+  world.setService(host, undefined, undefined, undefined);
+  const got = take();
+  // Every call that sets the status sends one, even to the same value.
+  assert.deepEqual(got.map((n) => `${n.type}@${n.publisher}`), [
+    "service.update@nova-compute:dst",
+    "service.update@nova-compute:dst",
+  ]);
+  assert.equal(got[0]?.data["disabled"], true);
+  assert.equal(got[0]?.data["disabled_reason"], "maintenance");
+  assert.equal(got[0]?.data["binary"], "nova-compute");
 });
