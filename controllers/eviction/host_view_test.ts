@@ -131,7 +131,7 @@ Deno.test("a listed record in progress takes the steps (its id kept); an ended o
 Deno.test("arrivals, deletions, old, foreign and duplicated events", () => {
   const arrival = liveMigration("z", 5, "completed", "node999", HOST);
   const deleted = [
-    notification("instance.update", 20, `nova-compute:${HOST}`, {
+    notification("instance.update", 20, "nova-compute:controller", {
       instance: instance("b", { taskState: "deleting" }),
     }),
     notification("instance.delete.end", 21, `nova-compute:${HOST}`, {
@@ -227,7 +227,7 @@ function historyOf(
     }
     if (fate === "deleted") {
       events.push(
-        notification("instance.update", ms, `nova-compute:${HOST}`, {
+        notification("instance.update", ms, "nova-compute:controller", {
           instance: instance(id, { taskState: "deleting" }),
         }),
         notification("instance.delete.end", ms + 1, `nova-compute:${HOST}`, {
