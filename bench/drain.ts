@@ -29,6 +29,7 @@ import {
   waitFor,
 } from "../tests/harness/eviction_env.ts";
 import type { ScenarioInput } from "../tests/harness/nova_sim/mod.ts";
+import { type Mode, parseModes } from "./modes.ts";
 import { type SlotGaps, slotGaps } from "./slot_gaps.ts";
 
 const { values } = parseArgs({
@@ -51,14 +52,7 @@ const { values } = parseArgs({
     modes: { type: "string", default: "polling,notifications" },
   },
 });
-/** How a drain learns what Nova did. */
-type Mode = "polling" | "notifications";
-const MODES = values.modes.split(",").map((m): Mode => {
-  if (m === "polling" || m === "notifications") return m;
-  throw new RangeError(
-    `--modes entries are polling or notifications, got "${m}"`,
-  );
-});
+const MODES = parseModes(values.modes);
 const VMS = Number(values.vms);
 const FIXED_SCALE = values["time-scale"] === undefined
   ? undefined

@@ -2,8 +2,9 @@
  * A list-and-watch view of one draining host, the way Kubernetes
  * controllers keep objects: one fresh list of the host (its servers, the
  * migrations from or to it, where the VMs that left went), then Nova's
- * notifications newer than that list, deduplicated by message id. The
- * view yields an {@linkcode Observation} the planner takes unchanged.
+ * notifications received since that list began (subscribed before it),
+ * deduplicated by message id. The view yields an {@linkcode Observation}
+ * the planner takes unchanged.
  *
  * The view is a pure fold of the list and the set of events it holds,
  * taken in one total order (Nova's timestamp, the step of a migration,
@@ -49,7 +50,7 @@ const PARKED_MAX = 1024;
 
 /** When and in which state of the feed a list was taken. */
 export interface ListStamp {
-  /** Controller clock when the list began (events from then on apply). */
+  /** Controller clock when the list began (its age decides the relist). */
   atMs: number;
   /** The feed's epoch when the list began. */
   epoch: number;
@@ -62,7 +63,24 @@ function novaTime(ms: number): string {
   return new Date(ms).toISOString().replace("Z", "");
 }
 
-/** One host's list and the events since. */
+/**
+ * One host's list and the events since.
+ *
+ * @example
+ * ```ts
+ * import { WatchedHost } from "./host_view.ts";
+ * const listed = { id: "a", name: "a", status: "ACTIVE", host: "h", hypervisorHostname: "h",
+ *   taskState: null, vmState: "active", powerState: 1, flavor: { ramMb: 1024, vcpus: 1 } };
+ * const view = new WatchedHost("h", { servers: [listed], migrations: [], departed: [] },
+ *   { atMs: 0, epoch: 1, up: true });
+ * view.apply({ messageId: "m1", eventType: "instance.delete.end", publisherId: "nova-compute:h",
+ *   publisherHost: "h", timestampMs: 5, priority: "info",
+ *   instance: { uuid: "a", host: "h", node: "h", vmState: "deleted", taskState: null, powerState: 0 } });
+ * const seen = view.observation({ outstandingInstances: ["a"] });
+ * console.assert(seen.servers.length === 0 && seen.departed[0]?.server === null);
+ * console.assert(view.trustworthy({ state: "up", epoch: 1 }));
+ * ```
+ */
 export class WatchedHost {
   /** The compute service host. */
   readonly host: string;
@@ -85,7 +103,7 @@ export class WatchedHost {
     for (const d of list.departed) this.#known.add(d.id);
   }
 
-  /** Events held (newer than the list, about this host, no duplicates). */
+  /** Events held (received since the list began, about this host, no duplicates). */
   get eventCount(): number {
     return this.#events.size;
   }
@@ -102,12 +120,16 @@ export class WatchedHost {
   }
 
   /**
-   * Takes an event into the view: kept when it is about this host, newer
-   * than the list, and not held already (by message id). Returns whether
-   * it was kept.
+   * Takes an event into the view: kept when it is about this host and not
+   * held already (by message id). Returns whether it was kept. The caller
+   * gives only events received since the list began (host_watches.ts
+   * subscribes first): one queue delivers in order, so an event sent
+   * before the list and received after it is followed by the later ones.
+   * Nova's timestamps are not compared with this process's clock (they
+   * may be skewed); a snapshot older than a listed server's own `updated`
+   * time is not taken.
    */
   apply(n: NovaNotification): boolean {
-    if (n.timestampMs < this.stamp.atMs) return false;
     if (this.#events.has(n.messageId)) return false;
     if (!this.concerns(n)) {
       this.#park(n);
@@ -253,8 +275,10 @@ function foldSnapshots(
   moved: Map<string, DepartedServer>,
   ramOf: (id: string) => number | undefined,
 ): void {
+  const listedAt = parseNovaTime(servers.get(id)?.updated) ?? -Infinity;
   for (const n of events) {
     if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
+    if (n.timestampMs < listedAt) continue;
     if (isDeletion(n)) {
       servers.delete(id);
       moved.set(id, { id, server: null });

@@ -1,8 +1,8 @@
 /**
  * The views of this process's draining hosts, fed by one notification
  * feed: each drain subscribes first (its events are buffered from then
- * on), then lists its host, then applies the buffered events newer than
- * the list ({@linkcode HostWatches.beginList}, {@linkcode
+ * on), then lists its host, then applies the events buffered since the
+ * list began ({@linkcode HostWatches.beginList}, {@linkcode
  * HostWatches.endList}). An event that ends a migration, fails one, or
  * brings a VM to the host wakes that host's drain at once; a change of
  * the feed's state wakes every drain (down: poll now; up again: relist).
@@ -20,10 +20,15 @@ import { MIGRATE_SERVER_ERROR } from "./notified_events.ts";
 import type { Observation } from "./observe.ts";
 import { viewDiffs } from "./view_diff.ts";
 
-/** Events that end a step a drain waits for (a slot frees, a VM fails or leaves). */
+/**
+ * Events that end a step a drain waits for: a record ends (a slot frees),
+ * a migration fails, a VM is deleted, a cold one waits to be confirmed.
+ * Not the move itself (`post_dest.end`, the update naming the destination):
+ * the record runs on until `post.end`, and a pass woken then would find
+ * nothing to start, only delay the one that can.
+ */
 const WAKING: ReadonlySet<string> = new Set([
   "instance.live_migration_post.end",
-  "instance.live_migration_post_dest.end",
   "instance.live_migration_rollback.end",
   "instance.live_migration_abort.end",
   "instance.delete.end",
@@ -36,7 +41,7 @@ const WAKING: ReadonlySet<string> = new Set([
 /**
  * Whether an event taken into `host`'s view should wake its drain: the
  * end of a migration step, or an update that puts a VM on the host at
- * rest (an arrival, a rollback done) or shows it elsewhere (it left).
+ * rest (an arrival, a rollback done).
  *
  * @example
  * ```ts
@@ -57,7 +62,7 @@ export function wakesDrain(n: NovaNotification, host: string): boolean {
   }
   const i = n.instance;
   if (i === undefined) return false;
-  return i.host !== host || i.taskState === null;
+  return i.host === host && i.taskState === null;
 }
 
 interface Watch {
@@ -75,7 +80,18 @@ export interface Relisted {
   checked: boolean;
 }
 
-/** The views of the draining hosts of this process. */
+/**
+ * The views of the draining hosts of this process.
+ *
+ * @example
+ * ```ts ignore
+ * const watches = new HostWatches(feed, (key) => enqueue(key), () => clock.now());
+ * const stamp = watches.beginList("node042", "node042"); // subscribed from here on
+ * const listed = await observe(nova, "node042", ...);
+ * watches.endList("node042", stamp, listed); // the list and the events since
+ * const view = watches.trustworthyView("node042", slowPollMs);
+ * ```
+ */
 export class HostWatches {
   readonly #feed: NotificationFeed;
   readonly #wake: (key: string) => void;

@@ -233,8 +233,9 @@ export function planInputFor(
 /**
  * Plan: the pure planner on this pass's observation, the limit in force
  * now (policy, traits, the Eviction's own cap) and the start answers in
- * memory; the cluster budget is read and reserved in one synchronous step,
- * so no other drain's pass can spend the same slot.
+ * memory (or the plan a notified view gave, `planned`); the cluster budget
+ * is read and reserved in one synchronous step, so no other drain's pass
+ * can spend the same slot.
  */
 export function planAndReserve(
   pass: Pass,
@@ -242,11 +243,13 @@ export function planAndReserve(
   settings: LimitSettings,
   options: PlanOptions,
   resolved: ReturnType<typeof resolveLimit>,
+  planned?: { plan: Plan; input: PlanInput },
 ): { plan: Plan; input: PlanInput } {
   const { ctx, deps } = pass;
-  const input = planInputFor(pass, seen, settings, options, resolved);
+  const input = planned?.input ??
+    planInputFor(pass, seen, settings, options, resolved);
   const cachedCounts = clusterInFlight(pass);
-  let plan = planPass(input);
+  let plan = planned?.plan ?? planPass(input);
   deps.memory.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {

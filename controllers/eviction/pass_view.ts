@@ -15,7 +15,23 @@
 
 import type { Observation } from "./observe.ts";
 import type { Pass } from "./pass.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan, PlanInput } from "./plan.ts";
+
+/** A plan and the input it was made from. */
+export interface Planned {
+  /** The plan. */
+  plan: Plan;
+  /** Its input. */
+  input: PlanInput;
+}
+
+/** What the look found; `planned` when the pass plans from the view. */
+export interface Looked {
+  /** The observation. */
+  seen: Observation;
+  /** The plan made from the view, to be used as it is. */
+  planned?: Planned;
+}
 
 /**
  * Whether a pass may act on a plan made from the view: it only starts
@@ -43,26 +59,27 @@ export function plansFromView(
 
 /**
  * Observe: the host's view when it is trustworthy, recent (listed within
- * the slow poll interval) and the plan it gives (`tentative`) only starts
- * or waits; else `fresh()` (Nova), which becomes the host's new view.
- * Without notifications, always `fresh()`.
+ * the slow poll interval) and the plan it gives (`plan`) only starts or
+ * waits (that plan is then the pass's); else `fresh()` (Nova), which
+ * becomes the host's new view. Without notifications, always `fresh()`.
  */
 export async function lookAtHost(
   pass: Pass,
-  tentative: (seen: Observation) => Plan,
+  plan: (seen: Observation) => Planned,
   fresh: () => Promise<Observation>,
-): Promise<Observation> {
+): Promise<Looked> {
   const { ctx, deps, host, state } = pass;
   const watches = deps.watches;
-  if (watches === undefined) return await fresh();
+  if (watches === undefined) return { seen: await fresh() };
   watches.takeWake(ctx.key);
   const view = watches.trustworthyView(ctx.key, deps.slowPollMs * pass.rate);
   if (view !== undefined) {
     const seen = view.observation(pass.status, (id) => state.ram.get(id));
-    if (plansFromView(tentative(seen))) {
+    const planned = plan(seen);
+    if (plansFromView(planned.plan)) {
       for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
       deps.metrics.looks.inc({ source: "view" });
-      return seen;
+      return { seen, planned };
     }
   }
   const stamp = watches.beginList(ctx.key, host);
@@ -82,5 +99,5 @@ export async function lookAtHost(
       "the relist found the notified view of the host differing (a missed event)",
     );
   }
-  return seen;
+  return { seen };
 }

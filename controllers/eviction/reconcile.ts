@@ -162,12 +162,18 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
   // Nova afresh, or the host's notified view for a pass that only starts.
-  const seen = await lookAtHost(
+  const { seen, planned } = await lookAtHost(pass, (s) => {
+    const input = planInputFor(pass, s, settings, options, resolved);
+    return { input, plan: planPass(input) };
+  }, () => observeOrKeep(pass, options));
+  const reserved = planAndReserve(
     pass,
-    (s) => planPass(planInputFor(pass, s, settings, options, resolved)),
-    () => observeOrKeep(pass, options),
+    seen,
+    settings,
+    options,
+    resolved,
+    planned,
   );
-  const reserved = planAndReserve(pass, seen, settings, options, resolved);
   const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures

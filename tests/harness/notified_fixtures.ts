@@ -94,6 +94,8 @@ export function notification(
 }
 
 const compute = (host: string) => `nova-compute:${host}`;
+/** Real Zed: every instance.update comes from the control plane (computes save through nova-conductor). */
+const CONTROL = compute("controller");
 
 /**
  * The events of one live migration of `id` from `from` to `to`, as real
@@ -113,7 +115,7 @@ export function liveMigration(
     taskState: "migrating",
   });
   const out = [
-    notification("instance.update", ms, "nova-api:api", { instance: moving }),
+    notification("instance.update", ms, CONTROL, { instance: moving }),
   ];
   if (outcome === "error") {
     return [
@@ -126,7 +128,7 @@ export function liveMigration(
           task: { instanceUuid: id, reason: "No valid host was found." },
         },
       ),
-      notification("instance.update", ms + 2, compute(from), {
+      notification("instance.update", ms + 2, CONTROL, {
         instance: instance(id, { host: from, node: from }),
       }),
     ];
@@ -148,7 +150,7 @@ export function liveMigration(
         compute(from),
         { instance: moving },
       ),
-      notification("instance.update", ms + 4, compute(from), {
+      notification("instance.update", ms + 4, CONTROL, {
         instance: instance(id, { host: from, node: from }),
       }),
       notification(
@@ -173,7 +175,7 @@ export function liveMigration(
       compute(to),
       { instance: moving },
     ),
-    notification("instance.update", ms + 5, compute(to), { instance: moved }),
+    notification("instance.update", ms + 5, CONTROL, { instance: moved }),
     notification("instance.live_migration_post_dest.end", ms + 6, compute(to), {
       instance: moved,
     }),

@@ -210,6 +210,8 @@ export async function startRabbitMq(
   try {
     await waitFor("epmd", () => tcpOpen(epmdPort), deadline, died);
     await startBroker();
+    // the port opens before the rabbit application has booted
+    await ctl(env, ["await_startup"], `${logs}/setup-rabbitmq-startup.log`);
     // oslo.messaging declares a queue per notification topic so that none
     // is lost; nothing consumes them here: cap them.
     await ctl(env, [

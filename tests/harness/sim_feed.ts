@@ -3,16 +3,13 @@
  * process (no broker): each oslo 2.0 envelope the simulator sends is parsed
  * into a {@linkcode NovaNotification} and published to a
  * {@linkcode MemoryFeed}, which the test can take down, bring up again, or
- * make drop an event. Until the AMQP source (openstack/) lands this parses
- * the envelope itself, the few fields the drain's view reads.
+ * make drop an event: what a broker cannot be made to do on cue.
  *
  * @module
  */
 
-import type {
-  NotifiedInstance,
-  NovaNotification,
-} from "../../openstack/notification_types.ts";
+import { parseNovaNotification } from "../../openstack/notification_parse.ts";
+import type { NovaNotification } from "../../openstack/notification_types.ts";
 import { MemoryFeed } from "./memory_feed.ts";
 import type {
   NotificationRoutingKey,
@@ -20,77 +17,19 @@ import type {
   OsloEnvelope,
 } from "./nova_sim/mod.ts";
 
-const POWER: Readonly<Record<string, number>> = {
-  pending: 0,
-  running: 1,
-  paused: 3,
-  shutdown: 4,
-  crashed: 6,
-  suspended: 7,
-};
-
-type Data = Record<string, unknown>;
-
-function dataOf(o: unknown): Data | undefined {
-  if (typeof o !== "object" || o === null) return undefined;
-  const d = (o as Data)["nova_object.data"];
-  return typeof d === "object" && d !== null ? d as Data : undefined;
-}
-
-const str = (v: unknown): string | null => typeof v === "string" ? v : null;
-
-function instanceOf(d: Data): NotifiedInstance | undefined {
-  const uuid = str(d.uuid);
-  if (uuid === null) return undefined;
-  const flavor = dataOf(d.flavor);
-  const power = str(d.power_state);
-  return {
-    uuid,
-    host: str(d.host),
-    node: str(d.node),
-    vmState: str(d.state),
-    taskState: str(d.task_state),
-    powerState: power === null ? null : POWER[power] ?? null,
-    ...(typeof flavor?.memory_mb === "number"
-      ? { flavorRamMb: flavor.memory_mb }
-      : {}),
-    ...(typeof flavor?.vcpus === "number" ? { flavorVcpus: flavor.vcpus } : {}),
-    ...(str(d.tenant_id) === null ? {} : { tenantId: str(d.tenant_id) ?? "" }),
-    ...(str(d.display_name) === null
-      ? {}
-      : { name: str(d.display_name) ?? "" }),
-  };
-}
-
-/** Parses one envelope the simulator sent with `key`. */
+/**
+ * Parses one envelope the simulator sent with `key`, as the AMQP source
+ * does with a message from the broker (openstack/notification_parse.ts).
+ */
 export function parseSimEnvelope(
   key: NotificationRoutingKey,
   envelope: OsloEnvelope,
 ): NovaNotification {
-  const m = JSON.parse(envelope["oslo.message"]) as Data;
-  const publisherId = String(m.publisher_id);
-  const stamp = String(m.timestamp).replace(" ", "T").replace(
-    /(\.\d{3})\d*$/,
-    "$1",
-  );
-  const d = dataOf(m.payload) ?? {};
-  const instance = typeof d.uuid === "string" ? instanceOf(d) : undefined;
-  const taskUuid = str(d.instance_uuid);
-  return {
-    messageId: String(m.message_id),
-    eventType: String(m.event_type),
-    publisherId,
-    publisherHost: publisherId.split(":")[1],
-    timestampMs: Date.parse(`${stamp}Z`),
-    priority: key.endsWith(".error") ? "error" : "info",
-    ...(instance === undefined ? {} : { instance }),
-    ...(taskUuid === null ? {} : {
-      task: {
-        instanceUuid: taskUuid,
-        reason: str(dataOf(d.reason)?.exception_message) ?? undefined,
-      },
-    }),
-  };
+  const parsed = parseNovaNotification(JSON.stringify(envelope), key);
+  if (!parsed.ok) {
+    throw new Error(`the simulator sent a bad notification: ${parsed.error}`);
+  }
+  return parsed.notification;
 }
 
 /**
