@@ -13,7 +13,9 @@
  * the wave's figures, and each drain's predicted makespan beside the actual
  * one. `--keep` leaves everything running to play with; `--report FILE`
  * writes the summary's figures as JSON (bench/reports/demo.json is the run
- * docs/measurements.md quotes).
+ * docs/measurements.md quotes). `--cloud openstack` tells the same story on
+ * the real cloud of the real-OpenStack lane (demo/openstack_cloud.ts)
+ * instead of the simulator (demo/simulator_cloud.ts).
  *
  * @module
  */
@@ -32,40 +34,69 @@ import {
 } from "../models/mod.ts";
 import { type Envtest, startEnvtest } from "../tests/harness/envtest.ts";
 import {
-  loadScenarioFile,
-  startNovaSim,
-} from "../tests/harness/nova_sim/mod.ts";
-import {
   operatorLogTail,
   type OperatorProcess,
   STAGING_ROOT,
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
-import { sampleInFlight } from "../tests/harness/eviction_env.ts";
 import {
   comparePredictions,
-  drainCalls,
   renderPredictions,
   renderSummary,
   renderWave,
   summariseDrain,
   summariseWave,
 } from "./summary.ts";
+import { type DemoCloud, parseCloud } from "./cloud.ts";
+import { startSimulatorCloud } from "./simulator_cloud.ts";
+import { openStackMissing, startOpenStackCloud } from "./openstack_cloud.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
-  options: {
-    keep: { type: "boolean", default: false },
-    timeout: { type: "string", default: "300" },
-    // where the summary's figures go as JSON (docs/measurements.md quotes them)
-    report: { type: "string" },
-  },
-});
+/** The flags, checked; a bad one ends the demo with one line naming it. */
+function parseFlags() {
+  try {
+    const { values } = parseArgs({
+      args: Deno.args,
+      options: {
+        keep: { type: "boolean", default: false },
+        // seconds; default: the cloud's (300 simulated, 900 real)
+        timeout: { type: "string" },
+        // where the summary's figures go as JSON (docs/measurements.md quotes them)
+        report: { type: "string" },
+        // simulator (default) or openstack: the real-OpenStack lane's cloud
+        cloud: { type: "string", default: "simulator" },
+      },
+    });
+    const timeout = values.timeout === undefined
+      ? undefined
+      : Number(values.timeout);
+    if (timeout !== undefined && !(timeout > 0)) {
+      throw new RangeError(
+        `--timeout: got "${values.timeout}"; expected a number of seconds > 0`,
+      );
+    }
+    return { ...values, timeout, cloud: parseCloud(values.cloud) };
+  } catch (e) {
+    // parseArgs's own errors say what is wrong, not what is expected.
+    const usage = e instanceof RangeError
+      ? ""
+      : "; expected --cloud simulator|openstack, --keep, --timeout SECONDS, --report FILE";
+    console.error(`demo: ${e instanceof Error ? e.message : e}${usage}`);
+    Deno.exit(2);
+  }
+}
+const flags = parseFlags();
+if (flags.cloud === "openstack") {
+  const missing = await openStackMissing();
+  if (missing !== undefined) {
+    console.error(missing);
+    Deno.exit(1);
+  }
+}
 
 const ROOT = new URL("../", import.meta.url);
-const BUDGET = 5;
-const POLICY = {
+/** The EvictionPolicy of the story, with the cloud's cluster budget. */
+const policyOf = (budget: number) => ({
   apiVersion: "kvm.cloud.sap/v1alpha1",
   kind: "EvictionPolicy",
   metadata: { name: "default" },
@@ -75,22 +106,16 @@ const POLICY = {
       trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
       maxConcurrentMigrations: 1,
     }],
-    clusterMaxConcurrentMigrations: BUDGET,
+    clusterMaxConcurrentMigrations: budget,
   },
-};
-// One command drains the wave: 4 + 1 + 1 slots wanted, the budget gives 5.
-const WAVE = ["node002", "node003", "node004"] as const;
-const DRAINS = [
-  { host: "node001", how: "maintenance" },
-  ...WAVE.map((host) => ({ host, how: "wave (plugin)" })),
-] as const;
+});
 
 const interactive = Deno.stdout.isTerminal();
 const say = (text: string) => console.log(text);
 const step = (text: string) => say(`\n==> ${text}`);
 
 let env: Envtest | undefined;
-let sim: Awaited<ReturnType<typeof startNovaSim>> | undefined;
+let cloud: DemoCloud | undefined;
 let operator: OperatorProcess | undefined;
 let stageDir: string | undefined;
 
@@ -99,7 +124,7 @@ async function cleanUp() {
   if (operator) {
     await Deno.remove(operator.dir, { recursive: true }).catch(() => {});
   }
-  await sim?.close().catch(() => {});
+  await cloud?.close().catch(() => {});
   await env?.stop().catch(() => {});
   if (stageDir) {
     await Deno.remove(stageDir, { recursive: true }).catch(() => {});
@@ -138,8 +163,9 @@ async function watchDrains(
   api: k8s.CustomObjectsApi,
   hosts: readonly string[],
   since: number,
+  timeoutSeconds: number,
 ): Promise<Eviction[]> {
-  const timeoutMs = Number(flags.timeout) * 1000;
+  const timeoutMs = timeoutSeconds * 1000;
   let lines = 0;
   let lastPrint = 0;
   for (;;) {
@@ -173,7 +199,7 @@ async function watchDrains(
     }
     if (done) return evictions;
     if (Date.now() - since > timeoutMs) {
-      throw new Error(`the drains did not end within ${flags.timeout} s`);
+      throw new Error(`the drains did not end within ${timeoutSeconds} s`);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -185,12 +211,16 @@ try {
   env = await startEnvtest();
   say(`API server at ${env.server}`);
 
-  step("Starting the Nova simulator: 8 hypervisors, 150 VMs");
-  const scenario = await loadScenarioFile(
-    new URL("demo/scenario.yaml", ROOT).pathname,
-  );
-  sim = await startNovaSim(scenario);
-  say(`Keystone at ${sim.authUrl} (time runs ${scenario.timeScale}x faster)`);
+  cloud = flags.cloud === "openstack"
+    ? await startOpenStackCloud({ step, say })
+    : await startSimulatorCloud({ step, say });
+  const c = cloud;
+  const WAVE = c.wave;
+  const DRAINS = [
+    { host: c.first, how: "maintenance" },
+    ...WAVE.map((host) => ({ host, how: "wave (plugin)" })),
+  ];
+  const timeoutSeconds = flags.timeout ?? c.timeoutSeconds;
 
   step(
     "Starting evictor (operator + webhook) with the compiled binary's permissions",
@@ -198,7 +228,7 @@ try {
   stageDir = await makeOwnedTempDir(STAGING_ROOT, "demo-");
   // For the plugin's plan and for people playing with --keep.
   const cloudsPath = `${stageDir}/clouds.yaml`;
-  await Deno.writeTextFile(cloudsPath, sim.cloudsYaml({ cloud: "demo" }));
+  await Deno.writeTextFile(cloudsPath, c.plugin.cloudsYaml);
   const cert = await env.servingCert(["127.0.0.1", "localhost"]);
   await Deno.mkdir(`${stageDir}/certs`);
   await Deno.writeTextFile(`${stageDir}/certs/tls.crt`, cert.certPem);
@@ -208,13 +238,10 @@ try {
   const probePort = freePort();
   operator = await startOperatorProcess({
     kubeconfigPath: env.kubeconfigPath,
-    cloudsYaml: sim.cloudsYaml({
-      cloud: "demo",
-      auth: "application_credential",
-    }),
-    cloud: "demo",
+    cloudsYaml: c.operator.cloudsYaml,
+    cloud: c.operator.cloud,
     args: [
-      "--poll-interval=250ms",
+      ...c.operatorArgs,
       "--discover-hypervisors",
       "--hypervisor-resync-interval=2s",
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
@@ -222,20 +249,6 @@ try {
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--insecure-metrics", // the demo prints a /metrics URL to open
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
-      // the default 30 s retry wait on the simulator's clock (20x faster)
-      `--migration-retry-backoff=${Math.round(30_000 / scenario.timeScale)}ms`,
-      // The simulator's nominal live-migration rate on evictor's clock, as
-      // an operator sets their network's: what predictions assume until a
-      // drain has ended and observed the real one.
-      `--default-migration-rate=${
-        scenario.timing.liveMbPerSecond * scenario.timeScale
-      }`,
-      `--default-migration-overhead=${
-        Math.round(
-          (scenario.timing.scheduleSeconds + scenario.timing.prepareSeconds +
-            scenario.timing.postSeconds) * 1000 / scenario.timeScale,
-        )
-      }ms`,
     ],
   });
   say(
@@ -276,14 +289,14 @@ try {
   step("Hypervisors discovered from Nova, traits synced from Placement");
   const kc = env.kubeConfig();
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
-  await waitFor("8 Hypervisors with traits", async () => {
+  await waitFor(`${c.hypervisors} Hypervisors with traits`, async () => {
     const list = await api.listClusterCustomObject({
       ...HypervisorResource,
     }) as { items: unknown[] };
     const hvs = list.items.map((i) => HypervisorSchema.safeParse(i)).filter((
       p,
     ) => p.success);
-    return hvs.length === 8 &&
+    return hvs.length === c.hypervisors &&
       hvs.every((p) =>
         p.data.status?.conditions?.some((c) =>
           c.type === "TraitsUpdated" && c.status === "True"
@@ -293,35 +306,33 @@ try {
   await kubectl(["get", "hypervisors"]);
 
   step("The webhook refuses a policy whose trait limit would raise the limit");
-  const bad = structuredClone(POLICY);
+  const bad = policyOf(c.budget);
   bad.spec.traitLimits = [{
     trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
     maxConcurrentMigrations: 8,
   }];
   await kubectl(["apply", "-f", "-"], JSON.stringify(bad));
-  step(
-    "The EvictionPolicy: 4 per host, 1 on HANA hosts, 10 in the whole cluster",
-  );
-  await kubectl(["apply", "-f", "-"], JSON.stringify(POLICY));
+  step(c.policyStep);
+  await kubectl(["apply", "-f", "-"], JSON.stringify(policyOf(c.budget)));
 
-  // Every migration the drains have in flight, sampled from the simulator:
+  // Every migration the drains have in flight, sampled from the cloud:
   // the cluster budget's peak.
-  const inFlight = sampleInFlight(sim, DRAINS.map((d) => d.host), 20);
+  const inFlight = c.sampleInFlight(DRAINS.map((d) => d.host));
   step(
-    "Draining node001 first, alone: kubectl patch puts its Hypervisor into maintenance, which creates its Eviction (no drain has ended yet: the prediction uses --default-migration-rate)",
+    `Draining ${c.first} first, alone: kubectl patch puts its Hypervisor into maintenance, which creates its Eviction (no drain has ended yet: the prediction uses --default-migration-rate)`,
   );
   const drainStarted = Date.now();
   await kubectl([
     "patch",
     "hypervisor",
-    "node001",
+    c.first,
     "--type",
     "merge",
     "-p",
     '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
   ]);
   step("Progress (# migrated, > in flight, ! failed, . waiting)");
-  await watchDrains(api, ["node001"], drainStarted);
+  await watchDrains(api, [c.first], drainStarted, timeoutSeconds);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
   const plugin = async (args: string[], show = true) => {
@@ -336,7 +347,7 @@ try {
         PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
         KUBECONFIG: env.kubeconfigPath,
         OS_CLIENT_CONFIG_FILE: cloudsPath,
-        OS_CLOUD: "demo",
+        OS_CLOUD: c.plugin.cloud,
         NO_COLOR: "1",
       },
       stdout: "piped",
@@ -352,7 +363,7 @@ try {
   };
 
   step(
-    `A plan preview of the wave: nothing changes; the predictions are calibrated on node001's drain and share the cluster budget of ${BUDGET}`,
+    `A plan preview of the wave: nothing changes; the predictions are calibrated on ${c.first}'s drain and share the cluster budget of ${c.budget}`,
   );
   await plugin(["plan", ...WAVE]);
   const planJson = await plugin(["plan", ...WAVE, "--output", "json"], false);
@@ -366,9 +377,9 @@ try {
   step(
     `A maintenance wave: one kubectl evictor drain of ${
       WAVE.join(", ")
-    } (a rack's hosts, two of them HANA) creates their Evictions together, so every host is disabled before any of them migrates`,
+    } (${c.waveWhat}) creates their Evictions together, so every host is disabled before any of them migrates`,
   );
-  const callsBeforeWave = drainCalls(sim.counters().calls);
+  const callsBeforeWave = c.calls().drain;
   await plugin(["drain", ...WAVE, "--reason", "rack R12 firmware"]);
 
   step("Progress");
@@ -376,56 +387,48 @@ try {
     api,
     DRAINS.map((d) => d.host),
     drainStarted,
+    timeoutSeconds,
   );
-  const budgetPeak = inFlight.stop().max;
+  const budgetPeak = await inFlight.stop();
 
   step("kubectl get evictions");
   await kubectl(["get", "evictions"]);
 
   step("Summary");
-  const state = sim.state();
-  const timing = scenario.timing;
-  const overheadMs = (timing.prepareSeconds + timing.postSeconds) * 1000;
+  const migrations = await c.migrations();
   const rows = DRAINS.map(({ host, how }) => {
     const e = evictions.find((x) => x.spec.hypervisor === host);
-    const novaLimit = state.hosts.find((h) =>
-      h.name === host
-    )?.maxConcurrentLiveMigrations ?? 1;
-    const limit = Math.min(e?.status?.effectiveLimit ?? 1, novaLimit);
+    const limit = Math.min(e?.status?.effectiveLimit ?? 1, c.novaLimitOf(host));
     return summariseDrain(
       host,
       how,
       Math.max(1, limit),
-      overheadMs,
-      state.migrations,
+      c.overheadMs,
+      migrations,
     );
   });
   const migrated = evictions.reduce(
     (n, e) => n + (e.status?.migratedCount ?? 0),
     0,
   );
-  const counters = sim.counters();
-  say(renderSummary(
-    rows,
-    { total: counters.total, drain: drainCalls(counters.calls) },
-    migrated,
-  ));
+  const calls = c.calls();
+  say(renderSummary(rows, calls, migrated, c.style));
   const waveEvictions = evictions.filter((e) =>
     (WAVE as readonly string[]).includes(e.spec.hypervisor)
   );
   say("");
   const wave = summariseWave({
     hosts: WAVE,
-    migrations: state.migrations,
+    migrations,
     migrated: waveEvictions.reduce(
       (n, e) => n + (e.status?.migratedCount ?? 0),
       0,
     ),
-    novaCalls: drainCalls(counters.calls) - callsBeforeWave,
-    budget: BUDGET,
+    novaCalls: calls.drain - callsBeforeWave,
+    budget: c.budget,
     budgetPeak,
   });
-  say(renderWave(wave));
+  say(renderWave(wave, c.sampledEveryMs));
   step(
     "Predicted makespan (status.predictedMakespanSeconds, set before the host was disabled) against the actual one (startedAt to the drain's end), on evictor's clock",
   );
@@ -437,9 +440,7 @@ try {
     }
   }
   for (const r of rows.filter((r) => r.failures > 0)) {
-    say(
-      `${r.host}: its makespan includes the backoff before a failed migration was retried (30 s of the simulator's time: --migration-retry-backoff).`,
-    );
+    say(`${r.host}: ${c.retryNote}`);
   }
   const left = evictions.flatMap((e) => [
     ...(e.status?.failed ?? []).map((f) =>
@@ -463,9 +464,10 @@ try {
           date: new Date().toISOString(),
           deno: Deno.version.deno,
           drains: rows,
+          cloud: flags.cloud,
           novaCallsPerMigratedVm: migrated === 0
             ? null
-            : drainCalls(counters.calls) / migrated,
+            : calls.drain / migrated,
           wave,
           predictions,
           tookSeconds,
@@ -480,8 +482,12 @@ try {
   if (flags.keep) {
     step("Everything keeps running (Ctrl-C ends it):");
     say(`export KUBECONFIG=${env.kubeconfigPath}`);
-    say(`export OS_CLIENT_CONFIG_FILE=${cloudsPath} OS_CLOUD=demo`);
-    say(`kubectl get evictions,hypervisors; kubectl describe eviction node001`);
+    say(
+      `export OS_CLIENT_CONFIG_FILE=${cloudsPath} OS_CLOUD=${c.plugin.cloud}`,
+    );
+    say(
+      `kubectl get evictions,hypervisors; kubectl describe eviction ${c.first}`,
+    );
     say(`metrics: http://127.0.0.1:${metricsPort}/metrics`);
     await new Promise(() => {});
   }

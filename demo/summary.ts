@@ -82,6 +82,21 @@ export function summariseDrain(
   };
 }
 
+/** How {@linkcode renderSummary} states its figures. */
+export interface SummaryStyle {
+  /** Makespans in seconds instead of minutes. */
+  seconds?: boolean;
+  /** The closing note: what the times are and which calls were counted. */
+  note?: (calls: { total: number; drain: number }, perVm: string) => string;
+}
+
+/** The simulator's closing note (the default). */
+const SIMULATOR_NOTE = (
+  calls: { total: number; drain: number },
+  perVm: string,
+) =>
+  `Times are the simulator's virtual time. Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
+
 /**
  * Renders rows as an aligned text table.
  *
@@ -95,6 +110,7 @@ export function renderSummary(
   rows: readonly DrainSummaryRow[],
   calls: { total: number; drain: number },
   migrated: number,
+  style: SummaryStyle = {},
 ): string {
   const header = [
     "HOST",
@@ -106,7 +122,8 @@ export function renderSummary(
     "LOWER BOUND",
     "RATIO",
   ];
-  const minutes = (s: number) => `${(s / 60).toFixed(1)} min`;
+  const minutes = (s: number) =>
+    style.seconds ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
   const body = rows.map((r) => [
     r.host,
     r.how,
@@ -124,7 +141,7 @@ export function renderSummary(
     r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
   ).join("\n");
   const perVm = migrated === 0 ? "-" : (calls.drain / migrated).toFixed(2);
-  return `${table}\n\nTimes are the simulator's virtual time. Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
+  return `${table}\n\n${(style.note ?? SIMULATOR_NOTE)(calls, perVm)}`;
 }
 
 /**
@@ -341,13 +358,13 @@ export function summariseWave(input: WaveInput): WaveSummary {
  *   budgetPeak: 5, migrated: 10, novaCallsPerVm: 2.5 }));
  * ```
  */
-export function renderWave(w: WaveSummary): string {
+export function renderWave(w: WaveSummary, sampledEveryMs = 20): string {
   return [
     `The wave (${w.hosts.join(", ")}, ${w.migrated} VMs migrated):`,
     `  VMs moved more than once in the whole run: ${w.movedTwice.length}${
       w.movedTwice.length === 0 ? "" : ` (${w.movedTwice.join(", ")})`
     }`,
-    `  most migrations in flight at once (sampled every 20 ms): ${w.budgetPeak}, cluster budget ${w.budget}`,
+    `  most migrations in flight at once (sampled every ${sampledEveryMs} ms): ${w.budgetPeak}, cluster budget ${w.budget}`,
     `  Nova calls of the drains per migrated VM while it ran: ${
       w.novaCallsPerVm === undefined ? "-" : w.novaCallsPerVm.toFixed(2)
     }`,

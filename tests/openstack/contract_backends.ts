@@ -243,7 +243,11 @@ async function openSimulator(
   return backend;
 }
 
-async function openNova(
+/**
+ * A backend on `cloud` (any cloud of the harness, not only the lane's) with
+ * `specs` booted on their hosts; every host is enabled first.
+ */
+export async function openNova(
   cloud: OpenStackCloud,
   specs: ServerSpec[],
 ): Promise<Backend> {

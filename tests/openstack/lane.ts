@@ -22,26 +22,22 @@ import {
 } from "../harness/operator_process.ts";
 import { openStackAvailable } from "../harness/openstack.ts";
 import {
+  IN_PROGRESS,
+  type MigrationSample,
+  type RawMigration,
+  sampleNovaMigrations,
+} from "../harness/nova_migrations.ts";
+import {
   type Backend,
   laneCloud,
   openBackend,
   type ServerSpec,
 } from "./contract_backends.ts";
 
+export { IN_PROGRESS, type MigrationSample, type RawMigration };
+
 /** Whether the lane can run here (tests are ignored where not). */
 export const available: boolean = await openStackAvailable();
-
-/** A migration record as Nova lists it (2.80). */
-export interface RawMigration {
-  id: number;
-  instance_uuid: string;
-  migration_type: string;
-  status: string;
-  source_compute: string;
-  dest_compute: string | null;
-  created_at: string;
-  updated_at: string | null;
-}
 
 /** The Eviction's condition of `type`. */
 export function condition(ev: Eviction | undefined, type: string) {
@@ -234,65 +230,29 @@ export function evictionYaml(
   ].join("\n");
 }
 
-/** Statuses of a migration record Nova still works on. */
-export const IN_PROGRESS: readonly string[] = [
-  "accepted",
-  "queued",
-  "preparing",
-  "running",
-];
-
-/** One look at Nova's records of a scenario's servers. */
-export interface MigrationSample {
-  /** When the look ended (ms, this process's clock). */
-  at: number;
-  /** Every record of the scenario's servers from or to the hosts looked at. */
-  records: RawMigration[];
-}
-
 /**
  * Looks at Nova's migration records of the scenario's servers from and to
- * `hosts` every 300 ms (without `changes-since`, which leaves out a record
- * Nova has not updated yet) until `stop`, which gives every look.
+ * `hosts` every 300 ms until `stop`, which gives every look.
  */
 export function sampleMigrations(
   lane: Lane,
   hosts: string[],
 ): { stop(): Promise<MigrationSample[]> } {
-  const samples: MigrationSample[] = [];
-  let running = true;
-  const ours = () => new Set(lane.b.servers.values());
-  const loop = (async () => {
-    while (running) {
-      const lists = await Promise.all(hosts.map(async (host) => {
-        const r = await lane.b.raw(
-          "compute",
-          "GET",
-          `/os-migrations?host=${host}`,
-          { microversion: "2.80" },
-        ).catch(() => undefined);
-        return r?.status === 200
-          ? (r.body as { migrations: RawMigration[] }).migrations
-          : undefined;
-      }));
-      if (lists.every((l) => l !== undefined)) {
-        const mine = ours();
-        const byId = new Map<number, RawMigration>();
-        for (const m of lists.flat()) {
-          if (m && mine.has(m.instance_uuid)) byId.set(m.id, m);
-        }
-        samples.push({ at: Date.now(), records: [...byId.values()] });
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      return samples;
+  return sampleNovaMigrations(
+    async (host) => {
+      const r = await lane.b.raw(
+        "compute",
+        "GET",
+        `/os-migrations?host=${host}`,
+        { microversion: "2.80" },
+      ).catch(() => undefined);
+      return r?.status === 200
+        ? (r.body as { migrations: RawMigration[] }).migrations
+        : undefined;
     },
-  };
+    () => new Set(lane.b.servers.values()),
+    hosts,
+  );
 }
 
 /** Waits until the Eviction of `host` has Evicting reason `reason`. */

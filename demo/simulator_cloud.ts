@@ -1,0 +1,78 @@
+/**
+ * The demo's default cloud: the Nova simulator with demo/scenario.yaml
+ * (8 hypervisors, 150 VMs, time 20x faster).
+ *
+ * @module
+ */
+import {
+  loadScenarioFile,
+  startNovaSim,
+} from "../tests/harness/nova_sim/mod.ts";
+import { sampleInFlight } from "../tests/harness/eviction_env.ts";
+import type { DemoCloud, Say } from "./cloud.ts";
+import { drainCalls } from "./summary.ts";
+
+/** Starts the simulator and describes it for the demo's story. */
+export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
+  out.step("Starting the Nova simulator: 8 hypervisors, 150 VMs");
+  const scenario = await loadScenarioFile(
+    new URL("scenario.yaml", import.meta.url).pathname,
+  );
+  const sim = await startNovaSim(scenario);
+  out.say(
+    `Keystone at ${sim.authUrl} (time runs ${scenario.timeScale}x faster)`,
+  );
+  const timing = scenario.timing;
+  return {
+    hypervisors: 8,
+    first: "node001",
+    // One command drains the wave: 4 + 1 + 1 slots wanted, the budget gives 5.
+    wave: ["node002", "node003", "node004"],
+    waveWhat: "a rack's hosts, two of them HANA",
+    budget: 5,
+    policyStep:
+      "The EvictionPolicy: 4 per host, 1 on HANA hosts, 10 in the whole cluster",
+    operator: {
+      cloudsYaml: sim.cloudsYaml({
+        cloud: "demo",
+        auth: "application_credential",
+      }),
+      cloud: "demo",
+    },
+    plugin: { cloudsYaml: sim.cloudsYaml({ cloud: "demo" }), cloud: "demo" },
+    operatorArgs: [
+      "--poll-interval=250ms",
+      // the default 30 s retry wait on the simulator's clock (20x faster)
+      `--migration-retry-backoff=${Math.round(30_000 / scenario.timeScale)}ms`,
+      // The simulator's nominal live-migration rate on evictor's clock, as
+      // an operator sets their network's: what predictions assume until a
+      // drain has ended and observed the real one.
+      `--default-migration-rate=${timing.liveMbPerSecond * scenario.timeScale}`,
+      `--default-migration-overhead=${
+        Math.round(
+          (timing.scheduleSeconds + timing.prepareSeconds +
+            timing.postSeconds) * 1000 / scenario.timeScale,
+        )
+      }ms`,
+    ],
+    timeoutSeconds: 300,
+    sampleInFlight: (hosts) => {
+      const sampler = sampleInFlight(sim, hosts, 20);
+      return { stop: () => Promise.resolve(sampler.stop().max) };
+    },
+    sampledEveryMs: 20,
+    calls: () => {
+      const counters = sim.counters();
+      return { total: counters.total, drain: drainCalls(counters.calls) };
+    },
+    migrations: () => Promise.resolve(sim.state().migrations),
+    novaLimitOf: (host) =>
+      sim.state().hosts.find((h) => h.name === host)
+        ?.maxConcurrentLiveMigrations ?? 1,
+    overheadMs: (timing.prepareSeconds + timing.postSeconds) * 1000,
+    style: {},
+    retryNote:
+      "its makespan includes the backoff before a failed migration was retried (30 s of the simulator's time: --migration-retry-backoff).",
+    close: () => sim.close(),
+  };
+}
