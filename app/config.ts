@@ -14,6 +14,7 @@ import {
   parseConcurrencyFlags,
 } from "../limits/flags.ts";
 import { DEFAULT_RATE, type MigrationRate } from "../capacity/makespan.ts";
+import { redactAmqpUrl, validateAmqpUrl } from "../openstack/amqp_url.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */
@@ -76,6 +77,15 @@ export interface Config {
   readonly migrationRetryBackoffMs: number;
   /** The rate predictions assume before any drain has ended. */
   readonly defaultMigrationRate: MigrationRate;
+  /**
+   * Where Nova's versioned notifications come from
+   * (`--nova-notifications-url` or `--nova-notifications-url-file`, read at
+   * start-up); undefined: the drains poll.
+   */
+  readonly novaNotifications:
+    | { readonly url: string }
+    | { readonly urlFile: string }
+    | undefined;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -304,6 +314,18 @@ export const RUN_FLAGS = {
     help:
       "the time a migration takes besides copying RAM (scheduling, preparing, switch-over), with --default-migration-rate",
   },
+  "nova-notifications-url": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_URL",
+    help:
+      "amqp:// or amqps:// URL of Nova's RabbitMQ (user, password, vhost): drains follow Nova's versioned notifications instead of polling alone; never logged (better: --nova-notifications-url-file)",
+  },
+  "nova-notifications-url-file": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_URL_FILE",
+    help:
+      "a file holding the --nova-notifications-url (a mounted Secret), read at start-up",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -362,6 +384,7 @@ export function loadConfig(
     migrationRetryWindowMs: flags.duration("migration-retry-window", 0),
     migrationRetryBackoffMs: flags.duration("migration-retry-backoff", 100),
     defaultMigrationRate: readDefaultMigrationRate(flags),
+    novaNotifications: readNovaNotifications(flags),
   };
   return deepFreeze(config);
 }
@@ -482,6 +505,43 @@ function flagReader(
     }
   };
   return { source, str, bool, bad, duration, address };
+}
+
+/**
+ * `--nova-notifications-url` or `--nova-notifications-url-file` (not
+ * both). The URL is checked here; an error shows it with its password
+ * redacted, never as given.
+ */
+function readNovaNotifications(flags: FlagReader): Config["novaNotifications"] {
+  const url = flags.str("nova-notifications-url");
+  const urlFile = flags.str("nova-notifications-url-file");
+  if (url !== undefined && urlFile !== undefined) {
+    throw new ConfigFlagError(
+      "--nova-notifications-url and --nova-notifications-url-file exclude each other",
+      {
+        flag: "--nova-notifications-url",
+        expected:
+          "one of --nova-notifications-url and --nova-notifications-url-file",
+      },
+    );
+  }
+  if (urlFile !== undefined) return { urlFile };
+  if (url === undefined) return undefined;
+  try {
+    validateAmqpUrl(url);
+  } catch (e) {
+    const s = flags.source("nova-notifications-url");
+    throw new ConfigFlagError(
+      `--nova-notifications-url is not valid: ${(e as Error).message}`,
+      {
+        flag: "--nova-notifications-url",
+        envVar: s.envVar,
+        value: redactAmqpUrl(url),
+        expected: "amqp://user:password@host:port/vhost or amqps://...",
+      },
+    );
+  }
+  return { url };
 }
 
 /** `--controllers`: a non-empty list of known controllers. */

@@ -283,3 +283,49 @@ Deno.test("--drain-settle: default 6s, 0 allowed, its env twin", () => {
       e instanceof ConfigFlagError && e.message.includes("--drain-settle"),
   );
 });
+
+Deno.test("--nova-notifications-url: off by default, a URL or a file, never echoed", () => {
+  assert.equal(loadConfig([], {}).novaNotifications, undefined);
+  assert.deepEqual(
+    loadConfig(["--nova-notifications-url", "amqp://nova:pw@rabbit:5672/"], {})
+      .novaNotifications,
+    { url: "amqp://nova:pw@rabbit:5672/" },
+  );
+  assert.deepEqual(
+    loadConfig([], {
+      EVICTOR_NOVA_NOTIFICATIONS_URL: "amqps://nova:pw@rabbit/nova",
+    }).novaNotifications,
+    { url: "amqps://nova:pw@rabbit/nova" },
+  );
+  assert.deepEqual(
+    loadConfig([], {
+      EVICTOR_NOVA_NOTIFICATIONS_URL_FILE: "/etc/evictor/notifications/url",
+    }).novaNotifications,
+    { urlFile: "/etc/evictor/notifications/url" },
+  );
+  const bad = (args: string[], env: Record<string, string> = {}) => {
+    try {
+      loadConfig(args, env);
+    } catch (e) {
+      assert.ok(e instanceof ConfigFlagError);
+      return e;
+    }
+    throw new Error(`accepted ${args.join(" ")}`);
+  };
+  const http = bad([], {
+    EVICTOR_NOVA_NOTIFICATIONS_URL: "http://nova:hunter2@rabbit/",
+  });
+  assert.equal(http.flag, "--nova-notifications-url");
+  assert.equal(http.envVar, "EVICTOR_NOVA_NOTIFICATIONS_URL");
+  assert.equal(http.value, "http://nova:***@rabbit/");
+  assert.match(http.message, /got scheme "http"/);
+  assert.ok(!JSON.stringify({ ...http, m: http.message }).includes("hunter2"));
+  const both = bad([
+    "--nova-notifications-url",
+    "amqp://h/",
+    "--nova-notifications-url-file",
+    "/etc/evictor/url",
+  ]);
+  assert.match(both.message, /exclude each other/);
+  assert.equal(both.value, undefined);
+});

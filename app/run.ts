@@ -20,6 +20,10 @@ import {
 import { type Config, ConfigFlagError, loadConfig } from "./config.ts";
 import { readEnvironment } from "./environment.ts";
 import { OpenStackAuthMetrics } from "./openstack_metrics.ts";
+import { NotificationMetrics } from "./notification_metrics.ts";
+import { startNotificationFeed } from "../openstack/notifications.ts";
+import type { NotificationFeed } from "../openstack/notification_types.ts";
+import { validateAmqpUrl } from "../openstack/amqp_url.ts";
 import { READ_PATHS } from "./permissions.ts";
 import { buildOperator } from "./wire.ts";
 import { USER_AGENT } from "./version.ts";
@@ -81,19 +85,75 @@ async function runOperator(
     novaTimeoutMs: config.novaTimeoutMs,
     userAgent: USER_AGENT,
   });
+  const notificationMetrics = new NotificationMetrics();
+  let notifications: NotificationFeed | undefined;
   try {
+    notifications = await startNotifications(
+      config,
+      logger,
+      notificationMetrics,
+    );
     const operator = buildOperator(config, {
       nova: openstack.nova,
       placement: openstack.placement,
       logger,
+      ...(notifications === undefined ? {} : { notifications }),
     });
     authMetrics.register(operator.metrics.registry);
+    if (notifications !== undefined) {
+      notificationMetrics.register(operator.metrics.registry);
+    }
     await operator.start();
     const reason = await operator.done;
     return reason === "leadership-lost" ? EXIT_FAILURE : 0;
   } finally {
     openstack.close();
+    await notifications?.close();
   }
+}
+
+/**
+ * Nova's notification feed when `--nova-notifications-url` (or its file)
+ * is set: the file is read here, once; the feed connects in the
+ * background (a broker that is away only means polling until it is back).
+ */
+async function startNotifications(
+  config: Config,
+  logger: Logger,
+  metrics: NotificationMetrics,
+): Promise<NotificationFeed | undefined> {
+  const source = config.novaNotifications;
+  if (source === undefined) return undefined;
+  let url: string;
+  if ("urlFile" in source) {
+    try {
+      url = (await Deno.readTextFile(source.urlFile)).trim();
+    } catch (e) {
+      throw new StartupError(
+        "--nova-notifications-url-file",
+        source.urlFile,
+        e instanceof Error ? e.message : String(e),
+        { cause: e },
+      );
+    }
+    try {
+      validateAmqpUrl(url);
+    } catch (e) {
+      // The file's content is a secret: the reason names no part of it.
+      throw new StartupError(
+        "--nova-notifications-url-file",
+        source.urlFile,
+        (e as Error).message,
+      );
+    }
+  } else {
+    url = source.url;
+  }
+  return startNotificationFeed({
+    url,
+    logger: logger.child({ name: "nova-notifications" }),
+    observer: metrics.observer,
+  });
 }
 
 /** Logs why `evictor run` could not go on, in one line; the exit code. */

@@ -10,6 +10,7 @@ import {
 } from "../framework/operator.ts";
 import type { Logger } from "../framework/logger.ts";
 import type { NovaClient, PlacementClient } from "../openstack/mod.ts";
+import type { NotificationFeed } from "../openstack/notification_types.ts";
 import { registerEvictionController } from "../controllers/eviction/mod.ts";
 import {
   registerHypervisorSync,
@@ -27,6 +28,8 @@ export interface WireDeps {
   nova: NovaClient;
   placement: PlacementClient;
   logger: Logger;
+  /** Nova's notifications (`--nova-notifications-url`); else the drains poll. */
+  notifications?: NotificationFeed;
 }
 
 /**
@@ -94,6 +97,9 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
         retryCapMs: 20 * config.migrationRetryBackoffMs,
       },
       defaultMigrationRate: config.defaultMigrationRate,
+      ...(deps.notifications === undefined
+        ? {}
+        : { notifications: deps.notifications }),
     });
   }
   if (on.has("hypervisor-sync")) {

@@ -6,10 +6,14 @@
  * migrated twice, the peak of migrations in flight (sampled from the
  * simulator every 20 ms), the makespan over its lower bound, Nova calls per
  * migrated VM, Eviction API requests per status change and the operator's
- * peak RSS; writes bench/reports/wave.json. Not a test: nothing here fails
- * on a number.
+ * peak RSS; writes bench/reports/wave.json: its fields for the polling
+ * run, and the same fields under `notifications` for the run driven by
+ * Nova's notifications (issue 23: the simulator publishes them to a real
+ * RabbitMQ, the operator follows them with `--nova-notifications-url`).
+ * Not a test: nothing here fails on a number.
  *
  * Usage: deno run -A bench/wave.ts [--time-scale N] [--poll-interval-ms N]
+ *   [--modes polling,notifications]
  *
  * @module
  */
@@ -21,7 +25,7 @@ import { KubeClient } from "../framework/client.ts";
 import { Informer } from "../framework/informer.ts";
 import type { Eviction } from "../models/mod.ts";
 import { apiRequests } from "../tests/harness/api_requests.ts";
-import { startEnvtest } from "../tests/harness/envtest.ts";
+import { type Envtest, startEnvtest } from "../tests/harness/envtest.ts";
 import {
   migratedTwice,
   sampleInFlight,
@@ -36,7 +40,9 @@ import {
   novaCalls,
   registerHypervisor,
 } from "../tests/harness/process_drain.ts";
+import { type Mode, parseModes } from "./modes.ts";
 import { slotGaps } from "./slot_gaps.ts";
+import { type RabbitMq, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -47,8 +53,10 @@ const { values } = parseArgs({
     json: { type: "string", default: "bench/reports/wave.json" },
     // writes the looks at each host and the migration records (virtual ms)
     trace: { type: "string" },
+    modes: { type: "string", default: "polling,notifications" },
   },
 });
+const MODES = parseModes(values.modes);
 const SCALE = Number(values["time-scale"]);
 const POLL_VIRTUAL_MS = Number(values["poll-interval-ms"]);
 if (!(SCALE > 0)) {
@@ -75,229 +83,261 @@ const hosts = Array.from(
 // every fourth host: a wave spread over the cloud, not its first quarter
 const drained = hosts.filter((_, i) => i % 4 === 0).slice(0, EVICTIONS);
 
-const env = await startEnvtest();
-const sim = await startNovaSim({
-  seed: 12,
-  timeScale: SCALE,
-  hosts: hosts.map((name) => ({
-    name,
-    ramMb: 1_000_000,
-    vcpus: 1024,
-    maxConcurrentLiveMigrations: PER_HOST,
-  })),
-  serverGroups: hosts.map((host) => ({
-    host,
-    count: VMS,
-    namePrefix: `vm-${host}`,
-    ramMb: RAM_MB,
-  })),
-});
-const client = await KubeClient.fromKubeConfig(env.kubeConfig());
-const labels = { "evictor-bench": "wave" };
-const op = await startOperatorProcess({
-  kubeconfigPath: env.kubeconfigPath,
-  cloudsYaml: sim.cloudsYaml({ cloud: "wave" }),
-  cloud: "wave",
-  args: [
-    ...drainProcessArgs(
-      "evictor-bench=wave",
-      `${Math.max(1, Math.round(POLL_VIRTUAL_MS / SCALE))}ms`,
-    ),
-  ],
-});
-// The operator's VmRSS, from /proc: of the processes with the staged
-// kubeconfig on their command line (the watchdog shell and the operator),
-// the largest is the operator.
-async function rssOfOperatorMb(): Promise<number> {
-  let best = 0;
-  for await (const e of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    const cmd = await Deno.readTextFile(`/proc/${e.name}/cmdline`).catch(
-      () => "",
-    );
-    if (!cmd.includes(`--kubeconfig=${op.dir}/kubeconfig`)) continue;
-    const status = await Deno.readTextFile(`/proc/${e.name}/status`).catch(
-      () => "",
-    );
-    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
-    if (kb !== undefined) best = Math.max(best, Number(kb) / 1024);
+const reports: Partial<Record<Mode, Record<string, unknown>>> = {};
+for (const mode of MODES) {
+  // each mode on an API server and a broker of its own: the same names
+  const env = await startEnvtest();
+  let mq: RabbitMq | undefined;
+  try {
+    mq = mode === "notifications" ? await startRabbitMq() : undefined;
+    reports[mode] = await wave(env, mq?.url);
+  } finally {
+    await mq?.stop();
+    await env.stop();
   }
-  return best;
 }
-let rssPeakMb = 0;
-const rssTimer = setInterval(async () => {
-  rssPeakMb = Math.max(rssPeakMb, await rssOfOperatorMb());
-}, 500);
-const statusChanges = { count: 0 };
-const lastStatus = new Map<string, string>();
-const watcher = new Informer<Eviction>({ kind: EvictionKind, client });
-watcher.on((ev) => {
-  if (ev.type === "deleted") return;
-  const s = JSON.stringify(ev.object.status ?? {});
-  if (ev.type === "modified" && lastStatus.get(ev.key) !== s) {
-    statusChanges.count++;
-  }
-  lastStatus.set(ev.key, s);
-});
-try {
-  await createPolicy(client, PER_HOST, BUDGET);
-  for (const h of drained) await registerHypervisor(client, sim, h, labels);
-  await waitFor(
-    "the operator's caches",
-    async () => /caches synced/.test(await op.log()) ? true : undefined,
-    60_000,
-    100,
-  );
-  watcher.start();
-  await watcher.synced();
-  sim.resetCounters();
-  // the looks at each drained host (server lists), for where calls go
-  const looks = new Map<string, number[]>(drained.map((h) => [h, []]));
-  const stopLooking = sim.onCall((c) => {
-    if (!c.key.endsWith("/servers/detail")) return;
-    const h = new URLSearchParams(c.search).get("host");
-    if (h !== null) looks.get(h)?.push(c.atMs);
-  });
-  const before = await apiRequests(env, "evictions");
-  const sampler = sampleInFlight(sim, hosts, 20);
-  const realStart = Date.now();
-  const start = sim.state().now;
-  await Promise.all(drained.map((h) => createEviction(client, h, labels)));
-  let polls = 0;
-  const done = await waitFor(
-    "the wave to finish",
-    async () => {
-      polls++;
-      const list = await client.list(EvictionKind, {
-        labelSelector: "evictor-bench=wave",
-      });
-      const items = list.items as Eviction[];
-      return items.length === EVICTIONS &&
-          items.every((e) => drainOutcome(e) === "Succeeded")
-        ? items
-        : undefined;
-    },
-    3_600_000,
-    1000,
-  );
-  const sampled = sampler.stop();
-  stopLooking();
-  const after = await apiRequests(env, "evictions");
-  const st = sim.state();
-  const recs = st.migrations.filter((m) => drained.includes(m.source));
-  const end = Math.max(...recs.map((m) => m.updatedAt));
-  // every VM moves live: preparing, the copy, then the record completes
-  // (the simulator, as real Zed, has no post-migrating for live ones)
-  const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) * 1000;
-  const slot = recs.map((m) => m.copyMs + overhead);
-  const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  const perHost = drained.map((h) =>
-    sum(
-      recs.filter((m) => m.source === h).map((m) =>
-        m.copyMs + overhead + TIMING.scheduleSeconds * 1000
-      ),
-    ) / PER_HOST
-  );
-  const lowerBound = Math.max(
-    Math.max(...full),
-    sum(full) / BUDGET,
-    Math.max(...perHost),
-  );
-  const calls = Object.entries(sim.counters().calls)
-    .filter(([k]) => !k.includes("/identity/"))
-    .reduce((a, [, n]) => a + n, 0);
-  const migrated = done.reduce((a, e) => a + (e.status?.migratedCount ?? 0), 0);
-  // Per host: its looks, and those after which nothing started there
-  // before its next look; the budget's slots: start k refills the slot of
-  // completion k - budget (wave-wide).
-  const perHostGaps = drained.map((h) =>
-    slotGaps(recs.filter((m) => m.source === h), PER_HOST, looks.get(h) ?? [])
-  );
-  const budgetGaps = slotGaps(recs, BUDGET, []);
-  const callsByRoute = Object.fromEntries(
-    Object.entries(sim.counters().calls)
-      .filter(([k]) => !k.includes("/identity/"))
-      .sort(([, a], [, b]) => b - a),
-  );
-  let requests = 0;
-  for (const [verb, n] of Object.entries(after.byVerb)) {
-    requests += n - (before.byVerb[verb] ?? 0);
-  }
-  // the benchmark's own: the creates and its polling lists
-  const operatorRequests = requests - EVICTIONS - polls;
-  const report = {
-    hosts: HOSTS,
-    vmsPerHost: VMS,
-    evictions: EVICTIONS,
-    clusterBudget: BUDGET,
-    perHostLimit: PER_HOST,
+const { notifications, ...polling } = {
+  ...(reports.polling ?? {}),
+  notifications: reports.notifications,
+};
+const out = {
+  ...polling,
+  ...(notifications === undefined ? {} : { notifications }),
+};
+await Deno.mkdir("bench/reports", { recursive: true });
+await Deno.writeTextFile(values.json, JSON.stringify(out, null, 2) + "\n");
+console.log(JSON.stringify(out, null, 2));
+
+/** One wave; with `amqpUrl`, driven by Nova's notifications through that broker. */
+async function wave(
+  env: Envtest,
+  amqpUrl: string | undefined,
+): Promise<Record<string, unknown>> {
+  const sim = await startNovaSim({
+    seed: 12,
     timeScale: SCALE,
-    pollIntervalVirtualMs: POLL_VIRTUAL_MS,
-    vmsMigratedTwice: migratedTwice(sim, hosts).length,
-    budgetPeak: sampled.max,
-    budgetSampleEveryMs: 20,
-    makespanS: Number(((end - start) / 1000).toFixed(1)),
-    lowerBoundS: Number((lowerBound / 1000).toFixed(1)),
-    ratio: Number(((end - start) / lowerBound).toFixed(4)),
-    migrated,
-    novaCalls: calls,
-    novaCallsPerVm: Number((calls / Math.max(1, migrated)).toFixed(3)),
-    // of them compute (Nova proper) and Placement (the capacity check)
-    computeCallsPerVm: Number(
-      (novaCalls(sim) / Math.max(1, migrated)).toFixed(3),
-    ),
-    placementCalls: Object.entries(callsByRoute)
-      .filter(([k]) => k.includes(" /placement/"))
-      .reduce((a, [, n]) => a + n, 0),
-    novaCallsByRoute: callsByRoute,
-    looksAtHosts: perHostGaps.reduce((a, g) => a + g.looks, 0),
-    emptyLooksAtHosts: perHostGaps.reduce((a, g) => a + g.emptyLooks, 0),
-    budgetSlotIdleMeanS: Number((budgetGaps.meanIdleMs / 1000).toFixed(3)),
-    evictionApiRequests: operatorRequests,
-    statusChanges: statusChanges.count,
-    apiRequestsPerStatusChange: Number(
-      (operatorRequests / Math.max(1, statusChanges.count)).toFixed(3),
-    ),
-    apiRequestsByVerb: Object.fromEntries(
-      Object.entries(after.byVerb).map((
-        [k, n],
-      ) => [k, n - (before.byVerb[k] ?? 0)]),
-    ),
-    operatorRssPeakMb: Number(rssPeakMb.toFixed(1)),
-    realS: Number(((Date.now() - realStart) / 1000).toFixed(1)),
-    targets: {
-      vmsMigratedTwice: 0,
-      budgetPeakAtMost: BUDGET,
-      ratioAtMost: 1.1,
-      novaCallsPerVmAtMost: 3,
-      apiRequestsPerStatusChangeAtMost: 1.2,
-    },
-  };
-  if (values.trace !== undefined) {
-    await Deno.writeTextFile(
-      values.trace,
-      JSON.stringify({
-        start,
-        looks: Object.fromEntries(looks),
-        records: recs.map((m) => ({
-          source: m.source,
-          server: m.serverId,
-          createdAt: m.createdAt,
-          updatedAt: m.updatedAt,
-          status: m.status,
-        })),
-      }),
-    );
+    hosts: hosts.map((name) => ({
+      name,
+      ramMb: 1_000_000,
+      vcpus: 1024,
+      maxConcurrentLiveMigrations: PER_HOST,
+    })),
+    serverGroups: hosts.map((host) => ({
+      host,
+      count: VMS,
+      namePrefix: `vm-${host}`,
+      ramMb: RAM_MB,
+    })),
+  }, amqpUrl === undefined ? {} : { amqpUrl });
+  const client = await KubeClient.fromKubeConfig(env.kubeConfig());
+  const labels = { "evictor-bench": "wave" };
+  const op = await startOperatorProcess({
+    kubeconfigPath: env.kubeconfigPath,
+    cloudsYaml: sim.cloudsYaml({ cloud: "wave" }),
+    cloud: "wave",
+    args: [
+      ...drainProcessArgs(
+        "evictor-bench=wave",
+        `${Math.max(1, Math.round(POLL_VIRTUAL_MS / SCALE))}ms`,
+      ),
+      ...(amqpUrl === undefined ? [] : [`--nova-notifications-url=${amqpUrl}`]),
+    ],
+  });
+  // The operator's VmRSS, from /proc: of the processes with the staged
+  // kubeconfig on their command line (the watchdog shell and the operator),
+  // the largest is the operator.
+  async function rssOfOperatorMb(): Promise<number> {
+    let best = 0;
+    for await (const e of Deno.readDir("/proc")) {
+      if (!/^\d+$/.test(e.name)) continue;
+      const cmd = await Deno.readTextFile(`/proc/${e.name}/cmdline`).catch(
+        () => "",
+      );
+      if (!cmd.includes(`--kubeconfig=${op.dir}/kubeconfig`)) continue;
+      const status = await Deno.readTextFile(`/proc/${e.name}/status`).catch(
+        () => "",
+      );
+      const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+      if (kb !== undefined) best = Math.max(best, Number(kb) / 1024);
+    }
+    return best;
   }
-  await Deno.mkdir("bench/reports", { recursive: true });
-  await Deno.writeTextFile(values.json, JSON.stringify(report, null, 2) + "\n");
-  console.log(JSON.stringify(report, null, 2));
-} finally {
-  clearInterval(rssTimer);
-  await watcher.stop();
-  await op.stop();
-  client.close();
-  await sim.close();
-  await env.stop();
+  let rssPeakMb = 0;
+  const rssTimer = setInterval(async () => {
+    rssPeakMb = Math.max(rssPeakMb, await rssOfOperatorMb());
+  }, 500);
+  const statusChanges = { count: 0 };
+  const lastStatus = new Map<string, string>();
+  const watcher = new Informer<Eviction>({ kind: EvictionKind, client });
+  watcher.on((ev) => {
+    if (ev.type === "deleted") return;
+    const s = JSON.stringify(ev.object.status ?? {});
+    if (ev.type === "modified" && lastStatus.get(ev.key) !== s) {
+      statusChanges.count++;
+    }
+    lastStatus.set(ev.key, s);
+  });
+  try {
+    await createPolicy(client, PER_HOST, BUDGET);
+    for (const h of drained) await registerHypervisor(client, sim, h, labels);
+    await waitFor(
+      "the operator's caches",
+      async () => /caches synced/.test(await op.log()) ? true : undefined,
+      60_000,
+      100,
+    );
+    watcher.start();
+    await watcher.synced();
+    sim.resetCounters();
+    // the looks at each drained host (server lists), for where calls go
+    const looks = new Map<string, number[]>(drained.map((h) => [h, []]));
+    const stopLooking = sim.onCall((c) => {
+      if (!c.key.endsWith("/servers/detail")) return;
+      const h = new URLSearchParams(c.search).get("host");
+      if (h !== null) looks.get(h)?.push(c.atMs);
+    });
+    const before = await apiRequests(env, "evictions");
+    const sampler = sampleInFlight(sim, hosts, 20);
+    const realStart = Date.now();
+    const start = sim.state().now;
+    await Promise.all(drained.map((h) => createEviction(client, h, labels)));
+    let polls = 0;
+    const done = await waitFor(
+      "the wave to finish",
+      async () => {
+        polls++;
+        const list = await client.list(EvictionKind, {
+          labelSelector: "evictor-bench=wave",
+        });
+        const items = list.items as Eviction[];
+        return items.length === EVICTIONS &&
+            items.every((e) => drainOutcome(e) === "Succeeded")
+          ? items
+          : undefined;
+      },
+      3_600_000,
+      1000,
+    );
+    const sampled = sampler.stop();
+    stopLooking();
+    const after = await apiRequests(env, "evictions");
+    const st = sim.state();
+    const recs = st.migrations.filter((m) => drained.includes(m.source));
+    const end = Math.max(...recs.map((m) => m.updatedAt));
+    // every VM moves live: preparing, the copy, then the record completes
+    // (the simulator, as real Zed, has no post-migrating for live ones)
+    const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) *
+      1000;
+    const slot = recs.map((m) => m.copyMs + overhead);
+    const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const perHost = drained.map((h) =>
+      sum(
+        recs.filter((m) => m.source === h).map((m) =>
+          m.copyMs + overhead + TIMING.scheduleSeconds * 1000
+        ),
+      ) / PER_HOST
+    );
+    const lowerBound = Math.max(
+      Math.max(...full),
+      sum(full) / BUDGET,
+      Math.max(...perHost),
+    );
+    const calls = Object.entries(sim.counters().calls)
+      .filter(([k]) => !k.includes("/identity/"))
+      .reduce((a, [, n]) => a + n, 0);
+    const migrated = done.reduce(
+      (a, e) => a + (e.status?.migratedCount ?? 0),
+      0,
+    );
+    // Per host: its looks, and those after which nothing started there
+    // before its next look; the budget's slots: start k refills the slot of
+    // completion k - budget (wave-wide).
+    const perHostGaps = drained.map((h) =>
+      slotGaps(recs.filter((m) => m.source === h), PER_HOST, looks.get(h) ?? [])
+    );
+    const budgetGaps = slotGaps(recs, BUDGET, []);
+    const callsByRoute = Object.fromEntries(
+      Object.entries(sim.counters().calls)
+        .filter(([k]) => !k.includes("/identity/"))
+        .sort(([, a], [, b]) => b - a),
+    );
+    let requests = 0;
+    for (const [verb, n] of Object.entries(after.byVerb)) {
+      requests += n - (before.byVerb[verb] ?? 0);
+    }
+    // the benchmark's own: the creates and its polling lists
+    const operatorRequests = requests - EVICTIONS - polls;
+    const report = {
+      hosts: HOSTS,
+      vmsPerHost: VMS,
+      evictions: EVICTIONS,
+      clusterBudget: BUDGET,
+      perHostLimit: PER_HOST,
+      timeScale: SCALE,
+      pollIntervalVirtualMs: POLL_VIRTUAL_MS,
+      vmsMigratedTwice: migratedTwice(sim, hosts).length,
+      budgetPeak: sampled.max,
+      budgetSampleEveryMs: 20,
+      makespanS: Number(((end - start) / 1000).toFixed(1)),
+      lowerBoundS: Number((lowerBound / 1000).toFixed(1)),
+      ratio: Number(((end - start) / lowerBound).toFixed(4)),
+      migrated,
+      novaCalls: calls,
+      novaCallsPerVm: Number((calls / Math.max(1, migrated)).toFixed(3)),
+      // of them compute (Nova proper) and Placement (the capacity check)
+      computeCallsPerVm: Number(
+        (novaCalls(sim) / Math.max(1, migrated)).toFixed(3),
+      ),
+      placementCalls: Object.entries(callsByRoute)
+        .filter(([k]) => k.includes(" /placement/"))
+        .reduce((a, [, n]) => a + n, 0),
+      novaCallsByRoute: callsByRoute,
+      looksAtHosts: perHostGaps.reduce((a, g) => a + g.looks, 0),
+      emptyLooksAtHosts: perHostGaps.reduce((a, g) => a + g.emptyLooks, 0),
+      budgetSlotIdleMeanS: Number((budgetGaps.meanIdleMs / 1000).toFixed(3)),
+      evictionApiRequests: operatorRequests,
+      statusChanges: statusChanges.count,
+      apiRequestsPerStatusChange: Number(
+        (operatorRequests / Math.max(1, statusChanges.count)).toFixed(3),
+      ),
+      apiRequestsByVerb: Object.fromEntries(
+        Object.entries(after.byVerb).map((
+          [k, n],
+        ) => [k, n - (before.byVerb[k] ?? 0)]),
+      ),
+      operatorRssPeakMb: Number(rssPeakMb.toFixed(1)),
+      realS: Number(((Date.now() - realStart) / 1000).toFixed(1)),
+      targets: {
+        vmsMigratedTwice: 0,
+        budgetPeakAtMost: BUDGET,
+        ratioAtMost: 1.1,
+        novaCallsPerVmAtMost: 3,
+        apiRequestsPerStatusChangeAtMost: 1.2,
+      },
+    };
+    if (values.trace !== undefined) {
+      await Deno.writeTextFile(
+        values.trace,
+        JSON.stringify({
+          start,
+          looks: Object.fromEntries(looks),
+          records: recs.map((m) => ({
+            source: m.source,
+            server: m.serverId,
+            createdAt: m.createdAt,
+            updatedAt: m.updatedAt,
+            status: m.status,
+          })),
+        }),
+      );
+    }
+    return report;
+  } finally {
+    clearInterval(rssTimer);
+    await watcher.stop();
+    await op.stop();
+    client.close();
+    await sim.close();
+  }
 }

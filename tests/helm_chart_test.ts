@@ -215,6 +215,11 @@ Deno.test("the test's values change what they should in the default rendering an
     v.name === "openstack"
   );
   openstack.secret.secretName = "openstack-region-two";
+  // Nova's notification URL comes from the same Secret.
+  const notificationsUrl = manager.env.find((e: { name: string }) =>
+    e.name === "EVICTOR_NOVA_NOTIFICATIONS_URL"
+  );
+  notificationsUrl.valueFrom.secretKeyRef.name = "openstack-region-two";
   // The policy: the sample's, created after the webhook serves.
   const policy = parse(sample) as K8sObject;
   policy.metadata.labels = {

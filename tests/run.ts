@@ -1,7 +1,9 @@
 /**
  * The test runner behind `deno task test`: starts one real API server for
  * the whole run (CRDs installed), hands it to the tests through
- * `EVICTOR_ENVTEST`, runs `deno test`, and stops the server however the run
+ * `EVICTOR_ENVTEST`, and one RabbitMQ (installed first when missing and
+ * possible) through `EVICTOR_RABBITMQ` for the tests of Nova's
+ * notifications, runs `deno test`, and stops the server however the run
  * ends. Extra arguments are passed to `deno test` (for example a path).
  * Without arguments, the real-OpenStack lane (tests/openstack/) follows the
  * main run where it can run (root and apt-get, or its packages installed);
@@ -15,12 +17,41 @@ import {
   startEnvtest,
 } from "./harness/envtest.ts";
 import { openStackAvailable } from "./harness/openstack.ts";
+import {
+  describeRabbitMq,
+  type RabbitMq,
+  rabbitMqMissing,
+  SHARED_RABBITMQ_ENV,
+  startRabbitMq,
+} from "./harness/rabbitmq.ts";
 
 const started = Date.now();
+// The broker starts alongside the API server (it takes a few seconds).
+const noBroker = await rabbitMqMissing();
+const broker: Promise<RabbitMq | undefined> = noBroker !== undefined
+  ? Promise.resolve(undefined)
+  : startRabbitMq().catch((error) => {
+    console.error(
+      `rabbitmq: ${error instanceof Error ? error.message : error}`,
+    );
+    return undefined;
+  });
 const env = await startEnvtest();
 console.error(
   `envtest: kube-apiserver ${env.server} ready in ${Date.now() - started} ms`,
 );
+const mq = await broker;
+if (mq !== undefined) {
+  console.error(
+    `rabbitmq: ${mq.url} ready in ${Date.now() - started} ms`,
+  );
+} else {
+  console.error(
+    `rabbitmq: none (${
+      noBroker ?? "it failed to start"
+    }): the tests of Nova's notifications are ignored`,
+  );
+}
 
 const child = new Deno.Command(Deno.execPath(), {
   args: [
@@ -32,7 +63,12 @@ const child = new Deno.Command(Deno.execPath(), {
     // The lane's files need its cloud: tests/openstack/run.ts runs them.
     ...(Deno.args.length > 0 ? Deno.args : ["--ignore=tests/openstack/"]),
   ],
-  env: { [SHARED_ENV]: describeEnvtest(env) },
+  env: {
+    [SHARED_ENV]: describeEnvtest(env),
+    ...(mq === undefined
+      ? {}
+      : { [SHARED_RABBITMQ_ENV]: describeRabbitMq(mq) }),
+  },
   stdin: "null",
   stdout: "piped",
   stderr: "inherit",
@@ -46,6 +82,7 @@ async function stopAll(code: number): Promise<never> {
       child.kill("SIGTERM");
     } catch { /* already ended */ }
     await env.stop();
+    await mq?.stop();
   }
   Deno.exit(code);
 }
@@ -74,6 +111,7 @@ for await (const chunk of child.stdout) {
 }
 const status = await child.status;
 await env.stop();
+await mq?.stop();
 if (summary) {
   console.log(`tests: ${summary.passed} passed, ${summary.failed} failed`);
 }

@@ -255,7 +255,8 @@ export function inFlightEntry(
     new Date(
       created === undefined ? nowMs : Math.min(created - novaOffsetMs, nowMs),
     ).toISOString();
-  const migrationId = record === undefined
+  // A negative id is a record a notified view made up (host_view.ts), never Nova's.
+  const migrationId = record === undefined || Number(record.id) < 0
     ? previous?.migrationId
     : String(record.id);
   const percent = progressPercent(record) ?? previous?.memoryProcessedPercent;

@@ -11,6 +11,8 @@ import type { Operator } from "../../framework/operator.ts";
 import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
+import type { NotificationFeed } from "../../openstack/notification_types.ts";
+import { HostWatches } from "./host_watches.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import {
@@ -97,6 +99,13 @@ export interface EvictionControllerDeps {
    * clock (default finalize.ts DEFAULT_FINALIZER_BOUNDS).
    */
   finalizer?: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">>;
+  /**
+   * Nova's notifications (`--nova-notifications-url`): each draining host
+   * is kept as a list-and-watch view, its events wake the drain, and
+   * passes that only start plan from the view (pass_view.ts). Without
+   * them the drains poll.
+   */
+  notifications?: NotificationFeed;
 }
 
 function positiveInt(value: number, what: string): void {
@@ -151,6 +160,9 @@ export function registerEvictionController(
       .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
   watchAllEvictions(operator, pass, deps.cloudSelector);
+  if (deps.notifications !== undefined) {
+    watchHosts(operator, pass, deps.notifications);
+  }
 
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
@@ -258,4 +270,21 @@ function watchAllEvictions(
   operator.onCleanup(async () => {
     await all?.stop();
   });
+}
+
+/**
+ * With Nova's notifications: the draining hosts' views, whose events wake
+ * their drains at once (past the early return of a pass not yet due).
+ */
+function watchHosts(
+  operator: Operator,
+  pass: EvictionPassDeps,
+  feed: NotificationFeed,
+): void {
+  const evictions = operator.cache(EvictionKind);
+  const watches = new HostWatches(feed, (key) => {
+    if (evictions.get(key) !== undefined) operator.enqueue(EvictionKind, key);
+  }, () => pass.clock.now());
+  pass.watches = watches;
+  operator.onCleanup(() => Promise.resolve(watches.close()));
 }

@@ -42,6 +42,10 @@ export class EvictionMetrics {
   readonly novaCalls: Counter<"call" | "outcome">;
   /** Deleted Evictions whose finalizer stopped waiting for migrations. */
   readonly finalizerGaveUp: Counter<"hypervisor">;
+  /** Passes that planned from a host's notified view, or from a look at Nova. */
+  readonly looks: Counter<"source">;
+  /** VMs on which a relist found a host's notified view differing (missed events). */
+  readonly viewDiffs: Counter<"hypervisor">;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
@@ -94,6 +98,20 @@ export class EvictionMetrics {
       name: "evictor_eviction_finalizer_gave_up_total",
       help:
         "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
+      labelNames: ["hypervisor"],
+      registers,
+    });
+    this.looks = new Counter({
+      name: "evictor_drain_looks_total",
+      help:
+        "Drain passes that planned from a host's notified view (source view) or read Nova (source nova), with notifications on.",
+      labelNames: ["source"],
+      registers,
+    });
+    this.viewDiffs = new Counter({
+      name: "evictor_notification_view_diffs_total",
+      help:
+        "VMs on which a relist found a host's notified view differing from Nova (events missed or misread).",
       labelNames: ["hypervisor"],
       registers,
     });

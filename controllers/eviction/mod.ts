@@ -31,7 +31,14 @@
  *    nova_clock.ts; once no server is left, also every record still in
  *    progress, however old), a lookup only for a VM that left without a
  *    telling record. The free budget slots are claimed before the look, so
- *    that two passes never look for one slot.
+ *    that two passes never look for one slot. With Nova's notifications
+ *    (`deps.watches`, pass_view.ts) each look also lists the host for its
+ *    list-and-watch view (host_view.ts, host_watches.ts), whose events
+ *    wake the drain; a pass that only starts plans from that view while it
+ *    is trustworthy, without a Nova call; one that could finish, settle,
+ *    confirm, abort or charge a failure, every pass while the feed is
+ *    down, and one at the slow poll interval (the relist, its differences
+ *    counted) read Nova afresh.
  * 6. **plan** (plan.ts, plan_steps.ts, classify.ts) — a pure function of
  *    that observation, the status, the limit in force, the start answers in
  *    memory and the time; the cluster budget is reserved in the same step

@@ -19,8 +19,12 @@
 /** The `Date` header has whole seconds: samples are accurate to about this. */
 export const DATE_RESOLUTION_MS = 1_000;
 
-/** An offset below this is within the header's resolution and the round trip: none. */
-export const MIN_OFFSET_MS = 2_000;
+/**
+ * An offset below this is taken as none: the header's resolution and the
+ * round trip (a scaled simulator's too) make up a few seconds, and the
+ * planner's skew allowance (10 s) covers it.
+ */
+export const MIN_OFFSET_MS = 5_000;
 
 /** The shortest span of our clock over which the offset must have held still. */
 export const STEADY_SPAN_MS = 10_000;

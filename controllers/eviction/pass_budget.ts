@@ -186,22 +186,21 @@ function novaLiveLimit(
 }
 
 /**
- * Plan: the pure planner on this pass's observation, the limit in force
- * now (policy, traits, the Eviction's own cap) and the start answers in
- * memory; the cluster budget is read and reserved in one synchronous step,
- * so no other drain's pass can spend the same slot.
+ * The planner's input for this pass: its observation, the limit in force
+ * (policy, traits, the Eviction's own cap), the start answers in memory
+ * and what the drain learned of Nova's limit; no cluster budget yet.
  */
-export function planAndReserve(
+export function planInputFor(
   pass: Pass,
   seen: Observation,
   settings: LimitSettings,
   options: PlanOptions,
   resolved: ReturnType<typeof resolveLimit>,
-): { plan: Plan; input: PlanInput } {
-  const { ctx, deps, ev, host } = pass;
+): PlanInput {
+  const { deps, ev, host } = pass;
   const hold = traitsHold(host, pass.hypervisor) ?? pass.waveHold;
   const generation = ev.metadata?.generation;
-  const input: PlanInput = {
+  return {
     host,
     servers: seen.servers,
     migrations: seen.migrations,
@@ -229,8 +228,28 @@ export function planAndReserve(
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
+}
+
+/**
+ * Plan: the pure planner on this pass's observation, the limit in force
+ * now (policy, traits, the Eviction's own cap) and the start answers in
+ * memory (or the plan a notified view gave, `planned`); the cluster budget
+ * is read and reserved in one synchronous step, so no other drain's pass
+ * can spend the same slot.
+ */
+export function planAndReserve(
+  pass: Pass,
+  seen: Observation,
+  settings: LimitSettings,
+  options: PlanOptions,
+  resolved: ReturnType<typeof resolveLimit>,
+  planned?: { plan: Plan; input: PlanInput },
+): { plan: Plan; input: PlanInput } {
+  const { ctx, deps } = pass;
+  const input = planned?.input ??
+    planInputFor(pass, seen, settings, options, resolved);
   const cachedCounts = clusterInFlight(pass);
-  let plan = planPass(input);
+  let plan = planned?.plan ?? planPass(input);
   deps.memory.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {

@@ -34,7 +34,8 @@ export function fingerprintOf(
 
 /**
  * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed, no start answer to act on and no budget
+ * nothing it depends on changed, no start answer or notified event to act
+ * on and no budget
  * freed for starts the budget held back returns at once: no Nova call, and
  * nothing planned from old data. A drain in line for budget stays there,
  * in its place (woken, it waits again when another drain took the slot).
@@ -47,6 +48,7 @@ export function skipEarly(
   const { ctx, deps, state } = pass;
   const due = state.due;
   if (due === undefined || state.woken || pass.retried) return undefined;
+  if (deps.watches?.woken(ctx.key) === true) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
   const leftMs = (due.atMs - deps.clock.now()) / pass.rate;

@@ -26,7 +26,8 @@ import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { type Observation, observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
-import type { Plan } from "./plan.ts";
+import { type Plan, planPass } from "./plan.ts";
+import { lookAtHost } from "./pass_view.ts";
 import { reportPass } from "./report.ts";
 import { retryRemovalPatch } from "./retry.ts";
 import {
@@ -43,6 +44,7 @@ import {
   claimBeforeLooking,
   confirmAcrossProcesses,
   planAndReserve,
+  planInputFor,
   waitForBudget,
   wakeForBudgetLeft,
   writeIntent,
@@ -75,6 +77,7 @@ export async function reconcileEviction(
 ): Promise<ReconcileResult> {
   if (ctx.object === undefined) {
     deps.memory.forget(ctx.key);
+    deps.watches?.forget(ctx.key);
     return {};
   }
   // the framework's read-your-writes: never older than our last write
@@ -158,8 +161,19 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
-  const seen = await observeOrKeep(pass, options);
-  const reserved = planAndReserve(pass, seen, settings, options, resolved);
+  // Nova afresh, or the host's notified view for a pass that only starts.
+  const { seen, planned } = await lookAtHost(pass, (s) => {
+    const input = planInputFor(pass, s, settings, options, resolved);
+    return { input, plan: planPass(input) };
+  }, () => observeOrKeep(pass, options));
+  const reserved = planAndReserve(
+    pass,
+    seen,
+    settings,
+    options,
+    resolved,
+    planned,
+  );
   const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
   learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures

@@ -33,6 +33,10 @@ import {
   type OpenStackClients,
 } from "../../openstack/mod.ts";
 import { type Envtest, startEnvtest } from "./envtest.ts";
+import type { MemoryFeed } from "./memory_feed.ts";
+import { startNotificationFeed } from "../../openstack/notifications.ts";
+import type { NotificationFeed } from "../../openstack/notification_types.ts";
+import { simFeed } from "./sim_feed.ts";
 import {
   type NovaSim,
   type ScenarioInput,
@@ -69,6 +73,16 @@ export interface DrainEnvOptions {
    * API server (another partition's included).
    */
   cloudSelector?: string | null;
+  /**
+   * Drain with the simulator's notifications: through a real RabbitMQ at
+   * `amqpUrl` (the simulator publishes there, the operator consumes with
+   * openstack/notifications.ts), else in process (sim_feed.ts), where
+   * `deliver` may hold, reorder or repeat them.
+   */
+  notifications?: {
+    amqpUrl?: string;
+    deliver?: Parameters<typeof simFeed>[1];
+  };
 }
 
 /** A running drain environment. */
@@ -83,6 +97,10 @@ export interface DrainEnv {
   label: Record<string, string>;
   /** The operator's log lines. */
   logs: string[];
+  /** The operator's notification feed, with `notifications`. */
+  feed: NotificationFeed | undefined;
+  /** The in-process feed, with `notifications` without `amqpUrl`. */
+  memoryFeed: MemoryFeed | undefined;
   /** Creates a Hypervisor for a simulator host (ids, traits, TraitsUpdated). */
   hypervisor(
     host: string,
@@ -117,13 +135,23 @@ export function uniqueSuffix(): string {
 export async function startDrainEnv(
   options: DrainEnvOptions,
 ): Promise<DrainEnv> {
-  const sim = await startNovaSim(options.scenario);
+  const amqpUrl = options.notifications?.amqpUrl;
+  const sim = await startNovaSim(
+    options.scenario,
+    amqpUrl === undefined ? {} : { amqpUrl },
+  );
   const suffix = uniqueSuffix();
   const label = { "evictor-test": suffix };
   const logs: string[] = [];
   let clients: OpenStackClients | undefined;
   let operator: Operator | undefined;
   const client = await KubeClient.fromKubeConfig(options.env.kubeConfig());
+  const notified = options.notifications === undefined || amqpUrl !== undefined
+    ? undefined
+    : simFeed(sim, options.notifications.deliver);
+  const feed: NotificationFeed | undefined = amqpUrl === undefined
+    ? notified?.feed
+    : startNotificationFeed({ url: amqpUrl, initialBackoffMs: 100 });
   try {
     clients = createOpenStackClients(
       loadCloudConfig({
@@ -177,12 +205,15 @@ export async function startDrainEnv(
       ...(options.cloudSelector === null ? {} : {
         cloudSelector: options.cloudSelector ?? `evictor-test=${suffix}`,
       }),
+      ...(feed === undefined ? {} : { notifications: feed }),
     });
     await operator.start();
   } catch (err) {
     await operator?.stop();
     clients?.close();
     client.close();
+    notified?.stop();
+    await feed?.close();
     await sim.close();
     throw err;
   }
@@ -206,6 +237,8 @@ export async function startDrainEnv(
     client,
     label,
     logs,
+    feed,
+    memoryFeed: notified?.feed,
     async hypervisor(host, o = {}) {
       await client.create<Hypervisor>(HypervisorKind, {
         metadata: { name: host, labels: label },
@@ -269,6 +302,8 @@ export async function startDrainEnv(
       await op.stop();
       os.close();
       client.close();
+      notified?.stop();
+      await feed?.close();
       await sim.close();
     },
   };

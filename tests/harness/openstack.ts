@@ -18,7 +18,9 @@ import {
   type ManagedProcess,
   startProcessGroup,
   tail,
+  waitFor,
 } from "./processes.ts";
+import { startRabbitMq } from "./rabbitmq.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const TEMPLATES = new URL("hack/openstack/templates/", ROOT).pathname;
@@ -176,13 +178,6 @@ function cacheRoot(): string {
 }
 
 const ADMIN_PASSWORD = "lane-admin-secret";
-/** The broker's user (loopback_users = none lets it in over TCP). */
-const RABBIT_USER = "guest";
-const RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
-/** The queues oslo.messaging declares for Nova's (versioned) notifications. */
-const NOTIFICATION_QUEUES = "^(versioned_)?notifications\\.";
-/** Unconsumed notifications kept per queue; older ones are dropped. */
-const NOTIFICATION_QUEUE_MAX = 1000;
 const REGION = "RegionOne";
 
 /**
@@ -207,6 +202,8 @@ export async function startOpenStack(
   const deadline = Date.now() + (options.timeoutMs ?? 900_000);
   const dir = await makeOwnedTempDir(`${cacheRoot()}/openstack`, "cloud-");
   const processes: ManagedProcess[] = [];
+  /** The broker's URL, once it is up. */
+  let amqpUrl = "";
   const died: string[] = [];
   const logs = `${dir}/logs`;
   const hosts = Array.from(
@@ -216,8 +213,6 @@ export async function startOpenStack(
   const ports = {
     DB_PORT: freePort(),
     RABBIT_PORT: freePort(),
-    EPMD_PORT: freePort(),
-    RABBIT_DIST_PORT: freePort(),
     KEYSTONE_PORT: freePort(),
     PLACEMENT_PORT: freePort(),
     GLANCE_PORT: freePort(),
@@ -299,7 +294,6 @@ export async function startOpenStack(
         "etc/neutron",
         "etc/nova",
         "mysql",
-        "rabbitmq/home",
         "keystone/lock",
         "glance/images",
         "glance/staging",
@@ -319,7 +313,6 @@ export async function startOpenStack(
       await Deno.writeTextFile(`${dir}/${to}`, text);
     };
     await render("mariadb.cnf", "etc/mariadb.cnf");
-    await render("rabbitmq.conf", "etc/rabbitmq.conf");
     await render("keystone.conf", "etc/keystone/keystone.conf");
     await render("placement.conf", "etc/placement/placement.conf");
     await render("glance-api.conf", "etc/glance/glance-api.conf");
@@ -351,33 +344,17 @@ export async function startOpenStack(
         `--defaults-file=${dir}/etc/mariadb.cnf`,
         "--user=root",
       ]);
-      start("epmd", "epmd", [
-        "-address",
-        "127.0.0.1",
-        "-port",
-        String(ports.EPMD_PORT),
-      ]);
-      const rabbitEnv = {
-        HOME: `${dir}/rabbitmq/home`,
-        RABBITMQ_CONFIG_FILE: `${dir}/etc/rabbitmq.conf`,
-        RABBITMQ_MNESIA_BASE: `${dir}/rabbitmq/mnesia`,
-        RABBITMQ_LOG_BASE: `${dir}/rabbitmq/log`,
-        RABBITMQ_ENABLED_PLUGINS_FILE: `${dir}/rabbitmq/enabled_plugins`,
-        RABBITMQ_NODENAME: `lane${ports.RABBIT_PORT}@localhost`,
-        RABBITMQ_NODE_IP_ADDRESS: "127.0.0.1",
-        RABBITMQ_NODE_PORT: String(ports.RABBIT_PORT),
-        RABBITMQ_DIST_PORT: String(ports.RABBIT_DIST_PORT),
-        ERL_EPMD_ADDRESS: "127.0.0.1",
-        ERL_EPMD_PORT: String(ports.EPMD_PORT),
-      };
-      await Deno.writeTextFile(`${dir}/rabbitmq/enabled_plugins`, "[].\n");
-      await waitFor("epmd", () => tcpOpen(ports.EPMD_PORT), deadline, died);
-      start(
-        "rabbitmq",
-        "/usr/lib/rabbitmq/bin/rabbitmq-server",
-        [],
-        rabbitEnv,
-      );
+      // RabbitMQ with its own epmd (every pid is ours), alongside.
+      const broker = startRabbitMq({
+        dir: `${dir}/rabbitmq`,
+        port: ports.RABBIT_PORT,
+        logs,
+        deadline,
+        died,
+        start,
+      });
+      // Awaited below; a failure of the database first must not leave it unhandled.
+      broker.catch(() => {});
       await waitFor(
         "mariadb",
         () => fileExists(`${dir}/mysql/mysqld.sock`),
@@ -396,23 +373,7 @@ export async function startOpenStack(
         "-e",
         sql,
       ]);
-      await waitFor(
-        "rabbitmq",
-        () => tcpOpen(ports.RABBIT_PORT),
-        deadline,
-        died,
-      );
-      // Nova's notifications go to queues nothing consumes (oslo.messaging
-      // declares them so that no notification is lost): cap them, or they
-      // grow for as long as the cloud runs.
-      await run("rabbitmq-policy", RABBITMQCTL, [
-        "set_policy",
-        "--apply-to",
-        "queues",
-        "notification-queues-capped",
-        NOTIFICATION_QUEUES,
-        JSON.stringify({ "max-length": NOTIFICATION_QUEUE_MAX }),
-      ], rabbitEnv);
+      amqpUrl = (await broker).url;
     });
 
     // Schemas: Keystone first (the others only need the database).
@@ -637,8 +598,7 @@ export async function startOpenStack(
         endpoints,
         hosts,
         liveMigrationLimits,
-        amqpUrl:
-          `amqp://${RABBIT_USER}:${RABBIT_USER}@127.0.0.1:${ports.RABBIT_PORT}/`,
+        amqpUrl,
         adminPassword: ADMIN_PASSWORD,
         applicationCredential,
         imageId,
@@ -871,36 +831,6 @@ function log(message: string) {
 
 async function fileExists(path: string): Promise<boolean> {
   return await Deno.stat(path).then(() => true, () => false);
-}
-
-async function tcpOpen(port: number): Promise<boolean> {
-  try {
-    const c = await Deno.connect({ hostname: "127.0.0.1", port });
-    c.close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Polls `check` every 500 ms until it is true; throws at the deadline. */
-async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  deadline: number,
-  died: string[] = [],
-): Promise<void> {
-  let last = "";
-  while (Date.now() < deadline) {
-    if (died.length > 0) throw new Error(died.join("; "));
-    try {
-      if (await check()) return;
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ""}`);
 }
 
 /** Runs a set-up command to its end, output to `logPath`; throws with its tail. */

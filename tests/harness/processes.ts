@@ -197,3 +197,34 @@ export async function makeOwnedTempDir(
   await Deno.writeTextFile(`${dir}/owner.pid`, String(Deno.pid));
   return dir;
 }
+
+/** Whether something listens on 127.0.0.1:`port`. */
+export async function tcpOpen(port: number): Promise<boolean> {
+  try {
+    const c = await Deno.connect({ hostname: "127.0.0.1", port });
+    c.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `check` every 500 ms until it is true; throws at the deadline. */
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  deadline: number,
+  died: string[] = [],
+): Promise<void> {
+  let last = "";
+  while (Date.now() < deadline) {
+    if (died.length > 0) throw new Error(died.join("; "));
+    try {
+      if (await check()) return;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ""}`);
+}

@@ -18,6 +18,7 @@ import {
   useOpenStack,
 } from "../harness/openstack.ts";
 import { captureLogger } from "../harness/openstack_util.ts";
+import { sharedRabbitMq } from "../harness/rabbitmq.ts";
 
 /** Server sizes: the lane's flavors (and the same RAM in the simulator). */
 export const SIZES = { small: 512, medium: 2048, large: 4096 } as const;
@@ -50,6 +51,11 @@ export interface Backend {
   hosts: string[];
   /** Server ids by the names of the specs. */
   servers: Map<string, string>;
+  /**
+   * The broker the backend's Nova publishes its versioned notifications to
+   * (opened with `notifications: true`; the lane's always does).
+   */
+  amqpUrl: string | undefined;
   /** A session authenticated with an application credential instead. */
   appCredentialSession(): KeystoneSession;
   /** A call as it goes over the wire (admin token). */
@@ -92,9 +98,13 @@ export function laneCloud(): Promise<OpenStackCloud> {
 export async function openBackend(
   kind: Backend["kind"],
   servers: ServerSpec[],
+  options: { notifications?: boolean } = {},
 ): Promise<Backend> {
   return kind === "simulator"
-    ? await openSimulator(servers)
+    ? await openSimulator(
+      servers,
+      options.notifications ? (await sharedRabbitMq()).url : undefined,
+    )
     : await openNova(await laneCloud(), servers);
 }
 
@@ -170,7 +180,10 @@ async function rawCall(
   return { status: r.status, headers: r.headers, body };
 }
 
-async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
+async function openSimulator(
+  specs: ServerSpec[],
+  amqpUrl: string | undefined,
+): Promise<Backend> {
   const hosts = ["node001", "node002", "node003"];
   const sim: NovaSim = await startNovaSim({
     seed: 3,
@@ -183,7 +196,7 @@ async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
       vcpus: 1,
       ...(s.status === undefined ? {} : { status: s.status }),
     })),
-  });
+  }, amqpUrl === undefined ? {} : { amqpUrl });
   const c = sim.credentials;
   const session = sessionFor(sim.authUrl, {
     username: c.password.username,
@@ -192,9 +205,21 @@ async function openSimulator(specs: ServerSpec[]): Promise<Backend> {
   }, c.region);
   const servers = new Map<string, string>();
   for (const s of sim.state().servers) servers.set(s.name, s.id);
+  // The lane's driver fails live migrations by metadata; the simulator by
+  // its fault of the same effect (rolled back, or the server in ERROR).
+  for (const spec of specs) {
+    const fail = spec.migration?.lane_fail;
+    if (fail === undefined) continue;
+    sim.injectMigrationFault(
+      spec.name,
+      fail === "instance-error" ? "error" : "fail",
+      Number(spec.migration?.lane_fail_times ?? 1000),
+    );
+  }
   const backend: Backend = {
     kind: "simulator",
     session,
+    amqpUrl,
     appCredentialSession: () =>
       appCredSession(sim.authUrl, c.applicationCredential, c.region),
     nova: new NovaClient(session),
@@ -232,6 +257,7 @@ export async function openNova(
   const backend: Backend = {
     kind: "nova",
     session,
+    amqpUrl: cloud.amqpUrl,
     appCredentialSession: () =>
       appCredSession(cloud.authUrl, cloud.applicationCredential, cloud.region),
     nova,

@@ -50,6 +50,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./arrival_test.ts", import.meta.url).pathname,
       new URL("./auth_versions_test.ts", import.meta.url).pathname,
       new URL("./predictions_test.ts", import.meta.url).pathname,
+      new URL("./notifications_test.ts", import.meta.url).pathname,
     ]),
   ],
   env: {

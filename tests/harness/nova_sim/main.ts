@@ -1,6 +1,8 @@
 /**
  * Standalone Nova simulator:
- * `deno task nova-sim --scenario FILE [--port N] [--clouds-yaml PATH] [--cloud NAME]`.
+ * `deno task nova-sim --scenario FILE [--port N] [--clouds-yaml PATH] [--cloud NAME] [--amqp-url URL]`;
+ * with `--amqp-url` it publishes Nova's versioned notifications to that
+ * RabbitMQ (exchange `nova`), as Nova does.
  * Prints the auth URL and credentials, optionally writes a clouds.yaml, and
  * serves until interrupted.
  *
@@ -12,7 +14,7 @@ import { loadScenarioFile } from "./scenario.ts";
 import { startNovaSim } from "./server.ts";
 
 const USAGE =
-  "usage: deno task nova-sim --scenario FILE [--port N] [--hostname ADDR] [--clouds-yaml PATH] [--cloud NAME] [--auth password|application_credential]";
+  "usage: deno task nova-sim --scenario FILE [--port N] [--hostname ADDR] [--clouds-yaml PATH] [--cloud NAME] [--auth password|application_credential] [--amqp-url amqp://user:pass@host:port/]";
 
 async function main(args: string[]): Promise<number> {
   let values;
@@ -26,6 +28,7 @@ async function main(args: string[]): Promise<number> {
         "clouds-yaml": { type: "string" },
         cloud: { type: "string", default: "nova-sim" },
         auth: { type: "string", default: "password" },
+        "amqp-url": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -65,7 +68,18 @@ async function main(args: string[]): Promise<number> {
     console.error(e instanceof Error ? e.message : String(e));
     return 1;
   }
-  const sim = await startNovaSim(scenario, { port, hostname: values.hostname });
+  const amqpUrl = values["amqp-url"];
+  if (amqpUrl !== undefined && !/^amqps?:\/\/[^/]/.test(amqpUrl)) {
+    console.error(
+      `--amqp-url: expected amqp://user:password@host:port/ or amqps://...`,
+    );
+    return 2;
+  }
+  const sim = await startNovaSim(scenario, {
+    port,
+    hostname: values.hostname,
+    ...(amqpUrl === undefined ? {} : { amqpUrl }),
+  });
   const c = sim.credentials;
   console.log(`nova-sim listening; time scale ${scenario.timeScale}x`);
   console.log(`OS_AUTH_URL=${sim.authUrl}`);

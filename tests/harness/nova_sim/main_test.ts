@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import amqp from "amqplib";
+import { rabbitMqMissing, sharedRabbitMq } from "../rabbitmq.ts";
 
 /** The permission flags of the `nova-sim` task in deno.json (one place). */
 async function taskFlags(): Promise<string[]> {
@@ -100,4 +102,77 @@ Deno.test("nova-sim CLI: a bad scenario file is one line naming the file and fie
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("nova-sim CLI: --amqp-url must be an amqp:// URL", async () => {
+  const main = new URL("./main.ts", import.meta.url).pathname;
+  const scenario = new URL("./scenarios/small.yaml", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...await taskFlags(),
+      main,
+      "--scenario",
+      scenario,
+      "--amqp-url",
+      "http://x/",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  assert.equal(out.code, 2);
+  assert.match(
+    new TextDecoder().decode(out.stderr),
+    /--amqp-url: expected amqp:\/\//,
+  );
+});
+
+const noBroker = await rabbitMqMissing();
+Deno.test({
+  name:
+    "nova-sim CLI: with --amqp-url it declares Nova's exchange on that broker",
+  ignore: noBroker !== undefined,
+  async fn() {
+    const mq = await sharedRabbitMq();
+    const main = new URL("./main.ts", import.meta.url).pathname;
+    const scenario =
+      new URL("./scenarios/small.yaml", import.meta.url).pathname;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        ...await taskFlags(),
+        main,
+        "--scenario",
+        scenario,
+        "--amqp-url",
+        mq.url,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      env: { NO_COLOR: "1" },
+    }).spawn();
+    try {
+      const reader = child.stdout.pipeThrough(new TextDecoderStream())
+        .getReader();
+      let out = "";
+      while (!out.includes("listening")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out += value;
+      }
+      assert.match(out, /listening/);
+      reader.releaseLock();
+      const conn = await amqp.connect(mq.url);
+      const ch = await conn.createChannel();
+      await ch.checkExchange("nova");
+      await ch.checkQueue("versioned_notifications.info");
+      await conn.close();
+    } finally {
+      child.kill("SIGTERM");
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+      await child.stderr.cancel();
+    }
+  },
 });

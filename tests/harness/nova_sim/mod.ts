@@ -17,4 +17,5 @@ export * from "./scenario.ts";
 export * from "./sim_clock.ts";
 export * from "./counters.ts";
 export * from "./world.ts";
+export * from "./notifier.ts";
 export * from "./server.ts";

@@ -66,7 +66,7 @@ function serverView(
     "OS-EXT-STS:task_state": s.taskState,
     "OS-EXT-STS:vm_state": s.vmState,
     "OS-EXT-STS:power_state": s.powerState,
-    "OS-SRV-USG:launched_at": novaTime(s.created),
+    "OS-SRV-USG:launched_at": novaTime(ctx.world.novaMs(s.created)),
     "OS-SRV-USG:terminated_at": null,
     "os-extended-volumes:volumes_attached": [],
     security_groups: [{ name: "default" }],
@@ -305,15 +305,19 @@ function showInstanceAction(ctx: RequestContext): Response {
     request_id: a.requestId,
     user_id: s.userId,
     project_id: s.projectId,
-    start_time: novaTime(a.startTime),
+    start_time: novaTime(ctx.world.novaMs(a.startTime)),
     message: a.message,
   };
-  if (ctx.mv >= 58) action["updated_at"] = novaTime(a.updatedAt);
+  if (ctx.mv >= 58) {
+    action["updated_at"] = novaTime(ctx.world.novaMs(a.updatedAt));
+  }
   action["events"] = a.events.map((e) => {
     const v: Record<string, unknown> = {
       event: e.event,
-      start_time: novaTime(e.startTime),
-      finish_time: e.finishTime === null ? null : novaTime(e.finishTime),
+      start_time: novaTime(ctx.world.novaMs(e.startTime)),
+      finish_time: e.finishTime === null
+        ? null
+        : novaTime(ctx.world.novaMs(e.finishTime)),
       result: e.result,
       traceback: e.result === "Error"
         ? `Traceback (most recent call last):\n  ...\nnova.exception: ${e.details}\n`
@@ -343,8 +347,8 @@ function migrationView(
   const s = w.servers.get(m.serverId);
   const v: Record<string, unknown> = {
     id: m.id,
-    created_at: novaTime(m.createdAt),
-    updated_at: m.touched ? novaTime(m.updatedAt) : null,
+    created_at: novaTime(ctx.world.novaMs(m.createdAt)),
+    updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
     dest_compute: m.dest,
     dest_host: destHost(w, m),
     dest_node: m.scheduled ? m.dest : null,
@@ -383,12 +387,14 @@ function listMigrations(ctx: RequestContext): Response {
   const source = q.get("source_compute");
   const sinceRaw = q.get("changes-since");
   const beforeRaw = q.get("changes-before");
+  // Nova compares these with its own clock's times
+  const off = ctx.world.novaClockOffsetMs;
   const since = sinceRaw === null
     ? undefined
-    : parseTime("changes-since", sinceRaw);
+    : parseTime("changes-since", sinceRaw) - off;
   const before = beforeRaw === null
     ? undefined
-    : parseTime("changes-before", beforeRaw);
+    : parseTime("changes-before", beforeRaw) - off;
   if (since !== undefined && before !== undefined && before < since) {
     throw new NovaFault(
       400,
@@ -435,8 +441,8 @@ function serverMigrationView(
     dest_compute: m.dest,
     dest_node: m.scheduled ? m.dest : null,
     dest_host: destHost(w, m),
-    created_at: novaTime(m.createdAt),
-    updated_at: m.touched ? novaTime(m.updatedAt) : null,
+    created_at: novaTime(ctx.world.novaMs(m.createdAt)),
+    updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
     memory_total_bytes: m.memoryTotalBytes,
     memory_processed_bytes: mem.processed,
     memory_remaining_bytes: mem.remaining,
@@ -504,6 +510,35 @@ function abortServerMigration(ctx: RequestContext): Response {
     );
   }
   ctx.world.abortLiveMigration(s.id, Number(raw), ctx.mv);
+  return json(202, undefined);
+}
+
+/**
+ * `POST /servers/{id}/migrations/{mid}/action` with `{"force_complete":
+ * null}` (2.22+): a running live migration completes now.
+ */
+async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
+  const s = requireServer(ctx);
+  const raw = ctx.params["mid"] ?? "";
+  if (!/^\d+$/.test(raw)) {
+    throw new NovaFault(
+      400,
+      `Invalid input for field/attribute migration_id. Value: ${raw}.`,
+    );
+  }
+  if (ctx.mv < 22) {
+    throw new NovaFault(404, "The resource could not be found.");
+  }
+  const body = await ctx.req.json().catch(() => undefined);
+  if (
+    typeof body !== "object" || body === null || !("force_complete" in body)
+  ) {
+    throw new NovaFault(
+      400,
+      "Invalid input for field/attribute force_complete. Value: None.",
+    );
+  }
+  ctx.world.forceCompleteLiveMigration(s.id, Number(raw));
   return json(202, undefined);
 }
 
@@ -641,7 +676,7 @@ function serviceView(ctx: RequestContext, h: SimHost): Record<string, unknown> {
     zone: h.zone,
     status: h.enabled ? "enabled" : "disabled",
     state: h.forcedDown ? "down" : h.state,
-    updated_at: novaTime(h.updatedAt),
+    updated_at: novaTime(ctx.world.novaMs(h.updatedAt)),
     disabled_reason: h.disabledReason,
   };
   if (ctx.mv >= 11) v["forced_down"] = h.forcedDown;
@@ -738,6 +773,12 @@ export const novaRoutes: Route[] = [
     "DELETE",
     "/servers/{id}/migrations/{mid}",
     abortServerMigration,
+  ),
+  route(
+    "compute",
+    "POST",
+    "/servers/{id}/migrations/{mid}/action",
+    serverMigrationAction,
   ),
   route("compute", "GET", "/os-migrations", listMigrations),
   route("compute", "GET", "/os-hypervisors", listHypervisors(false)),

@@ -9,6 +9,11 @@
 import { Counters, type CountersSnapshot } from "./counters.ts";
 import { errorBody, json, matchTemplate, type Service } from "./http_util.ts";
 import { ADMIN_PROJECT_ID, Keystone } from "./keystone_api.ts";
+import type { NotificationListener } from "./notifier.ts";
+import {
+  type NotificationPublisher,
+  startNotificationPublisher,
+} from "./publisher.ts";
 import { novaRoutes } from "./nova_api.ts";
 import { placementRoutes } from "./placement_api.ts";
 import { Prng } from "./prng.ts";
@@ -79,6 +84,11 @@ export interface NovaSimOptions {
   hostname?: string;
   /** Virtual clock (default: real time scaled by the scenario's timeScale). */
   clock?: SimClock;
+  /**
+   * A RabbitMQ to publish Nova's versioned notifications to (exchange
+   * `nova`, as Nova does); without it they are only heard in process.
+   */
+  amqpUrl?: string;
 }
 
 /** One call the simulator served. */
@@ -235,6 +245,18 @@ export interface NovaSim {
   addServer(server: NewServer): SimServer;
   /** Deletes a server (by id or name). */
   deleteServer(server: string): void;
+  /**
+   * Calls `listener` with every versioned notification Nova would send
+   * (routing key, oslo envelope), as it happens; returns its removal. While
+   * anyone listens, the simulator runs each phase change at its time
+   * instead of when it is next asked.
+   */
+  onNotification(listener: NotificationListener): () => void;
+  /**
+   * The notification publisher when started with `amqpUrl` (to wait until
+   * everything sent reached the broker), else undefined.
+   */
+  readonly publisher: NotificationPublisher | undefined;
   /** Puts a server into ERROR with a fault. */
   setServerError(server: string, message: string): void;
   /** Invalidates every token. */
@@ -406,6 +428,8 @@ export async function startNovaSim(
     );
     const baseHeaders: Record<string, string> = {
       "x-openstack-request-id": requestId,
+      // Nova's clock, as every OpenStack API answer carries it
+      "date": new Date(world.novaMs(world.now())).toUTCString(),
     };
     if (svc === undefined) {
       counters.call(`${req.method} (unmatched)`);
@@ -621,12 +645,48 @@ export async function startNovaSim(
     return res;
   };
 
+  // Notifications leave when things happen, not when someone next asks:
+  // while anyone listens, wake up at the next phase change (on the scaled
+  // clock; a test's own clock is moved, and the world advanced, by the test).
+  let paceTimer: ReturnType<typeof setTimeout> | undefined;
+  const pace = (): void => {
+    clearTimeout(paceTimer);
+    paceTimer = undefined;
+    if (closing || !world.notifier.active) return;
+    world.advance();
+    const due = world.nextDueAt();
+    if (due === undefined || options.clock !== undefined) return;
+    const delayMs = Math.max(0, (due - clock.now()) / scenario.timeScale);
+    paceTimer = setTimeout(pace, Math.ceil(delayMs));
+  };
+  const paced =
+    <A extends unknown[], R>(fn: (...a: A) => R) => (...a: A): R => {
+      try {
+        return fn(...a);
+      } finally {
+        pace();
+      }
+    };
+
+  const publisher = options.amqpUrl === undefined
+    ? undefined
+    : await startNotificationPublisher(options.amqpUrl);
+  if (publisher !== undefined) {
+    world.onNotification((key, env) => publisher.publish(key, env));
+  }
+
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
-  }, handle);
+  }, async (req) => {
+    try {
+      return await handle(req);
+    } finally {
+      pace();
+    }
+  });
   const addr = await listening.promise;
   const host = addr.hostname.includes(":")
     ? `[${addr.hostname}]`
@@ -663,6 +723,7 @@ export async function startNovaSim(
     return s;
   };
 
+  pace();
   return {
     authUrl,
     computeUrl: `${origin}/compute/v2.1`,
@@ -830,24 +891,31 @@ export async function startNovaSim(
       world.advance();
       world.resetState(resolve(ref).id, state);
     },
-    migrateTo: (ref, host) => {
+    migrateTo: paced((ref: string, host: string) => {
       world.liveMigrate(resolve(ref).id, host, true);
-    },
-    resize: (ref, newRamMb) => {
+    }),
+    resize: paced((ref: string, newRamMb: number) => {
       world.resize(resolve(ref).id, newRamMb);
-    },
-    setPower: (ref, on) => {
+    }),
+    setPower: paced((ref: string, on: boolean) => {
       world.setPower(resolve(ref).id, on);
-    },
-    addServer: (s) => world.addServer(s),
-    deleteServer: (ref) => {
+    }),
+    addServer: paced((s: NewServer) => {
+      world.advance();
+      return world.addServer(s);
+    }),
+    deleteServer: paced((ref: string) => {
       world.advance();
       world.deleteServer(resolve(ref).id);
-    },
-    setServerError: (ref, message) => {
+    }),
+    setServerError: paced((ref: string, message: string) => {
       world.advance();
       world.setServerError(resolve(ref).id, message);
-    },
+    }),
+    publisher,
+    onNotification: paced((listener: NotificationListener) =>
+      world.onNotification(listener)
+    ),
     revokeTokens: () => keystone.revokeAll(),
     setTokenLatency: (ms) => {
       keystone.tokenLatencyMs = ms;
@@ -860,6 +928,8 @@ export async function startNovaSim(
     },
     async close() {
       closing = true;
+      clearTimeout(paceTimer);
+      await publisher?.close();
       for (const release of hangs) release();
       hangs.clear();
       await server.shutdown();

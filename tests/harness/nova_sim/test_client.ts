@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type NovaSim, startNovaSim } from "./server.ts";
+import { type NovaSim, type NovaSimOptions, startNovaSim } from "./server.ts";
 import type { ScenarioInput } from "./scenario.ts";
 
 /** A test body given a simulator and a token. */
@@ -15,8 +15,9 @@ export type NovaSimClient = (sim: NovaSim, token: string) => Promise<void>;
 export async function withSim(
   fn: NovaSimClient,
   scenario: ScenarioInput,
+  options: NovaSimOptions = {},
 ) {
-  const sim = await startNovaSim(scenario);
+  const sim = await startNovaSim(scenario, options);
   try {
     const c = sim.credentials.password;
     const res = await fetch(`${sim.authUrl}/auth/tokens`, {

@@ -8,6 +8,12 @@
  * @module
  */
 
+import {
+  CONTROLLER_HOST,
+  type InstanceSnapshot,
+  type NotificationListener,
+  SimNotifier,
+} from "./notifier.ts";
 import type { Prng } from "./prng.ts";
 import type { Scenario } from "./scenario.ts";
 import type { SimClock } from "./sim_clock.ts";
@@ -378,6 +384,17 @@ export class World {
   readonly traits = new Set<string>();
   /** Migrations Nova accepted, per server id. */
   readonly acceptedMigrations = new Map<string, number>();
+  /**
+   * Nova's clock minus the world's (ms, default 0): the times Nova shows
+   * (records, instance actions, its answers' `Date`) and the
+   * `changes-since` it filters by are on it; the world runs on its own.
+   */
+  novaClockOffsetMs = 0;
+
+  /** `ms` of the world's clock as Nova's clock reads it. */
+  novaMs(ms: number): number {
+    return ms + this.novaClockOffsetMs;
+  }
   readonly #scenario: Scenario;
   readonly #clock: SimClock;
   readonly #prng: Prng;
@@ -386,6 +403,8 @@ export class World {
   #nextCreated: number;
   readonly #events: { at: number; apply: (at: number) => void }[] = [];
   #building = true;
+  /** Nova's versioned notifications of everything that happens here. */
+  readonly notifier = new SimNotifier();
 
   /** Builds the cloud described by a scenario. */
   constructor(scenario: Scenario, clock: SimClock, prng: Prng) {
@@ -526,6 +545,77 @@ export class World {
     return this.#eventTime ?? this.#clock.now();
   }
 
+  /**
+   * Calls `listener` with every versioned notification Nova would send, as
+   * it happens (routing key and oslo envelope); returns its removal.
+   */
+  onNotification(listener: NotificationListener): () => void {
+    return this.notifier.listen(listener);
+  }
+
+  /**
+   * The virtual time of the next phase change or scheduled event, or
+   * undefined when nothing is due (a paced simulator wakes up then, so
+   * notifications leave on time without anyone polling).
+   */
+  nextDueAt(): number | undefined {
+    let due = this.#events[0]?.at;
+    for (const m of this.migrations) {
+      if (
+        m.phaseEndsAt !== undefined &&
+        (due === undefined || m.phaseEndsAt < due)
+      ) {
+        due = m.phaseEndsAt;
+      }
+    }
+    return due;
+  }
+
+  /** A server's state as a notification payload shows it (`with` overriding). */
+  #snap(s: SimServer, over: Partial<InstanceSnapshot> = {}): InstanceSnapshot {
+    return {
+      uuid: s.id,
+      name: s.name,
+      projectId: s.projectId,
+      userId: s.userId,
+      flavor: s.flavor,
+      host: s.host,
+      vmState: s.vmState,
+      taskState: s.taskState,
+      powerState: s.powerState,
+      created: s.created,
+      updated: s.updated,
+      locked: s.locked,
+      ...over,
+    };
+  }
+
+  /**
+   * Changes a server as one `Instance.save()` does and sends the
+   * `instance.update` that save sends. Computes have no database: their
+   * saves run in nova-conductor (a remotable method), so every update is
+   * published by the control plane (`nova-compute:<its CONF.host>`, seen
+   * on real Zed), as nova-api's own saves are.
+   */
+  #save(s: SimServer, at: number, change: () => void): void {
+    const old = { vmState: s.vmState, taskState: s.taskState };
+    change();
+    s.updated = at;
+    this.notifier.instanceUpdate(this.#snap(s), old, CONTROLLER_HOST, at);
+  }
+
+  /** `instance.<action>.<phase>` of a server from `host`. */
+  #action(
+    action: string,
+    phase: "start" | "end",
+    s: SimServer,
+    host: string,
+    at: number,
+    over: Partial<InstanceSnapshot> = {},
+  ): void {
+    this.notifier.instanceAction(action, phase, this.#snap(s, over), host, at);
+  }
+
   /** The scenario this world was built from. */
   get scenario(): Scenario {
     return this.#scenario;
@@ -618,7 +708,62 @@ export class World {
       userData: input.userData ?? null,
     };
     this.servers.set(id, server);
+    if (!this.#building) this.#notifyCreate(server, created);
     return server;
+  }
+
+  /**
+   * What a boot on `server.host` sends: `instance.create.start` while it
+   * builds, the save that makes it active, `instance.create.end`.
+   */
+  #notifyCreate(server: SimServer, at: number): void {
+    const host = server.host ?? CONTROLLER_HOST;
+    const building = {
+      vmState: "building",
+      taskState: "spawning",
+      powerState: 0,
+    };
+    this.#action("create", "start", server, host, at, building);
+    this.notifier.instanceUpdate(
+      this.#snap(server),
+      building,
+      CONTROLLER_HOST,
+      at,
+    );
+    this.#action("create", "end", server, host, at);
+  }
+
+  /**
+   * What deleting a server sends: the API's save (task_state deleting),
+   * then on its host `instance.delete.start`, `instance.shutdown.*`, the
+   * save to vm_state deleted, `instance.delete.end`.
+   */
+  #notifyDelete(s: SimServer, at: number): void {
+    const host = s.host ?? CONTROLLER_HOST;
+    const before = { vmState: s.vmState, taskState: s.taskState };
+    const deleting = { taskState: "deleting" };
+    this.notifier.instanceUpdate(
+      this.#snap(s, deleting),
+      before,
+      CONTROLLER_HOST,
+      at,
+    );
+    this.#action("delete", "start", s, host, at, deleting);
+    this.#action("shutdown", "start", s, host, at, deleting);
+    this.#action("shutdown", "end", s, host, at, deleting);
+    const deleted = {
+      vmState: "deleted",
+      taskState: null,
+      powerState: 0,
+      deletedAt: at,
+    };
+    this.notifier.instanceUpdate(
+      this.#snap(s, deleted),
+      { vmState: s.vmState, taskState: "deleting" },
+      CONTROLLER_HOST,
+      at,
+    );
+    this.#action("delete", "end", s, host, at, deleted);
   }
 
   /** Deletes a server now; its in-progress migration ends in error. */
@@ -626,6 +771,7 @@ export class World {
     const s = this.servers.get(id);
     if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
     const now = this.now();
+    this.#notifyDelete(s, now);
     s.deleted = true;
     s.taskState = null;
     s.updated = now;
@@ -643,10 +789,11 @@ export class World {
     const s = this.servers.get(id);
     if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
     const now = this.now();
-    s.vmState = "error";
-    s.taskState = null;
-    s.fault = { code: 500, message, created: now };
-    s.updated = now;
+    this.#save(s, now, () => {
+      s.vmState = "error";
+      s.taskState = null;
+      s.fault = { code: 500, message, created: now };
+    });
   }
 
   /**
@@ -656,10 +803,11 @@ export class World {
   resetState(id: string, state: "active" | "error"): void {
     const s = this.servers.get(id);
     if (s === undefined || s.deleted) throw new RangeError(`no server "${id}"`);
-    s.vmState = state;
-    s.taskState = null;
-    if (state === "active") s.powerState = 1;
-    s.updated = this.now();
+    this.#save(s, this.now(), () => {
+      s.vmState = state;
+      s.taskState = null;
+      if (state === "active") s.powerState = 1;
+    });
   }
 
   /** Non-deleted servers. */
@@ -915,8 +1063,9 @@ export class World {
     );
     m.forced = host !== null && force;
     m.phaseEndsAt = now + this.#scenario.timing.scheduleSeconds * 1000;
-    s.taskState = "migrating";
-    s.updated = now;
+    this.#save(s, now, () => {
+      s.taskState = "migrating";
+    });
     return m;
   }
 
@@ -947,14 +1096,32 @@ export class World {
       throw new NovaFault(404, `Compute host ${host} could not be found.`);
     }
     const source = s.host ?? "";
+    const now = this.now();
+    // The API saves task_state resize_prep, then the conductor asks the
+    // scheduler (a named host too: it is the requested destination).
+    this.#save(s, now, () => {
+      s.taskState = "resize_prep";
+    });
+    this.notifier.selectDestinations("start", this.#snap(s), now);
     const dest = host ?? this.schedule(s, source, newRamMb);
     if (dest === undefined) {
-      throw new NovaFault(
-        400,
-        "No valid host was found. There are not enough hosts available.",
+      const message =
+        "No valid host was found. There are not enough hosts available.";
+      // scheduler_utils.set_vm_state_and_notify: task_state back to None.
+      this.#save(s, now, () => {
+        s.taskState = null;
+      });
+      this.notifier.computeTaskError(
+        "migrate_server",
+        s.id,
+        s.vmState,
+        "NoValidHost",
+        message,
+        now,
       );
+      throw new NovaFault(400, message);
     }
-    const now = this.now();
+    this.notifier.selectDestinations("end", this.#snap(s), now);
     const m = this.#newMigration(
       s,
       newRamMb === undefined ? "migration" : "resize",
@@ -968,6 +1135,8 @@ export class World {
     s.vmStateBeforeResize = s.vmState;
     s.taskState = "resize_prep";
     s.updated = now;
+    this.#action("resize_prep", "start", s, dest, now);
+    this.#action("resize_prep", "end", s, dest, now);
     return m;
   }
 
@@ -980,9 +1149,19 @@ export class World {
     const s = this.#server(serverId);
     const action = on ? "start" : "stop";
     this.#checkState(s, action, on ? ["stopped"] : ["active", "rescued"]);
-    s.vmState = on ? "active" : "stopped";
-    s.powerState = on ? 1 : 4;
-    s.updated = this.now();
+    const now = this.now();
+    const host = s.host ?? CONTROLLER_HOST;
+    const notifyAction = on ? "power_on" : "power_off";
+    this.#save(s, now, () => {
+      s.taskState = on ? "powering-on" : "powering-off";
+    });
+    this.#action(notifyAction, "start", s, host, now);
+    this.#save(s, now, () => {
+      s.vmState = on ? "active" : "stopped";
+      s.powerState = on ? 1 : 4;
+      s.taskState = null;
+    });
+    this.#action(notifyAction, "end", s, host, now);
   }
 
   /** `confirmResize`: 204 or a {@linkcode NovaFault}. */
@@ -998,10 +1177,51 @@ export class World {
       throw new NovaFault(400, "Instance has not been resized.");
     }
     const now = this.now();
+    this.#action("resize_confirm", "start", s, m.source, now);
+    this.#save(s, now, () => {
+      s.vmState = s.vmStateBeforeResize ?? "active";
+      s.vmStateBeforeResize = null;
+    });
+    this.#action("resize_confirm", "end", s, m.source, now);
     this.#setStatus(m, "confirmed", now);
-    s.vmState = s.vmStateBeforeResize ?? "active";
-    s.vmStateBeforeResize = null;
-    s.updated = now;
+  }
+
+  /**
+   * Forces a running live migration to complete
+   * (`POST /servers/{id}/migrations/{mid}/action` `force_complete`, 2.22+):
+   * its copy ends now.
+   */
+  forceCompleteLiveMigration(serverId: string, migrationId: number): void {
+    this.advance();
+    const s = this.#server(serverId);
+    const m = this.migrations.find((x) =>
+      x.id === migrationId && x.serverId === serverId
+    );
+    if (m === undefined) {
+      throw new NovaFault(
+        404,
+        `Instance ${serverId} is not migrating with migration ${migrationId}.`,
+      );
+    }
+    if (s.taskState !== "migrating") {
+      throw new NovaFault(
+        409,
+        `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
+      );
+    }
+    if (m.type !== "live-migration" || m.status !== "running") {
+      throw new NovaFault(
+        400,
+        `Migration ${migrationId} state of instance ${serverId} is ${m.status}. Cannot force complete while the migration is in this state.`,
+      );
+    }
+    const now = this.now();
+    this.#action("live_migration_force_complete", "start", s, m.source, now);
+    this.#action("live_migration_force_complete", "end", s, m.source, now);
+    // A forced completion of a stuck copy still ends it.
+    if (m.fault === "stuck") m.fault = "none";
+    m.phaseEndsAt = now;
+    this.advance();
   }
 
   /** Aborts a live migration (`DELETE /servers/{id}/migrations/{mid}`). */
@@ -1038,10 +1258,21 @@ export class World {
     }
     const now = this.now();
     const wasActive = LIVE_ACTIVE.includes(m.status);
+    const copying = m.status === "running";
+    this.#action("live_migration_abort", "start", s, m.source, now);
+    // A running copy is stopped by the driver and rolled back after the
+    // abort ends; a waiting one is dropped with a save between the two.
+    if (copying) {
+      this.#action("live_migration_abort", "end", s, m.source, now);
+      this.#rollback(m, s, now);
+    } else {
+      this.#save(s, now, () => {
+        s.taskState = null;
+      });
+      this.#action("live_migration_abort", "end", s, m.source, now);
+    }
     this.#setStatus(m, "cancelled", now);
     m.phaseEndsAt = undefined;
-    s.taskState = null;
-    s.updated = now;
     if (wasActive) this.#startQueued(m.source, now);
   }
 
@@ -1062,6 +1293,18 @@ export class World {
     }
     if (forcedDown !== undefined) host.forcedDown = forcedDown;
     host.updatedAt = now;
+    if (status !== undefined || forcedDown !== undefined) {
+      this.notifier.serviceUpdate({
+        host: host.name,
+        uuid: host.serviceId,
+        disabled: !host.enabled,
+        disabledReason: host.disabledReason,
+        forcedDown: host.forcedDown,
+        up: host.state === "up",
+        zone: host.zone,
+        lastSeenUp: now,
+      }, now);
+    }
     // Nova reports a disabled service to Placement as a trait.
     const traits = new Set(host.traits);
     if (host.enabled) traits.delete("COMPUTE_STATUS_DISABLED");
@@ -1094,6 +1337,10 @@ export class World {
       this.#setStatus(m, "preparing", at);
       m.phaseEndsAt = at + this.#scenario.timing.prepareSeconds * 1000;
       active++;
+      const s = this.servers.get(m.serverId);
+      if (s !== undefined && m.dest !== null) {
+        this.#action("live_migration_pre", "start", s, m.dest, at);
+      }
     }
   }
 
@@ -1131,7 +1378,35 @@ export class World {
     }
   }
 
+  /**
+   * `_rollback_live_migration` on the source: rollback.start, the save of
+   * task_state None, rollback.end. The destination's clean-up
+   * (`rollback_dest.*`, a cast) is not sent: real Zed skips it when the
+   * driver's migrate data needs no clean-up there (shared storage, and
+   * the lane's driver, checked in tests/openstack/notifications_test.ts).
+   */
+  #rollback(m: SimMigration, s: SimServer, at: number): void {
+    this.#action("live_migration_rollback", "start", s, m.source, at);
+    this.#save(s, at, () => {
+      s.taskState = null;
+    });
+    this.#action("live_migration_rollback", "end", s, m.source, at);
+  }
+
   #finishLive(m: SimMigration, s: SimServer, status: string, at: number): void {
+    if (status === "completed") {
+      // The source's instance object still shows itself and migrating.
+      this.#action("live_migration_post", "end", s, m.source, at, {
+        host: m.source,
+        taskState: "migrating",
+      });
+    } else if (s.deleted) {
+      // Deleted mid-copy: its delete notifications went out already.
+    } else if (s.vmState === "error") {
+      // The driver raised: the caller saved the instance in ERROR.
+    } else {
+      this.#rollback(m, s, at);
+    }
     // Real Zed records compute_live_migration as a Success even when the
     // copy then fails: the copy runs in the compute's executor after the
     // event has ended, so a failed copy leaves no details in the action.
@@ -1158,22 +1433,40 @@ export class World {
           : m.dest !== m.source && (m.forced || this.#fits(m.dest, s))
           ? m.dest
           : undefined;
+        // A forced host skips the scheduler (no select_destinations).
+        if (!m.forced) {
+          this.notifier.selectDestinations("start", this.#snap(s), at);
+        }
         if (dest === undefined) {
+          const message = m.dest === null
+            ? "No valid host was found. There are not enough hosts available."
+            : `No valid host was found. Host ${m.dest} cannot take the instance.`;
           // Since 2.34 the checks are asynchronous: the VM stays ACTIVE.
           this.#setStatus(m, "error", at);
-          s.taskState = null;
-          s.updated = at;
+          // set_vm_state_and_notify: the save, then the conductor's error.
+          this.#save(s, at, () => {
+            s.taskState = null;
+          });
+          this.notifier.computeTaskError(
+            "migrate_server",
+            s.id,
+            s.vmState,
+            "NoValidHost",
+            message,
+            at,
+          );
           // The conductor's event says why (Nova's NoValidHost message).
           this.#actionEvent(
             m,
             "conductor_live_migrate_instance",
             "nova-conductor",
             at,
-            m.dest === null
-              ? "No valid host was found. There are not enough hosts available."
-              : `No valid host was found. Host ${m.dest} cannot take the instance.`,
+            message,
           );
           return;
+        }
+        if (!m.forced) {
+          this.notifier.selectDestinations("end", this.#snap(s), at);
         }
         this.#actionEvent(
           m,
@@ -1188,6 +1481,9 @@ export class World {
         return;
       }
       case "preparing":
+        if (m.dest !== null) {
+          this.#action("live_migration_pre", "end", s, m.dest, at);
+        }
         this.#setStatus(m, "running", at);
         m.copyStartedAt = at;
         if (m.fault === "stuck") m.phaseEndsAt = undefined;
@@ -1200,6 +1496,7 @@ export class World {
           return;
         }
         if (m.fault === "delete") {
+          this.#notifyDelete(s, at);
           s.deleted = true;
           s.updated = at;
           this.#finishLive(m, s, "error", at);
@@ -1212,22 +1509,40 @@ export class World {
         if (m.fault === "error") {
           // As real Zed, when the driver raises during the copy: ERROR with
           // no fault (wrap_instance_fault never sees the executor's
-          // exception).
-          s.vmState = "error";
+          // exception), saved (its instance.update).
+          this.#save(s, at, () => {
+            s.vmState = "error";
+            s.taskState = null;
+          });
           this.#finishLive(m, s, "error", at);
           return;
         }
         // Real Zed live migrations never show post-migrating: the server
         // is ACTIVE on the destination first, the record completes after.
-        s.host = m.dest;
-        s.taskState = null;
-        s.updated = at;
+        this.#notifyMoved(m, s, at);
         m.movedAt = at;
         m.phaseEndsAt = at + t.liveCompleteSeconds * 1000;
         return;
       default:
         return;
     }
+  }
+
+  /**
+   * The end of a live migration's copy: `_post_live_migration` on the
+   * source (post.start), which calls the destination
+   * (post_dest.start, the save that moves the instance, post_dest.end);
+   * the source's post.end follows when the record completes.
+   */
+  #notifyMoved(m: SimMigration, s: SimServer, at: number): void {
+    const dest = m.dest ?? m.source;
+    this.#action("live_migration_post", "start", s, m.source, at);
+    this.#action("live_migration_post_dest", "start", s, dest, at);
+    this.#save(s, at, () => {
+      s.host = dest;
+      s.taskState = null;
+    });
+    this.#action("live_migration_post_dest", "end", s, dest, at);
   }
 
   #stepCold(m: SimMigration, at: number): void {
@@ -1240,8 +1555,10 @@ export class World {
     switch (m.status) {
       case "pre-migrating":
         this.#setStatus(m, "migrating", at);
-        s.taskState = "resize_migrating";
-        s.updated = at;
+        this.#save(s, at, () => {
+          s.taskState = "resize_migrating";
+        });
+        this.#action("resize", "start", s, m.source, at);
         m.copyStartedAt = at;
         if (m.fault === "stuck") m.phaseEndsAt = undefined;
         else if (m.fault === "delete") m.phaseEndsAt = at + m.copyMs / 2;
@@ -1249,6 +1566,7 @@ export class World {
         return;
       case "migrating":
         if (m.fault === "delete") {
+          this.#notifyDelete(s, at);
           s.deleted = true;
           s.taskState = null;
           s.updated = at;
@@ -1256,35 +1574,42 @@ export class World {
           return;
         }
         if (m.fault === "error" || m.fault === "fail") {
-          s.vmState = "error";
-          s.taskState = null;
-          s.fault = {
-            code: 500,
-            message: `Simulated cold migration failure of ${s.id} to ${m.dest}`,
-            created: at,
-          };
-          s.updated = at;
+          this.#save(s, at, () => {
+            s.vmState = "error";
+            s.taskState = null;
+            s.fault = {
+              code: 500,
+              message:
+                `Simulated cold migration failure of ${s.id} to ${m.dest}`,
+              created: at,
+            };
+          });
           this.#setStatus(m, "error", at);
           return;
         }
         this.#setStatus(m, "post-migrating", at);
-        s.taskState = "resize_finish";
-        s.updated = at;
+        this.#action("resize", "end", s, m.source, at);
+        this.#save(s, at, () => {
+          s.taskState = "resize_finish";
+        });
+        this.#action("resize_finish", "start", s, m.dest ?? m.source, at);
         m.phaseEndsAt = at + t.postSeconds * 1000;
         return;
       case "post-migrating":
         this.#setStatus(m, "finished", at);
-        s.host = m.dest;
-        if (m.type === "resize") {
-          s.flavor = {
-            ...s.flavor,
-            name: `m1.ram${m.newRamMb}`,
-            ramMb: m.newRamMb,
-          };
-        }
-        s.vmState = "resized";
-        s.taskState = null;
-        s.updated = at;
+        this.#save(s, at, () => {
+          s.host = m.dest;
+          if (m.type === "resize") {
+            s.flavor = {
+              ...s.flavor,
+              name: `m1.ram${m.newRamMb}`,
+              ramMb: m.newRamMb,
+            };
+          }
+          s.vmState = "resized";
+          s.taskState = null;
+        });
+        this.#action("resize_finish", "end", s, m.dest ?? m.source, at);
         return;
       default:
         return;

@@ -1,0 +1,381 @@
+/**
+ * A list-and-watch view of one draining host, the way Kubernetes
+ * controllers keep objects: one fresh list of the host (its servers, the
+ * migrations from or to it, where the VMs that left went), then Nova's
+ * notifications received since that list began (subscribed before it),
+ * deduplicated by message id. The view yields an {@linkcode Observation}
+ * the planner takes unchanged.
+ *
+ * The view is a pure fold of the list and the set of events it holds,
+ * taken in one total order (Nova's timestamp, the step of a migration,
+ * the message id): duplicated or reordered events give the same view.
+ * Whether it can be planned from is {@linkcode WatchedHost.trustworthy}:
+ * listed while the feed was up, and the feed up in that same epoch since
+ * (no reconnect, so no gap).
+ *
+ * Record statuses Nova sends no event for (`queued`, the start of a
+ * copy) stay as listed; a migration that began after the list gets a
+ * record of its own with a negative id (never sent to Nova: a pass that
+ * aborts reads Nova afresh).
+ *
+ * @module
+ */
+
+import type { EvictionStatus } from "../../models/mod.ts";
+import type { Migration, Server } from "../../openstack/mod.ts";
+import type {
+  FeedState,
+  NotifiedInstance,
+  NovaNotification,
+} from "../../openstack/notification_types.ts";
+import { latestRecords } from "./classify.ts";
+import {
+  apiStatusOf,
+  byEventOrder,
+  isDeletion,
+  isSnapshot,
+  type MigrationStep,
+  migrationStepOf,
+  recordEnded,
+  statusRank,
+  subjectOf,
+} from "./notified_events.ts";
+import { parseNovaTime } from "./nova_states.ts";
+import type { DepartedServer, ObservedServer } from "./observation.ts";
+import { departureOf, type Observation } from "./observe.ts";
+import { departedIds } from "./plan.ts";
+
+/** Foreign events a view keeps, in case their VM becomes known. */
+const PARKED_MAX = 1024;
+
+/** When and in which state of the feed a list was taken. */
+export interface ListStamp {
+  /** Controller clock when the list began (its age decides the relist). */
+  atMs: number;
+  /** The feed's epoch when the list began. */
+  epoch: number;
+  /** Whether the feed was up when the list began. */
+  up: boolean;
+}
+
+/** Nova's time format: ISO 8601 without a zone (UTC). */
+function novaTime(ms: number): string {
+  return new Date(ms).toISOString().replace("Z", "");
+}
+
+/**
+ * One host's list and the events since.
+ *
+ * @example
+ * ```ts
+ * import { WatchedHost } from "./host_view.ts";
+ * const listed = { id: "a", name: "a", status: "ACTIVE", host: "h", hypervisorHostname: "h",
+ *   taskState: null, vmState: "active", powerState: 1, flavor: { ramMb: 1024, vcpus: 1 } };
+ * const view = new WatchedHost("h", { servers: [listed], migrations: [], departed: [] },
+ *   { atMs: 0, epoch: 1, up: true });
+ * view.apply({ messageId: "m1", eventType: "instance.delete.end", publisherId: "nova-compute:h",
+ *   publisherHost: "h", timestampMs: 5, priority: "info",
+ *   instance: { uuid: "a", host: "h", node: "h", vmState: "deleted", taskState: null, powerState: 0 } });
+ * const seen = view.observation({ outstandingInstances: ["a"] });
+ * console.assert(seen.servers.length === 0 && seen.departed[0]?.server === null);
+ * console.assert(view.trustworthy({ state: "up", epoch: 1 }));
+ * ```
+ */
+export class WatchedHost {
+  /** The compute service host. */
+  readonly host: string;
+  /** The fresh list the view starts from. */
+  readonly list: Readonly<Observation>;
+  /** When it was listed. */
+  readonly stamp: Readonly<ListStamp>;
+  readonly #events = new Map<string, NovaNotification>();
+  readonly #known = new Set<string>();
+  /** Events about VMs not (yet) known, newest last: one may become known. */
+  readonly #parked = new Map<string, NovaNotification>();
+
+  /** A view of `host` from a fresh list taken at `stamp`. */
+  constructor(host: string, list: Observation, stamp: ListStamp) {
+    this.host = host;
+    this.list = list;
+    this.stamp = stamp;
+    for (const s of list.servers) this.#known.add(s.id);
+    for (const m of list.migrations) this.#known.add(m.instanceUuid);
+    for (const d of list.departed) this.#known.add(d.id);
+  }
+
+  /** Events held (received since the list began, about this host, no duplicates). */
+  get eventCount(): number {
+    return this.#events.size;
+  }
+
+  /**
+   * Whether an event is about this host: its instance is here (or comes
+   * here), it was sent by this host's compute service, or it names a VM
+   * the view knows.
+   */
+  concerns(n: NovaNotification): boolean {
+    const id = subjectOf(n);
+    return n.instance?.host === this.host || n.publisherHost === this.host ||
+      (id !== undefined && this.#known.has(id));
+  }
+
+  /**
+   * Takes an event into the view: kept when it is about this host and not
+   * held already (by message id). Returns whether it was kept. The caller
+   * gives only events received since the list began (host_watches.ts
+   * subscribes first): one queue delivers in order, so an event sent
+   * before the list and received after it is followed by the later ones.
+   * Nova's timestamps are not compared with this process's clock (they
+   * may be skewed); a snapshot older than a listed server's own `updated`
+   * time is not taken.
+   */
+  apply(n: NovaNotification): boolean {
+    if (this.#events.has(n.messageId)) return false;
+    if (!this.concerns(n)) {
+      this.#park(n);
+      return false;
+    }
+    this.#events.set(n.messageId, n);
+    const id = subjectOf(n);
+    if (id !== undefined && !this.#known.has(id)) {
+      this.#known.add(id);
+      this.#adopt(id);
+    }
+    return true;
+  }
+
+  /**
+   * Keeps a foreign event a while: an event about a VM coming here may
+   * arrive before the one that names this host (another host's compute
+   * service sent it), and must not be lost to that order.
+   */
+  #park(n: NovaNotification): void {
+    if (subjectOf(n) === undefined) return;
+    this.#parked.delete(n.messageId);
+    this.#parked.set(n.messageId, n);
+    if (this.#parked.size > PARKED_MAX) {
+      const oldest = this.#parked.keys().next();
+      if (oldest.done !== true) this.#parked.delete(oldest.value);
+    }
+  }
+
+  /** Takes in the parked events of a VM that has just become known. */
+  #adopt(id: string): void {
+    for (const [key, n] of this.#parked) {
+      if (subjectOf(n) !== id) continue;
+      this.#parked.delete(key);
+      this.#events.set(key, n);
+    }
+  }
+
+  /**
+   * Whether the view can be planned from: listed while the feed was up,
+   * and the feed up since in the same epoch (no event can be missing).
+   */
+  trustworthy(feed: { state: FeedState; epoch: number }): boolean {
+    return this.stamp.up && feed.state === "up" &&
+      feed.epoch === this.stamp.epoch;
+  }
+
+  /**
+   * The observation the planner takes: the list with the events folded in
+   * order; departures for the VMs `status` tracks (as observe.ts finds
+   * them: the event that moved or deleted the VM, the list's lookup, or
+   * the record that completed). `ramOf` fills flavors payloads lack.
+   */
+  observation(
+    status: EvictionStatus | undefined,
+    ramOf: (id: string) => number | undefined = () => undefined,
+  ): Observation {
+    const servers = new Map(this.list.servers.map((s) => [s.id, s]));
+    const moved = new Map(this.list.departed.map((d) => [d.id, d]));
+    const records = this.list.migrations.map((m) => ({ ...m }));
+    for (const [id, events] of this.#bySubject()) {
+      const before = servers.get(id);
+      foldSnapshots(this.host, id, events, servers, moved, ramOf);
+      foldRecords(id, events, records, before ?? servers.get(id));
+    }
+    const mine = records.filter((m) =>
+      m.sourceCompute === this.host || m.destCompute === this.host
+    );
+    const listed = [...servers.values()];
+    const latest = latestRecords(mine, this.host);
+    const departed = departedIds(status, listed, mine, this.host).flatMap(
+      (id): DepartedServer[] => {
+        const known = moved.get(id);
+        if (known !== undefined) return [known];
+        const record = latest.get(id)?.latest;
+        const server = record === undefined
+          ? undefined
+          : departureOf(record, ramOf(id) ?? 0);
+        return server === undefined ? [] : [{ id, server }];
+      },
+    );
+    return { servers: listed, migrations: mine, departed };
+  }
+
+  /** The held events by the server they name, each list in event order. */
+  #bySubject(): Map<string, NovaNotification[]> {
+    const out = new Map<string, NovaNotification[]>();
+    for (const n of [...this.#events.values()].sort(byEventOrder)) {
+      const id = subjectOf(n);
+      if (id === undefined) continue;
+      const list = out.get(id) ?? [];
+      list.push(n);
+      out.set(id, list);
+    }
+    return out;
+  }
+}
+
+/** The server a payload describes, what the list knew of it filling gaps. */
+function serverOf(
+  i: NotifiedInstance,
+  known: Server | undefined,
+  ramOf: (id: string) => number | undefined,
+): Server {
+  const tenantId = i.tenantId ?? known?.tenantId;
+  return {
+    id: i.uuid,
+    name: i.name ?? known?.name ?? "",
+    status: apiStatusOf(i.vmState, i.taskState),
+    host: i.host,
+    hypervisorHostname: i.node,
+    taskState: i.taskState,
+    vmState: i.vmState,
+    powerState: i.powerState,
+    flavor: {
+      ramMb: i.flavorRamMb ?? known?.flavor.ramMb ?? ramOf(i.uuid) ?? 0,
+      vcpus: i.flavorVcpus ?? known?.flavor.vcpus ?? 0,
+    },
+    ...(tenantId === undefined ? {} : { tenantId }),
+  };
+}
+
+/** Where a VM that left is, as the planner reads a lookup. */
+function observedOf(s: Server): ObservedServer {
+  return {
+    id: s.id,
+    status: s.status,
+    host: s.host,
+    taskState: s.taskState,
+    flavor: { ramMb: s.flavor.ramMb },
+  };
+}
+
+/**
+ * The VM's host and states from the events that carry a trustworthy
+ * snapshot, the latest winning: on the host, moved elsewhere, or deleted.
+ */
+function foldSnapshots(
+  host: string,
+  id: string,
+  events: readonly NovaNotification[],
+  servers: Map<string, Server>,
+  moved: Map<string, DepartedServer>,
+  ramOf: (id: string) => number | undefined,
+): void {
+  const listedAt = parseNovaTime(servers.get(id)?.updated) ?? -Infinity;
+  for (const n of events) {
+    if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
+    if (n.timestampMs < listedAt) continue;
+    if (isDeletion(n)) {
+      servers.delete(id);
+      moved.set(id, { id, server: null });
+      continue;
+    }
+    const known = servers.get(id);
+    const server = serverOf(n.instance, known, ramOf);
+    if (server.host === host) {
+      servers.set(id, server);
+      moved.delete(id);
+    } else {
+      servers.delete(id);
+      moved.set(id, { id, server: observedOf(server) });
+    }
+  }
+}
+
+/**
+ * The VM's migration records after the events: each step raises the
+ * status of the record it belongs to (never lowers it); a step after the
+ * end of the latest record begins a new one.
+ */
+function foldRecords(
+  id: string,
+  events: readonly NovaNotification[],
+  records: Migration[],
+  server: Server | undefined,
+): void {
+  const cold = (server?.status ?? "").toUpperCase() === "SHUTOFF";
+  let cur = latestOf(records.filter((m) => m.instanceUuid === id));
+  let aborting = false;
+  for (const n of events) {
+    const step = migrationStepOf(n.eventType, cold);
+    if (step === undefined) continue;
+    if (cur === undefined || endedBefore(cur, n.timestampMs)) {
+      cur = newRecord(id, n, step, server);
+      records.push(cur);
+      aborting = false;
+    }
+    if (n.eventType.endsWith("_abort.start")) aborting = true;
+    const status = step.status === "failed" && aborting
+      ? "cancelled"
+      : step.status;
+    if (status !== undefined && statusRank(status) > statusRank(cur.status)) {
+      cur.status = status;
+      cur.updatedAt = novaTime(n.timestampMs);
+    }
+    if (step.onDestination && n.publisherHost !== undefined) {
+      cur.destCompute ??= n.publisherHost;
+    }
+  }
+}
+
+/** The latest record (created_at, then id), or undefined. */
+function latestOf(records: readonly Migration[]): Migration | undefined {
+  let best: Migration | undefined;
+  for (const m of records) {
+    if (best === undefined) {
+      best = m;
+      continue;
+    }
+    const a = parseNovaTime(m.createdAt) ?? -Infinity;
+    const b = parseNovaTime(best.createdAt) ?? -Infinity;
+    if (a > b || (a === b && m.id > best.id)) best = m;
+  }
+  return best;
+}
+
+/** Whether a record ended before `ms` (a later step is a new migration). */
+function endedBefore(m: Migration, ms: number): boolean {
+  if (!recordEnded(m.status)) return false;
+  const end = parseNovaTime(m.updatedAt ?? m.createdAt);
+  return end !== undefined && ms > end;
+}
+
+/** A record for a migration the list did not show, from its first event. */
+function newRecord(
+  id: string,
+  n: NovaNotification,
+  step: MigrationStep,
+  server: Server | undefined,
+): Migration {
+  const fromPayload = step.payloadIsSource ? n.instance?.host : undefined;
+  const fromPublisher = step.onDestination ? undefined : n.publisherHost;
+  const ms = Math.floor(n.timestampMs);
+  return {
+    id: -ms,
+    uuid: `notified-${id}-${ms}`,
+    instanceUuid: id,
+    migrationType: step.migrationType,
+    status: "accepted",
+    sourceCompute: fromPayload ?? server?.host ?? fromPublisher ?? null,
+    destCompute: step.onDestination ? n.publisherHost ?? null : null,
+    sourceNode: null,
+    destNode: null,
+    destHost: null,
+    createdAt: novaTime(n.timestampMs),
+    updatedAt: null,
+  };
+}

@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { Migration, Server } from "../../openstack/mod.ts";
+import type { NovaNotification } from "../../openstack/notification_types.ts";
+import { WatchedHost } from "./host_view.ts";
+import { planFacts, viewDiffs } from "./view_diff.ts";
+import {
+  DEST,
+  HOST,
+  instance,
+  listed,
+  liveMigration,
+  notification,
+  record,
+  T0,
+} from "../../tests/harness/notified_fixtures.ts";
+
+const UP = { atMs: T0, epoch: 3, up: true };
+
+function view(
+  servers: Server[],
+  events: NovaNotification[],
+  migrations: Migration[] = [],
+): WatchedHost {
+  const v = new WatchedHost(HOST, { servers, migrations, departed: [] }, UP);
+  for (const n of events) v.apply(n);
+  return v;
+}
+
+const tracked = (...ids: string[]) => ({ outstandingInstances: ids });
+
+Deno.test("a completed live migration: the VM left for the destination, its record completed", () => {
+  const seen = view(
+    [listed("a"), listed("b")],
+    liveMigration("a", 10, "completed"),
+  )
+    .observation(tracked("a", "b"));
+  assert.deepEqual(seen.servers.map((s) => s.id), ["b"]);
+  assert.equal(seen.migrations.length, 1);
+  const m = seen.migrations[0];
+  assert.equal(m?.status, "completed");
+  assert.equal(m?.sourceCompute, HOST);
+  assert.equal(m?.destCompute, DEST);
+  assert.ok(
+    (m?.id ?? 0) < 0,
+    "a record of the view's own never has Nova's ids",
+  );
+  assert.deepEqual(seen.departed, [{
+    id: "a",
+    server: {
+      id: "a",
+      status: "ACTIVE",
+      host: DEST,
+      taskState: null,
+      flavor: { ramMb: 1024 },
+    },
+  }]);
+});
+
+Deno.test("each step of a live migration leaves the record status Nova's source gives it", () => {
+  const events = liveMigration("a", 10, "completed");
+  const cases: Array<[string, string | undefined, string]> = [
+    ["instance.update", undefined, "MIGRATING"],
+    ["instance.live_migration_pre.start", "preparing", "MIGRATING"],
+    ["instance.live_migration_pre.end", "running", "MIGRATING"],
+    ["instance.live_migration_post.start", "running", "MIGRATING"],
+    ["instance.live_migration_post_dest.end", "running", "gone"],
+    ["instance.live_migration_post.end", "completed", "gone"],
+  ];
+  for (const [upTo, status, server] of cases) {
+    const cut = events.findIndex((n) => n.eventType === upTo);
+    const seen = view([listed("a")], events.slice(0, cut + 1)).observation(
+      tracked("a"),
+    );
+    assert.equal(seen.migrations[0]?.status, status, upTo);
+    assert.equal(seen.servers[0]?.status ?? "gone", server, upTo);
+  }
+});
+
+Deno.test("failures: a rollback ends failed, an aborted one cancelled, the conductor's error", () => {
+  const failed = view([listed("a")], liveMigration("a", 10, "failed"))
+    .observation(tracked("a"));
+  assert.equal(failed.migrations[0]?.status, "failed");
+  assert.equal(failed.servers[0]?.status, "ACTIVE");
+
+  const events = liveMigration("a", 10, "failed");
+  events.splice(
+    3,
+    0,
+    notification(
+      "instance.live_migration_abort.start",
+      12,
+      `nova-compute:${HOST}`,
+      {
+        instance: instance("a", { taskState: "migrating" }),
+      },
+    ),
+  );
+  const aborted = view([listed("a")], events).observation(tracked("a"));
+  assert.equal(aborted.migrations[0]?.status, "cancelled");
+
+  const error = view([listed("a")], liveMigration("a", 10, "error"))
+    .observation(tracked("a"));
+  assert.equal(error.migrations[0]?.status, "error");
+  assert.equal(error.migrations[0]?.sourceCompute, HOST);
+  assert.equal(error.servers[0]?.status, "ACTIVE");
+});
+
+Deno.test("a listed record in progress takes the steps (its id kept); an ended one is followed by a new record", () => {
+  const queued = view(
+    [listed("a", { status: "MIGRATING", taskState: "migrating" })],
+    liveMigration("a", 10, "completed").slice(1),
+    [record(8, "a", "queued")],
+  )
+    .observation(tracked("a"));
+  assert.deepEqual(queued.migrations.map((m) => [m.id, m.status]), [[
+    8,
+    "completed",
+  ]]);
+
+  const retried = view([listed("a")], liveMigration("a", 10, "completed"), [
+    record(8, "a", "failed"),
+  ])
+    .observation(tracked("a"));
+  assert.deepEqual(retried.migrations.map((m) => m.status), [
+    "failed",
+    "completed",
+  ]);
+});
+
+Deno.test("arrivals, deletions, old, foreign and duplicated events", () => {
+  const arrival = liveMigration("z", 5, "completed", "node999", HOST);
+  const deleted = [
+    notification("instance.update", 20, "nova-compute:controller", {
+      instance: instance("b", { taskState: "deleting" }),
+    }),
+    notification("instance.delete.end", 21, `nova-compute:${HOST}`, {
+      instance: instance("b", { vmState: "deleted" }),
+    }),
+  ];
+  const old = notification("instance.delete.end", -5, `nova-compute:${HOST}`, {
+    instance: instance("c", { vmState: "deleted" }),
+  });
+  const foreign = notification("instance.update", 30, "nova-compute:node999", {
+    instance: instance("y", { host: "node999" }),
+  });
+  const listedAt = new Date(T0).toISOString();
+  const v = view([listed("b"), listed("c", { updated: listedAt })], [
+    ...arrival,
+    ...deleted,
+    old,
+    foreign,
+    ...deleted,
+  ]);
+  const seen = v.observation(tracked("b", "c"));
+  assert.deepEqual(seen.servers.map((s) => s.id).sort(), ["c", "z"]);
+  assert.deepEqual(seen.departed, [{ id: "b", server: null }]);
+  assert.equal(
+    v.eventCount,
+    arrival.length + deleted.length + 1,
+    "the arrival's first update (naming its source only) is taken in once the VM is known; the old one is held, but older than c's listing; the foreign one is not",
+  );
+  const incoming = seen.migrations.find((m) => m.instanceUuid === "z");
+  assert.equal(incoming?.destCompute, HOST);
+  assert.equal(incoming?.status, "completed");
+});
+
+Deno.test("trustworthy: listed while up, and up in the same epoch since", () => {
+  const v = view([], []);
+  assert.equal(v.trustworthy({ state: "up", epoch: 3 }), true);
+  assert.equal(v.trustworthy({ state: "down", epoch: 3 }), false);
+  assert.equal(
+    v.trustworthy({ state: "up", epoch: 4 }),
+    false,
+    "reconnected: events may be missing",
+  );
+  const listedDown = new WatchedHost(HOST, {
+    servers: [],
+    migrations: [],
+    departed: [],
+  }, { ...UP, up: false });
+  assert.equal(listedDown.trustworthy({ state: "up", epoch: 3 }), false);
+});
+
+Deno.test("the planner's facts tell a missed completion apart", () => {
+  const events = liveMigration("a", 10, "completed");
+  const full = view([listed("a")], events).observation(tracked("a"));
+  const missed = view(
+    [listed("a")],
+    events.filter((n) => !n.eventType.includes("post"))
+      .filter((n) => n.timestampMs < T0 + 15),
+  ).observation(tracked("a"));
+  assert.deepEqual(viewDiffs(missed, full, HOST), ["a"]);
+  assert.deepEqual(viewDiffs(full, full, HOST), []);
+});
+
+// Property tests: a history of the host (each listed VM stays, migrates
+// away, fails to, or is deleted; others arrive) as events, and the list
+// Nova gives after it.
+
+type Fate = "stay" | "completed" | "failed" | "error" | "deleted";
+const FATES: Fate[] = ["stay", "completed", "failed", "error", "deleted"];
+
+interface History {
+  servers: Server[];
+  events: NovaNotification[];
+  after: { servers: Server[]; migrations: Migration[] };
+}
+
+function historyOf(
+  fates: Fate[],
+  arrivals: number,
+  offsets: number[],
+): History {
+  const servers = fates.map((_, i) => listed(`vm${i}`));
+  const events: NovaNotification[] = [];
+  const after: History["after"] = { servers: [], migrations: [] };
+  fates.forEach((fate, i) => {
+    const id = `vm${i}`;
+    const ms = 10 + (offsets[i] ?? 0);
+    const nova = (status: string) => record(100 + i, id, status);
+    if (fate === "stay") after.servers.push(listed(id));
+    if (fate === "completed" || fate === "failed" || fate === "error") {
+      events.push(...liveMigration(id, ms, fate));
+      after.migrations.push(nova(fate));
+      if (fate !== "completed") after.servers.push(listed(id));
+    }
+    if (fate === "deleted") {
+      events.push(
+        notification("instance.update", ms, "nova-compute:controller", {
+          instance: instance(id, { taskState: "deleting" }),
+        }),
+        notification("instance.delete.end", ms + 1, `nova-compute:${HOST}`, {
+          instance: instance(id, { vmState: "deleted" }),
+        }),
+      );
+    }
+  });
+  for (let j = 0; j < arrivals; j++) {
+    const id = `new${j}`;
+    events.push(...liveMigration(id, 50 + 7 * j, "completed", "node999", HOST));
+    after.servers.push(listed(id));
+    after.migrations.push(
+      record(200 + j, id, "completed", {
+        sourceCompute: "node999",
+        destCompute: HOST,
+      }),
+    );
+  }
+  return { servers, events, after };
+}
+
+const histories = fc.record({
+  fates: fc.array(fc.constantFrom(...FATES), { minLength: 1, maxLength: 8 }),
+  arrivals: fc.integer({ min: 0, max: 2 }),
+  offsets: fc.array(fc.integer({ min: 0, max: 40 }), {
+    minLength: 8,
+    maxLength: 8,
+  }),
+}).map(({ fates, arrivals, offsets }) => historyOf(fates, arrivals, offsets));
+
+Deno.test("property: the view after the events plans as the list taken after them", () => {
+  fc.assert(fc.property(histories, (h) => {
+    const seen = view(h.servers, h.events).observation(undefined);
+    assert.deepEqual(planFacts(seen, HOST), planFacts(h.after, HOST));
+  }));
+});
+
+Deno.test("property: duplicated and reordered events change nothing", () => {
+  fc.assert(fc.property(
+    histories,
+    fc.array(fc.nat(), { minLength: 64, maxLength: 64 }),
+    fc.array(fc.nat({ max: 63 }), { maxLength: 20 }),
+    (h, keys, dupes) => {
+      const inOrder = view(h.servers, h.events).observation(
+        tracked(...h.servers.map((s) => s.id)),
+      );
+      const shuffled = h.events
+        .map((n, i) => ({ n, k: keys[i % keys.length] ?? 0 }))
+        .sort((a, b) => a.k - b.k)
+        .map((x) => x.n);
+      for (const d of dupes) {
+        const n = h.events[d % h.events.length];
+        if (n !== undefined) shuffled.splice(d % (shuffled.length + 1), 0, n);
+      }
+      const other = view(h.servers, shuffled).observation(
+        tracked(...h.servers.map((s) => s.id)),
+      );
+      assert.deepEqual(other, inOrder);
+    },
+  ));
+});

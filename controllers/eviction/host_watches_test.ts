@@ -1,0 +1,97 @@
+import assert from "node:assert/strict";
+import { HostWatches } from "./host_watches.ts";
+import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
+import {
+  HOST,
+  listed,
+  liveMigration,
+  T0,
+} from "../../tests/harness/notified_fixtures.ts";
+
+function setUp() {
+  const feed = new MemoryFeed();
+  const woken: string[] = [];
+  let now = T0;
+  const watches = new HostWatches(feed, (k) => woken.push(k), () => now);
+  return { feed, woken, watches, tick: (ms: number) => (now += ms) };
+}
+
+const list = (...ids: string[]) => ({
+  servers: ids.map((id) => listed(id)),
+  migrations: [],
+  departed: [],
+});
+
+Deno.test("subscribe first, then list: events during the list are applied to the new view", () => {
+  const { feed, woken, watches } = setUp();
+  const stamp = watches.beginList("ev", HOST);
+  assert.equal(watches.trustworthyView("ev", 1000), undefined);
+  for (const n of liveMigration("a", 5, "completed")) feed.publish(n);
+  // the list began before the migration ended, and shows "a" still there
+  watches.endList("ev", stamp, list("a", "b"));
+  const view = watches.trustworthyView("ev", 1000);
+  assert.ok(view);
+  assert.deepEqual(view.observation(undefined).servers.map((s) => s.id), ["b"]);
+  assert.deepEqual(
+    woken,
+    ["ev"],
+    "an end the list may not show wakes the drain",
+  );
+});
+
+Deno.test("a completion wakes its host's drain; a start does not; other hosts' events do nothing", () => {
+  const { feed, woken, watches } = setUp();
+  watches.endList("ev", watches.beginList("ev", HOST), list("a"));
+  const events = liveMigration("a", 5, "completed");
+  feed.publish(events[0]!); // the API's update: task_state migrating
+  assert.deepEqual(woken, []);
+  for (const n of liveMigration("x", 5, "completed", "node999", "node998")) {
+    feed.publish(n);
+  }
+  assert.deepEqual(woken, []);
+  for (const n of events.slice(1)) feed.publish(n);
+  assert.ok(woken.length >= 1 && woken.every((k) => k === "ev"));
+});
+
+Deno.test("the feed going down or up wakes every drain; a view of an older epoch is not trusted; stale views are relisted", () => {
+  const { feed, woken, watches, tick } = setUp();
+  watches.endList("ev", watches.beginList("ev", HOST), list("a"));
+  feed.down();
+  assert.deepEqual(woken, ["ev"]);
+  assert.equal(watches.trustworthyView("ev", 1000), undefined);
+  feed.up();
+  assert.deepEqual(woken, ["ev", "ev"]);
+  assert.equal(
+    watches.trustworthyView("ev", 1000),
+    undefined,
+    "events may be missing: relist",
+  );
+  watches.endList("ev", watches.beginList("ev", HOST), list("a"));
+  assert.ok(watches.trustworthyView("ev", 1000));
+  tick(1000);
+  assert.equal(
+    watches.trustworthyView("ev", 1000),
+    undefined,
+    "due for its relist",
+  );
+});
+
+Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event)", () => {
+  const { feed, watches } = setUp();
+  watches.endList("ev", watches.beginList("ev", HOST), list("a", "b"));
+  feed.drop = (n) =>
+    n.eventType === "instance.update" && n.instance?.host !== HOST;
+  const events = liveMigration("a", 5, "completed").filter((n) =>
+    !n.eventType.startsWith("instance.live_migration_post")
+  );
+  for (const n of events) feed.publish(n);
+  assert.equal(feed.lost, 1);
+  const relisted = watches.endList(
+    "ev",
+    watches.beginList("ev", HOST),
+    list("b"),
+  );
+  assert.deepEqual(relisted, { diffs: ["a"], checked: true });
+  const again = watches.endList("ev", watches.beginList("ev", HOST), list("b"));
+  assert.deepEqual(again, { diffs: [], checked: true });
+});

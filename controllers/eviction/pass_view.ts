@@ -1,0 +1,103 @@
+/**
+ * Observe with Nova's notifications (`deps.watches`, issue 23): a pass
+ * that only starts migrations plans from the host's list-and-watch view
+ * when it is trustworthy, without a Nova call (Nova's own 409 on a VM
+ * already migrating stays the guard against a double start). A pass that
+ * could finish, settle, confirm, abort or charge a failure reads Nova
+ * afresh, as does every pass while the feed is not trustworthy (polling,
+ * exactly as without notifications) and one at the slow poll interval;
+ * each fresh look rebuilds the view (subscribe first, then list), and the
+ * VMs on which the old view differed from it are counted
+ * (`evictor_notification_view_diffs_total`).
+ *
+ * @module
+ */
+
+import type { Observation } from "./observe.ts";
+import type { Pass } from "./pass.ts";
+import type { Plan, PlanInput } from "./plan.ts";
+
+/** A plan and the input it was made from. */
+export interface Planned {
+  /** The plan. */
+  plan: Plan;
+  /** Its input. */
+  input: PlanInput;
+}
+
+/** What the look found; `planned` when the pass plans from the view. */
+export interface Looked {
+  /** The observation. */
+  seen: Observation;
+  /** The plan made from the view, to be used as it is. */
+  planned?: Planned;
+}
+
+/**
+ * Whether a pass may act on a plan made from the view: it only starts
+ * migrations, counts completions and waits. Finishing (or settling),
+ * confirming, aborting and charging a failure need a fresh look.
+ *
+ * @example
+ * ```ts
+ * import { plansFromView } from "./pass_view.ts";
+ * const plan = { finished: false, settleAtMs: undefined, confirmResize: [], abort: [], failed: [], stuck: [] };
+ * console.assert(plansFromView(plan));
+ * console.assert(!plansFromView({ ...plan, settleAtMs: 5 }));
+ * ```
+ */
+export function plansFromView(
+  plan: Pick<
+    Plan,
+    "finished" | "settleAtMs" | "confirmResize" | "abort" | "failed" | "stuck"
+  >,
+): boolean {
+  return !plan.finished && plan.settleAtMs === undefined &&
+    plan.confirmResize.length === 0 && plan.abort.length === 0 &&
+    plan.failed.length === 0 && plan.stuck.length === 0;
+}
+
+/**
+ * Observe: the host's view when it is trustworthy, recent (listed within
+ * the slow poll interval) and the plan it gives (`plan`) only starts or
+ * waits (that plan is then the pass's); else `fresh()` (Nova), which
+ * becomes the host's new view. Without notifications, always `fresh()`.
+ */
+export async function lookAtHost(
+  pass: Pass,
+  plan: (seen: Observation) => Planned,
+  fresh: () => Promise<Observation>,
+): Promise<Looked> {
+  const { ctx, deps, host, state } = pass;
+  const watches = deps.watches;
+  if (watches === undefined) return { seen: await fresh() };
+  watches.takeWake(ctx.key);
+  const view = watches.trustworthyView(ctx.key, deps.slowPollMs * pass.rate);
+  if (view !== undefined) {
+    const seen = view.observation(pass.status, (id) => state.ram.get(id));
+    const planned = plan(seen);
+    if (plansFromView(planned.plan)) {
+      for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
+      deps.metrics.looks.inc({ source: "view" });
+      return { seen, planned };
+    }
+  }
+  const stamp = watches.beginList(ctx.key, host);
+  let seen: Observation;
+  try {
+    seen = await fresh();
+  } catch (err) {
+    watches.abortList(ctx.key, stamp);
+    throw err;
+  }
+  deps.metrics.looks.inc({ source: "nova" });
+  const relisted = watches.endList(ctx.key, stamp, seen);
+  if (relisted.diffs.length > 0) {
+    deps.metrics.viewDiffs.inc({ hypervisor: host }, relisted.diffs.length);
+    pass.log.warn(
+      { servers: relisted.diffs },
+      "the relist found the notified view of the host differing (a missed event)",
+    );
+  }
+  return { seen };
+}

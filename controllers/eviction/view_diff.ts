@@ -1,0 +1,84 @@
+/**
+ * What a relist checks of a host's view: the facts the planner decides
+ * by, per VM (on the host and whether it moves, or where it went and how
+ * its migration ended, or on its way here). Two observations that agree
+ * on these plan alike; a VM on which they differ is a missed (or
+ * misread) event, counted by `evictor_notification_view_diffs_total`.
+ *
+ * @module
+ */
+
+import { arrivingRecords, latestRecords } from "./classify.ts";
+import { inFlightKindOfServer, migrationPhase } from "./nova_states.ts";
+import type { ObservedMigration, ObservedServer } from "./observation.ts";
+
+/** The parts of an observation the facts are read from. */
+export interface FactsSource {
+  /** The VMs on the host. */
+  servers: readonly ObservedServer[];
+  /** The migrations from or to it. */
+  migrations: readonly ObservedMigration[];
+}
+
+/**
+ * The planner's facts per VM: `on <status>` or `on moving` for a VM on
+ * the host (moving: its state or a record in progress says a migration
+ * runs), `left <phase> <destination>` for one whose latest record from
+ * the host is over, `arriving` for one on its way here.
+ *
+ * @example
+ * ```ts
+ * import { planFacts } from "./view_diff.ts";
+ * const facts = planFacts({
+ *   servers: [{ id: "a", status: "MIGRATING", host: "h", taskState: "migrating", flavor: { ramMb: 1 } }],
+ *   migrations: [],
+ * }, "h");
+ * console.assert(facts.get("a") === "on moving");
+ * ```
+ */
+export function planFacts(
+  seen: FactsSource,
+  host: string,
+): Map<string, string> {
+  const latest = latestRecords(seen.migrations, host);
+  const facts = new Map<string, string>();
+  for (const s of seen.servers) {
+    const moving = inFlightKindOfServer(s.status, s.taskState) !== undefined ||
+      latest.get(s.id)?.inProgress !== undefined;
+    facts.set(s.id, `on ${moving ? "moving" : s.status.toUpperCase()}`);
+  }
+  for (const [id, r] of latest) {
+    if (facts.has(id)) continue;
+    const last = r.inProgress ?? r.latest;
+    facts.set(
+      id,
+      `left ${migrationPhase(last.status)} ${last.destCompute ?? "?"}`,
+    );
+  }
+  for (const id of arrivingRecords(seen.migrations, host).keys()) {
+    if (!facts.has(id)) facts.set(id, "arriving");
+  }
+  return facts;
+}
+
+/**
+ * The VMs (sorted) on whose facts two observations of a host differ.
+ *
+ * @example
+ * ```ts
+ * import { viewDiffs } from "./view_diff.ts";
+ * const vm = (id: string) => ({ id, status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } });
+ * const diffs = viewDiffs({ servers: [vm("a")], migrations: [] }, { servers: [vm("a"), vm("b")], migrations: [] }, "h");
+ * console.assert(diffs.join() === "b");
+ * ```
+ */
+export function viewDiffs(
+  view: FactsSource,
+  fresh: FactsSource,
+  host: string,
+): string[] {
+  const a = planFacts(view, host);
+  const b = planFacts(fresh, host);
+  const ids = new Set([...a.keys(), ...b.keys()]);
+  return [...ids].filter((id) => a.get(id) !== b.get(id)).sort();
+}

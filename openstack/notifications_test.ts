@@ -1,0 +1,318 @@
+import assert from "node:assert/strict";
+import amqp from "amqplib";
+import { Buffer } from "node:buffer";
+import { SimNotifier } from "../tests/harness/nova_sim/notifier.ts";
+import { freePort } from "../tests/harness/processes.ts";
+import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
+import type { Clock } from "./clock.ts";
+import type { Logger } from "./logger.ts";
+import type { FeedState, NovaNotification } from "./notification_types.ts";
+import { reconnectDelayMs, startNotificationFeed } from "./notifications.ts";
+
+Deno.test("reconnectDelayMs: doubles from the first delay up to the cap", () => {
+  const got = [1, 2, 3, 4, 5, 6, 7, 100].map((n) =>
+    reconnectDelayMs(n, 500, 10_000)
+  );
+  assert.deepEqual(got, [500, 1000, 2000, 4000, 8000, 10_000, 10_000, 10_000]);
+  assert.equal(reconnectDelayMs(0, 500, 10_000), 500);
+});
+
+/** A clock whose sleeps are recorded and end at once (after a turn). */
+function recordingClock(): Clock & { sleeps: number[] } {
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => 0,
+    sleep: (ms, signal) => {
+      sleeps.push(ms);
+      return new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason);
+        setTimeout(resolve, 5);
+      });
+    },
+  };
+}
+
+function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const log = (obj: Record<string, unknown>, msg?: string) =>
+    lines.push(`${msg ?? ""} ${JSON.stringify(obj)}`);
+  return { lines, debug: log, info: log, warn: log };
+}
+
+Deno.test("the feed backs off on its clock while the broker is away, and never logs the URL", async () => {
+  const clock = recordingClock();
+  const logger = recordingLogger();
+  let reconnects = 0;
+  const port = freePort(); // nothing listens there
+  const feed = startNotificationFeed({
+    url: `amqp://nova:topsecret@127.0.0.1:${port}/`,
+    clock,
+    logger,
+    initialBackoffMs: 100,
+    maxBackoffMs: 800,
+    observer: { reconnect: () => reconnects++ },
+  });
+  try {
+    while (clock.sleeps.length < 6) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await feed.close();
+  }
+  assert.deepEqual(clock.sleeps.slice(0, 6), [100, 200, 400, 800, 800, 800]);
+  assert.ok(reconnects >= 6);
+  assert.equal(feed.state, "down");
+  assert.equal(feed.epoch, 0);
+  assert.ok(logger.lines.length > 0);
+  for (const line of logger.lines) {
+    assert.ok(!line.includes("topsecret"), line);
+  }
+  assert.ok(logger.lines.some((l) => l.includes(`127.0.0.1:${port}`)));
+});
+
+const missing = await rabbitMqMissing();
+if (missing !== undefined) {
+  console.error(
+    `openstack/notifications_test.ts: broker tests skipped: ${missing}`,
+  );
+}
+
+/** Waits until `check` holds, polling every 20 ms, for at most `ms`. */
+async function until(what: string, check: () => boolean, ms = 20_000) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+Deno.test({
+  name:
+    "the feed consumes Nova's notifications from a real RabbitMQ, and comes back after the broker does",
+  ignore: missing !== undefined,
+  async fn(t) {
+    const mq = await startRabbitMq();
+    const received: NovaNotification[] = [];
+    const states: [FeedState, number][] = [];
+    const counts = { malformed: 0, byType: new Map<string, number>() };
+    const logger = recordingLogger();
+    const feed = startNotificationFeed({
+      url: mq.url,
+      logger,
+      initialBackoffMs: 100,
+      maxBackoffMs: 500,
+      observer: {
+        malformed: () => counts.malformed++,
+        received: (type) =>
+          counts.byType.set(type, (counts.byType.get(type) ?? 0) + 1),
+      },
+    });
+    feed.listen((n) => received.push(n));
+    feed.onState((state, epoch) => states.push([state, epoch]));
+    // Nova's side: a publisher as oslo.messaging's (the simulator's notifier).
+    const conn = await amqp.connect(mq.url);
+    const ch = await conn.createChannel();
+    const notifier = new SimNotifier();
+    notifier.listen((key, env) => {
+      ch.publish("nova", key, Buffer.from(JSON.stringify(env)));
+    });
+    const snap = {
+      uuid: "u1",
+      name: "vm",
+      projectId: "p",
+      userId: "u",
+      flavor: { name: "f", ramMb: 2048, vcpus: 2, disk: 20 },
+      host: "node001",
+      vmState: "active",
+      taskState: "migrating",
+      powerState: 1,
+      created: 0,
+      updated: 0,
+      locked: false,
+    };
+    try {
+      await t.step("subscribes: up at epoch 1, both routing keys", async () => {
+        await until("up", () => feed.state === "up");
+        assert.equal(feed.epoch, 1);
+        assert.deepEqual(states, [["up", 1]]);
+        notifier.instanceUpdate(
+          snap,
+          { vmState: "active", taskState: null },
+          "controller",
+          Date.now(),
+        );
+        notifier.computeTaskError(
+          "migrate_server",
+          "u1",
+          "active",
+          "NoValidHost",
+          "No valid host",
+          Date.now(),
+        );
+        await until("two notifications", () => received.length === 2);
+        assert.equal(received[0]?.eventType, "instance.update");
+        assert.equal(received[0]?.instance?.taskState, "migrating");
+        assert.equal(received[0]?.priority, "info");
+        assert.equal(received[1]?.priority, "error");
+        assert.equal(received[1]?.task?.instanceUuid, "u1");
+        assert.equal(counts.byType.get("instance.update"), 1);
+      });
+
+      await t.step(
+        "a malformed message is counted and logged, the feed goes on",
+        async () => {
+          ch.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from("{nope"),
+          );
+          ch.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from(JSON.stringify({ event_type: "x" })),
+          );
+          notifier.instanceAction(
+            "live_migration_post",
+            "end",
+            snap,
+            "node001",
+            Date.now(),
+          );
+          await until("the next good one", () => received.length === 3);
+          assert.equal(counts.malformed, 2);
+          assert.equal(
+            received[2]?.eventType,
+            "instance.live_migration_post.end",
+          );
+          assert.ok(logger.lines.some((l) => l.includes("body is not JSON")));
+          assert.equal(feed.state, "up");
+        },
+      );
+
+      await t.step(
+        "the broker stops: down; it is back: up again at epoch 2",
+        async () => {
+          await ch.close().catch(() => {});
+          await conn.close().catch(() => {});
+          await mq.stopBroker();
+          await until("down", () => feed.state === "down");
+          assert.deepEqual(states.at(-1), ["down", 1]);
+          await mq.startBroker();
+          await until("up again", () => feed.state === "up", 60_000);
+          assert.equal(feed.epoch, 2);
+          assert.deepEqual(states.at(-1), ["up", 2]);
+          const conn2 = await amqp.connect(mq.url);
+          const ch2 = await conn2.createChannel();
+          ch2.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from(JSON.stringify({
+              "oslo.version": "2.0",
+              "oslo.message": JSON.stringify({
+                message_id: "after-restart",
+                event_type: "instance.update",
+                publisher_id: "nova-compute:node002",
+                timestamp: "2026-12-03 08:00:00.000001",
+                payload: {
+                  "nova_object.data": { uuid: "u2", host: "node002" },
+                },
+              }),
+            })),
+          );
+          await until(
+            "a notification after the restart",
+            () => received.some((n) => n.messageId === "after-restart"),
+          );
+          await conn2.close();
+        },
+      );
+
+      await t.step(
+        "its queue is its own: exclusive, and gone with the feed",
+        async () => {
+          const probe = await amqp.connect(mq.url);
+          const pch = await probe.createChannel();
+          pch.on("error", () => {});
+          // Nova's default queues exist only when Nova declared them; ours is
+          // server-named: a second feed gets a copy of each message.
+          const second: NovaNotification[] = [];
+          const other = startNotificationFeed({ url: mq.url });
+          other.listen((n) => second.push(n));
+          await until("second up", () => other.state === "up");
+          const before = received.length;
+          pch.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from(JSON.stringify({
+              "oslo.version": "2.0",
+              "oslo.message": JSON.stringify({
+                message_id: "both",
+                event_type: "instance.update",
+                publisher_id: "nova-compute:node002",
+                timestamp: "2026-12-03 08:00:00",
+                payload: {
+                  "nova_object.data": { uuid: "u3", host: "node002" },
+                },
+              }),
+            })),
+          );
+          await until(
+            "both feeds got it",
+            () => received.length === before + 1 && second.length === 1,
+          );
+          await other.close();
+          assert.equal(other.state, "down");
+          await probe.close();
+        },
+      );
+
+      await t.step(
+        "Nova's exchange is used as Nova declared it (durable or not)",
+        async () => {
+          // Nova with amqp_durable_queues = true declares a durable exchange;
+          // declaring it non-durable would close the channel.
+          const url = await mq.addVhost("durable");
+          const c = await amqp.connect(url);
+          const dch = await c.createChannel();
+          await dch.assertExchange("nova", "topic", {
+            durable: true,
+            autoDelete: false,
+          });
+          const durable = startNotificationFeed({ url });
+          const got: NovaNotification[] = [];
+          durable.listen((n) => got.push(n));
+          await until("up", () => durable.state === "up");
+          const n = new SimNotifier();
+          n.listen((key, env) =>
+            dch.publish("nova", key, Buffer.from(JSON.stringify(env)))
+          );
+          n.computeTaskError(
+            "migrate_server",
+            "u1",
+            "active",
+            "NoValidHost",
+            "x",
+            0,
+          );
+          await until("delivered", () => got.length === 1);
+          assert.equal(durable.epoch, 1);
+          await durable.close();
+          await c.close();
+        },
+      );
+
+      await t.step("close: down, and no URL in any log line", async () => {
+        await feed.close();
+        assert.equal(feed.state, "down");
+        for (const line of logger.lines) {
+          assert.ok(!line.includes(mq.url), line);
+        }
+      });
+    } finally {
+      await feed.close();
+      await conn.close().catch(() => {});
+      await mq.stop();
+    }
+  },
+});

@@ -1,0 +1,331 @@
+/**
+ * Drains driven by Nova's notifications (issue 23), against the real API
+ * server and the Nova simulator publishing to a real RabbitMQ, consumed by
+ * the operator's AMQP source (openstack/notifications.ts): passes that
+ * only start plan from each host's view without calling Nova; the broker
+ * stopped mid-drain makes the drain poll at once and relist when it is
+ * back; a VM forced onto a finished host reopens its drain within a second
+ * of the event. What a broker cannot be made to do on cue (drop one
+ * event; duplicate and reorder them) goes through an in-process feed of
+ * the same notifications (tests/harness/sim_feed.ts): the relist finds
+ * the dropped event and counts it; duplicates and reordering change
+ * nothing.
+ */
+import assert from "node:assert/strict";
+import type { NovaNotification } from "../openstack/notification_types.ts";
+import { sharedEnvtest } from "./harness/envtest.ts";
+import {
+  drained,
+  type DrainEnv,
+  type DrainEnvOptions,
+  migratedTwice,
+  serversOn,
+  startDrainEnv,
+  uniqueSuffix,
+  waitFor,
+} from "./harness/eviction_env.ts";
+import type { NovaSim } from "./harness/nova_sim/mod.ts";
+import {
+  type RabbitMq,
+  rabbitMqMissing,
+  sharedRabbitMq,
+  startRabbitMq,
+} from "./harness/rabbitmq.ts";
+
+const noBroker = await rabbitMqMissing();
+/** The run's broker, for tests that leave it running. */
+const viaBroker = async () => ({ amqpUrl: (await sharedRabbitMq()).url });
+
+const POLL_MS = 200;
+
+/** One cloud: a source host of `count` VMs and two roomy destinations. */
+async function withNotifiedDrain(
+  count: number,
+  ramMb: number[],
+  timeScale: number,
+  fn: (env: DrainEnv, host: string) => Promise<void>,
+  extra: Partial<DrainEnvOptions> = {},
+): Promise<void> {
+  const s = uniqueSuffix();
+  const host = `notified-${s}`;
+  const env = await startDrainEnv({
+    env: await sharedEnvtest(),
+    pollIntervalMs: POLL_MS,
+    concurrency: "4",
+    ...extra,
+    scenario: {
+      seed: 23,
+      timeScale,
+      hosts: [
+        {
+          name: host,
+          ramMb: 1_000_000,
+          vcpus: 1024,
+          maxConcurrentLiveMigrations: 4,
+        },
+        { name: `dst1-${s}`, ramMb: 8_000_000, vcpus: 8192 },
+        { name: `dst2-${s}`, ramMb: 8_000_000, vcpus: 8192 },
+      ],
+      serverGroups: [{ host, count, namePrefix: "vm", ramMb }],
+    },
+  });
+  try {
+    await env.hypervisor(host);
+    await fn(env, host);
+  } finally {
+    await env.stop();
+  }
+}
+
+/** Nova's list calls (servers on the host, migration records) so far. */
+function listCalls(sim: NovaSim): number {
+  let n = 0;
+  for (const [key, count] of Object.entries(sim.counters().calls)) {
+    if (!key.startsWith("GET ")) continue;
+    if (key.includes("/servers/detail") || key.includes("/os-migrations")) {
+      n += count;
+    }
+  }
+  return n;
+}
+
+/** A counter's value (summed over labels) from the operator's registry. */
+async function metric(env: DrainEnv, name: string): Promise<number> {
+  const text = await env.operator.metrics.registry.metrics();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest !== "" && !rest.startsWith("{") && !rest.startsWith(" ")) continue;
+    sum += Number(line.split(" ").at(-1));
+  }
+  return sum;
+}
+
+function assertDrainedOnce(env: DrainEnv, host: string): void {
+  assert.deepEqual(serversOn(env.sim, host), [], "no VM left on the host");
+  assert.deepEqual(migratedTwice(env.sim, [host]), [], "no VM moved twice");
+}
+
+Deno.test({
+  name:
+    "notifications: a drain plans its starts from the host's view, its completions wake it, no VM moved twice",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const notifications = await viaBroker();
+    await withNotifiedDrain(16, [4096, 8192], 20, async (env, host) => {
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      const ev = await drained(env, name, 90_000);
+      assert.equal(ev.status?.migratedCount, 16);
+      assertDrainedOnce(env, host);
+      // Polling looks before every start (3 calls per VM and more); here
+      // the lists are the first look, the settle looks and the relists.
+      const lists = listCalls(env.sim);
+      assert.ok(lists < 2 * 16, `${lists} list calls for 16 VMs`);
+      const fromView = await metric(env, VIEW_LOOKS);
+      assert.ok(fromView > 0, `passes planned from the view: ${fromView}`);
+      assert.equal(await metric(env, VIEW_DIFFS), 0);
+    }, { notifications });
+  },
+});
+
+const VIEW_LOOKS = 'evictor_drain_looks_total{source="view"}';
+const VIEW_DIFFS = "evictor_notification_view_diffs_total";
+
+Deno.test({
+  name:
+    "notifications: the broker stopped mid-drain, the drain polls at once, relists when it is back, and finishes",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const mq = await startRabbitMq();
+    try {
+      await drainThroughBrokerStop(mq);
+    } finally {
+      await mq.stop();
+    }
+  },
+});
+
+async function drainThroughBrokerStop(mq: RabbitMq): Promise<void> {
+  // Long migrations (64 GB, 13 s real each at 5x): the drain outlasts the
+  // broker's stop and start (some seconds each on a loaded machine).
+  await withNotifiedDrain(16, [65536], 5, async (env, host) => {
+    const feed = env.feed;
+    assert.ok(feed);
+    await waitFor("the feed up", () => feed.state === "up" ? true : undefined);
+    // when the feed's state changed, and when the host was listed (real ms)
+    const changes: Array<[string, number]> = [];
+    const lists: number[] = [];
+    const stopStates = feed.onState((state) =>
+      changes.push([state, Date.now()])
+    );
+    const stopCalls = env.sim.onCall((c) => {
+      if (c.key.endsWith("/servers/detail")) lists.push(Date.now());
+    });
+    const listedWithin = (what: string, from: number, ms: number) =>
+      waitFor(
+        what,
+        () => lists.find((t) => t >= from && t <= from + ms),
+        ms + 500,
+        10,
+      );
+    try {
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      await waitFor(
+        "the first migrations",
+        () =>
+          env.sim.state().migrations.some((m) => m.source === host)
+            ? true
+            : undefined,
+      );
+      await new Promise((r) => setTimeout(r, 3 * POLL_MS));
+      await mq.stopBroker();
+      const downAt = changes.find(([s]) => s === "down")?.[1];
+      assert.ok(downAt !== undefined, "the feed noticed the broker's stop");
+      await listedWithin(
+        "a look at Nova after the feed went down",
+        downAt,
+        POLL_MS,
+      );
+      await mq.startBroker();
+      const upAt = await waitFor(
+        "the feed up again",
+        () => changes.find(([s, t]) => s === "up" && t > downAt)?.[1],
+        60_000,
+        10,
+      );
+      await listedWithin("the relist after the feed is back", upAt, 1_000);
+      const fromViewBefore = await metric(env, VIEW_LOOKS);
+      const runningAtUp = (await env.eviction(name)).status?.finishedAt ===
+        undefined;
+      await drained(env, name, 180_000);
+      assertDrainedOnce(env, host);
+      if (runningAtUp) {
+        assert.ok(
+          await metric(env, VIEW_LOOKS) > fromViewBefore,
+          "planned from the view again after the relist",
+        );
+      }
+    } finally {
+      stopStates();
+      stopCalls();
+    }
+  }, { notifications: { amqpUrl: mq.url } });
+}
+
+Deno.test({
+  name: "notifications: a dropped event is found by the relist and counted",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await withNotifiedDrain(6, [8192], 20, async (env, host) => {
+      const feed = env.memoryFeed;
+      assert.ok(feed);
+      feed.drop = (n) => n.eventType === "instance.live_migration_post.end";
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      await drained(env, name, 90_000);
+      assert.equal(feed.lost, 1, "one completion was never delivered");
+      assertDrainedOnce(env, host);
+      const diffs = await metric(env, VIEW_DIFFS);
+      assert.ok(diffs >= 1, `the relist counted ${diffs} differing VMs`);
+    }, { notifications: {} });
+  },
+});
+
+Deno.test({
+  name: "notifications: duplicated and reordered events change nothing",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    // Events are held in batches of three, then each delivered twice, in
+    // reverse order (a batch is let go after 30 ms if not full).
+    let held: NovaNotification[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const flush = (publish: (n: NovaNotification) => void) => {
+      clearTimeout(timer);
+      const batch = held.reverse();
+      held = [];
+      for (const n of batch) publish(n);
+      for (const n of batch) publish(n);
+    };
+    const deliver = (
+      n: NovaNotification,
+      publish: (n: NovaNotification) => void,
+    ) => {
+      held.push(n);
+      if (held.length >= 3) flush(publish);
+      else {
+        clearTimeout(timer);
+        timer = setTimeout(() => flush(publish), 30);
+      }
+    };
+    try {
+      await withNotifiedDrain(12, [4096, 8192], 20, async (env, host) => {
+        const name = `ev-${host}`;
+        await env.evict(name, host);
+        const ev = await drained(env, name, 90_000);
+        assert.equal(ev.status?.migratedCount, 12);
+        assertDrainedOnce(env, host);
+        assert.equal(await metric(env, VIEW_DIFFS), 0);
+      }, { notifications: { deliver } });
+    } finally {
+      clearTimeout(timer);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "notifications: a VM forced onto a finished host reopens its drain within a second of the event",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const notifications = await viaBroker();
+    await withNotifiedDrain(2, [4096], 20, async (env, host) => {
+      const feed = env.feed;
+      assert.ok(feed);
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      await drained(env, name, 60_000);
+      // A finished drain looks again after as long as it has been finished
+      // (finishedLookMs): after 6 s its own looks are >= 6 s apart, so a
+      // reopening within a second is the event's.
+      await new Promise((r) => setTimeout(r, 6_000));
+      let eventAt: number | undefined;
+      const stop = feed.listen((n) => {
+        if (n.instance?.host === host && eventAt === undefined) {
+          eventAt = Date.now();
+        }
+      });
+      try {
+        env.sim.addServer({ host, name: "forced", ramMb: 2048 });
+        const reopened = await waitFor(
+          "the drain reopened",
+          async () => {
+            const ev = await env.eviction(name);
+            return ev.status?.finishedAt === undefined ? Date.now() : undefined;
+          },
+          5_000,
+          20,
+        );
+        assert.ok(eventAt !== undefined, "the arrival was notified");
+        assert.ok(
+          reopened - eventAt <= 1_000,
+          `reopened ${reopened - eventAt} ms after the event`,
+        );
+      } finally {
+        stop();
+      }
+      await drained(env, name, 60_000);
+      assertDrainedOnce(env, host);
+    }, { notifications });
+  },
+});
