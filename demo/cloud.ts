@@ -51,6 +51,11 @@ export interface DemoCloud {
   operator: { cloudsYaml: string; cloud: string };
   /** clouds.yaml for the plugin (and people with --keep) and its cloud. */
   plugin: { cloudsYaml: string; cloud: string };
+  /**
+   * The broker of Nova's notifications evictor consumes (its AMQP URL and
+   * where it runs), or why the drains poll instead.
+   */
+  notifications: { url: string; where: string } | { polling: string };
   /** Operator flags that depend on the cloud (timings, rates). */
   operatorArgs: string[];
   /** Default --timeout of the drains, seconds. */

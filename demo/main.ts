@@ -42,6 +42,7 @@ import {
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
 import {
   comparePredictions,
+  renderNotifications,
   renderPredictions,
   renderSummary,
   renderWave,
@@ -250,7 +251,16 @@ try {
       "--insecure-metrics", // the demo prints a /metrics URL to open
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
     ],
+    // The broker's URL by its environment twin, as the Secret gives it.
+    ...("url" in c.notifications
+      ? { env: { EVICTOR_NOVA_NOTIFICATIONS_URL: c.notifications.url } }
+      : {}),
   });
+  say(
+    "url" in c.notifications
+      ? `Drains follow Nova's notifications from ${c.notifications.where}`
+      : `Drains poll Nova: no notifications (${c.notifications.polling})`,
+  );
   say(
     `evictor runs as its own process with the binary's permissions (${
       PERMISSION_FLAGS.join(" ")
@@ -454,6 +464,14 @@ try {
     say(`\nLeft for a person (reported on the Evictions, never looped on):`);
     for (const l of left) say(`  ${l}`);
   }
+  say(
+    "\n" + renderNotifications(
+      c.notifications,
+      await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+        .then((r) => r.text())
+        .catch(() => ""),
+    ),
+  );
   const tookSeconds = Math.round((Date.now() - started) / 1000);
   say(`\nDemo took ${tookSeconds} s.`);
   if (flags.report !== undefined) {

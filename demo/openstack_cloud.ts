@@ -185,6 +185,10 @@ async function describe(
     },
     retryNote:
       "its makespan includes the backoff before a failed migration was retried (--migration-retry-backoff=5s).",
+    notifications: {
+      url: cloud.amqpUrl,
+      where: "the cloud's own RabbitMQ, published by its Nova",
+    },
     close: async () => {
       await proxy.close().catch(() => {});
       await cloud.stop();

@@ -9,6 +9,7 @@ import {
   startNovaSim,
 } from "../tests/harness/nova_sim/mod.ts";
 import { sampleInFlight } from "../tests/harness/eviction_env.ts";
+import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 import type { DemoCloud, Say } from "./cloud.ts";
 import { drainCalls } from "./summary.ts";
 
@@ -18,7 +19,14 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
   const scenario = await loadScenarioFile(
     new URL("scenario.yaml", import.meta.url).pathname,
   );
-  const sim = await startNovaSim(scenario);
+  // Nova's notifications through a real RabbitMQ, as a cloud would have
+  // them; where none can run here, the drains poll (and the demo says so).
+  const missing = await rabbitMqMissing();
+  const broker = missing === undefined ? await startRabbitMq() : undefined;
+  const sim = await startNovaSim(
+    scenario,
+    broker === undefined ? {} : { amqpUrl: broker.url },
+  );
   out.say(
     `Keystone at ${sim.authUrl} (time runs ${scenario.timeScale}x faster)`,
   );
@@ -31,7 +39,7 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
     waveWhat: "a rack's hosts, two of them HANA",
     budget: 5,
     policyStep:
-      "The EvictionPolicy: 4 per host, 1 on HANA hosts, 10 in the whole cluster",
+      "The EvictionPolicy: 4 per host, 1 on HANA hosts, 5 in the whole cluster",
     operator: {
       cloudsYaml: sim.cloudsYaml({
         cloud: "demo",
@@ -73,6 +81,12 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
     style: {},
     retryNote:
       "its makespan includes the backoff before a failed migration was retried (30 s of the simulator's time: --migration-retry-backoff).",
-    close: () => sim.close(),
+    notifications: broker === undefined
+      ? { polling: missing ?? "no broker" }
+      : { url: broker.url, where: `RabbitMQ on 127.0.0.1:${broker.port}` },
+    close: async () => {
+      await sim.close();
+      await broker?.stop();
+    },
   };
 }

@@ -370,3 +370,67 @@ export function renderWave(w: WaveSummary, sampledEveryMs = 20): string {
     }`,
   ].join("\n");
 }
+
+/** The sum of a Prometheus counter's series in `/metrics` text, by label filter. */
+function counterSum(metrics: string, name: string, label = ""): number {
+  let sum = 0;
+  for (const line of metrics.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (label !== "" && !rest.includes(label)) continue;
+    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (Number.isFinite(value)) sum += value;
+  }
+  return sum;
+}
+
+/**
+ * The summary's line on how the drains learned of Nova's changes: from
+ * its notifications (how many arrived, how many passes planned from a
+ * host's notified view against those that read Nova, how many VMs a relist
+ * found the view wrong about), or by polling and why. `metrics` is the
+ * operator's `/metrics` text (empty when it could not be read).
+ *
+ * @example
+ * ```ts
+ * import { renderNotifications } from "./summary.ts";
+ * const text = renderNotifications({ url: "amqp://x", where: "RabbitMQ" }, [
+ *   'evictor_nova_notifications_received_total{event_type="instance.update"} 7',
+ *   'evictor_drain_looks_total{source="view"} 5',
+ *   'evictor_drain_looks_total{source="nova"} 3',
+ * ].join("\n"));
+ * console.assert(text.includes("7 notifications"));
+ * ```
+ */
+export function renderNotifications(
+  notifications: { url: string; where: string } | { polling: string },
+  metrics: string,
+): string {
+  if (!("url" in notifications)) {
+    return `Nova's notifications: off, the drains polled (${notifications.polling})`;
+  }
+  if (metrics === "") {
+    return `Nova's notifications: on (${notifications.where}); the operator's /metrics could not be read`;
+  }
+  const received = counterSum(
+    metrics,
+    "evictor_nova_notifications_received_total",
+  );
+  const fromView = counterSum(
+    metrics,
+    "evictor_drain_looks_total",
+    'source="view"',
+  );
+  const fromNova = counterSum(
+    metrics,
+    "evictor_drain_looks_total",
+    'source="nova"',
+  );
+  const diffs = counterSum(metrics, "evictor_notification_view_diffs_total");
+  return [
+    `Nova's notifications: on (${notifications.where}): ${received} notifications received;`,
+    `  ${fromView} drain passes planned from a host's notified view, ${fromNova} read Nova afresh;`,
+    `  VMs a relist found the view wrong about: ${diffs}`,
+  ].join("\n");
+}

@@ -4,6 +4,7 @@ import {
   comparePredictions,
   drainCalls,
   type MigrationRecord,
+  renderNotifications,
   renderPredictions,
   renderSummary,
   renderWave,
@@ -222,5 +223,38 @@ Deno.test("summariseWave: moved twice counts completed migrations per VM, anywhe
       budgetPeak: 0,
     }).novaCallsPerVm,
     undefined,
+  );
+});
+
+Deno.test("renderNotifications: counts from /metrics, or why the drains polled", () => {
+  const metrics = [
+    "# HELP evictor_nova_notifications_received_total Nova's notifications",
+    'evictor_nova_notifications_received_total{event_type="instance.update"} 7',
+    'evictor_nova_notifications_received_total{event_type="instance.live_migration_post.end"} 2',
+    "evictor_nova_notifications_received_total_other 100",
+    'evictor_drain_looks_total{source="view"} 5',
+    'evictor_drain_looks_total{source="nova"} 3',
+    "evictor_notification_view_diffs_total 1",
+  ].join("\n");
+  const on = renderNotifications(
+    { url: "amqp://x", where: "RabbitMQ" },
+    metrics,
+  );
+  assert.match(on, /on \(RabbitMQ\): 9 notifications received/);
+  assert.match(
+    on,
+    /5 drain passes planned from a host's notified view, 3 read Nova/,
+  );
+  assert.match(on, /wrong about: 1$/);
+  assert.match(
+    renderNotifications({ url: "amqp://x", where: "RabbitMQ" }, ""),
+    /could not be read/,
+  );
+  assert.match(
+    renderNotifications(
+      { polling: "rabbitmq-server is not installed" },
+      metrics,
+    ),
+    /off, the drains polled \(rabbitmq-server is not installed\)/,
   );
 });
