@@ -14,6 +14,7 @@ import { DEFAULT_PLAN_OPTIONS } from "../controllers/eviction/observation.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import {
   drained,
+  type DrainEnv,
   startDrainEnv,
   uniqueSuffix,
   waitFor,
@@ -66,65 +67,8 @@ async function strandedDrain(notified: boolean): Promise<void> {
     await e.hypervisor(host);
     await e.evict(host, host);
 
-    // Reported: skipped, its slot freed, within the bound.
-    const skipped = await waitFor(
-      "the stranded VM skipped",
-      async () =>
-        (await e.eviction(host)).status?.skipped?.find((s) => s.id === id),
-    );
-    const seenAt = e.sim.world.now();
-    const record = e.sim.state().migrations.find((m) => m.serverId === id);
-    assert.equal(record?.status, "completed");
-    // The controller's settle interval: 3 poll intervals, on its clock.
-    const boundMs = DEFAULT_PLAN_OPTIONS.clockSkewMs + 3 * POLL_MS * RATE;
-    const late = seenAt - (record?.updatedAt ?? 0);
-    assert.ok(late > boundMs, `reported ${late} ms after the end`);
-    // Passes come at least every 30 poll intervals while one is in
-    // flight; the rest is slack for a loaded machine.
-    assert.ok(late < boundMs + 120_000, `reported ${late} ms after the end`);
-    assert.match(skipped.reason, new RegExp(`live-migration ${record?.id} `));
-    assert.match(skipped.reason, /still shows status MIGRATING/);
-    assert.match(
-      skipped.reason,
-      new RegExp(`nova reset-state --active ${id}`),
-    );
-
-    // The others drain through the freed slot; it is all that is left.
-    const stalled = await waitFor("the others migrated", async () => {
-      const ev = await e.eviction(host);
-      return ev.status?.migratedCount === 3 ? ev : undefined;
-    });
-    const st = stalled.status ?? {};
-    assert.equal(st.inFlightCount, 0);
-    assert.deepEqual(st.outstandingInstances, [id]);
-    assert.equal(st.finishedAt, undefined);
-    const evicting = await waitFor(
-      "Evicting False/Failed",
-      async () =>
-        (await e.eviction(host)).status?.conditions?.find((c) =>
-          c.type === "Evicting" && c.reason === "Failed"
-        ),
-    );
-    assert.equal(evicting.status, "False");
-    assert.match(
-      evicting.message ?? "",
-      /1 VMs left on the host need a person/,
-    );
-    const warning = await waitFor("the InstanceSkipped Warning", async () => {
-      const list = await e.client.list(EVENTS, { namespace: "default" });
-      return (list.items as Array<{
-        involvedObject?: { name?: string };
-        type?: string;
-        reason?: string;
-        message?: string;
-      }>).find((x) =>
-        x.involvedObject?.name === host && x.reason === "InstanceSkipped"
-      );
-    });
-    assert.equal(warning.type, "Warning");
-    assert.match(warning.message ?? "", new RegExp(`^${id}: `));
-    // Never started again while it shows the task (Nova would 409).
-    assert.equal(e.sim.counters().migrationRequests[id], 1);
+    await reportedWithinBound(e, host, id);
+    await othersDrained(e, host, id);
 
     // A person resets it: ACTIVE on the source, and the drain moves it.
     const token = await passwordToken(e.sim);
@@ -143,4 +87,76 @@ async function strandedDrain(notified: boolean): Promise<void> {
   } finally {
     await e.stop();
   }
+}
+
+/** Skipped past the bound (never sooner), naming the record and the reset. */
+async function reportedWithinBound(
+  e: DrainEnv,
+  host: string,
+  id: string,
+): Promise<void> {
+  const skipped = await waitFor(
+    "the stranded VM skipped",
+    async () =>
+      (await e.eviction(host)).status?.skipped?.find((s) => s.id === id),
+  );
+  const seenAt = e.sim.world.now();
+  const record = e.sim.state().migrations.find((m) => m.serverId === id);
+  assert.equal(record?.status, "completed");
+  // The controller's settle interval: 3 poll intervals, on its clock.
+  const boundMs = DEFAULT_PLAN_OPTIONS.clockSkewMs + 3 * POLL_MS * RATE;
+  const late = seenAt - (record?.updatedAt ?? 0);
+  assert.ok(late > boundMs, `reported ${late} ms after the end`);
+  // Passes come at least every 30 poll intervals while one is in
+  // flight; the rest is slack for a loaded machine.
+  assert.ok(late < boundMs + 120_000, `reported ${late} ms after the end`);
+  assert.match(skipped.reason, new RegExp(`live-migration ${record?.id} `));
+  assert.match(skipped.reason, /still shows status MIGRATING/);
+  assert.match(
+    skipped.reason,
+    new RegExp(`nova reset-state --active ${id}`),
+  );
+}
+
+/** The others drain through the freed slot; it is all that is left. */
+async function othersDrained(
+  e: DrainEnv,
+  host: string,
+  id: string,
+): Promise<void> {
+  const stalled = await waitFor("the others migrated", async () => {
+    const ev = await e.eviction(host);
+    return ev.status?.migratedCount === 3 ? ev : undefined;
+  });
+  const st = stalled.status ?? {};
+  assert.equal(st.inFlightCount, 0);
+  assert.deepEqual(st.outstandingInstances, [id]);
+  assert.equal(st.finishedAt, undefined);
+  const evicting = await waitFor(
+    "Evicting False/Failed",
+    async () =>
+      (await e.eviction(host)).status?.conditions?.find((c) =>
+        c.type === "Evicting" && c.reason === "Failed"
+      ),
+  );
+  assert.equal(evicting.status, "False");
+  assert.match(
+    evicting.message ?? "",
+    /1 VMs left on the host need a person/,
+  );
+  const warning = await waitFor("the InstanceSkipped Warning", async () => {
+    const list = await e.client.list(EVENTS, { namespace: "default" });
+    return (list.items as Array<{
+      involvedObject?: { name?: string };
+      type?: string;
+      reason?: string;
+      message?: string;
+    }>).find((x) =>
+      x.involvedObject?.name === host && x.reason === "InstanceSkipped"
+    );
+  });
+  assert.equal(warning.type, "Warning");
+  assert.match(warning.message ?? "", new RegExp(`^${id}: `));
+  // Never started again while it shows the task (Nova would 409).
+  assert.equal(e.sim.counters().migrationRequests[id], 1);
 }
