@@ -27,6 +27,7 @@ import {
   retryDelayMs,
   type StartNote,
 } from "./observation.ts";
+import { stalledReason } from "./stalled.ts";
 
 /** What a VM on the host is this pass. */
 export type VmClass =
@@ -309,6 +310,7 @@ export function isExhausted(
 /**
  * Classifies one VM listed on the host. The order of the checks is the
  * policy: deletion first (nothing to move), an arrival next (wait for it),
+ * a migration task that outlived its record (a person must reset it),
  * then anything that says a migration runs (never trigger twice), then the
  * fate of our last start (a definitive refusal or a failed migration of
  * ours is one attempt; no answer, a 5xx or nothing visible after the grace
@@ -334,8 +336,8 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     failed: input.failed,
     failure: undefined,
   });
-  const early = waitingClass(facts, input) ?? runningClass(facts, input) ??
-    attemptClass(facts, input);
+  const early = waitingClass(facts, input) ?? stalledClass(input) ??
+    runningClass(facts, input) ?? attemptClass(facts, input);
   if (early !== undefined) return keep(early);
   const attempt = attemptOutcome(facts, input);
   if (facts.status === "ERROR") return errorVerdict(facts, input, attempt);
@@ -408,6 +410,16 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
       arriving.sourceCompute ?? "unknown"
     } is ${arriving.status})`,
   };
+}
+
+/**
+ * A migration task that outlived its record (stalled.ts): skipped, its
+ * slot freed, never started while the task shows (Nova would 409).
+ */
+function stalledClass(input: ClassifyInput): VmClass | undefined {
+  const { server, latest, inProgress, nowMs, options } = input;
+  const reason = stalledReason(server, latest, inProgress, nowMs, options);
+  return reason === undefined ? undefined : { class: "skipped", reason };
 }
 
 /** Anything that says a migration runs: in flight (never trigger twice). */

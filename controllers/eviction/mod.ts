@@ -46,7 +46,10 @@
  *    intent) and the cluster's Evictions read as of after that write (the
  *    watch caught up to it, else a list), so two processes never both
  *    spend the last slot; Nova's words for the pass's failures (explain.ts)
- *    and Nova's own limit (nova_limit.ts) are added.
+ *    and Nova's own limit (nova_limit.ts) are added. A migration task
+ *    that outlived its ended record past a bound (stalled.ts: Nova will
+ *    not move on until a person resets the server) is skipped, its slot
+ *    freed.
  * 7. **intent** (pass_budget.ts writeIntent) — a pass that starts
  *    migrations writes its status, the starts included, before issuing
  *    them (so a new leader knows them): the one write besides record.

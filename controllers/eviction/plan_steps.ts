@@ -44,6 +44,7 @@ import type {
   StuckReport,
   WaitingVm,
 } from "./plan.ts";
+import { stalledReason } from "./stalled.ts";
 
 /**
  * Unknown answers in a row after which a VM counts as "Nova is not taking
@@ -465,17 +466,7 @@ function departed(
     });
     return;
   }
-  const kind = inFlightKindOfServer(status, server.taskState);
-  if (kind !== undefined) {
-    // Left the host but still finishing (post-migration on the destination).
-    const e = inFlightEntry(id, entry, kind, record, nowMs);
-    acc.inFlight.push(
-      entry === undefined || entry.adopted === true
-        ? { ...e, adopted: true }
-        : e,
-    );
-    return;
-  }
+  if (stillFinishing(input, records, server, entry, record, acc)) return;
   const running = records.latest.get(id)?.inProgress;
   if (running !== undefined) {
     // Real Nova shows the server ACTIVE on its destination about 0.3 s
@@ -500,6 +491,45 @@ function departed(
   if (!tracked) return;
   if (entry !== undefined && entry.adopted !== true) out.done.push(id);
   else out.movedByOthers.push(id);
+}
+
+/**
+ * A departed VM whose server still shows a migration task: in flight
+ * while it finishes (post-migration on the destination), or skipped once
+ * the task outlived its record (stalled.ts: a person resets it; the host
+ * is not called empty meanwhile). True when either applies.
+ */
+function stillFinishing(
+  input: PlanInput,
+  records: Records,
+  server: ObservedServer,
+  entry: EvictionStatusInFlightItem | undefined,
+  record: ObservedMigration | undefined,
+  acc: PlanAcc,
+): boolean {
+  const id = server.id;
+  const kind = inFlightKindOfServer(server.status, server.taskState);
+  if (kind === undefined) return false;
+  const nowMs = input.now.getTime();
+  const own = records.latest.get(id);
+  const stalled = stalledReason(
+    server,
+    own?.latest,
+    own?.inProgress,
+    nowMs,
+    input.options,
+  );
+  if (stalled !== undefined) {
+    acc.outstanding.push(id);
+    acc.summary.needsPerson++;
+    acc.skipped.push({ id, reason: stalled });
+    return true;
+  }
+  const e = inFlightEntry(id, entry, kind, record, nowMs);
+  acc.inFlight.push(
+    entry === undefined || entry.adopted === true ? { ...e, adopted: true } : e,
+  );
+  return true;
 }
 
 /**

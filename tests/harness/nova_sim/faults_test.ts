@@ -438,3 +438,59 @@ Deno.test("sim: os-resetState brings an ERROR server back to active", async () =
     );
   }, SCENARIO);
 });
+
+Deno.test("sim faults: a stranded live migration completes but leaves the server MIGRATING on the source until os-resetState", async () => {
+  await withSim(async (sim, token) => {
+    sim.injectMigrationFault("vm1", "strand");
+    const id = idOf(sim, "vm1");
+    const path = `/servers/${id}`;
+    assert.equal(
+      (await call(sim, token, "POST", `${path}/action`, LIVE)).status,
+      202,
+    );
+    const deadline = Date.now() + 20_000;
+    while (migrationsOf(sim, "vm1")[0]?.status !== "completed") {
+      assert.ok(Date.now() < deadline, "the record never completed");
+      await new Promise((r) => setTimeout(r, 50));
+      sim.world.advance();
+    }
+    const show = async () =>
+      ((await call(sim, token, "GET", path)).json as {
+        server: Record<string, unknown>;
+      }).server;
+    const stranded = await show();
+    assert.equal(stranded["status"], "MIGRATING");
+    assert.equal(stranded["OS-EXT-STS:task_state"], "migrating");
+    assert.equal(stranded["OS-EXT-SRV-ATTR:host"], "node001");
+    // Nova keeps refusing a new start while the task shows.
+    const again = await call(sim, token, "POST", `${path}/action`, LIVE);
+    assert.equal(again.status, 409);
+    assert.match(JSON.stringify(again.json), /task_state migrating/);
+    // The destination's event says why, in the live migration's action.
+    const action = [...sim.world.instanceActions.values()].find((a) =>
+      a.serverId === id && a.action === "live-migration"
+    );
+    const failed = action?.events.find((e) =>
+      e.event === "compute_post_live_migration_at_destination"
+    );
+    assert.equal(failed?.result, "Error");
+    assert.equal(failed?.details, "Not authorized.");
+    // A person resets it (Nova's admin action): ACTIVE on the source.
+    const reset = await call(sim, token, "POST", `${path}/action`, {
+      "os-resetState": { state: "active" },
+    });
+    assert.equal(reset.status, 202);
+    const after = await show();
+    assert.equal(after["status"], "ACTIVE");
+    assert.equal(after["OS-EXT-STS:task_state"], null);
+    assert.equal(after["OS-EXT-SRV-ATTR:host"], "node001");
+    assert.equal(
+      (await call(sim, token, "POST", `${path}/action`, LIVE)).status,
+      202,
+    );
+    const bad = await call(sim, token, "POST", `${path}/action`, {
+      "os-resetState": { state: "paused" },
+    });
+    assert.equal(bad.status, 400);
+  }, SCENARIO);
+});

@@ -223,7 +223,14 @@ const actionSchema = z.union([
     migrate: z.object({ host: z.string() }).strict().nullable(),
   }).strict(),
   z.object({ confirmResize: z.null() }).strict(),
+  z.object({
+    "os-resetState": z.object({ state: z.enum(["active", "error"]) })
+      .strict(),
+  }).strict(),
 ]);
+
+/** The server actions the simulator knows (others: Nova's 400). */
+const ACTIONS = ["os-migrateLive", "migrate", "confirmResize", "os-resetState"];
 
 async function serverAction(ctx: RequestContext): Promise<Response> {
   const id = ctx.params["id"] ?? "";
@@ -235,7 +242,7 @@ async function serverAction(ctx: RequestContext): Promise<Response> {
       : undefined;
     if (
       key !== undefined &&
-      !["os-migrateLive", "migrate", "confirmResize"].includes(key)
+      !ACTIONS.includes(key)
     ) {
       throw new NovaFault(400, `There is no such action: ${key}`);
     }
@@ -276,9 +283,31 @@ async function serverAction(ctx: RequestContext): Promise<Response> {
     ctx.world.recordAction(id, ctx.requestId, "migrate", m);
     return json(202, undefined);
   }
+  if ("os-resetState" in a) {
+    return resetState(ctx, id, a["os-resetState"].state);
+  }
   ctx.world.confirmResize(id);
   ctx.world.recordAction(id, ctx.requestId, "confirmResize");
   return json(204, undefined);
+}
+
+/**
+ * `os-resetState` (admin): vm_state set, task_state cleared, whatever the
+ * server was doing; recorded as a `resetState` instance action; 202.
+ */
+function resetState(
+  ctx: RequestContext,
+  id: string,
+  state: "active" | "error",
+): Response {
+  ctx.world.advance();
+  const s = ctx.world.findServerByRef(id);
+  if (s === undefined || s.id !== id) {
+    throw new NovaFault(404, `Instance ${id} could not be found.`);
+  }
+  ctx.world.recordAction(id, ctx.requestId, "resetState");
+  ctx.world.resetState(id, state);
+  return json(202, undefined);
 }
 
 /**

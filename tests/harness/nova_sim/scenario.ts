@@ -218,6 +218,12 @@ export const scenarioSchema = z.strictObject({
     stuckMigration: z.array(serverFault).default([]),
     /** Servers deleted while their migration runs. */
     deleteDuringMigration: z.array(serverFault).default([]),
+    /**
+     * Live migrations whose post-migration step fails at the destination
+     * (real Zed on a Neutron 401): the record completes, the server stays
+     * MIGRATING on the source until `os-resetState`.
+     */
+    strandedMigration: z.array(serverFault).default([]),
     /** HTTP faults. */
     http: z.array(httpFaultSchema).default([]),
     /** Added latency of the token endpoint, real milliseconds. */
@@ -228,6 +234,7 @@ export const scenarioSchema = z.strictObject({
     errorOnMigration: [],
     stuckMigration: [],
     deleteDuringMigration: [],
+    strandedMigration: [],
     http: [],
     tokenLatencyMs: 0,
   }),
@@ -307,6 +314,7 @@ export const scenarioSchema = z.strictObject({
       "errorOnMigration",
       "stuckMigration",
       "deleteDuringMigration",
+      "strandedMigration",
     ] as const
   ) {
     s.faults[key].forEach((f, i) => {

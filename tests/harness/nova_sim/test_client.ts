@@ -19,36 +19,41 @@ export async function withSim(
 ) {
   const sim = await startNovaSim(scenario, options);
   try {
-    const c = sim.credentials.password;
-    const res = await fetch(`${sim.authUrl}/auth/tokens`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        auth: {
-          identity: {
-            methods: ["password"],
-            password: {
-              user: {
-                name: c.username,
-                domain: { name: c.userDomainName },
-                password: c.password,
-              },
-            },
-          },
-          scope: {
-            project: {
-              name: c.projectName,
-              domain: { name: c.projectDomainName },
-            },
-          },
-        },
-      }),
-    });
-    await res.body?.cancel();
-    await fn(sim, res.headers.get("x-subject-token") ?? "");
+    await fn(sim, await passwordToken(sim));
   } finally {
     await sim.close();
   }
+}
+
+/** A Keystone token for the simulator's password credentials. */
+export async function passwordToken(sim: NovaSim): Promise<string> {
+  const c = sim.credentials.password;
+  const res = await fetch(`${sim.authUrl}/auth/tokens`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: {
+            user: {
+              name: c.username,
+              domain: { name: c.userDomainName },
+              password: c.password,
+            },
+          },
+        },
+        scope: {
+          project: {
+            name: c.projectName,
+            domain: { name: c.projectDomainName },
+          },
+        },
+      },
+    }),
+  });
+  await res.body?.cancel();
+  return res.headers.get("x-subject-token") ?? "";
 }
 
 /** Calls Nova with a token and a compute microversion (null: none). */

@@ -141,7 +141,13 @@ export interface SimServer {
 export type LiveMigrationBlocker = "vtpm" | "sev";
 
 /** What will go wrong with a migration. */
-export type MigrationFaultKind = "none" | "fail" | "error" | "stuck" | "delete";
+export type MigrationFaultKind =
+  | "none"
+  | "fail"
+  | "error"
+  | "stuck"
+  | "delete"
+  | "strand";
 
 /** A migration record. */
 export interface SimMigration {
@@ -205,6 +211,12 @@ export interface SimMigration {
    * that is about 0.3 s before the record says `completed`.
    */
   movedAt?: number;
+  /**
+   * When `post_live_migration_at_destination` failed (virtual ms; the
+   * `strand` fault): the record still completes, but the server stays
+   * MIGRATING (task_state migrating) on the source until `os-resetState`.
+   */
+  postFailedAt?: number;
 }
 
 /** One event of an instance action (`os-instance-actions/{request_id}`). */
@@ -536,6 +548,7 @@ export class World {
     add(f.errorOnMigration, "error");
     add(f.stuckMigration, "stuck");
     add(f.deleteDuringMigration, "delete");
+    add(f.strandedMigration, "strand");
   }
 
   #eventTime: number | undefined;
@@ -648,7 +661,7 @@ export class World {
   #takeFault(serverId: string, type: SimMigration["type"]): MigrationFaultKind {
     const m = this.#pendingFaults.get(serverId);
     const order: MigrationFaultKind[] = type === "live-migration"
-      ? ["delete", "error", "stuck", "fail"]
+      ? ["delete", "error", "stuck", "fail", "strand"]
       : ["delete", "error", "stuck"];
     for (const kind of order) {
       const n = m?.get(kind) ?? 0;
@@ -1413,7 +1426,8 @@ export class World {
     this.#actionEvent(m, "compute_live_migration", m.source, at);
     this.#setStatus(m, status, at);
     m.phaseEndsAt = undefined;
-    s.taskState = null;
+    // A stranded server keeps task_state migrating until os-resetState.
+    if (m.postFailedAt === undefined) s.taskState = null;
     s.updated = at;
     this.#startQueued(m.source, at);
   }
@@ -1491,7 +1505,7 @@ export class World {
         else m.phaseEndsAt = at + m.copyMs;
         return;
       case "running":
-        if (m.movedAt !== undefined) {
+        if (m.movedAt !== undefined || m.postFailedAt !== undefined) {
           this.#finishLive(m, s, "completed", at);
           return;
         }
@@ -1515,6 +1529,12 @@ export class World {
             s.taskState = null;
           });
           this.#finishLive(m, s, "error", at);
+          return;
+        }
+        if (m.fault === "strand") {
+          this.#strand(m, s, at);
+          m.postFailedAt = at;
+          m.phaseEndsAt = at + t.liveCompleteSeconds * 1000;
           return;
         }
         // Real Zed live migrations never show post-migrating: the server
@@ -1543,6 +1563,26 @@ export class World {
       s.taskState = null;
     });
     this.#action("live_migration_post_dest", "end", s, dest, at);
+  }
+
+  /**
+   * The `strand` fault, as real Zed when the destination's
+   * `post_live_migration_at_destination` fails in Neutron's
+   * `migrate_instance_finish` (a 401 to an expired user token, Nova's
+   * `Unauthorized`: "Not authorized."): the source's post.start, the
+   * destination's event failed, and no post_dest notification nor the
+   * save that moves the instance (host and task_state stay); the source
+   * catches the error and completes the record as usual.
+   */
+  #strand(m: SimMigration, s: SimServer, at: number): void {
+    this.#action("live_migration_post", "start", s, m.source, at);
+    this.#actionEvent(
+      m,
+      "compute_post_live_migration_at_destination",
+      m.dest ?? m.source,
+      at,
+      "Not authorized.",
+    );
   }
 
   #stepCold(m: SimMigration, at: number): void {

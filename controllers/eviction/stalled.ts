@@ -1,0 +1,123 @@
+/**
+ * A migration that Nova ended while its server still shows the task: the
+ * record is terminal (completed, error, ...), yet the server stays
+ * MIGRATING (task_state migrating) or in a resize_* task. Real Zed leaves
+ * a live migration so when `post_live_migration_at_destination` fails
+ * (Neutron answering 401 to an expired token): the record completes, the
+ * server keeps task_state migrating on the source, and Nova never moves
+ * on by itself. Nothing is copying, so the VM must not hold a slot; Nova
+ * refuses a new start (409) until a person resets its state.
+ *
+ * @module
+ */
+
+import {
+  inFlightKindOfServer,
+  kindOfMigrationType,
+  migrationPhase,
+  parseNovaTime,
+} from "./nova_states.ts";
+import type {
+  ObservedMigration,
+  ObservedServer,
+  PlanOptions,
+} from "./observation.ts";
+
+/**
+ * How long a server may show a migration task after its record ended
+ * before the drain reports it: the record's time is Nova's (read on our
+ * clock within `clockSkewMs`), and Nova's views may disagree for as long
+ * as the drain's settle allowance (`settleMs`). Real Nova clears the task
+ * before it ends the record, so only a look that raced it sees both.
+ *
+ * @example
+ * ```ts
+ * import { stallBoundMs } from "./stalled.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * console.assert(stallBoundMs({ ...DEFAULT_PLAN_OPTIONS, settleMs: 6000 }) === 16_000);
+ * ```
+ */
+export function stallBoundMs(options: PlanOptions): number {
+  return options.clockSkewMs + (options.settleMs ?? 0);
+}
+
+/**
+ * When the server shows a migration task that its latest record from the
+ * host says has ended: that record's end on our clock (epoch ms), else
+ * undefined (no task shown, a record of it still in progress, no record,
+ * or one of another kind: a new task whose record Nova has not shown yet).
+ *
+ * @example
+ * ```ts
+ * import { stalledSinceMs } from "./stalled.ts";
+ * const server = { id: "a", status: "MIGRATING", host: "h", taskState: "migrating", flavor: { ramMb: 1 } };
+ * const record = { id: 7, instanceUuid: "a", migrationType: "live-migration", status: "completed",
+ *   sourceCompute: "h", createdAt: "2026-01-01T00:00:00", updatedAt: "2026-01-01T00:01:00" };
+ * console.assert(stalledSinceMs(server, record, undefined, 0) === Date.parse("2026-01-01T00:01:00Z"));
+ * ```
+ */
+export function stalledSinceMs(
+  server: ObservedServer,
+  latest: ObservedMigration | undefined,
+  inProgress: ObservedMigration | undefined,
+  novaOffsetMs: number,
+): number | undefined {
+  const kind = inFlightKindOfServer(server.status, server.taskState);
+  if (kind === undefined || inProgress !== undefined || latest === undefined) {
+    return undefined;
+  }
+  if (migrationPhase(latest.status) === "in_progress") return undefined;
+  if (kindOfMigrationType(latest.migrationType) !== kind) return undefined;
+  const ended = parseNovaTime(latest.updatedAt ?? latest.createdAt);
+  return ended === undefined ? undefined : ended - novaOffsetMs;
+}
+
+/**
+ * The `status.skipped` reason for a server whose migration task outlived
+ * its record by more than {@linkcode stallBoundMs}, else undefined (within
+ * the bound it is still counted in flight: Nova may not show the end yet).
+ * The reason names the server, the record and what a person does.
+ *
+ * @example
+ * ```ts
+ * import { stalledReason } from "./stalled.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * const server = { id: "a", status: "MIGRATING", host: "h", taskState: "migrating", flavor: { ramMb: 1 } };
+ * const record = { id: 7, instanceUuid: "a", migrationType: "live-migration", status: "completed",
+ *   sourceCompute: "h", createdAt: "2026-01-01T00:00:00", updatedAt: "2026-01-01T00:01:00" };
+ * const end = Date.parse("2026-01-01T00:01:00Z");
+ * console.assert(stalledReason(server, record, undefined, end + 1000, DEFAULT_PLAN_OPTIONS) === undefined);
+ * console.assert(stalledReason(server, record, undefined, end + 60_000, DEFAULT_PLAN_OPTIONS) !== undefined);
+ * ```
+ */
+export function stalledReason(
+  server: ObservedServer,
+  latest: ObservedMigration | undefined,
+  inProgress: ObservedMigration | undefined,
+  nowMs: number,
+  options: PlanOptions,
+): string | undefined {
+  const since = stalledSinceMs(
+    server,
+    latest,
+    inProgress,
+    options.novaClockOffsetMs ?? 0,
+  );
+  if (since === undefined || latest === undefined) return undefined;
+  if (nowMs - since <= stallBoundMs(options)) return undefined;
+  const name = server.name === undefined || server.name === ""
+    ? server.id
+    : `${server.name} (${server.id})`;
+  const task = server.taskState ?? "none";
+  return `${STALLED_PREFIX}server ${name} still shows status ` +
+    `${server.status.toUpperCase()}, task_state ${task}, but its ` +
+    `${latest.migrationType} ${latest.id} ended ${latest.status} at ` +
+    `${latest.updatedAt ?? latest.createdAt} (Nova time): Nova is not ` +
+    `moving it and will not by itself (a failed post-migration step, see ` +
+    `its instance action); a person checks which host runs it and resets ` +
+    `its state (nova reset-state --active ${server.id}); the drain then ` +
+    `moves it or counts it gone`;
+}
+
+/** The start of a `status.skipped` reason for a stalled migration task. */
+export const STALLED_PREFIX = "migration ended, task stuck: ";
