@@ -32,9 +32,11 @@ import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import {
+  type BudgetWaiter,
   idleWaiters,
   inFlightByEviction,
   startsAllowed,
+  startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
@@ -100,15 +102,46 @@ export function budgetLeftFor(
     ctx.key,
     clusterInFlight(pass),
   );
-  return startsAllowed(
+  return allowedStarts(
+    pass,
+    settings,
     clusterBudgetLeft(
       settings.spec.clusterMaxConcurrentMigrations,
       others + mine,
     ),
     mine,
     want,
-    waitingLimits(pass, settings),
   );
+}
+
+/** VMs an Eviction has left to start (outstanding, not in flight). */
+function remainingOf(status: EvictionStatus | undefined): number {
+  return Math.max(
+    0,
+    (status?.outstandingCount ?? 0) - (status?.inFlightCount ?? 0),
+  );
+}
+
+/**
+ * The starts the cluster budget allows this drain (`left` free slots,
+ * `mine` in flight): polling, {@linkcode startsAllowed}; driven by
+ * notifications, where a waiting drain's pass costs no Nova call, a freed
+ * slot goes to the waiting drain with the most work left
+ * ({@linkcode startsByRemainingWork}).
+ */
+export function allowedStarts(
+  pass: Pass,
+  settings: LimitSettings,
+  left: number,
+  mine: number,
+  want: number,
+): number {
+  const waiting = waitingDrains(pass, settings);
+  if (pass.deps.watches === undefined) {
+    return startsAllowed(left, mine, want, waiting.map((w) => w.limit));
+  }
+  const remaining = Math.max(0, (pass.status.outstandingCount ?? 0) - mine);
+  return startsByRemainingWork(left, mine, want, remaining, waiting);
 }
 
 /** This drain's migrations in flight: the ledger's, or its status's when higher. */
@@ -120,13 +153,17 @@ export function inFlightOf(pass: Pass): number {
 }
 
 /**
- * The limits in force of the drains that wait for budget with nothing in
- * flight, this process's and every other partition's (budget.ts
- * startsAllowed leaves slots for those with lower limits than this drain
- * would hold). This process knows its own waiters; another process's say
+ * The drains that wait for budget with nothing in flight, this process's
+ * and every other partition's, with their limits in force and their work
+ * left (budget.ts startsAllowed leaves slots for those with lower limits
+ * than this drain would hold; startsByRemainingWork also for those with
+ * more work left). This process knows its own waiters; another process's say
  * so in their Evicting condition (WaitingForBudget).
  */
-export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
+export function waitingDrains(
+  pass: Pass,
+  settings: LimitSettings,
+): BudgetWaiter[] {
   const { ctx, deps } = pass;
   const hypervisors = ctx.cache(HypervisorKind);
   const mine = ctx.cache(EvictionKind);
@@ -139,7 +176,10 @@ export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
       return deps.memory.budgetWaiters.standing(name) !== undefined &&
         deps.memory.ledger.get(name) === 0;
     },
-  ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
+  ).map((e) => ({
+    limit: limitOfDrain(settings, hypervisors, e.spec).limit,
+    remaining: remainingOf(e.status),
+  }));
 }
 
 /**
@@ -254,11 +294,12 @@ export function planAndReserve(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
-      const budget = startsAllowed(
+      const budget = allowedStarts(
+        pass,
+        settings,
         clusterBudgetLeft(clusterMax, others + mine),
         mine,
         plan.start.length,
-        waitingLimits(pass, settings),
       );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
@@ -380,7 +421,9 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
 /**
  * Wakes as many drains waiting for budget as there are free slots now
  * (after this pass's starts): a slot this drain freed or left unused goes
- * to a waiting drain at once, not at its slow check.
+ * to a waiting drain at once, not at its slow check; with notifications,
+ * to those with the most work left first (the ones startsByRemainingWork
+ * leaves it to).
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
@@ -393,7 +436,17 @@ export function wakeForBudgetLeft(pass: Pass): void {
     deps.memory.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
     deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
-  if (left > 0) {
-    deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+  if (left <= 0) return;
+  const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
+  if (deps.watches === undefined) {
+    deps.memory.budgetWaiters.wake(enqueue, left);
+    return;
   }
+  // the slot goes to the drain with the most left: wake that one now
+  const cache = ctx.cache(EvictionKind);
+  deps.memory.budgetWaiters.wake(
+    enqueue,
+    left,
+    (k) => remainingOf(cache.get(k)?.status),
+  );
 }

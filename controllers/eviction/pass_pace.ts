@@ -231,7 +231,8 @@ export async function glance(
  * The wait (real ms) after a look at a finished drain, taken at `atMs`
  * (default now): as long as the drain has been finished, between the
  * poll interval and the slow finished check, so the looks double in
- * spacing (the first ones a poll interval apart).
+ * spacing (the first ones a poll interval apart); the slow finished check
+ * while a trustworthy notified view stands watch.
  */
 export function finishedLookMs(
   pass: Pass,
@@ -239,6 +240,11 @@ export function finishedLookMs(
   atMs = pass.deps.clock.now(),
 ): number {
   const { deps } = pass;
+  // A trustworthy notified view wakes the drain at an arrival: the looks
+  // need not come sooner than the slow finished check (pass_view.ts).
+  if (deps.watches?.trustworthyView(pass.ctx.key, Infinity) !== undefined) {
+    return deps.finishedCheckMs;
+  }
   const since = Date.parse(finishedAt ?? "");
   const finishedForMs = Number.isNaN(since)
     ? deps.finishedCheckMs
