@@ -114,12 +114,23 @@ export function budgetLeftFor(
   );
 }
 
-/** VMs an Eviction has left to start (outstanding, not in flight). */
-function remainingOf(status: EvictionStatus | undefined): number {
-  return Math.max(
-    0,
-    (status?.outstandingCount ?? 0) - (status?.inFlightCount ?? 0),
-  );
+/**
+ * The VMs a drain has left to start (outstanding, not in flight); before
+ * its first look, the instances its Hypervisor's status sync counts on
+ * the host; unknown, the most (a drain that never looked gets a slot
+ * before drains whose work is known, and the same for every drain, so
+ * drains that never looked never leave a slot to each other).
+ */
+function remainingWork(pass: Pass, ev: Eviction | undefined): number {
+  const status = ev?.status;
+  if (status?.outstandingCount !== undefined) {
+    return Math.max(0, status.outstandingCount - (status.inFlightCount ?? 0));
+  }
+  const host = ev?.spec.hypervisor;
+  const reported = host === undefined
+    ? undefined
+    : pass.ctx.cache(HypervisorKind).get(host)?.status?.numInstances;
+  return reported ?? Number.MAX_SAFE_INTEGER;
 }
 
 /**
@@ -140,7 +151,8 @@ export function allowedStarts(
   if (pass.deps.watches === undefined) {
     return startsAllowed(left, mine, want, waiting.map((w) => w.limit));
   }
-  const remaining = Math.max(0, (pass.status.outstandingCount ?? 0) - mine);
+  const own = { ...pass.ev, status: { ...pass.status, inFlightCount: mine } };
+  const remaining = remainingWork(pass, own);
   return startsByRemainingWork(left, mine, want, remaining, waiting);
 }
 
@@ -178,7 +190,7 @@ export function waitingDrains(
     },
   ).map((e) => ({
     limit: limitOfDrain(settings, hypervisors, e.spec).limit,
-    remaining: remainingOf(e.status),
+    remaining: remainingWork(pass, e),
   }));
 }
 
@@ -447,6 +459,6 @@ export function wakeForBudgetLeft(pass: Pass): void {
   deps.memory.budgetWaiters.wake(
     enqueue,
     left,
-    (k) => remainingOf(cache.get(k)?.status),
+    (k) => remainingWork(pass, cache.get(k)),
   );
 }

@@ -168,8 +168,8 @@ export function changesSince(pass: Pass, options: PlanOptions): Date {
  * one list of the host's migrations instead of a full look. When it shows
  * nothing to act on, the model learns from it and times the next look,
  * with no status write and nothing planned; otherwise (a migration ended
- * or failed, a start not listed, the list failed) undefined: a full pass
- * looks afresh.
+ * or failed, a start not listed, the list failed, or a trustworthy
+ * notified view holds the records already) undefined: a full pass looks.
  */
 export async function glance(
   pass: Pass,
@@ -183,6 +183,11 @@ export async function glance(
   }
   if (state.woken || pass.retried) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
+  // A trustworthy notified view shows the records without a call: the
+  // full pass reads it (pass_view.ts), or relists when it is old.
+  if (deps.watches?.trustworthyView(ctx.key, Infinity) !== undefined) {
+    return undefined;
+  }
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;
