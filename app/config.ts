@@ -86,6 +86,12 @@ export interface Config {
     | { readonly url: string }
     | { readonly urlFile: string }
     | undefined;
+  /**
+   * `--nova-notifications-relist`: how old a drain's notified view of its
+   * host may grow before a pass lists the host afresh (ms; default 30 poll
+   * intervals). Each relist costs two Nova calls per draining host.
+   */
+  readonly novaNotificationsRelistMs: number;
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -326,6 +332,12 @@ export const RUN_FLAGS = {
     help:
       "a file holding the --nova-notifications-url (a mounted Secret), read at start-up",
   },
+  "nova-notifications-relist": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_RELIST",
+    help:
+      "with notifications, how old a drain's view of its host may grow before it lists the host afresh (two Nova calls), at least --poll-interval (default 30 poll intervals, 60s)",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -385,8 +397,19 @@ export function loadConfig(
     migrationRetryBackoffMs: flags.duration("migration-retry-backoff", 100),
     defaultMigrationRate: readDefaultMigrationRate(flags),
     novaNotifications: readNovaNotifications(flags),
+    novaNotificationsRelistMs: readRelist(flags),
   };
   return deepFreeze(config);
+}
+
+/**
+ * `--nova-notifications-relist`: at least the poll interval (a relist
+ * more often than the looks would be every look); default 30 of them.
+ */
+function readRelist(flags: FlagReader): number {
+  const poll = flags.duration("poll-interval", 100);
+  if (flags.str("nova-notifications-relist") === undefined) return poll * 30;
+  return flags.duration("nova-notifications-relist", poll);
 }
 
 /** `--kubeconfig FILE` is one file; its twin `KUBECONFIG` a list. */

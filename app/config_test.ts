@@ -284,6 +284,33 @@ Deno.test("--drain-settle: default 6s, 0 allowed, its env twin", () => {
   );
 });
 
+Deno.test("--nova-notifications-relist: 30 poll intervals by default, its env twin, at least the poll interval", () => {
+  assert.equal(loadConfig([], {}).novaNotificationsRelistMs, 60_000);
+  assert.equal(
+    loadConfig(["--poll-interval=1s"], {}).novaNotificationsRelistMs,
+    30_000,
+  );
+  assert.equal(
+    loadConfig(["--nova-notifications-relist=2m"], {})
+      .novaNotificationsRelistMs,
+    120_000,
+  );
+  assert.equal(
+    loadConfig([], { EVICTOR_NOVA_NOTIFICATIONS_RELIST: "90s" })
+      .novaNotificationsRelistMs,
+    90_000,
+  );
+  for (const bad of ["1s", "soon"]) {
+    assert.throws(
+      () => loadConfig([`--nova-notifications-relist=${bad}`], {}),
+      (e: unknown) =>
+        e instanceof ConfigFlagError &&
+        e.flag === "--nova-notifications-relist" && e.value === bad &&
+        e.expected.includes("at least 2000 ms"),
+    );
+  }
+});
+
 Deno.test("--nova-notifications-url: off by default, a URL or a file, never echoed", () => {
   assert.equal(loadConfig([], {}).novaNotifications, undefined);
   assert.deepEqual(

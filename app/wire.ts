@@ -100,6 +100,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
       ...(deps.notifications === undefined
         ? {}
         : { notifications: deps.notifications }),
+      relistMs: config.novaNotificationsRelistMs,
     });
   }
   if (on.has("hypervisor-sync")) {

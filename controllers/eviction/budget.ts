@@ -65,6 +65,64 @@ export function startsAllowed(
   return k;
 }
 
+/** A drain waiting for budget with nothing in flight. */
+export interface BudgetWaiter {
+  /** Its limit in force. */
+  limit: number;
+  /** Its VMs left to start (its remaining work). */
+  remaining: number;
+}
+
+/**
+ * {@linkcode startsAllowed} where a waiting drain's pass costs no Nova call
+ * (driven by notifications): besides a slot for each waiting drain with a
+ * lower limit than this one would hold, it leaves one for each waiting
+ * drain whose remaining work is larger than this drain's before the start
+ * (`remaining` VMs left to start, less the starts already allowed), so a
+ * freed slot goes to the drain with the most left: the wave's longest
+ * drain is never the last to run (largest remaining work first). A start
+ * makes this drain's remaining smaller, so a waiter is passed over only
+ * while a running drain has more left than it: none is starved.
+ *
+ * @throws {RangeError} when a count is not an integer >= 0.
+ *
+ * @example
+ * ```ts
+ * import { startsByRemainingWork } from "./budget.ts";
+ * // a slot freed by a drain with 3 left, a drain with 12 left waits: it is left to it
+ * console.assert(startsByRemainingWork(1, 3, 1, 3, [{ limit: 4, remaining: 12 }]) === 0);
+ * // the waiter has less left: the running drain keeps the slot
+ * console.assert(startsByRemainingWork(1, 3, 1, 15, [{ limit: 4, remaining: 12 }]) === 1);
+ * ```
+ */
+export function startsByRemainingWork(
+  left: number,
+  mine: number,
+  want: number,
+  remaining: number,
+  waiting: readonly BudgetWaiter[],
+): number {
+  const counts = [["left", left], ["mine", mine], ["want", want], [
+    "remaining",
+    remaining,
+  ]];
+  for (const [what, n] of counts) {
+    if (!Number.isSafeInteger(n) || (n as number) < 0) {
+      throw new RangeError(`${what} must be an integer >= 0, got ${n}`);
+    }
+  }
+  let k = 0;
+  while (k < want) {
+    const holds = mine + k + 1;
+    const leave = waiting.filter((w) =>
+      w.limit < holds || w.remaining > remaining - k
+    ).length;
+    if (k + 1 + leave > left) break;
+    k++;
+  }
+  return k;
+}
+
 /**
  * The drains other than `self` that wait for budget with nothing in
  * flight, from the cluster's Evictions: unfinished ones with
@@ -214,14 +272,23 @@ export class BudgetWaiters {
 
   /**
    * Enqueues the `count` longest-waiting drains (default all), marking
-   * them woken. Waking only as many as slots freed spares the others a
-   * pass that would find none.
+   * them woken; with `rank`, those of the highest rank first (the
+   * longest-waiting among equals). Waking only as many as slots freed
+   * spares the others a pass that would find none.
    */
-  wake(enqueue: (key: string) => void, count = Infinity): void {
-    for (const [k, s] of this.#keys) {
-      if (count <= 0) break;
-      if (s !== "waiting") continue;
-      count--;
+  wake(
+    enqueue: (key: string) => void,
+    count = Infinity,
+    rank?: (key: string) => number,
+  ): void {
+    const waiting = [...this.#keys].filter(([, s]) => s === "waiting")
+      .map(([k]) => k);
+    if (rank !== undefined) {
+      const ranks = new Map(waiting.map((k) => [k, rank(k)]));
+      // Array.prototype.sort is stable: equals keep their place in line
+      waiting.sort((a, b) => (ranks.get(b) ?? 0) - (ranks.get(a) ?? 0));
+    }
+    for (const k of waiting.slice(0, Math.max(0, count))) {
       this.#keys.set(k, "woken");
       enqueue(k);
     }

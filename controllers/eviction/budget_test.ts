@@ -7,6 +7,7 @@ import {
   idleWaiters,
   inFlightByEviction,
   startsAllowed,
+  startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
 
@@ -233,4 +234,167 @@ Deno.test("waitsForBudget: another process's drain is seen waiting by its Evicti
     }),
     false,
   );
+});
+
+Deno.test("BudgetWaiters.wake with a rank: the highest first, equals in their place in line", () => {
+  const w = new BudgetWaiters();
+  for (const k of ["a", "b", "c", "d"]) w.add(k);
+  const left: Record<string, number> = { a: 3, b: 12, c: 5, d: 12 };
+  const woken: string[] = [];
+  w.wake((k) => woken.push(k), 3, (k) => left[k] ?? 0);
+  assert.deepEqual(woken, ["b", "d", "c"]);
+  assert.equal(w.standing("a"), "waiting");
+  w.wake((k) => woken.push(k), 1, (k) => left[k] ?? 0);
+  assert.deepEqual(woken, ["b", "d", "c", "a"]);
+});
+
+Deno.test("startsByRemainingWork: table", () => {
+  const w = (limit: number, remaining: number) => ({ limit, remaining });
+  const cases: [
+    number,
+    number,
+    number,
+    number,
+    ReturnType<typeof w>[],
+    number,
+    string,
+  ][] = [
+    [10, 0, 4, 20, [], 4, "no waiter: the budget and the demand"],
+    [3, 0, 4, 20, [], 3, "the budget binds"],
+    [
+      1,
+      3,
+      1,
+      3,
+      [w(4, 12)],
+      0,
+      "a freed slot goes to the drain with more left",
+    ],
+    [
+      1,
+      3,
+      1,
+      15,
+      [w(4, 12)],
+      1,
+      "the running drain has more left: it keeps it",
+    ],
+    [1, 3, 1, 12, [w(4, 12)], 1, "equal work: no hand-over (no ping-pong)"],
+    [
+      2,
+      3,
+      2,
+      14,
+      [w(4, 12)],
+      1,
+      "the second start would leave it less than the waiter",
+    ],
+    [
+      2,
+      3,
+      1,
+      3,
+      [w(4, 12), w(4, 9)],
+      0,
+      "one slot each for two bigger waiters",
+    ],
+    [3, 3, 1, 3, [w(4, 12), w(4, 9)], 1, "a third slot is its own"],
+    [1, 0, 1, 12, [w(4, 9)], 1, "the waiter with the most left starts"],
+    [1, 0, 1, 9, [w(4, 12)], 0, "a waiter with less left leaves it"],
+    [2, 3, 1, 30, [w(1, 2)], 1, "a lower limit still gets its slot"],
+    [1, 3, 1, 30, [w(1, 2)], 0, "... as startsAllowed leaves it"],
+    [0, 2, 2, 5, [], 0, "no budget"],
+  ];
+  for (const [left, mine, want, remaining, waiting, allowed, why] of cases) {
+    assert.equal(
+      startsByRemainingWork(left, mine, want, remaining, waiting),
+      allowed,
+      why,
+    );
+  }
+  assert.throws(
+    () => startsByRemainingWork(1, 0, 1, -2, []),
+    /remaining must be an integer >= 0, got -2/,
+  );
+});
+
+Deno.test("startsByRemainingWork: within the budget and the demand; a slot for each bigger or lower-limit waiter (property)", () => {
+  const waiter = fc.record({
+    limit: fc.integer({ min: 1, max: 8 }),
+    remaining: fc.nat(30),
+  });
+  fc.assert(fc.property(
+    fc.nat(20),
+    fc.nat(8),
+    fc.nat(8),
+    fc.nat(30),
+    fc.array(waiter, { maxLength: 10 }),
+    (left, mine, want, remaining, waiting) => {
+      const k = startsByRemainingWork(left, mine, want, remaining, waiting);
+      assert.ok(k <= want && k <= left);
+      if (k > 0) {
+        const leave = waiting.filter((x) =>
+          x.limit < mine + k || x.remaining > remaining - k + 1
+        ).length;
+        assert.ok(k + leave <= left);
+      }
+      // never fewer than polling's rule allows with no bigger waiter
+      if (waiting.every((x) => x.remaining <= remaining - want)) {
+        assert.equal(
+          k,
+          startsAllowed(left, mine, want, waiting.map((x) => x.limit)),
+        );
+      }
+    },
+  ));
+});
+
+Deno.test("startsByRemainingWork: a wave under it never exceeds the budget and every drain finishes (property)", () => {
+  const drain = fc.record({
+    limit: fc.integer({ min: 1, max: 4 }),
+    work: fc.integer({ min: 1, max: 12 }),
+  });
+  fc.assert(fc.property(
+    fc.integer({ min: 1, max: 6 }),
+    fc.array(drain, { minLength: 1, maxLength: 8 }),
+    fc.array(fc.nat(), { maxLength: 200 }),
+    (budget, drains, picks) => {
+      const d = drains.map((x) => ({ ...x, left: x.work, running: 0 }));
+      const total = d.reduce((a, x) => a + x.work, 0);
+      let ended = 0;
+      let first = -1;
+      for (let step = 0; ended < total; step++) {
+        // the drain whose migration ended plans first, then the waiters
+        // with the most left (woken in that order)
+        const order = d.map((_, i) => i).sort((a, b) =>
+          (b === first ? 1 : 0) - (a === first ? 1 : 0) ||
+          d[b]!.left - d[a]!.left
+        );
+        for (const i of order) {
+          const x = d[i]!;
+          const inFlight = d.reduce((a, y) => a + y.running, 0);
+          const waiting = d.filter((y, j) =>
+            j !== i && y.running === 0 && y.left > 0
+          ).map((y) => ({ limit: y.limit, remaining: y.left }));
+          const k = startsByRemainingWork(
+            budget - inFlight,
+            x.running,
+            Math.min(x.limit - x.running, x.left),
+            x.left,
+            waiting,
+          );
+          x.running += k;
+          x.left -= k;
+        }
+        const running = d.flatMap((x, i) => x.running > 0 ? [i] : []);
+        assert.ok(d.reduce((a, x) => a + x.running, 0) <= budget);
+        // never stuck: work left means something runs
+        assert.ok(running.length > 0, "work left and nothing running");
+        first = running[(picks[step] ?? step) % running.length]!;
+        d[first]!.running--;
+        ended++;
+      }
+      assert.ok(d.every((x) => x.left === 0 && x.running === 0));
+    },
+  ));
 });

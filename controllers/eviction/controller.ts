@@ -13,6 +13,7 @@ import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import type { NotificationFeed } from "../../openstack/notification_types.ts";
 import { HostWatches } from "./host_watches.ts";
+import { RELIST_POLLS } from "./pass_view.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import {
@@ -71,6 +72,11 @@ export interface EvictionControllerDeps {
    * (default 10 poll intervals), real ms.
    */
   slowPollMs?: number;
+  /**
+   * With notifications, the oldest a drain's notified view may be before a
+   * pass lists the host afresh (default 30 poll intervals), real ms.
+   */
+  relistMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
   /**
@@ -190,6 +196,8 @@ function passDeps(
   positiveInt(maxPollMs, "maxPollMs");
   const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
   positiveInt(finishedCheckMs, "finishedCheckMs");
+  const relistMs = deps.relistMs ?? deps.pollIntervalMs * RELIST_POLLS;
+  positiveInt(relistMs, "relistMs");
   const settleMs = deps.settleMs ?? deps.pollIntervalMs * 3;
   if (!Number.isFinite(settleMs) || settleMs < 0) {
     throw new RangeError(`settleMs must be a number >= 0, got ${settleMs}`);
@@ -213,6 +221,7 @@ function passDeps(
     maxPollMs,
     slowPollMs,
     finishedCheckMs,
+    relistMs,
     settleMs,
     planOptions: deps.planOptions ?? {},
     clock,

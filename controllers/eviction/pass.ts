@@ -54,6 +54,8 @@ export interface EvictionPassDeps {
   slowPollMs: number;
   /** Wait between checks of a finished drain's host (real ms). */
   finishedCheckMs: number;
+  /** With notifications, the oldest a view may be before a relist (real ms). */
+  relistMs: number;
   /**
    * How long consecutive fresh looks must find the host empty before the
    * drain is declared done (real ms, `--drain-settle`).

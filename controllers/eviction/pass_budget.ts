@@ -32,9 +32,11 @@ import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import {
+  type BudgetWaiter,
   idleWaiters,
   inFlightByEviction,
   startsAllowed,
+  startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
@@ -100,15 +102,58 @@ export function budgetLeftFor(
     ctx.key,
     clusterInFlight(pass),
   );
-  return startsAllowed(
+  return allowedStarts(
+    pass,
+    settings,
     clusterBudgetLeft(
       settings.spec.clusterMaxConcurrentMigrations,
       others + mine,
     ),
     mine,
     want,
-    waitingLimits(pass, settings),
   );
+}
+
+/**
+ * The VMs a drain has left to start (outstanding, not in flight); before
+ * its first look, the instances its Hypervisor's status sync counts on
+ * the host; unknown, the most (a drain that never looked gets a slot
+ * before drains whose work is known, and the same for every drain, so
+ * drains that never looked never leave a slot to each other).
+ */
+function remainingWork(pass: Pass, ev: Eviction | undefined): number {
+  const status = ev?.status;
+  if (status?.outstandingCount !== undefined) {
+    return Math.max(0, status.outstandingCount - (status.inFlightCount ?? 0));
+  }
+  const host = ev?.spec.hypervisor;
+  const reported = host === undefined
+    ? undefined
+    : pass.ctx.cache(HypervisorKind).get(host)?.status?.numInstances;
+  return reported ?? Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * The starts the cluster budget allows this drain (`left` free slots,
+ * `mine` in flight): polling, {@linkcode startsAllowed}; driven by
+ * notifications, where a waiting drain's pass costs no Nova call, a freed
+ * slot goes to the waiting drain with the most work left
+ * ({@linkcode startsByRemainingWork}).
+ */
+export function allowedStarts(
+  pass: Pass,
+  settings: LimitSettings,
+  left: number,
+  mine: number,
+  want: number,
+): number {
+  const waiting = waitingDrains(pass, settings);
+  if (pass.deps.watches === undefined) {
+    return startsAllowed(left, mine, want, waiting.map((w) => w.limit));
+  }
+  const own = { ...pass.ev, status: { ...pass.status, inFlightCount: mine } };
+  const remaining = remainingWork(pass, own);
+  return startsByRemainingWork(left, mine, want, remaining, waiting);
 }
 
 /** This drain's migrations in flight: the ledger's, or its status's when higher. */
@@ -120,13 +165,17 @@ export function inFlightOf(pass: Pass): number {
 }
 
 /**
- * The limits in force of the drains that wait for budget with nothing in
- * flight, this process's and every other partition's (budget.ts
- * startsAllowed leaves slots for those with lower limits than this drain
- * would hold). This process knows its own waiters; another process's say
+ * The drains that wait for budget with nothing in flight, this process's
+ * and every other partition's, with their limits in force and their work
+ * left (budget.ts startsAllowed leaves slots for those with lower limits
+ * than this drain would hold; startsByRemainingWork also for those with
+ * more work left). This process knows its own waiters; another process's say
  * so in their Evicting condition (WaitingForBudget).
  */
-export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
+export function waitingDrains(
+  pass: Pass,
+  settings: LimitSettings,
+): BudgetWaiter[] {
   const { ctx, deps } = pass;
   const hypervisors = ctx.cache(HypervisorKind);
   const mine = ctx.cache(EvictionKind);
@@ -139,7 +188,10 @@ export function waitingLimits(pass: Pass, settings: LimitSettings): number[] {
       return deps.memory.budgetWaiters.standing(name) !== undefined &&
         deps.memory.ledger.get(name) === 0;
     },
-  ).map((e) => limitOfDrain(settings, hypervisors, e.spec).limit);
+  ).map((e) => ({
+    limit: limitOfDrain(settings, hypervisors, e.spec).limit,
+    remaining: remainingWork(pass, e),
+  }));
 }
 
 /**
@@ -254,11 +306,12 @@ export function planAndReserve(
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
       const mine = plan.inFlightCount - plan.start.length;
-      const budget = startsAllowed(
+      const budget = allowedStarts(
+        pass,
+        settings,
         clusterBudgetLeft(clusterMax, others + mine),
         mine,
         plan.start.length,
-        waitingLimits(pass, settings),
       );
       if (budget < plan.start.length) {
         plan = planPass({ ...input, clusterBudgetLeft: budget });
@@ -380,7 +433,9 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
 /**
  * Wakes as many drains waiting for budget as there are free slots now
  * (after this pass's starts): a slot this drain freed or left unused goes
- * to a waiting drain at once, not at its slow check.
+ * to a waiting drain at once, not at its slow check; with notifications,
+ * to those with the most work left first (the ones startsByRemainingWork
+ * leaves it to).
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
@@ -393,7 +448,17 @@ export function wakeForBudgetLeft(pass: Pass): void {
     deps.memory.ledger.othersInFlight(ctx.key, clusterInFlight(pass)) +
     deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
-  if (left > 0) {
-    deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k), left);
+  if (left <= 0) return;
+  const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
+  if (deps.watches === undefined) {
+    deps.memory.budgetWaiters.wake(enqueue, left);
+    return;
   }
+  // the slot goes to the drain with the most left: wake that one now
+  const cache = ctx.cache(EvictionKind);
+  deps.memory.budgetWaiters.wake(
+    enqueue,
+    left,
+    (k) => remainingWork(pass, cache.get(k)),
+  );
 }

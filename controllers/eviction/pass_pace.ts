@@ -168,8 +168,8 @@ export function changesSince(pass: Pass, options: PlanOptions): Date {
  * one list of the host's migrations instead of a full look. When it shows
  * nothing to act on, the model learns from it and times the next look,
  * with no status write and nothing planned; otherwise (a migration ended
- * or failed, a start not listed, the list failed) undefined: a full pass
- * looks afresh.
+ * or failed, a start not listed, the list failed, or a trustworthy
+ * notified view holds the records already) undefined: a full pass looks.
  */
 export async function glance(
   pass: Pass,
@@ -183,6 +183,11 @@ export async function glance(
   }
   if (state.woken || pass.retried) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
+  // A trustworthy notified view shows the records without a call: the
+  // full pass reads it (pass_view.ts), or relists when it is old.
+  if (deps.watches?.trustworthyView(ctx.key, Infinity) !== undefined) {
+    return undefined;
+  }
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;
@@ -231,7 +236,8 @@ export async function glance(
  * The wait (real ms) after a look at a finished drain, taken at `atMs`
  * (default now): as long as the drain has been finished, between the
  * poll interval and the slow finished check, so the looks double in
- * spacing (the first ones a poll interval apart).
+ * spacing (the first ones a poll interval apart); the slow finished check
+ * while a trustworthy notified view stands watch.
  */
 export function finishedLookMs(
   pass: Pass,
@@ -239,6 +245,11 @@ export function finishedLookMs(
   atMs = pass.deps.clock.now(),
 ): number {
   const { deps } = pass;
+  // A trustworthy notified view wakes the drain at an arrival: the looks
+  // need not come sooner than the slow finished check (pass_view.ts).
+  if (deps.watches?.trustworthyView(pass.ctx.key, Infinity) !== undefined) {
+    return deps.finishedCheckMs;
+  }
   const since = Date.parse(finishedAt ?? "");
   const finishedForMs = Number.isNaN(since)
     ? deps.finishedCheckMs

@@ -5,7 +5,7 @@
  * already migrating stays the guard against a double start). A pass that
  * could finish, settle, confirm, abort or charge a failure reads Nova
  * afresh, as does every pass while the feed is not trustworthy (polling,
- * exactly as without notifications) and one at the slow poll interval;
+ * exactly as without notifications) and one at the relist interval;
  * each fresh look rebuilds the view (subscribe first, then list), and the
  * VMs on which the old view differed from it are counted
  * (`evictor_notification_view_diffs_total`).
@@ -58,8 +58,37 @@ export function plansFromView(
 }
 
 /**
+ * The default relist interval in poll intervals (60 s at the default 2 s):
+ * a relist costs 2 Nova calls per draining host, so a drain at limit L
+ * whose migrations take t_mig each pays 1 + 2 x (t_mig / L) / T_relist
+ * calls per migrated VM; <= 1.5 needs T_relist >= 4 x t_mig / L (37 s for
+ * the benchmark's ~9.2 s migrations at limit 1; 60 s gives 1.31).
+ */
+export const RELIST_POLLS = 30;
+
+/**
+ * How old (real ms) a drain's notified view may be before its next pass
+ * lists the host afresh: `relistMs`, and for a drain that holds no
+ * migration (finished, or waiting for budget: only events can change its
+ * host, and an arrival wakes it) no less than the slow finished check.
+ *
+ * @example
+ * ```ts
+ * import { relistAgeMs } from "./pass_view.ts";
+ * console.assert(relistAgeMs({ relistMs: 60_000, finishedCheckMs: 120_000, holding: 2 }) === 60_000);
+ * console.assert(relistAgeMs({ relistMs: 60_000, finishedCheckMs: 120_000, holding: 0 }) === 120_000);
+ * ```
+ */
+export function relistAgeMs(
+  input: { relistMs: number; finishedCheckMs: number; holding: number },
+): number {
+  const { relistMs, finishedCheckMs, holding } = input;
+  return holding > 0 ? relistMs : Math.max(relistMs, finishedCheckMs);
+}
+
+/**
  * Observe: the host's view when it is trustworthy, recent (listed within
- * the slow poll interval) and the plan it gives (`plan`) only starts or
+ * the relist interval, {@linkcode relistAgeMs}) and the plan it gives (`plan`) only starts or
  * waits (that plan is then the pass's); else `fresh()` (Nova), which
  * becomes the host's new view. Without notifications, always `fresh()`.
  */
@@ -72,7 +101,12 @@ export async function lookAtHost(
   const watches = deps.watches;
   if (watches === undefined) return { seen: await fresh() };
   watches.takeWake(ctx.key);
-  const view = watches.trustworthyView(ctx.key, deps.slowPollMs * pass.rate);
+  const maxAgeMs = relistAgeMs({
+    relistMs: deps.relistMs,
+    finishedCheckMs: deps.finishedCheckMs,
+    holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
+  });
+  const view = watches.trustworthyView(ctx.key, maxAgeMs * pass.rate);
   if (view !== undefined) {
     const seen = view.observation(pass.status, (id) => state.ram.get(id));
     const planned = plan(seen);

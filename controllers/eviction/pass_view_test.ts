@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { plansFromView } from "./pass_view.ts";
+import { plansFromView, relistAgeMs } from "./pass_view.ts";
 
 Deno.test("a plan from the view may only start, count completions and wait", () => {
   const starts = {
@@ -33,5 +33,19 @@ Deno.test("a plan from the view may only start, count completions and wait", () 
   ];
   for (const [why, plan] of needFresh) {
     assert.equal(plansFromView(plan), false, why);
+  }
+});
+
+Deno.test("relistAgeMs: the relist interval while migrations are held, else no sooner than the finished check", () => {
+  const cases: Array<[number, number, number, number, string]> = [
+    // relistMs, finishedCheckMs, holding, age
+    [60_000, 120_000, 1, 60_000, "running: the relist interval"],
+    [60_000, 120_000, 4, 60_000, "running at the limit"],
+    [60_000, 120_000, 0, 120_000, "finished or waiting: the finished check"],
+    [300_000, 120_000, 0, 300_000, "a longer relist interval still holds"],
+    [300_000, 120_000, 2, 300_000, "running, a long relist interval"],
+  ];
+  for (const [relistMs, finishedCheckMs, holding, age, why] of cases) {
+    assert.equal(relistAgeMs({ relistMs, finishedCheckMs, holding }), age, why);
   }
 });

@@ -623,6 +623,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     maxPollMs: 60_000,
     slowPollMs: 20_000,
     finishedCheckMs: 120_000,
+    relistMs: 60_000,
     settleMs: 6000,
     planOptions: {
       retryBaseMs: 5_000,
