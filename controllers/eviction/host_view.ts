@@ -313,7 +313,7 @@ function foldRecords(
   for (const n of events) {
     const step = migrationStepOf(n.eventType, cold);
     if (step === undefined) continue;
-    if (cur === undefined || endedBefore(cur, n.timestampMs)) {
+    if (cur === undefined || endedBefore(cur, n)) {
       cur = newRecord(id, n, step, server);
       records.push(cur);
       aborting = false;
@@ -347,11 +347,27 @@ function latestOf(records: readonly Migration[]): Migration | undefined {
   return best;
 }
 
-/** Whether a record ended before `ms` (a later step is a new migration). */
-function endedBefore(m: Migration, ms: number): boolean {
+/** Nova keeps a record's times in whole seconds (the view's own records: ms). */
+const RECORD_TIME_PRECISION_MS = 1000;
+
+/**
+ * Whether a record ended before the step `n` (which then begins a new
+ * migration). The record's `updated_at` is cut to the second while the
+ * event's timestamp is not: a step in the second the record ended in may
+ * be its own end (the source's `live_migration_post.end` or
+ * `resize_confirm.end` received after a list that shows the record
+ * over), so it counts as the record's. A new migration begun in that
+ * second is taken from its next step in a later one (Nova's 409 guards
+ * a start meanwhile); a late step of the old one is never a new record.
+ */
+function endedBefore(m: Migration, n: NovaNotification): boolean {
   if (!recordEnded(m.status)) return false;
   const end = parseNovaTime(m.updatedAt ?? m.createdAt);
-  return end !== undefined && ms > end;
+  if (end === undefined) return false;
+  const ownRecord = m.id < 0;
+  return ownRecord
+    ? n.timestampMs > end
+    : n.timestampMs >= end + RECORD_TIME_PRECISION_MS;
 }
 
 /** A record for a migration the list did not show, from its first event. */

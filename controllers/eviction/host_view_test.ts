@@ -128,6 +128,67 @@ Deno.test("a listed record in progress takes the steps (its id kept); an ended o
   ]);
 });
 
+Deno.test("a step in the second its listed record ended in is that record's (Nova keeps whole seconds)", () => {
+  // record() ends at T0 - 1000, a whole second as Nova's database keeps
+  // it; its own last events were sent 0.7 s later in that second and
+  // received after the list began.
+  const ended = { updatedAt: new Date(T0 - 1000).toISOString().slice(0, 19) };
+  const postEnd = liveMigration("a", -310, "completed").filter((n) =>
+    n.eventType === "instance.live_migration_post.end"
+  );
+  const confirmEnd = notification(
+    "instance.resize_confirm.end",
+    -200,
+    `nova-compute:${HOST}`,
+    { instance: instance("a", { host: DEST, node: DEST }) },
+  );
+  const rows: {
+    name: string;
+    servers: Server[];
+    migrations: Migration[];
+    events: NovaNotification[];
+    records: string[];
+    fact: string;
+  }[] = [{
+    name: "a live migration's post.end after the list showing it completed",
+    servers: [],
+    migrations: [record(8, "a", "completed", ended)],
+    events: postEnd,
+    records: ["8 completed node007"],
+    fact: "left done node007",
+  }, {
+    name:
+      "a cold migration's resize_confirm.end after the list showing it confirmed",
+    servers: [],
+    migrations: [
+      record(9, "a", "confirmed", { ...ended, migrationType: "migration" }),
+    ],
+    events: [confirmEnd],
+    records: ["9 confirmed node007"],
+    fact: "left done node007",
+  }, {
+    name: "a retry in a later second is a new record",
+    servers: [listed("a")],
+    migrations: [record(8, "a", "failed", ended)],
+    events: liveMigration("a", 0, "completed"),
+    records: ["8 failed node007", "new completed node007"],
+    fact: "left done node007",
+  }];
+  for (const row of rows) {
+    const seen = view(row.servers, row.events, row.migrations).observation(
+      undefined,
+    );
+    assert.deepEqual(
+      seen.migrations.map((m) =>
+        `${m.id > 0 ? m.id : "new"} ${m.status} ${m.destCompute ?? "?"}`
+      ),
+      row.records,
+      row.name,
+    );
+    assert.equal(planFacts(seen, HOST).get("a"), row.fact, row.name);
+  }
+});
+
 Deno.test("arrivals, deletions, old, foreign and duplicated events", () => {
   const arrival = liveMigration("z", 5, "completed", "node999", HOST);
   const deleted = [

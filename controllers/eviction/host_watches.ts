@@ -18,7 +18,7 @@ import type {
 import { type ListStamp, WatchedHost } from "./host_view.ts";
 import { MIGRATE_SERVER_ERROR } from "./notified_events.ts";
 import type { Observation } from "./observe.ts";
-import { viewDiffs } from "./view_diff.ts";
+import { type FactDiff, factDiffs } from "./view_diff.ts";
 
 /**
  * Events that end a step a drain waits for: a record ends (a slot frees),
@@ -74,8 +74,8 @@ interface Watch {
 
 /** What a finished list found against the view it replaces. */
 export interface Relisted {
-  /** The VMs on which the old view, trustworthy until now, differed. */
-  diffs: string[];
+  /** The VMs on which the old view, trustworthy until now, differed (both facts). */
+  diffs: FactDiff[];
   /** Whether the old view was trustworthy (its diffs are misses). */
   checked: boolean;
 }
@@ -192,7 +192,7 @@ export class HostWatches {
     watch.listing = undefined;
     if (!checked) return { diffs: [], checked };
     return {
-      diffs: viewDiffs(
+      diffs: factDiffs(
         old.observation(undefined),
         view.observation(undefined),
         watch.host,

@@ -61,6 +61,43 @@ export function planFacts(
   return facts;
 }
 
+/** A VM on whose facts two observations differ, and the two facts. */
+export interface FactDiff {
+  /** The VM. */
+  id: string;
+  /** Its facts in the view (undefined: the view does not know it). */
+  view: string | undefined;
+  /** Its facts in the fresh list. */
+  fresh: string | undefined;
+}
+
+/**
+ * The VMs (sorted) on whose facts two observations of a host differ,
+ * with both facts (what the relist logs).
+ *
+ * @example
+ * ```ts
+ * import { factDiffs } from "./view_diff.ts";
+ * const vm = (id: string) => ({ id, status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } });
+ * const diffs = factDiffs({ servers: [vm("a")], migrations: [] }, { servers: [vm("a"), vm("b")], migrations: [] }, "h");
+ * console.assert(diffs[0]?.id === "b" && diffs[0]?.fresh === "on ACTIVE");
+ * ```
+ */
+export function factDiffs(
+  view: FactsSource,
+  fresh: FactsSource,
+  host: string,
+): FactDiff[] {
+  const a = planFacts(view, host);
+  const b = planFacts(fresh, host);
+  const ids = new Set([...a.keys(), ...b.keys()]);
+  return [...ids].filter((id) => a.get(id) !== b.get(id)).sort().map((id) => ({
+    id,
+    view: a.get(id),
+    fresh: b.get(id),
+  }));
+}
+
 /**
  * The VMs (sorted) on whose facts two observations of a host differ.
  *
@@ -77,8 +114,5 @@ export function viewDiffs(
   fresh: FactsSource,
   host: string,
 ): string[] {
-  const a = planFacts(view, host);
-  const b = planFacts(fresh, host);
-  const ids = new Set([...a.keys(), ...b.keys()]);
-  return [...ids].filter((id) => a.get(id) !== b.get(id)).sort();
+  return factDiffs(view, fresh, host).map((d) => d.id);
 }
