@@ -102,8 +102,13 @@ Deno.test({
                 )))
               }`,
             );
-            // --poll-interval=1s: a hot loop makes tens a second
-            assert.ok(perSecond <= 2, `${during.length} calls: a loop`);
+            // Nothing changes without a person: the drain looks at the slow
+            // poll (10 x --poll-interval=1s), two calls a look (4 measured
+            // here); a look every poll interval would make 30 or more.
+            assert.ok(
+              during.length <= 15,
+              `${during.length} calls in ${WINDOW_MS / 1000} s: a loop`,
+            );
             assert.deepEqual(
               proxy.calls.filter((c) =>
                 c.method === "POST" && c.path.includes(sleeper)
