@@ -13,9 +13,11 @@
  * @module
  */
 import {
+  cacheRoot,
   freePort,
   makeOwnedTempDir,
   type ManagedProcess,
+  runInstallScript,
   startProcessGroup,
   tail,
   waitFor,
@@ -158,23 +160,7 @@ export async function openStackAvailable(): Promise<boolean> {
 
 /** Runs hack/openstack/install.sh (idempotent); its output goes to stderr. */
 export async function installOpenStack(): Promise<void> {
-  const out = await new Deno.Command("bash", {
-    args: [INSTALL],
-    stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output();
-  if (!out.success) {
-    throw new Error(
-      `hack/openstack/install.sh failed with exit code ${out.code}`,
-    );
-  }
-}
-
-function cacheRoot(): string {
-  const env = Deno.env.toObject();
-  return env["EVICTOR_CACHE_DIR"] ??
-    `${env["XDG_CACHE_HOME"] ?? `${env["HOME"] ?? "/root"}/.cache`}/evictor`;
+  await runInstallScript(INSTALL);
 }
 
 const ADMIN_PASSWORD = "lane-admin-secret";

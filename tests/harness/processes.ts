@@ -228,3 +228,31 @@ export async function waitFor(
   }
   throw new Error(`timed out waiting for ${what}${last ? ` (${last})` : ""}`);
 }
+
+/**
+ * The project's cache folder for tools and state the tests build or start
+ * (`EVICTOR_CACHE_DIR`, else `$XDG_CACHE_HOME/evictor`, else
+ * `~/.cache/evictor`).
+ */
+export function cacheRoot(): string {
+  const env = Deno.env.toObject();
+  return env["EVICTOR_CACHE_DIR"] ??
+    `${env["XDG_CACHE_HOME"] ?? `${env["HOME"] ?? "/root"}/.cache`}/evictor`;
+}
+
+/**
+ * Runs an idempotent install script of `hack/` with bash, its output on
+ * ours; throws naming the script and its exit code when it fails.
+ */
+export async function runInstallScript(path: string): Promise<void> {
+  const out = await new Deno.Command("bash", {
+    args: [path],
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!out.success) {
+    const name = path.slice(path.indexOf("hack/"));
+    throw new Error(`${name} failed with exit code ${out.code}`);
+  }
+}
