@@ -131,6 +131,8 @@ interface Row {
   migrated: number;
   twice: number;
   novaCalls: number;
+  /** Nova and Placement calls by route, most first: where the calls go. */
+  callsByRoute: Record<string, number>;
   callsPerVm: number;
   maxInFlight: number;
   realS: number;
@@ -231,9 +233,10 @@ async function run(
       sum(full) / limit,
       sum(slot) / novaLimit,
     );
-    const calls = Object.entries(e.sim.counters().calls)
+    const byRoute = Object.entries(e.sim.counters().calls)
       .filter(([k]) => !k.includes("/identity/"))
-      .reduce((a, [, n]) => a + n, 0);
+      .sort(([, a], [, b]) => b - a);
+    const calls = byRoute.reduce((a, [, n]) => a + n, 0);
     const migrated = ev.status?.migratedCount ?? 0;
     const delayedId = delayedVm === undefined
       ? undefined
@@ -255,6 +258,7 @@ async function run(
       ratio: (end - start) / lowerBound,
       migrated,
       novaCalls: calls,
+      callsByRoute: Object.fromEntries(byRoute),
       callsPerVm: calls / Math.max(1, migrated),
       maxInFlight,
       realS: (Date.now() - realStart) / 1000,
@@ -314,6 +318,7 @@ const entries = rows.map((r) => {
     lowerBoundS: Number(r.lowerBoundS.toFixed(1)),
     migrated: r.migrated,
     novaCalls: r.novaCalls,
+    novaCallsByRoute: r.callsByRoute,
     maxInFlight: r.maxInFlight,
     timeScale: r.scale,
     slotGaps: {

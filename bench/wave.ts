@@ -67,6 +67,7 @@ if (!(POLL_VIRTUAL_MS > 0)) {
     `--poll-interval-ms must be > 0, got ${values["poll-interval-ms"]}`,
   );
 }
+const SETTLE_VIRTUAL_MS = 6000;
 const HOSTS = 100;
 const VMS = 20;
 const EVICTIONS = 25;
@@ -139,6 +140,9 @@ async function wave(
       ...drainProcessArgs(
         "evictor-bench=wave",
         `${Math.max(1, Math.round(POLL_VIRTUAL_MS / SCALE))}ms`,
+        // --drain-settle's default (6 s), in simulator time as the poll
+        // interval is: unscaled, each drain would settle for 30 s
+        [`--drain-settle=${Math.round(SETTLE_VIRTUAL_MS / SCALE)}ms`],
       ),
       ...(amqpUrl === undefined ? [] : [`--nova-notifications-url=${amqpUrl}`]),
     ],
@@ -276,6 +280,7 @@ async function wave(
       perHostLimit: PER_HOST,
       timeScale: SCALE,
       pollIntervalVirtualMs: POLL_VIRTUAL_MS,
+      drainSettleVirtualMs: SETTLE_VIRTUAL_MS,
       vmsMigratedTwice: migratedTwice(sim, hosts).length,
       budgetPeak: sampled.max,
       budgetSampleEveryMs: 20,

@@ -113,10 +113,16 @@ export function requeue(
     return { requeueAfterMs: finishedLookMs(pass, plan.next.finishedAt) };
   }
   if (plan.settleAtMs !== undefined) {
-    // Seen empty, not settled: look again by the settle time, at least
-    // every poll interval (each look may find a VM on its way here).
+    // Seen empty, not settled: look again at the settle time. Polling
+    // looks every poll interval meanwhile (each look may find a VM on its
+    // way here); a trustworthy notified view wakes the drain at such an
+    // arrival, so one look at the settle time will do.
     const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
-    const delay = Math.round(Math.min(deps.pollIntervalMs, leftMs));
+    const watched =
+      deps.watches?.trustworthyView(pass.ctx.key, Infinity) !== undefined;
+    const delay = Math.round(
+      watched ? leftMs : Math.min(deps.pollIntervalMs, leftMs),
+    );
     state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
     return { requeueAfterMs: Math.max(1, delay) };
   }
