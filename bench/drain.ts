@@ -263,7 +263,7 @@ async function run(
       maxInFlight,
       realS: (Date.now() - realStart) / 1000,
       scale: SCALE,
-      gaps: slotGaps(recs, limit, looks),
+      gaps: slotGaps(recs, looks),
     };
   } finally {
     await e.stop();
@@ -465,7 +465,9 @@ const lines = [
   "included. Migrated twice: VMs of which Nova accepted more than one migration.",
   "",
   "Idle slot: the mean time from a migration's completion to the start that",
-  "refilled its slot (start k refills the slot of completion k - our limit),",
+  "refilled its slot (a start refills the slot of the latest completion not",
+  "refilled yet; where Nova's limit binds and the drain holds fewer in flight",
+  "than at first, the completions it did not refill stay unpaired),",
   "split into the wait for the first look at the host after the completion",
   "(pacing) and the rest (that pass's latency, or more looks when it saw",
   "nothing). Empty looks: server lists of the host after which nothing",

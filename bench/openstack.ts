@@ -174,7 +174,7 @@ try {
     for (const m of records) {
       perVm.set(m.instance_uuid, (perVm.get(m.instance_uuid) ?? 0) + 1);
     }
-    const gaps = slotGaps(spans, LIMIT, looks);
+    const gaps = slotGaps(spans, looks);
     const report = {
       generatedAt: new Date().toISOString(),
       cloud: "Debian bookworm OpenStack Zed, fake.FakeLiveMigrateDriver",

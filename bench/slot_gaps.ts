@@ -34,19 +34,24 @@ export interface SlotGaps {
 }
 
 /**
- * The slot gaps of one drain at our limit `limit`: start k (in the order
- * Nova accepted them) beyond the first `limit` refilled the slot of
- * completion k - limit (in completion order): before that one completed,
- * `limit` were in flight. `looks` are the virtual times of the server
- * lists of the host. An empty look is an early wake, or, at the end, a
- * pass that saw a completion with nothing left to start.
+ * The slot gaps of one drain (or of a budget's slots): each start that
+ * came after a completion whose slot no start had refilled yet refilled
+ * the slot of the latest such completion; a start with none pending filled
+ * a slot that was not in use (the first fill, or more in flight). The
+ * latest, not the oldest: where the drain holds fewer in flight than
+ * before (it learned that Nova's own limit binds, and Nova queues the
+ * rest), the completions it did not refill stay unpaired, instead of
+ * pairing every later start with a completion migrations ago. Where the
+ * level in flight stays the same, this is start k refilling completion
+ * k - level, as a fixed limit pairs them. `looks` are the virtual times of
+ * the server lists of the host. An empty look is an early wake, or, at the
+ * end, a pass that saw a completion with nothing left to start.
  *
  * @example
  * ```ts
  * import { slotGaps } from "./slot_gaps.ts";
  * const g = slotGaps(
  *   [{ createdAt: 0, updatedAt: 10 }, { createdAt: 12, updatedAt: 20 }],
- *   1,
  *   [0, 11, 21],
  * );
  * console.assert(g.meanIdleMs === 2 && g.meanWaitMs === 1 && g.meanPassMs === 1);
@@ -54,26 +59,26 @@ export interface SlotGaps {
  */
 export function slotGaps(
   records: readonly GapRecord[],
-  limit: number,
   looks: readonly number[],
 ): SlotGaps {
-  if (!Number.isSafeInteger(limit) || limit < 1) {
-    throw new RangeError(`limit must be an integer >= 1, got ${limit}`);
-  }
   const starts = records.map((r) => r.createdAt).sort((a, b) => a - b);
   const completions = records.map((r) => r.updatedAt).sort((a, b) => a - b);
   const sortedLooks = [...looks].sort((a, b) => a - b);
   let idle = 0;
   let wait = 0;
   let refills = 0;
-  for (let k = limit; k < starts.length; k++) {
-    const freed = completions[k - limit];
-    const start = starts[k];
-    if (freed === undefined || start === undefined || start < freed) continue;
-    const look = sortedLooks.find((t) => t >= freed) ?? start;
-    const seen = Math.min(look, start);
-    idle += start - freed;
-    wait += seen - freed;
+  const freed: number[] = [];
+  let c = 0;
+  for (const start of starts) {
+    // a completion at the same instant frees its slot before the start
+    while (c < completions.length && (completions[c] ?? 0) <= start) {
+      freed.push(completions[c++] ?? 0);
+    }
+    const slot = freed.pop();
+    if (slot === undefined) continue;
+    const look = sortedLooks.find((t) => t >= slot) ?? start;
+    idle += start - slot;
+    wait += Math.min(look, start) - slot;
     refills++;
   }
   let emptyLooks = 0;
