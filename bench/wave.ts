@@ -49,7 +49,7 @@ const { values } = parseArgs({
   options: {
     // Real time by default: the operator's own latency (a pass, a status
     // write, the gather wait before a wave's capacity check) counts as on a
-    // real cloud, not `scale` times over (about 9 real minutes per mode).
+    // real cloud, not `scale` times over (about 8 real minutes per mode).
     "time-scale": { type: "string", default: "1" },
     // --poll-interval's default (2 s), in simulator time
     "poll-interval-ms": { type: "string", default: "2000" },
