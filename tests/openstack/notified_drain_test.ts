@@ -97,9 +97,7 @@ Deno.test({
         );
         const text = await scrape();
         console.log(
-          `lane notified drain: ${
-            ((Date.now() - t0) / 1000).toFixed(1)
-          } s, ${
+          `lane notified drain: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${
             metricSum(text, "evictor_drain_looks_total", 'source="view"')
           } passes from the view, ${
             metricSum(text, "evictor_drain_looks_total", 'source="nova"')
