@@ -175,6 +175,16 @@ try {
       perVm.set(m.instance_uuid, (perVm.get(m.instance_uuid) ?? 0) + 1);
     }
     const gaps = slotGaps(spans, looks);
+    // where the calls go: method and path, ids as {id}, most first
+    const byRoute = new Map<string, number>();
+    for (const c of calls) {
+      const path = (c.path.split("?")[0] ?? "").replace(
+        /\/([0-9a-f]{8}-[0-9a-f-]{27}|\d+)(?=\/|$)/g,
+        "/{id}",
+      );
+      const route = `${c.method} ${path}`;
+      byRoute.set(route, (byRoute.get(route) ?? 0) + 1);
+    }
     const report = {
       generatedAt: new Date().toISOString(),
       cloud: "Debian bookworm OpenStack Zed, fake.FakeLiveMigrateDriver",
@@ -189,6 +199,9 @@ try {
       novaCalls: computeCalls,
       novaCallsPerVm: Number((computeCalls / Math.max(1, perVm.size))
         .toFixed(2)),
+      novaCallsByRoute: Object.fromEntries(
+        [...byRoute].sort(([, a], [, b]) => b - a),
+      ),
       vmsMigratedTwice: [...perVm.values()].filter((n) => n > 1).length,
       refillSeconds: Number((gaps.meanIdleMs / 1000).toFixed(2)),
       refills: gaps.refills,
