@@ -30,6 +30,7 @@ import {
 } from "../tests/harness/eviction_env.ts";
 import type { ScenarioInput } from "../tests/harness/nova_sim/mod.ts";
 import { type Mode, parseModes } from "./modes.ts";
+import { callsByRoute, totalCalls } from "./calls.ts";
 import { type SlotGaps, slotGaps } from "./slot_gaps.ts";
 
 const { values } = parseArgs({
@@ -233,10 +234,8 @@ async function run(
       sum(full) / limit,
       sum(slot) / novaLimit,
     );
-    const byRoute = Object.entries(e.sim.counters().calls)
-      .filter(([k]) => !k.includes("/identity/"))
-      .sort(([, a], [, b]) => b - a);
-    const calls = byRoute.reduce((a, [, n]) => a + n, 0);
+    const byRoute = callsByRoute(e.sim.counters().calls);
+    const calls = totalCalls(byRoute);
     const migrated = ev.status?.migratedCount ?? 0;
     const delayedId = delayedVm === undefined
       ? undefined
@@ -258,7 +257,7 @@ async function run(
       ratio: (end - start) / lowerBound,
       migrated,
       novaCalls: calls,
-      callsByRoute: Object.fromEntries(byRoute),
+      callsByRoute: byRoute,
       callsPerVm: calls / Math.max(1, migrated),
       maxInFlight,
       realS: (Date.now() - realStart) / 1000,

@@ -42,6 +42,7 @@ import {
 } from "../tests/harness/process_drain.ts";
 import { type Mode, parseModes } from "./modes.ts";
 import { slotGaps } from "./slot_gaps.ts";
+import { callsByRoute, totalCalls } from "./calls.ts";
 import { type RabbitMq, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 
 const { values } = parseArgs({
@@ -250,9 +251,8 @@ async function wave(
       sum(full) / BUDGET,
       Math.max(...perHost),
     );
-    const calls = Object.entries(sim.counters().calls)
-      .filter(([k]) => !k.includes("/identity/"))
-      .reduce((a, [, n]) => a + n, 0);
+    const byRoute = callsByRoute(sim.counters().calls);
+    const calls = totalCalls(byRoute);
     const migrated = done.reduce(
       (a, e) => a + (e.status?.migratedCount ?? 0),
       0,
@@ -264,11 +264,6 @@ async function wave(
       slotGaps(recs.filter((m) => m.source === h), looks.get(h) ?? [])
     );
     const budgetGaps = slotGaps(recs, []);
-    const callsByRoute = Object.fromEntries(
-      Object.entries(sim.counters().calls)
-        .filter(([k]) => !k.includes("/identity/"))
-        .sort(([, a], [, b]) => b - a),
-    );
     let requests = 0;
     for (const [verb, n] of Object.entries(after.byVerb)) {
       requests += n - (before.byVerb[verb] ?? 0);
@@ -297,10 +292,10 @@ async function wave(
       computeCallsPerVm: Number(
         (novaCalls(sim) / Math.max(1, migrated)).toFixed(3),
       ),
-      placementCalls: Object.entries(callsByRoute)
+      placementCalls: Object.entries(byRoute)
         .filter(([k]) => k.includes(" /placement/"))
         .reduce((a, [, n]) => a + n, 0),
-      novaCallsByRoute: callsByRoute,
+      novaCallsByRoute: byRoute,
       looksAtHosts: perHostGaps.reduce((a, g) => a + g.looks, 0),
       emptyLooksAtHosts: perHostGaps.reduce((a, g) => a + g.emptyLooks, 0),
       budgetSlotIdleMeanS: Number((budgetGaps.meanIdleMs / 1000).toFixed(3)),

@@ -156,6 +156,30 @@ export function exposes(families: Map<string, string>, name: string): boolean {
 }
 
 /**
+ * The sum of a metric's samples on a text exposition over the label sets
+ * that contain `labels` (all of them by default); 0 when it has none.
+ *
+ * @example
+ * ```ts
+ * import { metricSum } from "./_monitoring.ts";
+ * const text = 'looks_total{source="view"} 3\nlooks_total{source="nova"} 1\n';
+ * console.assert(metricSum(text, "looks_total") === 4);
+ * console.assert(metricSum(text, "looks_total", 'source="view"') === 3);
+ * ```
+ */
+export function metricSum(text: string, name: string, labels = ""): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest !== "" && !rest.startsWith("{") && !rest.startsWith(" ")) continue;
+    if (!rest.includes(labels)) continue;
+    sum += Number(line.split(" ").at(-1));
+  }
+  return sum;
+}
+
+/**
  * Scrapes a `/metrics` endpoint served with `--insecure-metrics` (the secured
  * one, behind TokenReview and SubjectAccessReview, is tested in
  * tests/deploy_test.ts).

@@ -13,6 +13,7 @@
  */
 import assert from "node:assert/strict";
 import type { NovaNotification } from "../openstack/notification_types.ts";
+import { metricSum } from "./_monitoring.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import {
   drained,
@@ -91,15 +92,7 @@ function listCalls(sim: NovaSim): number {
 
 /** A counter's value (summed over labels) from the operator's registry. */
 async function metric(env: DrainEnv, name: string): Promise<number> {
-  const text = await env.operator.metrics.registry.metrics();
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest !== "" && !rest.startsWith("{") && !rest.startsWith(" ")) continue;
-    sum += Number(line.split(" ").at(-1));
-  }
-  return sum;
+  return metricSum(await env.operator.metrics.registry.metrics(), name);
 }
 
 function assertDrainedOnce(env: DrainEnv, host: string): void {

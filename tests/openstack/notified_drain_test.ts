@@ -13,30 +13,18 @@ import {
   NOTIFICATIONS_RECEIVED_METRIC,
   NOTIFICATIONS_UP_METRIC,
 } from "../../app/notification_metrics.ts";
+import { metricSum, scrapeMetrics } from "../_monitoring.ts";
 import { freePort, makeOwnedTempDir } from "../harness/processes.ts";
 import { STAGING_ROOT } from "../harness/operator_process.ts";
 import { laneCloud, type ServerSpec } from "./contract_backends.ts";
 import {
   available,
-  condition,
+  evictingReason,
   evictionYaml,
   type RawMigration,
   until,
   withLane,
 } from "./lane.ts";
-
-/** One metric's value, summed over the label sets `labels` matches. */
-function metricSum(text: string, name: string, labels = ""): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest !== "" && !rest.startsWith("{") && !rest.startsWith(" ")) continue;
-    if (!rest.includes(labels)) continue;
-    sum += Number(line.split(" ").at(-1));
-  }
-  return sum;
-}
 
 Deno.test({
   name:
@@ -57,8 +45,7 @@ Deno.test({
     const dir = await makeOwnedTempDir(STAGING_ROOT, "notified-lane-");
     await Deno.writeTextFile(`${dir}/url`, `${cloud.amqpUrl}\n`);
     const port = freePort();
-    const scrape = async () =>
-      await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const scrape = () => scrapeMetrics(`http://127.0.0.1:${port}/metrics`);
     try {
       await withLane(servers, [host], [
         "--eviction-concurrency=2",
@@ -84,17 +71,7 @@ Deno.test({
           ["create", "-f", "-"],
           evictionYaml(host, lane.labels, "notified"),
         );
-        const ev = await until(
-          "Evicting Succeeded",
-          async () => {
-            const e = await lane.eviction(host);
-            return condition(e, "Evicting")?.reason === "Succeeded"
-              ? e
-              : undefined;
-          },
-          600_000,
-          lane.diagnostics,
-        );
+        const ev = await evictingReason(lane, host, "Succeeded");
         const text = await scrape();
         console.log(
           `lane notified drain: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${
