@@ -20,6 +20,7 @@
 import amqp from "amqplib";
 import { redactedError, validateAmqpUrl } from "./amqp_url.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { FeedListeners, type StateListener } from "./feed_listeners.ts";
 import { type Logger, silentLogger } from "./logger.ts";
 import {
   NOTIFICATION_ROUTING_KEYS,
@@ -112,10 +113,7 @@ class AmqpNotificationFeed implements NotificationFeed {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #broker: string;
-  readonly #listeners = new Set<(n: NovaNotification) => void>();
-  readonly #stateListeners = new Set<
-    (state: FeedState, epoch: number) => void
-  >();
+  readonly #listeners: FeedListeners;
   readonly #stop = new AbortController();
   #state: FeedState = "down";
   #epoch = 0;
@@ -127,6 +125,12 @@ class AmqpNotificationFeed implements NotificationFeed {
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger ?? silentLogger;
+    this.#listeners = new FeedListeners((kind, e) =>
+      this.#log.warn(
+        { error: e instanceof Error ? e.message : String(e) },
+        `Nova notifications: a ${kind} failed`,
+      )
+    );
     const u = new URL(opts.url);
     this.#broker = `${u.protocol}//${u.host}`;
     this.#running = this.#run();
@@ -141,13 +145,11 @@ class AmqpNotificationFeed implements NotificationFeed {
   }
 
   listen(listener: (n: NovaNotification) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.listen(listener);
   }
 
-  onState(listener: (state: FeedState, epoch: number) => void): () => void {
-    this.#stateListeners.add(listener);
-    return () => this.#stateListeners.delete(listener);
+  onState(listener: StateListener): () => void {
+    return this.#listeners.onState(listener);
   }
 
   async close(): Promise<void> {
@@ -295,31 +297,13 @@ class AmqpNotificationFeed implements NotificationFeed {
       return;
     }
     this.#opts.observer?.received?.(r.notification.eventType);
-    for (const l of [...this.#listeners]) {
-      try {
-        l(r.notification);
-      } catch (e) {
-        this.#log.warn(
-          { error: e instanceof Error ? e.message : String(e) },
-          "Nova notifications: a listener failed",
-        );
-      }
-    }
+    this.#listeners.deliver(r.notification);
   }
 
   #setState(state: FeedState): void {
     if (this.#state === state) return;
     this.#state = state;
     this.#opts.observer?.state?.(state);
-    for (const l of [...this.#stateListeners]) {
-      try {
-        l(state, this.#epoch);
-      } catch (e) {
-        this.#log.warn(
-          { error: e instanceof Error ? e.message : String(e) },
-          "Nova notifications: a state listener failed",
-        );
-      }
-    }
+    this.#listeners.stateChanged(state, this.#epoch);
   }
 }

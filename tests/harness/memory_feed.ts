@@ -12,15 +12,17 @@ import type {
   NotificationFeed,
   NovaNotification,
 } from "../../openstack/notification_types.ts";
+import {
+  FeedListeners,
+  type StateListener,
+} from "../../openstack/feed_listeners.ts";
 
 /** A feed the test drives. */
 export class MemoryFeed implements NotificationFeed {
   #state: FeedState = "up";
   #epoch = 1;
-  readonly #listeners = new Set<(n: NovaNotification) => void>();
-  readonly #stateListeners = new Set<
-    (state: FeedState, epoch: number) => void
-  >();
+  // no error handler: a listener's failure fails the test that published
+  readonly #listeners = new FeedListeners();
   /** Events lost while down (or dropped by `drop`), for assertions. */
   lost = 0;
   /** Drops the next event for which this returns true (a missed event). */
@@ -35,13 +37,11 @@ export class MemoryFeed implements NotificationFeed {
   }
 
   listen(listener: (n: NovaNotification) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.listen(listener);
   }
 
-  onState(listener: (state: FeedState, epoch: number) => void): () => void {
-    this.#stateListeners.add(listener);
-    return () => this.#stateListeners.delete(listener);
+  onState(listener: StateListener): () => void {
+    return this.#listeners.onState(listener);
   }
 
   /** Delivers `n` to every listener (lost while down). */
@@ -55,14 +55,14 @@ export class MemoryFeed implements NotificationFeed {
       this.lost++;
       return;
     }
-    for (const l of this.#listeners) l(n);
+    this.#listeners.deliver(n);
   }
 
   /** The connection is lost. */
   down(): void {
     if (this.#state === "down") return;
     this.#state = "down";
-    for (const l of this.#stateListeners) l("down", this.#epoch);
+    this.#listeners.stateChanged("down", this.#epoch);
   }
 
   /** Subscribed again: a new epoch. */
@@ -70,13 +70,12 @@ export class MemoryFeed implements NotificationFeed {
     if (this.#state === "up") return;
     this.#epoch++;
     this.#state = "up";
-    for (const l of this.#stateListeners) l("up", this.#epoch);
+    this.#listeners.stateChanged("up", this.#epoch);
   }
 
   close(): Promise<void> {
     this.down();
     this.#listeners.clear();
-    this.#stateListeners.clear();
     return Promise.resolve();
   }
 }
