@@ -20,7 +20,7 @@ import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "./nova_states.ts";
-import type { StartNote } from "./observation.ts";
+import type { ActionNote, StartNote } from "./observation.ts";
 import { type Plan, UNANSWERED_REPORT_AFTER } from "./plan.ts";
 
 /** An Event to record on the Eviction. */
@@ -134,8 +134,8 @@ export function actOnPlan(
   signal: AbortSignal,
 ): void {
   startAll(plan, state, deps, sinks, nowMs, signal);
-  confirmAll(plan, state, deps, sinks, signal);
-  abortAll(plan, deps, sinks, signal);
+  confirmAll(plan, state, deps, sinks, nowMs, signal);
+  abortAll(plan, state, deps, sinks, nowMs, signal);
 }
 
 /** The plan's starts, each tracked by its note; none awaited. */
@@ -161,7 +161,9 @@ function startAll(
       : deps.nova.coldMigrate(s.id, signal);
     call.then(
       (r) => {
-        Object.assign(issued, answerOf(undefined));
+        Object.assign(issued, answerOf(undefined), {
+          answeredAtMs: sinks.now(),
+        });
         state.startBackoff.delete(s.id);
         if (r.requestId !== undefined) issued.requestId = r.requestId;
         deps.metrics.started.inc({ kind: s.kind });
@@ -185,7 +187,7 @@ function startAll(
         });
       },
       (err: unknown) => {
-        Object.assign(issued, answerOf(err));
+        Object.assign(issued, answerOf(err), { answeredAtMs: sinks.now() });
         if (issued.state === "unknown") {
           noteUnanswered(state, s.id, sinks, issued.message);
         } else state.startBackoff.delete(s.id);
@@ -207,18 +209,22 @@ function startAll(
   }
 }
 
-/** The plan's confirms, one under way per VM at most. */
+/**
+ * The plan's confirms, each noted with its answer's time: the planner
+ * sends none again before a look begun after that answer (once.ts).
+ */
 function confirmAll(
   plan: Plan,
   state: DrainState,
   deps: ActDeps,
   sinks: ActSinks,
+  nowMs: number,
   signal: AbortSignal,
 ): void {
   const { log, emit } = sinks;
   for (const id of plan.confirmResize) {
-    if (state.confirming.has(id)) continue;
-    state.confirming.add(id);
+    const note: ActionNote = { sentAtMs: nowMs };
+    state.confirms.set(id, note);
     deps.nova.confirmResize(id, signal).then(
       (r) => {
         log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
@@ -230,19 +236,23 @@ function confirmAll(
       },
       (err: unknown) =>
         log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
-    ).finally(() => state.confirming.delete(id));
+    ).finally(() => note.answeredAtMs = sinks.now());
   }
 }
 
-/** The plan's aborts of stuck live migrations. */
+/** The plan's aborts of stuck live migrations, each noted as the confirms are. */
 function abortAll(
   plan: Plan,
+  state: DrainState,
   deps: ActDeps,
   sinks: ActSinks,
+  nowMs: number,
   signal: AbortSignal,
 ): void {
   const { log, emit } = sinks;
   for (const a of plan.abort) {
+    const note: ActionNote = { sentAtMs: nowMs };
+    state.aborts.set(a.migrationId, note);
     deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
       (r) => {
         log.warn(
@@ -261,7 +271,7 @@ function abortAll(
       },
       (err: unknown) =>
         log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
-    );
+    ).finally(() => note.answeredAtMs = sinks.now());
   }
 }
 

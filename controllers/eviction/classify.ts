@@ -27,6 +27,7 @@ import {
   retryDelayMs,
   type StartNote,
 } from "./observation.ts";
+import { startReleasableFromMs } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
 
 /** What a VM on the host is this pass. */
@@ -91,6 +92,12 @@ export interface ClassifyInput {
   skipped?: EvictionStatusSkippedItem | undefined;
   /** What this process knows of the answer to its last start, if anything. */
   note?: StartNote | undefined;
+  /**
+   * Controller clock when the direct look at Nova this pass rests on
+   * began (a notified view's: its list's); default `nowMs`. Only a look
+   * begun after a start's answer may release it (once.ts).
+   */
+  lookedAtMs?: number | undefined;
   /** The current time, epoch milliseconds. */
   nowMs: number;
   /** Planner options. */
@@ -452,7 +459,8 @@ function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
 /**
  * The fate of our last start when it settles the class by itself: no
  * answer yet (in flight), Nova cannot move it live (skipped), or an
- * accepted start within the grace period (in flight).
+ * accepted or unanswered start that no direct look begun after its answer
+ * (and the grace period) has shown unprocessed (in flight: once.ts).
  */
 function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   const { inFlight, note, nowMs, options } = input;
@@ -474,14 +482,23 @@ function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
     }
     return undefined;
   }
-  if (state !== "accepted") return undefined;
+  if (state !== "accepted" && state !== "unknown") return undefined;
   const { latest, server } = input;
+  // Its record failed, or the VM is in ERROR: the outcome is known.
   if (f.matched && f.phase === "failed" && latest !== undefined) {
     return undefined;
   }
   if (server.status.toUpperCase() === "ERROR") return undefined;
+  // Nothing shows it running: only a direct look begun after its answer
+  // (and the grace period) may show that Nova never processed it; a view
+  // listed before that never does, however long ago it was sent (once.ts).
   const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
-  if (nowMs - startedMs <= options.gracePeriodMs) {
+  const releasable = startReleasableFromMs(
+    startedMs,
+    note,
+    options.gracePeriodMs,
+  );
+  if (releasable === undefined || (input.lookedAtMs ?? nowMs) < releasable) {
     return { class: "in_flight", entry: inFlight };
   }
   return undefined;

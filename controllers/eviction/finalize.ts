@@ -27,7 +27,8 @@ import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
-import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+import { type ActionNote, DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+import { maySendAgain } from "./once.ts";
 import {
   type SettleLook,
   settleLook,
@@ -217,7 +218,7 @@ async function waitForSettled(
     stalledAfterMs: fin.stalledAfterMs,
   });
   fin.memory.keep(key, look.marks);
-  await confirmOurs(ctx, deps, look.confirm);
+  await confirmOurs(ctx, deps, look.confirm, nowMs);
   // A start Nova has not listed yet is running too (its record comes after
   // the 202): without it a delete right after a start ends the wait early.
   const unlisted = unlistedStarts({
@@ -290,20 +291,24 @@ function describe(records: SettleLook["counted"]): string {
 
 /**
  * Confirms our cold migrations at VERIFY_RESIZE (the server says so, not
- * only the record). An unknown outcome is looked at again next time.
+ * only the `finished` record of the look begun at `lookedAtMs`). A
+ * confirm sent before is sent again only when that look began after its
+ * answer (once.ts); an unknown outcome is looked at again next time.
  */
 async function confirmOurs(
   ctx: HandlerContext<Eviction> & { object: Eviction },
   deps: EvictionPassDeps,
   ids: readonly string[],
+  lookedAtMs: number,
 ): Promise<void> {
-  const confirming = deps.memory.of(ctx.key).confirming;
+  const confirms = deps.memory.of(ctx.key).confirms;
   const log = ctx.logger.child({ hypervisor: ctx.object.spec.hypervisor });
   for (const id of ids) {
-    if (confirming.has(id)) continue;
+    if (!maySendAgain(confirms.get(id), lookedAtMs)) continue;
     const server = await deps.nova.getServer(id, ctx.signal);
     if (server.status.toUpperCase() !== "VERIFY_RESIZE") continue;
-    confirming.add(id);
+    const note: ActionNote = { sentAtMs: deps.clock.now() };
+    confirms.set(id, note);
     try {
       const r = await deps.nova.confirmResize(id, ctx.signal);
       log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
@@ -315,7 +320,7 @@ async function confirmOurs(
     } catch (err) {
       log.warn({ serverId: id, err: errText(err) }, "confirmResize failed");
     } finally {
-      confirming.delete(id);
+      note.answeredAtMs = deps.clock.now();
     }
   }
 }

@@ -211,7 +211,12 @@ export class WatchedHost {
         return server === undefined ? [] : [{ id, server }];
       },
     );
-    return { servers: listed, migrations: mine, departed };
+    return {
+      servers: listed,
+      migrations: mine,
+      departed,
+      lookedAtMs: this.stamp.atMs,
+    };
   }
 
   /** The held events by the server they name, each list in event order. */

@@ -1,14 +1,18 @@
 /**
  * The one in-process memory of each drain, forgotten in one call when its
  * Eviction is gone: the starts it issued
- * and what Nova answered, the confirms it has under way, the duration model
+ * and what Nova answered, the confirms and aborts it sent, the duration model
  * that paces the passes, and when the next pass is due. A restart loses it
  * all on purpose: the status and a fresh look at Nova are enough to go on.
  *
  * @module
  */
 
-import type { ObservedMigration, StartNote } from "./observation.ts";
+import type {
+  ActionNote,
+  ObservedMigration,
+  StartNote,
+} from "./observation.ts";
 import type { NovaLimitMemo } from "./nova_limit.ts";
 import {
   type MigrationKind,
@@ -34,8 +38,10 @@ export interface IssuedStart extends StartNote {
 export interface DrainState {
   /** Starts by server id (the last one per VM). */
   readonly starts: Map<string, IssuedStart>;
-  /** Servers whose confirmResize is under way. */
-  readonly confirming: Set<string>;
+  /** The confirms sent, by server id (once.ts: none sent twice blindly). */
+  readonly confirms: Map<string, ActionNote>;
+  /** The aborts sent, by migration id (once.ts). */
+  readonly aborts: Map<string, ActionNote>;
   /** Flavor RAM of the VMs seen on the host. */
   readonly ram: Map<string, number>;
   /** The duration model (its first samples shared by every drain of the process). */
@@ -96,7 +102,8 @@ export class DrainMemory {
     if (s === undefined) {
       s = {
         starts: new Map(),
-        confirming: new Set(),
+        confirms: new Map(),
+        aborts: new Map(),
         ram: new Map(),
         pace: new Pace(this.#cloud),
         due: undefined,

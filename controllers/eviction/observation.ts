@@ -218,4 +218,18 @@ export interface StartNote {
   kind?: "live" | "cold";
   /** Controller clock when it was issued. */
   issuedAtMs?: number;
+  /** Controller clock when its answer (or its failure) came. */
+  answeredAtMs?: number;
+}
+
+/**
+ * A confirm or an abort this process sent, and when Nova answered it
+ * (once.ts: such an action is not sent again before a look that began
+ * after its answer shows it still needed).
+ */
+export interface ActionNote {
+  /** Controller clock when it was sent. */
+  sentAtMs: number;
+  /** Controller clock when its answer (or its failure) came; undefined: none yet. */
+  answeredAtMs?: number;
 }

@@ -32,6 +32,12 @@ export interface Observation {
   migrations: Migration[];
   /** Where the VMs that left the list are (null: deleted). */
   departed: DepartedServer[];
+  /**
+   * Controller clock when the direct look this rests on began (a
+   * notified view's: its list's); what may release an action of ours
+   * (once.ts).
+   */
+  lookedAtMs?: number;
 }
 
 /**

@@ -264,6 +264,9 @@ export function planInputFor(
     now: new Date(deps.clock.now()),
     options,
     starts: pass.state.starts,
+    confirms: pass.state.confirms,
+    aborts: pass.state.aborts,
+    ...(seen.lookedAtMs === undefined ? {} : { lookedAtMs: seen.lookedAtMs }),
     startBackoff: pass.state.startBackoff,
     ...novaLiveLimit(pass, seen),
     // Without a cluster budget a queued migration takes no one's slot, and

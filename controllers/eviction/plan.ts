@@ -21,6 +21,7 @@ import type { DrainSummary } from "./conditions.ts";
 import { assembleStatus, byId, type LimitSource } from "./next_status.ts";
 import type { MigrationKind } from "./nova_states.ts";
 import {
+  type ActionNote,
   type DepartedServer,
   type ObservedMigration,
   type ObservedServer,
@@ -105,6 +106,18 @@ export interface PlanInput {
   novaQueueAhead?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
+  /**
+   * Controller clock when the direct look at Nova that `servers`,
+   * `migrations` and `departed` rest on began (a notified view's: its
+   * list's); default `now`. Only a look begun after the answer to a
+   * start, a confirm or an abort of ours may show it needed again
+   * (once.ts).
+   */
+  lookedAtMs?: number;
+  /** The confirms this process sent, by server id. */
+  confirms?: ReadonlyMap<string, ActionNote>;
+  /** The aborts this process sent, by migration id. */
+  aborts?: ReadonlyMap<string, ActionNote>;
   /**
    * VMs whose starts went unanswered (5xx, timeout, reset) with Nova showing
    * nothing of them: not started again before `retryAtMs` (epoch ms), never

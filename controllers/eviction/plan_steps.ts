@@ -44,6 +44,7 @@ import type {
   StuckReport,
   WaitingVm,
 } from "./plan.ts";
+import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
 
 /**
@@ -203,6 +204,7 @@ export function classifyOnHost(
       failed: prev.failed.get(server.id),
       skipped: prev.skipped.get(server.id),
       note: prev.notes.get(server.id),
+      lookedAtMs: input.lookedAtMs,
       nowMs,
       options: input.options,
     });
@@ -423,6 +425,32 @@ function lookupFailed(
   });
 }
 
+/**
+ * Whether our cold migration of `id`, at VERIFY_RESIZE, needs a confirm
+ * now: its record (when listed) still `finished`, and no confirm of ours
+ * sent that a look begun after its answer has not yet seen (once.ts).
+ *
+ * @example
+ * ```ts
+ * import { confirmNeeded } from "./plan_steps.ts";
+ * const input = { now: new Date(100), lookedAtMs: 50, confirms: new Map([["a", { sentAtMs: 10, answeredAtMs: 20 }]]) };
+ * console.assert(confirmNeeded(input, "a", "finished"));
+ * console.assert(!confirmNeeded(input, "a", "confirming"));
+ * console.assert(!confirmNeeded({ ...input, lookedAtMs: 15 }, "a", "finished"));
+ * ```
+ */
+export function confirmNeeded(
+  input: Pick<PlanInput, "now" | "lookedAtMs" | "confirms">,
+  id: string,
+  recordStatus: string | undefined,
+): boolean {
+  if (recordStatus !== undefined && recordStatus.toLowerCase() !== "finished") {
+    return false;
+  }
+  const lookedAtMs = input.lookedAtMs ?? input.now.getTime();
+  return maySendAgain(input.confirms?.get(id), lookedAtMs);
+}
+
 /** A departed VM that Nova answered for: gone, awaiting confirm, finishing, or done. */
 function departed(
   input: PlanInput,
@@ -444,14 +472,19 @@ function departed(
   }
   const status = server.status.toUpperCase();
   if (status === "VERIFY_RESIZE") {
-    const type = records.latest.get(id)?.latest.migrationType;
+    const latest = records.latest.get(id)?.latest;
+    const type = latest?.migrationType;
     if (
       entry !== undefined && entry.adopted !== true &&
       (type === undefined || isOurKind(type, "cold"))
     ) {
       // Our cold migration waits for confirmation on its destination; the
-      // source still holds the VM's resources, so it stays in flight.
-      out.confirmResize.push(id);
+      // source still holds the VM's resources, so it stays in flight. A
+      // confirm of ours is sent again only when a look begun after its
+      // answer still shows the record `finished` (Nova's confirm runs on
+      // after the answer: the record says `confirming`, the server stays
+      // VERIFY_RESIZE until it ends).
+      if (confirmNeeded(input, id, latest?.status)) out.confirmResize.push(id);
       acc.inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
       return;
     }
@@ -565,11 +598,19 @@ export function stuckAndAborts(
       startedAt: entry.startedAt,
       elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
     });
+    // An abort of ours is sent again only when a look begun a whole
+    // timeout after its answer still shows the migration running (Nova
+    // aborts after answering: the record runs on a while).
     if (
       options.abortStuckMigrations && entry.kind === "live" &&
       view.onHost.has(entry.id) &&
       record !== undefined && entry.migrationId === String(record.id) &&
-      isAbortable(record.status)
+      isAbortable(record.status) &&
+      maySendAgain(
+        input.aborts?.get(entry.migrationId),
+        input.lookedAtMs ?? nowMs,
+        timeoutMs,
+      )
     ) {
       abort.push({ id: entry.id, migrationId: entry.migrationId });
     }

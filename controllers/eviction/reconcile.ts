@@ -24,6 +24,7 @@ import { actOnPlan } from "./act.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
+import { forgetUntracked } from "./once.ts";
 import { type Observation, observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, planPass } from "./plan.ts";
@@ -235,6 +236,7 @@ async function observeOrKeep(
 ): Promise<Observation> {
   const { deps, host, status } = pass;
   const since = changesSince(pass, options);
+  const lookedAtMs = deps.clock.now();
   try {
     const seen = await observe(
       deps.nova,
@@ -247,7 +249,7 @@ async function observeOrKeep(
       pass.ctx.signal,
     );
     for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
-    return seen;
+    return { ...seen, lookedAtMs };
   } catch (err) {
     if (pass.claimedFrom !== undefined) {
       deps.memory.ledger.set(pass.ctx.key, pass.claimedFrom);
@@ -265,10 +267,14 @@ async function observeOrKeep(
  */
 function act(pass: Pass, plan: Plan): void {
   const { state, deps, ctx } = pass;
-  const inFlight = new Set((plan.next.inFlight ?? []).map((e) => e.id));
-  for (const id of state.starts.keys()) {
-    if (!inFlight.has(id)) state.starts.delete(id);
-  }
+  const next = plan.next.inFlight ?? [];
+  const inFlight = new Set(next.map((e) => e.id));
+  forgetUntracked(state.starts, inFlight);
+  forgetUntracked(state.confirms, inFlight);
+  forgetUntracked(
+    state.aborts,
+    new Set(next.flatMap((e) => e.migrationId ?? [])),
+  );
   state.woken = false;
   actOnPlan(
     plan,

@@ -10,74 +10,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { runWorld, type WorldSpec } from "../../tests/harness/drain_world.ts";
+import { worldSpecArb as specArb } from "../../tests/harness/drain_world_arbs.ts";
 
 const RUNS = Number(Deno.env.get("EVICTOR_SIM_WORLDS") ?? "1000");
 const SEED = Number(Deno.env.get("EVICTOR_SIM_SEED") ?? "20261201");
-
-const vmArb = fc.record({
-  ramMb: fc.constantFrom(512, 1024, 2048, 4096, 8192),
-  status: fc.constantFrom<WorldSpec["vms"][number]["status"]>(
-    "ACTIVE",
-    "ACTIVE",
-    "ACTIVE",
-    "SHUTOFF",
-    "PAUSED",
-    "SUSPENDED",
-    "ERROR",
-  ),
-  blocker: fc.constantFrom(false, false, false, false, false, true),
-  migrationFault: fc.constantFrom<WorldSpec["vms"][number]["migrationFault"]>(
-    "none",
-    "none",
-    "none",
-    "fail",
-    "error",
-    "delete",
-  ),
-});
-
-const specArb: fc.Arbitrary<WorldSpec> = fc.record({
-  seed: fc.integer({ min: 1, max: 2 ** 30 }),
-  vms: fc.array(vmArb, { minLength: 0, maxLength: 8 }),
-  limit: fc.integer({ min: 1, max: 4 }),
-  novaHostLimit: fc.integer({ min: 1, max: 3 }),
-  startFaults: fc.array(
-    fc.constantFrom<WorldSpec["startFaults"][number]>(
-      "ok",
-      "ok",
-      "ok",
-      "slow",
-      "lost_processed",
-      "lost_unprocessed",
-      "unavailable",
-    ),
-    { minLength: 0, maxLength: 6 },
-  ).map((faults) => ["ok" as const, ...faults]),
-  events: fc.array(
-    fc.record({
-      atPass: fc.integer({ min: 0, max: 30 }),
-      what: fc.constantFrom<WorldSpec["events"][number]["what"]>(
-        "arrive",
-        "arrive_incoming",
-        "arrive_during_pass",
-        "incoming_during_pass",
-        "delete",
-        "power",
-        "user_resize",
-        "lower_policy",
-        "fault_next",
-        "owner_confirms",
-        "write_fails",
-        "restart",
-        "forced_after_succeeded",
-      ),
-      pick: fc.nat(20),
-    }),
-    { maxLength: 8 },
-  ),
-  retryWindowMs: fc.constantFrom(0, 60_000),
-  queuedBeforeStart: fc.constantFrom(false, false, false, true),
-});
 
 Deno.test("world simulation: invariants hold after every pass of thousands of drains", async () => {
   let succeeded = 0;

@@ -31,6 +31,10 @@ import {
   type Server,
   TimeoutError,
 } from "../../openstack/mod.ts";
+import { HostWatches } from "../../controllers/eviction/host_watches.ts";
+import type { NovaNotification } from "../../openstack/notification_types.ts";
+import { MemoryFeed } from "./memory_feed.ts";
+import { parseSimEnvelope } from "./sim_feed.ts";
 import { Prng } from "./nova_sim/prng.ts";
 import { parseScenario } from "./nova_sim/scenario.ts";
 import { ManualClock } from "./nova_sim/sim_clock.ts";
@@ -147,6 +151,33 @@ export interface WorldSpec {
   novaClockOffsetMs?: number;
   /** Retry window (0: transient failures end after maxAttempts). */
   retryWindowMs: number;
+  /** Nova's notifications feed the drain (a host view), through a lossy feed. */
+  notified?: NotifiedSpec;
+  /**
+   * The drain's settings (real ms) and its clock's rate: defaults poll
+   * 2 s, relist 60 s, settle 6 s, rate 1.
+   */
+  timing?: { pollMs: number; relistMs: number; settleMs: number; rate: number };
+}
+
+/**
+ * What the feed between the simulator's notifications and the drain does:
+ * each event is dropped, duplicated and delayed (delays reorder them) at
+ * random; from pass `silentFromPass` on it delivers nothing while staying
+ * connected (a feed listening where Nova no longer publishes); `downAtPass`
+ * takes it down for a few passes (a new epoch when it is back).
+ */
+export interface NotifiedSpec {
+  /** Probability that an event is lost. */
+  drop: number;
+  /** Probability that an event is delivered twice. */
+  duplicate: number;
+  /** Each delivery is delayed by up to this (simulated ms). */
+  delayMaxMs: number;
+  /** From this pass on, nothing is delivered (0: deaf from the start). */
+  silentFromPass?: number | undefined;
+  /** At this pass the connection drops, for three passes. */
+  downAtPass?: number | undefined;
 }
 
 /** A broken invariant, with where it broke. */
@@ -224,6 +255,21 @@ class SimNova {
     this.answers.push({ atMs: this.clock.now() + delayMs, settle });
   }
 
+  /** Per VM, the migrations of ours that completed (moved it). */
+  completedOurs(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const m of this.world.migrations) {
+      if (!this.ours.has(m.id)) continue;
+      if (
+        !["completed", "finished", "confirming", "confirmed"].includes(m.status)
+      ) {
+        continue;
+      }
+      out.set(m.serverId, (out.get(m.serverId) ?? 0) + 1);
+    }
+    return out;
+  }
+
   inProgress(m: SimMigration): boolean {
     return m.type === "live-migration"
       ? m.status === "accepted" || LIVE_IN_PROGRESS.includes(m.status)
@@ -295,6 +341,11 @@ class SimNova {
         m.serverId === id && this.inProgress(m)
       ),
       `second start of ${id} while a migration of it is in progress`,
+    );
+    // 11. No VM moved twice: none of ours of it completed before.
+    check(
+      (this.completedOurs().get(id) ?? 0) === 0,
+      `start of ${id}, which a migration of ours already moved off the host`,
     );
     if (kind === "cold" && s !== undefined && !s.deleted) {
       check(
@@ -540,6 +591,8 @@ function mergeStatus(
 /** The outcome of one world. */
 export interface WorldRun {
   passes: number;
+  /** Migrations of ours that completed, per VM, at most. */
+  maxMovesPerVm: number;
   novaCalls: number;
   finalReason: string | undefined;
   hostEmpty: boolean;
@@ -608,6 +661,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     spec.novaClockOffsetMs,
   );
   const metrics = new EvictionMetrics(new Registry());
+  const timing = spec.timing ??
+    { pollMs: 2000, relistMs: 60_000, settleMs: 6000, rate: 1 };
+  /** Simulated ms per real ms of the drain's delays. */
+  const rate = timing.rate;
   let policyLimit = spec.limit;
   const policy = (): EvictionPolicy => ({
     metadata: { name: "default", resourceVersion: String(policyLimit) },
@@ -619,19 +676,19 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       maxConcurrentMigrations: spec.limit,
       abortStuckMigrations: false,
     }),
-    pollIntervalMs: 2000,
-    maxPollMs: 60_000,
-    slowPollMs: 20_000,
-    finishedCheckMs: 120_000,
-    relistMs: 60_000,
-    settleMs: 6000,
+    pollIntervalMs: timing.pollMs,
+    maxPollMs: timing.pollMs * 30,
+    slowPollMs: timing.pollMs * 10,
+    finishedCheckMs: timing.pollMs * 60,
+    relistMs: timing.relistMs,
+    settleMs: timing.settleMs,
     planOptions: {
       retryBaseMs: 5_000,
       retryCapMs: 20_000,
       maxAttempts: 3,
       retryWindowMs: spec.retryWindowMs,
     },
-    clock,
+    clock: { now: () => clock.now(), rate: timing.rate },
     memory: new DrainMemory(),
     metrics,
     actConcurrency: 4,
@@ -662,6 +719,13 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     },
   } as Hypervisor);
   let wakeAt: number | undefined;
+  const feed = notifiedFeed(world, clock, spec, () => passes);
+  const watch = () =>
+    feed === undefined ? undefined : new HostWatches(feed.feed, () => {
+      wakeAt = clock.now();
+    }, () => clock.now());
+  let watches = watch();
+  if (watches !== undefined) deps.watches = watches;
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -851,9 +915,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     ) {
       wrongSince ??= clock.now();
       const window = Math.min(
-        deps.finishedCheckMs,
-        Math.max(deps.pollIntervalMs, wrongSince - finishedAtMs),
-      ) + deps.pollIntervalMs;
+        deps.finishedCheckMs * rate,
+        Math.max(deps.pollIntervalMs * rate, wrongSince - finishedAtMs),
+      ) + deps.pollIntervalMs * rate;
       check(
         clock.now() - wrongSince <= window,
         `reported empty for ${
@@ -888,7 +952,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     }
 
     // Time moves on: to the next pass, or earlier when an answer wakes it.
-    const delay = result.requeueAfterMs ?? deps.finishedCheckMs;
+    const delay = (result.requeueAfterMs ?? deps.finishedCheckMs) * rate;
     let next = clock.now() + delay;
     // A wake during the pass or from an answer that came at once (a 503):
     // the framework runs the pass again right away.
@@ -896,7 +960,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       next = Math.min(next, wakeAt);
     }
     wakeAt = undefined;
-    if (forceArmed && status.finishedAt !== undefined && delay > 1000) {
+    if (forceArmed && status.finishedAt !== undefined && delay > 1000 * rate) {
       // 1 s after Succeeded an admin forces a VM onto the host.
       forceArmed = false;
       clock.advance(1000);
@@ -929,8 +993,18 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         break;
       }
     }
-    clock.advance(Math.max(0, next - clock.now()));
-    world.advance();
+    if (feed === undefined) {
+      clock.advance(Math.max(0, next - clock.now()));
+      world.advance();
+    } else {
+      // Events arrive on their own time and may wake the drain early.
+      while (clock.now() < next && wakeAt === undefined) {
+        clock.advance(Math.min(FEED_STEP_MS, next - clock.now()));
+        world.advance();
+        feed.deliverDue();
+      }
+      wakeAt = undefined;
+    }
     // The Hypervisor's status sync: a changed instance count wakes the drain.
     const count = onHost().length;
     if (count !== lastNumInstances) lastNumInstances = count;
@@ -970,6 +1044,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   }
   return {
     passes,
+    maxMovesPerVm: Math.max(0, ...nova.completedOurs().values()),
     status,
     novaCalls: nova.calls,
     finalReason: evicting?.reason,
@@ -1044,6 +1119,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // The controller restarts: its memory is gone, the status stays;
         // answers to the old process's calls reach nobody.
         deps.memory = new DrainMemory();
+        watches?.close();
+        watches = watch();
+        if (watches !== undefined) deps.watches = watches;
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
@@ -1065,4 +1143,55 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
 /** Lets promise callbacks (start answers) run. */
 async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/** The feed's delivery step while time moves between passes (simulated ms). */
+const FEED_STEP_MS = 250;
+
+/**
+ * The simulator's notifications through a lossy feed (`spec.notified`),
+ * delivered as the clock passes their delivery time; undefined without
+ * notifications.
+ */
+function notifiedFeed(
+  world: World,
+  clock: ManualClock,
+  spec: WorldSpec,
+  passNow: () => number,
+): { feed: MemoryFeed; deliverDue: () => void } | undefined {
+  const n = spec.notified;
+  if (n === undefined) return undefined;
+  const feed = new MemoryFeed();
+  const prng = new Prng(spec.seed ^ 0x5f3759df);
+  const held: Array<{ atMs: number; n: NovaNotification }> = [];
+  let downSince: number | undefined;
+  world.onNotification((key, envelope) => {
+    const pass = passNow();
+    if (n.silentFromPass !== undefined && pass >= n.silentFromPass) return;
+    if (prng.next() < n.drop) return;
+    const copies = prng.next() < n.duplicate ? 2 : 1;
+    const parsed = parseSimEnvelope(key, envelope);
+    for (let i = 0; i < copies; i++) {
+      held.push({ atMs: clock.now() + prng.next() * n.delayMaxMs, n: parsed });
+    }
+  });
+  const deliverDue = () => {
+    const pass = passNow();
+    if (
+      n.downAtPass !== undefined && pass >= n.downAtPass &&
+      pass < n.downAtPass + 3
+    ) {
+      downSince ??= pass;
+      feed.down();
+    } else if (downSince !== undefined) {
+      downSince = undefined;
+      feed.up();
+    }
+    held.sort((a, b) => a.atMs - b.atMs);
+    while ((held[0]?.atMs ?? Infinity) <= clock.now()) {
+      const due = held.shift();
+      if (due !== undefined) feed.publish(due.n);
+    }
+  };
+  return { feed, deliverDue };
 }
