@@ -200,9 +200,49 @@ Deno.test("classifyServer: what Nova answered to our start, resolved by what it 
     ],
     [
       "no answer (timeout, 5xx) and nothing shows: planned again, uncharged",
-      { note: note("unknown", "503") },
+      {
+        note: { ...note("unknown", "503"), answeredAtMs: T0.getTime() - 5000 },
+      },
       "ready",
       undefined,
+    ],
+    [
+      "no answer, and the look began before it came: in flight (once.ts)",
+      {
+        note: { ...note("unknown", "503"), answeredAtMs: T0.getTime() - 5000 },
+        lookedAtMs: T0.getTime() - 6000,
+      },
+      "in_flight",
+      undefined,
+      false,
+    ],
+    [
+      "accepted, past grace, but the look (a view's list) began before the answer: in flight",
+      {
+        note: { ...note("accepted"), answeredAtMs: T0.getTime() - 500_000 },
+        inFlight: entry("a", -600),
+        lookedAtMs: T0.getTime() - 500_001,
+      },
+      "in_flight",
+      undefined,
+      false,
+    ],
+    [
+      "accepted, past grace, a look after its answer shows nothing: planned again, uncharged",
+      {
+        note: { ...note("accepted"), answeredAtMs: T0.getTime() - 500_000 },
+        inFlight: entry("a", -600),
+        lookedAtMs: T0.getTime() - 1000,
+      },
+      "ready",
+      undefined,
+    ],
+    [
+      "after a restart, a look begun within the grace period: in flight",
+      { inFlight: entry("a", -600), lookedAtMs: T0.getTime() - 590_000 },
+      "in_flight",
+      undefined,
+      false,
     ],
     [
       "no answer but Nova shows it: ours, in flight",

@@ -12,6 +12,7 @@ import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import type { NotificationFeed } from "../../openstack/notification_types.ts";
+import { trustOptionsFor } from "./feed_trust.ts";
 import { HostWatches } from "./host_watches.ts";
 import { RELIST_POLLS } from "./pass_view.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
@@ -291,9 +292,21 @@ function watchHosts(
   feed: NotificationFeed,
 ): void {
   const evictions = operator.cache(EvictionKind);
-  const watches = new HostWatches(feed, (key) => {
-    if (evictions.get(key) !== undefined) operator.enqueue(EvictionKind, key);
-  }, () => pass.clock.now());
+  const watches = new HostWatches(
+    feed,
+    (key) => {
+      if (evictions.get(key) !== undefined) {
+        operator.enqueue(EvictionKind, key);
+      }
+    },
+    () => pass.clock.now(),
+    trustOptionsFor({
+      pollMs: pass.pollIntervalMs,
+      relistMs: pass.relistMs,
+      rate: pass.clock.rate ?? 1,
+    }),
+  );
   pass.watches = watches;
+  pass.metrics.feedDemoted = () => watches.feedDemoted();
   operator.onCleanup(() => Promise.resolve(watches.close()));
 }

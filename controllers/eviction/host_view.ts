@@ -219,6 +219,56 @@ export class WatchedHost {
     };
   }
 
+  /**
+   * VMs listed here that the events show elsewhere without any step of
+   * the migration that moved them (and no record of one in progress when
+   * listed): the view missed that migration's events, so it cannot tell
+   * whose move it was. The informer then trusts the view no more.
+   *
+   * @example
+   * ```ts
+   * import { WatchedHost } from "./host_view.ts";
+   * const listed = { id: "a", name: "a", status: "ACTIVE", host: "h", hypervisorHostname: "h",
+   *   taskState: null, vmState: "active", powerState: 1, flavor: { ramMb: 1024, vcpus: 1 } };
+   * const view = new WatchedHost("h", { servers: [listed], migrations: [], departed: [] },
+   *   { atMs: 0, epoch: 1, up: true });
+   * view.apply({ messageId: "m1", eventType: "instance.update", publisherId: "nova-compute:d",
+   *   publisherHost: "d", timestampMs: 5, priority: "info",
+   *   instance: { uuid: "a", host: "d", node: "d", vmState: "active", taskState: null, powerState: 1 } });
+   * console.assert(view.missedMoves()[0] === "a");
+   * ```
+   */
+  missedMoves(): string[] {
+    const missed: string[] = [];
+    const listed = new Set(this.list.servers.map((s) => s.id));
+    for (const [id, events] of this.#bySubject()) {
+      if (
+        events.some((n) => migrationStepOf(n.eventType, false) !== undefined)
+      ) {
+        continue;
+      }
+      if (
+        this.list.migrations.some((m) =>
+          m.instanceUuid === id && !recordEnded(m.status)
+        )
+      ) continue;
+      let here = listed.has(id);
+      let left = false;
+      for (const n of events) {
+        if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
+        if (isDeletion(n)) {
+          left = false;
+          here = false;
+        } else if (n.instance.host === this.host) {
+          here = true;
+          left = false;
+        } else if (here) left = true;
+      }
+      if (left) missed.push(id);
+    }
+    return missed.sort();
+  }
+
   /** The held events by the server they name, each list in event order. */
   #bySubject(): Map<string, NovaNotification[]> {
     const out = new Map<string, NovaNotification[]>();
@@ -333,6 +383,20 @@ function foldRecords(
     }
     if (step.onDestination && n.publisherHost !== undefined) {
       cur.destCompute ??= n.publisherHost;
+    }
+  }
+  // A cold move's events do not say whether it is a migration or a user's
+  // resize; a flavor that changed says resize (a migration keeps it).
+  const listedRamMb = server?.flavor.ramMb;
+  const resized = listedRamMb !== undefined &&
+    events.some((n) =>
+      isSnapshot(n.eventType) && n.instance?.flavorRamMb !== undefined &&
+      n.instance.flavorRamMb !== listedRamMb
+    );
+  if (!resized) return;
+  for (const m of records) {
+    if (m.id < 0 && m.instanceUuid === id && m.migrationType === "migration") {
+      m.migrationType = "resize";
     }
   }
 }

@@ -15,8 +15,19 @@ import type {
   NotificationFeed,
   NovaNotification,
 } from "../../openstack/notification_types.ts";
+import {
+  type Demotion,
+  FeedTrust,
+  type TrustOptions,
+  trustOptionsFor,
+} from "./feed_trust.ts";
 import { type ListStamp, WatchedHost } from "./host_view.ts";
-import { MIGRATE_SERVER_ERROR } from "./notified_events.ts";
+import {
+  MIGRATE_SERVER_ERROR,
+  migrationStepOf,
+  subjectOf,
+} from "./notified_events.ts";
+import type { StartNote } from "./observation.ts";
 import type { Observation } from "./observe.ts";
 import { type FactDiff, factDiffs } from "./view_diff.ts";
 
@@ -40,8 +51,10 @@ const WAKING: ReadonlySet<string> = new Set([
 
 /**
  * Whether an event taken into `host`'s view should wake its drain: the
- * end of a migration step, or an update that puts a VM on the host at
- * rest (an arrival, a rollback done).
+ * end of a migration step, an update that puts a VM on the host at rest
+ * (an arrival, a rollback done), or the first step on this host of a
+ * migration towards it (an arrival begins: a finished drain reopens then,
+ * not when it lands).
  *
  * @example
  * ```ts
@@ -55,6 +68,11 @@ const WAKING: ReadonlySet<string> = new Set([
  */
 export function wakesDrain(n: NovaNotification, host: string): boolean {
   if (WAKING.has(n.eventType)) return true;
+  const step = migrationStepOf(n.eventType, false);
+  if (
+    step?.onDestination === true && step.payloadIsSource &&
+    n.publisherHost === host && n.instance?.host !== host
+  ) return true;
   if (
     n.eventType !== "instance.update" && n.eventType !== "instance.create.end"
   ) {
@@ -100,17 +118,26 @@ export class HostWatches {
   /** Drains woken by an event that no look has taken in yet. */
   readonly #woken = new Set<string>();
   readonly #stop: Array<() => void>;
+  /** When each host's view may be planned from (feed_trust.ts). */
+  readonly #trust: FeedTrust;
 
   /**
    * Watches `feed`; `wake(key)` runs a drain's pass at once, `now` is the
-   * drain's clock (the one Nova's timestamps are compared with).
+   * drain's clock (the one Nova's timestamps are compared with), `trust`
+   * the bounds of the views' trust on that clock.
    */
   constructor(
     feed: NotificationFeed,
     wake: (key: string) => void,
     now: () => number,
+    trust: TrustOptions = trustOptionsFor({
+      pollMs: 2000,
+      relistMs: 60_000,
+      rate: 1,
+    }),
   ) {
     this.#feed = feed;
+    this.#trust = new FeedTrust(trust);
     this.#wake = (key) => {
       this.#woken.add(key);
       wake(key);
@@ -128,14 +155,74 @@ export class HostWatches {
   }
 
   /**
-   * The drain's view when it can be planned from: trustworthy, and listed
-   * less than `maxAgeMs` (drain clock) ago; else undefined.
+   * The drain's view when it can be planned from: listed and watched
+   * without a gap, trusted (feed_trust.ts: not demoted, its last relist
+   * agreed, no start of ours unheard of too long), and listed less than
+   * `maxAgeMs` (drain clock) ago; else undefined.
    */
   trustworthyView(key: string, maxAgeMs: number): WatchedHost | undefined {
     const view = this.#watches.get(key)?.view;
     if (view === undefined || !view.trustworthy(this.feed)) return undefined;
-    if (this.#now() - view.stamp.atMs >= maxAgeMs) return undefined;
+    const now = this.#now();
+    const missed = view.missedMoves();
+    if (missed.length > 0) {
+      // The view contradicts itself: it missed a migration's events.
+      this.#trust.relisted(
+        key,
+        false,
+        `the events show ${
+          missed.join(", ")
+        } elsewhere without the migration that moved it`,
+        now,
+      );
+    }
+    if (!this.#trust.trusted(key, now)) return undefined;
+    if (now - view.stamp.atMs >= maxAgeMs) return undefined;
     return view;
+  }
+
+  /**
+   * Whether the drain's view is trusted and proven live (a start of ours
+   * on the host was heard of, and the feed spoke recently): only then may
+   * a finished drain leave its host to events and the slow check.
+   */
+  provenLive(key: string): boolean {
+    return this.trustworthyView(key, Infinity) !== undefined &&
+      this.#trust.provenLive(key, this.#now());
+  }
+
+  /**
+   * Every accepted start of the drain is a probe of the feed: its first
+   * event must come within the trust's bound, else the host is demoted.
+   * A start Nova refused as conflicting (409) while the view was trusted
+   * says the view missed a change: it is demoted.
+   */
+  probeStarts(key: string, starts: ReadonlyMap<string, StartNote>): void {
+    if (!this.#watches.has(key)) return;
+    for (const s of starts.values()) {
+      if (s.issuedAtMs === undefined || s.answeredAtMs === undefined) continue;
+      if (s.state === "accepted") {
+        this.#trust.probe(key, s.id, s.issuedAtMs, s.answeredAtMs);
+      } else if (s.state === "conflict") {
+        this.#trust.refusedStart(
+          key,
+          s.id,
+          s.issuedAtMs,
+          `Nova refused the start of ${s.id} (${s.message ?? "409"})`,
+          this.#now(),
+        );
+      }
+    }
+  }
+
+  /** The drain's demotions (and the feed's) not reported yet. */
+  takeDemotions(key: string): Demotion[] {
+    return this.#trust.takeDemotions(key);
+  }
+
+  /** Whether the feed is demoted for every host now (drains poll). */
+  feedDemoted(): boolean {
+    return this.#trust.feedDemoted(this.#now());
   }
 
   /**
@@ -182,8 +269,12 @@ export class HostWatches {
     const view = new WatchedHost(watch.host, list, stamp);
     // An event the list may not show yet wakes the drain again.
     let wake = false;
+    const now = this.#now();
     for (const n of watch.listing.buffer) {
-      if (view.apply(n) && wakesDrain(n, watch.host)) wake = true;
+      if (!view.apply(n)) continue;
+      const id = subjectOf(n);
+      if (id !== undefined) this.#trust.heard(key, id, now);
+      if (wakesDrain(n, watch.host)) wake = true;
     }
     if (wake) this.#wake(key);
     const old = watch.view;
@@ -191,14 +282,22 @@ export class HostWatches {
     watch.view = view;
     watch.listing = undefined;
     if (!checked) return { diffs: [], checked };
-    return {
-      diffs: factDiffs(
-        old.observation(undefined),
-        view.observation(undefined),
-        watch.host,
-      ),
-      checked,
-    };
+    const diffs = factDiffs(
+      old.observation(undefined),
+      view.observation(undefined),
+      watch.host,
+    );
+    this.#trust.relisted(
+      key,
+      diffs.length === 0,
+      `the relist found ${diffs.length} VM(s) differing from the view (${
+        diffs.slice(0, 3).map((d) =>
+          `${d.id}: view ${d.view ?? "none"}, Nova ${d.fresh ?? "none"}`
+        ).join("; ")
+      })`,
+      this.#now(),
+    );
+    return { diffs, checked };
   }
 
   /** A list that failed: its buffer is dropped. */
@@ -211,6 +310,7 @@ export class HostWatches {
   forget(key: string): void {
     this.#watches.delete(key);
     this.#woken.delete(key);
+    this.#trust.forget(key);
   }
 
   /** Stops listening to the feed. */
@@ -220,9 +320,13 @@ export class HostWatches {
   }
 
   #deliver(n: NovaNotification): void {
+    const now = this.#now();
+    this.#trust.delivered(now);
+    const id = subjectOf(n);
     for (const [key, watch] of this.#watches) {
       watch.listing?.buffer.push(n);
       const kept = watch.view?.apply(n) ?? false;
+      if (kept && id !== undefined) this.#trust.heard(key, id, now);
       if (kept && wakesDrain(n, watch.host)) this.#wake(key);
     }
   }

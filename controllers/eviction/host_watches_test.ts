@@ -16,6 +16,29 @@ function setUp() {
   return { feed, woken, watches, tick: (ms: number) => (now += ms) };
 }
 
+/**
+ * A start of `id` at the watches' clock, heard of by its first event
+ * (the API's update) or already: the feed is proven for the host.
+ */
+function prove(
+  watches: HostWatches,
+  feed: MemoryFeed,
+  id: string,
+  atMs = T0,
+  publish = true,
+): void {
+  if (publish) feed.publish(liveMigration(id, 5, "completed")[0]!);
+  watches.probeStarts(
+    "ev",
+    new Map([[id, {
+      id,
+      state: "accepted",
+      issuedAtMs: atMs,
+      answeredAtMs: atMs,
+    }]]),
+  );
+}
+
 const list = (...ids: string[]) => ({
   servers: ids.map((id) => listed(id)),
   migrations: [],
@@ -29,6 +52,7 @@ Deno.test("subscribe first, then list: events during the list are applied to the
   for (const n of liveMigration("a", 5, "completed")) feed.publish(n);
   // the list began before the migration ended, and shows "a" still there
   watches.endList("ev", stamp, list("a", "b"));
+  prove(watches, feed, "a", T0, false);
   const view = watches.trustworthyView("ev", 1000);
   assert.ok(view);
   assert.deepEqual(view.observation(undefined).servers.map((s) => s.id), ["b"]);
@@ -56,6 +80,7 @@ Deno.test("a completion wakes its host's drain; a start does not; other hosts' e
 Deno.test("the feed going down or up wakes every drain; a view of an older epoch is not trusted; stale views are relisted", () => {
   const { feed, woken, watches, tick } = setUp();
   watches.endList("ev", watches.beginList("ev", HOST), list("a"));
+  prove(watches, feed, "a");
   feed.down();
   assert.deepEqual(woken, ["ev"]);
   assert.equal(watches.trustworthyView("ev", 1000), undefined);

@@ -38,6 +38,10 @@ export class EvictionMetrics {
   readonly migrationDuration: Histogram<"kind">;
   /** Seconds from drain start to an empty host. */
   readonly drainDuration: Histogram;
+  /** Notified views demoted to polling, by scope (host, feed) and reason (wrong, deaf). */
+  readonly demotions: Counter<"scope" | "reason">;
+  /** Whether the notification feed is demoted for every host (the gauge's source; set by the controller). */
+  feedDemoted: () => boolean = () => false;
   /** Nova API calls made by the controller, by call and outcome. */
   readonly novaCalls: Counter<"call" | "outcome">;
   /** Deleted Evictions whose finalizer stopped waiting for migrations. */
@@ -107,6 +111,23 @@ export class EvictionMetrics {
         "Drain passes that planned from a host's notified view (source view) or read Nova (source nova), with notifications on.",
       labelNames: ["source"],
       registers,
+    });
+    this.demotions = new Counter({
+      name: "evictor_nova_notifications_demotions_total",
+      help:
+        "Notified views demoted to polling: one host's (scope host) when a relist found it wrong or a start of ours was not heard of in time (reason wrong or deaf), or the whole feed's (scope feed) after repeated host demotions.",
+      labelNames: ["scope", "reason"],
+      registers,
+    });
+    const metrics = this;
+    new Gauge({
+      name: "evictor_nova_notifications_feed_demoted",
+      help:
+        "1 while Nova's notification feed is demoted for every host (drains poll), else 0.",
+      registers,
+      collect() {
+        this.set(metrics.feedDemoted() ? 1 : 0);
+      },
     });
     this.viewDiffs = new Counter({
       name: "evictor_notification_view_diffs_total",

@@ -115,11 +115,10 @@ export function requeue(
   if (plan.settleAtMs !== undefined) {
     // Seen empty, not settled: look again at the settle time. Polling
     // looks every poll interval meanwhile (each look may find a VM on its
-    // way here); a trustworthy notified view wakes the drain at such an
-    // arrival, so one look at the settle time will do.
+    // way here); a notified view proven live wakes the drain as such an
+    // arrival begins, so one look at the settle time will do.
     const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
-    const watched =
-      deps.watches?.trustworthyView(pass.ctx.key, Infinity) !== undefined;
+    const watched = deps.watches?.provenLive(pass.ctx.key) === true;
     const delay = Math.round(
       watched ? leftMs : Math.min(deps.pollIntervalMs, leftMs),
     );
@@ -251,9 +250,11 @@ export function finishedLookMs(
   atMs = pass.deps.clock.now(),
 ): number {
   const { deps } = pass;
-  // A trustworthy notified view wakes the drain at an arrival: the looks
-  // need not come sooner than the slow finished check (pass_view.ts).
-  if (deps.watches?.trustworthyView(pass.ctx.key, Infinity) !== undefined) {
+  // A trustworthy notified view proven live wakes the drain as an arrival
+  // begins: the looks need not come sooner than the slow finished check.
+  // One not proven live (a silent feed looks just like a quiet host)
+  // looks at the polling pace.
+  if (deps.watches?.provenLive(pass.ctx.key) === true) {
     return deps.finishedCheckMs;
   }
   const since = Date.parse(finishedAt ?? "");

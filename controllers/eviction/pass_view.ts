@@ -8,13 +8,20 @@
  * exactly as without notifications) and one at the relist interval;
  * each fresh look rebuilds the view (subscribe first, then list), and the
  * VMs on which the old view differed from it are counted
- * (`evictor_notification_view_diffs_total`).
+ * (`evictor_notification_view_diffs_total`). Whether the view is
+ * trustworthy is the informer's to say (host_watches.ts, feed_trust.ts):
+ * this phase hands it the drain's starts as probes and reports the
+ * demotions it decided (an Event and
+ * `evictor_nova_notifications_demotions_total`). A plan from the view
+ * never starts a VM twice: only a direct look begun after a start's
+ * answer may release it (once.ts).
  *
  * @module
  */
 
+import type { Demotion } from "./feed_trust.ts";
 import type { Observation } from "./observe.ts";
-import type { Pass } from "./pass.ts";
+import { emit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan.ts";
 
 /** A plan and the input it was made from. */
@@ -101,12 +108,14 @@ export async function lookAtHost(
   const watches = deps.watches;
   if (watches === undefined) return { seen: await fresh() };
   watches.takeWake(ctx.key);
+  watches.probeStarts(ctx.key, state.starts);
   const maxAgeMs = relistAgeMs({
     relistMs: deps.relistMs,
     finishedCheckMs: deps.finishedCheckMs,
     holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
   });
   const view = watches.trustworthyView(ctx.key, maxAgeMs * pass.rate);
+  reportDemotions(pass, watches.takeDemotions(ctx.key));
   if (view !== undefined) {
     const seen = view.observation(pass.status, (id) => state.ram.get(id));
     const planned = plan(seen);
@@ -133,5 +142,24 @@ export async function lookAtHost(
       "the relist found the notified view of the host differing (a missed event)",
     );
   }
+  reportDemotions(pass, watches.takeDemotions(ctx.key));
   return { seen };
+}
+
+/** Says why the informer stopped trusting the host's view (or the feed). */
+function reportDemotions(pass: Pass, demotions: readonly Demotion[]): void {
+  for (const d of demotions) {
+    pass.deps.metrics.demotions.inc({ scope: d.scope, reason: d.reason });
+    const what = d.scope === "feed"
+      ? "Nova's notification feed demoted for every host"
+      : `the notified view of ${pass.host} demoted to polling`;
+    pass.log.warn({ scope: d.scope, reason: d.reason }, `${what}: ${d.detail}`);
+    emit(pass, {
+      type: "Warning",
+      reason: d.scope === "feed"
+        ? "NotificationFeedDemoted"
+        : "NotificationViewDemoted",
+      message: `${what} (${d.reason}): ${d.detail}`,
+    });
+  }
 }

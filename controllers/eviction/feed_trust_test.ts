@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FeedTrust, type TrustOptions, trustOptionsFor } from "./feed_trust.ts";
+
+const OPTIONS: TrustOptions = {
+  probeMs: 10,
+  hostDemotionMs: 100,
+  feedAfter: 3,
+  feedWindowMs: 1000,
+  feedBackoffMs: 500,
+  feedBackoffMaxMs: 1500,
+};
+
+/** A trust whose host "ev" is proven by a start heard of at `atMs`. */
+function proven(key = "ev", atMs = 0): FeedTrust {
+  const trust = new FeedTrust(OPTIONS);
+  trust.probe(key, "p", atMs, atMs);
+  trust.heard(key, "p", atMs + 1);
+  return trust;
+}
+
+Deno.test("FeedTrust: a host is trusted only once a start of ours on it was heard of", () => {
+  const trust = new FeedTrust(OPTIONS);
+  assert.equal(trust.trusted("ev", 0), false, "nothing proven yet");
+  trust.heard("ev", "vm", 5); // an event before the probe is registered
+  trust.probe("ev", "vm", 3, 4);
+  assert.equal(trust.trusted("ev", 6), true);
+  assert.deepEqual(trust.takeDemotions("ev"), []);
+});
+
+Deno.test("FeedTrust: a start not heard of within the bound demotes the host (deaf), for the demotion period and until a start is heard again", () => {
+  const trust = proven();
+  trust.probe("ev", "vm", 10, 12);
+  assert.equal(trust.trusted("ev", 22), true, "within 10 ms of the answer");
+  assert.equal(trust.trusted("ev", 23), false, "overdue: deaf");
+  const [d] = trust.takeDemotions("ev");
+  assert.equal(d?.scope, "host");
+  assert.equal(d?.reason, "deaf");
+  assert.equal(d?.untilMs, 123);
+  assert.equal(trust.trusted("ev", 200), false, "not proven again yet");
+  trust.probe("ev", "vm2", 210, 210);
+  trust.heard("ev", "vm2", 211);
+  assert.equal(trust.trusted("ev", 212), true);
+});
+
+Deno.test("FeedTrust: a relist that disagrees demotes at once; trust returns after the period once a relist agrees", () => {
+  const trust = proven();
+  trust.relisted("ev", false, "1 VM differing", 50);
+  assert.equal(trust.trusted("ev", 51), false);
+  assert.equal(trust.takeDemotions("ev")[0]?.reason, "wrong");
+  trust.probe("ev", "q", 60, 60);
+  trust.heard("ev", "q", 61);
+  assert.equal(trust.trusted("ev", 160), false, "the last relist disagreed");
+  trust.relisted("ev", true, "", 170);
+  assert.equal(trust.trusted("ev", 171), true);
+});
+
+Deno.test("FeedTrust: a 409 to a start planned while trusted demotes the host once per start", () => {
+  const trust = proven();
+  trust.refusedStart("ev", "vm", 5, "409 task_state migrating", 6);
+  trust.refusedStart("ev", "vm", 5, "409 task_state migrating", 7);
+  const demotions = trust.takeDemotions("ev");
+  assert.equal(demotions.length, 1);
+  assert.equal(demotions[0]?.reason, "wrong");
+  const polling = new FeedTrust(OPTIONS);
+  polling.refusedStart("ev", "vm", 5, "409", 6);
+  assert.deepEqual(
+    polling.takeDemotions("ev"),
+    [],
+    "not trusted: no plan came from the view",
+  );
+});
+
+Deno.test("FeedTrust: repeated host demotions demote the whole feed, with a backoff that doubles up to its cap", () => {
+  const trust = new FeedTrust(OPTIONS);
+  const demoteAll = (t0: number) => {
+    for (const key of ["a", "b", "c"]) {
+      trust.probe(key, "p", t0, t0);
+      trust.heard(key, "p", t0);
+      trust.relisted(key, false, "wrong", t0 + 1);
+    }
+  };
+  demoteAll(0);
+  assert.ok(trust.feedDemoted(2));
+  assert.ok(!trust.feedDemoted(501));
+  assert.ok(trust.takeDemotions("a").some((d) => d.scope === "feed"));
+  assert.ok(trust.takeDemotions("b").some((d) => d.scope === "feed"));
+  demoteAll(600); // again soon after: twice as long
+  assert.ok(trust.feedDemoted(1500));
+  assert.ok(!trust.feedDemoted(1602));
+  demoteAll(1700); // capped at 1500
+  assert.ok(trust.feedDemoted(3100));
+  assert.ok(!trust.feedDemoted(3202));
+  const fresh = proven("d", 3300);
+  assert.ok(fresh.trusted("d", 3302));
+});
+
+Deno.test("FeedTrust: proven live only while the feed speaks", () => {
+  const trust = proven();
+  trust.delivered(1);
+  assert.ok(trust.provenLive("ev", 50));
+  assert.ok(
+    !trust.provenLive("ev", 102),
+    "silent for longer than the demotion period",
+  );
+});
+
+Deno.test("FeedTrust: bad bounds are refused with the name and value", () => {
+  assert.throws(
+    () => new FeedTrust({ ...OPTIONS, probeMs: 0 }),
+    /trust option probeMs must be a number > 0, got 0/,
+  );
+  assert.equal(
+    trustOptionsFor({ pollMs: 8000, relistMs: 60_000, rate: 5 }).probeMs,
+    80_000,
+  );
+});
+
+Deno.test("property: a host with an overdue start is never trusted, whatever else happened", () => {
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({
+          what: fc.constantFrom(
+            "probe",
+            "heard",
+            "relist_ok",
+            "relist_bad",
+            "refused",
+          ),
+          vm: fc.constantFrom("a", "b", "c"),
+          dt: fc.integer({ min: 0, max: 60 }),
+        }),
+        { maxLength: 30 },
+      ),
+      (steps) => {
+        const trust = new FeedTrust(OPTIONS);
+        let now = 0;
+        const probes = new Map<string, number>();
+        const heard = new Map<string, number>();
+        for (const s of steps) {
+          now += s.dt;
+          if (s.what === "probe") {
+            trust.probe("ev", s.vm, now, now);
+            if ((heard.get(s.vm) ?? -1) < now) probes.set(s.vm, now);
+          } else if (s.what === "heard") {
+            trust.heard("ev", s.vm, now);
+            heard.set(s.vm, now);
+            probes.delete(s.vm);
+          } else if (s.what === "relist_ok") {
+            trust.relisted("ev", true, "", now);
+          } else if (s.what === "relist_bad") {
+            trust.relisted("ev", false, "x", now);
+          } else trust.refusedStart("ev", s.vm, now, "409", now);
+          const overdue = [...probes.values()].some((t) =>
+            now > t + OPTIONS.probeMs
+          );
+          const trusted = trust.trusted("ev", now);
+          if (overdue) {
+            assert.equal(trusted, false);
+            for (const [vm, t] of probes) {
+              if (now > t + OPTIONS.probeMs) probes.delete(vm);
+            }
+          }
+        }
+      },
+    ),
+  );
+});
