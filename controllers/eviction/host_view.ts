@@ -192,7 +192,15 @@ export class WatchedHost {
     const records = this.list.migrations.map((m) => ({ ...m }));
     for (const [id, events] of this.#bySubject()) {
       const before = servers.get(id);
-      foldSnapshots(this.host, id, events, servers, moved, ramOf);
+      foldSnapshots(
+        this.host,
+        id,
+        events,
+        servers,
+        moved,
+        ramOf,
+        this.#listedChangeMs(id),
+      );
       foldRecords(id, events, records, before ?? servers.get(id));
     }
     const mine = records.filter((m) =>
@@ -269,6 +277,24 @@ export class WatchedHost {
     return missed.sort();
   }
 
+  /**
+   * The latest change of VM `id` the list shows, on Nova's clock: its
+   * server's `updated`, or the last change of a migration record of it. A
+   * snapshot older than that (an event delayed past the list) is stale: a
+   * VM the list shows gone is not put back on the host by it.
+   */
+  #listedChangeMs(id: string): number {
+    let latest = parseNovaTime(
+      this.list.servers.find((s) => s.id === id)?.updated,
+    ) ?? -Infinity;
+    for (const m of this.list.migrations) {
+      if (m.instanceUuid !== id) continue;
+      const t = parseNovaTime(m.updatedAt ?? m.createdAt) ?? -Infinity;
+      if (t > latest) latest = t;
+    }
+    return latest;
+  }
+
   /** The held events by the server they name, each list in event order. */
   #bySubject(): Map<string, NovaNotification[]> {
     const out = new Map<string, NovaNotification[]>();
@@ -329,8 +355,8 @@ function foldSnapshots(
   servers: Map<string, Server>,
   moved: Map<string, DepartedServer>,
   ramOf: (id: string) => number | undefined,
+  listedAt: number,
 ): void {
-  const listedAt = parseNovaTime(servers.get(id)?.updated) ?? -Infinity;
   for (const n of events) {
     if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
     if (n.timestampMs < listedAt) continue;

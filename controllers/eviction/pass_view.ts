@@ -19,7 +19,10 @@
  * @module
  */
 
+import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
+import { recordMatchesEntry } from "./classify.ts";
 import type { Demotion } from "./feed_trust.ts";
+import type { ObservedMigration } from "./observation.ts";
 import type { Observation } from "./observe.ts";
 import { emit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan.ts";
@@ -62,6 +65,45 @@ export function plansFromView(
   return !plan.finished && plan.settleAtMs === undefined &&
     plan.confirmResize.length === 0 && plan.abort.length === 0 &&
     plan.failed.length === 0 && plan.stuck.length === 0;
+}
+
+/**
+ * Whether a plan from the view releases only slots the view saw freed by
+ * a live migration of ours completing (its record, matched to the start,
+ * `completed`): anything else a plan would release from the status's
+ * in-flight set (a cold move, a deletion, a VM the view lost track of)
+ * needs a fresh look, so that a view that missed events never frees a
+ * slot it should not (and never starts one too many).
+ *
+ * @example
+ * ```ts
+ * import { releasesOnlyCompleted } from "./pass_view.ts";
+ * const entry = { id: "a", kind: "live" as const, startedAt: "2026-01-01T00:00:00Z" };
+ * const done = { id: -1, instanceUuid: "a", migrationType: "live-migration", status: "completed",
+ *   sourceCompute: "h", createdAt: "2026-01-01T00:00:01" };
+ * console.assert(releasesOnlyCompleted([entry], [], [done], "h", 10_000));
+ * console.assert(!releasesOnlyCompleted([entry], [], [], "h", 10_000));
+ * console.assert(releasesOnlyCompleted([entry], [entry], [], "h", 10_000));
+ * ```
+ */
+export function releasesOnlyCompleted(
+  before: readonly EvictionStatusInFlightItem[],
+  after: readonly EvictionStatusInFlightItem[],
+  migrations: readonly ObservedMigration[],
+  host: string,
+  clockSkewMs: number,
+  novaOffsetMs = 0,
+): boolean {
+  const kept = new Set(after.map((e) => e.id));
+  return before.every((e) =>
+    kept.has(e.id) || e.adopted === true ||
+    (e.kind === "live" && migrations.some((m) =>
+      m.instanceUuid === e.id && m.sourceCompute === host &&
+      m.migrationType.toLowerCase() === "live-migration" &&
+      m.status.toLowerCase() === "completed" &&
+      recordMatchesEntry(m, e, clockSkewMs, novaOffsetMs)
+    ))
+  );
 }
 
 /**
@@ -119,7 +161,18 @@ export async function lookAtHost(
   if (view !== undefined) {
     const seen = view.observation(pass.status, (id) => state.ram.get(id));
     const planned = plan(seen);
-    if (plansFromView(planned.plan)) {
+    const { options } = planned.input;
+    if (
+      plansFromView(planned.plan) &&
+      releasesOnlyCompleted(
+        pass.status.inFlight ?? [],
+        planned.plan.next.inFlight ?? [],
+        seen.migrations,
+        host,
+        options.clockSkewMs,
+        options.novaClockOffsetMs,
+      )
+    ) {
       for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
       deps.metrics.looks.inc({ source: "view" });
       return { seen, planned };

@@ -851,7 +851,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   const passTimes: number[] = [];
   /** When the status first said Succeeded with a VM on or heading here. */
   let wrongSince: number | undefined;
-  const maxPasses = 400;
+  // A feed gone silent after it was proven is found out at the relist
+  // at the latest: its passes (no Nova call) wait that long.
+  const maxPasses = 400 +
+    (feed === undefined ? 0 : Math.ceil(2 * timing.relistMs / timing.pollMs));
   for (; passes < maxPasses; passes++) {
     // World events due at this pass.
     for (const ev of spec.events.filter((e) => e.atPass === passes)) {
