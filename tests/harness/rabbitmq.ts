@@ -61,7 +61,7 @@ export interface RabbitMqOptions {
   dir?: string;
   /** Folder of the logs (default `<dir>/logs`). */
   logs?: string;
-  /** Give up at this time (ms since the epoch; default: in 120 s). */
+  /** Give up at this time (ms since the epoch; default: in 300 s: a loaded machine boots Erlang slowly). */
   deadline?: number;
   /** How to start a process (default: a process group logging to `logs`). */
   start?: ProcessStarter;
@@ -148,7 +148,7 @@ export async function startRabbitMq(
   const dir = options.dir ??
     await makeOwnedTempDir(`${cacheRoot()}/rabbitmq`, "broker-");
   const logs = options.logs ?? `${dir}/logs`;
-  const deadline = options.deadline ?? Date.now() + 120_000;
+  const deadline = options.deadline ?? Date.now() + 300_000;
   const died = options.died ?? [];
   const port = options.port ?? freePort();
   const epmdPort = freePort();
@@ -209,9 +209,9 @@ export async function startRabbitMq(
       )}`,
     );
   };
-  const startBroker = async () => {
+  const startBroker = async (until = deadline) => {
     broker = start("rabbitmq", RABBITMQ_SERVER, [], env);
-    await waitFor("rabbitmq", () => tcpOpen(port), deadline, died);
+    await waitFor("rabbitmq", () => tcpOpen(port), until, died);
   };
   try {
     await waitFor("epmd", () => tcpOpen(epmdPort), deadline, died);
@@ -279,7 +279,8 @@ export async function startRabbitMq(
       await broker?.stop(20_000);
     },
     startBroker: async () => {
-      await startBroker();
+      // A restart gets a wait of its own: the first start's may be spent.
+      await startBroker(Date.now() + 300_000);
     },
     stop: async () => {
       await broker?.stop(20_000);
