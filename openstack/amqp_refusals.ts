@@ -11,8 +11,13 @@
 
 /** One refused permission, parsed from RabbitMQ's `ACCESS_REFUSED` text. */
 export interface AccessRefusal {
-  /** `configure`, `write` or `read`. */
-  permission: "configure" | "write" | "read";
+  /**
+   * `configure`, `write` or `read`: as the broker's text names it, else as
+   * the refused operation needs it; undefined when neither says.
+   */
+  permission: "configure" | "write" | "read" | undefined;
+  /** The refused AMQP operation (amqplib's name, e.g. `BasicConsume`). */
+  operation: string | undefined;
   /** `queue`, `exchange` or `topic`. */
   kind: string;
   /** The queue's or exchange's name. */
@@ -23,20 +28,34 @@ export interface AccessRefusal {
   user: string;
 }
 
-// RabbitMQ (rabbit_access_control): "ACCESS_REFUSED - <perm> access to
-// <kind> '<name>' in vhost '<vhost>' refused for user '<user>'".
+// RabbitMQ (rabbit_access_control): "ACCESS_REFUSED - access to <kind>
+// '<name>' in vhost '<vhost>' refused for user '<user>'" (3.10 does not
+// name the permission; some versions and plugins put it first).
 const REFUSAL =
-  /ACCESS_REFUSED - (configure|write|read) access to (\w+) '([^']*)' in vhost '([^']*)' refused for user '([^']*)'/;
+  /ACCESS_REFUSED - (?:(configure|write|read) )?access to (\w+) '([^']*)' in vhost '([^']*)' refused for user '([^']*)'/;
+// amqplib: "Operation failed: BasicConsume; 403 (ACCESS-REFUSED) ...".
+const OPERATION = /Operation failed: (\w+);/;
+
+/** The permission each operation of the feed needs, by resource kind. */
+const NEEDS: Record<string, Record<string, AccessRefusal["permission"]>> = {
+  QueueDeclare: { queue: "configure" },
+  ExchangeDeclare: { exchange: "configure" },
+  QueueBind: { queue: "write", exchange: "read" },
+  BasicConsume: { queue: "read" },
+  BasicGet: { queue: "read" },
+  BasicPublish: { exchange: "write" },
+};
 
 /**
- * The permission an `ACCESS_REFUSED` error names, or undefined for any other
- * error.
+ * The refusal an `ACCESS_REFUSED` error's text describes (with the
+ * permission the refused operation needs when the text does not name it),
+ * or undefined for any other error.
  *
  * @example
  * ```ts
  * import { parseAccessRefusal } from "./amqp_refusals.ts";
  * const r = parseAccessRefusal(
- *   "Operation failed: BasicConsume; 403 (ACCESS-REFUSED) with message \"ACCESS_REFUSED - read access to queue 'amq.gen-x' in vhost '/' refused for user 'evictor'\"",
+ *   "Operation failed: BasicConsume; 403 (ACCESS-REFUSED) with message \"ACCESS_REFUSED - access to queue 'amq.gen-x' in vhost '/' refused for user 'evictor'\"",
  * );
  * console.log(r?.permission, r?.name); // read amq.gen-x
  * ```
@@ -44,20 +63,17 @@ const REFUSAL =
 export function parseAccessRefusal(text: string): AccessRefusal | undefined {
   const m = REFUSAL.exec(text);
   if (m === null) return undefined;
-  const [, permission, kind, name, vhost, user] = m;
+  const [, named, kind, name, vhost, user] = m;
   if (
-    permission === undefined || kind === undefined || name === undefined ||
-    vhost === undefined || user === undefined
+    kind === undefined || name === undefined || vhost === undefined ||
+    user === undefined
   ) {
     return undefined;
   }
-  return {
-    permission: permission as AccessRefusal["permission"],
-    kind,
-    name,
-    vhost,
-    user,
-  };
+  const operation = OPERATION.exec(text)?.[1];
+  const permission = (named as AccessRefusal["permission"]) ??
+    (operation === undefined ? undefined : NEEDS[operation]?.[kind]);
+  return { permission, operation, kind, name, vhost, user };
 }
 
 /**
@@ -95,7 +111,7 @@ function escapeRegExp(text: string): string {
  * ```ts
  * import { refusalMessage } from "./amqp_refusals.ts";
  * const line = refusalMessage(
- *   { permission: "read", kind: "queue", name: "amq.gen-x", vhost: "/", user: "evictor" },
+ *   { permission: "read", operation: "BasicConsume", kind: "queue", name: "amq.gen-x", vhost: "/", user: "evictor" },
  *   "nova",
  * );
  * console.log(line.startsWith("the broker refused read access to queue 'amq.gen-x'")); // true
@@ -103,7 +119,12 @@ function escapeRegExp(text: string): string {
  */
 export function refusalMessage(r: AccessRefusal, exchange: string): string {
   const p = feedPermissions(exchange);
-  return `the broker refused ${r.permission} access to ${r.kind} '${r.name}' in vhost '${r.vhost}' for user '${r.user}': the feed's user needs ${r.permission} permission on it; grant configure '${p.configure}', write '${p.write}', read '${p.read}' (rabbitmqctl set_permissions -p '${r.vhost}' '${r.user}' '${p.configure}' '${p.write}' '${p.read}')`;
+  const what = r.permission === undefined ? "" : `${r.permission} `;
+  const op = r.operation === undefined ? "" : ` (${r.operation})`;
+  const needs = r.permission === undefined
+    ? "a permission on it"
+    : `${r.permission} permission on it`;
+  return `the broker refused ${what}access to ${r.kind} '${r.name}' in vhost '${r.vhost}' for user '${r.user}'${op}: the feed's user needs ${needs}; grant configure '${p.configure}', write '${p.write}', read '${p.read}' (rabbitmqctl set_permissions -p '${r.vhost}' '${r.user}' '${p.configure}' '${p.write}' '${p.read}')`;
 }
 
 /**

@@ -7,12 +7,16 @@ import {
   refusalMessage,
 } from "./amqp_refusals.ts";
 
-Deno.test("parseAccessRefusal: the permission, resource and user of RabbitMQ's text", () => {
+Deno.test("parseAccessRefusal: the permission, operation, resource and user of RabbitMQ's text", () => {
+  const refused = (op: string, what: string) =>
+    `Operation failed: ${op}; 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - ${what} refused for user 'evictor'"`;
   const table: [string, ReturnType<typeof parseAccessRefusal>][] = [
+    // RabbitMQ 3.10's text (verified): the permission follows from the operation.
     [
-      `Operation failed: BasicConsume; 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - read access to queue 'amq.gen-Ab_1' in vhost '/' refused for user 'evictor'"`,
+      refused("BasicConsume", "access to queue 'amq.gen-Ab_1' in vhost '/'"),
       {
         permission: "read",
+        operation: "BasicConsume",
         kind: "queue",
         name: "amq.gen-Ab_1",
         vhost: "/",
@@ -20,36 +24,63 @@ Deno.test("parseAccessRefusal: the permission, resource and user of RabbitMQ's t
       },
     ],
     [
-      `Operation failed: QueueBind; 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - read access to exchange 'nova' in vhost 'nova-prod' refused for user 'feed'"`,
+      refused("QueueDeclare", "access to queue 'amq.gen-q' in vhost 'v'"),
+      {
+        permission: "configure",
+        operation: "QueueDeclare",
+        kind: "queue",
+        name: "amq.gen-q",
+        vhost: "v",
+        user: "evictor",
+      },
+    ],
+    [
+      refused("QueueBind", "access to queue 'amq.gen-q' in vhost '/'"),
+      {
+        permission: "write",
+        operation: "QueueBind",
+        kind: "queue",
+        name: "amq.gen-q",
+        vhost: "/",
+        user: "evictor",
+      },
+    ],
+    [
+      refused("QueueBind", "access to exchange 'nova' in vhost 'nova-prod'"),
       {
         permission: "read",
+        operation: "QueueBind",
         kind: "exchange",
         name: "nova",
         vhost: "nova-prod",
-        user: "feed",
+        user: "evictor",
       },
     ],
+    // A text that names the permission wins.
     [
-      `ACCESS_REFUSED - configure access to queue 'amq.gen-x' in vhost '/' refused for user 'u'`,
-      {
-        permission: "configure",
-        kind: "queue",
-        name: "amq.gen-x",
-        vhost: "/",
-        user: "u",
-      },
-    ],
-    [
-      `ACCESS_REFUSED - write access to queue 'amq.gen-x' in vhost '/' refused for user 'u'`,
+      refused("QueueBind", "write access to queue 'amq.gen-x' in vhost '/'"),
       {
         permission: "write",
+        operation: "QueueBind",
+        kind: "queue",
+        name: "amq.gen-x",
+        vhost: "/",
+        user: "evictor",
+      },
+    ],
+    // The channel's close event: no operation, no permission to infer.
+    [
+      `Channel closed by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - access to queue 'amq.gen-x' in vhost '/' refused for user 'u'"`,
+      {
+        permission: undefined,
+        operation: undefined,
         kind: "queue",
         name: "amq.gen-x",
         vhost: "/",
         user: "u",
       },
     ],
-    // Not a refusal of one permission: a bad login, a vhost not allowed.
+    // Not a refusal of one resource: a bad login.
     [
       'Handshake terminated by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN."',
       undefined,
@@ -83,12 +114,14 @@ Deno.test("feedPermissions: own queues, and read on the exchange escaped", () =>
 Deno.test("refusalMessage: one line naming the permission, the resource and the fix", () => {
   const line = refusalMessage({
     permission: "read",
+    operation: "BasicConsume",
     kind: "queue",
     name: "amq.gen-q",
     vhost: "/",
     user: "evictor",
   }, "nova");
   assert.ok(!line.includes("\n"));
+  assert.match(line, /\(BasicConsume\): the feed's user needs read permission/);
   assert.match(
     line,
     /refused read access to queue 'amq\.gen-q' in vhost '\/' for user 'evictor'/,
@@ -129,4 +162,17 @@ Deno.test("missingExchangeMessage: one line with the exchange, the vhost and Nov
   ) {
     assert.ok(line.includes(part), `${part} in ${line}`);
   }
+});
+
+Deno.test("refusalMessage: without a known permission it still names the resource and the fix", () => {
+  const line = refusalMessage({
+    permission: undefined,
+    operation: undefined,
+    kind: "queue",
+    name: "amq.gen-q",
+    vhost: "/",
+    user: "u",
+  }, "nova");
+  assert.match(line, /^the broker refused access to queue 'amq\.gen-q'/);
+  assert.match(line, /needs a permission on it/);
 });

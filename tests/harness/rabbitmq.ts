@@ -74,7 +74,7 @@ export interface RabbitMq {
   /** `amqp://guest:guest@127.0.0.1:PORT/` */
   url: string;
   /**
-   * `amqp://evictor:evictor@127.0.0.1:PORT/`: the feed's user, with exactly
+   * `amqp://evictor:evictor-pw@127.0.0.1:PORT/`: the feed's user, with exactly
    * the documented permissions on `/` ({@linkcode feedPermissions}).
    */
   feedUrl: string;
@@ -88,7 +88,7 @@ export interface RabbitMq {
    */
   addVhost(name: string): Promise<string>;
   /**
-   * Adds (or updates) a user whose password is its name, with `permissions`
+   * Adds (or updates) a user (password: its name and `-pw`) with `permissions`
    * on `vhost` (default `/`, which must exist), and returns its URL.
    */
   addUser(
@@ -238,7 +238,8 @@ export async function startRabbitMq(
   ) => {
     const log = `${logs}/setup-rabbitmq-user-${name}.log`;
     // add_user fails for a user that exists: then only the permissions change.
-    await ctl(env, ["add_user", name, name], log).catch(() => {});
+    // The password differs from the name: logs redact the password.
+    await ctl(env, ["add_user", name, `${name}-pw`], log).catch(() => {});
     await ctl(env, [
       "set_permissions",
       "-p",
@@ -249,7 +250,7 @@ export async function startRabbitMq(
       p.read,
     ], log);
     const path = vhost === "/" ? "" : encodeURIComponent(vhost);
-    return `amqp://${name}:${name}@127.0.0.1:${port}/${path}`;
+    return `amqp://${name}:${name}-pw@127.0.0.1:${port}/${path}`;
   };
   let feedUrl: string;
   try {
