@@ -189,6 +189,7 @@ class AmqpFeed implements AmqpNotificationFeed {
   #tooLarge = 0;
   #connection: amqp.ChannelModel | undefined;
   readonly #first = Promise.withResolvers<void>();
+  #firstSettled = false;
   readonly #running: Promise<void>;
 
   constructor(opts: NotificationFeedOptions) {
@@ -232,7 +233,7 @@ class AmqpFeed implements AmqpNotificationFeed {
   async close(): Promise<void> {
     if (this.#stop.signal.aborted) return this.#running;
     this.#stop.abort(new Error("notification feed closed"));
-    this.#first.resolve();
+    this.#settleFirst();
     await this.#connection?.close().catch(() => {});
     await this.#running;
   }
@@ -248,12 +249,12 @@ class AmqpFeed implements AmqpNotificationFeed {
           subscribed = true;
           // The backoff starts again from its minimum after a success.
           failures = 0;
-          this.#first.resolve();
+          this.#settleFirst();
         });
       } catch (e) {
         if (!this.#stop.signal.aborted) this.#failed(e);
       }
-      this.#first.resolve();
+      this.#settleFirst();
       this.#setState("down");
       if (this.#stop.signal.aborted) break;
       if (subscribed) {
@@ -273,11 +274,21 @@ class AmqpFeed implements AmqpNotificationFeed {
     }
   }
 
+  /** Settles {@linkcode firstAttempt} once: rejected with `error`, if given. */
+  #settleFirst(error?: Error): void {
+    if (this.#firstSettled) return;
+    this.#firstSettled = true;
+    if (error === undefined) this.#first.resolve();
+    else this.#first.reject(error);
+  }
+
   /** Logs a failed attempt in one line that says what to fix. */
   #failed(e: unknown): void {
     const error = redactedError(e, this.#opts.url);
     if (e instanceof ExchangeMissingError) {
-      this.#first.reject(e);
+      // The first attempt's is the caller's to report (start-up stops with
+      // it): one line, not two. Later ones (a broker reset) are logged.
+      if (!this.#firstSettled) return this.#settleFirst(e);
       this.#log.warn(
         { broker: this.#broker, exchange: e.exchange, vhost: e.vhost },
         `Nova notifications: ${e.message}`,
