@@ -15,6 +15,11 @@ import {
 } from "../limits/flags.ts";
 import { DEFAULT_RATE, type MigrationRate } from "../capacity/makespan.ts";
 import { redactAmqpUrl, validateAmqpUrl } from "../openstack/amqp_url.ts";
+import {
+  DEFAULT_HEARTBEAT_SECONDS,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  NOVA_EXCHANGE,
+} from "../openstack/notifications.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The controllers `--controllers` can switch on. */
@@ -92,6 +97,15 @@ export interface Config {
    * intervals). Each relist costs two Nova calls per draining host.
    */
   readonly novaNotificationsRelistMs: number;
+  /** How the notification feed consumes (used only with a URL). */
+  readonly novaNotificationsFeed: {
+    /** `--nova-notifications-exchange`: Nova's `control_exchange`. */
+    readonly exchange: string;
+    /** `--nova-notifications-heartbeat`, whole seconds. */
+    readonly heartbeatSeconds: number;
+    /** `--nova-notifications-max-message-bytes`. */
+    readonly maxMessageBytes: number;
+  };
 }
 
 /** A bad flag or environment variable, with its parts as fields. */
@@ -338,6 +352,27 @@ export const RUN_FLAGS = {
     help:
       "with notifications, how old a drain's view of its host may grow before it lists the host afresh (two Nova calls), at least --poll-interval (default 30 poll intervals, 60s)",
   },
+  "nova-notifications-exchange": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_EXCHANGE",
+    default: NOVA_EXCHANGE,
+    help:
+      "the exchange Nova publishes its notifications to (nova.conf [DEFAULT] control_exchange); checked at start-up, never created",
+  },
+  "nova-notifications-heartbeat": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_HEARTBEAT",
+    default: `${DEFAULT_HEARTBEAT_SECONDS}s`,
+    help:
+      "AMQP heartbeat of the notification connection, whole seconds from 1s to 60s: a connection silent for three of them is dropped and the drains poll",
+  },
+  "nova-notifications-max-message-bytes": {
+    type: "string",
+    env: "EVICTOR_NOVA_NOTIFICATIONS_MAX_MESSAGE_BYTES",
+    default: String(DEFAULT_MAX_MESSAGE_BYTES),
+    help:
+      'larger notification messages are dropped unparsed and counted (evictor_nova_notifications_dropped_total{reason="too_large"}); 1024 to 134217728',
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 interface FlagSpec {
@@ -398,6 +433,7 @@ export function loadConfig(
     defaultMigrationRate: readDefaultMigrationRate(flags),
     novaNotifications: readNovaNotifications(flags),
     novaNotificationsRelistMs: readRelist(flags),
+    novaNotificationsFeed: readNotificationFeed(flags),
   };
   return deepFreeze(config);
 }
@@ -410,6 +446,47 @@ function readRelist(flags: FlagReader): number {
   const poll = flags.duration("poll-interval", 100);
   if (flags.str("nova-notifications-relist") === undefined) return poll * 30;
   return flags.duration("nova-notifications-relist", poll);
+}
+
+/** AMQP's exchange names: up to 127 of these characters. */
+const EXCHANGE_NAME = /^[A-Za-z0-9_.:-]{1,127}$/;
+
+/** The feed's exchange, heartbeat and message size limit. */
+function readNotificationFeed(
+  flags: FlagReader,
+): Config["novaNotificationsFeed"] {
+  const exchange = flags.str("nova-notifications-exchange") ?? "";
+  if (!EXCHANGE_NAME.test(exchange) || exchange.startsWith("amq.")) {
+    flags.bad(
+      "nova-notifications-exchange",
+      "an AMQP exchange name (1 to 127 of A-Z a-z 0-9 _ . : -, not amq.*) as Nova's [DEFAULT] control_exchange, e.g. nova",
+    );
+  }
+  const heartbeatMs = parseDuration(
+    flags.str("nova-notifications-heartbeat") ?? "",
+  );
+  if (
+    heartbeatMs === undefined || heartbeatMs % 1000 !== 0 ||
+    heartbeatMs < 1000 || heartbeatMs > 60_000
+  ) {
+    flags.bad(
+      "nova-notifications-heartbeat",
+      "whole seconds from 1s to 60s, like 5s",
+    );
+  }
+  const bytesText = flags.str("nova-notifications-max-message-bytes") ?? "";
+  const maxMessageBytes = /^\d+$/.test(bytesText) ? Number(bytesText) : NaN;
+  if (!(maxMessageBytes >= 1024 && maxMessageBytes <= 128 * 1024 * 1024)) {
+    flags.bad(
+      "nova-notifications-max-message-bytes",
+      "a number of bytes from 1024 to 134217728, like 1048576",
+    );
+  }
+  return {
+    exchange,
+    heartbeatSeconds: (heartbeatMs ?? 0) / 1000,
+    maxMessageBytes,
+  };
 }
 
 /** `--kubeconfig FILE` is one file; its twin `KUBECONFIG` a list. */

@@ -356,3 +356,52 @@ Deno.test("--nova-notifications-url: off by default, a URL or a file, never echo
   assert.match(both.message, /exclude each other/);
   assert.equal(both.value, undefined);
 });
+
+Deno.test("the notification feed's exchange, heartbeat and size limit: defaults, flags, env twins", () => {
+  assert.deepEqual(loadConfig([], {}).novaNotificationsFeed, {
+    exchange: "nova",
+    heartbeatSeconds: 5,
+    maxMessageBytes: 1048576,
+  });
+  assert.deepEqual(
+    loadConfig([
+      "--nova-notifications-exchange=nova-eu.1",
+      "--nova-notifications-heartbeat=1m",
+      "--nova-notifications-max-message-bytes=1024",
+    ], {}).novaNotificationsFeed,
+    { exchange: "nova-eu.1", heartbeatSeconds: 60, maxMessageBytes: 1024 },
+  );
+  assert.deepEqual(
+    loadConfig([], {
+      EVICTOR_NOVA_NOTIFICATIONS_EXCHANGE: "openstack",
+      EVICTOR_NOVA_NOTIFICATIONS_HEARTBEAT: "2s",
+      EVICTOR_NOVA_NOTIFICATIONS_MAX_MESSAGE_BYTES: "134217728",
+    }).novaNotificationsFeed,
+    { exchange: "openstack", heartbeatSeconds: 2, maxMessageBytes: 134217728 },
+  );
+});
+
+Deno.test("the notification feed's flags: a bad value is one error naming the flag and the value", () => {
+  const table: [string, string, RegExp][] = [
+    ["nova-notifications-exchange", "amq.topic", /not amq\.\*/],
+    ["nova-notifications-exchange", "nova exchange", /exchange name/],
+    ["nova-notifications-exchange", "x".repeat(128), /1 to 127/],
+    ["nova-notifications-heartbeat", "0s", /1s to 60s/],
+    ["nova-notifications-heartbeat", "1500ms", /whole seconds/],
+    ["nova-notifications-heartbeat", "2m", /1s to 60s/],
+    ["nova-notifications-heartbeat", "soon", /whole seconds/],
+    ["nova-notifications-max-message-bytes", "1023", /1024 to 134217728/],
+    ["nova-notifications-max-message-bytes", "1MiB", /number of bytes/],
+    ["nova-notifications-max-message-bytes", "134217729", /134217728/],
+    ["nova-notifications-max-message-bytes", "-5", /number of bytes/],
+  ];
+  for (const [flag, value, expected] of table) {
+    assert.throws(
+      () => loadConfig([`--${flag}=${value}`], {}),
+      (e: unknown) =>
+        e instanceof ConfigFlagError && e.flag === `--${flag}` &&
+        e.value === value && expected.test(e.expected),
+      `${flag}=${value}`,
+    );
+  }
+});

@@ -1,7 +1,7 @@
 /**
  * Metrics of the Nova notification feed on the operator's registry: the
- * messages received by event type, the malformed ones dropped, whether the
- * feed is up, and its reconnects.
+ * messages received by event type, the malformed ones dropped, the ones
+ * dropped unparsed (too large), whether the feed is up, and its reconnects.
  *
  * @module
  */
@@ -14,6 +14,9 @@ export const NOTIFICATIONS_RECEIVED_METRIC =
 /** Counter of the messages that were not versioned notifications. */
 export const NOTIFICATIONS_MALFORMED_METRIC =
   "evictor_nova_notifications_malformed_total";
+/** Counter of the messages dropped unparsed, by `reason` (`too_large`). */
+export const NOTIFICATIONS_DROPPED_METRIC =
+  "evictor_nova_notifications_dropped_total";
 /** Gauge: 1 while the feed's queue is bound and consuming. */
 export const NOTIFICATIONS_UP_METRIC = "evictor_nova_notifications_up";
 /** Counter of reconnect attempts after a loss or a failed attempt. */
@@ -40,6 +43,8 @@ export class NotificationMetrics {
   readonly received: Counter<"event_type">;
   /** Messages dropped as malformed. */
   readonly malformed: Counter;
+  /** Messages dropped unparsed, by reason. */
+  readonly dropped: Counter<"reason">;
   /** 1 while up. */
   readonly up: Gauge;
   /** Reconnect attempts. */
@@ -57,6 +62,13 @@ export class NotificationMetrics {
       name: NOTIFICATIONS_MALFORMED_METRIC,
       help:
         "Messages on Nova's notification exchange that were not versioned notifications (dropped).",
+      registers: [],
+    });
+    this.dropped = new Counter({
+      name: NOTIFICATIONS_DROPPED_METRIC,
+      help:
+        "Messages on Nova's notification exchange dropped before parsing, by reason (too_large: above --nova-notifications-max-message-bytes).",
+      labelNames: ["reason"],
       registers: [],
     });
     this.up = new Gauge({
@@ -77,6 +89,7 @@ export class NotificationMetrics {
   register(registry: Registry): void {
     registry.registerMetric(this.received);
     registry.registerMetric(this.malformed);
+    registry.registerMetric(this.dropped);
     registry.registerMetric(this.up);
     registry.registerMetric(this.reconnects);
   }
@@ -85,6 +98,7 @@ export class NotificationMetrics {
   readonly observer: NotificationFeedObserver = {
     received: (eventType) => this.received.inc({ event_type: eventType }),
     malformed: () => this.malformed.inc(),
+    dropped: (reason) => this.dropped.inc({ reason }),
     state: (state) => this.up.set(state === "up" ? 1 : 0),
     reconnect: () => this.reconnects.inc(),
   };

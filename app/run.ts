@@ -21,7 +21,10 @@ import { type Config, ConfigFlagError, loadConfig } from "./config.ts";
 import { readEnvironment } from "./environment.ts";
 import { OpenStackAuthMetrics } from "./openstack_metrics.ts";
 import { NotificationMetrics } from "./notification_metrics.ts";
-import { startNotificationFeed } from "../openstack/notifications.ts";
+import {
+  ExchangeMissingError,
+  startNotificationFeed,
+} from "../openstack/notifications.ts";
 import type { NotificationFeed } from "../openstack/notification_types.ts";
 import { validateAmqpUrl } from "../openstack/amqp_url.ts";
 import { READ_PATHS } from "./permissions.ts";
@@ -149,11 +152,27 @@ async function startNotifications(
   } else {
     url = source.url;
   }
-  return startNotificationFeed({
+  const feed = startNotificationFeed({
     url,
     logger: logger.child({ name: "nova-notifications" }),
     observer: metrics.observer,
+    ...config.novaNotificationsFeed,
   });
+  // A broker that is away or a permission missing may pass (the feed keeps
+  // trying, the drains poll meanwhile); an exchange that does not exist is
+  // a configuration error: Nova publishes elsewhere.
+  try {
+    await feed.firstAttempt;
+  } catch (e) {
+    await feed.close();
+    if (!(e instanceof ExchangeMissingError)) throw e;
+    throw new StartupError(
+      "--nova-notifications-exchange",
+      e.exchange,
+      e.message,
+    );
+  }
+  return feed;
 }
 
 /** Logs why `evictor run` could not go on, in one line; the exit code. */

@@ -3,10 +3,19 @@
  * {@linkcode NotificationFeed} of one process. It binds a queue of its own
  * (server-named, exclusive, auto-deleted: it never takes a message from
  * another consumer and disappears with the connection) to Nova's topic
- * exchange `nova` for `versioned_notifications.info` and `.error`, parses
- * each message once (`notification_parse.ts`), and after any loss
- * reconnects with bounded exponential backoff on the injected clock; each
- * (re)subscribe starts a new epoch. The reconnect loop is ours rather than
+ * exchange (`control_exchange`, default `nova`) for
+ * `versioned_notifications.info` and `.error`, parses each message once
+ * (`notification_parse.ts`), and after any loss reconnects with bounded
+ * exponential backoff on the injected clock; each (re)subscribe starts a
+ * new epoch.
+ *
+ * The exchange is only ever checked, never declared: an exchange that does
+ * not exist means Nova publishes elsewhere (another `control_exchange`,
+ * vhost or broker), and an empty exchange of our own would hide that
+ * behind a feed that is up and silent. The consumer is bounded: a prefetch
+ * limit (messages are acknowledged once delivered), a size limit checked
+ * before parsing, and AMQP heartbeats so that a connection that stops
+ * forwarding without closing is dropped within three heartbeats. The reconnect loop is ours rather than
  * amqplib's `recovery` option because a channel can close while its
  * connection lives (a refused declaration, a cancelled consumer), and the
  * epoch and state must change exactly when the queue is bound again.
@@ -18,6 +27,12 @@
  */
 
 import amqp from "amqplib";
+import {
+  amqpVhost,
+  missingExchangeMessage,
+  parseAccessRefusal,
+  refusalMessage,
+} from "./amqp_refusals.ts";
 import { redactedError, validateAmqpUrl } from "./amqp_url.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { FeedListeners, type StateListener } from "./feed_listeners.ts";
@@ -34,6 +49,44 @@ import type {
 
 /** Nova's notification exchange (`control_exchange`, default `nova`). */
 export const NOVA_EXCHANGE = "nova";
+/** Messages larger than this are dropped unparsed by default (1 MiB). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
+/** AMQP heartbeat by default, s: a silent connection is dropped within 3. */
+export const DEFAULT_HEARTBEAT_SECONDS = 5;
+/** Unacknowledged messages the broker may push ahead by default. */
+export const DEFAULT_PREFETCH = 64;
+
+/**
+ * The broker has no exchange of the configured name (Nova publishes
+ * elsewhere); the message is one line naming it, the vhost and the Nova
+ * settings to check.
+ */
+export class ExchangeMissingError extends Error {
+  override name = "ExchangeMissingError";
+  /** The exchange looked for. */
+  readonly exchange: string;
+  /** The vhost it was looked for in. */
+  readonly vhost: string;
+
+  /** Creates the error for `exchange` in `vhost`. */
+  constructor(exchange: string, vhost: string) {
+    super(missingExchangeMessage(exchange, vhost));
+    this.exchange = exchange;
+    this.vhost = vhost;
+  }
+}
+
+/** A feed on AMQP: a {@linkcode NotificationFeed} with its first attempt. */
+export interface AmqpNotificationFeed extends NotificationFeed {
+  /**
+   * Settles when the first subscription attempt has: resolves when it
+   * subscribed, failed for a reason that may pass (a broker away, a
+   * permission missing) or the feed was closed; rejects with an
+   * {@linkcode ExchangeMissingError} when the broker answered that the
+   * exchange does not exist (a configuration error, for start-up to report).
+   */
+  readonly firstAttempt: Promise<void>;
+}
 
 /** What the feed reports for metrics; every hook is optional. */
 export interface NotificationFeedObserver {
@@ -41,6 +94,8 @@ export interface NotificationFeedObserver {
   received?(eventType: string): void;
   /** A message that could not be parsed (dropped). */
   malformed?(): void;
+  /** A message dropped unparsed, by reason. */
+  dropped?(reason: "too_large"): void;
   /** The feed's state changed. */
   state?(state: FeedState): void;
   /** A reconnect attempt is scheduled after a loss or a failed attempt. */
@@ -63,8 +118,20 @@ export interface NotificationFeedOptions {
   maxBackoffMs?: number;
   /** TCP connect timeout, ms (default 10 000). */
   connectTimeoutMs?: number;
-  /** AMQP heartbeat, s, unless the URL sets one (default 10). */
+  /**
+   * AMQP heartbeat, s, unless the URL sets one (default
+   * {@linkcode DEFAULT_HEARTBEAT_SECONDS}); the broker may lower it.
+   */
   heartbeatSeconds?: number;
+  /** Nova's `control_exchange` (default {@linkcode NOVA_EXCHANGE}). */
+  exchange?: string;
+  /**
+   * Larger messages are dropped before parsing (default
+   * {@linkcode DEFAULT_MAX_MESSAGE_BYTES}).
+   */
+  maxMessageBytes?: number;
+  /** Unacknowledged messages in flight (default {@linkcode DEFAULT_PREFETCH}). */
+  prefetch?: number;
 }
 
 /**
@@ -103,12 +170,12 @@ export function reconnectDelayMs(
  */
 export function startNotificationFeed(
   options: NotificationFeedOptions,
-): NotificationFeed {
+): AmqpNotificationFeed {
   validateAmqpUrl(options.url);
-  return new AmqpNotificationFeed(options);
+  return new AmqpFeed(options);
 }
 
-class AmqpNotificationFeed implements NotificationFeed {
+class AmqpFeed implements AmqpNotificationFeed {
   readonly #opts: NotificationFeedOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -117,8 +184,12 @@ class AmqpNotificationFeed implements NotificationFeed {
   readonly #stop = new AbortController();
   #state: FeedState = "down";
   #epoch = 0;
+  readonly #exchange: string;
   #malformed = 0;
+  #tooLarge = 0;
   #connection: amqp.ChannelModel | undefined;
+  readonly #first = Promise.withResolvers<void>();
+  #firstSettled = false;
   readonly #running: Promise<void>;
 
   constructor(opts: NotificationFeedOptions) {
@@ -133,7 +204,14 @@ class AmqpNotificationFeed implements NotificationFeed {
     );
     const u = new URL(opts.url);
     this.#broker = `${u.protocol}//${u.host}`;
+    this.#exchange = opts.exchange ?? NOVA_EXCHANGE;
+    // Whoever does not wait for the first attempt must not see it reject.
+    this.#first.promise.catch(() => {});
     this.#running = this.#run();
+  }
+
+  get firstAttempt(): Promise<void> {
+    return this.#first.promise;
   }
 
   get state(): FeedState {
@@ -155,6 +233,7 @@ class AmqpNotificationFeed implements NotificationFeed {
   async close(): Promise<void> {
     if (this.#stop.signal.aborted) return this.#running;
     this.#stop.abort(new Error("notification feed closed"));
+    this.#settleFirst();
     await this.#connection?.close().catch(() => {});
     await this.#running;
   }
@@ -168,16 +247,14 @@ class AmqpNotificationFeed implements NotificationFeed {
       try {
         await this.#subscribe(() => {
           subscribed = true;
+          // The backoff starts again from its minimum after a success.
           failures = 0;
+          this.#settleFirst();
         });
       } catch (e) {
-        if (!this.#stop.signal.aborted) {
-          this.#log.warn(
-            { broker: this.#broker, error: redactedError(e, this.#opts.url) },
-            "Nova notifications: subscription failed",
-          );
-        }
+        if (!this.#stop.signal.aborted) this.#failed(e);
       }
+      this.#settleFirst();
       this.#setState("down");
       if (this.#stop.signal.aborted) break;
       if (subscribed) {
@@ -197,11 +274,67 @@ class AmqpNotificationFeed implements NotificationFeed {
     }
   }
 
-  /** One connection: declare, bind, consume; resolves when it is lost. */
-  async #subscribe(onBound: () => void): Promise<void> {
-    const conn = await amqp.connect(this.#urlWithHeartbeat(), {
+  /** Settles {@linkcode firstAttempt} once: rejected with `error`, if given. */
+  #settleFirst(error?: Error): void {
+    if (this.#firstSettled) return;
+    this.#firstSettled = true;
+    if (error === undefined) this.#first.resolve();
+    else this.#first.reject(error);
+  }
+
+  /** Logs a failed attempt in one line that says what to fix. */
+  #failed(e: unknown): void {
+    const error = redactedError(e, this.#opts.url);
+    if (e instanceof ExchangeMissingError) {
+      // The first attempt's is the caller's to report (start-up stops with
+      // it): one line, not two. Later ones (a broker reset) are logged.
+      if (!this.#firstSettled) return this.#settleFirst(e);
+      this.#log.warn(
+        { broker: this.#broker, exchange: e.exchange, vhost: e.vhost },
+        `Nova notifications: ${e.message}`,
+      );
+      return;
+    }
+    const refusal = parseAccessRefusal(error);
+    if (refusal !== undefined) {
+      this.#log.warn(
+        { broker: this.#broker, ...refusal },
+        `Nova notifications: ${refusalMessage(refusal, this.#exchange)}`,
+      );
+      return;
+    }
+    this.#log.warn(
+      { broker: this.#broker, error },
+      "Nova notifications: subscription failed",
+    );
+  }
+
+  /**
+   * Connects, or rejects as soon as the feed is closed: a close never
+   * waits out the connect timeout (a connection made after all is closed).
+   */
+  async #connect(): Promise<amqp.ChannelModel> {
+    const signal = this.#stop.signal;
+    signal.throwIfAborted();
+    const pending = amqp.connect(this.#urlWithHeartbeat(), {
       timeout: this.#opts.connectTimeoutMs ?? 10_000,
     });
+    const aborted = Promise.withResolvers<never>();
+    const onAbort = () => {
+      pending.then((c) => c.close()).catch(() => {});
+      aborted.reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await Promise.race([pending, aborted.promise]);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** One connection: check, declare, bind, consume; resolves when lost. */
+  async #subscribe(onBound: () => void): Promise<void> {
+    const conn = await this.#connect();
     this.#connection = conn;
     const lost = Promise.withResolvers<void>();
     conn.on("error", (e: Error) => {
@@ -215,19 +348,26 @@ class AmqpNotificationFeed implements NotificationFeed {
       if (this.#stop.signal.aborted) return;
       const ch = await this.#channelWithExchange(conn);
       ch.on("close", () => lost.resolve());
+      await ch.prefetch(this.#opts.prefetch ?? DEFAULT_PREFETCH);
       const q = await ch.assertQueue("", {
         exclusive: true,
         autoDelete: true,
         durable: false,
       });
       for (const key of NOTIFICATION_ROUTING_KEYS) {
-        await ch.bindQueue(q.queue, NOVA_EXCHANGE, key);
+        await ch.bindQueue(q.queue, this.#exchange, key);
       }
       await ch.consume(q.queue, (msg) => {
         // null: the broker cancelled the consumer (its queue is gone).
-        if (msg === null) lost.resolve();
-        else this.#deliver(msg.content, msg.fields.routingKey);
-      }, { noAck: true });
+        if (msg === null) return lost.resolve();
+        // Acknowledged once handled (dropped or delivered): the prefetch
+        // limit then bounds what the broker pushes ahead of us.
+        try {
+          this.#deliver(msg.content, msg.fields.routingKey);
+        } finally {
+          ch.ack(msg);
+        }
+      }, { noAck: false });
       onBound();
       this.#epoch++;
       this.#setState("up");
@@ -243,31 +383,24 @@ class AmqpNotificationFeed implements NotificationFeed {
   }
 
   /**
-   * A channel on which the `nova` exchange exists: checked passively (any
-   * durability Nova chose matches), else declared as oslo.messaging declares
-   * it by default (topic, durable false, auto-delete false), because a
-   * declaration that differs from Nova's closes the channel.
+   * A channel on which Nova's exchange exists, checked passively (any
+   * durability Nova chose matches; declaring it would close the channel
+   * where it differs, and create an empty one where Nova publishes
+   * elsewhere). A missing one is an {@linkcode ExchangeMissingError}.
    */
   async #channelWithExchange(conn: amqp.ChannelModel): Promise<amqp.Channel> {
-    const quiet = (e: Error) =>
+    const ch = await conn.createChannel();
+    ch.on("error", (e: Error) =>
       this.#log.debug(
         { error: redactedError(e, this.#opts.url) },
         "Nova notifications: channel error",
-      );
-    const probe = await conn.createChannel();
-    probe.on("error", quiet);
+      ));
     try {
-      await probe.checkExchange(NOVA_EXCHANGE);
-      return probe;
+      await ch.checkExchange(this.#exchange);
     } catch (e) {
       if ((e as { code?: unknown }).code !== 404) throw e;
+      throw new ExchangeMissingError(this.#exchange, amqpVhost(this.#opts.url));
     }
-    const ch = await conn.createChannel();
-    ch.on("error", quiet);
-    await ch.assertExchange(NOVA_EXCHANGE, "topic", {
-      durable: false,
-      autoDelete: false,
-    });
     return ch;
   }
 
@@ -276,13 +409,26 @@ class AmqpNotificationFeed implements NotificationFeed {
     if (!u.searchParams.has("heartbeat")) {
       u.searchParams.set(
         "heartbeat",
-        String(this.#opts.heartbeatSeconds ?? 10),
+        String(this.#opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS),
       );
     }
     return u.toString();
   }
 
   #deliver(body: Uint8Array, routingKey: string): void {
+    const max = this.#opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    if (body.byteLength > max) {
+      this.#tooLarge++;
+      this.#opts.observer?.dropped?.("too_large");
+      // The first, then every 1000th, as for malformed messages.
+      if (this.#tooLarge % 1000 === 1) {
+        this.#log.warn(
+          { routingKey, bytes: body.byteLength, maxBytes: max },
+          "Nova notifications: dropped a message larger than --nova-notifications-max-message-bytes",
+        );
+      }
+      return;
+    }
     const r = parseNovaNotification(body, routingKey);
     if (!r.ok) {
       this.#malformed++;

@@ -2,12 +2,17 @@ import assert from "node:assert/strict";
 import amqp from "amqplib";
 import { Buffer } from "node:buffer";
 import { SimNotifier } from "../tests/harness/nova_sim/notifier.ts";
+import { startFreezingProxy } from "../tests/harness/freezing_proxy.ts";
 import { freePort } from "../tests/harness/processes.ts";
 import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 import type { FeedState, NovaNotification } from "./notification_types.ts";
-import { reconnectDelayMs, startNotificationFeed } from "./notifications.ts";
+import {
+  ExchangeMissingError,
+  reconnectDelayMs,
+  startNotificationFeed,
+} from "./notifications.ts";
 
 Deno.test("reconnectDelayMs: doubles from the first delay up to the cap", () => {
   const got = [1, 2, 3, 4, 5, 6, 7, 100].map((n) =>
@@ -93,26 +98,40 @@ Deno.test({
   ignore: missing !== undefined,
   async fn(t) {
     const mq = await startRabbitMq();
+    // Nova's side: a publisher as oslo.messaging's (the simulator's
+    // notifier), on the exchange Nova declares.
+    const conn = await amqp.connect(mq.url);
+    const ch = await conn.createChannel();
+    await ch.assertExchange("nova", "topic", {
+      durable: false,
+      autoDelete: false,
+    });
     const received: NovaNotification[] = [];
     const states: [FeedState, number][] = [];
-    const counts = { malformed: 0, byType: new Map<string, number>() };
+    const counts = {
+      malformed: 0,
+      tooLarge: 0,
+      byType: new Map<string, number>(),
+    };
     const logger = recordingLogger();
+    // The feed's user holds exactly the documented permissions.
     const feed = startNotificationFeed({
-      url: mq.url,
+      url: mq.feedUrl,
       logger,
       initialBackoffMs: 100,
       maxBackoffMs: 500,
+      maxMessageBytes: 4096,
       observer: {
         malformed: () => counts.malformed++,
+        dropped: (reason) => {
+          if (reason === "too_large") counts.tooLarge++;
+        },
         received: (type) =>
           counts.byType.set(type, (counts.byType.get(type) ?? 0) + 1),
       },
     });
     feed.listen((n) => received.push(n));
     feed.onState((state, epoch) => states.push([state, epoch]));
-    // Nova's side: a publisher as oslo.messaging's (the simulator's notifier).
-    const conn = await amqp.connect(mq.url);
-    const ch = await conn.createChannel();
     const notifier = new SimNotifier();
     notifier.listen((key, env) => {
       ch.publish("nova", key, Buffer.from(JSON.stringify(env)));
@@ -132,32 +151,36 @@ Deno.test({
       locked: false,
     };
     try {
-      await t.step("subscribes: up at epoch 1, both routing keys", async () => {
-        await until("up", () => feed.state === "up");
-        assert.equal(feed.epoch, 1);
-        assert.deepEqual(states, [["up", 1]]);
-        notifier.instanceUpdate(
-          snap,
-          { vmState: "active", taskState: null },
-          "controller",
-          Date.now(),
-        );
-        notifier.computeTaskError(
-          "migrate_server",
-          "u1",
-          "active",
-          "NoValidHost",
-          "No valid host",
-          Date.now(),
-        );
-        await until("two notifications", () => received.length === 2);
-        assert.equal(received[0]?.eventType, "instance.update");
-        assert.equal(received[0]?.instance?.taskState, "migrating");
-        assert.equal(received[0]?.priority, "info");
-        assert.equal(received[1]?.priority, "error");
-        assert.equal(received[1]?.task?.instanceUuid, "u1");
-        assert.equal(counts.byType.get("instance.update"), 1);
-      });
+      await t.step(
+        "subscribes with the documented permissions: up at epoch 1, both routing keys",
+        async () => {
+          await feed.firstAttempt;
+          await until("up", () => feed.state === "up");
+          assert.equal(feed.epoch, 1);
+          assert.deepEqual(states, [["up", 1]]);
+          notifier.instanceUpdate(
+            snap,
+            { vmState: "active", taskState: null },
+            "controller",
+            Date.now(),
+          );
+          notifier.computeTaskError(
+            "migrate_server",
+            "u1",
+            "active",
+            "NoValidHost",
+            "No valid host",
+            Date.now(),
+          );
+          await until("two notifications", () => received.length === 2);
+          assert.equal(received[0]?.eventType, "instance.update");
+          assert.equal(received[0]?.instance?.taskState, "migrating");
+          assert.equal(received[0]?.priority, "info");
+          assert.equal(received[1]?.priority, "error");
+          assert.equal(received[1]?.task?.instanceUuid, "u1");
+          assert.equal(counts.byType.get("instance.update"), 1);
+        },
+      );
 
       await t.step(
         "a malformed message is counted and logged, the feed goes on",
@@ -191,6 +214,47 @@ Deno.test({
       );
 
       await t.step(
+        "a message above the size limit is dropped unparsed and counted; the next one is delivered",
+        async () => {
+          const before = received.length;
+          const big = JSON.stringify({
+            "oslo.version": "2.0",
+            "oslo.message": JSON.stringify({
+              message_id: "too-big",
+              event_type: "instance.update",
+              publisher_id: "nova-compute:node001",
+              timestamp: "2026-12-03 08:00:00",
+              payload: {
+                "nova_object.data": { uuid: "u9", host: "node001" },
+                padding: "x".repeat(8192),
+              },
+            }),
+          });
+          ch.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from(big),
+          );
+          notifier.instanceAction(
+            "live_migration_post",
+            "end",
+            snap,
+            "node001",
+            Date.now(),
+          );
+          await until("the next one", () => received.length === before + 1);
+          assert.equal(counts.tooLarge, 1);
+          assert.equal(counts.malformed, 2, "dropped before parsing");
+          assert.ok(!received.some((n) => n.messageId === "too-big"));
+          assert.ok(
+            logger.lines.some((l) =>
+              l.includes("larger than --nova-notifications-max-message-bytes")
+            ),
+          );
+        },
+      );
+
+      await t.step(
         "the broker stops: down; it is back: up again at epoch 2",
         async () => {
           await ch.close().catch(() => {});
@@ -199,11 +263,17 @@ Deno.test({
           await until("down", () => feed.state === "down");
           assert.deepEqual(states.at(-1), ["down", 1]);
           await mq.startBroker();
+          // A restart lost the (non-durable) exchange: the feed waits for
+          // Nova to declare it again, never declares it itself.
+          const conn2 = await amqp.connect(mq.url);
+          const ch2 = await conn2.createChannel();
+          await ch2.assertExchange("nova", "topic", {
+            durable: false,
+            autoDelete: false,
+          });
           await until("up again", () => feed.state === "up", 60_000);
           assert.equal(feed.epoch, 2);
           assert.deepEqual(states.at(-1), ["up", 2]);
-          const conn2 = await amqp.connect(mq.url);
-          const ch2 = await conn2.createChannel();
           ch2.publish(
             "nova",
             "versioned_notifications.info",
@@ -302,11 +372,111 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "an exchange that does not exist: the first attempt fails with one line naming it, and none is made",
+        async () => {
+          const url = await mq.addVhost("no-nova");
+          const log = recordingLogger();
+          const f = startNotificationFeed({
+            url,
+            logger: log,
+            exchange: "nova",
+            initialBackoffMs: 100,
+          });
+          const e = await f.firstAttempt.then(() => undefined, (e) => e);
+          assert.ok(e instanceof ExchangeMissingError, String(e));
+          assert.equal(e.exchange, "nova");
+          assert.equal(e.vhost, "no-nova");
+          assert.ok(!e.message.includes("\n"));
+          assert.match(e.message, /\[DEFAULT\] control_exchange/);
+          // The first attempt's error is the caller's to report; the next
+          // attempts log it.
+          await until(
+            "a later attempt logged",
+            () =>
+              log.lines.some((l) =>
+                l.includes("'nova' does not exist in vhost 'no-nova'")
+              ),
+          );
+          assert.equal(f.state, "down");
+          await f.close();
+          // Checked passively only: no exchange of that name was made.
+          const c = await amqp.connect(url);
+          const cch = await c.createChannel();
+          cch.on("error", () => {});
+          await assert.rejects(cch.checkExchange("nova"), /404/);
+          await c.close();
+        },
+      );
+
+      await t.step(
+        "without read on its own queue (the old documented permissions): one line names it, never up",
+        async () => {
+          const url = await mq.addUser("noread", {
+            configure: "^amq\\.gen-.*",
+            write: "^amq\\.gen-.*",
+            read: "^nova$",
+          });
+          const log = recordingLogger();
+          const seen: FeedState[] = [];
+          const f = startNotificationFeed({
+            url,
+            logger: log,
+            initialBackoffMs: 100,
+            maxBackoffMs: 200,
+            observer: { state: (s) => seen.push(s) },
+          });
+          await f.firstAttempt;
+          const line = log.lines.find((l) =>
+            l.startsWith("Nova notifications: the broker refused")
+          );
+          await f.close();
+          assert.ok(line !== undefined, log.lines.join("\n"));
+          assert.match(
+            line,
+            /the broker refused read access to queue 'amq\.gen-[^']+' in vhost '\/' for user 'noread' \(BasicConsume\)/,
+          );
+          assert.ok(line.includes("read '^(amq\\.gen-.*|nova)$'"), line);
+          assert.equal(f.epoch, 0);
+          assert.ok(!seen.includes("up"));
+        },
+      );
+
+      await t.step(
+        "a connection that goes silent without closing is dropped within three heartbeats",
+        async () => {
+          const proxy = startFreezingProxy(mq.port);
+          const f = startNotificationFeed({
+            url: mq.feedUrl.replace(`:${mq.port}/`, `:${proxy.port}/`),
+            heartbeatSeconds: 1,
+            initialBackoffMs: 60_000,
+          });
+          try {
+            await until("up", () => f.state === "up");
+            proxy.freeze();
+            const t0 = performance.now();
+            await until("down", () => f.state === "down", 60_000);
+            const ms = performance.now() - t0;
+            console.log(
+              `heartbeat 1 s: a silent connection dropped after ${
+                (ms / 1000).toFixed(1)
+              } s`,
+            );
+            // The bound is 3 heartbeats; timers run late on a loaded machine.
+            assert.ok(ms < 20_000, `${ms} ms`);
+          } finally {
+            await f.close();
+            await proxy.close();
+          }
+        },
+      );
+
       await t.step("close: down, and no URL in any log line", async () => {
         await feed.close();
         assert.equal(feed.state, "down");
         for (const line of logger.lines) {
-          assert.ok(!line.includes(mq.url), line);
+          assert.ok(!line.includes(mq.feedUrl), line);
+          assert.ok(!line.includes("evictor-pw"), line);
         }
       });
     } finally {
@@ -315,4 +485,32 @@ Deno.test({
       await mq.stop();
     }
   },
+});
+
+Deno.test("a close while connecting returns at once, without waiting out the connect timeout", async () => {
+  // A broker that accepts TCP and never answers the AMQP handshake.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const accepted: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const c of listener) accepted.push(c);
+  })();
+  const feed = startNotificationFeed({
+    url: `amqp://u:p@127.0.0.1:${listener.addr.port}/`,
+    connectTimeoutMs: 120_000,
+  });
+  try {
+    await until("the connection attempt", () => accepted.length === 1);
+    const t0 = performance.now();
+    await feed.close();
+    const ms = performance.now() - t0;
+    // Far below the connect timeout even on a loaded machine.
+    assert.ok(ms < 10_000, `close took ${ms} ms`);
+    assert.equal(feed.state, "down");
+    await feed.firstAttempt;
+  } finally {
+    for (const c of accepted) c.close();
+    listener.close();
+    await accepting.catch(() => {});
+    await feed.close();
+  }
 });

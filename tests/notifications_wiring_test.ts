@@ -41,7 +41,7 @@ Deno.test({
       servers: [{ name: "vm", host: `${label}-a`, ramMb: 1024 }],
     }, { amqpUrl: mq.url });
     const dir = await makeOwnedTempDir(STAGING_ROOT, "notifications-");
-    await Deno.writeTextFile(`${dir}/url`, `${mq.url}\n`);
+    await Deno.writeTextFile(`${dir}/url`, `${mq.feedUrl}\n`);
     const port = freePort();
     const op = await startOperatorProcess({
       kubeconfigPath: env.kubeconfigPath,
@@ -76,7 +76,7 @@ Deno.test({
       }, 60_000);
       const log = await op.log();
       assert.match(log, /Nova notifications: subscribed/);
-      assert.ok(!log.includes(mq.url), "the URL is in the log");
+      assert.ok(!log.includes(mq.feedUrl), "the URL is in the log");
     } finally {
       await op.stop();
       await sim.close();

@@ -14,6 +14,7 @@ import {
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
+import { rabbitMqMissing, sharedRabbitMq } from "./harness/rabbitmq.ts";
 
 /** A valid clouds.yaml whose Keystone is never called at start-up. */
 const CLOUDS_YAML = `clouds:
@@ -256,5 +257,48 @@ Deno.test({
     } finally {
       taken.close();
     }
+  },
+});
+
+const noBroker = await rabbitMqMissing();
+
+Deno.test({
+  name:
+    "start-up: Nova's notification exchange missing on a real RabbitMQ is one fatal line naming it, the vhost and Nova's settings, exit 1",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const mq = await sharedRabbitMq();
+    const dir = await stagedDir("startup-");
+    await Deno.writeTextFile(
+      `${dir}/kubeconfig`,
+      kubeconfig(`https://127.0.0.1:${freePort()}`),
+    );
+    await Deno.writeTextFile(`${dir}/url`, `${mq.feedUrl}\n`);
+    const exchange = `nova-missing-${crypto.randomUUID().slice(0, 8)}`;
+    const { code, line } = await runUntilExit({
+      kubeconfigPath: `${dir}/kubeconfig`,
+      args: [
+        `--nova-notifications-url-file=${dir}/url`,
+        `--nova-notifications-exchange=${exchange}`,
+      ],
+    });
+    assert.equal(code, 1);
+    assert.equal(line["what"], "--nova-notifications-exchange");
+    assert.equal(line["where"], exchange);
+    const msg = String(line["msg"]);
+    assert.match(msg, new RegExp(`'${exchange}' does not exist in vhost '/'`));
+    for (
+      const part of [
+        "[DEFAULT] control_exchange",
+        "[oslo_messaging_notifications] transport_url",
+        "driver = messagingv2",
+        "[notifications] notification_format",
+      ]
+    ) {
+      assert.ok(msg.includes(part), `${part} in ${msg}`);
+    }
+    assert.ok(!msg.includes("evictor-pw"), "no credentials in the line");
   },
 });

@@ -118,6 +118,11 @@ export interface OpenStackCloud {
    * `versioned_notifications.info` and `.error`).
    */
   amqpUrl: string;
+  /**
+   * The same broker for evictor's notification feed: the user `evictor`
+   * with exactly the permissions docs/configuration.md names.
+   */
+  feedAmqpUrl: string;
   /** The admin user (project admin, domain Default). */
   admin: { username: string; password: string; projectName: string };
   /** An application credential of the admin user (unrestricted). */
@@ -190,6 +195,7 @@ export async function startOpenStack(
   const processes: ManagedProcess[] = [];
   /** The broker's URL, once it is up. */
   let amqpUrl = "";
+  let feedAmqpUrl = "";
   const died: string[] = [];
   const logs = `${dir}/logs`;
   const hosts = Array.from(
@@ -360,6 +366,7 @@ export async function startOpenStack(
         sql,
       ]);
       amqpUrl = (await broker).url;
+      feedAmqpUrl = (await broker).feedUrl;
     });
 
     // Schemas: Keystone first (the others only need the database).
@@ -585,6 +592,7 @@ export async function startOpenStack(
         hosts,
         liveMigrationLimits,
         amqpUrl,
+        feedAmqpUrl,
         adminPassword: ADMIN_PASSWORD,
         applicationCredential,
         imageId,
@@ -691,6 +699,7 @@ interface Descriptor {
   hosts: string[];
   liveMigrationLimits: Record<string, number>;
   amqpUrl: string;
+  feedAmqpUrl: string;
   adminPassword: string;
   applicationCredential: { id: string; secret: string };
   imageId: string;
@@ -705,6 +714,7 @@ export function describeOpenStack(cloud: OpenStackCloud): string {
     hosts: cloud.hosts,
     liveMigrationLimits: cloud.liveMigrationLimits,
     amqpUrl: cloud.amqpUrl,
+    feedAmqpUrl: cloud.feedAmqpUrl,
     adminPassword: cloud.admin.password,
     applicationCredential: cloud.applicationCredential,
     imageId: cloud.imageId,
@@ -763,6 +773,7 @@ function cloudFrom(
     hosts: d.hosts,
     liveMigrationLimits: d.liveMigrationLimits,
     amqpUrl: d.amqpUrl,
+    feedAmqpUrl: d.feedAmqpUrl,
     admin: {
       username: "admin",
       password: d.adminPassword,

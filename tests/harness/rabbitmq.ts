@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { feedPermissions } from "../../openstack/amqp_refusals.ts";
 import {
   cacheRoot,
   freePort,
@@ -34,6 +35,11 @@ export const SHARED_RABBITMQ_ENV = "EVICTOR_RABBITMQ";
 
 /** The broker's user (`loopback_users = none` lets it in over TCP). */
 const USER = "guest";
+/**
+ * The notification feed's user: exactly the permissions
+ * docs/configuration.md names (for the exchange `nova`), no more.
+ */
+export const FEED_USER = "evictor";
 /** The queues oslo.messaging declares for Nova's (versioned) notifications. */
 const NOTIFICATION_QUEUES = "^(versioned_)?notifications\\.";
 /** Unconsumed notifications kept per such queue; older ones are dropped. */
@@ -55,7 +61,7 @@ export interface RabbitMqOptions {
   dir?: string;
   /** Folder of the logs (default `<dir>/logs`). */
   logs?: string;
-  /** Give up at this time (ms since the epoch; default: in 120 s). */
+  /** Give up at this time (ms since the epoch; default: in 300 s: a loaded machine boots Erlang slowly). */
   deadline?: number;
   /** How to start a process (default: a process group logging to `logs`). */
   start?: ProcessStarter;
@@ -67,6 +73,11 @@ export interface RabbitMqOptions {
 export interface RabbitMq {
   /** `amqp://guest:guest@127.0.0.1:PORT/` */
   url: string;
+  /**
+   * `amqp://evictor:evictor-pw@127.0.0.1:PORT/`: the feed's user, with exactly
+   * the documented permissions on `/` ({@linkcode feedPermissions}).
+   */
+  feedUrl: string;
   /** The AMQP port. */
   port: number;
   /** The environment `rabbitmqctl` needs to reach this node. */
@@ -76,6 +87,15 @@ export interface RabbitMq {
    * broker of its own (exchanges, queues) without starting another.
    */
   addVhost(name: string): Promise<string>;
+  /**
+   * Adds (or updates) a user (password: its name and `-pw`) with `permissions`
+   * on `vhost` (default `/`, which must exist), and returns its URL.
+   */
+  addUser(
+    name: string,
+    permissions: { configure: string; write: string; read: string },
+    vhost?: string,
+  ): Promise<string>;
   /** Stops the broker only (epmd stays): clients see the connection drop. */
   stopBroker(): Promise<void>;
   /** Starts the stopped broker again on the same port and state. */
@@ -128,7 +148,7 @@ export async function startRabbitMq(
   const dir = options.dir ??
     await makeOwnedTempDir(`${cacheRoot()}/rabbitmq`, "broker-");
   const logs = options.logs ?? `${dir}/logs`;
-  const deadline = options.deadline ?? Date.now() + 120_000;
+  const deadline = options.deadline ?? Date.now() + 300_000;
   const died = options.died ?? [];
   const port = options.port ?? freePort();
   const epmdPort = freePort();
@@ -189,9 +209,9 @@ export async function startRabbitMq(
       )}`,
     );
   };
-  const startBroker = async () => {
+  const startBroker = async (until = deadline) => {
     broker = start("rabbitmq", RABBITMQ_SERVER, [], env);
-    await waitFor("rabbitmq", () => tcpOpen(port), deadline, died);
+    await waitFor("rabbitmq", () => tcpOpen(port), until, died);
   };
   try {
     await waitFor("epmd", () => tcpOpen(epmdPort), deadline, died);
@@ -211,10 +231,39 @@ export async function startRabbitMq(
   } catch (error) {
     return await fail(error);
   }
+  const addUser = async (
+    name: string,
+    p: { configure: string; write: string; read: string },
+    vhost = "/",
+  ) => {
+    const log = `${logs}/setup-rabbitmq-user-${name}.log`;
+    // add_user fails for a user that exists: then only the permissions change.
+    // The password differs from the name: logs redact the password.
+    await ctl(env, ["add_user", name, `${name}-pw`], log).catch(() => {});
+    await ctl(env, [
+      "set_permissions",
+      "-p",
+      vhost,
+      name,
+      p.configure,
+      p.write,
+      p.read,
+    ], log);
+    const path = vhost === "/" ? "" : encodeURIComponent(vhost);
+    return `amqp://${name}:${name}-pw@127.0.0.1:${port}/${path}`;
+  };
+  let feedUrl: string;
+  try {
+    feedUrl = await addUser(FEED_USER, feedPermissions("nova"));
+  } catch (error) {
+    return await fail(error);
+  }
   return {
     url: `amqp://${USER}:${USER}@127.0.0.1:${port}/`,
+    feedUrl,
     port,
     env,
+    addUser,
     addVhost: async (name: string) => {
       const log = `${logs}/setup-rabbitmq-vhost.log`;
       await ctl(env, ["add_vhost", name], log);
@@ -231,7 +280,8 @@ export async function startRabbitMq(
       await broker?.stop(20_000);
     },
     startBroker: async () => {
-      await startBroker();
+      // A restart gets a wait of its own: the first start's may be spent.
+      await startBroker(Date.now() + 300_000);
     },
     stop: async () => {
       await broker?.stop(20_000);
@@ -244,23 +294,28 @@ export async function startRabbitMq(
 /** What the test command announces in {@linkcode SHARED_RABBITMQ_ENV}. */
 interface SharedDescriptor {
   url: string;
+  feedUrl: string;
   port: number;
 }
 
 /** The announcement of a broker, for {@linkcode SHARED_RABBITMQ_ENV}. */
 export function describeRabbitMq(mq: RabbitMq): string {
-  const d: SharedDescriptor = { url: mq.url, port: mq.port };
+  const d: SharedDescriptor = {
+    url: mq.url,
+    feedUrl: mq.feedUrl,
+    port: mq.port,
+  };
   return JSON.stringify(d);
 }
 
-let shared: Promise<{ url: string }> | undefined;
+let shared: Promise<{ url: string; feedUrl: string }> | undefined;
 
 /**
  * The run's broker (announced by the test command), or one of this test
  * process's own, started on first use and ended with the process. Tests
  * that stop the broker must start their own ({@linkcode startRabbitMq}).
  */
-export function sharedRabbitMq(): Promise<{ url: string }> {
+export function sharedRabbitMq(): Promise<{ url: string; feedUrl: string }> {
   shared ??= (async () => {
     const announced = Deno.env.get(SHARED_RABBITMQ_ENV);
     if (announced) return JSON.parse(announced) as SharedDescriptor;

@@ -43,7 +43,8 @@ Deno.test({
     const cloud = await laneCloud();
     assert.ok(cloud.amqpUrl, "the lane's Nova publishes to a broker");
     const dir = await makeOwnedTempDir(STAGING_ROOT, "notified-lane-");
-    await Deno.writeTextFile(`${dir}/url`, `${cloud.amqpUrl}\n`);
+    // The feed's user holds exactly the documented permissions.
+    await Deno.writeTextFile(`${dir}/url`, `${cloud.feedAmqpUrl}\n`);
     const port = freePort();
     const scrape = () => scrapeMetrics(`http://127.0.0.1:${port}/metrics`);
     try {

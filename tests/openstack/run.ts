@@ -52,6 +52,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./predictions_test.ts", import.meta.url).pathname,
       new URL("./notifications_test.ts", import.meta.url).pathname,
       new URL("./notified_drain_test.ts", import.meta.url).pathname,
+      new URL("./notified_cold_drain_test.ts", import.meta.url).pathname,
       new URL("./suspended_test.ts", import.meta.url).pathname,
       new URL("./capacity_test.ts", import.meta.url).pathname,
       new URL("./maintenance_test.ts", import.meta.url).pathname,
