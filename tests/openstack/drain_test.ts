@@ -23,6 +23,7 @@ import {
   withLane,
 } from "./lane.ts";
 import { lastPassBy, passesOf, withinPasses } from "../harness/pass_log.ts";
+import { parseNovaTimestamp } from "../../openstack/notification_parse.ts";
 
 Deno.test({
   name:
@@ -315,11 +316,17 @@ Deno.test({
       );
       const lag = (Date.now() - seenMs) / 1000;
       // The first look after a start, in the waits the operator asked for:
-      // the pass that decided when the operator would look next after the
-      // error asked for at most a poll interval (before the first look
-      // after a start, it waited for the copy's predicted end: 6.3 s here,
-      // 22.7 s in the issue's run).
-      const deciding = lastPassBy(passesOf(await lane.op.log(), host), seenMs);
+      // the last pass before Nova set the error (its record's updated_at,
+      // Nova's clock in whole seconds: that pass cannot have seen it)
+      // decided when the operator would look next, and asked for at most a
+      // poll interval (before the first look after a start, it waited for
+      // the copy's predicted end: 6.3 s here, 22.7 s in the issue's run).
+      const errorAt = parseNovaTimestamp(failed.updated_at ?? "");
+      assert.ok(
+        errorAt !== undefined,
+        `no time of the error: ${failed.updated_at}`,
+      );
+      const deciding = lastPassBy(passesOf(await lane.op.log(), host), errorAt);
       console.log(
         `lane: NoValidHost with timings learned reported by pass ${passes} after its record said error (${
           lag.toFixed(1)
