@@ -516,6 +516,9 @@ export class Controller<T extends KubeObject> {
       }
       this.queue.forget(key);
       const after = result?.requeueAfterMs;
+      // One line per pass: the wait it asked for, so that a pass can be
+      // counted (and its wait read) in the operator's terms, not in seconds.
+      log.debug({ requeueAfterMs: after ?? null }, "reconciled");
       if (after !== undefined && after >= 0) {
         this.#pacing.set(key, after);
         this.queue.addAfter(key, after);

@@ -9,7 +9,8 @@ import { ApiError, TemporaryError } from "./errors.ts";
 import type { ReconcileResult } from "./handler.ts";
 import type { CacheReader } from "./informer.ts";
 import { defineKind, type KubeObject } from "./kind.ts";
-import { silentLogger } from "./logger.ts";
+import { createLogger, type Logger, silentLogger } from "./logger.ts";
+import { passesOf } from "../tests/harness/pass_log.ts";
 import { FrameworkMetrics } from "./metrics.ts";
 
 const Things = defineKind({
@@ -32,6 +33,7 @@ const refused = () =>
 async function passTimes(
   outcomes: Array<ReconcileResult | Error>,
   untilMs: number,
+  logger: Logger = silentLogger(),
 ): Promise<number[]> {
   const clock = new ManualClock(0);
   const obj: KubeObject = { metadata: { name: "a", resourceVersion: "1" } };
@@ -46,7 +48,7 @@ async function passTimes(
     client: () => {
       throw new Error("no client in this test");
     },
-    logger: silentLogger(),
+    logger,
     metrics: new FrameworkMetrics({ processMetrics: false }),
     // Warning Events of failed passes go nowhere here
     events: () => ({ record: () => Promise.resolve() }) as never,
@@ -76,6 +78,22 @@ async function passTimes(
 }
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
+
+Deno.test("controller: each pass is one debug line with its key and the wait it asked for", async () => {
+  const lines: string[] = [];
+  const logger = createLogger({
+    level: "debug",
+    destination: { write: (l) => lines.push(l) },
+  });
+  const times = await passTimes(
+    [{ requeueAfterMs: 700 }, { requeueAfterMs: 300 }, {}],
+    2_000,
+    logger,
+  );
+  assert.deepEqual(times, [0, 700, 1000]);
+  const passes = passesOf(lines.join(""), "a");
+  assert.deepEqual(passes.map((p) => p.requeueAfterMs), [700, 300, undefined]);
+});
 
 Deno.test("controller: an unavailable API server is retried at 200 ms doubling to a 2 s cap", async () => {
   const times = await passTimes(

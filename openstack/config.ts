@@ -18,6 +18,7 @@
 
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
+import { chooseRegion, expandRegions } from "./cloud_region.ts";
 
 /** Endpoint interface in the service catalog. */
 export type EndpointInterface = "public" | "internal" | "admin";
@@ -106,7 +107,10 @@ export interface CloudConfig {
   readonly authUrl: string;
   /** Credentials. */
   readonly auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth;
-  /** Region for catalog lookups. */
+  /**
+   * Region for catalog lookups: `region_name` (`OS_REGION_NAME`), else the
+   * first of the cloud's `regions:`; none when neither is set.
+   */
   readonly regionName?: string;
   /** Catalog interface, default `public`. */
   readonly interface: EndpointInterface;
@@ -210,6 +214,8 @@ const cloudSchema = z.looseObject({
   auth_type: optStr,
   auth: authSchema.optional(),
   region_name: optStr,
+  // checked by expandRegions, with messages that say what an entry may be
+  regions: z.unknown().optional(),
   interface: optStr,
   endpoint_type: optStr,
   cacert: optStr,
@@ -336,16 +342,17 @@ export function loadCloudConfig(
     ? (options.cloudFlagName ?? "--os-cloud")
     : "OS_CLOUD";
   const cloudName = nonEmpty(options.cloud) ?? files.env("OS_CLOUD");
-  const entry = cloudName === undefined
-    ? undefined
-    : readCloudEntry(files, cloudName, cloudLabel);
+  const { entry, regionName } = inRegion(
+    files,
+    cloudName === undefined
+      ? undefined
+      : readCloudEntry(files, cloudName, cloudLabel),
+  );
   const s = settingsOf(files, entry);
 
   // In this order, so that the first problem is the one reported.
   const authUrl = resolveAuthUrl(s);
   const auth = resolveAuth(s);
-  const regionName = s.top(s.raw?.region_name, "region_name", "OS_REGION_NAME")
-    .value;
   const endpointInterface = resolveInterface(s);
   const insecure = resolveInsecure(s);
   const caCert = resolveCaCert(s, files.read);
@@ -455,16 +462,72 @@ function readCloudEntry(
     const over = secureClouds.clouds[cloudName];
     if (over !== undefined) merged = mergeDeep(merged, over);
   }
+  return {
+    name: cloudName,
+    file: found.path,
+    raw: checkedCloud(found.path, cloudName, merged),
+  };
+}
+
+/** A cloud's settings after a merge, checked again. */
+function checkedCloud(
+  file: string,
+  cloudName: string,
+  merged: Record<string, unknown>,
+): RawCloud {
   const again = cloudSchema.safeParse(merged);
   if (!again.success) {
     const issue = again.error.issues[0];
     throw new ConfigError(
-      `${found.path}: clouds.${cloudName}.${
+      `${file}: clouds.${cloudName}.${
         issue?.path.map(String).join(".") ?? ""
       }: ${issue?.message ?? "invalid"}`,
     );
   }
-  return { name: cloudName, file: found.path, raw: again.data };
+  return again.data;
+}
+
+/**
+ * The cloud's entry in the region it is used in, and that region. The
+ * region asked for is `region_name`, else `OS_REGION_NAME`; with a
+ * `regions:` list it must be one of them (none asked for: the first, as
+ * openstacksdk), and that region's `values` override the cloud's settings.
+ */
+function inRegion(
+  files: FileSearch,
+  base: CloudEntry | undefined,
+): { entry: CloudEntry | undefined; regionName: string | undefined } {
+  const wanted = settingsOf(files, base).top(
+    base?.raw.region_name,
+    "region_name",
+    "OS_REGION_NAME",
+  );
+  if (base === undefined || base.raw.regions === undefined) {
+    return { entry: base, regionName: wanted.value };
+  }
+  const at = `${base.file}: clouds.${base.name}`;
+  let regions;
+  try {
+    regions = expandRegions(base.raw.regions);
+  } catch (e) {
+    throw new ConfigError(`${at}.${e instanceof Error ? e.message : e}`);
+  }
+  if (regions.length === 0) return { entry: base, regionName: wanted.value };
+  const region = chooseRegion(regions, wanted.value);
+  if (region === undefined) {
+    throw new ConfigError(
+      `${wanted.label}: "${wanted.value}" is not a region of cloud "${base.name}"; expected one of its regions: ${
+        regions.map((r) => r.name).join(", ")
+      } (names are case-sensitive)`,
+    );
+  }
+  const { regions: _list, ...cloud } = base.raw;
+  const raw = checkedCloud(
+    base.file,
+    base.name,
+    mergeDeep(cloud, { ...region.values }),
+  );
+  return { entry: { ...base, raw }, regionName: region.name };
 }
 
 /** Settings looked up in the cloud's entry, else in the `OS_*` variables. */

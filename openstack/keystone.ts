@@ -175,7 +175,7 @@ export interface KeystoneSessionOptions extends HttpTransportOptions {
 export interface EndpointQuery {
   /** public, internal or admin (default: the session's). */
   interface?: EndpointInterface;
-  /** Region (default: the session's; none = first match). */
+  /** Region (default: the session's; none = the service's only region). */
   region?: string;
 }
 
@@ -590,6 +590,12 @@ function withToken(req: HttpRequest, token: string): HttpRequest {
 
 /**
  * Picks an endpoint from a catalog by service type, interface and region.
+ * Without a region, the service's endpoints must all be in one region: a
+ * catalog offering it in several is refused rather than one picked, since
+ * the first of any region may be another region's Nova.
+ *
+ * @throws {EndpointNotFoundError} naming the region asked for and the
+ * regions that offer the service, or the regions to choose from.
  *
  * @example
  * ```ts
@@ -605,17 +611,36 @@ export function findEndpoint(
   type: string,
   query: { interface: EndpointInterface; region?: string },
 ): string {
-  for (const entry of catalog) {
-    if (entry.type !== type) continue;
-    for (const ep of entry.endpoints) {
-      if (ep.interface !== query.interface) continue;
-      if (query.region !== undefined && ep.region !== query.region) continue;
-      return ep.url;
-    }
+  const offered = catalog
+    .filter((entry) => entry.type === type)
+    .flatMap((entry) => entry.endpoints)
+    .filter((ep) => ep.interface === query.interface);
+  const what = `${type} endpoint with interface ${query.interface}`;
+  if (offered.length === 0) {
+    throw new EndpointNotFoundError(
+      `no ${what} in the service catalog${
+        query.region === undefined ? "" : ` (region "${query.region}")`
+      }`,
+    );
   }
-  throw new EndpointNotFoundError(
-    `no ${type} endpoint with interface ${query.interface}${
-      query.region === undefined ? "" : ` in region ${query.region}`
-    } in the service catalog`,
-  );
+  const regions = [
+    ...new Set(offered.map((ep) => ep.region ?? "(no region)")),
+  ];
+  const listed = regions.map((r) => `"${r}"`).join(", ");
+  if (query.region !== undefined) {
+    const ep = offered.find((ep) => ep.region === query.region);
+    if (ep !== undefined) return ep.url;
+    throw new EndpointNotFoundError(
+      `no ${what} in region "${query.region}" in the service catalog; the catalog has it in ${
+        regions.length === 1 ? "region" : "regions"
+      } ${listed}: expected region_name (or OS_REGION_NAME) naming one of them`,
+    );
+  }
+  const [first] = offered;
+  if (regions.length > 1 || first === undefined) {
+    throw new EndpointNotFoundError(
+      `the service catalog has a ${what} in several regions (${listed}) and no region is set: expected region_name (or OS_REGION_NAME) naming one of them`,
+    );
+  }
+  return first.url;
 }

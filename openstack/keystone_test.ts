@@ -14,6 +14,7 @@ import {
   KeystoneSession,
 } from "./keystone.ts";
 import { authRetryDelayMs } from "./auth_backoff.ts";
+import type { EndpointInterface } from "./config.ts";
 import { NovaClient } from "./nova.ts";
 import { startNovaSim } from "../tests/harness/nova_sim/mod.ts";
 
@@ -235,23 +236,74 @@ Deno.test("keystone: findEndpoint picks by type, interface and region", () => {
       { interface: "internal", region: "A", url: "http://a-int" },
       { interface: "public", region: "B", url: "http://b-pub" },
     ],
+  }, {
+    type: "placement",
+    name: "placement",
+    endpoints: [{ interface: "public", region: "A", url: "http://a-pl" }],
   }];
-  assert.equal(
-    findEndpoint(catalog, "compute", { interface: "public" }),
-    "http://a-pub",
-  );
-  assert.equal(
-    findEndpoint(catalog, "compute", { interface: "public", region: "B" }),
-    "http://b-pub",
-  );
-  assert.equal(
-    findEndpoint(catalog, "compute", { interface: "internal" }),
-    "http://a-int",
-  );
-  assert.throws(
-    () => findEndpoint(catalog, "compute", { interface: "admin" }),
-    /no compute endpoint with interface admin/,
-  );
+  const rows: [string, EndpointInterface, string | undefined, string][] = [
+    ["compute", "public", "A", "http://a-pub"],
+    // the second of two regions when it is the one asked for
+    ["compute", "public", "B", "http://b-pub"],
+    ["compute", "internal", "A", "http://a-int"],
+    // one region offers it: no region needs to be set
+    ["compute", "internal", undefined, "http://a-int"],
+    ["placement", "public", undefined, "http://a-pl"],
+  ];
+  for (const [type, iface, region, url] of rows) {
+    assert.equal(
+      findEndpoint(catalog, type, {
+        interface: iface,
+        ...(region === undefined ? {} : { region }),
+      }),
+      url,
+      `${type} ${iface} ${region}`,
+    );
+  }
+  const errors: [string, EndpointInterface, string | undefined, string][] = [
+    [
+      "compute",
+      "public",
+      "C",
+      'no compute endpoint with interface public in region "C" in the service catalog; the catalog has it in regions "A", "B": expected region_name (or OS_REGION_NAME) naming one of them',
+    ],
+    [
+      "placement",
+      "public",
+      "B",
+      'no placement endpoint with interface public in region "B" in the service catalog; the catalog has it in region "A": expected region_name (or OS_REGION_NAME) naming one of them',
+    ],
+    [
+      "compute",
+      "public",
+      undefined,
+      'the service catalog has a compute endpoint with interface public in several regions ("A", "B") and no region is set: expected region_name (or OS_REGION_NAME) naming one of them',
+    ],
+    [
+      "compute",
+      "admin",
+      undefined,
+      "no compute endpoint with interface admin in the service catalog",
+    ],
+    [
+      "volumev3",
+      "public",
+      "A",
+      'no volumev3 endpoint with interface public in the service catalog (region "A")',
+    ],
+  ];
+  for (const [type, iface, region, message] of errors) {
+    assert.throws(
+      () =>
+        findEndpoint(catalog, type, {
+          interface: iface,
+          ...(region === undefined ? {} : { region }),
+        }),
+      (e: unknown) =>
+        e instanceof EndpointNotFoundError && e.message === message,
+      `${type} ${iface} ${region}`,
+    );
+  }
 });
 
 /** A session with the sim's password user, `password` instead of theirs. */

@@ -32,6 +32,7 @@ import {
   registerHypervisor,
 } from "./harness/process_drain.ts";
 import { rabbitMqMissing, startRabbitMq } from "./harness/rabbitmq.ts";
+import { startTimerLagProbe } from "./harness/timer_lag.ts";
 
 const BUDGET = 2;
 const VMS = 8;
@@ -94,10 +95,12 @@ Deno.test({
         60_000,
         20,
       ).catch(fail);
+      const lag = startTimerLagProbe();
       await createEviction(client, late, labels);
       for (const h of [first, late]) {
         await drainFinished(client, h).catch(fail);
       }
+      const lateMs = Math.round(lag.stop());
       const sampled = sampler.stop();
       assert.ok(sampled.max <= BUDGET, `in flight at once ${sampled.max}`);
       assert.deepEqual(migratedTwice(sim, [first, late]), []);
@@ -119,8 +122,13 @@ Deno.test({
       // Polling's rule: only after 6 completions (2 VMs left, limit 2).
       assert.equal(before.length, 1, "the first freed slot was handed over");
       // At the event: within 2 s of real time (the woken drain's first
-      // list and its start), not at a poll or the slow check.
-      assert.ok(gapMs < 2000 * SCALE, `${gapMs} ms after the completion`);
+      // list and its start), not at a poll or the slow check; on a loaded
+      // machine the event's delivery, the list and the start each come as
+      // late as the machine's timers (measured: 0 on a quiet machine).
+      assert.ok(
+        gapMs < (2000 + 3 * lateMs) * SCALE,
+        `${gapMs} ms after the completion (timer lateness ${lateMs} ms)`,
+      );
     } finally {
       await op.stop();
       await sim.close();

@@ -32,6 +32,7 @@ import {
   drainProcessArgs,
   registerHypervisor,
 } from "./harness/process_drain.ts";
+import { startTimerLagProbe } from "./harness/timer_lag.ts";
 
 const LEASE_MS = 3_000;
 const RENEW_MS = 2_000;
@@ -128,6 +129,7 @@ Deno.test({
         10,
       ).catch(fail);
 
+      const lag = startTimerLagProbe();
       const killedAt = Date.now();
       await a.kill();
       const acceptedAtKill = accepted();
@@ -148,6 +150,10 @@ Deno.test({
       ).catch(fail);
       assert.equal(await holder(), "replica-b");
       const takeover = ledAt - killedAt;
+      // The machine's timer lateness over the takeover: on a loaded machine
+      // the standby's retry tick and its Lease write come that much later
+      // each, without a defect (0 on a quiet one: the bound as it was).
+      const lateMs = Math.round(lag.stop());
       await waitFor(
         "a migration under replica-b",
         () => accepted() > acceptedAtKill ? true : undefined,
@@ -171,12 +177,13 @@ Deno.test({
         `failover: replica-b led ${takeover} ms after the SIGKILL (lease ${LEASE_MS} ms + retry ${RETRY_MS} ms), started its first migration ${firstStart} ms after it; in flight at most ${sampled.max} sampled / ${overlap} from Nova's records (budget ${BUDGET})`,
       );
       // The bound is the lease plus one retry period; the slack is for
-      // scheduling on a shared machine (3544 ms was seen under load).
+      // scheduling on a shared machine (3544 ms was seen under load), plus
+      // the lateness measured meanwhile for the retry tick and the write.
       assert.ok(
-        takeover <= LEASE_MS + RETRY_MS + SCHEDULING_SLACK_MS,
+        takeover <= LEASE_MS + RETRY_MS + SCHEDULING_SLACK_MS + 2 * lateMs,
         `took over after ${takeover} ms, want <= ${
           LEASE_MS + RETRY_MS
-        } (+ ${SCHEDULING_SLACK_MS} ms slack)`,
+        } (+ ${SCHEDULING_SLACK_MS} ms slack + 2 x ${lateMs} ms timer lateness)`,
       );
       assert.ok(sampled.max <= BUDGET, `sampled in flight ${sampled.max}`);
       assert.ok(overlap <= BUDGET, `in flight at once ${overlap}`);

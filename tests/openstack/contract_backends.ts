@@ -85,6 +85,10 @@ export async function backendKinds(): Promise<Backend["kind"][]> {
 export const LANE_CLOUD: OpenStackOptions = {
   computes: 3,
   liveMigrationLimitOf: { node003: 3 },
+  // 2 minutes on a quiet machine; at a load of 35-50 on 2 cores the schemas
+  // alone took 6-9 minutes and the default 15 ran out before the hosts
+  // were mapped
+  timeoutMs: 1_800_000,
 };
 
 let cloud: Promise<OpenStackCloud> | undefined;

@@ -39,6 +39,9 @@ export { IN_PROGRESS, type MigrationSample, type RawMigration };
 /** Whether the lane can run here (tests are ignored where not). */
 export const available: boolean = await openStackAvailable();
 
+/** The operator's poll interval in the lane (`--poll-interval`). */
+export const POLL_MS = 1_000;
+
 /** The Eviction's condition of `type`. */
 export function condition(ev: Eviction | undefined, type: string) {
   return ev?.status?.conditions?.find((c) => c.type === type);
@@ -142,7 +145,7 @@ export async function withLane(
       args: [
         "--controllers=eviction",
         `--label-selector=evictor-lane=${suffix}`,
-        "--poll-interval=1s",
+        `--poll-interval=${POLL_MS / 1000}s`,
         "--webhook-bind-address=0",
         "--metrics-bind-address=0",
         ...args,

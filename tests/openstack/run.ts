@@ -49,6 +49,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./nova_limit_test.ts", import.meta.url).pathname,
       new URL("./arrival_test.ts", import.meta.url).pathname,
       new URL("./auth_versions_test.ts", import.meta.url).pathname,
+      new URL("./regions_test.ts", import.meta.url).pathname,
       new URL("./predictions_test.ts", import.meta.url).pathname,
       new URL("./notifications_test.ts", import.meta.url).pathname,
       new URL("./notified_drain_test.ts", import.meta.url).pathname,
