@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import {
   type DrainEnv,
+  eventsOf,
   inProgress,
   startDrainEnv,
   uniqueSuffix,
@@ -16,14 +17,6 @@ import {
 } from "./harness/eviction_env.ts";
 import type { ScenarioInput } from "./harness/nova_sim/mod.ts";
 import { EvictionKind } from "../controllers/kinds.ts";
-
-const EVENTS = {
-  group: "",
-  version: "v1",
-  plural: "events",
-  kind: "Event",
-  namespaced: true,
-} as const;
 
 const s = uniqueSuffix();
 const H = {
@@ -63,18 +56,6 @@ function idOf(e: DrainEnv, name: string): string {
   const id = e.sim.state().servers.find((x) => x.name === name)?.id;
   assert.ok(id !== undefined, `no server ${name}`);
   return id;
-}
-
-async function eventsOf(e: DrainEnv, name: string) {
-  const list = await e.client.list(EVENTS, { namespace: "default" });
-  return (list.items as Array<
-    {
-      involvedObject?: { name?: string };
-      reason?: string;
-      type?: string;
-      message?: string;
-    }
-  >).filter((x) => x.involvedObject?.name === name);
 }
 
 async function gone(e: DrainEnv, name: string, timeoutMs: number) {

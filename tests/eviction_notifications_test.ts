@@ -12,6 +12,8 @@
  * nothing.
  */
 import assert from "node:assert/strict";
+import amqp from "amqplib";
+import type { Eviction } from "../models/mod.ts";
 import type { NovaNotification } from "../openstack/notification_types.ts";
 import { metricSum } from "./_monitoring.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
@@ -19,6 +21,7 @@ import {
   drained,
   type DrainEnv,
   type DrainEnvOptions,
+  eventsOf,
   migratedTwice,
   serversOn,
   startDrainEnv,
@@ -356,5 +359,140 @@ Deno.test({
       await drained(env, name, 60_000);
       assertDrainedOnce(env, host);
     }, { notifications });
+  },
+});
+
+const DEMOTIONS = "evictor_nova_notifications_demotions_total";
+
+/** The Eviction's drain time on the simulator's clock (status times). */
+function makespanMs(
+  ev: { status?: { startedAt?: string; finishedAt?: string } },
+) {
+  return Date.parse(ev.status?.finishedAt ?? "") -
+    Date.parse(ev.status?.startedAt ?? "");
+}
+
+Deno.test({
+  name:
+    "notifications: a feed listening where Nova never publishes is found deaf at the first starts, the drain polls and moves each VM once",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const mq = await startRabbitMq();
+    try {
+      // A vhost of its own, with an exchange `nova` nobody publishes to:
+      // the operator subscribes there, the simulator publishes on `/`.
+      const deaf = await mq.addVhost("deaf");
+      const conn = await amqp.connect(deaf);
+      const ch = await conn.createChannel();
+      await ch.assertExchange("nova", "topic", { durable: false });
+      await conn.close();
+      // 12 VMs of 32 GB at 5x (6.4 s real each), 4 at once: ~20 s real.
+      const polled = await drainMakespan({});
+      let demoted: { ms: number; events: string[] } | undefined;
+      const notified = await drainMakespan(
+        { notifications: { amqpUrl: mq.url, listenUrl: deaf } },
+        async (env, name) => {
+          const startedAt = Date.now();
+          demoted = await waitFor(
+            "the deaf demotion",
+            async () => {
+              const n = await metric(env, DEMOTIONS);
+              if (n === 0) return undefined;
+              const events = (await eventsOf(env, name)).map((e) =>
+                `${e.reason}: ${e.message}`
+              );
+              return { ms: Date.now() - startedAt, events };
+            },
+            60_000,
+            50,
+          );
+        },
+      );
+      assert.ok(demoted !== undefined);
+      // the bound: max(10 s, 2 poll intervals) real after the first
+      // start's answer, plus a pass
+      assert.ok(demoted.ms <= 10_000 + 5_000, `demoted after ${demoted.ms} ms`);
+      assert.ok(
+        demoted.events.some((e) =>
+          e.includes("NotificationViewDemoted") && e.includes("deaf")
+        ),
+        `an Event says why: ${demoted.events.join(" | ")}`,
+      );
+      assert.ok(
+        notified <= 1.5 * polled,
+        `notified (deaf) ${notified} ms against polling ${polled} ms`,
+      );
+    } finally {
+      await mq.stop();
+    }
+  },
+});
+
+/**
+ * Drains 12 VMs of 32 GB at 5x with `extra`, runs `during` beside it, and
+ * returns the drain's makespan on the simulator's clock.
+ */
+async function drainMakespan(
+  extra: Partial<DrainEnvOptions>,
+  during?: (env: DrainEnv, name: string) => Promise<void>,
+): Promise<number> {
+  let ms = 0;
+  await withNotifiedDrain(12, [32768], 5, async (env, host) => {
+    const name = `ev-${host}`;
+    await env.evict(name, host);
+    const watching = during?.(env, name);
+    const ev = await drained(env, name, 180_000);
+    await watching;
+    assertDrainedOnce(env, host);
+    assert.equal(ev.status?.migratedCount, 12);
+    ms = makespanMs(ev);
+  }, extra);
+  return ms;
+}
+
+Deno.test({
+  name:
+    "notifications: a VM sent to a Succeeded host with its events lost reopens the drain within a few poll intervals",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    let lose = false;
+    const deliver = (
+      n: NovaNotification,
+      publish: (n: NovaNotification) => void,
+    ) => {
+      if (!lose) publish(n);
+    };
+    await withNotifiedDrain(2, [4096], 20, async (env, host) => {
+      const name = `ev-${host}`;
+      await env.evict(name, host);
+      await drained(env, name, 60_000);
+      lose = true;
+      // A second after Succeeded a VM lands on the host; no event of it
+      // arrives. A view trusted as live would wait for the slow check
+      // (60 poll intervals: 12 s); one not proven live looks at the
+      // polling pace (the gap since the finish, doubling).
+      await new Promise((r) => setTimeout(r, 1_000));
+      const sentAt = Date.now();
+      env.sim.addServer({ host, name: "forced", ramMb: 2048 });
+      const reopened = await waitFor(
+        "the drain reopened",
+        async () => {
+          const ev = await env.eviction(name);
+          return ev.status?.finishedAt === undefined ? Date.now() : undefined;
+        },
+        15_000,
+        20,
+      );
+      assert.ok(
+        reopened - sentAt <= 10 * POLL_MS + 1_000,
+        `reopened ${reopened - sentAt} ms after the VM came`,
+      );
+      lose = false;
+      await drained(env, name, 60_000);
+      assertDrainedOnce(env, host);
+    }, { notifications: { deliver } });
   },
 });

@@ -9,6 +9,7 @@
 
 import { KubeClient } from "../../framework/client.ts";
 import { ApiError } from "../../framework/errors.ts";
+import { EVENTS } from "../../framework/events.ts";
 import { createLogger } from "../../framework/logger.ts";
 import { Operator } from "../../framework/operator.ts";
 import {
@@ -77,10 +78,12 @@ export interface DrainEnvOptions {
    * Drain with the simulator's notifications: through a real RabbitMQ at
    * `amqpUrl` (the simulator publishes there, the operator consumes with
    * openstack/notifications.ts), else in process (sim_feed.ts), where
-   * `deliver` may hold, reorder or repeat them.
+   * `deliver` may hold, reorder or repeat them. The operator listens at
+   * `listenUrl` when given (a vhost Nova does not publish to).
    */
   notifications?: {
     amqpUrl?: string;
+    listenUrl?: string;
     deliver?: Parameters<typeof simFeed>[1];
   };
 }
@@ -151,7 +154,10 @@ export async function startDrainEnv(
     : simFeed(sim, options.notifications.deliver);
   const feed: NotificationFeed | undefined = amqpUrl === undefined
     ? notified?.feed
-    : startNotificationFeed({ url: amqpUrl, initialBackoffMs: 100 });
+    : startNotificationFeed({
+      url: options.notifications?.listenUrl ?? amqpUrl,
+      initialBackoffMs: 100,
+    });
   try {
     clients = createOpenStackClients(
       loadCloudConfig({
@@ -462,6 +468,25 @@ export async function withOwnApiServer(
     await env?.stop();
     await api.stop();
   }
+}
+
+/** An Event of the API server, as the tests read it. */
+export interface EventSeen {
+  involvedObject?: { name?: string };
+  reason?: string;
+  type?: string;
+  message?: string;
+}
+
+/** The Events about the object named `name` (cluster-scoped: namespace default). */
+export async function eventsOf(
+  e: { client: KubeClient },
+  name: string,
+): Promise<EventSeen[]> {
+  const list = await e.client.list(EVENTS, { namespace: "default" });
+  return (list.items as EventSeen[]).filter((x) =>
+    x.involvedObject?.name === name
+  );
 }
 
 /** Waits until the drain of Eviction `name` has finished; returns it. */
