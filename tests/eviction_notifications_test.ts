@@ -365,9 +365,7 @@ Deno.test({
 const DEMOTIONS = "evictor_nova_notifications_demotions_total";
 
 /** The Eviction's drain time on the simulator's clock (status times). */
-function makespanMs(
-  ev: { status?: { startedAt?: string; finishedAt?: string } },
-) {
+function makespanMs(ev: Eviction): number {
   return Date.parse(ev.status?.finishedAt ?? "") -
     Date.parse(ev.status?.startedAt ?? "");
 }
