@@ -34,10 +34,52 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The manager's pods: the Deployment's selector, the Services', the PDB's. */}}
+{{/*
+The manager's pods: the Deployment's selector, the Services', the PDB's, the
+anti-affinity's. The release's name keeps two releases in one namespace from
+selecting each other's pods (a selector is immutable: see docs/deploy.md).
+*/}}
 {{- define "evictor.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "evictor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: manager
+{{- end }}
+
+{{/*
+"true" when objects of an API that not every cluster serves are rendered:
+the value is true, or "auto" and the cluster serves the API (helm template
+knows only the built-in APIs unless told with --api-versions). Called with
+(list $ value "group/version").
+*/}}
+{{- define "evictor.apiWanted" -}}
+{{- $root := index . 0 }}
+{{- $value := index . 1 }}
+{{- if eq (toString $value) "auto" }}
+{{- if $root.Capabilities.APIVersions.Has (index . 2) }}true{{ end }}
+{{- else if $value }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the ServiceMonitor is rendered. */}}
+{{- define "evictor.serviceMonitor" -}}
+{{- include "evictor.apiWanted" (list . .Values.monitoring.serviceMonitor.enabled "monitoring.coreos.com/v1") }}
+{{- end }}
+
+{{/* "true" when the PrometheusRule is rendered. */}}
+{{- define "evictor.prometheusRule" -}}
+{{- include "evictor.apiWanted" (list . .Values.monitoring.prometheusRule.enabled "monitoring.coreos.com/v1") }}
+{{- end }}
+
+{{/*
+Where the webhook's serving certificate comes from: "secret" (the user's,
+webhook.certSecretName), "cert-manager" (certManager.enabled true, or auto
+on a cluster with cert-manager), else "generated" (by the chart, kept in a
+Secret across upgrades: webhook/validating_webhook_configuration.yaml).
+*/}}
+{{- define "evictor.certSource" -}}
+{{- if .Values.webhook.certSecretName }}secret
+{{- else if include "evictor.apiWanted" (list . .Values.certManager.enabled "cert-manager.io/v1") }}cert-manager
+{{- else }}generated
+{{- end }}
 {{- end }}
 
 {{- define "evictor.serviceAccountName" -}}
@@ -64,10 +106,46 @@ app.kubernetes.io/component: manager
 
 {{/* The Secret with the webhook's serving certificate (and /metrics'). */}}
 {{- define "evictor.webhookCertSecretName" -}}
-{{- if .Values.certManager.enabled }}
-{{- printf "%s-webhook-tls" (include "evictor.fullname" .) }}
+{{- default (printf "%s-webhook-tls" (include "evictor.fullname" .)) .Values.webhook.certSecretName }}
+{{- end }}
+
+{{/*
+The chart's own certificate for the webhook (certSource "generated"), as
+YAML: the Secret's data (ca.crt, tls.crt, tls.key; base64) and the caBundle.
+An existing Secret of the release is kept, so upgrades change nothing. When
+there is none (first install, or deleted to rotate) a new CA (10 years: no
+one renews it) signs a new serving certificate, and the caBundle also keeps
+the CAs the webhook configuration trusts now: until the kubelet refreshes
+the pods' copy of the Secret (a minute or so) they still serve the old
+certificate, and the webhook fails closed. The next upgrade drops them.
+Called once per rendering (the Secret and the configuration share a file).
+*/}}
+{{- define "evictor.generatedTls" -}}
+{{- $fullname := include "evictor.fullname" . }}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "evictor.webhookCertSecretName" .) }}
+{{- $ca := dig "data" "ca.crt" "" $secret }}
+{{- $crt := dig "data" "tls.crt" "" $secret }}
+{{- $key := dig "data" "tls.key" "" $secret }}
+{{- if and $ca $crt $key }}
+ca.crt: {{ $ca }}
+tls.crt: {{ $crt }}
+tls.key: {{ $key }}
+caBundle: {{ $ca }}
 {{- else }}
-{{- .Values.webhook.certSecretName }}
+{{- $webhook := printf "%s.%s.svc" (include "evictor.webhookServiceName" .) .Release.Namespace }}
+{{- $metrics := printf "%s.%s.svc" (include "evictor.metricsServiceName" .) .Release.Namespace }}
+{{- $names := list $webhook (printf "%s.cluster.local" $webhook) $metrics (printf "%s.cluster.local" $metrics) }}
+{{- $newCa := genCAWithKey (printf "%s-webhook-ca" $fullname) 3650 (genPrivateKey "ecdsa") }}
+{{- $cert := genSignedCertWithKey $webhook nil $names 3650 $newCa (genPrivateKey "ecdsa") }}
+{{- $config := lookup "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" "" $fullname }}
+{{- $trusted := "" }}
+{{- range (dig "webhooks" (list) $config) }}
+{{- $trusted = dig "clientConfig" "caBundle" $trusted . }}
+{{- end }}
+ca.crt: {{ $newCa.Cert | b64enc }}
+tls.crt: {{ $cert.Cert | b64enc }}
+tls.key: {{ $cert.Key | b64enc }}
+caBundle: {{ printf "%s%s" $newCa.Cert ($trusted | b64dec) | b64enc }}
 {{- end }}
 {{- end }}
 
@@ -75,7 +153,7 @@ app.kubernetes.io/component: manager
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (toString .Values.image.tag) }}
+{{- printf "%s:%s" .Values.image.repository (toString (default .Chart.AppVersion .Values.image.tag)) }}
 {{- end }}
 {{- end }}
 
@@ -103,12 +181,14 @@ depends on it includes this, and Helm stops at the first failure).
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
 {{- fail (printf "replicas=%v needs leaderElection.enabled=true: without a Lease every replica would drain the same hosts (or set replicas=1)" .Values.replicas) }}
 {{- end }}
-{{- if not .Values.certManager.enabled }}
-{{- if not .Values.webhook.certSecretName }}
-{{- fail "webhook.certSecretName: with certManager.enabled=false, name a kubernetes.io/tls Secret (tls.crt, tls.key) for the webhook" }}
+{{- if .Values.webhook.certSecretName }}
+{{- if eq (toString .Values.certManager.enabled) "true" }}
+{{- fail (printf "webhook.certSecretName=%s: with certManager.enabled=true cert-manager writes the webhook's certificate; set certManager.enabled=false (or auto) to use your own Secret" .Values.webhook.certSecretName) }}
 {{- end }}
 {{- if not .Values.webhook.caBundle }}
-{{- fail "webhook.caBundle: with certManager.enabled=false, give the base64 PEM of the CA that signed webhook.certSecretName's certificate" }}
+{{- fail (printf "webhook.caBundle: with webhook.certSecretName=%s, give the base64 PEM of the CA that signed that Secret's certificate" .Values.webhook.certSecretName) }}
 {{- end }}
+{{- else if .Values.webhook.caBundle }}
+{{- fail "webhook.caBundle: only with webhook.certSecretName (your own certificate); without it cert-manager or the chart makes the certificate and its CA" }}
 {{- end }}
 {{- end }}
