@@ -101,7 +101,10 @@ export const COMPILE_LOCKDOWN_FLAGS: readonly string[] = Object.freeze([
 /**
  * The permission flags of the kubectl plugin (`kubectl-evictor`): it runs on
  * a person's machine, reads their kubeconfig wherever it is, and talks to
- * their API server; it never writes, spawns or loads native code.
+ * their API server. It runs the credential plugin that a kubeconfig user's
+ * `exec` names (kubelogin, `aws eks get-token`, ...), as kubectl does, so
+ * it may spawn programs (which ones is the kubeconfig's choice, hence no
+ * list); it never writes files or loads native code.
  *
  * @example
  * ```ts
@@ -113,4 +116,5 @@ export const PLUGIN_PERMISSION_FLAGS: readonly string[] = Object.freeze([
   "--allow-read",
   "--allow-env",
   "--allow-net",
+  "--allow-run",
 ]);

@@ -5,7 +5,8 @@
  * app/permissions.ts, no prompt and no remote imports. Deno fetches its
  * `denort` runtime for that, or takes the file that `DENORT_BIN` names. Only
  * the npm packages an entry point imports are embedded
- * (`--exclude-unused-npm`), without the data files of {@linkcode NPM_EXCLUDES}.
+ * (`--exclude-unused-npm`), without the files that hack/npm_excludes.ts
+ * shows no binary loads (declarations, source maps, unreachable modules).
  * tests/compile_test.ts runs this task and reads back what each binary
  * embeds.
  *
@@ -22,6 +23,7 @@ import {
   PLUGIN_PERMISSION_FLAGS,
   V8_FLAGS,
 } from "../app/permissions.ts";
+import { npmExcludeFlags } from "./npm_excludes.ts";
 
 /** One executable of the compile task. */
 export interface Build {
@@ -57,72 +59,7 @@ export const BUILDS: readonly Build[] = [
   },
 ];
 
-/**
- * Files of npm packages that are kept out of the binaries. `deno compile`
- * embeds every file of an embedded package; Deno 2.9 overflows its stack on
- * bintrees' 2 MB test fixture `test/perf/100k` (reached through prom-client
- * -> tdigest, which prom-client's Summary uses; denoland/deno#36746), and no
- * package reads it at run time.
- *
- * @example
- * ```ts
- * import { NPM_EXCLUDES } from "./compile.ts";
- * console.assert(NPM_EXCLUDES.every((e) => !e.file.startsWith("/")));
- * ```
- */
-export const NPM_EXCLUDES: readonly { pkg: string; file: string }[] = [
-  { pkg: "bintrees", file: "test/perf/100k" },
-];
-
 const ROOT = new URL("../", import.meta.url);
-
-/** The part of `deno info --json` this task reads. */
-interface DenoInfo {
-  npmPackages: Record<string, { name: string; localPath?: string }>;
-}
-
-/**
- * The `--exclude=PATH` flags for {@linkcode NPM_EXCLUDES}: the files in the
- * npm cache where `deno info` (which fills that cache) puts the packages of
- * `entry`'s graph. The exclusion matches paths exactly, so each is resolved
- * through symlinks as Deno's embedding walk resolves them.
- *
- * @example
- * ```ts ignore
- * console.log(await npmExcludeFlags("main.ts"));
- * // ["--exclude=/root/.cache/deno/npm/registry.npmjs.org/bintrees/1.0.2/test/perf/100k"]
- * ```
- */
-export async function npmExcludeFlags(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--frozen", "--json", new URL(entry, ROOT).pathname],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  if (!out.success) {
-    throw new Error(`deno info ${entry} failed with exit code ${out.code}`);
-  }
-  const info: DenoInfo = JSON.parse(new TextDecoder().decode(out.stdout));
-  const flags: string[] = [];
-  for (const { pkg, file } of NPM_EXCLUDES) {
-    for (const [id, found] of Object.entries(info.npmPackages)) {
-      if (found.name !== pkg) continue;
-      if (found.localPath === undefined) {
-        throw new Error(`deno info names no folder for npm package ${id}`);
-      }
-      const path = `${found.localPath}/${file}`;
-      const real = await Deno.realPath(path).catch(() => undefined);
-      if (real === undefined) {
-        throw new Error(
-          `${path} is missing: NPM_EXCLUDES in hack/compile.ts names ${pkg}'s ${file}, which ${id} does not have; drop or correct the entry`,
-        );
-      }
-      flags.push(`--exclude=${real}`);
-    }
-  }
-  return flags;
-}
 
 /**
  * The `deno compile` arguments of one build.
@@ -166,12 +103,18 @@ if (import.meta.main) {
     },
   });
   for (const build of BUILDS) {
+    const excludes = await npmExcludeFlags(build.entry);
     const args = compileArgs(build, {
       output: values.output,
       ...(values.target ? { target: values.target } : {}),
-      excludes: await npmExcludeFlags(build.entry),
+      excludes: excludes.flags,
     });
-    console.error(`deno ${args.join(" ")}`);
+    // The exclusions run to thousands of paths: counted, not listed.
+    console.error(
+      `deno ${
+        args.filter((a) => !a.startsWith("--exclude=")).join(" ")
+      } (and ${excludes.flags.length} --exclude flags: ${excludes.files} npm files left out)`,
+    );
     const started = Date.now();
     const { code } = await new Deno.Command(Deno.execPath(), {
       args,

@@ -6,7 +6,9 @@
  * The layout, from Deno 2.9's source: `cli/standalone/binary.rs`
  * (`serialize_binary_data_section`, `serialize_npm_snapshot`) writes a data
  * section `d3n0l4nd | u64 metadata length | metadata JSON | u64 snapshot
- * length | snapshot | … | d3n0l4nd`, and libsui's `Elf::append` puts it in an
+ * length | snapshot | specifiers | redirects | remote modules | u64 VFS
+ * length | VFS JSON | u64 file data length | file data | d3n0l4nd`, and
+ * libsui's `Elf::append` puts it in an
  * ELF note (owner `SUI`, type 0x53554901, descriptor `u16 name length | name
  * | data`) that a new `PT_NOTE` program header points at. All integers are
  * little-endian.
@@ -33,7 +35,18 @@ export interface CompiledBinary {
   npmPackages: string[];
   /** The snapshot's root requests (`zod@4.6.7`) and the package each resolves to. */
   npmRoots: Record<string, string>;
+  /** The bytes `deno compile` appended to the runtime: the whole data section. */
+  payloadBytes: number;
+  /**
+   * The embedded files by path from the VFS root (the entry point's project
+   * folder; npm packages under `.deno_compile_node_modules/localhost/NAME/VERSION/`),
+   * each with its content as it was on disk.
+   */
+  files: Map<string, Uint8Array>;
 }
+
+/** Where `deno compile` puts the npm packages in the VFS. */
+export const EMBEDDED_NPM_DIR = ".deno_compile_node_modules/localhost";
 
 /**
  * Reads the embedded metadata and npm snapshot of a `deno compile` output for
@@ -124,6 +137,25 @@ function parseDataSection(data: Uint8Array, path: string): CompiledBinary {
   if (text(data.subarray(data.length - MAGIC.length)) !== MAGIC) {
     throw new TypeError(`${path}: data section does not end in ${MAGIC}`);
   }
+  // Remote modules and redirects are empty in builds with --no-remote; the
+  // specifier store is read for its length only.
+  const specifiers = reader.u32();
+  for (let i = 0; i < specifiers; i++) {
+    reader.bytes(reader.u32());
+    reader.u32();
+  }
+  for (const store of ["redirects", "remote modules"]) {
+    const count = reader.u32();
+    if (count !== 0) {
+      throw new RangeError(
+        `${path}: ${count} ${store}; this reader expects none (a build with --no-remote)`,
+      );
+    }
+  }
+  const vfs: VfsEntry[] = JSON.parse(text(reader.bytes(reader.u64())));
+  const fileData = reader.bytes(reader.u64());
+  const files = new Map<string, Uint8Array>();
+  collectFiles(vfs, "", fileData, files, path);
   const npmPackages: string[] = [];
   const npmRoots: Record<string, string> = {};
   if (snapshot.remaining > 0) {
@@ -139,7 +171,85 @@ function parseDataSection(data: Uint8Array, path: string): CompiledBinary {
       npmRoots[request] = id;
     }
   }
-  return { metadata, npmPackages: npmPackages.sort(), npmRoots };
+  return {
+    metadata,
+    npmPackages: npmPackages.sort(),
+    npmRoots,
+    payloadBytes: data.length,
+    files,
+  };
+}
+
+/**
+ * A VFS entry as Deno 2.9 serializes it (`VfsEntry` in
+ * `cli/lib/standalone/virtual_fs.rs`): a folder's name and entries, or a
+ * file's name and `[offset, length]` of its original bytes in the file data
+ * (`m`, `s`, `c`: transpiled code, source map, CJS analysis).
+ */
+type VfsEntry =
+  | { Dir: { n: string; e: VfsEntry[] } }
+  | { File: { n: string; o: [number, number] } }
+  | { Symlink: { n: string } };
+
+function collectFiles(
+  entries: VfsEntry[],
+  prefix: string,
+  data: Uint8Array,
+  out: Map<string, Uint8Array>,
+  path: string,
+): void {
+  for (const entry of entries) {
+    if ("Dir" in entry) {
+      collectFiles(entry.Dir.e, `${prefix}${entry.Dir.n}/`, data, out, path);
+    } else if ("File" in entry) {
+      const [offset, length] = entry.File.o;
+      if (offset + length > data.length) {
+        throw new RangeError(
+          `${path}: embedded file ${prefix}${entry.File.n} overruns the file data`,
+        );
+      }
+      out.set(
+        `${prefix}${entry.File.n}`,
+        data.subarray(offset, offset + length),
+      );
+    } else {
+      throw new TypeError(
+        `${path}: embedded symlink ${prefix}${entry.Symlink.n}; this reader expects files and folders only`,
+      );
+    }
+  }
+}
+
+/**
+ * Writes the embedded files of `binary` out as Deno runs them: the project
+ * files under `dir/src` and the npm packages as the npm cache of a
+ * `DENO_DIR` at `dir/deno_dir`. With the project's lockfile copied in,
+ * `deno run --cached-only --unstable-npm-lazy-caching` of the entry point
+ * there loads modules only from what the binary carries, so a module the
+ * compile step left out fails the run.
+ *
+ * @example
+ * ```ts ignore
+ * const { src, denoDir } = await layOutPayload(binary, "/tmp/x");
+ * ```
+ */
+export async function layOutPayload(
+  binary: CompiledBinary,
+  dir: string,
+): Promise<{ src: string; denoDir: string }> {
+  const src = `${dir}/src`;
+  const denoDir = `${dir}/deno_dir`;
+  const npm = `${denoDir}/npm/registry.npmjs.org`;
+  for (const [path, bytes] of binary.files) {
+    const target = path.startsWith(`${EMBEDDED_NPM_DIR}/`)
+      ? `${npm}/${path.slice(EMBEDDED_NPM_DIR.length + 1)}`
+      : `${src}/${path}`;
+    await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), {
+      recursive: true,
+    });
+    await Deno.writeFile(target, bytes);
+  }
+  return { src, denoDir };
 }
 
 /** A cursor over little-endian fields. */
