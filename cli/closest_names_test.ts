@@ -65,7 +65,8 @@ Deno.test("closestNames: a name one edit off an existing one is suggested (prope
       assert.ok(got.length > 0 && got.length <= 3, `${typo} -> ${got}`);
       assert.ok(got.every((g) => editDistance(typo, g) === 1), `${got}`);
       assert.ok(
-        got.includes(meant) || (got.length === 3 && got.every((g) => g < meant)),
+        got.includes(meant) ||
+          (got.length === 3 && got.every((g) => g < meant)),
         `${typo} -> ${got}`,
       );
     },
