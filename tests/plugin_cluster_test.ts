@@ -12,54 +12,7 @@ import { PLUGIN_USER_AGENT } from "../app/version.ts";
 import { type Envtest, sharedEnvtest } from "./harness/envtest.ts";
 import { waitFor } from "./harness/eviction_env.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
-
-const ROOT = new URL("../", import.meta.url);
-const BIN = new URL("bin", ROOT).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `kubectl evictor ARGS` with only `env` (and PATH, HOME, DENO_DIR). */
-async function kubectlEvictor(
-  api: Envtest,
-  args: string[],
-  env: Record<string, string>,
-): Promise<Run> {
-  const denoDir = Deno.env.get("DENO_DIR");
-  const out = await new Deno.Command(`${api.binDir}/kubectl`, {
-    args: ["evictor", ...args],
-    env: {
-      PATH: `${BIN}:${Deno.env.get("PATH") ?? ""}`,
-      HOME: Deno.env.get("HOME") ?? "/tmp",
-      ...(denoDir === undefined ? {} : { DENO_DIR: denoDir }),
-      ...env,
-    },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const d = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: d.decode(out.stdout),
-    stderr: d.decode(out.stderr),
-  };
-}
-
-/** A failure as the plugin must report it: one line, no stack trace. */
-function assertOneLine(run: Run, code: number, pattern: RegExp): void {
-  assert.equal(run.code, code, `exit code; stderr: ${run.stderr}`);
-  const lines = run.stderr.split("\n").filter((l) => l.trim() !== "");
-  assert.equal(lines.length, 1, `one line, got:\n${run.stderr}`);
-  assert.match(lines[0] ?? "", /^error: /);
-  assert.match(lines[0] ?? "", pattern);
-  // a stack frame: "    at fn (file:///x.ts:1:2)"
-  assert.doesNotMatch(run.stderr, /^\s+at .*:\d+:\d+\)?$/m);
-}
+import { assertOneLine, kubectlEvictor } from "./_plugin_cli.ts";
 
 type Doc = {
   clusters: { name: string; cluster: Record<string, unknown> }[];
@@ -228,7 +181,7 @@ Deno.test({
       assertOneLine(
         await kubectlEvictor(api, ["status", "-o", "xml"], env),
         2,
-        /--output "xml" is not valid: expected table, json or yaml/,
+        /--output "xml" is not valid: expected table, wide, name, json or yaml/,
       );
 
       const help = await kubectlEvictor(api, ["drain", "--help"], env);
