@@ -197,7 +197,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "kubectl evictor plan: a compute_api_version Nova does not support and one evictor cannot use are one line each; its calls carry the plugin's User-Agent",
+    "kubectl evictor plan: a compute_api_version Nova does not support and one evictor cannot use are one line each; its calls carry the plugin's User-Agent; --os-cloud picks the cloud",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -254,6 +254,35 @@ Deno.test({
         1,
         /^error: OS_AUTH_URL: not set/,
       );
+
+      // --os-cloud picks a cloud of clouds.yaml, as the operator's flag does
+      const dir = await Deno.makeTempDir({ prefix: "evictor-plan-cloud-" });
+      try {
+        const clouds = `${dir}/clouds.yaml`;
+        await Deno.writeTextFile(clouds, sim.cloudsYaml({ cloud: "eu-de-2" }));
+        const files = {
+          KUBECONFIG: api.kubeconfigPath,
+          OS_CLIENT_CONFIG_FILE: clouds,
+        };
+        const byName = await kubectlEvictor(
+          api,
+          ["plan", host, "--os-cloud", "eu-de-2", "-o", "json"],
+          files,
+        );
+        assert.equal(byName.code, 0, byName.stderr);
+        assert.equal(JSON.parse(byName.stdout).hosts[0]?.host, host);
+        // and wins over OS_CLOUD
+        assertOneLine(
+          await kubectlEvictor(api, ["plan", host, "--os-cloud", "eu-de-3"], {
+            ...files,
+            OS_CLOUD: "eu-de-2",
+          }),
+          1,
+          /^error: --os-cloud: cloud "eu-de-3" is not in .*clouds\.yaml; expected one of: eu-de-2$/,
+        );
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     } finally {
       stop();
       await sim.close();
