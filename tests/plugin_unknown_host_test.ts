@@ -54,7 +54,14 @@ Deno.test({
       // the API server picks the configuration up asynchronously
       await waitFor("the API server calls the webhook", async () => {
         const r = await env.kubectl(["apply", "--dry-run=server", "-f", "-"], {
-          stdin: JSON.stringify(policy({ maxConcurrentMigrations: 99 })),
+          // a trait name the webhook refuses (the schema lets it through)
+          stdin: JSON.stringify(policy({
+            maxConcurrentMigrations: 4,
+            traitLimits: [{
+              trait: "custom_probe",
+              maxConcurrentMigrations: 1,
+            }],
+          })),
         });
         return r.code !== 0 && r.stderr.includes("denied the request")
           ? true
