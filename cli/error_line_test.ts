@@ -4,6 +4,10 @@ import { z } from "zod";
 import { ConfigError, UnavailableError } from "../openstack/mod.ts";
 import { errorLine } from "./error_line.ts";
 import { ApiServerUnreachableError, KubeconfigError } from "./kube_config.ts";
+import {
+  UnknownHypervisorsError,
+  unknownHypervisorsMessage,
+} from "./hypervisor_names.ts";
 import { UsageError } from "./usage.ts";
 
 Deno.test("errorLine: one line and an exit code for every kind of failure", () => {
@@ -75,6 +79,13 @@ Deno.test("errorLine: one line and an exit code for every kind of failure", () =
       1,
       /^error: fetch failed: connection reset$/,
     ],
+    [
+      new UnknownHypervisorsError(
+        unknownHypervisorsMessage(["nod042"], ["node042"]),
+      ),
+      1,
+      /^error: no Hypervisor named "nod042" \(did you mean node042\?\): nothing created;/,
+    ],
     ["a string", 1, /^error: a string$/],
   ];
   for (const [e, code, line] of rows) {
@@ -82,5 +93,10 @@ Deno.test("errorLine: one line and an exit code for every kind of failure", () =
     assert.equal(got.code, code, String(e));
     assert.match(got.line, line);
     assert.doesNotMatch(got.line, /\n/);
+    // never a class name, whatever was thrown
+    if (e instanceof Error) {
+      assert.ok(!got.line.includes(e.constructor.name), got.line);
+      assert.ok(!got.line.includes(e.name), got.line);
+    }
   }
 });

@@ -17,6 +17,7 @@ import {
 } from "../framework/kubeconfig.ts";
 import { PLUGIN_USER_AGENT } from "../app/version.ts";
 import { oneLine } from "../framework/errors.ts";
+import { warningMiddleware } from "./warnings.ts";
 
 /** The plugin's cluster flags. */
 export interface KubeTarget {
@@ -117,15 +118,19 @@ export class ApiServerUnreachableError extends Error {
 /**
  * A CustomObjectsApi of the KubeConfig's current context whose requests
  * carry the plugin's User-Agent (client-node's `makeApiClient` pins its own);
+ * the API server's warnings of every answer go to `warn` (cli/warnings.ts);
  * a call that gets no answer fails with an
  * {@linkcode ApiServerUnreachableError} naming the server.
  *
  * @example
  * ```ts ignore
- * const api = customObjectsApi(kc);
+ * const api = customObjectsApi(kc, warningPrinter(io.err));
  * ```
  */
-export function customObjectsApi(kc: k8s.KubeConfig): k8s.CustomObjectsApi {
+export function customObjectsApi(
+  kc: k8s.KubeConfig,
+  warn: (text: string) => void,
+): k8s.CustomObjectsApi {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) {
     throw new KubeconfigError(
@@ -136,6 +141,7 @@ export function customObjectsApi(kc: k8s.KubeConfig): k8s.CustomObjectsApi {
     baseServer: new k8s.ServerConfiguration(cluster.server, {}),
     authMethods: { default: kc },
     middleware: [k8s.setHeaderMiddleware("User-Agent", PLUGIN_USER_AGENT)],
+    promiseMiddleware: [warningMiddleware(warn)],
   }));
   return new Proxy(api, {
     get(target, prop, receiver) {

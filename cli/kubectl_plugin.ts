@@ -1,18 +1,18 @@
 /**
  * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
- * [--max-concurrent N] [--wait]`, `kubectl evictor status [HYPERVISOR]
- * [-o table|json|yaml]`, `kubectl evictor plan HOST [HOST...]`
+ * [--max-concurrent N] [--allow-unknown] [--wait]`, `kubectl evictor status
+ * [HYPERVISOR] [-o table|wide|name|json|yaml]`, `kubectl evictor plan HOST [HOST...]`
  * (cli/plan_command.ts) and `kubectl evictor retry NAME [VM...]`. Each talks
  * to the cluster kubectl would (`--kubeconfig`, `--context`, `KUBECONFIG`;
  * cli/kube_config.ts); `plan` also reads OpenStack (clouds.yaml / OS_*).
- * Every failure is one line on stderr and a non-zero exit code.
+ * Every failure is one `error:` line on stderr and a non-zero exit code;
+ * the API server's warnings are `Warning:` lines on stderr, as kubectl's.
  *
  * @module
  */
 import {
-  CONDITION_EVICTING,
   REASON_FAILED,
-  REASON_PENDING,
+  REASON_NOT_IN_NOVA,
   REASON_SUCCEEDED,
 } from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
@@ -22,10 +22,19 @@ import {
   EvictionSchema,
 } from "../models/mod.ts";
 import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
-import { type DrainCounts, renderProgressLine } from "./progress.ts";
+import { renderProgressLine } from "./progress.ts";
 import { type PlanIo, runPlan } from "./plan_command.ts";
 import { customObjectsApi } from "./kube_config.ts";
-import { apiMessage, errorLine } from "./error_line.ts";
+import { errorLine } from "./error_line.ts";
+import {
+  countsOf,
+  drainOutcome,
+  seenEmptySeconds,
+  stateOf,
+} from "./eviction_state.ts";
+import { checkHypervisorNames } from "./hypervisor_names.ts";
+import { statusData, statusNames, statusTable } from "./status_output.ts";
+import { warningPrinter } from "./warnings.ts";
 import {
   type CommandName,
   outputFormat,
@@ -36,10 +45,17 @@ import {
 } from "./usage.ts";
 
 export { UsageError } from "./usage.ts";
+export {
+  countsOf,
+  drainOutcome,
+  seenEmptySeconds,
+  stateOf,
+} from "./eviction_state.ts";
 
 /** Where the plugin writes and how it waits; injected by tests. */
 export interface PluginIo extends Pick<PlanIo, "openStack" | "kubeConfig"> {
   out: (line: string) => void;
+  /** Standard error: progress, notes, warnings and `error:` lines. */
   err: (line: string) => void;
   /** Rewrites the current line (a TTY) instead of adding one. */
   interactive: boolean;
@@ -51,75 +67,12 @@ export const PLUGIN_USAGE: string = usageOf();
 
 const { group, version, plural } = EvictionResource;
 
-/** Counts of a drain from an Eviction's status. */
-export function countsOf(e: Eviction): DrainCounts {
-  const s = e.status ?? {};
-  return {
-    migrated: s.migratedCount ?? 0,
-    inFlight: s.inFlightCount ?? s.inFlight?.length ?? 0,
-    outstanding: s.outstandingCount ?? 0,
-    failed: s.failed?.length ?? 0,
-  };
-}
-
-/** The Evicting condition's reason, or "Pending" before the first pass. */
-export function stateOf(e: Eviction): string {
-  return e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING)
-    ?.reason ?? REASON_PENDING;
-}
-
-/**
- * How a drain stands for `--wait`: `Succeeded` only when the Evicting
- * condition says so for the current generation with nothing outstanding or
- * in flight and `finishedAt` set (the controller sets these together, once
- * looks a settle interval apart found the host empty); `Failed` when it
- * stopped otherwise; undefined while it runs (or settles).
- *
- * @example
- * ```ts
- * import { drainOutcome } from "./kubectl_plugin.ts";
- * console.log(drainOutcome({ spec: { hypervisor: "n", reason: "r" } })); // undefined
- * ```
- */
-export function drainOutcome(
-  e: Eviction,
-): typeof REASON_SUCCEEDED | typeof REASON_FAILED | undefined {
-  const c = e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING);
-  if (c?.status !== "False") return undefined;
-  if (c.reason !== REASON_SUCCEEDED) return REASON_FAILED;
-  const s = e.status ?? {};
-  const current = e.metadata?.generation !== undefined &&
-    s.observedGeneration === e.metadata.generation;
-  return current && s.outstandingCount === 0 && s.inFlightCount === 0 &&
-      s.finishedAt !== undefined
-    ? REASON_SUCCEEDED
-    : undefined;
-}
-
-/**
- * How long the controller's looks have found the host empty, as of
- * `nowMs`: from status.emptySince (else finishedAt), in whole seconds.
- *
- * @example
- * ```ts
- * import { seenEmptySeconds } from "./kubectl_plugin.ts";
- * const s = { emptySince: "2026-01-01T00:00:00Z" };
- * console.assert(seenEmptySeconds(s, Date.parse("2026-01-01T00:00:07.5Z")) === 7);
- * ```
- */
-export function seenEmptySeconds(
-  status: { emptySince?: string | undefined; finishedAt?: string | undefined },
-  nowMs: number,
-): number | undefined {
-  const since = Date.parse(status.emptySince ?? status.finishedAt ?? "");
-  if (Number.isNaN(since)) return undefined;
-  return Math.max(0, Math.floor((nowMs - since) / 1000));
-}
-
 /**
  * Runs the plugin with `args` (what follows `kubectl evictor`) and returns
- * the exit code: 0 done, 1 failed drain or error, 2 usage error or timeout.
- * Nothing is thrown: every failure is written as one line to `io.err`.
+ * the exit code: 0 done; 1 an error, or a drain `--wait` did not see
+ * drained (failed, nothing drained, timed out); 2 a usage mistake.
+ * Nothing is thrown: every failure is written as one `error:` line to
+ * `io.err`, and the API server's warnings as `Warning:` lines.
  *
  * @example
  * ```ts ignore
@@ -127,17 +80,19 @@ export function seenEmptySeconds(
  * ```
  */
 export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
+  // one printer for the run: a warning repeated by several calls shows once
+  const warn = warningPrinter(io.err);
   try {
     const [command, ...rest] = commandFirst(args);
     switch (command) {
       case "drain":
-        return await drain(rest, io);
+        return await drain(rest, io, warn);
       case "status":
-        return await status(rest, io);
+        return await status(rest, io, warn);
       case "plan":
-        return await runPlan(rest, io);
+        return await runPlan(rest, { ...io, warn });
       case "retry":
-        return await retry(rest, io);
+        return await retry(rest, io, warn);
       case undefined:
         throw new UsageError(
           "no command: expected drain, status, plan or retry",
@@ -204,10 +159,15 @@ function target(
   return { kubeconfig: values.kubeconfig, context: values.context };
 }
 
-async function drain(args: string[], io: PluginIo): Promise<number> {
+async function drain(
+  args: string[],
+  io: PluginIo,
+  warn: (text: string) => void,
+): Promise<number> {
   const { values, positionals } = parseCommand("drain", args, {
     reason: { type: "string" },
     "max-concurrent": { type: "string" },
+    "allow-unknown": { type: "boolean", default: false },
     wait: { type: "boolean", default: false },
     timeout: { type: "string", default: "0" },
   });
@@ -250,7 +210,9 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
       "drain",
     );
   }
-  const api = customObjectsApi(await io.kubeConfig(target(values)));
+  const api = customObjectsApi(await io.kubeConfig(target(values)), warn);
+  // Before anything is created: a wave with a typo in it is no wave.
+  if (!values["allow-unknown"]) await checkHypervisorNames(api, hypervisors);
   // All at once: Evictions that exist together form one wave.
   const created = await Promise.allSettled(
     hypervisors.map((hypervisor) =>
@@ -281,11 +243,10 @@ async function drain(args: string[], io: PluginIo): Promise<number> {
       io.out(`eviction.${group}/${hypervisor} created`);
       made.push(hypervisor);
     } else {
+      // errorLine's text without its "error: " (one line, no class name)
       io.err(
-        `eviction.${group}/${hypervisor} not created: ${
-          r.reason instanceof k8s.ApiException
-            ? apiMessage(r.reason)
-            : String(r.reason)
+        `error: eviction.${group}/${hypervisor} not created: ${
+          errorLine(r.reason).line.replace(/^error: /, "")
         }`,
       );
       code = 1;
@@ -342,6 +303,13 @@ async function follow(
       );
       return 0;
     }
+    if (end === REASON_NOT_IN_NOVA) {
+      // Not a drained host: the name may be a typo of one that has VMs.
+      io.out(
+        `\n${name}: nothing drained: Nova has no compute service named ${eviction.spec.hypervisor}; no VM was moved and no host was disabled (check the name: openstack compute service list --service nova-compute)`,
+      );
+      return 1;
+    }
     if (end === REASON_FAILED) {
       const failed = eviction.status?.failed ?? [];
       io.out(`\n${name}: drain stopped with VMs left that need a person:`);
@@ -354,12 +322,15 @@ async function follow(
       return 1;
     }
     if (timeoutMs > 0 && Date.now() - started > timeoutMs) {
+      // kubectl wait's words and exit code
       io.err(
-        `\n${name}: still draining after ${
+        `${
+          io.interactive ? "\n" : ""
+        }error: timed out waiting for eviction.${group}/${name} after ${
           timeoutMs / 1000
-        } s; stopped waiting (the drain goes on)`,
+        } s: ${stateOf(eviction)} (the drain goes on)`,
       );
-      return 2;
+      return 1;
     }
     await io.sleep(1000);
   }
@@ -388,7 +359,11 @@ export function retryValue(vms: string[]): string {
   return [...new Set(vms)].join(",");
 }
 
-async function retry(args: string[], io: PluginIo): Promise<number> {
+async function retry(
+  args: string[],
+  io: PluginIo,
+  warn: (text: string) => void,
+): Promise<number> {
   const { values, positionals } = parseCommand("retry", args, {});
   if (helped("retry", values, io)) return 0;
   const [name, ...vms] = positionals;
@@ -396,7 +371,7 @@ async function retry(args: string[], io: PluginIo): Promise<number> {
     throw new UsageError("retry needs the NAME of an Eviction", "retry");
   }
   const value = retryValue(vms);
-  const api = customObjectsApi(await io.kubeConfig(target(values)));
+  const api = customObjectsApi(await io.kubeConfig(target(values)), warn);
   let eviction: Eviction;
   try {
     eviction = EvictionSchema.parse(
@@ -440,7 +415,11 @@ async function retry(args: string[], io: PluginIo): Promise<number> {
   return 0;
 }
 
-async function status(args: string[], io: PluginIo): Promise<number> {
+async function status(
+  args: string[],
+  io: PluginIo,
+  warn: (text: string) => void,
+): Promise<number> {
   const { values, positionals } = parseCommand("status", args, {
     output: { type: "string", short: "o", default: "table" },
   });
@@ -451,8 +430,8 @@ async function status(args: string[], io: PluginIo): Promise<number> {
       "status",
     );
   }
-  const format = outputFormat("status", values.output);
-  const api = customObjectsApi(await io.kubeConfig(target(values)));
+  const format = outputFormat("status", values.output, STATUS_FORMATS);
+  const api = customObjectsApi(await io.kubeConfig(target(values)), warn);
   const [name] = positionals;
   const evictions: Eviction[] = [];
   if (name) {
@@ -472,141 +451,30 @@ async function status(args: string[], io: PluginIo): Promise<number> {
       if (parsed.success) evictions.push(parsed.data);
     }
   }
-  io.out(
-    format === "table"
-      ? statusTable(evictions)
-      : renderData(statusData(evictions), format),
-  );
+  switch (format) {
+    case "table":
+    case "wide":
+      io.out(statusTable(evictions, format === "wide"));
+      if (format === "table") {
+        // the table has no room for why; these must not read as drained
+        for (const e of evictions) {
+          if (drainOutcome(e) === REASON_NOT_IN_NOVA) {
+            io.err(
+              `note: ${
+                e.metadata?.name ?? e.spec.hypervisor
+              }: nothing drained: Nova has no compute service named ${e.spec.hypervisor}`,
+            );
+          }
+        }
+      }
+      break;
+    case "name":
+      if (evictions.length > 0) io.out(statusNames(evictions));
+      break;
+    default:
+      io.out(renderData(statusData(evictions), format));
+  }
   return 0;
 }
 
-/** One Eviction in `status -o json|yaml`: a stable, documented shape. */
-export interface EvictionStatusData {
-  /** The Eviction's name. */
-  name: string;
-  /** The host drained. */
-  hypervisor: string;
-  /** Why. */
-  reason: string;
-  /** The Evicting condition's reason, or Pending before the first pass. */
-  state: string;
-  /** VMs migrated off the host. */
-  migrated: number;
-  /** Migrations running now. */
-  inFlight: number;
-  /** VMs still to move. */
-  outstanding: number;
-  /** Failed VMs with their reason and attempts. */
-  failed: { id: string; reason: string; attempts: number }[];
-  /** VMs left alone, with the reason (they need a person). */
-  skipped: { id: string; reason: string }[];
-  /** The limit in force, or null before the first pass. */
-  limit: number | null;
-  /** Where it comes from: policy, flags or eviction; null before the first pass. */
-  limitSource: string | null;
-  /** When the drain started, or null. */
-  startedAt: string | null;
-  /** When it finished, or null while it runs. */
-  finishedAt: string | null;
-}
-
-/**
- * The machine-readable form of `status`: `{ evictions: [...] }`, sorted by
- * name, with every field present (null when unknown), so that scripts
- * need no schema of the custom resource.
- *
- * @example
- * ```ts
- * import { statusData } from "./kubectl_plugin.ts";
- * const d = statusData([{ metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" } }]);
- * console.assert(d.evictions[0]?.state === "Pending");
- * ```
- */
-export function statusData(
-  evictions: Eviction[],
-): { evictions: EvictionStatusData[] } {
-  return {
-    evictions: evictions
-      .slice()
-      .sort((a, b) =>
-        (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? "")
-      )
-      .map((e) => {
-        const c = countsOf(e);
-        const s = e.status ?? {};
-        return {
-          name: e.metadata?.name ?? "",
-          hypervisor: e.spec.hypervisor,
-          reason: e.spec.reason,
-          state: stateOf(e),
-          migrated: c.migrated,
-          inFlight: c.inFlight,
-          outstanding: c.outstanding,
-          failed: (s.failed ?? []).map((f) => ({
-            id: f.id,
-            reason: f.reason,
-            attempts: f.attempts,
-          })),
-          skipped: (s.skipped ?? []).map((k) => ({
-            id: k.id,
-            reason: k.reason,
-          })),
-          limit: s.effectiveLimit ?? null,
-          limitSource: s.limitSource ?? null,
-          startedAt: s.startedAt ?? null,
-          finishedAt: s.finishedAt ?? null,
-        };
-      }),
-  };
-}
-
-/**
- * Renders Evictions as an aligned table (like kubectl's).
- *
- * @example
- * ```ts
- * import { statusTable } from "./kubectl_plugin.ts";
- * console.log(statusTable([]));
- * ```
- */
-export function statusTable(evictions: Eviction[]): string {
-  const header = [
-    "NAME",
-    "HYPERVISOR",
-    "STATE",
-    "MIGRATED",
-    "IN FLIGHT",
-    "OUTSTANDING",
-    "FAILED",
-    "LIMIT",
-  ];
-  const rows = evictions
-    .slice()
-    .sort((a, b) =>
-      (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? "")
-    )
-    .map((e) => {
-      const c = countsOf(e);
-      return [
-        e.metadata?.name ?? "",
-        e.spec.hypervisor,
-        stateOf(e),
-        String(c.migrated),
-        String(c.inFlight),
-        String(c.outstanding),
-        String(c.failed),
-        e.status?.effectiveLimit === undefined
-          ? "-"
-          : String(e.status.effectiveLimit),
-      ];
-    });
-  if (rows.length === 0) return "No evictions found.";
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length))
-  );
-  return [header, ...rows]
-    .map((r) =>
-      r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("   ").trimEnd()
-    )
-    .join("\n");
-}
+const STATUS_FORMATS = ["table", "wide", "name", "json", "yaml"] as const;

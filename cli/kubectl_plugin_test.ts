@@ -15,11 +15,30 @@ import {
   type PluginIo,
   retryValue,
   runPlugin,
-  statusData,
-  statusTable,
 } from "./kubectl_plugin.ts";
 
 const ROOT = new URL("../", import.meta.url);
+
+/** Hypervisor objects named `names` (drain refuses names that match none). */
+async function hypervisors(api: k8s.CustomObjectsApi, names: string[]) {
+  const ref = { group: "kvm.cloud.sap", version: "v1", plural: "hypervisors" };
+  for (const name of names) {
+    await api.createClusterCustomObject({
+      ...ref,
+      body: {
+        apiVersion: "kvm.cloud.sap/v1",
+        kind: "Hypervisor",
+        metadata: { name },
+        spec: {},
+      },
+    });
+  }
+  return async () => {
+    for (const name of names) {
+      await api.deleteClusterCustomObject({ ...ref, name }).catch(() => {});
+    }
+  };
+}
 
 function captureIo(kubeConfig: k8s.KubeConfig) {
   const out: string[] = [];
@@ -86,6 +105,10 @@ Deno.test("--help on every command prints its usage and exits 0", async () => {
       assert.match(text, new RegExp(`kubectl evictor ${command} `));
       assert.match(text, /--kubeconfig FILE/);
       assert.match(text, /--context NAME/);
+      // what each exit code means, on every command's help
+      assert.match(text, /Exit codes:\n {2}0 {2}done/);
+      assert.match(text, /\n {2}1 {2}an error .*\n.*--timeout passed/s);
+      assert.match(text, /\n {2}2 {2}a usage mistake/);
     }
   }
   out.length = 0;
@@ -114,13 +137,21 @@ Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
     ],
     [
       ["status", "-o", "xml"],
-      /^error: --output "xml" is not valid: expected table, json or yaml \(see "kubectl evictor status --help"\)$/,
+      /^error: --output "xml" is not valid: expected table, wide, name, json or yaml \(see "kubectl evictor status --help"\)$/,
     ],
     [
       ["plan", "h1", "-o", "wide"],
       /^error: --output "wide" is not valid: expected table, json or yaml/,
     ],
     [[], /^error: no command: expected drain, status, plan or retry/],
+    [
+      ["drain", "n1", "--reason", "x", "--timeout=-1"],
+      /^error: --timeout "-1" is not valid: expected seconds >= 0/,
+    ],
+    [
+      ["plan", "h1", "--os-cloud", " "],
+      /^error: --os-cloud " " is not valid: expected the name of a cloud in clouds.yaml/,
+    ],
   ];
   for (const [args, line] of rows) {
     err.length = 0;
@@ -147,76 +178,11 @@ Deno.test("commandFirst: cluster flags before the command go after it", () => {
   for (const [args, want] of rows) assert.deepEqual(commandFirst(args), want);
 });
 
-Deno.test("statusData: every field present, sorted by name", () => {
-  const base = evictionWith({
-    status: "True",
-    reason: "Running",
-    outstanding: 2,
-    inFlight: 1,
-  });
-  const a: Eviction = {
-    ...base,
-    metadata: { name: "b" },
-    spec: { hypervisor: "hb", reason: "kernel" },
-    status: {
-      ...base.status,
-      migratedCount: 3,
-      effectiveLimit: 2,
-      limitSource: "policy",
-      startedAt: "2026-12-01T00:00:00Z",
-      failed: [{
-        id: "vm1",
-        reason: "boom",
-        attempts: 2,
-        lastAttemptAt: "2026-12-01T00:01:00Z",
-      }],
-      skipped: [{ id: "vm2", reason: "SUSPENDED" }],
-    },
-  };
-  const b: Eviction = {
-    metadata: { name: "a" },
-    spec: { hypervisor: "ha", reason: "r" },
-  };
-  assert.deepEqual(statusData([a, b]), {
-    evictions: [
-      {
-        name: "a",
-        hypervisor: "ha",
-        reason: "r",
-        state: "Pending",
-        migrated: 0,
-        inFlight: 0,
-        outstanding: 0,
-        failed: [],
-        skipped: [],
-        limit: null,
-        limitSource: null,
-        startedAt: null,
-        finishedAt: null,
-      },
-      {
-        name: "b",
-        hypervisor: "hb",
-        reason: "kernel",
-        state: "Running",
-        migrated: 3,
-        inFlight: 1,
-        outstanding: 2,
-        failed: [{ id: "vm1", reason: "boom", attempts: 2 }],
-        skipped: [{ id: "vm2", reason: "SUSPENDED" }],
-        limit: 2,
-        limitSource: "policy",
-        startedAt: "2026-12-01T00:00:00Z",
-        finishedAt: null,
-      },
-    ],
-  });
-});
-
 function evictionWith(
   o: {
     status?: "True" | "False" | "Unknown";
     reason?: string;
+    message?: string;
     generation?: number | undefined;
     observed?: number | undefined;
     outstanding?: number | undefined;
@@ -241,7 +207,7 @@ function evictionWith(
         type: "Evicting",
         status: o.status,
         reason: o.reason ?? "",
-        message: "",
+        message: o.message ?? "",
         lastTransitionTime: "2026-12-01T00:00:00Z",
       }],
     },
@@ -269,6 +235,10 @@ Deno.test("drainOutcome: Succeeded only for the current generation with nothing 
     [{ ...done, status: "True", reason: "Settling" }, undefined],
     [{ ...done, status: "True", reason: "Running" }, undefined],
     [{ ...done, reason: "Failed" }, "Failed"],
+    // Nova has no such host: its own outcome, never a drained host
+    [{ ...done, reason: "NotInNova" }, "NotInNova"],
+    [{ status: "False", reason: "NotInNova" }, "NotInNova"],
+    [{ status: "True", reason: "NotInNova" }, undefined],
     [{}, undefined],
   ];
   for (const [input, want] of rows) {
@@ -284,7 +254,13 @@ Deno.test("drainOutcome: a Succeeded always has the strict fields (property)", (
   fc.assert(fc.property(
     fc.record({
       status: fc.constantFrom("True", "False", "Unknown"),
-      reason: fc.constantFrom("Running", "Succeeded", "Failed", "Pending"),
+      reason: fc.constantFrom(
+        "Running",
+        "Succeeded",
+        "Failed",
+        "Pending",
+        "NotInNova",
+      ),
       generation: fc.option(fc.nat(3), { nil: undefined }),
       observed: fc.option(fc.nat(3), { nil: undefined }),
       outstanding: fc.option(fc.nat(2), { nil: undefined }),
@@ -305,6 +281,10 @@ Deno.test("drainOutcome: a Succeeded always has the strict fields (property)", (
         assert.notEqual(o.finishedAt, undefined);
       }
       if (o.status !== "False") assert.equal(out, undefined);
+      assert.equal(
+        out === "NotInNova",
+        o.status === "False" && o.reason === "NotInNova",
+      );
     },
   ));
 });
@@ -320,32 +300,6 @@ Deno.test("retryValue: * for none, the ids joined once each otherwise", () => {
   }
 });
 
-Deno.test("statusTable", () => {
-  const e: Eviction = {
-    metadata: { name: "node042" },
-    spec: { hypervisor: "node042", reason: "kernel" },
-    status: {
-      migratedCount: 3,
-      inFlightCount: 2,
-      outstandingCount: 5,
-      effectiveLimit: 4,
-      conditions: [{
-        type: "Evicting",
-        status: "True",
-        reason: "Running",
-        message: "",
-        lastTransitionTime: "2026-11-29T00:00:00Z",
-      }],
-    },
-  };
-  assert.equal(
-    statusTable([e]),
-    "NAME      HYPERVISOR   STATE     MIGRATED   IN FLIGHT   OUTSTANDING   FAILED   LIMIT\n" +
-      "node042   node042      Running   3          2           5             0        4",
-  );
-  assert.equal(statusTable([]), "No evictions found.");
-});
-
 Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", async () => {
   const env = await sharedEnvtest();
   const name = `plugin-${crypto.randomUUID().slice(0, 8)}`;
@@ -356,6 +310,7 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
     plural: "evictions",
     name,
   };
+  const removeHypervisors = await hypervisors(api, [name]);
   // Stands in for the controller: reports progress, then the end, the way
   // the eviction controller writes status.
   const controller = (async () => {
@@ -470,6 +425,7 @@ Deno.test("kubectl evictor drain --wait follows the Eviction until it is done", 
     });
   } finally {
     await api.deleteClusterCustomObject(ref);
+    await removeHypervisors();
   }
 });
 
@@ -479,6 +435,7 @@ Deno.test("kubectl evictor drain with several hosts creates their Evictions as o
   const names = [`wave-a-${s}`, `wave-b-${s}`, `wave-c-${s}`];
   const api = env.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
   const ref = { group: "kvm.cloud.sap", version: "v1", plural: "evictions" };
+  const removeHypervisors = await hypervisors(api, names);
   // one exists already: the others are still created, and the exit says so
   await api.createClusterCustomObject({
     ...ref,
@@ -519,14 +476,16 @@ Deno.test("kubectl evictor drain with several hosts creates their Evictions as o
         maxConcurrentMigrations: 3,
       });
     }
-    assert.match(
-      err.join("\n"),
-      new RegExp(`${names[2]} not created: .*already exists`),
-    );
+    assert.deepEqual(err, [
+      `error: eviction.kvm.cloud.sap/${
+        names[2]
+      } not created: evictions.kvm.cloud.sap "${names[2]}" already exists`,
+    ]);
   } finally {
     for (const n of names) {
       await api.deleteClusterCustomObject({ ...ref, name: n }).catch(() => {});
     }
+    await removeHypervisors();
   }
 });
 

@@ -16,6 +16,7 @@ import {
   startKindOfStatus,
 } from "../controllers/eviction/nova_states.ts";
 import { predictMakespan, predictWave } from "../capacity/makespan.ts";
+import { alignColumns } from "./columns.ts";
 
 /** The class of a VM in a drain. */
 export type PlanClass =
@@ -217,15 +218,6 @@ export function formatSeconds(total: number): string {
   return `${sec}s`;
 }
 
-function table(rows: string[][]): string[] {
-  const widths = (rows[0] ?? []).map((_, i) =>
-    Math.max(...rows.map((r) => (r[i] ?? "").length))
-  );
-  return rows.map((r) =>
-    r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("   ").trimEnd()
-  );
-}
-
 /**
  * Plans of hosts drained together (one wave): their predictions made
  * again with the cluster budget shared among them, as the controller
@@ -296,7 +288,7 @@ export function renderPlan(plans: readonly HostPlan[]): string {
           : `; sharing the cluster budget of ${m.sharedBudget} with the other hosts planned`
       })`,
       "",
-      ...table([
+      ...alignColumns([
         ["ORDER", "VM", "ID", "STATUS", "RAM MB", "CLASS", "WHY"],
         ...p.vms.map((v) => [
           v.order === null ? "-" : String(v.order),

@@ -5,9 +5,10 @@
  * those of unfinished Evictions, are checked for capacity together, as one
  * wave (as the controller checks them).
  *
- * OpenStack credentials are read as the operator reads them: clouds.yaml
- * (`OS_CLOUD`, `OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack,
- * /etc/openstack) or the `OS_*` variables.
+ * OpenStack credentials are read as the operator reads them: the cloud
+ * `--os-cloud` (else `OS_CLOUD`) names in clouds.yaml
+ * (`OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack, /etc/openstack), or
+ * the `OS_*` variables.
  *
  * @module
  */
@@ -76,6 +77,8 @@ export interface PlanIo {
   kubeConfig: (target: KubeTarget) => Promise<k8s.KubeConfig>;
   /** Standard output. */
   out: (line: string) => void;
+  /** Where the API server's warnings go (cli/warnings.ts). */
+  warn: (text: string) => void;
   /** OpenStack clients (default: from clouds.yaml / OS_* of the process). */
   openStack?: () => PlanClients;
 }
@@ -131,6 +134,8 @@ function limitText(
   };
 }
 
+const PLAN_FORMATS = ["table", "json", "yaml"] as const;
+
 /** The cluster objects a plan reads. */
 interface ClusterView {
   policy: EvictionPolicySpec | undefined;
@@ -182,6 +187,7 @@ export function limitUnderNova(
 export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   const { values, positionals } = parseCommand("plan", args, {
     output: { type: "string", short: "o", default: "table" },
+    "os-cloud": { type: "string" },
     "mb-per-second": { type: "string" },
     "overhead-seconds": { type: "string" },
   });
@@ -192,7 +198,14 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   if (positionals.length === 0) {
     throw new UsageError("plan needs at least one HOST", "plan");
   }
-  const format = outputFormat("plan", values.output);
+  const format = outputFormat("plan", values.output, PLAN_FORMATS);
+  const cloud = values["os-cloud"];
+  if (cloud !== undefined && cloud.trim() === "") {
+    throw new UsageError(
+      `--os-cloud "${cloud}" is not valid: expected the name of a cloud in clouds.yaml`,
+      "plan",
+    );
+  }
   const mbPerSecond = positiveNumber(
     "--mb-per-second",
     values["mb-per-second"],
@@ -206,6 +219,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
         kubeconfig: values.kubeconfig,
         context: values.context,
       }),
+      io.warn,
     ),
     hosts,
   );
@@ -217,8 +231,14 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       abortStuckMigrations: false,
     }),
   );
+  // as the operator reads it: --os-cloud wins over OS_CLOUD
   const clients = io.openStack?.() ??
-    createOpenStackClients(loadCloudConfig(), { userAgent: PLUGIN_USER_AGENT });
+    createOpenStackClients(
+      loadCloudConfig(
+        cloud === undefined ? {} : { cloud, cloudFlagName: "--os-cloud" },
+      ),
+      { userAgent: PLUGIN_USER_AGENT },
+    );
   try {
     const plans = await planHosts(clients, hosts, cluster, settings, rate);
     const together = shareBudget(

@@ -21,23 +21,38 @@ const CLUSTER_FLAGS =
 /** The help of each command. */
 export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
   drain:
-    `kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--wait] [--timeout SECONDS]
+    `kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--allow-unknown] [--wait] [--timeout SECONDS]
     Creates the Eviction of each HYPERVISOR, all at once (one wave: every
     host is disabled before any of them migrates); with --wait, follows
-    them until the hosts are empty.`,
-  status: `kubectl evictor status [HYPERVISOR] [-o table|json|yaml]
-    Prints the Evictions (or one) as a table, or as JSON/YAML of the shape
-    {"evictions": [{name, hypervisor, reason, state, migrated, inFlight,
-    outstanding, failed, skipped, limit, limitSource, startedAt, finishedAt}]}.`,
+    them until the hosts are empty. A name that matches no Hypervisor is
+    refused, with the closest existing names, and nothing is created;
+    --allow-unknown creates it anyway (a host with no Hypervisor object).
+    --timeout stops waiting (the drains go on) after SECONDS; 0 waits forever.`,
+  status: `kubectl evictor status [HYPERVISOR] [-o table|wide|name|json|yaml]
+    Prints the Evictions (or one) as a table (wide: with the limit's source,
+    skipped VMs, start and the Evicting condition's message), their names
+    (eviction.kvm.cloud.sap/NAME), or JSON/YAML of the shape
+    {"evictions": [{name, hypervisor, reason, state, message, migrated,
+    inFlight, outstanding, failed, skipped, limit, limitSource, startedAt,
+    finishedAt}]}.`,
   plan:
-    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--mb-per-second N] [--overhead-seconds N]
+    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--mb-per-second N] [--overhead-seconds N]
     Changes nothing: per host, each VM's class and order, the limit and its
     source, the capacity verdict (Placement's view) and the predicted makespan.
-    Needs OpenStack credentials (clouds.yaml / OS_*), as the operator.`,
+    Needs OpenStack credentials, read as the operator reads them: the cloud
+    --os-cloud (else OS_CLOUD) names in clouds.yaml, or the OS_* variables.`,
   retry: `kubectl evictor retry NAME [VM...]
     Asks the controller to re-arm failed VMs of the Eviction NAME (all of
     them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`,
 };
+
+const EXIT_CODES = "Exit codes:\n" +
+  "  0  done (drain --wait: every host drained and settled empty)\n" +
+  "  1  an error (the API server refused, a name matches no Hypervisor, ...),\n" +
+  "     or drain --wait did not drain a host: VMs left that need a person,\n" +
+  "     nothing drained because Nova has no compute service of that name,\n" +
+  "     or --timeout passed (the drain goes on)\n" +
+  "  2  a usage mistake (an unknown flag, a bad value, a missing argument)";
 
 /**
  * The help of one command, or of the plugin.
@@ -54,7 +69,7 @@ export function usageOf(command?: CommandName): string {
     : [COMMAND_USAGE[command]];
   return `Usage:\n${
     commands.map((c) => `  ${c}`).join("\n")
-  }\n\nFlags of every command:\n${CLUSTER_FLAGS}`;
+  }\n\nFlags of every command:\n${CLUSTER_FLAGS}\n\n${EXIT_CODES}`;
 }
 
 /**
@@ -125,26 +140,31 @@ export function parseCommand<O extends ParseArgsOptionsConfig>(
   }
 }
 
-/** Output formats of `-o`/`--output`. */
-export type OutputFormat = "table" | "json" | "yaml";
+/** Output formats of `-o`/`--output`, as kubectl names them. */
+export type OutputFormat = "table" | "wide" | "name" | "json" | "yaml";
 
 /**
- * Checks an `-o` value.
+ * Checks an `-o` value against the formats the command has.
  *
  * @example
  * ```ts
  * import { outputFormat } from "./usage.ts";
- * console.assert(outputFormat("status", "yaml") === "yaml");
+ * console.assert(outputFormat("status", "wide", ["table", "wide"]) === "wide");
  * ```
  */
-export function outputFormat(
+export function outputFormat<F extends OutputFormat>(
   command: CommandName,
   value: string | undefined,
-): OutputFormat {
+  formats: readonly F[],
+): F {
   const v = value ?? "table";
-  if (v === "table" || v === "json" || v === "yaml") return v;
+  const found = formats.find((f) => f === v);
+  if (found !== undefined) return found;
+  const list = formats.length < 2
+    ? formats.join("")
+    : `${formats.slice(0, -1).join(", ")} or ${formats.at(-1)}`;
   throw new UsageError(
-    `--output "${v}" is not valid: expected table, json or yaml`,
+    `--output "${v}" is not valid: expected ${list}`,
     command,
   );
 }

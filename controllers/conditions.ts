@@ -97,7 +97,12 @@ export const REASON_RESOURCE_PROVIDER_NOT_FOUND = "ResourceProviderNotFound";
 export const REASON_PLACEMENT_ERROR = "PlacementError";
 /** TraitsUpdated: another failure reading or applying the traits. */
 export const REASON_TRAITS_ERROR = "TraitsError";
-/** Onboarding: Nova does not know the host yet. */
+/**
+ * Onboarding: Nova does not know the host yet. Evicting: the drain ended
+ * with nothing drained, because Nova has no compute service by the host's
+ * name (never registered, or a typo): not Succeeded, so that nobody reads
+ * it as a drained host.
+ */
 export const REASON_NOT_IN_NOVA = "NotInNova";
 
 /** A condition without its transition time. */

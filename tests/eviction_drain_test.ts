@@ -409,14 +409,24 @@ Deno.test({
       );
 
       await t.step(
-        "preflight: a host Nova never knew succeeds, a registered one it lost fails",
+        "preflight: a host Nova never knew ends with nothing drained (NotInNova), a registered one it lost fails",
         async () => {
           await e.hypervisor(H.unregistered, { registered: false });
           await e.hypervisor(H.vanished, { registered: true });
           await e.evict(`unreg-${s}`, H.unregistered);
           await e.evict(`vanished-${s}`, H.vanished);
           const ok = await finished(e, `unreg-${s}`);
-          assert.equal(condition(ok, "Evicting")?.reason, "Succeeded");
+          // nothing drained: not Succeeded, its own reason
+          assert.deepEqual(
+            [
+              condition(ok, "Evicting")?.reason,
+              condition(ok, "Evicting")?.message,
+            ],
+            [
+              "NotInNova",
+              `nothing drained: Nova has no compute service named ${H.unregistered}`,
+            ],
+          );
           assert.equal(
             condition(ok, "PreflightChecksSucceeded")?.reason,
             "NotRegistered",

@@ -12,54 +12,7 @@ import { PLUGIN_USER_AGENT } from "../app/version.ts";
 import { type Envtest, sharedEnvtest } from "./harness/envtest.ts";
 import { waitFor } from "./harness/eviction_env.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
-
-const ROOT = new URL("../", import.meta.url);
-const BIN = new URL("bin", ROOT).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `kubectl evictor ARGS` with only `env` (and PATH, HOME, DENO_DIR). */
-async function kubectlEvictor(
-  api: Envtest,
-  args: string[],
-  env: Record<string, string>,
-): Promise<Run> {
-  const denoDir = Deno.env.get("DENO_DIR");
-  const out = await new Deno.Command(`${api.binDir}/kubectl`, {
-    args: ["evictor", ...args],
-    env: {
-      PATH: `${BIN}:${Deno.env.get("PATH") ?? ""}`,
-      HOME: Deno.env.get("HOME") ?? "/tmp",
-      ...(denoDir === undefined ? {} : { DENO_DIR: denoDir }),
-      ...env,
-    },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const d = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: d.decode(out.stdout),
-    stderr: d.decode(out.stderr),
-  };
-}
-
-/** A failure as the plugin must report it: one line, no stack trace. */
-function assertOneLine(run: Run, code: number, pattern: RegExp): void {
-  assert.equal(run.code, code, `exit code; stderr: ${run.stderr}`);
-  const lines = run.stderr.split("\n").filter((l) => l.trim() !== "");
-  assert.equal(lines.length, 1, `one line, got:\n${run.stderr}`);
-  assert.match(lines[0] ?? "", /^error: /);
-  assert.match(lines[0] ?? "", pattern);
-  // a stack frame: "    at fn (file:///x.ts:1:2)"
-  assert.doesNotMatch(run.stderr, /^\s+at .*:\d+:\d+\)?$/m);
-}
+import { assertOneLine, kubectlEvictor } from "./_plugin_cli.ts";
 
 type Doc = {
   clusters: { name: string; cluster: Record<string, unknown> }[];
@@ -228,7 +181,7 @@ Deno.test({
       assertOneLine(
         await kubectlEvictor(api, ["status", "-o", "xml"], env),
         2,
-        /--output "xml" is not valid: expected table, json or yaml/,
+        /--output "xml" is not valid: expected table, wide, name, json or yaml/,
       );
 
       const help = await kubectlEvictor(api, ["drain", "--help"], env);
@@ -244,7 +197,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "kubectl evictor plan: a compute_api_version Nova does not support and one evictor cannot use are one line each; its calls carry the plugin's User-Agent",
+    "kubectl evictor plan: a compute_api_version Nova does not support and one evictor cannot use are one line each; its calls carry the plugin's User-Agent; --os-cloud picks the cloud",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -301,6 +254,35 @@ Deno.test({
         1,
         /^error: OS_AUTH_URL: not set/,
       );
+
+      // --os-cloud picks a cloud of clouds.yaml, as the operator's flag does
+      const dir = await Deno.makeTempDir({ prefix: "evictor-plan-cloud-" });
+      try {
+        const clouds = `${dir}/clouds.yaml`;
+        await Deno.writeTextFile(clouds, sim.cloudsYaml({ cloud: "eu-de-2" }));
+        const files = {
+          KUBECONFIG: api.kubeconfigPath,
+          OS_CLIENT_CONFIG_FILE: clouds,
+        };
+        const byName = await kubectlEvictor(
+          api,
+          ["plan", host, "--os-cloud", "eu-de-2", "-o", "json"],
+          files,
+        );
+        assert.equal(byName.code, 0, byName.stderr);
+        assert.equal(JSON.parse(byName.stdout).hosts[0]?.host, host);
+        // and wins over OS_CLOUD
+        assertOneLine(
+          await kubectlEvictor(api, ["plan", host, "--os-cloud", "eu-de-3"], {
+            ...files,
+            OS_CLOUD: "eu-de-2",
+          }),
+          1,
+          /^error: --os-cloud: cloud "eu-de-3" is not in .*clouds\.yaml; expected one of: eu-de-2$/,
+        );
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     } finally {
       stop();
       await sim.close();

@@ -17,7 +17,11 @@ import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
-import { CONDITION_PREFLIGHT, preflight } from "./preflight.ts";
+import {
+  CONDITION_PREFLIGHT,
+  nothingDrainedMessage,
+  preflight,
+} from "./preflight.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import {
@@ -139,7 +143,7 @@ async function preflightStep(
     emit(pass, {
       type: "Normal",
       reason: "DrainFinished",
-      message: `host ${host} never registered in Nova: nothing to drain`,
+      message: nothingDrainedMessage(host),
     });
     pass.status = out.status;
     deps.memory.ledger.set(ctx.key, 0);

@@ -12,6 +12,7 @@ import {
   REASON_DISABLED,
   REASON_FAILED,
   REASON_HYPERVISOR_NOT_FOUND,
+  REASON_NOT_IN_NOVA,
   REASON_NOT_REGISTERED,
   REASON_SUCCEEDED,
 } from "../conditions.ts";
@@ -34,7 +35,7 @@ export {
 export type PreflightOutcome =
   /** The service is disabled and recorded: drain. */
   | { kind: "ready"; status: EvictionStatus; disabledNow: boolean }
-  /** The host never registered in Nova: nothing to drain, done. */
+  /** Nova has no compute service by the host's name: nothing drained, done. */
   | { kind: "unregistered"; status: EvictionStatus }
   /** The host registered once but Nova no longer knows it. */
   | { kind: "failed"; status: EvictionStatus; message: string };
@@ -57,8 +58,9 @@ export interface PreflightInput {
 
 /**
  * Runs the preflight. A host that never registered (no compute service, and
- * the Hypervisor carries no Nova ids) succeeds at once with an empty drain;
- * a registered host that Nova no longer knows fails. An enabled service is
+ * the Hypervisor carries no Nova ids) ends at once with nothing drained,
+ * Evicting False/NotInNova (not Succeeded: the name may be a typo of a host
+ * that has VMs); a registered host that Nova no longer knows fails. An enabled service is
  * disabled with `ourDisabledReason(reason)`; one disabled already is kept
  * as it is (and the finalizer only re-enables services whose reason is ours).
  *
@@ -150,8 +152,23 @@ function setOne(
 }
 
 /**
+ * The Evicting message of a drain that ended because Nova knows no such
+ * host; the plugin's `--wait` and `status` show it as it is.
+ *
+ * @example
+ * ```ts
+ * import { nothingDrainedMessage } from "./preflight.ts";
+ * console.log(nothingDrainedMessage("nod042"));
+ * // nothing drained: Nova has no compute service named nod042
+ * ```
+ */
+export function nothingDrainedMessage(host: string): string {
+  return `nothing drained: Nova has no compute service named ${host}`;
+}
+
+/**
  * No compute service on the host: never registered (the Hypervisor has no
- * Nova ids), an empty drain done at once; registered once, a failure.
+ * Nova ids), ended at once with nothing drained; registered once, a failure.
  */
 function withoutService(input: PreflightInput): PreflightOutcome {
   const { host } = input;
@@ -189,15 +206,19 @@ function withoutService(input: PreflightInput): PreflightOutcome {
     CONDITION_PREFLIGHT,
     "True",
     REASON_NOT_REGISTERED,
-    `host ${host} never registered in Nova: nothing to drain`,
+    `Nova has no compute service named ${host}${
+      input.hypervisor === undefined
+        ? " and no Hypervisor has that name: check it"
+        : `; Hypervisor ${host} records no Nova ids (never registered)`
+    }`,
   );
   status = setOne(
     input,
     status,
     CONDITION_EVICTING,
     "False",
-    REASON_SUCCEEDED,
-    "the host never registered in Nova: nothing to drain",
+    REASON_NOT_IN_NOVA,
+    nothingDrainedMessage(host),
   );
   return {
     kind: "unregistered",

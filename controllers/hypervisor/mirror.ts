@@ -10,6 +10,7 @@ import {
   REASON_DISABLED_BY_EVICTOR,
   REASON_DISABLED_BY_OTHERS,
   REASON_ENABLED,
+  REASON_NOT_IN_NOVA,
   REASON_PENDING,
   REASON_PREFLIGHT_FAILED,
   REASON_SUCCEEDED,
@@ -81,8 +82,11 @@ export function mirrorEviction(
         reason: evicting.reason,
         message: `Eviction ${name}: ${evicting.message}`,
       },
+      // Nova knows no such host: nothing of Nova's runs on it (upstream
+      // reported this case as Succeeded, and node lifecycles wait for it).
       evicted: evicting.status === "False" &&
-        evicting.reason === REASON_SUCCEEDED,
+        (evicting.reason === REASON_SUCCEEDED ||
+          evicting.reason === REASON_NOT_IN_NOVA),
     };
   }
   const preflight = conditions.find((c) => c.type === CONDITION_PREFLIGHT);

@@ -135,10 +135,10 @@ Deno.test("mirrorEviction: table", () => {
   assert.equal(running.evicting?.message, "Eviction node042: 2 in flight");
 });
 
-Deno.test("mirrorEviction: evicted exactly when the Eviction Succeeded", () => {
+Deno.test("mirrorEviction: evicted exactly when the Eviction Succeeded or Nova knows no such host", () => {
   fc.assert(fc.property(
     fc.constantFrom("True" as const, "False" as const, "Unknown" as const),
-    fc.constantFrom("Running", "Waiting", "Succeeded", "Failed"),
+    fc.constantFrom("Running", "Waiting", "Succeeded", "Failed", "NotInNova"),
     fc.boolean(),
     (status, reason, wanted) => {
       const m = mirrorEviction(
@@ -153,7 +153,11 @@ Deno.test("mirrorEviction: evicted exactly when the Eviction Succeeded", () => {
       );
       assert.equal(m.evicting?.status, status);
       assert.equal(m.evicting?.reason, reason);
-      assert.equal(m.evicted, status === "False" && reason === "Succeeded");
+      assert.equal(
+        m.evicted,
+        status === "False" &&
+          (reason === "Succeeded" || reason === "NotInNova"),
+      );
     },
   ));
 });
