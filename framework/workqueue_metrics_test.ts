@@ -5,6 +5,7 @@ import { ManualClock } from "./clock.ts";
 import { WorkQueue } from "./queue.ts";
 import { WorkQueueMetricFamilies } from "./workqueue_metrics.ts";
 import { metricSum } from "../tests/_monitoring.ts";
+import { queueOpArb } from "../tests/_queue_ops.ts";
 
 /** The value of one queue's series as scraped from `registry`. */
 async function value(
@@ -122,34 +123,9 @@ Deno.test("workqueue metrics: the name is read when reported (a controller is na
   q.shutdown();
 });
 
-type Op =
-  | { t: "add"; key: string }
-  | { t: "addAfter"; key: string; ms: number }
-  | { t: "rateLimited"; key: string }
-  | { t: "get" }
-  | { t: "done"; index: number }
-  | { t: "advance"; ms: number };
-
-const keyArb = fc.constantFrom("a", "b", "c");
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ t: fc.constant("add" as const), key: keyArb }),
-  fc.record({
-    t: fc.constant("addAfter" as const),
-    key: keyArb,
-    ms: fc.integer({ min: 0, max: 200 }),
-  }),
-  fc.record({ t: fc.constant("rateLimited" as const), key: keyArb }),
-  fc.record({ t: fc.constant("get" as const) }),
-  fc.record({ t: fc.constant("done" as const), index: fc.nat(5) }),
-  fc.record({
-    t: fc.constant("advance" as const),
-    ms: fc.integer({ min: 0, max: 300 }),
-  }),
-);
-
 Deno.test("workqueue metrics: adds - takes = depth, takes - finishes = keys in progress, one retry per delayed add", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(opArb, { maxLength: 80 }), async (ops) => {
+    fc.asyncProperty(fc.array(queueOpArb, { maxLength: 80 }), async (ops) => {
       const { registry, clock, q } = setup();
       const v = (name: string) => value(registry, name);
       const held: string[] = [];
@@ -166,6 +142,9 @@ Deno.test("workqueue metrics: adds - takes = depth, takes - finishes = keys in p
           case "rateLimited":
             q.addRateLimited(op.key);
             delayed++;
+            break;
+          case "forget":
+            q.forget(op.key);
             break;
           case "get": {
             const key = q.tryGet();
