@@ -140,7 +140,11 @@ export class KubeClient {
     this.#timeoutMs = timeoutMs;
     this.#userAgent = userAgent;
     this.#requests = requests;
-    this.#host = new URL(this.server).host;
+    const url = new URL(this.server);
+    // client-go's label keeps a default port (in a pod, `10.96.0.1:443`).
+    this.#host = `${url.hostname}:${
+      url.port || (url.protocol === "http:" ? "80" : "443")
+    }`;
   }
 
   /** Creates a client for a `@kubernetes/client-node` KubeConfig's current context. */
