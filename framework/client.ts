@@ -50,6 +50,24 @@ export interface WatchEvent {
   object: unknown;
 }
 
+/**
+ * What the client reports of each HTTP request, at client-go's points
+ * (its `RequestResult` and `RequestLatency` hooks); `rest_client_metrics.ts`
+ * turns them into metrics.
+ */
+export interface RequestObserver {
+  /**
+   * A request was answered with HTTP `code`, or got no answer (`<error>`:
+   * refused, reset, timed out, aborted).
+   */
+  result(code: string, method: string, host: string): void;
+  /**
+   * A request took `seconds`: to its whole answer, or to the headers of a
+   * watch (whose body streams on).
+   */
+  latency(verb: string, host: string, seconds: number): void;
+}
+
 /** Options of {@linkcode KubeClient.fromKubeConfig}. */
 export interface KubeClientOptions {
   /** Overrides the cluster's server URL (e.g. to go through a proxy). */
@@ -61,6 +79,8 @@ export interface KubeClientOptions {
    * server's audit log names the client (default: Deno's).
    */
   userAgent?: string;
+  /** Told of every request's answer and duration (default: nobody). */
+  requests?: RequestObserver;
 }
 
 /** Patch flavours the API server accepts. */
@@ -100,6 +120,9 @@ export class KubeClient {
   readonly #http: Deno.HttpClient;
   readonly #timeoutMs: number;
   readonly #userAgent: string | undefined;
+  readonly #requests: RequestObserver | undefined;
+  /** `host:port` of the server, the `host` label of the request metrics. */
+  readonly #host: string;
   #headers: Record<string, string> = {};
   #headersAt = 0;
 
@@ -109,12 +132,19 @@ export class KubeClient {
     http: Deno.HttpClient,
     timeoutMs: number,
     userAgent: string | undefined,
+    requests: RequestObserver | undefined,
   ) {
     this.server = server.replace(/\/+$/, "");
     this.#loadHeaders = loadHeaders;
     this.#http = http;
     this.#timeoutMs = timeoutMs;
     this.#userAgent = userAgent;
+    this.#requests = requests;
+    const url = new URL(this.server);
+    // client-go's label keeps a default port (in a pod, `10.96.0.1:443`).
+    this.#host = `${url.hostname}:${
+      url.port || (url.protocol === "http:" ? "80" : "443")
+    }`;
   }
 
   /** Creates a client for a `@kubernetes/client-node` KubeConfig's current context. */
@@ -200,6 +230,7 @@ export class KubeClient {
       http,
       options.requestTimeoutMs ?? 30_000,
       options.userAgent,
+      options.requests,
     );
     await client.#authHeaders();
     return client;
@@ -238,13 +269,20 @@ export class KubeClient {
       headers["content-type"] = opts.contentType ?? "application/json";
       body = JSON.stringify(opts.body);
     }
-    const res = await fetch(this.#url(path, opts.query), {
-      method,
-      headers,
-      client: this.#http,
-      signal,
-      ...(body === undefined ? {} : { body }),
-    });
+    let res: Response;
+    try {
+      res = await fetch(this.#url(path, opts.query), {
+        method,
+        headers,
+        client: this.#http,
+        signal,
+        ...(body === undefined ? {} : { body }),
+      });
+    } catch (err) {
+      this.#requests?.result("<error>", method, this.#host);
+      throw err;
+    }
+    this.#requests?.result(String(res.status), method, this.#host);
     if (!res.ok) {
       const text = await res.text().catch(() => "");
       let reason = res.statusText;
@@ -274,9 +312,25 @@ export class KubeClient {
     const signal = opts.signal === undefined
       ? timeout
       : AbortSignal.any([timeout, opts.signal]);
-    const res = await this.#fetch(method, path, opts, signal);
-    const text = await res.text();
+    const text = await this.#timed(method, async () => {
+      const res = await this.#fetch(method, path, opts, signal);
+      return await res.text();
+    });
     return (text === "" ? undefined : JSON.parse(text)) as T;
+  }
+
+  /** Runs `work` and reports how long it took, whatever its outcome. */
+  async #timed<T>(verb: string, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.#requests?.latency(
+        verb,
+        this.#host,
+        (performance.now() - started) / 1000,
+      );
+    }
   }
 
   /**
@@ -304,9 +358,10 @@ export class KubeClient {
     };
     arm();
     try {
-      const res = await this.#fetch("GET", path, {
-        query: { ...query, watch: true },
-      }, controller.signal);
+      const res = await this.#timed("GET", () =>
+        this.#fetch("GET", path, {
+          query: { ...query, watch: true },
+        }, controller.signal));
       const body = res.body;
       if (body === null) return;
       const reader = body.pipeThrough(new TextDecoderStream()).getReader();

@@ -152,6 +152,7 @@ export class Controller<T extends KubeObject> {
     this.#clock = deps.clock ?? systemClock;
     this.queue = new WorkQueue({
       clock: this.#clock,
+      metrics: deps.metrics.workqueues.forQueue(() => this.name, this.#clock),
       ...(deps.backoff ? { backoff: deps.backoff } : {}),
       ...(deps.outageBackoff ? { outageBackoff: deps.outageBackoff } : {}),
     });
@@ -179,18 +180,10 @@ export class Controller<T extends KubeObject> {
     }
   }
 
-  #depth(): void {
-    this.#d.metrics.queueDepth.set(
-      { controller: this.name },
-      this.queue.length,
-    );
-  }
-
   /** Queues `key` (now or after `afterMs`). */
   enqueue(key: string, afterMs = 0): void {
     if (afterMs > 0) this.queue.addAfter(key, afterMs);
     else this.queue.add(key);
-    this.#depth();
   }
 
   /** Feeds an informer event of the reconciled kind. */
@@ -290,7 +283,6 @@ export class Controller<T extends KubeObject> {
   async #work(stop: AbortSignal): Promise<void> {
     while (!stop.aborted) {
       const key = await this.queue.get(stop);
-      this.#depth();
       if (key === undefined) return;
       if (stop.aborted) {
         // taken just as we stopped: give it back
@@ -302,7 +294,6 @@ export class Controller<T extends KubeObject> {
         await this.#process(key);
       } finally {
         this.queue.done(key);
-        this.#depth();
       }
     }
   }
@@ -547,7 +538,6 @@ export class Controller<T extends KubeObject> {
         // retry soon, at the handler's own pace if that is slower, and
         // record no Event (it could not be written either).
         this.#count("unavailable");
-        this.#d.metrics.retries.inc({ controller: this.name });
         const delay = this.queue.addOutageLimited(key, this.#pacing.get(key));
         log.warn(
           { err: errText(err), delayMs: delay },
@@ -555,7 +545,6 @@ export class Controller<T extends KubeObject> {
         );
       } else if (err instanceof TemporaryError) {
         this.#count("temporary_error");
-        this.#d.metrics.retries.inc({ controller: this.name });
         const delay = err.delayMs === undefined
           ? this.queue.addRateLimited(key, atLeastMs)
           : Math.max(err.delayMs, atLeastMs);
@@ -569,7 +558,6 @@ export class Controller<T extends KubeObject> {
         }
       } else {
         this.#count("error");
-        this.#d.metrics.retries.inc({ controller: this.name });
         const delay = this.queue.addRateLimited(key, atLeastMs);
         log.error(
           { err: errText(err), delayMs: delay },

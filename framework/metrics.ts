@@ -1,10 +1,12 @@
 /**
  * Prometheus metrics of the framework (prom-client): reconcile totals by
- * result, durations, queue depth, retries, watch restarts, leader status,
- * cached objects and webhook requests, with the application's prefix; and
- * the process's own metrics (`process_*`, `nodejs_*`) under their standard
- * names, as every Prometheus client and controller-runtime export them, so
- * that shared dashboards and alerts find them.
+ * result, durations, watch restarts, leader status, cached objects and
+ * webhook requests, with the application's prefix; and, under their standard
+ * unprefixed names, as client-go and controller-runtime export them so that
+ * shared dashboards and alerts find them: the work queues' (`workqueue_*`,
+ * `workqueue_metrics.ts`), the Kubernetes client's (`rest_client_*`,
+ * `rest_client_metrics.ts`) and the process's own (`process_*`,
+ * `nodejs_*`).
  *
  * @module
  */
@@ -16,6 +18,9 @@ import {
   Histogram,
   Registry,
 } from "prom-client";
+import type { RequestObserver } from "./client.ts";
+import { restClientMetrics } from "./rest_client_metrics.ts";
+import { WorkQueueMetricFamilies } from "./workqueue_metrics.ts";
 
 /** Reconcile outcomes counted by `reconcile_total{result}`. */
 export type ReconcileResult =
@@ -59,10 +64,10 @@ export class FrameworkMetrics {
   readonly reconcileTotal: Counter<"controller" | "result">;
   /** Reconcile durations in seconds. */
   readonly reconcileDuration: Histogram<"controller">;
-  /** Keys waiting in the queue. */
-  readonly queueDepth: Gauge<"controller">;
-  /** Keys re-queued after a failure. */
-  readonly retries: Counter<"controller">;
+  /** The work queues' `workqueue_*` series, one set per controller. */
+  readonly workqueues: WorkQueueMetricFamilies;
+  /** The Kubernetes client's `rest_client_*` series. */
+  readonly restClient: RequestObserver;
   /** Watch restarts by kind and reason (stalled, expired, closed, error). */
   readonly watchRestarts: Counter<"kind" | "reason">;
   /** 1 while this instance holds the leader Lease. */
@@ -100,18 +105,9 @@ export class FrameworkMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60],
       registers,
     });
-    this.queueDepth = new Gauge({
-      name: `${p}workqueue_depth`,
-      help: "Keys waiting in the work queue.",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.retries = new Counter({
-      name: `${p}workqueue_retries_total`,
-      help: "Keys re-queued after a failed reconcile.",
-      labelNames: ["controller"],
-      registers,
-    });
+    // No prefix: these names are shared by every Kubernetes controller.
+    this.workqueues = new WorkQueueMetricFamilies(this.registry);
+    this.restClient = restClientMetrics(this.registry);
     this.watchRestarts = new Counter({
       name: `${p}watch_restarts_total`,
       help: "Watch restarts by kind and reason.",

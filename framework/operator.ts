@@ -535,6 +535,7 @@ export class Operator {
     const o = this.#o;
     const clientOptions = {
       userAgent: o.userAgent ?? this.name,
+      requests: this.metrics.restClient,
       ...(o.server === undefined ? {} : { server: o.server }),
     };
     const paths = typeof o.kubeconfigPath === "string"

@@ -189,10 +189,10 @@ Deno.test({
         ),
         2,
       );
-      assert.equal(
-        get('operator_workqueue_retries_total{controller="configmaps"}'),
-        5,
-      );
+      // client-go's retries: every delayed add, so each failure's backoff
+      // and each requeue (2 temporary, 3 errors, 2 requeues)
+      const queue = '{name="configmaps",controller="configmaps"}';
+      assert.equal(get(`workqueue_retries_total${queue}`), 7);
       assert.ok(
         get(
           'operator_reconcile_duration_seconds_count{controller="configmaps"}',
@@ -200,8 +200,32 @@ Deno.test({
       );
       assert.equal(get("operator_leader"), 1);
       assert.equal(get('operator_cache_objects{kind="ConfigMap"}'), 5);
+      assert.equal(get(`workqueue_depth${queue}`), 0);
+      // every pass was added, waited and worked; none is in progress
+      const passes = get(`workqueue_work_duration_seconds_count${queue}`);
+      assert.ok(passes >= 15, `${passes}`);
+      assert.equal(
+        get(`workqueue_queue_duration_seconds_count${queue}`),
+        passes,
+      );
+      assert.ok(get(`workqueue_adds_total${queue}`) >= passes);
+      assert.equal(get(`workqueue_unfinished_work_seconds${queue}`), 0);
+      // the API client's requests under client-go's names: reads answered,
+      // Events of the failures created
+      const requests = (code: string, method: string) =>
+        [...metrics].filter(([k]) =>
+          k.startsWith(
+            `rest_client_requests_total{code="${code}",method="${method}",`,
+          )
+        ).reduce((sum, [, n]) => sum + n, 0);
+      assert.ok(requests("200", "GET") > 0);
+      assert.ok(requests("201", "POST") > 0);
       assert.ok(
-        metrics.has('operator_workqueue_depth{controller="configmaps"}'),
+        get(
+          `rest_client_request_duration_seconds_count{verb="GET",host="${
+            new URL(env.kubeConfig().getCurrentCluster()?.server ?? "").host
+          }"}`,
+        ) >= requests("200", "GET"),
       );
 
       // structured logs: JSON lines with level, name and the object key

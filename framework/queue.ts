@@ -2,7 +2,10 @@
  * A work queue with controller-runtime's semantics: a key is never handed
  * to two workers at once, adds of a queued key collapse into one, a key
  * added while it is processed is queued again when it is done, delayed adds
- * keep the earliest deadline, and failures back off per key.
+ * keep the earliest deadline, and failures back off per key. Its metrics
+ * hooks are client-go's (`workqueue_metrics.ts` implements them), called at
+ * the same points, so that the series mean what they mean for every other
+ * controller.
  *
  * @module
  */
@@ -27,7 +30,35 @@ export interface WorkQueueOptions {
    * (default 200 ms .. 2 s).
    */
   outageBackoff?: BackoffOptions;
+  /** What the queue reports as it works (default: nothing). */
+  metrics?: QueueMetrics;
 }
+
+/**
+ * The points at which a queue reports, as client-go's work queue does:
+ * {@linkcode WorkQueue} calls them, an implementation measures (see
+ * `workqueue_metrics.ts`).
+ */
+export interface QueueMetrics {
+  /** `key` became due (it was not already waiting): one add, depth + 1. */
+  add(key: string): void;
+  /** `key` was handed to a worker: depth - 1, its wait is over. */
+  get(key: string): void;
+  /** The worker finished `key`: its work is over. */
+  done(key: string): void;
+  /**
+   * A delayed add was asked for ({@linkcode WorkQueue.addAfter} and the
+   * backoffs built on it): client-go counts these as retries.
+   */
+  retry(): void;
+}
+
+const NO_METRICS: QueueMetrics = {
+  add() {},
+  get() {},
+  done() {},
+  retry() {},
+};
 
 /**
  * The work queue. Workers call {@linkcode get} (or {@linkcode tryGet}) and
@@ -51,6 +82,7 @@ export class WorkQueue {
   readonly #clock: Clock;
   readonly #backoff: KeyBackoff;
   readonly #outage: KeyBackoff;
+  readonly #metrics: QueueMetrics;
   readonly #queue: string[] = [];
   readonly #dirty = new Set<string>();
   readonly #processing = new Set<string>();
@@ -67,6 +99,7 @@ export class WorkQueue {
       maxMs: DEFAULT_OUTAGE_MAX_MS,
       ...options.outageBackoff,
     });
+    this.#metrics = options.metrics ?? NO_METRICS;
   }
 
   /** Keys waiting to be processed (the queue depth). */
@@ -92,12 +125,19 @@ export class WorkQueue {
   /** Queues `key` now; a no-op if it is already queued. */
   add(key: string): void {
     if (this.#shuttingDown || this.#dirty.has(key)) return;
+    this.#metrics.add(key);
     this.#dirty.add(key);
     if (this.#processing.has(key)) return;
+    this.#hand(key);
+  }
+
+  /** Gives a due key that no worker holds to a waiting worker, or queues it. */
+  #hand(key: string): void {
     const waiter = this.#waiters.shift();
     if (waiter !== undefined) {
       this.#dirty.delete(key);
       this.#processing.add(key);
+      this.#metrics.get(key);
       waiter(key);
       return;
     }
@@ -110,6 +150,7 @@ export class WorkQueue {
     if (!Number.isFinite(delayMs)) {
       throw new RangeError(`addAfter delayMs must be finite, got ${delayMs}`);
     }
+    this.#metrics.retry();
     if (delayMs <= 0) {
       this.add(key);
       return;
@@ -165,6 +206,7 @@ export class WorkQueue {
     if (key === undefined) return undefined;
     this.#dirty.delete(key);
     this.#processing.add(key);
+    this.#metrics.get(key);
     return key;
   }
 
@@ -195,10 +237,11 @@ export class WorkQueue {
   /** Marks `key` finished; re-queues it if it was added meanwhile. */
   done(key: string): void {
     if (!this.#processing.delete(key)) return;
-    if (this.#dirty.has(key)) {
-      this.#dirty.delete(key);
-      this.add(key);
-    }
+    this.#metrics.done(key);
+    if (!this.#dirty.has(key)) return;
+    // Added while it was processed: already counted as an add then.
+    if (this.#shuttingDown) this.#dirty.delete(key);
+    else this.#hand(key);
   }
 
   /** Stops handing out keys; pending waiters get undefined. */

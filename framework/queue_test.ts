@@ -3,37 +3,11 @@ import fc from "fast-check";
 import { ManualClock } from "./clock.ts";
 import { WorkQueue } from "./queue.ts";
 import { backoffDelay, KeyBackoff } from "./backoff.ts";
-
-type Op =
-  | { t: "add"; key: string }
-  | { t: "addAfter"; key: string; ms: number }
-  | { t: "rateLimited"; key: string }
-  | { t: "forget"; key: string }
-  | { t: "get" }
-  | { t: "done"; index: number }
-  | { t: "advance"; ms: number };
-
-const keyArb = fc.constantFrom("a", "b", "c", "d");
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ t: fc.constant("add" as const), key: keyArb }),
-  fc.record({
-    t: fc.constant("addAfter" as const),
-    key: keyArb,
-    ms: fc.integer({ min: 0, max: 200 }),
-  }),
-  fc.record({ t: fc.constant("rateLimited" as const), key: keyArb }),
-  fc.record({ t: fc.constant("forget" as const), key: keyArb }),
-  fc.record({ t: fc.constant("get" as const) }),
-  fc.record({ t: fc.constant("done" as const), index: fc.nat(10) }),
-  fc.record({
-    t: fc.constant("advance" as const),
-    ms: fc.integer({ min: 0, max: 300 }),
-  }),
-);
+import { queueOpArb } from "../tests/_queue_ops.ts";
 
 Deno.test("queue: a key is never handed to two workers, adds collapse, nothing is lost", () => {
   fc.assert(
-    fc.property(fc.array(opArb, { maxLength: 120 }), (ops) => {
+    fc.property(fc.array(queueOpArb, { maxLength: 120 }), (ops) => {
       const clock = new ManualClock(0);
       const q = new WorkQueue({ clock, backoff: { baseMs: 5, maxMs: 100 } });
       const held: string[] = [];

@@ -7,7 +7,11 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { PERMISSION_FLAGS } from "../app/permissions.ts";
-import { type Envtest, startEnvtest } from "./harness/envtest.ts";
+import {
+  applyCrdFiles,
+  type Envtest,
+  startEnvtest,
+} from "./harness/envtest.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   operatorLogTail,
@@ -30,23 +34,10 @@ let envPromise: Promise<Envtest> | undefined;
 function env(): Promise<Envtest> {
   envPromise ??= (async () => {
     const e = await startEnvtest();
-    const fixture =
-      new URL("tests/testdata/cert_manager_crds.yaml", ROOT).pathname;
-    const applied = await e.kubectl(["apply", "-f", fixture]);
-    assert.equal(applied.code, 0, applied.stderr);
-    const ns = await e.kubectl([
-      "apply",
-      "-f",
+    await applyCrdFiles(e, [
+      new URL("tests/testdata/cert_manager_crds.yaml", ROOT).pathname,
       new URL("manifests/namespace.yaml", ROOT).pathname,
-    ]);
-    assert.equal(ns.code, 0, ns.stderr);
-    const waited = await e.kubectl([
-      "wait",
-      "--for=condition=Established",
-      "crd/issuers.cert-manager.io",
-      "crd/certificates.cert-manager.io",
-    ]);
-    assert.equal(waited.code, 0, waited.stderr);
+    ], ["issuers.cert-manager.io", "certificates.cert-manager.io"]);
     return e;
   })();
   return envPromise;
@@ -69,12 +60,73 @@ async function waitUntil<T>(
   }
 }
 
+/** What this file reads of `kubectl kustomize manifests/monitoring`. */
+interface MonitoringObject {
+  kind: string;
+  spec?: {
+    endpoints?: {
+      authorization?: {
+        type?: string;
+        credentials?: { name: string; key: string };
+      };
+    }[];
+  };
+}
+
+/**
+ * What kube-controller-manager's token controller does for a Secret of type
+ * `kubernetes.io/service-account-token` (envtest runs no controller
+ * manager): writes a token of the annotated ServiceAccount into `token`,
+ * valid while the Secret exists (a token bound to the Secret). Returns it.
+ */
+async function fillTokenSecret(
+  e: Envtest,
+  namespace: string,
+  secret: string,
+): Promise<string> {
+  const run = async (args: string[], stdin?: string) => {
+    const out = await e.kubectl(
+      ["-n", namespace, ...args],
+      stdin === undefined ? {} : { stdin },
+    );
+    assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
+    return out.stdout.trim();
+  };
+  const account = await run([
+    "get",
+    "secret",
+    secret,
+    "-o",
+    "jsonpath={.metadata.annotations.kubernetes\\.io/service-account\\.name}",
+  ]);
+  assert.ok(account !== "", `secret ${secret} names no ServiceAccount`);
+  const token = await run([
+    "create",
+    "token",
+    account,
+    "--bound-object-kind=Secret",
+    `--bound-object-name=${secret}`,
+    "--duration=1h",
+  ]);
+  await run([
+    "patch",
+    "secret",
+    secret,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ data: { token: btoa(token) } }),
+  ]);
+  return token;
+}
+
 /**
  * The operator's /metrics (secured by default) is HTTPS only, refuses a
  * scrape without a token and one whose ServiceAccount is not bound to
  * evictor-metrics-reader (the API server's TokenReview and
- * SubjectAccessReview decide), and answers one that is; the probes stay
- * open on their own plain-HTTP port.
+ * SubjectAccessReview decide), and answers the ServiceMonitor's own
+ * credentials (manifests/monitoring: the scraper's account, its token
+ * Secret and its binding, applied here without the Prometheus operator's
+ * kinds); the probes stay open on their own plain-HTTP port.
  */
 async function metricsNeedAnAuthorizedToken(
   e: Envtest,
@@ -94,23 +146,55 @@ async function metricsNeedAnAuthorizedToken(
     await res.body?.cancel();
     return res.status;
   };
-  const kubectl = async (args: string[]) => {
-    const out = await e.kubectl(args);
+  const kubectl = async (args: string[], stdin?: string) => {
+    const out = await e.kubectl(args, stdin === undefined ? {} : { stdin });
     assert.equal(out.code, 0, `kubectl ${args.join(" ")}: ${out.stderr}`);
     return out.stdout.trim();
   };
-  for (const sa of ["scraper", "stranger"]) {
-    await kubectl(["-n", "evictor-system", "create", "serviceaccount", sa]);
-  }
   await kubectl([
+    "-n",
+    "evictor-system",
     "create",
-    "clusterrolebinding",
-    "evictor-metrics-scraper",
-    "--clusterrole=evictor-metrics-reader",
-    "--serviceaccount=evictor-system:scraper",
+    "serviceaccount",
+    "stranger",
   ]);
+  const monitoring = (await kubectl([
+    "kustomize",
+    new URL("manifests/monitoring", ROOT).pathname,
+  ])).split(/^---$/m).map((d) => parse(d) as MonitoringObject);
+  const endpoint = monitoring.find((o) => o.kind === "ServiceMonitor")?.spec
+    ?.endpoints?.[0];
+  assert.equal(endpoint?.authorization?.type, "Bearer");
+  const credentials = endpoint?.authorization?.credentials;
+  assert.ok(credentials !== undefined, "the ServiceMonitor sends no token");
+  // The scraper's account, token Secret and binding (the cluster has no
+  // Prometheus operator kinds).
+  const accounts = monitoring.filter((o) =>
+    ["ServiceAccount", "Secret", "ClusterRoleBinding"].includes(o.kind)
+  );
+  assert.equal(accounts.length, 3, accounts.map((o) => o.kind).join());
+  await kubectl(
+    ["apply", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: accounts }),
+  );
+  const filled = await fillTokenSecret(e, "evictor-system", credentials.name);
+  // What Prometheus reads: the key the ServiceMonitor names.
+  const secretKey = atob(
+    await kubectl([
+      "-n",
+      "evictor-system",
+      "get",
+      "secret",
+      credentials.name,
+      "-o",
+      `jsonpath={.data.${credentials.key}}`,
+    ]),
+  );
+  assert.equal(secretKey, filled);
   const token = (sa: string) =>
-    kubectl(["-n", "evictor-system", "create", "token", sa]);
+    sa === "scraper"
+      ? Promise.resolve(secretKey)
+      : kubectl(["-n", "evictor-system", "create", "token", sa]);
 
   const anonymous = await get("/metrics");
   assert.equal(anonymous.status, 401, anonymous.text);

@@ -10,7 +10,11 @@
  */
 import assert from "node:assert/strict";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import { type Envtest, startEnvtest } from "./harness/envtest.ts";
+import {
+  applyCrdFiles,
+  type Envtest,
+  startEnvtest,
+} from "./harness/envtest.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   operatorLogTail,
@@ -18,7 +22,8 @@ import {
   startOperatorProcess,
 } from "./harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "./harness/processes.ts";
-import { promtool } from "./harness/hack_tools.ts";
+import { prometheusOperatorCrds, promtool } from "./harness/hack_tools.ts";
+import { rabbitMqMissing, sharedRabbitMq } from "./harness/rabbitmq.ts";
 import {
   eviction,
   hypervisor,
@@ -33,6 +38,7 @@ import {
   headingAnchors,
   metricFamilies,
   metricNames,
+  metricSum,
   ruleGroups,
   samples,
   satisfiesPositive,
@@ -259,6 +265,70 @@ async function waitUntil<T>(
   }
 }
 
+/**
+ * The framework's series under controller-runtime's and client-go's names,
+ * after a drain against the real API server: each controller's queue took
+ * keys and worked them, the API client's reads, writes and creates were
+ * answered, in plausible times.
+ */
+function seriesSayWhatHappened(text: string, apiHost: string): void {
+  for (const controller of ["eviction", "hypervisors"]) {
+    const q = `{name="${controller}",controller="${controller}"}`;
+    const adds = metricSum(text, "workqueue_adds_total", q);
+    const taken = metricSum(text, "workqueue_queue_duration_seconds_count", q);
+    const worked = metricSum(text, "workqueue_work_duration_seconds_count", q);
+    assert.ok(adds > 0, `${controller}: no adds`);
+    assert.ok(worked > 0, `${controller}: nothing worked`);
+    // a key is taken once per add, worked once per take
+    assert.ok(taken <= adds && worked <= taken, `${adds} ${taken} ${worked}`);
+    assert.equal(
+      metricSum(text, "workqueue_depth", q),
+      adds - taken,
+      `${controller}: depth`,
+    );
+    const mean = metricSum(text, "workqueue_work_duration_seconds_sum", q) /
+      worked;
+    assert.ok(mean > 0 && mean < 30, `${controller}: mean pass ${mean} s`);
+    assert.ok(metricSum(text, "workqueue_queue_duration_seconds_sum", q) >= 0);
+    for (
+      const gauge of [
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+      ]
+    ) {
+      assert.ok(text.includes(`${gauge}${q} `), `${controller}: ${gauge}`);
+    }
+  }
+  // the drain requeued itself while its migrations ran: client-go's retries
+  assert.ok(
+    metricSum(
+      text,
+      "workqueue_retries_total",
+      '{name="eviction",controller="eviction"}',
+    ) > 0,
+  );
+  const requests = (code: string, method: string) =>
+    metricSum(
+      text,
+      "rest_client_requests_total",
+      `{code="${code}",method="${method}",host="${apiHost}"}`,
+    );
+  assert.ok(requests("200", "GET") > 0, "no reads answered");
+  // status writes (merge patches or replaces) and Events created
+  assert.ok(requests("200", "PATCH") + requests("200", "PUT") > 0);
+  assert.ok(requests("201", "POST") > 0, "no creates answered");
+  const timed = metricSum(
+    text,
+    "rest_client_request_duration_seconds_count",
+    `{verb="GET",host="${apiHost}"}`,
+  );
+  assert.ok(timed >= requests("200", "GET"), `${timed} GETs timed`);
+  const seconds = metricSum(text, "rest_client_request_duration_seconds_sum");
+  const count = metricSum(text, "rest_client_request_duration_seconds_count");
+  // within the client's 30 s request timeout, on average
+  assert.ok(seconds > 0 && seconds / count < 30, `${seconds} s / ${count}`);
+}
+
 /** Every selector of the rules and the panels, with where it is used. */
 async function usedSelectors(): Promise<{ where: string; expr: string }[]> {
   const out: { where: string; expr: string }[] = [];
@@ -273,8 +343,18 @@ async function usedSelectors(): Promise<{ where: string; expr: string }[]> {
   return out;
 }
 
-Deno.test("every metric and label of the rules and the dashboard exists in evictor's /metrics or the API server's", async () => {
+/** The feed's metrics exist only with a feed, which needs a broker. */
+const noBroker = await rabbitMqMissing();
+const FEED_METRICS = "evictor_nova_notifications_";
+
+Deno.test("every metric and label of the rules and the dashboard exists in evictor's /metrics or the API server's; the work queue and API client series say what happened", async () => {
   const e = await env();
+  if (noBroker !== undefined) {
+    console.error(
+      `tests/monitoring_test.ts: ${FEED_METRICS}* not checked: ${noBroker}`,
+    );
+  }
+  const mq = noBroker === undefined ? await sharedRabbitMq() : undefined;
   const sim = await startNovaSim({
     timeScale: 200,
     hosts: [{ name: "mon-a" }, { name: "mon-b", ramMb: 1048576 }],
@@ -282,7 +362,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
       { name: "vm-1", host: "mon-a", ramMb: 4096 },
       { name: "vm-2", host: "mon-a", ramMb: 8192 },
     ],
-  });
+  }, mq === undefined ? {} : { amqpUrl: mq.url });
   const certDir = await makeOwnedTempDir(STAGING_ROOT, "webhook-");
   const pair = await e.servingCert(["127.0.0.1", "localhost"]);
   await Deno.writeTextFile(`${certDir}/tls.crt`, pair.certPem);
@@ -309,6 +389,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${certDir}`,
+      ...(mq === undefined ? [] : [`--nova-notifications-url=${mq.url}`]),
     ],
   });
   let stopped = false;
@@ -362,9 +443,16 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
     }, 90_000).catch(async (err) => {
       throw new Error(`${err}\n${await operatorLogTail(op)}`);
     });
-    const evictorText = await scrapeMetrics(
-      `http://127.0.0.1:${metricsPort}/metrics`,
-    );
+    const evictorText = await waitUntil("the feed up", async () => {
+      const text = await scrapeMetrics(
+        `http://127.0.0.1:${metricsPort}/metrics`,
+      );
+      return mq === undefined ||
+          metricSum(text, `${FEED_METRICS}up`) === 1
+        ? text
+        : undefined;
+    });
+    seriesSayWhatHappened(evictorText, new URL(e.server).host);
 
     // With evictor gone the API server cannot call the webhook, and refuses.
     await op.stop();
@@ -391,6 +479,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
     for (const { where, expr } of await usedSelectors()) {
       for (const name of metricNames(expr)) {
         used.add(name);
+        if (mq === undefined && name.startsWith(FEED_METRICS)) continue;
         // apiserver_* come from the API server's own scrape job.
         const source = name.startsWith("apiserver_")
           ? "the API server"
@@ -400,6 +489,7 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
         }
       }
       for (const sel of selectors(expr)) {
+        if (mq === undefined && sel.name.startsWith(FEED_METRICS)) continue;
         const source = sel.name.startsWith("apiserver_")
           ? "the API server"
           : "evictor";
@@ -431,8 +521,12 @@ interface Obj {
     name: string;
     namespace?: string;
     labels?: Record<string, string>;
+    annotations?: Record<string, string>;
   };
   data?: Record<string, string>;
+  type?: string;
+  roleRef?: { name?: string };
+  subjects?: unknown[];
   spec?: {
     ports?: { name?: string }[];
     selector?: { matchLabels?: Record<string, string> };
@@ -449,15 +543,21 @@ async function kustomize(e: Envtest, dir: string): Promise<Obj[]> {
   return out.stdout.split(/^---$/m).map((d) => parseYaml(d) as Obj);
 }
 
-Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMonitor on the metrics Service and the dashboard", async () => {
+Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMonitor on the metrics Service with its scraper's credentials, and the dashboard", async () => {
   const e = await env();
   const objs = await kustomize(e, "manifests/monitoring/");
   assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    "ClusterRoleBinding",
     "ConfigMap",
     "PrometheusRule",
+    "Secret",
+    "ServiceAccount",
     "ServiceMonitor",
   ]);
-  for (const o of objs) assert.equal(o.metadata.namespace, "evictor-system");
+  for (const o of objs) {
+    if (o.kind === "ClusterRoleBinding") continue;
+    assert.equal(o.metadata.namespace, "evictor-system", o.kind);
+  }
   const cm = objs.find((o) => o.kind === "ConfigMap");
   assert.equal(cm?.metadata.labels?.["grafana_dashboard"], "1");
   assert.equal(
@@ -486,10 +586,46 @@ Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMon
     certificate?.spec?.dnsNames?.includes("evictor-metrics.evictor-system.svc"),
     "the serving certificate names the metrics Service",
   );
-  assert.equal(
-    endpoint?.["bearerTokenFile"],
-    "/var/run/secrets/kubernetes.io/serviceaccount/token",
+  // The token: `authorization` from a ServiceAccount token Secret beside
+  // it (not the deprecated bearerTokenFile, Prometheus's own token), of an
+  // account bound to evictor-metrics-reader only (tests/deploy_test.ts
+  // scrapes a running evictor with it).
+  assert.equal(endpoint?.["bearerTokenFile"], undefined);
+  const authorization = endpoint?.["authorization"] as {
+    type?: string;
+    credentials?: { name?: string; key?: string };
+  } | undefined;
+  assert.equal(authorization?.type, "Bearer");
+  assert.equal(authorization?.credentials?.key, "token");
+  const secret = objs.find((o) =>
+    o.kind === "Secret" && o.metadata.name === authorization?.credentials?.name
   );
+  assert.equal(secret?.type, "kubernetes.io/service-account-token");
+  const account = secret?.metadata.annotations?.[
+    "kubernetes.io/service-account.name"
+  ];
+  assert.ok(
+    objs.some((o) =>
+      o.kind === "ServiceAccount" && o.metadata.name === account
+    ),
+    `no ServiceAccount ${account}`,
+  );
+  const bindings = objs.filter((o) => o.kind === "ClusterRoleBinding");
+  assert.deepEqual(
+    bindings.map((b) => [b.roleRef?.name, b.subjects]),
+    [["evictor-metrics-reader", [{
+      kind: "ServiceAccount",
+      name: account,
+      namespace: "evictor-system",
+    }]]],
+  );
+  const reader = (await kustomize(e, "manifests/")).find((o) =>
+    o.kind === "ClusterRole" && o.metadata.name === "evictor-metrics-reader"
+  ) as { rules?: unknown[] } | undefined;
+  assert.deepEqual(reader?.rules, [{
+    nonResourceURLs: ["/metrics"],
+    verbs: ["get"],
+  }]);
   const selector = Object.entries(sm?.spec?.selector?.matchLabels ?? {});
   assert.ok(selector.length > 0);
   const services = (await kustomize(e, "manifests/")).filter((o) =>
@@ -498,6 +634,50 @@ Deno.test("kubectl kustomize manifests/monitoring/ builds the rule, a ServiceMon
     (o.spec?.ports ?? []).some((p) => p.name === endpoint?.["port"])
   );
   assert.deepEqual(services.map((o) => o.metadata.name), ["evictor-metrics"]);
+});
+
+Deno.test("manifests/monitoring/ passes the Prometheus operator's own CRDs with strict validation, and a misspelt field does not", async () => {
+  const e = await env();
+  const crds = await prometheusOperatorCrds();
+  await applyCrdFiles(e, [
+    `${crds}/monitoring.coreos.com_servicemonitors.yaml`,
+    `${crds}/monitoring.coreos.com_prometheusrules.yaml`,
+    new URL("manifests/namespace.yaml", ROOT).pathname,
+  ], [
+    "servicemonitors.monitoring.coreos.com",
+    "prometheusrules.monitoring.coreos.com",
+  ]);
+  const objs = await kustomize(e, "manifests/monitoring/");
+  const dryRun = (list: Obj[]) =>
+    e.kubectl([
+      "apply",
+      "--server-side",
+      "--dry-run=server",
+      "--validate=strict",
+      "-f",
+      "-",
+    ], {
+      stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items: list }),
+    });
+  const applied = await dryRun(objs);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal(
+    applied.stdout.trim().split("\n").length,
+    objs.length,
+    applied.stdout,
+  );
+  // The schema is really checked: `authorization` misspelt is refused.
+  const misspelt = objs.map((o) => {
+    if (o.kind !== "ServiceMonitor") return o;
+    const copy = structuredClone(o);
+    const endpoint = copy.spec?.endpoints?.[0] ?? {};
+    endpoint["authorisation"] = endpoint["authorization"];
+    delete endpoint["authorization"];
+    return copy;
+  });
+  const refused = await dryRun(misspelt);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /unknown field.*authorisation/);
 });
 
 Deno.test({

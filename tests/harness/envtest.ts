@@ -466,23 +466,45 @@ export async function readCrds(): Promise<k8s.V1CustomResourceDefinition[]> {
  * `x-kubernetes-*` keys written the YAML way (CEL rules, list-map keys).
  */
 export async function installCrds(env: Envtest): Promise<void> {
-  const crdDir = new URL("manifests/crds/", ROOT).pathname;
-  const applied = await env.kubectl([
-    "apply",
-    "--server-side",
-    "--force-conflicts",
-    "-f",
-    crdDir,
-  ]);
-  if (applied.code !== 0) {
-    throw new Error(`kubectl apply of ${crdDir} failed: ${applied.stderr}`);
+  await applyCrdFiles(
+    env,
+    [new URL("manifests/crds/", ROOT).pathname],
+    (await readCrds()).map((c) => c.metadata?.name ?? ""),
+  );
+}
+
+/**
+ * Applies `paths` (files or folders of CRDs, and other objects they need)
+ * server-side with the real kubectl and waits until the CRDs `names` are
+ * Established.
+ *
+ * @example
+ * ```ts ignore
+ * await applyCrdFiles(env, ["tests/testdata/cert_manager_crds.yaml"], ["certificates.cert-manager.io"]);
+ * ```
+ */
+export async function applyCrdFiles(
+  env: Envtest,
+  paths: readonly string[],
+  names: readonly string[],
+): Promise<void> {
+  for (const path of paths) {
+    const applied = await env.kubectl([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      "-f",
+      path,
+    ]);
+    if (applied.code !== 0) {
+      throw new Error(`kubectl apply of ${path} failed: ${applied.stderr}`);
+    }
   }
-  const names = (await readCrds()).map((c) => `crd/${c.metadata?.name}`);
   const waited = await env.kubectl([
     "wait",
     "--for=condition=Established",
     "--timeout=30s",
-    ...names,
+    ...names.map((n) => `crd/${n}`),
   ]);
   if (waited.code !== 0) {
     throw new Error(`CRDs not Established: ${waited.stderr}`);

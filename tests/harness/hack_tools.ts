@@ -48,3 +48,21 @@ export function promtool(): Promise<string> {
   promtoolPath ??= buildHackTool("promtool");
   return promtoolPath;
 }
+
+let prometheusOperatorCrdsPath: Promise<string> | undefined;
+
+/**
+ * The folder of the Prometheus operator's CustomResourceDefinitions
+ * (`monitoring.coreos.com_servicemonitors.yaml`, ...), from the Go module
+ * that hack/prometheus_operator/go.mod pins, fetched on first use.
+ *
+ * @example
+ * ```ts ignore
+ * const dir = await prometheusOperatorCrds();
+ * console.log(`${dir}/monitoring.coreos.com_prometheusrules.yaml`);
+ * ```
+ */
+export function prometheusOperatorCrds(): Promise<string> {
+  prometheusOperatorCrdsPath ??= buildHackTool("prometheus_operator");
+  return prometheusOperatorCrdsPath;
+}
