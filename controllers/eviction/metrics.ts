@@ -119,14 +119,19 @@ export class EvictionMetrics {
       labelNames: ["scope", "reason"],
       registers,
     });
-    const metrics = this;
+    // Every host series exists from the start: the first demotion shows
+    // in increase(), and the alert's series are never missing.
+    for (const reason of ["wrong", "deaf"]) {
+      this.demotions.inc({ scope: "host", reason }, 0);
+    }
+    const demoted = () => this.feedDemoted();
     new Gauge({
       name: "evictor_nova_notifications_feed_demoted",
       help:
         "1 while Nova's notification feed is demoted for every host (drains poll), else 0.",
       registers,
       collect() {
-        this.set(metrics.feedDemoted() ? 1 : 0);
+        this.set(demoted() ? 1 : 0);
       },
     });
     this.viewDiffs = new Counter({
