@@ -40,6 +40,11 @@ export interface TrustOptions {
   probeMs: number;
   /** How long a demoted host polls at least. */
   hostDemotionMs: number;
+  /**
+   * How long after the feed's last event (any host's) it counts as live:
+   * a finished drain leaves its host to events only while it is.
+   */
+  liveMs: number;
   /** Host demotions within `feedWindowMs` that demote the whole feed. */
   feedAfter: number;
   /** The window in which host demotions count towards the feed's. */
@@ -76,7 +81,7 @@ interface HostTrust {
  * @example
  * ```ts
  * import { FeedTrust } from "./feed_trust.ts";
- * const trust = new FeedTrust({ probeMs: 10, hostDemotionMs: 100, feedAfter: 3,
+ * const trust = new FeedTrust({ probeMs: 10, hostDemotionMs: 100, liveMs: 30, feedAfter: 3,
  *   feedWindowMs: 1000, feedBackoffMs: 500, feedBackoffMaxMs: 4000 });
  * trust.probe("ev", "vm", 0, 0);
  * console.assert(!trust.trusted("ev", 5)); // not proven yet
@@ -223,13 +228,13 @@ export class FeedTrust {
 
   /**
    * Whether `key`'s view is trusted and the feed delivered some event
-   * within `hostDemotionMs` (a silent feed looks just like a quiet host):
-   * a finished drain whose view is not proven live looks at its host at
-   * the polling pace.
+   * within `liveMs` (a silent feed looks just like a quiet host): a
+   * finished drain whose view is not proven live looks at its host at the
+   * polling pace.
    */
   provenLive(key: string, nowMs: number): boolean {
     return this.trusted(key, nowMs) &&
-      nowMs - this.#lastEventMs <= this.#options.hostDemotionMs;
+      nowMs - this.#lastEventMs <= this.#options.liveMs;
   }
 
   /** Whether the whole feed is demoted at `nowMs`. */
@@ -306,7 +311,8 @@ export class FeedTrust {
  * The trust bounds for a drain polling every `pollMs` and relisting every
  * `relistMs` (real ms) on a clock `rate` times real time: a start's first
  * event within max(10 s, 2 polls); a demoted host polls for a relist
- * interval; 3 host demotions within 5 relist intervals demote the feed
+ * interval; the feed is live for 3 polls after its last event; 3 host
+ * demotions within 5 relist intervals demote the feed
  * for max(5 relists, 5 min), doubling up to max(that, 1 h).
  *
  * @example
@@ -324,6 +330,7 @@ export function trustOptionsFor(
   return {
     probeMs: Math.max(10_000, 2 * pollMs) * rate,
     hostDemotionMs: relistMs * rate,
+    liveMs: 3 * pollMs * rate,
     feedAfter: FEED_DEMOTION_AFTER,
     feedWindowMs: 5 * relistMs * rate,
     feedBackoffMs,
