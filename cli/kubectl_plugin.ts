@@ -14,6 +14,8 @@ import {
   REASON_FAILED,
   REASON_PENDING,
   REASON_SUCCEEDED,
+  REASON_WAITING_FOR_PERSON,
+  stoppedForPerson,
 } from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
@@ -59,6 +61,7 @@ export function countsOf(e: Eviction): DrainCounts {
     inFlight: s.inFlightCount ?? s.inFlight?.length ?? 0,
     outstanding: s.outstandingCount ?? 0,
     failed: s.failed?.length ?? 0,
+    skipped: s.skipped?.length ?? 0,
   };
 }
 
@@ -66,6 +69,28 @@ export function countsOf(e: Eviction): DrainCounts {
 export function stateOf(e: Eviction): string {
   return e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING)
     ?.reason ?? REASON_PENDING;
+}
+
+/**
+ * The state for people: the Evicting reason, and when the drain stopped
+ * for a person (Failed, WaitingForPerson) the condition's message too,
+ * which says what waits for whom and names the VMs.
+ *
+ * @example
+ * ```ts
+ * import { stateText } from "./kubectl_plugin.ts";
+ * console.log(stateText({ spec: { hypervisor: "n1", reason: "r" }, status: { conditions: [{
+ *   type: "Evicting", status: "False", reason: "WaitingForPerson", lastTransitionTime: "2026-01-01T00:00:00Z",
+ *   message: "waiting for a person: 1 VMs left on the host, none failed: vm-a (SUSPENDED needs a person)" }] } }));
+ * // WaitingForPerson: waiting for a person: 1 VMs left on the host, none failed: vm-a (SUSPENDED needs a person)
+ * ```
+ */
+export function stateText(e: Eviction): string {
+  const c = e.status?.conditions?.find((c) => c.type === CONDITION_EVICTING);
+  if (c === undefined) return REASON_PENDING;
+  return stoppedForPerson(c.reason) && c.message !== ""
+    ? `${c.reason}: ${c.message}`
+    : c.reason;
 }
 
 /**
@@ -321,7 +346,7 @@ async function follow(
     });
     const eviction = EvictionSchema.parse(raw);
     const line = `${renderProgressLine(name, countsOf(eviction))} (${
-      stateOf(eviction)
+      stateText(eviction)
     })`;
     if (line !== last) {
       if (io.interactive) io.err(`\r${line}`);
@@ -344,7 +369,11 @@ async function follow(
     }
     if (end === REASON_FAILED) {
       const failed = eviction.status?.failed ?? [];
-      io.out(`\n${name}: drain stopped with VMs left that need a person:`);
+      io.out(
+        stateOf(eviction) === REASON_WAITING_FOR_PERSON
+          ? `\n${name}: the drain waits for a person (no VM failed) for these VMs:`
+          : `\n${name}: drain stopped with VMs left that need a person:`,
+      );
       for (const f of failed) {
         io.out(`  ${f.id}: ${f.reason} (${f.attempts} attempts)`);
       }
@@ -578,6 +607,7 @@ export function statusTable(evictions: Eviction[]): string {
     "IN FLIGHT",
     "OUTSTANDING",
     "FAILED",
+    "SKIPPED",
     "LIMIT",
   ];
   const rows = evictions
@@ -595,6 +625,7 @@ export function statusTable(evictions: Eviction[]): string {
         String(c.inFlight),
         String(c.outstanding),
         String(c.failed),
+        String(c.skipped),
         e.status?.effectiveLimit === undefined
           ? "-"
           : String(e.status.effectiveLimit),
