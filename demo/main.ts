@@ -40,6 +40,7 @@ import {
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
+import { plainOutputForChildren } from "../tests/harness/plain_output.ts";
 import {
   comparePredictions,
   renderNotifications,
@@ -87,6 +88,8 @@ function parseFlags() {
   }
 }
 const flags = parseFlags();
+// Piped or logged (`| tee demo.log`), no child colours its output.
+plainOutputForChildren();
 if (flags.cloud === "openstack") {
   const missing = await openStackMissing();
   if (missing !== undefined) {
@@ -119,11 +122,22 @@ let env: Envtest | undefined;
 let cloud: DemoCloud | undefined;
 let operator: OperatorProcess | undefined;
 let stageDir: string | undefined;
+/**
+ * Where evictor's log is kept once the demo ends (its staging folder goes):
+ * under {@linkcode STAGING_ROOT}/logs, a folder no clean-up removes.
+ */
+const keptLogPath = `${STAGING_ROOT}/logs/demo-evictor-${
+  new Date().toISOString().replace(/[:.]/g, "-")
+}.log`;
 
 async function cleanUp() {
   await operator?.stop().catch(() => {});
-  if (operator) {
-    await Deno.remove(operator.dir, { recursive: true }).catch(() => {});
+  const op = operator;
+  if (op) {
+    await Deno.mkdir(`${STAGING_ROOT}/logs`, { recursive: true })
+      .then(() => Deno.copyFile(op.logPath, keptLogPath))
+      .catch((e) => console.error(`evictor's log not kept: ${e}`));
+    await Deno.remove(op.dir, { recursive: true }).catch(() => {});
   }
   await cloud?.close().catch(() => {});
   await env?.stop().catch(() => {});
@@ -133,7 +147,10 @@ async function cleanUp() {
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => {
-    void cleanUp().then(() => Deno.exit(130));
+    void cleanUp().then(() => {
+      if (operator) console.error(`evictor's log: ${keptLogPath}`);
+      Deno.exit(130);
+    });
   });
 }
 
@@ -264,7 +281,7 @@ try {
   say(
     `evictor runs as its own process with the binary's permissions (${
       PERMISSION_FLAGS.join(" ")
-    }); log: ${operator.logPath}`,
+    }); its log: ${operator.logPath} (kept as ${keptLogPath} when the demo ends)`,
   );
 
   // The webhook configuration from manifests/, pointed at this process.
@@ -517,7 +534,9 @@ try {
     );
   }
   await cleanUp();
+  if (operator) console.error(`evictor's log: ${keptLogPath}`);
   Deno.exit(1);
 }
 await cleanUp();
+say(`evictor's log: ${keptLogPath}`);
 Deno.exit(0);
