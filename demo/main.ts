@@ -24,7 +24,7 @@ import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { PERMISSION_FLAGS } from "../app/permissions.ts";
 import { renderProgressLine } from "../cli/progress.ts";
-import { countsOf, stateOf } from "../cli/kubectl_plugin.ts";
+import { countsOf, stateText } from "../cli/kubectl_plugin.ts";
 import {
   type Eviction,
   EvictionResource,
@@ -197,7 +197,7 @@ async function watchDrains(
       const e = evictions.find((x) => x.spec.hypervisor === host);
       return e?.status?.conditions === undefined
         ? `${host.padEnd(14)} (starting)`
-        : `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`;
+        : `${renderProgressLine(host, countsOf(e))}  ${stateText(e)}`;
     });
     const done = hosts.every((host) => {
       const c = evictions.find((x) => x.spec.hypervisor === host)?.status
@@ -358,7 +358,7 @@ try {
     "-p",
     '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
   ]);
-  step("Progress (# migrated, > in flight, ! failed, . waiting)");
+  step("Progress (# migrated, > in flight, ! failed, ? skipped, . waiting)");
   await watchDrains(api, [c.first], drainStarted, timeoutSeconds);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
@@ -418,8 +418,10 @@ try {
   );
   const budgetPeak = await inFlight.stop();
 
-  step("kubectl get evictions");
-  await kubectl(["get", "evictions"]);
+  step(
+    "kubectl get evictions -o wide (the Message column says what a drain waits for)",
+  );
+  await kubectl(["get", "evictions", "-o", "wide"]);
 
   step("Summary");
   const migrations = await c.migrations();
