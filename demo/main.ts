@@ -371,7 +371,11 @@ try {
     const out = await new Deno.Command(`${env.binDir}/kubectl`, {
       args: ["evictor", ...args],
       env: {
-        PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
+        // The plugin runs on this Deno (`npx deno` puts none on PATH, and a
+        // checkout without node_modules has none beside it).
+        PATH: `${new URL("bin", ROOT).pathname}:${
+          Deno.execPath().replace(/\/[^/]*$/, "")
+        }:${Deno.env.get("PATH") ?? ""}`,
         KUBECONFIG: env.kubeconfigPath,
         OS_CLIENT_CONFIG_FILE: cloudsPath,
         OS_CLOUD: c.plugin.cloud,
