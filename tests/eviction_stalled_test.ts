@@ -143,7 +143,7 @@ async function othersDrained(
   assert.match(
     evicting.message ?? "",
     new RegExp(
-      `^waiting for a person: 1 VMs left on the host, none failed: ${id} \\(live-migration `,
+      `^waiting for a person: 1 VMs left on the host, none failed: ${id} \\(migration ended, task stuck: `,
     ),
   );
   const warning = await waitFor("the InstanceSkipped Warning", async () => {
