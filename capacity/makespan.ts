@@ -9,7 +9,7 @@
 
 import {
   CONDITION_EVICTING,
-  REASON_FAILED,
+  stoppedForPerson,
 } from "../controllers/conditions.ts";
 
 /**
@@ -266,7 +266,7 @@ export function drainEndMs(
   if (!Number.isNaN(finished)) return finished;
   const stopped = status?.conditions?.find((c) =>
     c.type === CONDITION_EVICTING && c.status === "False" &&
-    c.reason === REASON_FAILED
+    stoppedForPerson(c.reason)
   );
   const at = Date.parse(stopped?.lastTransitionTime ?? "");
   return Number.isNaN(at) ? undefined : at;

@@ -10,6 +10,7 @@ import {
   REASON_NOT_IN_NOVA,
   REASON_PENDING,
   REASON_SUCCEEDED,
+  stoppedForPerson,
 } from "../controllers/conditions.ts";
 import type { Eviction } from "../models/mod.ts";
 import type { DrainCounts } from "./progress.ts";
@@ -31,6 +32,7 @@ export function countsOf(e: Eviction): DrainCounts {
     inFlight: s.inFlightCount ?? s.inFlight?.length ?? 0,
     outstanding: s.outstandingCount ?? 0,
     failed: s.failed?.length ?? 0,
+    skipped: s.skipped?.length ?? 0,
   };
 }
 
@@ -45,6 +47,28 @@ export function countsOf(e: Eviction): DrainCounts {
  */
 export function stateOf(e: Eviction): string {
   return evictingOf(e)?.reason ?? REASON_PENDING;
+}
+
+/**
+ * The state for people: the Evicting reason, and when the drain stopped
+ * for a person (Failed, WaitingForPerson) the condition's message too,
+ * which says what waits for whom and names the VMs.
+ *
+ * @example
+ * ```ts
+ * import { stateText } from "./eviction_state.ts";
+ * console.log(stateText({ spec: { hypervisor: "n1", reason: "r" }, status: { conditions: [{
+ *   type: "Evicting", status: "False", reason: "WaitingForPerson", lastTransitionTime: "2026-01-01T00:00:00Z",
+ *   message: "waiting for a person: 1 VMs left on the host, none failed: vm-a (SUSPENDED needs a person)" }] } }));
+ * // WaitingForPerson: waiting for a person: 1 VMs left on the host, none failed: vm-a (SUSPENDED needs a person)
+ * ```
+ */
+export function stateText(e: Eviction): string {
+  const c = evictingOf(e);
+  if (c === undefined) return REASON_PENDING;
+  return stoppedForPerson(c.reason) && c.message !== ""
+    ? `${c.reason}: ${c.message}`
+    : c.reason;
 }
 
 /**

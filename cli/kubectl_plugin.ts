@@ -14,6 +14,7 @@ import {
   REASON_FAILED,
   REASON_NOT_IN_NOVA,
   REASON_SUCCEEDED,
+  REASON_WAITING_FOR_PERSON,
 } from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
@@ -31,6 +32,7 @@ import {
   drainOutcome,
   seenEmptySeconds,
   stateOf,
+  stateText,
 } from "./eviction_state.ts";
 import { checkHypervisorNames } from "./hypervisor_names.ts";
 import { statusData, statusNames, statusTable } from "./status_output.ts";
@@ -50,6 +52,7 @@ export {
   drainOutcome,
   seenEmptySeconds,
   stateOf,
+  stateText,
 } from "./eviction_state.ts";
 
 /** Where the plugin writes and how it waits; injected by tests. */
@@ -282,7 +285,7 @@ async function follow(
     });
     const eviction = EvictionSchema.parse(raw);
     const line = `${renderProgressLine(name, countsOf(eviction))} (${
-      stateOf(eviction)
+      stateText(eviction)
     })`;
     if (line !== last) {
       if (io.interactive) io.err(`\r${line}`);
@@ -312,7 +315,11 @@ async function follow(
     }
     if (end === REASON_FAILED) {
       const failed = eviction.status?.failed ?? [];
-      io.out(`\n${name}: drain stopped with VMs left that need a person:`);
+      io.out(
+        stateOf(eviction) === REASON_WAITING_FOR_PERSON
+          ? `\n${name}: the drain waits for a person (no VM failed) for these VMs:`
+          : `\n${name}: drain stopped with VMs left that need a person:`,
+      );
       for (const f of failed) {
         io.out(`  ${f.id}: ${f.reason} (${f.attempts} attempts)`);
       }

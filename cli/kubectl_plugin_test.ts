@@ -11,11 +11,15 @@ import type { Eviction } from "../models/mod.ts";
 import { sharedEnvtest } from "../tests/harness/envtest.ts";
 import {
   commandFirst,
+  countsOf,
   drainOutcome,
   type PluginIo,
   retryValue,
   runPlugin,
+  stateOf,
+  stateText,
 } from "./kubectl_plugin.ts";
+import { evictingCondition } from "../controllers/eviction/conditions.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -567,5 +571,85 @@ Deno.test("kubectl evictor retry sets the retry annotation; an unknown Eviction 
     assert.match(missing.err, new RegExp(`no Eviction "${name}-nosuch"`));
   } finally {
     await api.deleteClusterCustomObject({ ...ref, name });
+  }
+});
+
+Deno.test("stateText: table, a drain stopped on a SUSPENDED VM waits for a person and names it", () => {
+  const none = {
+    ready: 0,
+    busy: 0,
+    backoff: 0,
+    needsPerson: 0,
+    held: undefined,
+  };
+  const suspended = { id: "vm-s", reason: "SUSPENDED needs a person" };
+  const failure = {
+    id: "vm-e",
+    reason: "ERROR: boom",
+    attempts: 3,
+    lastAttemptAt: "2026-12-01T00:00:00Z",
+  };
+  // The Evicting condition as the controller derives it from the status.
+  const eviction = (
+    status: NonNullable<Eviction["status"]>,
+    needsPerson = 0,
+  ) => {
+    const c = evictingCondition(status, { ...none, needsPerson });
+    const e: Eviction = {
+      spec: { hypervisor: "n1", reason: "r" },
+      status: {
+        ...status,
+        conditions: [{ ...c, lastTransitionTime: "2026-12-01T00:00:00Z" }],
+      },
+    };
+    return e;
+  };
+  const rows: [string, Eviction, string, string][] = [
+    [
+      "no pass yet",
+      { spec: { hypervisor: "n1", reason: "r" } },
+      "Pending",
+      "Pending",
+    ],
+    [
+      "running beside a SUSPENDED VM: the state alone",
+      eviction({
+        outstandingCount: 3,
+        inFlightCount: 1,
+        migratedCount: 2,
+        skipped: [suspended],
+      }, 1),
+      "Running",
+      "Running",
+    ],
+    [
+      "only a SUSPENDED VM left, none failed: WaitingForPerson, naming it",
+      eviction({
+        outstandingCount: 1,
+        inFlightCount: 0,
+        migratedCount: 3,
+        skipped: [suspended],
+      }, 1),
+      "WaitingForPerson",
+      "WaitingForPerson: waiting for a person: 1 VMs left on the host, none failed: vm-s (SUSPENDED needs a person)",
+    ],
+    [
+      "a failed VM and a SUSPENDED one: Failed",
+      eviction({
+        outstandingCount: 2,
+        inFlightCount: 0,
+        migratedCount: 3,
+        skipped: [suspended],
+        failed: [failure],
+      }, 2),
+      "Failed",
+      "Failed: 2 VMs left on the host need a person (see status.failed and status.skipped)",
+    ],
+  ];
+  for (const [name, e, state, text] of rows) {
+    assert.equal(stateOf(e), state, name);
+    assert.equal(stateText(e), text, name);
+    // Never "Failed" beside "0 failed".
+    if (countsOf(e).failed === 0) assert.notEqual(stateOf(e), "Failed", name);
   }
 });

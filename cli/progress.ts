@@ -1,6 +1,6 @@
 /**
  * Text rendering of a drain's progress, shared by the kubectl plugin and the
- * demo: a bar of migrated, in-flight, failed and outstanding VMs.
+ * demo: a bar of migrated, in-flight, failed, skipped and waiting VMs.
  *
  * @module
  */
@@ -9,20 +9,26 @@
 export interface DrainCounts {
   migrated: number;
   inFlight: number;
-  /** Still on the host, including those in flight and failed. */
+  /** Still on the host, including those in flight, failed and skipped. */
   outstanding: number;
+  /** status.failed: migrations that failed (ERROR, refused, out of attempts). */
   failed: number;
+  /**
+   * status.skipped: VMs left alone, not failed: they wait for a person
+   * (SUSPENDED, RESCUE, SHELVED, refused by Nova) or for their deletion.
+   */
+  skipped: number;
 }
 
 /**
  * Renders `counts` as a fixed-width bar: `#` migrated, `>` in flight, `!`
- * failed, `.` waiting.
+ * failed, `?` skipped (waits for a person), `.` waiting.
  *
  * @example
  * ```ts
  * import { renderBar } from "./progress.ts";
- * console.log(renderBar({ migrated: 5, inFlight: 2, outstanding: 5, failed: 1 }, 10));
- * // [#####>>!..]
+ * console.log(renderBar({ migrated: 5, inFlight: 2, outstanding: 5, failed: 1, skipped: 1 }, 10));
+ * // [#####>>!?.]
  * ```
  */
 export function renderBar(counts: DrainCounts, width = 30): string {
@@ -33,12 +39,13 @@ export function renderBar(counts: DrainCounts, width = 30): string {
   if (total === 0) return `[${"#".repeat(width)}]`;
   const waiting = Math.max(
     0,
-    counts.outstanding - counts.inFlight - counts.failed,
+    counts.outstanding - counts.inFlight - counts.failed - counts.skipped,
   );
   const parts: [string, number][] = [
     ["#", counts.migrated],
     [">", counts.inFlight],
     ["!", counts.failed],
+    ["?", counts.skipped],
     [".", waiting],
   ];
   // Largest-remainder rounding so that the cells always add up to `width`.
@@ -57,12 +64,14 @@ export function renderBar(counts: DrainCounts, width = 30): string {
 }
 
 /**
- * One line: the bar, then the counts in words.
+ * One line: the bar, then the counts in words (skipped VMs only when there
+ * are some: they are the ones a person must see to).
  *
  * @example
  * ```ts
  * import { renderProgressLine } from "./progress.ts";
- * console.log(renderProgressLine("node042", { migrated: 3, inFlight: 1, outstanding: 2, failed: 0 }));
+ * console.log(renderProgressLine("node042", { migrated: 3, inFlight: 1, outstanding: 2, failed: 0, skipped: 1 }));
+ * // node042        [##################>>>>>>??????]   3/5 migrated, 1 in flight, 2 outstanding, 0 failed, 1 skipped
  * ```
  */
 export function renderProgressLine(
@@ -73,5 +82,7 @@ export function renderProgressLine(
   const total = counts.migrated + counts.outstanding;
   return `${name.padEnd(14)} ${renderBar(counts, width)} ${
     String(counts.migrated).padStart(3)
-  }/${total} migrated, ${counts.inFlight} in flight, ${counts.outstanding} outstanding, ${counts.failed} failed`;
+  }/${total} migrated, ${counts.inFlight} in flight, ${counts.outstanding} outstanding, ${counts.failed} failed${
+    counts.skipped > 0 ? `, ${counts.skipped} skipped` : ""
+  }`;
 }

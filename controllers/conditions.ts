@@ -45,8 +45,13 @@ export const REASON_STARTS_UNANSWERED = "StartsUnanswered";
 export const REASON_WAITING = "Waiting";
 /** Evicting: nothing in flight, the cluster budget spent by other drains. */
 export const REASON_WAITING_FOR_BUDGET = "WaitingForBudget";
-/** Evicting, MigratingInstance: what is left needs a person. */
+/** Evicting: what is left needs a person, and some VM failed (status.failed); MigratingInstance: some VM failed. */
 export const REASON_FAILED = "Failed";
+/**
+ * Evicting: what is left needs a person and no VM failed: only VMs left
+ * alone (status.skipped: SUSPENDED, RESCUE, SHELVED, refused by Nova) stay.
+ */
+export const REASON_WAITING_FOR_PERSON = "WaitingForPerson";
 /** Evicting: an older Eviction drains the same hypervisor. */
 export const REASON_DUPLICATE = "Duplicate";
 /** Evicting (the Hypervisor's mirror): the preflight failed. */
@@ -104,6 +109,21 @@ export const REASON_TRAITS_ERROR = "TraitsError";
  * it as a drained host.
  */
 export const REASON_NOT_IN_NOVA = "NotInNova";
+
+/**
+ * Whether an Evicting reason says the drain stopped until a person acts
+ * (Failed or WaitingForPerson): nothing happens on its own, and the drain's
+ * end is that condition's transition time.
+ *
+ * @example
+ * ```ts
+ * import { stoppedForPerson } from "./conditions.ts";
+ * console.assert(stoppedForPerson("WaitingForPerson") && !stoppedForPerson("Waiting"));
+ * ```
+ */
+export function stoppedForPerson(reason: string | undefined): boolean {
+  return reason === REASON_FAILED || reason === REASON_WAITING_FOR_PERSON;
+}
 
 /** A condition without its transition time. */
 export type ConditionUpdate = Omit<

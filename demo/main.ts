@@ -24,7 +24,7 @@ import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { PERMISSION_FLAGS } from "../app/permissions.ts";
 import { renderProgressLine } from "../cli/progress.ts";
-import { countsOf, stateOf } from "../cli/kubectl_plugin.ts";
+import { countsOf, stateText } from "../cli/kubectl_plugin.ts";
 import {
   type Eviction,
   EvictionResource,
@@ -40,6 +40,7 @@ import {
   startOperatorProcess,
 } from "../tests/harness/operator_process.ts";
 import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
+import { plainOutputForChildren } from "../tests/harness/plain_output.ts";
 import {
   comparePredictions,
   renderNotifications,
@@ -87,6 +88,8 @@ function parseFlags() {
   }
 }
 const flags = parseFlags();
+// Piped or logged (`| tee demo.log`), no child colours its output.
+plainOutputForChildren();
 if (flags.cloud === "openstack") {
   const missing = await openStackMissing();
   if (missing !== undefined) {
@@ -119,11 +122,22 @@ let env: Envtest | undefined;
 let cloud: DemoCloud | undefined;
 let operator: OperatorProcess | undefined;
 let stageDir: string | undefined;
+/**
+ * Where evictor's log is kept once the demo ends (its staging folder goes):
+ * under {@linkcode STAGING_ROOT}/logs, a folder no clean-up removes.
+ */
+const keptLogPath = `${STAGING_ROOT}/logs/demo-evictor-${
+  new Date().toISOString().replace(/[:.]/g, "-")
+}.log`;
 
 async function cleanUp() {
   await operator?.stop().catch(() => {});
-  if (operator) {
-    await Deno.remove(operator.dir, { recursive: true }).catch(() => {});
+  const op = operator;
+  if (op) {
+    await Deno.mkdir(`${STAGING_ROOT}/logs`, { recursive: true })
+      .then(() => Deno.copyFile(op.logPath, keptLogPath))
+      .catch((e) => console.error(`evictor's log not kept: ${e}`));
+    await Deno.remove(op.dir, { recursive: true }).catch(() => {});
   }
   await cloud?.close().catch(() => {});
   await env?.stop().catch(() => {});
@@ -133,7 +147,10 @@ async function cleanUp() {
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => {
-    void cleanUp().then(() => Deno.exit(130));
+    void cleanUp().then(() => {
+      if (operator) console.error(`evictor's log: ${keptLogPath}`);
+      Deno.exit(130);
+    });
   });
 }
 
@@ -180,7 +197,7 @@ async function watchDrains(
       const e = evictions.find((x) => x.spec.hypervisor === host);
       return e?.status?.conditions === undefined
         ? `${host.padEnd(14)} (starting)`
-        : `${renderProgressLine(host, countsOf(e))}  ${stateOf(e)}`;
+        : `${renderProgressLine(host, countsOf(e))}  ${stateText(e)}`;
     });
     const done = hosts.every((host) => {
       const c = evictions.find((x) => x.spec.hypervisor === host)?.status
@@ -264,7 +281,7 @@ try {
   say(
     `evictor runs as its own process with the binary's permissions (${
       PERMISSION_FLAGS.join(" ")
-    }); log: ${operator.logPath}`,
+    }); its log: ${operator.logPath} (kept as ${keptLogPath} when the demo ends)`,
   );
 
   // The webhook configuration from manifests/, pointed at this process.
@@ -341,7 +358,7 @@ try {
     "-p",
     '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
   ]);
-  step("Progress (# migrated, > in flight, ! failed, . waiting)");
+  step("Progress (# migrated, > in flight, ! failed, ? skipped, . waiting)");
   await watchDrains(api, [c.first], drainStarted, timeoutSeconds);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
@@ -354,7 +371,11 @@ try {
     const out = await new Deno.Command(`${env.binDir}/kubectl`, {
       args: ["evictor", ...args],
       env: {
-        PATH: `${new URL("bin", ROOT).pathname}:${Deno.env.get("PATH") ?? ""}`,
+        // The plugin runs on this Deno (`npx deno` puts none on PATH, and a
+        // checkout without node_modules has none beside it).
+        PATH: `${new URL("bin", ROOT).pathname}:${
+          Deno.execPath().replace(/\/[^/]*$/, "")
+        }:${Deno.env.get("PATH") ?? ""}`,
         KUBECONFIG: env.kubeconfigPath,
         OS_CLIENT_CONFIG_FILE: cloudsPath,
         OS_CLOUD: c.plugin.cloud,
@@ -401,8 +422,10 @@ try {
   );
   const budgetPeak = await inFlight.stop();
 
-  step("kubectl get evictions");
-  await kubectl(["get", "evictions"]);
+  step(
+    "kubectl get evictions -o wide (the Message column says what a drain waits for)",
+  );
+  await kubectl(["get", "evictions", "-o", "wide"]);
 
   step("Summary");
   const migrations = await c.migrations();
@@ -517,7 +540,9 @@ try {
     );
   }
   await cleanUp();
+  if (operator) console.error(`evictor's log: ${keptLogPath}`);
   Deno.exit(1);
 }
 await cleanUp();
+say(`evictor's log: ${keptLogPath}`);
 Deno.exit(0);

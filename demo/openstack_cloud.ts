@@ -179,9 +179,8 @@ async function describe(
     novaLimitOf: (host) => cloud.liveMigrationLimits[host] ?? 1,
     overheadMs: 0,
     style: {
-      seconds: true,
       note: (c, perVm) =>
-        `Times are Nova's migration records (whole seconds); each migration's own span stands for its time in the lower bound. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
+        `Times are seconds of Nova's migration records (whole seconds), the clock the predictions below are on; each migration's own span stands for its time in the lower bound. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
     },
     retryNote:
       "its makespan includes the backoff before a failed migration was retried (--migration-retry-backoff=5s).",

@@ -78,9 +78,11 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
       sim.state().hosts.find((h) => h.name === host)
         ?.maxConcurrentLiveMigrations ?? 1,
     overheadMs: (timing.prepareSeconds + timing.postSeconds) * 1000,
-    style: {},
+    style: { timeScale: scenario.timeScale },
     retryNote:
-      "its makespan includes the backoff before a failed migration was retried (30 s of the simulator's time: --migration-retry-backoff).",
+      `its makespan includes the backoff before a failed migration was retried (--migration-retry-backoff=${
+        30 / scenario.timeScale
+      }s, 30 s of the simulator's time).`,
     notifications: broker === undefined
       ? { polling: missing ?? "no broker" }
       : { url: broker.url, where: `RabbitMQ on 127.0.0.1:${broker.port}` },

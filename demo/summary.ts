@@ -1,7 +1,8 @@
 /**
- * The demo's closing table: for each drain, its makespan against the lower
- * bound no schedule can beat, max(max t_i, sum t_i / L), from the
- * simulator's migration records (virtual time).
+ * The demo's closing tables: for each drain, its makespan against the lower
+ * bound no schedule can beat, max(max t_i, sum t_i / L), from the cloud's
+ * migration records (the simulator's in its virtual time), shown in seconds
+ * on evictor's clock like the predictions beside the actual makespans.
  *
  * @module
  */
@@ -84,8 +85,13 @@ export function summariseDrain(
 
 /** How {@linkcode renderSummary} states its figures. */
 export interface SummaryStyle {
-  /** Makespans in seconds instead of minutes. */
-  seconds?: boolean;
+  /**
+   * How many of the rows' seconds pass in one second of evictor's clock:
+   * the simulator's time scale (its records are in its virtual time), 1
+   * (the default) for a real cloud. The table shows evictor's seconds, the
+   * clock and unit of the predictions' table.
+   */
+  timeScale?: number;
   /** The closing note: what the times are and which calls were counted. */
   note?: (calls: { total: number; drain: number }, perVm: string) => string;
 }
@@ -95,7 +101,7 @@ const SIMULATOR_NOTE = (
   calls: { total: number; drain: number },
   perVm: string,
 ) =>
-  `Times are the simulator's virtual time. Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
+  `Times are seconds on evictor's clock, as in the predictions below (the simulator's migration records, in its faster virtual time, divided by its time scale). Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
 
 /**
  * Renders rows as an aligned text table.
@@ -122,16 +128,19 @@ export function renderSummary(
     "LOWER BOUND",
     "RATIO",
   ];
-  const minutes = (s: number) =>
-    style.seconds ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
+  const scale = style.timeScale ?? 1;
+  if (!(scale > 0)) {
+    throw new RangeError(`timeScale must be > 0, got ${scale}`);
+  }
+  const seconds = (s: number) => `${(s / scale).toFixed(1)} s`;
   const body = rows.map((r) => [
     r.host,
     r.how,
     String(r.limit),
     String(r.migrations),
     String(r.failures),
-    minutes(r.makespanSeconds),
-    minutes(r.lowerBoundSeconds),
+    seconds(r.makespanSeconds),
+    seconds(r.lowerBoundSeconds),
     r.ratio.toFixed(2),
   ]);
   const widths = header.map((h, i) =>

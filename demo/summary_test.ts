@@ -87,11 +87,39 @@ Deno.test("renderSummary", () => {
   );
   assert.match(
     text,
-    /^node001\s+Eviction\s+4\s+1\s+0\s+1\.0 min\s+1\.0 min\s+1\.00$/m,
+    /^node001\s+Eviction\s+4\s+1\s+0\s+60\.0 s\s+60\.0 s\s+1\.00$/m,
   );
   assert.match(
     text,
     /50 in all .*; 30 by the drains .*, 30\.00 per migrated VM/,
+  );
+});
+
+Deno.test("renderSummary: one clock and unit with the predictions (seconds on evictor's clock)", () => {
+  const rows = [summariseDrain("node001", "Eviction", 1, 0, [
+    m({ source: "node001", updatedAt: 240_000, copyMs: 200_000 }),
+  ])];
+  const table: [string, number | undefined, RegExp][] = [
+    [
+      "a real cloud: Nova's seconds",
+      undefined,
+      /\s240\.0 s\s+200\.0 s\s+1\.20$/m,
+    ],
+    ["the simulator 20x faster", 20, /\s12\.0 s\s+10\.0 s\s+1\.20$/m],
+  ];
+  for (const [name, timeScale, row] of table) {
+    const text = renderSummary(
+      rows,
+      { total: 1, drain: 1 },
+      1,
+      timeScale === undefined ? {} : { timeScale },
+    );
+    assert.match(text, row, name);
+    assert.doesNotMatch(text, /\bmin\b/, name);
+  }
+  assert.throws(
+    () => renderSummary(rows, { total: 1, drain: 1 }, 1, { timeScale: 0 }),
+    { name: "RangeError", message: "timeScale must be > 0, got 0" },
   );
 });
 

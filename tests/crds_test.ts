@@ -15,6 +15,7 @@ import {
   HypervisorSchema,
 } from "../models/mod.ts";
 import { type Envtest, sharedEnvtest } from "./harness/envtest.ts";
+import { evictingCondition } from "../controllers/eviction/conditions.ts";
 
 type Resource = { group: string; version: string; plural: string };
 
@@ -402,6 +403,53 @@ Deno.test("kubectl get evictions prints the printer columns", async () => {
     );
     const short = await env.kubectl(["get", "evi", name, "-o", "name"]);
     assert.equal(short.stdout.trim(), `eviction.kvm.cloud.sap/${name}`);
+
+    // A drain left with a SUSPENDED VM only, as the controller writes it:
+    // State WaitingForPerson (never Failed with nothing failed), and -o wide
+    // names the VM.
+    const c = evictingCondition(
+      {
+        outstandingCount: 1,
+        inFlightCount: 0,
+        migratedCount: 3,
+        skipped: [{ id: "vm-s", reason: "SUSPENDED needs a person" }],
+      },
+      { ready: 0, busy: 0, backoff: 0, needsPerson: 1, held: undefined },
+    );
+    await api.patchClusterCustomObjectStatus({
+      group: r.group,
+      version: r.version,
+      plural: r.plural,
+      name,
+      body: {
+        status: {
+          outstandingCount: 1,
+          inFlightCount: 0,
+          skipped: [{ id: "vm-s", reason: "SUSPENDED needs a person" }],
+          conditions: [{
+            ...c,
+            lastTransitionTime: new Date().toISOString().replace(
+              /\.\d+Z$/,
+              "Z",
+            ),
+          }],
+        },
+      },
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    const wide = await env.kubectl(["get", "evictions", name, "-o", "wide"]);
+    assert.equal(wide.code, 0, wide.stderr);
+    const [wideHeader, wideRow] = wide.stdout.trimEnd().split("\n");
+    assert.match(
+      wideHeader ?? "",
+      /^NAME\s+HYPERVISOR\s+REASON\s+STATE\s+OUTSTANDING\s+IN FLIGHT\s+LIMIT\s+AGE\s+MESSAGE$/,
+    );
+    assert.match(
+      wideRow ?? "",
+      new RegExp(
+        `^${name}\\s+node042\\s+kernel\\s+WaitingForPerson\\s+1\\s+0\\s+4\\s+\\S+\\s+` +
+          "waiting for a person: 1 VMs left on the host, none failed: vm-s \\(SUSPENDED needs a person\\)$",
+      ),
+    );
   } finally {
     await api.deleteClusterCustomObject({
       group: r.group,

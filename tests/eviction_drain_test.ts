@@ -289,7 +289,14 @@ Deno.test({
         async () => {
           await e.hypervisor(H.states);
           await e.evict(`states-${s}`, H.states);
-          const ev = await evicting(e, `states-${s}`, "Failed", 60_000);
+          // Only the SUSPENDED VM is left and none failed: it waits for a
+          // person (never "Failed" beside 0 failed), naming the VM.
+          const ev = await evicting(
+            e,
+            `states-${s}`,
+            "WaitingForPerson",
+            60_000,
+          );
           const byName = new Map(
             records(e, H.states).map((r) => [nameOf(e, r.serverId), r]),
           );
@@ -305,6 +312,14 @@ Deno.test({
             (ev.status?.skipped ?? []).map((x) => nameOf(e, x.id)),
             ["suspended"],
           );
+          const suspendedId = ev.status?.skipped?.[0]?.id ?? "";
+          assert.match(
+            condition(ev, "Evicting")?.message ?? "",
+            new RegExp(
+              `waiting for a person: .*${suspendedId} \\(SUSPENDED needs a person\\)`,
+            ),
+          );
+          assert.equal(ev.status?.failed?.length ?? 0, 0);
           assert.equal(ev.status?.migratedCount, 2);
         },
       );

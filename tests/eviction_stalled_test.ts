@@ -2,8 +2,8 @@
  * A live migration whose record completes while its server stays MIGRATING
  * on the source (real Zed when post_live_migration_at_destination fails on
  * a Neutron 401; the simulator's `strand` fault): the drain reports it
- * within the bound (skipped, a Warning Event, Evicting False/Failed once it
- * is all that is left), frees its slot for the others, never starts it
+ * within the bound (skipped, a Warning Event, Evicting
+ * False/WaitingForPerson once it is all that is left, none failed), frees its slot for the others, never starts it
  * again while the task shows, and finishes once a person resets it
  * (`os-resetState` over Nova's API). A real API server, the simulator over
  * HTTP, 20 times faster than real time.
@@ -133,16 +133,18 @@ async function othersDrained(
   assert.deepEqual(st.outstandingInstances, [id]);
   assert.equal(st.finishedAt, undefined);
   const evicting = await waitFor(
-    "Evicting False/Failed",
+    "Evicting False/WaitingForPerson",
     async () =>
       (await e.eviction(host)).status?.conditions?.find((c) =>
-        c.type === "Evicting" && c.reason === "Failed"
+        c.type === "Evicting" && c.reason === "WaitingForPerson"
       ),
   );
   assert.equal(evicting.status, "False");
   assert.match(
     evicting.message ?? "",
-    /1 VMs left on the host need a person/,
+    new RegExp(
+      `^waiting for a person: 1 VMs left on the host, none failed: ${id} \\(migration ended, task stuck: `,
+    ),
   );
   const warning = await waitFor("the InstanceSkipped Warning", async () => {
     const list = await e.client.list(EVENTS, { namespace: "default" });

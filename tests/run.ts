@@ -24,7 +24,10 @@ import {
   SHARED_RABBITMQ_ENV,
   startRabbitMq,
 } from "./harness/rabbitmq.ts";
+import { plainOutputForChildren } from "./harness/plain_output.ts";
 
+// Piped or logged, no child colours its output (deno test included).
+plainOutputForChildren();
 const started = Date.now();
 // The broker starts alongside the API server (it takes a few seconds).
 const noBroker = await rabbitMqMissing();

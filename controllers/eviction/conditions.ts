@@ -15,6 +15,7 @@ import {
   REASON_STARTS_UNANSWERED,
   REASON_SUCCEEDED,
   REASON_WAITING,
+  REASON_WAITING_FOR_PERSON,
 } from "../conditions.ts";
 import type {
   EvictionStatus,
@@ -64,7 +65,11 @@ export interface DrainSummary {
  *   unanswered several times in a row (they back off);
  * - True/Waiting: none in flight, but some VM will move without help
  *   (starts held, budget exhausted, retry delay, transient state);
- * - False/Failed: every VM left needs a person (skipped, ERROR, exhausted).
+ * - False/Failed: every VM left needs a person, and some VM failed (ERROR,
+ *   out of attempts: status.failed);
+ * - False/WaitingForPerson: every VM left needs a person and none failed
+ *   (status.skipped only: SUSPENDED, RESCUE, SHELVED, refused by Nova); the
+ *   message names them.
  *
  * @example
  * ```ts
@@ -135,6 +140,15 @@ export function evictingCondition(
       message: waitingMessage(summary, limit) + personNote(summary),
     };
   }
+  if ((status.failed ?? []).length === 0) {
+    return {
+      type: CONDITION_EVICTING,
+      status: "False",
+      reason: REASON_WAITING_FOR_PERSON,
+      message: `waiting for a person: ${summary.needsPerson} VMs left on ` +
+        `the host, none failed: ${namedVms(status.skipped ?? [])}`,
+    };
+  }
   return {
     type: CONDITION_EVICTING,
     status: "False",
@@ -142,6 +156,15 @@ export function evictingCondition(
     message: `${summary.needsPerson} VMs left on the host need a person ` +
       `(see status.failed and status.skipped)`,
   };
+}
+
+/** Up to five VMs with their reasons, then how many more. */
+function namedVms(vms: readonly { id: string; reason: string }[]): string {
+  const shown = vms.slice(0, 5).map((v) => `${v.id} (${v.reason})`);
+  const more = vms.length > shown.length
+    ? `, and ${vms.length - shown.length} more (status.skipped)`
+    : "";
+  return `${shown.join(", ")}${more}`;
 }
 
 function waitingMessage(

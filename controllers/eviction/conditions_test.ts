@@ -137,13 +137,28 @@ const evictingRows: Array<
     ...none,
     busy: 1,
   }, ["True", "Waiting"]],
-  ["only VMs needing a person: Failed", {
+  ["only VMs needing a person, some failed: Failed", {
     outstandingCount: 2,
     inFlightCount: 0,
+    failed: [{
+      id: "e",
+      reason: "ERROR: boom",
+      attempts: 3,
+      lastAttemptAt: "2026-12-01T00:00:00Z",
+    }],
+    skipped: [{ id: "s", reason: "SUSPENDED needs a person" }],
   }, {
     ...none,
     needsPerson: 2,
   }, ["False", "Failed"]],
+  ["only a SUSPENDED VM left, none failed: WaitingForPerson", {
+    outstandingCount: 1,
+    inFlightCount: 0,
+    skipped: [{ id: "s", reason: "SUSPENDED needs a person" }],
+  }, {
+    ...none,
+    needsPerson: 1,
+  }, ["False", "WaitingForPerson"]],
 ];
 
 for (const [name, status, summary, expected] of evictingRows) {
@@ -152,6 +167,33 @@ for (const [name, status, summary, expected] of evictingRows) {
     assert.deepEqual([c.status, c.reason], expected);
   });
 }
+
+Deno.test("evictingCondition: WaitingForPerson names the VMs left alone, five at most", () => {
+  const skipped = ["a", "b", "c", "d", "e", "f", "g"].map((id) => ({
+    id,
+    reason: `${id === "a" ? "SUSPENDED" : "SHELVED"} needs a person`,
+  }));
+  const rows: [number, string][] = [
+    [
+      1,
+      "waiting for a person: 1 VMs left on the host, none failed: a (SUSPENDED needs a person)",
+    ],
+    [
+      7,
+      "waiting for a person: 7 VMs left on the host, none failed: a (SUSPENDED needs a person), " +
+      "b (SHELVED needs a person), c (SHELVED needs a person), d (SHELVED needs a person), " +
+      "e (SHELVED needs a person), and 2 more (status.skipped)",
+    ],
+  ];
+  for (const [n, message] of rows) {
+    const c = evictingCondition(
+      { outstandingCount: n, inFlightCount: 0, skipped: skipped.slice(0, n) },
+      { ...none, needsPerson: n },
+    );
+    assert.equal(c.reason, "WaitingForPerson");
+    assert.equal(c.message, message);
+  }
+});
 
 Deno.test("migratingInstanceCondition: Failed wins over in flight (sticky)", () => {
   const c = migratingInstanceCondition({

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { CONDITION_EVICTING, REASON_FAILED } from "../conditions.ts";
+import { CONDITION_EVICTING, stoppedForPerson } from "../conditions.ts";
 import type {
   EvictionStatus,
   EvictionStatusSkippedItem,
@@ -405,5 +405,5 @@ function isBlocked(status: EvictionStatus): boolean {
   const evicting = (status.conditions ?? []).find((c) =>
     c.type === CONDITION_EVICTING
   );
-  return evicting?.reason === REASON_FAILED;
+  return stoppedForPerson(evicting?.reason);
 }

@@ -400,12 +400,12 @@ const rows: Row[] = [
   ...["SUSPENDED", "RESCUE", "SHELVED", "SHELVED_OFFLOADED", "VERIFY_RESIZE"]
     .map((status): Row => ({
       name:
-        `${status} on the host needs a person: skipped, reported, drain Failed when alone`,
+        `${status} on the host needs a person: skipped, reported, drain WaitingForPerson when alone`,
       input: input({ servers: [vm("s", 1, { status })] }),
       start: [],
       skipped: ["s"],
       blocked: true,
-      evicting: ["False", "Failed"],
+      evicting: ["False", "WaitingForPerson"],
       check: (plan) =>
         assert.match(plan.skipped[0]?.reason ?? "", /needs a person/),
     })),

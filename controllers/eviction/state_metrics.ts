@@ -18,6 +18,7 @@ import {
   REASON_SUCCEEDED,
   REASON_WAITING,
   REASON_WAITING_FOR_BUDGET,
+  REASON_WAITING_FOR_PERSON,
 } from "../conditions.ts";
 import { Gauge, type Registry } from "prom-client";
 import type { Eviction, EvictionPolicy } from "../../models/mod.ts";
@@ -35,6 +36,7 @@ export const EVICTION_STATES = [
   REASON_SUCCEEDED,
   REASON_NOT_IN_NOVA,
   REASON_FAILED,
+  REASON_WAITING_FOR_PERSON,
   REASON_DUPLICATE,
   REASON_PREFLIGHT_FAILED,
 ] as const;

@@ -60,6 +60,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       // Stopped with VMs for a person: ended at the condition's transition.
       ev("c", "Failed", { startedAt: "2026-12-01T00:00:00Z" }),
       ev("d", undefined),
+      // Stopped on a SUSPENDED VM, none failed: ended alike.
+      ev("e", "WaitingForPerson", { startedAt: "2026-12-01T00:00:00Z" }),
     ],
     POLICY,
     T0 + 60_000,
@@ -72,6 +74,7 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
     Succeeded: 1,
     NotInNova: 0,
     Failed: 1,
+    WaitingForPerson: 1,
     Duplicate: 0,
     PreflightFailed: 0,
   });
@@ -103,6 +106,13 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: undefined,
       predictedSeconds: undefined,
       elapsedSeconds: undefined,
+    },
+    {
+      eviction: "e",
+      state: "WaitingForPerson",
+      limit: undefined,
+      predictedSeconds: undefined,
+      elapsedSeconds: 30,
     },
   ]);
   assert.equal(v.clusterBudget, 10);

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { runWorld, type WorldSpec } from "../../tests/harness/drain_world.ts";
 import { worldSpecArb as specArb } from "../../tests/harness/drain_world_arbs.ts";
+import { stoppedForPerson } from "../conditions.ts";
 
 const RUNS = Number(Deno.env.get("EVICTOR_SIM_WORLDS") ?? "1000");
 const SEED = Number(Deno.env.get("EVICTOR_SIM_SEED") ?? "20261201");
@@ -22,8 +23,11 @@ Deno.test("world simulation: invariants hold after every pass of thousands of dr
     fc.asyncProperty(specArb, async (spec) => {
       const run = await runWorld(spec);
       if (run.finalReason === "Succeeded") succeeded++;
-      // Failed: what is left needs a person (SUSPENDED, ERROR, vTPM, ...).
-      if (run.finalReason === "Succeeded" || run.finalReason === "Failed") {
+      // Failed or WaitingForPerson: what is left needs a person (SUSPENDED,
+      // ERROR, vTPM, ...).
+      if (
+        run.finalReason === "Succeeded" || stoppedForPerson(run.finalReason)
+      ) {
         settled++;
       }
     }),

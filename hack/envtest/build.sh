@@ -8,6 +8,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../build_progress.sh
+source "$here/../build_progress.sh"
 binaries=(kube-apiserver etcd kubectl)
 
 has_all() {
@@ -38,7 +40,7 @@ fi
 # first build instead of starting their own into the same folder.
 mkdir -p "$(dirname "$out")"
 exec 9>"$out.lock"
-flock 9
+with_elapsed "envtest: waiting for another build into $out (lock $out.lock)" flock 9
 if has_all "$out"; then
   echo "$out"
   exit 0
@@ -50,8 +52,8 @@ fi
 command -v go >/dev/null || { echo "go not found on PATH: the envtest binaries are built from Go modules (or set KUBEBUILDER_ASSETS)" >&2; exit 1; }
 mkdir -p "$out.tmp"
 cd "$here"
-echo "envtest: downloading Go modules for kubernetes ${version}" >&2
-go mod download >&2
+echo "envtest: downloading Go modules for kubernetes ${version} into $(go env GOMODCACHE)" >&2
+with_elapsed "envtest: downloading Go modules" go mod download
 declare -A pkg=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
@@ -59,8 +61,8 @@ declare -A pkg=(
 )
 for b in "${binaries[@]}"; do
   start=$SECONDS
-  echo "envtest: building $b (${pkg[$b]}); the first build takes minutes" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out.tmp/$b" "${pkg[$b]}" >&2
+  echo "envtest: building $b (${pkg[$b]}); the first build takes minutes (kube-apiserver up to 15 on 2 cores), a line every ${EVICTOR_PROGRESS_SECONDS:-20} s" >&2
+  CGO_ENABLED=0 with_elapsed "envtest: building $b" go build -trimpath -ldflags="-s -w" -o "$out.tmp/$b" "${pkg[$b]}"
   echo "envtest: built $b in $((SECONDS - start)) s" >&2
 done
 rm -rf "$out"

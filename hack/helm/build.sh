@@ -7,6 +7,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../build_progress.sh
+source "$here/../build_progress.sh"
 
 if [[ -n "${HELM_BIN:-}" ]]; then
   if [[ -x "$HELM_BIN" ]]; then
@@ -31,7 +33,7 @@ fi
 # first build instead of starting their own into the same folder.
 mkdir -p "$(dirname "$out")"
 exec 9>"$out.lock"
-flock 9
+with_elapsed "helm: waiting for another build into $out (lock $out.lock)" flock 9
 if [[ -x "$out/helm" ]]; then
   echo "$out/helm"
   exit 0
@@ -45,11 +47,11 @@ rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 cd "$here"
 echo "helm: downloading Go modules for helm ${version}" >&2
-go mod download >&2
+with_elapsed "helm: downloading Go modules" go mod download
 start=$SECONDS
-echo "helm: building helm ${version} (helm.sh/helm/v4/cmd/helm); the first build takes minutes" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=${version}" \
-  -o "$out.tmp/helm" helm.sh/helm/v4/cmd/helm >&2
+echo "helm: building helm ${version} (helm.sh/helm/v4/cmd/helm); the first build takes minutes, a line every ${EVICTOR_PROGRESS_SECONDS:-20} s" >&2
+CGO_ENABLED=0 with_elapsed "helm: building" go build -trimpath -ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=${version}" \
+  -o "$out.tmp/helm" helm.sh/helm/v4/cmd/helm
 echo "helm: built in $((SECONDS - start)) s" >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"

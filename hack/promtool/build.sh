@@ -6,6 +6,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../build_progress.sh
+source "$here/../build_progress.sh"
 pkg=github.com/prometheus/prometheus/cmd/promtool
 
 version="$(sed -n 's/^require github.com\/prometheus\/prometheus \(v[^ ]*\)$/\1/p' "$here/go.mod")"
@@ -23,7 +25,7 @@ fi
 # first build instead of starting their own into the same folder.
 mkdir -p "$(dirname "$out")"
 exec 9>"$out.lock"
-flock 9
+with_elapsed "promtool: waiting for another build into $out (lock $out.lock)" flock 9
 if [[ -x "$out/promtool" ]]; then
   echo "$out/promtool"
   exit 0
@@ -37,12 +39,12 @@ rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 cd "$here"
 start=$SECONDS
-echo "promtool: building ${pkg} ${version}; the first build takes minutes" >&2
+echo "promtool: building ${pkg} ${version}; the first build takes minutes, a line every ${EVICTOR_PROGRESS_SECONDS:-20} s" >&2
 # remove_all_sd leaves out the service-discovery plugins that promtool does
 # not import itself (rule checks and rule unit tests use none): 1,117 packages
 # to compile instead of 1,364.
-CGO_ENABLED=0 go build -tags remove_all_sd -trimpath \
-  -ldflags="-s -w -X github.com/prometheus/common/version.Version=${version}" -o "$out.tmp/promtool" "$pkg" >&2
+CGO_ENABLED=0 with_elapsed "promtool: building" go build -tags remove_all_sd -trimpath \
+  -ldflags="-s -w -X github.com/prometheus/common/version.Version=${version}" -o "$out.tmp/promtool" "$pkg"
 echo "promtool: built in $((SECONDS - start)) s" >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"

@@ -53,6 +53,7 @@ import {
   EvictionPolicyKind,
   HypervisorKind,
 } from "../../controllers/kinds.ts";
+import { stoppedForPerson } from "../../controllers/conditions.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
@@ -1036,7 +1037,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       const touching = nova.touching(HOST).length;
       const done = evicting?.reason === "Succeeded" &&
         onHost().length === 0 && touching === 0;
-      const stuck = evicting?.reason === "Failed";
+      const stuck = stoppedForPerson(evicting?.reason);
       if (done || stuck) settledPasses++;
       if (settledPasses > 3) break;
     }

@@ -10,8 +10,9 @@
 const ROOT = new URL("../../", import.meta.url);
 
 /**
- * Runs `hack/<tool>/build.sh` (its progress goes to stderr) and returns the
- * path it prints: the built binary or folder.
+ * Runs `hack/<tool>/build.sh` (its progress goes to stderr: a line of
+ * elapsed time every 20 s while it downloads, builds or waits for another
+ * run's build) and returns the path it prints: the built binary or folder.
  *
  * @example
  * ```ts ignore

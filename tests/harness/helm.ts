@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { buildHackTool } from "./hack_tools.ts";
 import { makeOwnedTempDir } from "./processes.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -29,18 +30,7 @@ let binary: Promise<string> | undefined;
  * ```
  */
 export function helmBinary(): Promise<string> {
-  binary ??= (async () => {
-    const out = await new Deno.Command("bash", {
-      args: [new URL("hack/helm/build.sh", ROOT).pathname],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "inherit",
-    }).output();
-    if (!out.success) {
-      throw new Error(`hack/helm/build.sh failed with exit code ${out.code}`);
-    }
-    return new TextDecoder().decode(out.stdout).trim();
-  })();
+  binary ??= buildHackTool("helm");
   return binary;
 }
 

@@ -20,6 +20,7 @@ import {
   startOpenStack,
 } from "../harness/openstack.ts";
 import { LANE_CLOUD } from "./contract_backends.ts";
+import { plainOutputForChildren } from "../harness/plain_output.ts";
 
 if (!await openStackAvailable()) {
   console.error(
@@ -28,6 +29,7 @@ if (!await openStackAvailable()) {
   Deno.exit(1);
 }
 
+plainOutputForChildren();
 const t0 = Date.now();
 const seconds = () => ((Date.now() - t0) / 1000).toFixed(0);
 const [env, cloud] = await Promise.all([

@@ -78,7 +78,12 @@ Deno.test({
               ["create", "-f", "-"],
               evictionYaml(host, lane.labels, "suspended"),
             );
-            const failed = await evictingReason(lane, host, "Failed", 300_000);
+            const failed = await evictingReason(
+              lane,
+              host,
+              "WaitingForPerson",
+              300_000,
+            );
             const skipped = failed.status?.skipped ?? [];
             assert.deepEqual(
               skipped.map((s) => s.id),
@@ -124,7 +129,7 @@ Deno.test({
             assert.equal(still.host, host);
             assert.equal(
               condition(await lane.eviction(host), "Evicting")?.reason,
-              "Failed",
+              "WaitingForPerson",
             );
 
             // Resumed, it moves, and only then the host is empty.
