@@ -29,12 +29,9 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
-import {
-  DEFAULT_RATE,
-  type MigrationRate,
-  predictWave,
-  rateFromHistory,
-} from "./makespan.ts";
+import { DEFAULT_RATE, type MigrationRate } from "./makespan.ts";
+import { DEFAULT_FIXED_SECONDS, drainLessons, learnedCost } from "./history.ts";
+import { predictDrains } from "./prediction.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -48,6 +45,8 @@ export interface CapacityGateInput {
   evictions: readonly Eviction[];
   /** The Hypervisor of a host (for its provider UUID), if cached. */
   hypervisor: (name: string) => Hypervisor | undefined;
+  /** Every cached Hypervisor: their status.lastDrain is history the rate is learned from. */
+  hypervisors?: readonly Hypervisor[];
   /** The policy's capacityCheck (absent: Warn). */
   mode: CapacityMode | undefined;
   /** The migration limit in force for a host of the wave (this one included). */
@@ -164,23 +163,28 @@ export async function capacityGate(
     ),
     unplaced: report.assignment.unplaced,
   });
-  // The rate the latest ended drains observed (else the default), and the
+  // The cost the latest ended drains observed (else the default), and the
   // wave's hosts sharing the budget: under a budget a drain that runs
   // beside others takes longer than alone.
-  const rate = rateFromHistory(
-    input.evictions,
-    input.defaultRate ?? DEFAULT_RATE,
+  const cost = learnedCost(
+    drainLessons(input.evictions, input.hypervisors ?? []),
+    {
+      ...(input.defaultRate ?? DEFAULT_RATE),
+      fixedSeconds: DEFAULT_FIXED_SECONDS,
+    },
   );
-  const predicted = predictWave({
-    hosts: [...report.vmsByHost].map(([host, vms]) => ({
+  const predicted = predictDrains(
+    [...report.vmsByHost].map(([host, vms]) => ({
       host,
       ramMb: vms.map((v) => v.resources["MEMORY_MB"] ?? 0),
       limit: Math.max(1, input.limitOf(host)),
     })),
-    budget: input.budget,
-    mbPerSecond: rate.mbPerSecond,
-    overheadSeconds: rate.overheadSeconds,
-  }).get(input.host) ?? { predictedSeconds: 0, lowerBoundSeconds: 0 };
+    input.budget,
+    cost,
+  ).get(input.host) ?? {
+    predictedSeconds: cost.fixedSeconds,
+    lowerBoundSeconds: cost.fixedSeconds,
+  };
   const holding = hold && verdict.status === "False";
   return {
     condition: {

@@ -6,6 +6,7 @@ import {
   classOf,
   formatSeconds,
   type HostPlan,
+  type PlanCost,
   planHost,
   renderPlan,
   shareBudget,
@@ -35,7 +36,13 @@ const LIMIT = {
   source: "policy",
   text: "2 (EvictionPolicy default)",
 };
-const RATE = { mbPerSecond: 1000, overheadSeconds: 0, source: "test" };
+const COST: PlanCost = {
+  mbPerSecond: 1000,
+  overheadSeconds: 0,
+  fixedSeconds: 0,
+  source: "test",
+  spread: [],
+};
 const FITS = { status: "True", message: "all fit" };
 
 Deno.test("classOf: table", () => {
@@ -68,7 +75,7 @@ Deno.test("planHost: largest RAM first, others after without an order", () => {
     ],
     limit: LIMIT,
     capacity: FITS,
-    rate: RATE,
+    cost: COST,
   });
   assert.deepEqual(p.vms.map((v) => [v.id, v.order, v.class]), [
     ["b", 1, "cold"],
@@ -97,7 +104,7 @@ Deno.test("property: the order is 1..n over movable VMs, RAM never increasing", 
         servers: vms.map((v, i) => server(`s${i}`, v.ram, v.status)),
         limit: LIMIT,
         capacity: FITS,
-        rate: RATE,
+        cost: COST,
       });
       const ordered = p.vms.filter((v) => v.order !== null);
       assert.deepEqual(
@@ -131,7 +138,7 @@ Deno.test("renderPlan: header lines and one row per VM", () => {
     servers: [server("a", 2048), server("b", 1024, "SUSPENDED")],
     limit: LIMIT,
     capacity: FITS,
-    rate: RATE,
+    cost: COST,
   });
   const text = renderPlan([p]);
   assert.match(text, /^HOST n1\n {2}limit: {5}2 \(EvictionPolicy default\)/);
@@ -148,22 +155,22 @@ Deno.test("shareBudget: hosts planned together share the cluster budget", () => 
       servers: [server(`${host}-a`, 4000), server(`${host}-b`, 4000)],
       limit: LIMIT,
       capacity: FITS,
-      rate: RATE,
+      cost: COST,
     });
   const alone = [plan("n1"), plan("n2")];
   assert.deepEqual(alone.map((p) => p.makespan.predictedSeconds), [4, 4]);
   // a budget of 2 for 2 x 2 slots: one each, so both take twice as long
-  const shared = shareBudget(alone, 2);
+  const shared = shareBudget(alone, 2, COST);
   assert.deepEqual(shared.map((p) => p.makespan.predictedSeconds), [8, 8]);
   assert.ok(shared.every((p) => p.makespan.sharedBudget === 2));
   assert.match(renderPlan(shared), /sharing the cluster budget of 2/);
   // a budget that never binds, no budget, or one host: unchanged
   assert.deepEqual(
-    shareBudget(alone, 4).map((p) => p.makespan.predictedSeconds),
+    shareBudget(alone, 4, COST).map((p) => p.makespan.predictedSeconds),
     [4, 4],
   );
-  assert.deepEqual(shareBudget(alone, undefined), alone);
-  assert.deepEqual(shareBudget([alone[0] as HostPlan], 1), [alone[0]]);
+  assert.deepEqual(shareBudget(alone, undefined, COST), alone);
+  assert.deepEqual(shareBudget([alone[0] as HostPlan], 1, COST), [alone[0]]);
 });
 
 Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, with why", () => {
