@@ -198,13 +198,17 @@ export function planHost(input: PlanHostInput): HostPlan {
     class: c.class,
     why: c.why,
   }));
-  const [plan] = predicted([{
-    host: input.host,
-    limit: input.limit,
-    capacity: input.capacity,
-    makespan: makespanFields(input.cost),
-    vms,
-  }], input.cost, undefined);
+  const [plan] = predicted(
+    [{
+      host: input.host,
+      limit: input.limit,
+      capacity: input.capacity,
+      makespan: makespanFields(input.cost),
+      vms,
+    }],
+    input.cost,
+    undefined,
+  );
   if (plan === undefined) throw new Error("unreachable: one plan in, one out");
   return plan;
 }

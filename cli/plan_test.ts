@@ -1,7 +1,9 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
+import { type DrainLesson, learnedCost } from "../capacity/history.ts";
 import { limitUnderNova } from "./plan_command.ts";
+import { planCost } from "./plan_cost.ts";
 import {
   classOf,
   formatSeconds,
@@ -187,4 +189,55 @@ Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, w
     text:
       "1 (Nova runs 1 live migration(s) at a time from this host: its max_concurrent_live_migrations; evictor's limit 4 (EvictionPolicy default))",
   });
+});
+
+Deno.test("planHost and renderPlan: with and without history, the time per drain included", () => {
+  const T0 = Date.parse("2026-01-01T00:00:00Z");
+  const servers = [server("a", 1024), server("b", 1024), server("c", 1024)];
+  const one = { ...LIMIT, value: 1, text: "1 (EvictionPolicy default)" };
+  const plan = (lessons: DrainLesson[]) =>
+    planHost({
+      host: "n1",
+      servers,
+      limit: one,
+      capacity: FITS,
+      cost: planCost(learnedCost(lessons), {}),
+    });
+  // no history: the defaults (3 x (1.024 s + 5 s) + 10 s), the slow end
+  // 3 x (20.48 s + 15 s) + 30 s
+  const fresh = plan([]);
+  assert.equal(fresh.makespan.predictedSeconds, 29);
+  assert.equal(fresh.makespan.lowerBoundSeconds, 29);
+  assert.deepEqual(fresh.makespan.rangeSeconds, { low: 29, high: 137 });
+  assert.equal(fresh.makespan.fixedSeconds, 10);
+  const text = renderPlan([fresh]);
+  assert.match(
+    text,
+    /\n {2}makespan: {2}29s predicted \(range 29s to 2m17s\), lower bound 29s\n/,
+  );
+  assert.match(
+    text,
+    /\n {2}cost: {6}1000 MB\/s \+ 5\.0 s per migration \+ 10 s per drain: documented defaults assumed .*: no ended drain to learn from\n/,
+  );
+  assert.match(
+    text,
+    /\n {2}range: {5}without history the defaults are the fast end/,
+  );
+  // a drain ended on 63 MB/s + 11 s, 14 s per drain: 3 x (16.25 s + 11 s) + 14 s
+  const learned = plan([{
+    host: "n0",
+    startedMs: T0,
+    endedMs: T0 + 89_000,
+    rate: { mbPerSecond: 63, overheadSeconds: 11 },
+    fixedSeconds: 14,
+  }]);
+  assert.equal(learned.makespan.predictedSeconds, 96);
+  assert.deepEqual(learned.makespan.rangeSeconds, { low: 96, high: 96 });
+  const again = renderPlan([learned]);
+  assert.match(again, /makespan: {2}1m36s predicted, lower bound 1m36s\n/);
+  assert.match(
+    again,
+    /cost: {6}63 MB\/s \+ 11\.0 s per migration \+ 14 s per drain: observed by the latest 1 ended drain \(n0\); time per drain measured\n/,
+  );
+  assert.doesNotMatch(again, /range:/);
 });

@@ -17,7 +17,7 @@ import { patchStatus } from "../../framework/status.ts";
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { errText } from "../../openstack/mod.ts";
 import { HypervisorKind } from "../kinds.ts";
-import { type DrainMarks, drainLesson, needsRecording } from "./lesson.ts";
+import { drainLesson, type DrainMarks, needsRecording } from "./lesson.ts";
 
 /** What {@linkcode keepLesson} needs. */
 export interface KeepLessonInput {

@@ -94,7 +94,10 @@ export function drainLesson(
   const migrated = status.migratedCount ?? 0;
   const fixedMs = marks.firstStartMs !== undefined
     ? Math.max(0, marks.firstStartMs - startedMs) +
-      Math.max(0, endedMs - Math.max(marks.lastEndMs ?? endedMs, marks.firstStartMs))
+      Math.max(
+        0,
+        endedMs - Math.max(marks.lastEndMs ?? endedMs, marks.firstStartMs),
+      )
     // nothing was ever started: the whole drain was fixed cost
     : migrated === 0 && (status.failed ?? []).length === 0
     ? endedMs - startedMs
