@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
 import { type DrainLesson, learnedCost } from "../capacity/history.ts";
-import { limitUnderNova } from "./plan_command.ts";
+import { limitUnderNova, runPlan } from "./plan_command.ts";
 import { planCost } from "./plan_cost.ts";
 import {
   classOf,
@@ -240,4 +240,23 @@ Deno.test("planHost and renderPlan: with and without history, the time per drain
     /cost: {6}63 MB\/s \+ 11\.0 s per migration \+ 14 s per drain: observed by the latest 1 ended drain \(n0\); time per drain measured\n/,
   );
   assert.doesNotMatch(again, /range:/);
+});
+
+Deno.test("plan: a bad cost flag is named with what is expected, before any call", async () => {
+  const io = {
+    kubeConfig: () => Promise.reject(new Error("no cluster call expected")),
+    out: () => {},
+  };
+  for (
+    const [flag, value, want] of [
+      ["--fixed-seconds", "-1", "expected seconds >= 0"],
+      ["--overhead-seconds", "soon", "expected seconds >= 0"],
+      ["--mb-per-second", "0", "expected a number > 0"],
+    ]
+  ) {
+    await assert.rejects(
+      runPlan(["n1", `${flag}=${value}`], io),
+      (e: Error) => e.message === `${flag} "${value}" is not valid: ${want}`,
+    );
+  }
 });
