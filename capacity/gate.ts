@@ -29,8 +29,13 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
-import { DEFAULT_RATE, type MigrationRate } from "./makespan.ts";
-import { DEFAULT_FIXED_SECONDS, drainLessons, learnedCost } from "./history.ts";
+import type { MigrationRate } from "./makespan.ts";
+import {
+  DEFAULT_COST,
+  type DrainCost,
+  drainLessons,
+  learnedCost,
+} from "./history.ts";
 import { predictDrains } from "./prediction.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
@@ -53,8 +58,11 @@ export interface CapacityGateInput {
   limitOf: (host: string) => number;
   /** The cluster budget (policy clusterMaxConcurrentMigrations), if any. */
   budget?: number | undefined;
-  /** The rate predictions assume before any drain has ended (default {@linkcode DEFAULT_RATE}). */
-  defaultRate?: MigrationRate;
+  /**
+   * The cost predictions assume before any drain has ended (default
+   * {@linkcode DEFAULT_COST}; without `fixedSeconds`, its time per drain).
+   */
+  defaultRate?: MigrationRate | DrainCost;
   /** Cancels the calls. */
   signal?: AbortSignal;
   /** Shares one report among the drains of a wave. */
@@ -168,10 +176,7 @@ export async function capacityGate(
   // beside others takes longer than alone.
   const cost = learnedCost(
     drainLessons(input.evictions, input.hypervisors ?? []),
-    {
-      ...(input.defaultRate ?? DEFAULT_RATE),
-      fixedSeconds: DEFAULT_FIXED_SECONDS,
-    },
+    { ...DEFAULT_COST, ...input.defaultRate },
   );
   const predicted = predictDrains(
     [...report.vmsByHost].map(([host, vms]) => ({
@@ -270,8 +275,8 @@ export interface CapacityDeps {
   placement: CapacityPlacement;
   /** Shares one report among the drains of a wave. */
   memo: RecentMemo<CapacityReport>;
-  /** The rate predictions assume before any drain has ended (`--default-migration-rate`). */
-  defaultRate?: MigrationRate | undefined;
+  /** The cost predictions assume before any drain has ended (`--default-migration-rate`, `--default-drain-overhead`). */
+  defaultRate?: MigrationRate | DrainCost | undefined;
 }
 
 /**
