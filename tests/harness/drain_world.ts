@@ -18,6 +18,7 @@ import type {
   EvictionPolicy,
   EvictionStatus,
   Hypervisor,
+  HypervisorStatusLastDrain,
 } from "../../models/mod.ts";
 import {
   type ActionResult,
@@ -547,6 +548,8 @@ export interface WorldRun {
   status: EvictionStatus;
   /** Simulated time the run took (ms). */
   simulatedMs: number;
+  /** What the drain kept in its Hypervisor's status.lastDrain. */
+  lastDrain: HypervisorStatusLastDrain | undefined;
 }
 
 /**
@@ -646,10 +649,13 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     },
     spec: { hypervisor: HOST, reason: "simulation" },
   });
+  // What the drain keeps in its Hypervisor's status (keep_lesson.ts).
+  let lastDrain: HypervisorStatusLastDrain | undefined;
   const hypervisor = (): Hypervisor => ({
     metadata: { name: HOST },
     spec: {},
     status: {
+      ...(lastDrain === undefined ? {} : { lastDrain }),
       traits: [],
       numInstances: world.listServers().filter((s) => s.host === HOST).length,
       conditions: [{
@@ -686,13 +692,17 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   };
   const client = {
     patch: (
-      _kind: unknown,
+      kind: unknown,
       _key: string,
       body: {
         metadata?: { resourceVersion?: string };
         status?: Record<string, unknown>;
       },
     ) => {
+      if (kind === HypervisorKind) {
+        lastDrain = body.status?.lastDrain as HypervisorStatusLastDrain;
+        return Promise.resolve(hypervisor());
+      }
       if (body.status === undefined) return Promise.resolve(store.object);
       try {
         return Promise.resolve(
@@ -975,6 +985,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     finalReason: evicting?.reason,
     hostEmpty: onHost().length === 0,
     simulatedMs: clock.now() - startMs,
+    lastDrain,
   };
 
   function applyEvent(ev: WorldSpec["events"][number]): void {
