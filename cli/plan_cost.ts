@@ -52,7 +52,7 @@ function plural(n: number, what: string): string {
  * import { learnedCost } from "../capacity/history.ts";
  * const c = planCost(learnedCost([]), {});
  * console.log(c.source);
- * // documented defaults assumed (1000 MB/s + 5 s per migration + 10 s per drain): no ended drain to learn from
+ * // documented defaults assumed: no ended drain to learn from
  * ```
  */
 export function planCost(learned: LearnedCost, flags: CostFlags): PlanCost {
@@ -80,9 +80,7 @@ export function planCost(learned: LearnedCost, flags: CostFlags): PlanCost {
     ? `documented defaults calibrated on the makespans of ${
       plural(learned.drains, "ended drain")
     } (${hosts}), which observed no rate`
-    : `documented defaults assumed (${
-      costText(learned)
-    }): no ended drain to learn from`;
+    : "documented defaults assumed: no ended drain to learn from";
   const source = given.length === 0
     ? learnedText
     : given.length === 3

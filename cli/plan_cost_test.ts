@@ -27,8 +27,7 @@ Deno.test("planCost: where the cost comes from and how uncertain it is", () => {
       name: "no history",
       lessons: [],
       cost: "1000 MB/s + 5 s per migration + 10 s per drain",
-      source:
-        "documented defaults assumed (1000 MB/s + 5 s per migration + 10 s per drain): no ended drain to learn from",
+      source: "documented defaults assumed: no ended drain to learn from",
       uncertainty:
         /^without history the defaults are the fast end; the slow end is 50 MB\/s \+ 15 s per migration \+ 30 s per drain/,
       spread: [
@@ -75,7 +74,7 @@ Deno.test("planCost: where the cost comes from and how uncertain it is", () => {
       flags: { mbPerSecond: 100 },
       cost: "100 MB/s + 5 s per migration + 10 s per drain",
       source:
-        "rate from the command line, the rest documented defaults assumed (1000 MB/s + 5 s per migration + 10 s per drain): no ended drain to learn from",
+        "rate from the command line, the rest documented defaults assumed: no ended drain to learn from",
       uncertainty:
         /slow end is 100 MB\/s \+ 15 s per migration \+ 30 s per drain/,
       spread: [
