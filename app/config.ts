@@ -13,7 +13,8 @@ import {
   type ConcurrencyFlagError,
   parseConcurrencyFlags,
 } from "../limits/flags.ts";
-import { DEFAULT_RATE, type MigrationRate } from "../capacity/makespan.ts";
+import { DEFAULT_RATE } from "../capacity/makespan.ts";
+import { DEFAULT_FIXED_SECONDS, type DrainCost } from "../capacity/history.ts";
 import { redactAmqpUrl, validateAmqpUrl } from "../openstack/amqp_url.ts";
 import {
   DEFAULT_HEARTBEAT_SECONDS,
@@ -81,7 +82,7 @@ export interface Config {
   /** First wait before a failed migration is retried (doubling, capped). */
   readonly migrationRetryBackoffMs: number;
   /** The rate predictions assume before any drain has ended. */
-  readonly defaultMigrationRate: MigrationRate;
+  readonly defaultMigrationRate: DrainCost;
   /**
    * Where Nova's versioned notifications come from
    * (`--nova-notifications-url` or `--nova-notifications-url-file`, read at
@@ -333,6 +334,13 @@ export const RUN_FLAGS = {
     default: `${DEFAULT_RATE.overheadSeconds}s`,
     help:
       "the time a migration takes besides copying RAM (scheduling, preparing, switch-over), with --default-migration-rate",
+  },
+  "default-drain-overhead": {
+    type: "string",
+    env: "EVICTOR_DEFAULT_DRAIN_OVERHEAD",
+    default: `${DEFAULT_FIXED_SECONDS}s`,
+    help:
+      "the time a drain takes besides its migrations (capacity check, disabling, its wave, the last confirms, --drain-settle), for predictions made before any drain has measured it",
   },
   "nova-notifications-url": {
     type: "string",
@@ -775,6 +783,7 @@ function readDefaultMigrationRate(
   return {
     mbPerSecond,
     overheadSeconds: flags.duration("default-migration-overhead", 0) / 1000,
+    fixedSeconds: flags.duration("default-drain-overhead", 0) / 1000,
   };
 }
 

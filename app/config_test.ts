@@ -236,16 +236,22 @@ Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
   );
 });
 
-Deno.test("--default-migration-rate and --default-migration-overhead", () => {
+Deno.test("--default-migration-rate, --default-migration-overhead and --default-drain-overhead", () => {
   const defaults = loadConfig([], {}).defaultMigrationRate;
-  assert.deepEqual(defaults, { mbPerSecond: 1000, overheadSeconds: 5 });
+  assert.deepEqual(defaults, {
+    mbPerSecond: 1000,
+    overheadSeconds: 5,
+    fixedSeconds: 10,
+  });
   const c = loadConfig([
     "--default-migration-rate=8000",
     "--default-migration-overhead=175ms",
+    "--default-drain-overhead=7.5s",
   ], {});
   assert.deepEqual(c.defaultMigrationRate, {
     mbPerSecond: 8000,
     overheadSeconds: 0.175,
+    fixedSeconds: 7.5,
   });
   assert.equal(
     loadConfig([], { EVICTOR_DEFAULT_MIGRATION_RATE: "250.5" })
@@ -267,6 +273,12 @@ Deno.test("--default-migration-rate and --default-migration-overhead", () => {
     (e: unknown) =>
       e instanceof ConfigFlagError &&
       e.flag === "--default-migration-overhead" && e.value === "soon",
+  );
+  assert.throws(
+    () => loadConfig(["--default-drain-overhead=-2s"], {}),
+    (e: unknown) =>
+      e instanceof ConfigFlagError &&
+      e.flag === "--default-drain-overhead" && e.value === "-2s",
   );
 });
 

@@ -29,12 +29,14 @@ import {
   type DrainedHost,
 } from "./check.ts";
 import type { RecentMemo } from "./memo.ts";
+import type { MigrationRate } from "./makespan.ts";
 import {
-  DEFAULT_RATE,
-  type MigrationRate,
-  predictWave,
-  rateFromHistory,
-} from "./makespan.ts";
+  DEFAULT_COST,
+  type DrainCost,
+  drainLessons,
+  learnedCost,
+} from "./history.ts";
+import { predictDrains } from "./prediction.ts";
 import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
@@ -48,14 +50,19 @@ export interface CapacityGateInput {
   evictions: readonly Eviction[];
   /** The Hypervisor of a host (for its provider UUID), if cached. */
   hypervisor: (name: string) => Hypervisor | undefined;
+  /** Every cached Hypervisor: their status.lastDrain is history the rate is learned from. */
+  hypervisors?: readonly Hypervisor[];
   /** The policy's capacityCheck (absent: Warn). */
   mode: CapacityMode | undefined;
   /** The migration limit in force for a host of the wave (this one included). */
   limitOf: (host: string) => number;
   /** The cluster budget (policy clusterMaxConcurrentMigrations), if any. */
   budget?: number | undefined;
-  /** The rate predictions assume before any drain has ended (default {@linkcode DEFAULT_RATE}). */
-  defaultRate?: MigrationRate;
+  /**
+   * The cost predictions assume before any drain has ended (default
+   * {@linkcode DEFAULT_COST}; without `fixedSeconds`, its time per drain).
+   */
+  defaultRate?: MigrationRate | DrainCost;
   /** Cancels the calls. */
   signal?: AbortSignal;
   /** Shares one report among the drains of a wave. */
@@ -164,23 +171,25 @@ export async function capacityGate(
     ),
     unplaced: report.assignment.unplaced,
   });
-  // The rate the latest ended drains observed (else the default), and the
+  // The cost the latest ended drains observed (else the default), and the
   // wave's hosts sharing the budget: under a budget a drain that runs
   // beside others takes longer than alone.
-  const rate = rateFromHistory(
-    input.evictions,
-    input.defaultRate ?? DEFAULT_RATE,
+  const cost = learnedCost(
+    drainLessons(input.evictions, input.hypervisors ?? []),
+    { ...DEFAULT_COST, ...input.defaultRate },
   );
-  const predicted = predictWave({
-    hosts: [...report.vmsByHost].map(([host, vms]) => ({
+  const predicted = predictDrains(
+    [...report.vmsByHost].map(([host, vms]) => ({
       host,
       ramMb: vms.map((v) => v.resources["MEMORY_MB"] ?? 0),
       limit: Math.max(1, input.limitOf(host)),
     })),
-    budget: input.budget,
-    mbPerSecond: rate.mbPerSecond,
-    overheadSeconds: rate.overheadSeconds,
-  }).get(input.host) ?? { predictedSeconds: 0, lowerBoundSeconds: 0 };
+    input.budget,
+    cost,
+  ).get(input.host) ?? {
+    predictedSeconds: cost.fixedSeconds,
+    lowerBoundSeconds: cost.fixedSeconds,
+  };
   const holding = hold && verdict.status === "False";
   return {
     condition: {
@@ -266,8 +275,8 @@ export interface CapacityDeps {
   placement: CapacityPlacement;
   /** Shares one report among the drains of a wave. */
   memo: RecentMemo<CapacityReport>;
-  /** The rate predictions assume before any drain has ended (`--default-migration-rate`). */
-  defaultRate?: MigrationRate | undefined;
+  /** The cost predictions assume before any drain has ended (`--default-migration-rate`, `--default-drain-overhead`). */
+  defaultRate?: MigrationRate | DrainCost | undefined;
 }
 
 /**

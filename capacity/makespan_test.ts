@@ -6,7 +6,6 @@ import {
   drainHistory,
   predictMakespan,
   predictWave,
-  rateFromHistory,
 } from "./makespan.ts";
 
 Deno.test("predictMakespan: table", () => {
@@ -156,57 +155,6 @@ Deno.test("drainHistory: only finished drains with a prediction", () => {
       { predictedSeconds: 60, actualSeconds: 120 },
       { predictedSeconds: 40, actualSeconds: 50 },
     ],
-  );
-});
-
-Deno.test("rateFromHistory: observed, else calibrated, else the default", () => {
-  const ended = (
-    end: string,
-    rate?: { mbPerSecond: number; overheadMs: number; migrations: number },
-  ) => ({
-    status: {
-      startedAt: "2026-01-01T00:00:00Z",
-      finishedAt: end,
-      predictedMakespanSeconds: 100,
-      ...(rate === undefined ? {} : { observedMigrationRate: rate }),
-    },
-  });
-  assert.deepEqual(rateFromHistory([]), {
-    ...DEFAULT_RATE,
-    drains: 0,
-    source: "default",
-  });
-  assert.deepEqual(rateFromHistory([ended("2026-01-01T00:03:20Z")]), {
-    mbPerSecond: 500,
-    overheadSeconds: 10,
-    drains: 1,
-    source: "calibrated",
-  });
-  // The median of the latest five that observed a rate; a running drain's
-  // rate is no history.
-  const r = (mbPerSecond: number, overheadMs: number) => ({
-    mbPerSecond,
-    overheadMs,
-    migrations: 9,
-  });
-  const running = {
-    status: {
-      startedAt: "2026-01-01T00:00:00Z",
-      observedMigrationRate: r(1, 1),
-    },
-  };
-  assert.deepEqual(
-    rateFromHistory([
-      ended("2026-01-01T00:01:00Z", r(1, 99_000)), // oldest: left out
-      ended("2026-01-01T00:02:00Z", r(800, 2000)),
-      ended("2026-01-01T00:03:00Z", r(900, 3000)),
-      ended("2026-01-01T00:04:00Z", r(700, 4000)),
-      ended("2026-01-01T00:05:00Z", r(600, 1000)),
-      ended("2026-01-01T00:06:00Z", r(1000, 5000)),
-      ended("2026-01-01T00:07:00Z"),
-      running,
-    ]),
-    { mbPerSecond: 800, overheadSeconds: 3, drains: 5, source: "observed" },
   );
 });
 

@@ -15,7 +15,8 @@ import {
   needsPerson,
   startKindOfStatus,
 } from "../controllers/eviction/nova_states.ts";
-import { predictMakespan, predictWave } from "../capacity/makespan.ts";
+import type { DrainCost } from "../capacity/history.ts";
+import { predictDrains } from "../capacity/prediction.ts";
 import { alignColumns } from "./columns.ts";
 
 /** The class of a VM in a drain. */
@@ -67,11 +68,22 @@ export interface HostPlan {
   capacity: { status: string; message: string };
   /** Prediction. */
   makespan: {
+    /** At the cost below, the time per drain included, whole seconds. */
     predictedSeconds: number;
+    /** No schedule beats it: time per drain + max(longest, sum / limit). */
     lowerBoundSeconds: number;
+    /** The range the cost's uncertainty gives (equal to the prediction when there is none). */
+    rangeSeconds: { low: number; high: number };
+    /** Copy rate, MB/s. */
     mbPerSecond: number;
+    /** Time per migration, seconds. */
     overheadSeconds: number;
+    /** Time per drain (capacity check, disable, wave, confirms, settle), seconds. */
+    fixedSeconds: number;
+    /** Where the cost comes from. */
     rateSource: string;
+    /** What the range spans, when there is one. */
+    uncertainty?: string;
     /** The cluster budget the prediction shares with the other hosts planned, if it does. */
     sharedBudget?: number;
   };
@@ -132,8 +144,18 @@ export interface PlanHostInput {
   limit: PlanLimit;
   /** The capacity verdict. */
   capacity: { status: string; message: string };
-  /** Copy rate and where it comes from. */
-  rate: { mbPerSecond: number; overheadSeconds: number; source: string };
+  /** The drain's cost, where it comes from, and its uncertainty. */
+  cost: PlanCost;
+}
+
+/** A drain's cost as the plan uses it (cli/plan_cost.ts makes it). */
+export interface PlanCost extends DrainCost {
+  /** Where it comes from, one line. */
+  source: string;
+  /** The costs the range spans (empty: no range). */
+  spread: readonly DrainCost[];
+  /** What the range spans, one line, when there is one. */
+  uncertainty?: string;
 }
 
 /**
@@ -147,9 +169,9 @@ export interface PlanHostInput {
  *   servers: [],
  *   limit: { value: 2, source: "policy", text: "2 (policy default)" },
  *   capacity: { status: "True", message: "all 0 VMs fit" },
- *   rate: { mbPerSecond: 1000, overheadSeconds: 5, source: "default" },
+ *   cost: { mbPerSecond: 1000, overheadSeconds: 5, fixedSeconds: 10, source: "default", spread: [] },
  * });
- * console.log(p.makespan.predictedSeconds); // 0
+ * console.log(p.makespan.predictedSeconds); // 10
  * ```
  */
 export function planHost(input: PlanHostInput): HostPlan {
@@ -177,25 +199,71 @@ export function planHost(input: PlanHostInput): HostPlan {
     class: c.class,
     why: c.why,
   }));
-  const m = predictMakespan({
-    ramMb: starts.map(({ s }) => s.flavor.ramMb),
-    limit: input.limit.value,
-    mbPerSecond: input.rate.mbPerSecond,
-    overheadSeconds: input.rate.overheadSeconds,
-  });
+  const [plan] = predicted(
+    [{
+      host: input.host,
+      limit: input.limit,
+      capacity: input.capacity,
+      makespan: makespanFields(input.cost),
+      vms,
+    }],
+    input.cost,
+    undefined,
+  );
+  if (plan === undefined) throw new Error("unreachable: one plan in, one out");
+  return plan;
+}
+
+function makespanFields(cost: PlanCost): HostPlan["makespan"] {
   return {
-    host: input.host,
-    limit: input.limit,
-    capacity: input.capacity,
-    makespan: {
-      predictedSeconds: Math.ceil(m.predictedSeconds),
-      lowerBoundSeconds: Math.ceil(m.lowerBoundSeconds),
-      mbPerSecond: input.rate.mbPerSecond,
-      overheadSeconds: input.rate.overheadSeconds,
-      rateSource: input.rate.source,
-    },
-    vms,
+    predictedSeconds: 0,
+    lowerBoundSeconds: 0,
+    rangeSeconds: { low: 0, high: 0 },
+    mbPerSecond: cost.mbPerSecond,
+    overheadSeconds: cost.overheadSeconds,
+    fixedSeconds: cost.fixedSeconds,
+    rateSource: cost.source,
+    ...(cost.uncertainty === undefined
+      ? {}
+      : { uncertainty: cost.uncertainty }),
   };
+}
+
+/**
+ * The plans with their predictions at `cost`, the hosts sharing `budget`
+ * when there is one (capacity/prediction.ts predictDrains).
+ */
+function predicted(
+  plans: readonly HostPlan[],
+  cost: PlanCost,
+  budget: number | undefined,
+): HostPlan[] {
+  const p = predictDrains(
+    plans.map((plan) => ({
+      host: plan.host,
+      ramMb: plan.vms.filter((v) => v.order !== null).map((v) => v.ramMb),
+      limit: plan.limit.value,
+    })),
+    budget,
+    cost,
+    cost.spread,
+  );
+  return plans.map((plan) => {
+    const m = p.get(plan.host);
+    return {
+      ...plan,
+      makespan: {
+        ...plan.makespan,
+        predictedSeconds: Math.ceil(m?.predictedSeconds ?? 0),
+        lowerBoundSeconds: Math.ceil(m?.lowerBoundSeconds ?? 0),
+        rangeSeconds: {
+          low: Math.ceil(m?.lowSeconds ?? 0),
+          high: Math.ceil(m?.highSeconds ?? 0),
+        },
+        ...(budget === undefined ? {} : { sharedBudget: budget }),
+      },
+    };
+  });
 }
 
 /**
@@ -221,43 +289,22 @@ export function formatSeconds(total: number): string {
 /**
  * Plans of hosts drained together (one wave): their predictions made
  * again with the cluster budget shared among them, as the controller
- * predicts each drain of a wave (capacity/makespan.ts predictWave). Plans
- * are returned unchanged without a budget or with a single host.
+ * predicts each drain of a wave (capacity/prediction.ts predictDrains).
+ * Plans are returned unchanged without a budget or with a single host.
  *
  * @example
  * ```ts ignore
- * const plans = hosts.map((host) => planHost({ host, servers, limit, capacity, rate }));
- * console.log(renderPlan(shareBudget(plans, 10)));
+ * const plans = hosts.map((host) => planHost({ host, servers, limit, capacity, cost }));
+ * console.log(renderPlan(shareBudget(plans, 10, cost)));
  * ```
  */
 export function shareBudget(
   plans: readonly HostPlan[],
   budget: number | undefined,
+  cost: PlanCost,
 ): HostPlan[] {
-  const first = plans[0];
-  if (budget === undefined || first === undefined || plans.length < 2) {
-    return [...plans];
-  }
-  const wave = predictWave({
-    hosts: plans.map((p) => ({
-      host: p.host,
-      ramMb: p.vms.filter((v) => v.order !== null).map((v) => v.ramMb),
-      limit: p.limit.value,
-    })),
-    budget,
-    mbPerSecond: first.makespan.mbPerSecond,
-    overheadSeconds: first.makespan.overheadSeconds,
-  });
-  return plans.map((p) => ({
-    ...p,
-    makespan: {
-      ...p.makespan,
-      predictedSeconds: Math.ceil(
-        wave.get(p.host)?.predictedSeconds ?? p.makespan.predictedSeconds,
-      ),
-      sharedBudget: budget,
-    },
-  }));
+  if (budget === undefined || plans.length < 2) return [...plans];
+  return predicted(plans, cost, budget);
 }
 
 /**
@@ -276,17 +323,23 @@ export function renderPlan(plans: readonly HostPlan[]): string {
       `HOST ${p.host}`,
       `  limit:     ${p.limit.text}`,
       `  capacity:  ${p.capacity.status}: ${p.capacity.message}`,
-      `  makespan:  ${
-        formatSeconds(m.predictedSeconds)
-      } predicted, lower bound ${formatSeconds(m.lowerBoundSeconds)} (${
-        m.mbPerSecond.toFixed(0)
-      } MB/s + ${
+      `  makespan:  ${formatSeconds(m.predictedSeconds)} predicted${
+        m.rangeSeconds.high > m.rangeSeconds.low
+          ? ` (range ${formatSeconds(m.rangeSeconds.low)} to ${
+            formatSeconds(m.rangeSeconds.high)
+          })`
+          : ""
+      }, lower bound ${formatSeconds(m.lowerBoundSeconds)}`,
+      `  cost:      ${m.mbPerSecond.toFixed(0)} MB/s + ${
         m.overheadSeconds.toFixed(1)
-      } s per migration, ${m.rateSource}${
+      } s per migration + ${
+        m.fixedSeconds.toFixed(0)
+      } s per drain: ${m.rateSource}${
         m.sharedBudget === undefined
           ? ""
           : `; sharing the cluster budget of ${m.sharedBudget} with the other hosts planned`
-      })`,
+      }`,
+      ...(m.uncertainty === undefined ? [] : [`  range:     ${m.uncertainty}`]),
       "",
       ...alignColumns([
         ["ORDER", "VM", "ID", "STATUS", "RAM MB", "CLASS", "WHY"],

@@ -38,7 +38,7 @@ import {
 } from "../limits/resolve.ts";
 import { checkCapacity, type DrainedHost } from "../capacity/check.ts";
 import { waveOf } from "../capacity/gate.ts";
-import { rateFromHistory } from "../capacity/makespan.ts";
+import { drainLessons, learnedCost } from "../capacity/history.ts";
 import {
   learnedNovaLimit,
   predictionLimit,
@@ -55,11 +55,13 @@ import {
 } from "./usage.ts";
 import {
   type HostPlan,
+  type PlanCost,
   planHost,
   type PlanLimit,
   renderPlan,
   shareBudget,
 } from "./plan.ts";
+import { planCost } from "./plan_cost.ts";
 
 /** The OpenStack clients the plan needs. */
 export interface PlanClients {
@@ -139,12 +141,10 @@ const PLAN_FORMATS = ["table", "json", "yaml"] as const;
 /** The cluster objects a plan reads. */
 interface ClusterView {
   policy: EvictionPolicySpec | undefined;
-  hypervisors: Map<string, Hypervisor | undefined>;
+  /** Every Hypervisor, by name (their status.lastDrain is history). */
+  hypervisors: Map<string, Hypervisor>;
   evictions: Eviction[];
 }
-
-/** The measured or assumed migration rate, and where it came from. */
-type PlanRate = Parameters<typeof planHost>[0]["rate"];
 
 /**
  * The limit a running drain of the host has seen Nova impose (its
@@ -190,6 +190,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     "os-cloud": { type: "string" },
     "mb-per-second": { type: "string" },
     "overhead-seconds": { type: "string" },
+    "fixed-seconds": { type: "string" },
   });
   if (values.help) {
     io.out(usageOf("plan"));
@@ -210,7 +211,11 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
     "--mb-per-second",
     values["mb-per-second"],
   );
-  const overhead = nonNegativeSeconds(values["overhead-seconds"]);
+  const overhead = nonNegativeSeconds(
+    "--overhead-seconds",
+    values["overhead-seconds"],
+  );
+  const fixed = nonNegativeSeconds("--fixed-seconds", values["fixed-seconds"]);
   const hosts = [...new Set(positionals)];
 
   const cluster = await readCluster(
@@ -221,9 +226,13 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       }),
       io.warn,
     ),
-    hosts,
   );
-  const rate = planRate(cluster.evictions, mbPerSecond, overhead);
+  const cost = planCost(
+    learnedCost(
+      drainLessons(cluster.evictions, [...cluster.hypervisors.values()]),
+    ),
+    { mbPerSecond, overheadSeconds: overhead, fixedSeconds: fixed },
+  );
   const settings = effectiveSettings(
     cluster.policy,
     freezeSettings("flags", {
@@ -240,10 +249,11 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       { userAgent: PLUGIN_USER_AGENT },
     );
   try {
-    const plans = await planHosts(clients, hosts, cluster, settings, rate);
+    const plans = await planHosts(clients, hosts, cluster, settings, cost);
     const together = shareBudget(
       plans,
       settings.spec.clusterMaxConcurrentMigrations,
+      cost,
     );
     io.out(
       format === "table"
@@ -256,23 +266,23 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   }
 }
 
-function nonNegativeSeconds(raw: string | undefined): number | undefined {
+function nonNegativeSeconds(
+  flag: string,
+  raw: string | undefined,
+): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
   if (!(n >= 0 && Number.isFinite(n))) {
     throw new UsageError(
-      `--overhead-seconds "${raw}" is not valid: expected seconds >= 0`,
+      `${flag} "${raw}" is not valid: expected seconds >= 0`,
       "plan",
     );
   }
   return n;
 }
 
-/** The EvictionPolicy, the hosts' Hypervisors and every Eviction. */
-async function readCluster(
-  api: k8s.CustomObjectsApi,
-  hosts: readonly string[],
-): Promise<ClusterView> {
+/** The EvictionPolicy, every Hypervisor and every Eviction. */
+async function readCluster(api: k8s.CustomObjectsApi): Promise<ClusterView> {
   const policy = await getOrUndefined(
     () =>
       api.getClusterCustomObject({
@@ -283,19 +293,20 @@ async function readCluster(
       }),
     (raw) => EvictionPolicySchema.parse(raw),
   );
-  const hypervisors = new Map<string, Hypervisor | undefined>();
-  for (const h of hosts) {
-    const hv = await getOrUndefined(
-      () =>
-        api.getClusterCustomObject({
-          group: HypervisorResource.group,
-          version: HypervisorResource.version,
-          plural: HypervisorResource.plural,
-          name: h,
-        }),
-      (raw) => HypervisorSchema.parse(raw),
-    );
-    hypervisors.set(h, hv);
+  // Every Hypervisor, not only the hosts planned: what ended drains of
+  // other hosts learned is kept in their status.lastDrain.
+  const hvList = await api.listClusterCustomObject({
+    group: HypervisorResource.group,
+    version: HypervisorResource.version,
+    plural: HypervisorResource.plural,
+  }) as { items?: unknown[] };
+  const hypervisors = new Map<string, Hypervisor>();
+  for (const item of hvList.items ?? []) {
+    const parsed = HypervisorSchema.safeParse(item);
+    const name = parsed.data?.metadata?.name;
+    if (parsed.success && name !== undefined) {
+      hypervisors.set(name, parsed.data);
+    }
   }
   const list = await api.listClusterCustomObject({
     group: EvictionResource.group,
@@ -311,34 +322,6 @@ async function readCluster(
 }
 
 /**
- * The rate the latest ended drains observed, else the documented default
- * (calibrated on ended drains' makespans when there are some); the command
- * line overrides either part.
- */
-function planRate(
-  evictions: readonly Eviction[],
-  mbPerSecond: number | undefined,
-  overhead: number | undefined,
-): PlanRate {
-  const history = rateFromHistory(evictions);
-  const fromFlags = mbPerSecond !== undefined || overhead !== undefined;
-  const drains = `${history.drains} ended drain${
-    history.drains === 1 ? "" : "s"
-  }`;
-  return {
-    mbPerSecond: mbPerSecond ?? history.mbPerSecond,
-    overheadSeconds: overhead ?? history.overheadSeconds,
-    source: fromFlags
-      ? "rate from the command line"
-      : history.source === "observed"
-      ? `rate observed by the latest ${drains}`
-      : history.source === "calibrated"
-      ? `default rate calibrated on ${drains}`
-      : "documented default rate: no ended drain to learn from",
-  };
-}
-
-/**
  * Each host's plan. As the controller does, the hosts of running drains
  * join the capacity check: they are no target and their VMs compete for
  * the same room.
@@ -348,7 +331,7 @@ async function planHosts(
   hosts: readonly string[],
   cluster: ClusterView,
   settings: ReturnType<typeof effectiveSettings>,
-  rate: PlanRate,
+  cost: PlanCost,
 ): Promise<HostPlan[]> {
   const { hypervisors, evictions } = cluster;
   const wave = new Map<string, DrainedHost>();
@@ -387,7 +370,7 @@ async function planHosts(
         learnedNovaLimit(host, evictions),
       ),
       capacity: { status: verdict.status, message: verdict.message },
-      rate,
+      cost,
     }));
   }
   return plans;

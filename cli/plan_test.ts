@@ -1,11 +1,14 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type { Server } from "../openstack/mod.ts";
-import { limitUnderNova } from "./plan_command.ts";
+import { type DrainLesson, learnedCost } from "../capacity/history.ts";
+import { limitUnderNova, runPlan } from "./plan_command.ts";
+import { planCost } from "./plan_cost.ts";
 import {
   classOf,
   formatSeconds,
   type HostPlan,
+  type PlanCost,
   planHost,
   renderPlan,
   shareBudget,
@@ -35,7 +38,13 @@ const LIMIT = {
   source: "policy",
   text: "2 (EvictionPolicy default)",
 };
-const RATE = { mbPerSecond: 1000, overheadSeconds: 0, source: "test" };
+const COST: PlanCost = {
+  mbPerSecond: 1000,
+  overheadSeconds: 0,
+  fixedSeconds: 0,
+  source: "test",
+  spread: [],
+};
 const FITS = { status: "True", message: "all fit" };
 
 Deno.test("classOf: table", () => {
@@ -68,7 +77,7 @@ Deno.test("planHost: largest RAM first, others after without an order", () => {
     ],
     limit: LIMIT,
     capacity: FITS,
-    rate: RATE,
+    cost: COST,
   });
   assert.deepEqual(p.vms.map((v) => [v.id, v.order, v.class]), [
     ["b", 1, "cold"],
@@ -97,7 +106,7 @@ Deno.test("property: the order is 1..n over movable VMs, RAM never increasing", 
         servers: vms.map((v, i) => server(`s${i}`, v.ram, v.status)),
         limit: LIMIT,
         capacity: FITS,
-        rate: RATE,
+        cost: COST,
       });
       const ordered = p.vms.filter((v) => v.order !== null);
       assert.deepEqual(
@@ -131,7 +140,7 @@ Deno.test("renderPlan: header lines and one row per VM", () => {
     servers: [server("a", 2048), server("b", 1024, "SUSPENDED")],
     limit: LIMIT,
     capacity: FITS,
-    rate: RATE,
+    cost: COST,
   });
   const text = renderPlan([p]);
   assert.match(text, /^HOST n1\n {2}limit: {5}2 \(EvictionPolicy default\)/);
@@ -148,22 +157,22 @@ Deno.test("shareBudget: hosts planned together share the cluster budget", () => 
       servers: [server(`${host}-a`, 4000), server(`${host}-b`, 4000)],
       limit: LIMIT,
       capacity: FITS,
-      rate: RATE,
+      cost: COST,
     });
   const alone = [plan("n1"), plan("n2")];
   assert.deepEqual(alone.map((p) => p.makespan.predictedSeconds), [4, 4]);
   // a budget of 2 for 2 x 2 slots: one each, so both take twice as long
-  const shared = shareBudget(alone, 2);
+  const shared = shareBudget(alone, 2, COST);
   assert.deepEqual(shared.map((p) => p.makespan.predictedSeconds), [8, 8]);
   assert.ok(shared.every((p) => p.makespan.sharedBudget === 2));
   assert.match(renderPlan(shared), /sharing the cluster budget of 2/);
   // a budget that never binds, no budget, or one host: unchanged
   assert.deepEqual(
-    shareBudget(alone, 4).map((p) => p.makespan.predictedSeconds),
+    shareBudget(alone, 4, COST).map((p) => p.makespan.predictedSeconds),
     [4, 4],
   );
-  assert.deepEqual(shareBudget(alone, undefined), alone);
-  assert.deepEqual(shareBudget([alone[0] as HostPlan], 1), [alone[0]]);
+  assert.deepEqual(shareBudget(alone, undefined, COST), alone);
+  assert.deepEqual(shareBudget([alone[0] as HostPlan], 1, COST), [alone[0]]);
 });
 
 Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, with why", () => {
@@ -180,4 +189,75 @@ Deno.test("plan: a running drain's learned Nova limit lowers the host's limit, w
     text:
       "1 (Nova runs 1 live migration(s) at a time from this host: its max_concurrent_live_migrations; evictor's limit 4 (EvictionPolicy default))",
   });
+});
+
+Deno.test("planHost and renderPlan: with and without history, the time per drain included", () => {
+  const T0 = Date.parse("2026-01-01T00:00:00Z");
+  const servers = [server("a", 1024), server("b", 1024), server("c", 1024)];
+  const one = { ...LIMIT, value: 1, text: "1 (EvictionPolicy default)" };
+  const plan = (lessons: DrainLesson[]) =>
+    planHost({
+      host: "n1",
+      servers,
+      limit: one,
+      capacity: FITS,
+      cost: planCost(learnedCost(lessons), {}),
+    });
+  // no history: the defaults (3 x (1.024 s + 5 s) + 10 s), the slow end
+  // 3 x (20.48 s + 15 s) + 30 s
+  const fresh = plan([]);
+  assert.equal(fresh.makespan.predictedSeconds, 29);
+  assert.equal(fresh.makespan.lowerBoundSeconds, 29);
+  assert.deepEqual(fresh.makespan.rangeSeconds, { low: 29, high: 137 });
+  assert.equal(fresh.makespan.fixedSeconds, 10);
+  const text = renderPlan([fresh]);
+  assert.match(
+    text,
+    /\n {2}makespan: {2}29s predicted \(range 29s to 2m17s\), lower bound 29s\n/,
+  );
+  assert.match(
+    text,
+    /\n {2}cost: {6}1000 MB\/s \+ 5\.0 s per migration \+ 10 s per drain: documented defaults assumed: no ended drain to learn from\n/,
+  );
+  assert.match(
+    text,
+    /\n {2}range: {5}without history the defaults are the fast end/,
+  );
+  // a drain ended on 63 MB/s + 11 s, 14 s per drain: 3 x (16.25 s + 11 s) + 14 s
+  const learned = plan([{
+    host: "n0",
+    startedMs: T0,
+    endedMs: T0 + 89_000,
+    rate: { mbPerSecond: 63, overheadSeconds: 11 },
+    fixedSeconds: 14,
+  }]);
+  assert.equal(learned.makespan.predictedSeconds, 96);
+  assert.deepEqual(learned.makespan.rangeSeconds, { low: 96, high: 96 });
+  const again = renderPlan([learned]);
+  assert.match(again, /makespan: {2}1m36s predicted, lower bound 1m36s\n/);
+  assert.match(
+    again,
+    /cost: {6}63 MB\/s \+ 11\.0 s per migration \+ 14 s per drain: observed by the latest 1 ended drain \(n0\); time per drain measured\n/,
+  );
+  assert.doesNotMatch(again, /range:/);
+});
+
+Deno.test("plan: a bad cost flag is named with what is expected, before any call", async () => {
+  const io = {
+    kubeConfig: () => Promise.reject(new Error("no cluster call expected")),
+    out: () => {},
+    warn: () => {},
+  };
+  for (
+    const [flag, value, want] of [
+      ["--fixed-seconds", "-1", "expected seconds >= 0"],
+      ["--overhead-seconds", "soon", "expected seconds >= 0"],
+      ["--mb-per-second", "0", "expected a number > 0"],
+    ]
+  ) {
+    await assert.rejects(
+      runPlan(["n1", `${flag}=${value}`], io),
+      (e: Error) => e.message === `${flag} "${value}" is not valid: ${want}`,
+    );
+  }
 });

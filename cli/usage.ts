@@ -36,9 +36,12 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     inFlight, outstanding, failed, skipped, limit, limitSource, startedAt,
     finishedAt}]}.`,
   plan:
-    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--mb-per-second N] [--overhead-seconds N]
+    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--mb-per-second N] [--overhead-seconds N] [--fixed-seconds N]
     Changes nothing: per host, each VM's class and order, the limit and its
-    source, the capacity verdict (Placement's view) and the predicted makespan.
+    source, the capacity verdict (Placement's view) and the predicted makespan
+    with the cost it assumes (per migration and per drain), learned from the
+    latest ended drains (kept in the Hypervisors' status.lastDrain) or the
+    documented defaults with the range of their uncertainty.
     Needs OpenStack credentials, read as the operator reads them: the cloud
     --os-cloud (else OS_CLOUD) names in clouds.yaml, or the OS_* variables.`,
   retry: `kubectl evictor retry NAME [VM...]

@@ -47,6 +47,53 @@ export const HypervisorSpecSchema: z.ZodObject<{
 /** The type of {@linkcode HypervisorSpecSchema}. */
 export type HypervisorSpec = z.infer<typeof HypervisorSpecSchema>;
 
+/** The migration rate it observed (the Eviction's status.observedMigrationRate). */
+export const HypervisorStatusLastDrainMigrationRateSchema: z.ZodObject<{
+  "mbPerSecond": z.ZodNumber;
+  "overheadMs": z.ZodNumber;
+  "migrations": z.ZodNumber;
+}, z.core.$strip> = z.object({
+  "mbPerSecond": z.number().int().min(1),
+  "overheadMs": z.number().int().min(0),
+  "migrations": z.number().int().min(0),
+});
+/** The type of {@linkcode HypervisorStatusLastDrainMigrationRateSchema}. */
+export type HypervisorStatusLastDrainMigrationRate = z.infer<
+  typeof HypervisorStatusLastDrainMigrationRateSchema
+>;
+
+/** What the host's latest ended drain learned, written by evictor when the drain ends (the host empty, or only VMs that need a person left) and kept after its Eviction is deleted; `kubectl evictor plan` and later drains predict makespans from the latest of these across Hypervisors. */
+export const HypervisorStatusLastDrainSchema: z.ZodObject<{
+  "eviction": z.ZodString;
+  "startedAt": z.ZodISODateTime;
+  "endedAt": z.ZodISODateTime;
+  "migrated": z.ZodNumber;
+  "predictedMakespanSeconds": z.ZodOptional<z.ZodNumber>;
+  "migrationRate": z.ZodOptional<
+    typeof HypervisorStatusLastDrainMigrationRateSchema
+  >;
+  "fixedMs": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
+  /** The Eviction that drained the host. */
+  "eviction": z.string().min(1).max(253),
+  /** When the drain started (the Eviction's status.startedAt, evictor's clock). */
+  "startedAt": z.iso.datetime({ offset: true }),
+  /** When it ended (status.finishedAt, or when it stopped with only VMs that need a person left). */
+  "endedAt": z.iso.datetime({ offset: true }),
+  /** VMs it migrated. */
+  "migrated": z.number().int().min(0),
+  /** Its prediction before it started (the Eviction's status.predictedMakespanSeconds). */
+  "predictedMakespanSeconds": z.number().int().min(0).optional(),
+  /** The migration rate it observed (the Eviction's status.observedMigrationRate). */
+  "migrationRate": HypervisorStatusLastDrainMigrationRateSchema.optional(),
+  /** The time the drain spent with no migration of its own started yet or after its last one ended (capacity check, disabling the service, waiting for its wave, confirming, settling), ms on evictor's clock; absent when this process did not see the drain's first start. */
+  "fixedMs": z.number().int().min(0).optional(),
+});
+/** The type of {@linkcode HypervisorStatusLastDrainSchema}. */
+export type HypervisorStatusLastDrain = z.infer<
+  typeof HypervisorStatusLastDrainSchema
+>;
+
 /** The `.status.conditions[]` field of Hypervisor. */
 export const HypervisorStatusConditionsItemSchema: z.ZodObject<{
   "type": z.ZodString;
@@ -77,6 +124,7 @@ export const HypervisorStatusSchema: z.ZodObject<{
   "traits": z.ZodOptional<z.ZodArray<z.ZodString>>;
   "numInstances": z.ZodOptional<z.ZodNumber>;
   "evicted": z.ZodOptional<z.ZodBoolean>;
+  "lastDrain": z.ZodOptional<typeof HypervisorStatusLastDrainSchema>;
   "conditions": z.ZodOptional<
     z.ZodArray<typeof HypervisorStatusConditionsItemSchema>
   >;
@@ -86,6 +134,8 @@ export const HypervisorStatusSchema: z.ZodObject<{
   "traits": z.array(z.string()).optional(),
   "numInstances": z.number().int().min(0).optional(),
   "evicted": z.boolean().optional(),
+  /** What the host's latest ended drain learned, written by evictor when the drain ends (the host empty, or only VMs that need a person left) and kept after its Eviction is deleted; `kubectl evictor plan` and later drains predict makespans from the latest of these across Hypervisors. */
+  "lastDrain": HypervisorStatusLastDrainSchema.optional(),
   "conditions": z.array(HypervisorStatusConditionsItemSchema).superRefine(
     uniqueBy(["type"]),
   ).optional(),

@@ -13,11 +13,12 @@
  * singleton, so this file has its own API server.
  */
 import assert from "node:assert/strict";
+import { DEFAULT_FIXED_SECONDS } from "../capacity/history.ts";
 import { waitFor, withOwnApiServer } from "./harness/eviction_env.ts";
 
-/** A VM of `pa` at the default rate (1000 MB/s, 5 s each): 70.5 s. */
+/** A VM of `pa` at the default rate (1000 MB/s, 5 s each): 70.5 s (80.5 s with the time per drain). */
 const BIG_MB = 65536;
-/** A VM of `pb`: 6.0 s. */
+/** A VM of `pb`: 6.0 s (16.0 s with the time per drain). */
 const SMALL_MB = 1024;
 
 Deno.test({
@@ -75,9 +76,10 @@ Deno.test({
           (await e.eviction("pb")).status?.predictedMakespanSeconds,
         60_000,
       );
-      // at Nova's limit 1 on pa: pb's three VMs on three slots at once
-      const one = SMALL_MB / 1000 + 5;
-      const longest = BIG_MB / 1000 + 5;
+      // at Nova's limit 1 on pa: pb's three VMs on three slots at once,
+      // plus the time per drain (no drain has ended: the default's)
+      const one = SMALL_MB / 1000 + 5 + DEFAULT_FIXED_SECONDS;
+      const longest = BIG_MB / 1000 + 5 + DEFAULT_FIXED_SECONDS;
       assert.ok(
         predicted < longest,
         `pb predicted ${predicted} s: it waited for one of pa's copies (${longest} s), as if pa ran 4 at once`,

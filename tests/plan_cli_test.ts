@@ -8,31 +8,9 @@ import assert from "node:assert/strict";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import { waitFor } from "./harness/eviction_env.ts";
 import { startNovaSim } from "./harness/nova_sim/mod.ts";
+import { runPlugin } from "./harness/plugin.ts";
 
-const ROOT = new URL("../", import.meta.url);
-
-async function plugin(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(
-    new URL("bin/kubectl-evictor", ROOT).pathname,
-    {
-      args,
-      env: { ...env, PATH: `${Deno.env.get("PATH") ?? ""}` },
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    },
-  ).output();
-  const d = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: d.decode(out.stdout),
-    stderr: d.decode(out.stderr),
-  };
-}
+const plugin = runPlugin;
 
 Deno.test({
   name:
@@ -65,13 +43,7 @@ Deno.test({
       ],
     });
     try {
-      const env = {
-        ...sim.env(),
-        KUBECONFIG: api.kubeconfigPath,
-        HOME: Deno.env.get("HOME") ?? "/tmp",
-        DENO_DIR: Deno.env.get("DENO_DIR") ?? "",
-      };
-      if (env.DENO_DIR === "") delete (env as Record<string, string>).DENO_DIR;
+      const env = { ...sim.env(), KUBECONFIG: api.kubeconfigPath };
       const before = sim.counters();
       const json = await plugin(["plan", src, "--output", "json"], env);
       assert.equal(json.code, 0, json.stderr);

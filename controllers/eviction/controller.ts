@@ -39,6 +39,7 @@ import type {
 } from "../../capacity/check.ts";
 import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
 import type { MigrationRate } from "../../capacity/makespan.ts";
+import type { DrainCost } from "../../capacity/history.ts";
 
 /** What the eviction controller needs. */
 export interface EvictionControllerDeps {
@@ -96,11 +97,11 @@ export interface EvictionControllerDeps {
   /** Placement, for the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
   /**
-   * The migration rate predictions assume before any drain has ended
-   * (`--default-migration-rate`, `--default-migration-overhead`; default
-   * capacity/makespan.ts DEFAULT_RATE).
+   * The cost predictions assume before any drain has ended
+   * (`--default-migration-rate`, `--default-migration-overhead`,
+   * `--default-drain-overhead`; default capacity/history.ts DEFAULT_COST).
    */
-  defaultMigrationRate?: MigrationRate;
+  defaultMigrationRate?: MigrationRate | DrainCost;
   /**
    * Bounds of a deleted Eviction's wait for its migrations, on the drain's
    * clock (default finalize.ts DEFAULT_FINALIZER_BOUNDS).

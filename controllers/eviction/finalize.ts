@@ -26,6 +26,7 @@ import { PermanentError, TemporaryError } from "../../framework/errors.ts";
 import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
+import { keepLesson } from "./keep_lesson.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
 import { type ActionNote, DEFAULT_PLAN_OPTIONS } from "./observation.ts";
 import { maySendAgain } from "./once.ts";
@@ -93,6 +94,16 @@ export async function finalizeEviction(
     fin.memory.succeeded(ctx.key);
     if (waiting !== undefined) return waiting;
     await restoreService(ctx, deps);
+    // The last chance to keep what the drain learned (keep_lesson.ts).
+    await keepLesson({
+      client: ctx.client,
+      eviction: ctx.key,
+      host: ctx.object.spec.hypervisor,
+      status: ctx.object.status ?? {},
+      marks: deps.memory.of(ctx.key).marks,
+      hypervisor: ctx.cache(HypervisorKind).get(ctx.object.spec.hypervisor),
+      log: ctx.logger,
+    });
   } catch (err) {
     if (err instanceof PermanentError) throw err;
     const failures = fin.memory.failed(ctx.key);

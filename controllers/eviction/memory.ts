@@ -22,6 +22,7 @@ import {
 import type { StartBackoff } from "./plan.ts";
 import { Durations, Pace } from "./pacing.ts";
 import { InFlightLedger } from "./ledger.ts";
+import type { DrainMarks } from "./lesson.ts";
 import { BudgetWaiters } from "./budget.ts";
 
 /** A start this process issued, and Nova's answer so far. */
@@ -73,6 +74,8 @@ export interface DrainState {
   novaLimit: NovaLimitMemo | undefined;
   /** Controller clock of this process's first pass of the drain. */
   firstSeenMs?: number;
+  /** When its first migration started and its last ended (lesson.ts). */
+  marks: DrainMarks;
 }
 
 /**
@@ -113,6 +116,7 @@ export class DrainMemory {
         waveSeen: new Map(),
         copyStarted: new Map(),
         novaLimit: undefined,
+        marks: {},
       };
       this.#states.set(key, s);
     }

@@ -354,6 +354,7 @@ export async function checkCapacityFirst(
     host,
     evictions,
     hypervisor: (name) => hypervisors.get(name),
+    hypervisors: hypervisors.list(),
     mode: spec?.capacityCheck,
     limitOf,
     budget: settings.spec.clusterMaxConcurrentMigrations,

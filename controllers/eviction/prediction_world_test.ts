@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { runWorld } from "../../tests/harness/drain_world.ts";
 import { predictMakespan } from "../../capacity/makespan.ts";
 import { predictionLimit } from "../../capacity/prediction_limit.ts";
+import { predictDrains } from "../../capacity/prediction.ts";
 
 const SIZES = [
   4096,
@@ -71,6 +72,30 @@ for (const novaHostLimit of [1, 2]) {
       `predicted ${predicted.toFixed(1)} s, took ${actual.toFixed(1)} s (rate ${
         JSON.stringify(rate)
       })`,
+    );
+    // What the drain kept in its Hypervisor: that rate, and the time per
+    // drain it measured (the settle interval at least); with it the
+    // prediction is of the whole drain, from its start to its settled end.
+    const kept = run.lastDrain;
+    assert.ok(kept?.fixedMs !== undefined, JSON.stringify(kept));
+    assert.deepEqual(kept.migrationRate, rate);
+    assert.ok(kept.fixedMs >= 6_000, `time per drain ${kept.fixedMs} ms`);
+    const whole = (predictDrains(
+      [{ host: "h", ramMb: SIZES, limit: predictionLimit(4, nova) }],
+      undefined,
+      {
+        mbPerSecond: rate.mbPerSecond,
+        overheadSeconds: rate.overheadMs / 1000,
+        fixedSeconds: kept.fixedMs / 1000,
+      },
+    ).get("h")?.predictedSeconds) ?? 0;
+    const took = (Date.parse(kept.endedAt) - Date.parse(kept.startedAt)) /
+      1000;
+    assert.ok(
+      Math.abs(whole / took - 1) <= 0.25,
+      `predicted ${whole.toFixed(1)} s with the time per drain, took ${
+        took.toFixed(1)
+      } s (kept ${JSON.stringify(kept)})`,
     );
   });
 }

@@ -22,6 +22,8 @@ import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
 import { novaReasons, withReasons } from "./explain.ts";
+import { keepLesson } from "./keep_lesson.ts";
+import { noteMarks } from "./lesson.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
@@ -99,6 +101,16 @@ export async function reconcileEviction(
   }
   await written;
   for (const then of pass.afterRecord) then();
+  // What an ended drain learned outlives its Eviction (lesson.ts).
+  await keepLesson({
+    client: ctx.client,
+    eviction: ctx.key,
+    host: pass.host,
+    status: pass.status,
+    marks: pass.state.marks,
+    hypervisor: ctx.cache(HypervisorKind).get(pass.host),
+    log: pass.log,
+  });
   const { end } = ran;
   if (!("plan" in end)) return end.result;
   await report(pass, end.plan, end.before);
@@ -202,6 +214,12 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   if (plan.start.length > 0) await writeIntent(pass, plan, next);
   act(pass, plan);
   const before = pass.status;
+  pass.state.marks = noteMarks(pass.state.marks, {
+    before,
+    started: plan.start.length,
+    ended: plan.done.length + plan.failed.length,
+    nowMs: deps.clock.now(),
+  });
   pass.status = next;
   return { plan, fingerprint, before };
 }

@@ -18,6 +18,7 @@ import type {
   EvictionPolicy,
   EvictionStatus,
   Hypervisor,
+  HypervisorStatusLastDrain,
 } from "../../models/mod.ts";
 import {
   type ActionResult,
@@ -607,6 +608,8 @@ export interface WorldRun {
   status: EvictionStatus;
   /** Simulated time the run took (ms). */
   simulatedMs: number;
+  /** What the drain kept in its Hypervisor's status.lastDrain. */
+  lastDrain: HypervisorStatusLastDrain | undefined;
 }
 
 /**
@@ -710,10 +713,13 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     },
     spec: { hypervisor: HOST, reason: "simulation" },
   });
+  // What the drain keeps in its Hypervisor's status (keep_lesson.ts).
+  let lastDrain: HypervisorStatusLastDrain | undefined;
   const hypervisor = (): Hypervisor => ({
     metadata: { name: HOST },
     spec: {},
     status: {
+      ...(lastDrain === undefined ? {} : { lastDrain }),
       traits: [],
       numInstances: world.listServers().filter((s) => s.host === HOST).length,
       conditions: [{
@@ -767,13 +773,17 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   };
   const client = {
     patch: (
-      _kind: unknown,
+      kind: unknown,
       _key: string,
       body: {
         metadata?: { resourceVersion?: string };
         status?: Record<string, unknown>;
       },
     ) => {
+      if (kind === HypervisorKind) {
+        lastDrain = body.status?.lastDrain as HypervisorStatusLastDrain;
+        return Promise.resolve(hypervisor());
+      }
       if (body.status === undefined) return Promise.resolve(store.object);
       try {
         return Promise.resolve(
@@ -1074,6 +1084,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     finalReason: evicting?.reason,
     hostEmpty: onHost().length === 0,
     simulatedMs: clock.now() - startMs,
+    lastDrain,
   };
 
   function applyEvent(ev: WorldSpec["events"][number]): void {

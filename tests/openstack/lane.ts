@@ -13,6 +13,7 @@ import {
   EvictionPolicyKind,
   HypervisorKind,
 } from "../../controllers/kinds.ts";
+import type { HostPlan } from "../../cli/plan.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { sharedEnvtest } from "../harness/envtest.ts";
 import {
@@ -21,6 +22,7 @@ import {
   startOperatorProcess,
 } from "../harness/operator_process.ts";
 import { openStackAvailable } from "../harness/openstack.ts";
+import { runPlugin } from "../harness/plugin.ts";
 import {
   IN_PROGRESS,
   type MigrationSample,
@@ -293,7 +295,7 @@ export async function recordsByName(
 export interface PlannedHost {
   host: string;
   capacity: { status: string; message: string };
-  makespan: { predictedSeconds: number; lowerBoundSeconds: number };
+  makespan: HostPlan["makespan"];
   vms: { name: string; order: number | null; class: string }[];
 }
 
@@ -311,29 +313,13 @@ export async function planWithPlugin(
   const dir = await Deno.makeTempDir({ prefix: "evictor-lane-plan-" });
   try {
     await Deno.writeTextFile(`${dir}/clouds.yaml`, cloudsYaml);
-    const out = await new Deno.Command(
-      new URL("../../bin/kubectl-evictor", import.meta.url).pathname,
-      {
-        args: ["plan", host, "--output", "json", ...args],
-        env: {
-          PATH: Deno.env.get("PATH") ?? "",
-          HOME: Deno.env.get("HOME") ?? "/tmp",
-          ...(Deno.env.get("DENO_DIR")
-            ? { DENO_DIR: Deno.env.get("DENO_DIR") as string }
-            : {}),
-          KUBECONFIG: api.kubeconfigPath,
-          OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
-          OS_CLOUD: "lane",
-        },
-        clearEnv: true,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      },
-    ).output();
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, stderr);
-    const parsed = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    const out = await runPlugin(["plan", host, "--output", "json", ...args], {
+      KUBECONFIG: api.kubeconfigPath,
+      OS_CLIENT_CONFIG_FILE: `${dir}/clouds.yaml`,
+      OS_CLOUD: "lane",
+    });
+    assert.equal(out.code, 0, out.stderr);
+    const parsed = JSON.parse(out.stdout) as {
       hosts: PlannedHost[];
     };
     const h = parsed.hosts.find((x) => x.host === host);

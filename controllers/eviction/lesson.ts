@@ -1,0 +1,150 @@
+/**
+ * What a drain learned, kept when it ends: its Hypervisor's
+ * `status.lastDrain` (the rate it observed, its time per drain, its
+ * prediction), which outlives the Eviction, so that `kubectl evictor plan`
+ * and later drains predict from it after the Eviction is deleted
+ * (capacity/history.ts reads it).
+ *
+ * The time per drain is measured, not assumed: from the drain's start to
+ * its first migration (capacity check, disabling the service, the wave),
+ * plus from its last migration's end to the drain's end (the last
+ * confirms, the settle looks). This process knows it only if it saw the
+ * first start: a drain it took over from another process records none.
+ *
+ * @module
+ */
+
+import type {
+  EvictionStatus,
+  HypervisorStatusLastDrain,
+} from "../../models/mod.ts";
+import { drainEndMs } from "../../capacity/makespan.ts";
+
+/** When the drain's first migration started and its last one ended (controller clock ms). */
+export interface DrainMarks {
+  /** The pass that started the drain's first migration; unset if this process did not see it. */
+  firstStartMs?: number;
+  /** The latest pass that saw a migration of the drain end (done or failed). */
+  lastEndMs?: number;
+}
+
+/** What of a pass {@linkcode noteMarks} reads. */
+export interface MarkedPass {
+  /** The status before the pass. */
+  before: EvictionStatus;
+  /** Migrations started this pass. */
+  started: number;
+  /** Migrations seen ending this pass (left the host, or failed). */
+  ended: number;
+  /** The pass's time, controller clock ms. */
+  nowMs: number;
+}
+
+/**
+ * The marks after a pass: the first start is the first start of a drain
+ * that had none before (nothing migrated, in flight or failed), so a
+ * process that takes a drain over mid-way never marks a later start as
+ * its first.
+ *
+ * @example
+ * ```ts
+ * import { noteMarks } from "./lesson.ts";
+ * const m = noteMarks({}, { before: {}, started: 2, ended: 0, nowMs: 5000 });
+ * console.log(noteMarks(m, { before: { migratedCount: 1 }, started: 1, ended: 1, nowMs: 9000 }));
+ * // { firstStartMs: 5000, lastEndMs: 9000 }
+ * ```
+ */
+export function noteMarks(marks: DrainMarks, pass: MarkedPass): DrainMarks {
+  const { before, started, ended, nowMs } = pass;
+  const fresh = (before.migratedCount ?? 0) === 0 &&
+    (before.inFlight ?? []).length === 0 && (before.failed ?? []).length === 0;
+  return {
+    ...marks,
+    ...(marks.firstStartMs === undefined && started > 0 && fresh
+      ? { firstStartMs: nowMs }
+      : {}),
+    ...(ended > 0 ? { lastEndMs: nowMs } : {}),
+  };
+}
+
+/**
+ * The record of an ended drain for its Hypervisor's status, or undefined
+ * while it runs (capacity/makespan.ts drainEndMs) or without a start time.
+ *
+ * @example
+ * ```ts
+ * import { drainLesson } from "./lesson.ts";
+ * const l = drainLesson("node042", {
+ *   startedAt: "2026-01-01T00:00:00.000Z", finishedAt: "2026-01-01T00:01:29.000Z", migratedCount: 3,
+ *   observedMigrationRate: { mbPerSecond: 63, overheadMs: 11000, migrations: 3 },
+ * }, { firstStartMs: Date.parse("2026-01-01T00:00:05Z"), lastEndMs: Date.parse("2026-01-01T00:01:20Z") });
+ * console.log(l?.fixedMs); // 14000
+ * ```
+ */
+export function drainLesson(
+  eviction: string,
+  status: EvictionStatus,
+  marks: DrainMarks,
+): HypervisorStatusLastDrain | undefined {
+  const startedMs = Date.parse(status.startedAt ?? "");
+  const endedMs = drainEndMs(status);
+  if (Number.isNaN(startedMs) || endedMs === undefined || endedMs < startedMs) {
+    return undefined;
+  }
+  const migrated = status.migratedCount ?? 0;
+  const fixedMs = marks.firstStartMs !== undefined
+    ? Math.max(0, marks.firstStartMs - startedMs) +
+      Math.max(
+        0,
+        endedMs - Math.max(marks.lastEndMs ?? endedMs, marks.firstStartMs),
+      )
+    // nothing was ever started: the whole drain was fixed cost
+    : migrated === 0 && (status.failed ?? []).length === 0
+    ? endedMs - startedMs
+    : undefined;
+  return {
+    eviction,
+    startedAt: status.startedAt ?? "",
+    endedAt: new Date(endedMs).toISOString(),
+    migrated,
+    ...(status.predictedMakespanSeconds === undefined
+      ? {}
+      : { predictedMakespanSeconds: status.predictedMakespanSeconds }),
+    ...(status.observedMigrationRate === undefined
+      ? {}
+      : { migrationRate: status.observedMigrationRate }),
+    ...(fixedMs === undefined ? {} : { fixedMs: Math.round(fixedMs) }),
+  };
+}
+
+/**
+ * Whether `lesson` needs writing over the Hypervisor's `recorded` one: not
+ * when it is the same, nor when the recorded drain ended later (a newer
+ * drain of the host).
+ *
+ * @example
+ * ```ts
+ * import { needsRecording } from "./lesson.ts";
+ * const l = { eviction: "a", startedAt: "2026-01-01T00:00:00Z", endedAt: "2026-01-01T00:01:00.000Z", migrated: 1 };
+ * console.log(needsRecording(l, undefined), needsRecording(l, { ...l })); // true false
+ * ```
+ */
+export function needsRecording(
+  lesson: HypervisorStatusLastDrain,
+  recorded: HypervisorStatusLastDrain | undefined,
+): boolean {
+  if (recorded === undefined) return true;
+  const ended = Date.parse(lesson.endedAt);
+  const before = Date.parse(recorded.endedAt);
+  if (before > ended) return false;
+  const rate = (l: HypervisorStatusLastDrain) =>
+    l.migrationRate === undefined
+      ? ""
+      : `${l.migrationRate.mbPerSecond}/${l.migrationRate.overheadMs}/${l.migrationRate.migrations}`;
+  return recorded.eviction !== lesson.eviction ||
+    Date.parse(recorded.startedAt) !== Date.parse(lesson.startedAt) ||
+    before !== ended || recorded.migrated !== lesson.migrated ||
+    recorded.fixedMs !== lesson.fixedMs ||
+    recorded.predictedMakespanSeconds !== lesson.predictedMakespanSeconds ||
+    rate(recorded) !== rate(lesson);
+}
