@@ -398,10 +398,24 @@ Deno.test({
             async () => {
               const n = await metric(env, DEMOTIONS);
               if (n === 0) return undefined;
-              const events = (await eventsOf(env, name)).map((e) =>
-                `${e.reason}: ${e.message}`
+              const ms = Date.now() - startedAt;
+              // the Event is written a moment after the metric counts
+              const events = await waitFor(
+                "the demotion's Event",
+                async () => {
+                  const all = (await eventsOf(env, name)).map((e) =>
+                    `${e.reason}: ${e.message}`
+                  );
+                  return all.some((e) =>
+                      e.startsWith("NotificationViewDemoted")
+                    )
+                    ? all
+                    : undefined;
+                },
+                10_000,
+                50,
               );
-              return { ms: Date.now() - startedAt, events };
+              return { ms, events };
             },
             60_000,
             50,
