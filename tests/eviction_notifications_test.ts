@@ -98,6 +98,28 @@ async function metric(env: DrainEnv, name: string): Promise<number> {
   return metricSum(await env.operator.metrics.registry.metrics(), name);
 }
 
+/**
+ * Forces a VM onto the finished host of drain `name` and waits up to
+ * `timeoutMs` for the drain to reopen; returns when (real ms).
+ */
+function forceAndWaitReopened(
+  env: DrainEnv,
+  host: string,
+  name: string,
+  timeoutMs: number,
+): Promise<number> {
+  env.sim.addServer({ host, name: "forced", ramMb: 2048 });
+  return waitFor(
+    "the drain reopened",
+    async () => {
+      const ev = await env.eviction(name);
+      return ev.status?.finishedAt === undefined ? Date.now() : undefined;
+    },
+    timeoutMs,
+    20,
+  );
+}
+
 function assertDrainedOnce(env: DrainEnv, host: string): void {
   assert.deepEqual(serversOn(env.sim, host), [], "no VM left on the host");
   assert.deepEqual(migratedTwice(env.sim, [host]), [], "no VM moved twice");
@@ -338,16 +360,7 @@ Deno.test({
         }
       });
       try {
-        env.sim.addServer({ host, name: "forced", ramMb: 2048 });
-        const reopened = await waitFor(
-          "the drain reopened",
-          async () => {
-            const ev = await env.eviction(name);
-            return ev.status?.finishedAt === undefined ? Date.now() : undefined;
-          },
-          5_000,
-          20,
-        );
+        const reopened = await forceAndWaitReopened(env, host, name, 5_000);
         assert.ok(eventAt !== undefined, "the arrival was notified");
         assert.ok(
           reopened - eventAt <= 1_000,
@@ -488,16 +501,7 @@ Deno.test({
       // polling pace (the gap since the finish, doubling).
       await new Promise((r) => setTimeout(r, 1_000));
       const sentAt = Date.now();
-      env.sim.addServer({ host, name: "forced", ramMb: 2048 });
-      const reopened = await waitFor(
-        "the drain reopened",
-        async () => {
-          const ev = await env.eviction(name);
-          return ev.status?.finishedAt === undefined ? Date.now() : undefined;
-        },
-        15_000,
-        20,
-      );
+      const reopened = await forceAndWaitReopened(env, host, name, 15_000);
       assert.ok(
         reopened - sentAt <= 10 * POLL_MS + 1_000,
         `reopened ${reopened - sentAt} ms after the VM came`,
