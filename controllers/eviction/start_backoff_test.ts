@@ -27,6 +27,7 @@ Deno.test("a VM in start backoff is not started, not in flight, not charged", ()
       state: "unknown",
       kind: "live",
       issuedAtMs: at(-1).getTime(),
+      answeredAtMs: at(-1).getTime(),
       message: "503",
     }]]),
     startBackoff: new Map([["a", { count: 1, retryAtMs: at(2).getTime() }]]),
