@@ -39,9 +39,13 @@ export const FIRST_LOOK_WINDOW = 3;
  * start would have finished copying; then a poll interval after each look
  * (`lastLookMs`, counted from {@linkcode FIRST_LOOK_SHARE} of a poll
  * interval after the start) while none saw it past the conductor
- * (`pastConductor`), within {@linkcode FIRST_LOOK_WINDOW} poll intervals.
- * Undefined once a look saw it past the conductor, or the window is over:
- * the duration model times it from then on. Shared by the starts of a
+ * (`pastConductor`), within {@linkcode FIRST_LOOK_WINDOW} poll intervals,
+ * and for as long as the last look found its record `accepted`
+ * (`withConductor`: Nova's conductor still deciding, which on a loaded
+ * cloud may take many poll intervals; a NoValidHost must still be seen
+ * within a poll interval of its record's error). Undefined once a look saw
+ * it past the conductor, or the window is over with no record of it
+ * seen: the duration model times it from then on. Shared by the starts of a
  * pass.
  *
  * @example
@@ -52,6 +56,7 @@ export const FIRST_LOOK_WINDOW = 3;
  * console.log(firstLookAt(10_000, 12_000, 2000, true)); // undefined: it copies
  * console.log(firstLookAt(10_000, 12_000, 2000, false)); // 14000: still with the conductor
  * console.log(firstLookAt(10_000, 16_000, 2000, false)); // undefined: the window is over
+ * console.log(firstLookAt(10_000, 30_000, 2000, false, true)); // 32000: the conductor still decides
  * ```
  */
 export function firstLookAt(
@@ -59,13 +64,16 @@ export function firstLookAt(
   lastLookMs: number | undefined,
   pollMs: number,
   pastConductor: boolean,
+  withConductor = false,
 ): number | undefined {
   if (pastConductor) return undefined;
   if (
     lastLookMs === undefined ||
     lastLookMs - issuedAtMs < pollMs * FIRST_LOOK_SHARE
   ) return issuedAtMs + pollMs;
-  if (lastLookMs - issuedAtMs >= pollMs * FIRST_LOOK_WINDOW) return undefined;
+  if (
+    !withConductor && lastLookMs - issuedAtMs >= pollMs * FIRST_LOOK_WINDOW
+  ) return undefined;
   return lastLookMs + pollMs;
 }
 

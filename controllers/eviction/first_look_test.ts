@@ -68,6 +68,10 @@ Deno.test("firstLookAt: table", () => {
   for (const [name, issued, last, poll, past, want] of rows) {
     assert.equal(firstLookAt(issued, last, poll, past), want, name);
   }
+  // A record still `accepted` (the conductor deciding, slow on a loaded
+  // cloud) keeps the looks a poll interval apart past the window.
+  assert.equal(firstLookAt(10_000, 40_000, 2000, false, true), 42_000);
+  assert.equal(firstLookAt(10_000, 40_000, 2000, true, true), undefined);
 });
 
 Deno.test("pastConductor: table", () => {

@@ -173,7 +173,13 @@ export class Pace {
   /** The latest look at each start of ours in flight (first_look.ts). */
   readonly #looked = new Map<
     string,
-    { issuedAtMs: number; atMs: number; pastConductor: boolean }
+    {
+      issuedAtMs: number;
+      atMs: number;
+      pastConductor: boolean;
+      /** The look found the record `accepted`: the conductor decides. */
+      withConductor: boolean;
+    }
   >();
   /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
   #glance: PaceView | undefined;
@@ -548,11 +554,12 @@ export class Pace {
     if (issued === undefined || view.nowMs < issued) return;
     const last = this.#looked.get(id);
     const before = last?.issuedAtMs === issued && last.pastConductor;
+    const status = view.records.get(id)?.status;
     this.#looked.set(id, {
       issuedAtMs: issued,
       atMs: view.nowMs,
-      pastConductor: before ||
-        pastConductor(view.records.get(id)?.status),
+      pastConductor: before || pastConductor(status),
+      withConductor: status?.toLowerCase() === "accepted",
     });
   }
 
@@ -567,6 +574,7 @@ export class Pace {
       same?.atMs,
       view.pollMs,
       same?.pastConductor ?? false,
+      same?.withConductor ?? false,
     );
   }
 }
