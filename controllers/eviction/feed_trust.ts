@@ -255,6 +255,11 @@ export class FeedTrust {
     return out;
   }
 
+  /** Drops the starts of `key`'s host awaiting their first event (the feed had a gap). */
+  dropProbes(key: string): void {
+    this.#hosts.get(key)?.probes.clear();
+  }
+
   /** Forgets a drain's host. */
   forget(key: string): void {
     this.#hosts.delete(key);

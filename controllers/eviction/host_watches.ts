@@ -198,9 +198,13 @@ export class HostWatches {
    * says the view missed a change: it is demoted.
    */
   probeStarts(key: string, starts: ReadonlyMap<string, StartNote>): void {
-    if (!this.#watches.has(key)) return;
+    const view = this.#watches.get(key)?.view;
+    // Only a start made while the view watched without a gap can be heard
+    // of: one made while the feed was down proves nothing either way.
+    if (view === undefined || !view.trustworthy(this.feed)) return;
     for (const s of starts.values()) {
       if (s.issuedAtMs === undefined || s.answeredAtMs === undefined) continue;
+      if (s.issuedAtMs < view.stamp.atMs) continue;
       if (s.state === "accepted") {
         this.#trust.probe(key, s.id, s.issuedAtMs, s.answeredAtMs);
       } else if (s.state === "conflict") {
@@ -332,6 +336,10 @@ export class HostWatches {
   }
 
   #changed(_state: FeedState): void {
-    for (const key of this.#watches.keys()) this.#wake(key);
+    for (const key of this.#watches.keys()) {
+      // A gap: the starts awaiting their first event may have lost it.
+      this.#trust.dropProbes(key);
+      this.#wake(key);
+    }
   }
 }
