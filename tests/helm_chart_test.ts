@@ -333,7 +333,14 @@ Deno.test("objects of cert-manager and the Prometheus operator render when the c
     [[], ["Secret"]],
     [MONITORING_API, ["PrometheusRule", "Secret", "ServiceMonitor"]],
     [CERT_MANAGER_API, ["Certificate", "Issuer"]],
-    [BOTH_APIS, ["Certificate", "Issuer", "PrometheusRule", "ServiceMonitor"]],
+    // the ServiceMonitor's scraper token is a Secret too
+    [BOTH_APIS, [
+      "Certificate",
+      "Issuer",
+      "PrometheusRule",
+      "Secret",
+      "ServiceMonitor",
+    ]],
     [["--set", "certManager.enabled=true"], ["Certificate", "Issuer"]],
     [[...CERT_MANAGER_API, "--set", "certManager.enabled=false"], ["Secret"]],
     [

@@ -80,7 +80,10 @@ Deno.test({
       const table = await plugin(["plan", src], env);
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, new RegExp(`^HOST ${src}$`, "m"));
-      assert.match(table.stdout, /^ {2}makespan: .* predicted, lower bound /m);
+      assert.match(
+        table.stdout,
+        /^ {2}makespan: .* predicted( \(range [^)]*\))?, lower bound /m,
+      );
       assert.match(table.stdout, /^ {2}1 +huge +\S+ +ACTIVE +131072 +live/m);
 
       // Nothing changed: no action, no service update, no migration.
