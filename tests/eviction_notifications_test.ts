@@ -120,6 +120,16 @@ function forceAndWaitReopened(
   );
 }
 
+/** Runs `fn` with a broker of its own (stopped or reconfigured by the test). */
+async function withOwnBroker(fn: (mq: RabbitMq) => Promise<void>) {
+  const mq = await startRabbitMq();
+  try {
+    await fn(mq);
+  } finally {
+    await mq.stop();
+  }
+}
+
 function assertDrainedOnce(env: DrainEnv, host: string): void {
   assert.deepEqual(serversOn(env.sim, host), [], "no VM left on the host");
   assert.deepEqual(migratedTwice(env.sim, [host]), [], "no VM moved twice");
@@ -210,12 +220,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const mq = await startRabbitMq();
-    try {
-      await drainThroughBrokerStop(mq);
-    } finally {
-      await mq.stop();
-    }
+    await withOwnBroker(drainThroughBrokerStop);
   },
 });
 
@@ -404,8 +409,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const mq = await startRabbitMq();
-    try {
+    await withOwnBroker(async (mq) => {
       // A vhost of its own, with an exchange `nova` nobody publishes to:
       // the operator subscribes there, the simulator publishes on `/`.
       const deaf = await mq.addVhost("deaf");
@@ -466,9 +470,7 @@ Deno.test({
         notified <= 1.5 * polled,
         `notified (deaf) ${notified} ms against polling ${polled} ms`,
       );
-    } finally {
-      await mq.stop();
-    }
+    });
   },
 });
 

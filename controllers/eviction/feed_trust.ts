@@ -227,14 +227,12 @@ export class FeedTrust {
   }
 
   /**
-   * Whether `key`'s view is trusted and the feed delivered some event
-   * within `liveMs` (a silent feed looks just like a quiet host): a
-   * finished drain whose view is not proven live looks at its host at the
-   * polling pace.
+   * Whether the feed delivered some event within `liveMs` (a silent feed
+   * looks just like a quiet host): a finished drain whose trusted view is
+   * not live looks at its host at the polling pace.
    */
-  provenLive(key: string, nowMs: number): boolean {
-    return this.trusted(key, nowMs) &&
-      nowMs - this.#lastEventMs <= this.#options.liveMs;
+  live(nowMs: number): boolean {
+    return nowMs - this.#lastEventMs <= this.#options.liveMs;
   }
 
   /** Whether the whole feed is demoted at `nowMs`. */

@@ -96,11 +96,11 @@ Deno.test("FeedTrust: repeated host demotions demote the whole feed, with a back
   assert.ok(fresh.trusted("d", 3302));
 });
 
-Deno.test("FeedTrust: proven live only while the feed speaks", () => {
+Deno.test("FeedTrust: live only while the feed speaks", () => {
   const trust = proven();
   trust.delivered(1);
-  assert.ok(trust.provenLive("ev", 30));
-  assert.ok(!trust.provenLive("ev", 32), "silent for longer than liveMs");
+  assert.ok(trust.trusted("ev", 30) && trust.live(30));
+  assert.ok(!trust.live(32), "silent for longer than liveMs");
 });
 
 Deno.test("FeedTrust: bad bounds are refused with the name and value", () => {

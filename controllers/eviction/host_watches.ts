@@ -188,7 +188,7 @@ export class HostWatches {
    */
   provenLive(key: string): boolean {
     return this.trustworthyView(key, Infinity) !== undefined &&
-      this.#trust.provenLive(key, this.#now());
+      this.#trust.live(this.#now());
   }
 
   /**

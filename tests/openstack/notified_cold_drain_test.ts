@@ -12,19 +12,15 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { NOTIFICATIONS_UP_METRIC } from "../../app/notification_metrics.ts";
-import { metricSum, scrapeMetrics } from "../_monitoring.ts";
-import { freePort, makeOwnedTempDir } from "../harness/processes.ts";
-import { STAGING_ROOT } from "../harness/operator_process.ts";
-import { laneCloud, type ServerSpec } from "./contract_backends.ts";
+import { metricSum } from "../_monitoring.ts";
+import type { ServerSpec } from "./contract_backends.ts";
 import {
   available,
   evictingReason,
   evictionYaml,
   type RawMigration,
-  until,
-  withLane,
 } from "./lane.ts";
+import { withNotifiedLane } from "./notified_lane.ts";
 
 /** The actions Nova recorded on a server (`GET .../os-instance-actions`). */
 interface ListedAction {
@@ -47,93 +43,67 @@ Deno.test({
       size: i % 2 === 0 ? "small" : "medium",
       status: "SHUTOFF",
     }));
-    const cloud = await laneCloud();
-    const dir = await makeOwnedTempDir(STAGING_ROOT, "notified-cold-");
-    // The feed's user holds exactly the documented permissions.
-    await Deno.writeTextFile(`${dir}/url`, `${cloud.feedAmqpUrl}\n`);
-    const port = freePort();
-    const scrape = () => scrapeMetrics(`http://127.0.0.1:${port}/metrics`);
-    try {
-      await withLane(servers, [host], [
-        "--eviction-concurrency=2",
-        `--metrics-bind-address=127.0.0.1:${port}`,
-        "--insecure-metrics",
-        `--nova-notifications-url-file=${dir}/url`,
-      ], async (lane) => {
-        const { b } = lane;
-        const id = (n: string) => b.servers.get(n) as string;
-        await until(
-          "the notification feed up",
-          async () =>
-            new RegExp(`^${NOTIFICATIONS_UP_METRIC} 1$`, "m").test(
-                await scrape().catch(() => ""),
-              )
-              ? true
-              : undefined,
-          60_000,
-          lane.diagnostics,
-        );
-        await lane.kubectl(
-          ["create", "-f", "-"],
-          evictionYaml(host, lane.labels, "notified cold"),
-        );
-        const ev = await evictingReason(lane, host, "Succeeded");
-        assert.equal(ev.status?.migratedCount, names.length);
-        // Nova's side: one cold migration, confirmed, and one confirmResize
-        // action per server.
-        const per = new Map<string, RawMigration[]>();
-        for (const m of await lane.migrationsFrom(host)) {
-          per.set(m.instance_uuid, [...(per.get(m.instance_uuid) ?? []), m]);
-        }
-        const confirmsByServer: Record<string, number> = {};
-        for (const n of names) {
-          assert.deepEqual(
-            (per.get(id(n)) ?? []).map((m) =>
-              `${m.migration_type}:${m.status}`
-            ),
-            ["migration:confirmed"],
-            n,
-          );
-          const r = await b.raw(
-            "compute",
-            "GET",
-            `/servers/${id(n)}/os-instance-actions`,
-          );
-          assert.equal(r.status, 200, JSON.stringify(r.body));
-          const actions =
-            (r.body as { instanceActions: ListedAction[] }).instanceActions;
-          confirmsByServer[n] = actions.filter((a) =>
-            a.action === "confirmResize"
-          ).length;
-          const s = await b.nova.getServer(id(n));
-          assert.equal(s.status, "SHUTOFF", n);
-          assert.notEqual(s.host, host, n);
-        }
-        // The operator's side: every confirm it sent, whatever Nova answered.
-        const text = await scrape();
-        const sent = metricSum(
-          text,
-          "evictor_nova_calls_total",
-          'call="confirmResize"',
-        );
-        console.log(
-          `lane notified cold drain: confirmResize sent ${sent} for ${names.length} cold migrations; instance actions ${
-            JSON.stringify(confirmsByServer)
-          }`,
-        );
+    await withNotifiedLane(servers, host, [
+      "--eviction-concurrency=2",
+    ], async (lane, scrape) => {
+      const { b } = lane;
+      const id = (n: string) => b.servers.get(n) as string;
+      await lane.kubectl(
+        ["create", "-f", "-"],
+        evictionYaml(host, lane.labels, "notified cold"),
+      );
+      const ev = await evictingReason(lane, host, "Succeeded");
+      assert.equal(ev.status?.migratedCount, names.length);
+      // Nova's side: one cold migration, confirmed, and one confirmResize
+      // action per server.
+      const per = new Map<string, RawMigration[]>();
+      for (const m of await lane.migrationsFrom(host)) {
+        per.set(m.instance_uuid, [...(per.get(m.instance_uuid) ?? []), m]);
+      }
+      const confirmsByServer: Record<string, number> = {};
+      for (const n of names) {
         assert.deepEqual(
-          confirmsByServer,
-          Object.fromEntries(names.map((n) => [n, 1])),
-          "Nova recorded one confirmResize per server",
+          (per.get(id(n)) ?? []).map((m) => `${m.migration_type}:${m.status}`),
+          ["migration:confirmed"],
+          n,
         );
-        assert.equal(
-          sent,
-          names.length,
-          "the operator sent one confirmResize per cold migration",
+        const r = await b.raw(
+          "compute",
+          "GET",
+          `/servers/${id(n)}/os-instance-actions`,
         );
-      });
-    } finally {
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    }
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        const actions =
+          (r.body as { instanceActions: ListedAction[] }).instanceActions;
+        confirmsByServer[n] = actions.filter((a) =>
+          a.action === "confirmResize"
+        ).length;
+        const s = await b.nova.getServer(id(n));
+        assert.equal(s.status, "SHUTOFF", n);
+        assert.notEqual(s.host, host, n);
+      }
+      // The operator's side: every confirm it sent, whatever Nova answered.
+      const text = await scrape();
+      const sent = metricSum(
+        text,
+        "evictor_nova_calls_total",
+        'call="confirmResize"',
+      );
+      console.log(
+        `lane notified cold drain: confirmResize sent ${sent} for ${names.length} cold migrations; instance actions ${
+          JSON.stringify(confirmsByServer)
+        }`,
+      );
+      assert.deepEqual(
+        confirmsByServer,
+        Object.fromEntries(names.map((n) => [n, 1])),
+        "Nova recorded one confirmResize per server",
+      );
+      assert.equal(
+        sent,
+        names.length,
+        "the operator sent one confirmResize per cold migration",
+      );
+    });
   },
 });

@@ -9,22 +9,16 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  NOTIFICATIONS_RECEIVED_METRIC,
-  NOTIFICATIONS_UP_METRIC,
-} from "../../app/notification_metrics.ts";
-import { metricSum, scrapeMetrics } from "../_monitoring.ts";
-import { freePort, makeOwnedTempDir } from "../harness/processes.ts";
-import { STAGING_ROOT } from "../harness/operator_process.ts";
-import { laneCloud, type ServerSpec } from "./contract_backends.ts";
+import { NOTIFICATIONS_RECEIVED_METRIC } from "../../app/notification_metrics.ts";
+import { metricSum } from "../_monitoring.ts";
+import type { ServerSpec } from "./contract_backends.ts";
 import {
   available,
   evictingReason,
   evictionYaml,
   type RawMigration,
-  until,
-  withLane,
 } from "./lane.ts";
+import { withNotifiedLane } from "./notified_lane.ts";
 
 Deno.test({
   name:
@@ -40,88 +34,63 @@ Deno.test({
       host,
       size: i % 2 === 0 ? "small" : "medium",
     }));
-    const cloud = await laneCloud();
-    assert.ok(cloud.amqpUrl, "the lane's Nova publishes to a broker");
-    const dir = await makeOwnedTempDir(STAGING_ROOT, "notified-lane-");
-    // The feed's user holds exactly the documented permissions.
-    await Deno.writeTextFile(`${dir}/url`, `${cloud.feedAmqpUrl}\n`);
-    const port = freePort();
-    const scrape = () => scrapeMetrics(`http://127.0.0.1:${port}/metrics`);
-    try {
-      await withLane(servers, [host], [
-        "--eviction-concurrency=2",
-        `--metrics-bind-address=127.0.0.1:${port}`,
-        "--insecure-metrics",
-        `--nova-notifications-url-file=${dir}/url`,
-      ], async (lane) => {
-        const { b } = lane;
-        const id = (n: string) => b.servers.get(n) as string;
-        await until(
-          "the notification feed up",
-          async () =>
-            new RegExp(`^${NOTIFICATIONS_UP_METRIC} 1$`, "m").test(
-                await scrape().catch(() => ""),
-              )
-              ? true
-              : undefined,
-          60_000,
-          lane.diagnostics,
+    await withNotifiedLane(servers, host, [
+      "--eviction-concurrency=2",
+    ], async (lane, scrape) => {
+      const { b } = lane;
+      const id = (n: string) => b.servers.get(n) as string;
+      const t0 = Date.now();
+      await lane.kubectl(
+        ["create", "-f", "-"],
+        evictionYaml(host, lane.labels, "notified"),
+      );
+      const ev = await evictingReason(lane, host, "Succeeded");
+      const text = await scrape();
+      console.log(
+        `lane notified drain: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${
+          metricSum(text, "evictor_drain_looks_total", 'source="view"')
+        } passes from the view, ${
+          metricSum(text, "evictor_drain_looks_total", 'source="nova"')
+        } from Nova, ${
+          metricSum(text, "evictor_nova_calls_total")
+        } Nova calls for ${names.length} VMs`,
+      );
+      assert.equal(ev.status?.migratedCount, names.length);
+      const left = (await b.nova.listServersOnHost(host)).filter((s) =>
+        names.map(id).includes(s.id)
+      );
+      assert.deepEqual(left.map((s) => s.name), [], "no server left");
+      // Real Nova's events reached the operator and drove its passes.
+      assert.ok(
+        metricSum(
+          text,
+          NOTIFICATIONS_RECEIVED_METRIC,
+          'event_type="instance.live_migration_post.end"',
+        ) >= names.length,
+        "every migration's post.end was received",
+      );
+      assert.ok(
+        metricSum(text, "evictor_drain_looks_total", 'source="view"') > 0,
+        "passes were planned from the view",
+      );
+      assert.equal(
+        metricSum(text, "evictor_notification_view_diffs_total"),
+        0,
+        "a relist found the view wrong",
+      );
+      // One completed live migration per server.
+      const per = new Map<string, RawMigration[]>();
+      for (const m of await lane.migrationsFrom(host)) {
+        per.set(m.instance_uuid, [...(per.get(m.instance_uuid) ?? []), m]);
+      }
+      for (const n of names) {
+        const mine = per.get(id(n)) ?? [];
+        assert.deepEqual(
+          mine.map((m) => `${m.migration_type}:${m.status}`),
+          ["live-migration:completed"],
+          n,
         );
-        const t0 = Date.now();
-        await lane.kubectl(
-          ["create", "-f", "-"],
-          evictionYaml(host, lane.labels, "notified"),
-        );
-        const ev = await evictingReason(lane, host, "Succeeded");
-        const text = await scrape();
-        console.log(
-          `lane notified drain: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${
-            metricSum(text, "evictor_drain_looks_total", 'source="view"')
-          } passes from the view, ${
-            metricSum(text, "evictor_drain_looks_total", 'source="nova"')
-          } from Nova, ${
-            metricSum(text, "evictor_nova_calls_total")
-          } Nova calls for ${names.length} VMs`,
-        );
-        assert.equal(ev.status?.migratedCount, names.length);
-        const left = (await b.nova.listServersOnHost(host)).filter((s) =>
-          names.map(id).includes(s.id)
-        );
-        assert.deepEqual(left.map((s) => s.name), [], "no server left");
-        // Real Nova's events reached the operator and drove its passes.
-        assert.ok(
-          metricSum(
-            text,
-            NOTIFICATIONS_RECEIVED_METRIC,
-            'event_type="instance.live_migration_post.end"',
-          ) >= names.length,
-          "every migration's post.end was received",
-        );
-        assert.ok(
-          metricSum(text, "evictor_drain_looks_total", 'source="view"') > 0,
-          "passes were planned from the view",
-        );
-        assert.equal(
-          metricSum(text, "evictor_notification_view_diffs_total"),
-          0,
-          "a relist found the view wrong",
-        );
-        // One completed live migration per server.
-        const per = new Map<string, RawMigration[]>();
-        for (const m of await lane.migrationsFrom(host)) {
-          per.set(m.instance_uuid, [...(per.get(m.instance_uuid) ?? []), m]);
-        }
-        for (const n of names) {
-          const mine = per.get(id(n)) ?? [];
-          assert.deepEqual(
-            mine.map((m) => `${m.migration_type}:${m.status}`),
-            ["live-migration:completed"],
-            n,
-          );
-        }
-      });
-    } finally {
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    }
+      }
+    });
   },
 });
