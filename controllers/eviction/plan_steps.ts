@@ -43,7 +43,7 @@ import type {
   StartAction,
   StuckReport,
   WaitingVm,
-} from "./plan.ts";
+} from "./plan_types.ts";
 import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
 
