@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { KubeClient } from "../framework/client.ts";
 import { EvictionKind, HypervisorKind } from "../controllers/kinds.ts";
 import type { Eviction, Hypervisor } from "../models/mod.ts";
-import { parseNovaTime } from "../controllers/eviction/nova_states.ts";
+import { parseNovaTime } from "../openstack/nova_time.ts";
 import { startEnvtest } from "../tests/harness/envtest.ts";
 import { startOpenStack } from "../tests/harness/openstack.ts";
 import { startNovaRegionProxy } from "../tests/harness/nova_region_proxy.ts";

@@ -8,8 +8,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { z } from "zod";
-import { oneLine } from "../framework/errors.ts";
-import { ConfigError, errText, OpenStackError } from "../openstack/mod.ts";
+import { errText, oneLine } from "../framework/errors.ts";
+import { ConfigError, OpenStackError } from "../openstack/mod.ts";
 import { ApiServerUnreachableError, KubeconfigError } from "./kube_config.ts";
 import { UsageError } from "./usage.ts";
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseNovaTime } from "../controllers/eviction/nova_states.ts";
+import { parseNovaTime } from "../openstack/nova_time.ts";
 import {
   IN_PROGRESS,
   type MigrationSample,

@@ -230,14 +230,22 @@ export function oneLine(err: unknown): string {
 }
 
 /**
- * The message of a thrown value, for logs and Events.
+ * The message of a thrown value, for logs and Events, with the request id
+ * of the call that failed when the error carries one (an OpenStack error:
+ * so an operator can find the call in the service's logs).
  *
  * @example
  * ```ts
  * import { errText } from "./errors.ts";
  * console.assert(errText(new Error("boom")) === "boom" && errText(3) === "3");
+ * const e = Object.assign(new Error("no"), { requestId: "req-1" });
+ * console.assert(errText(e) === "no (request req-1)");
  * ```
  */
 export function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  if (!(err instanceof Error)) return String(err);
+  const requestId = (err as { requestId?: unknown }).requestId;
+  return typeof requestId === "string"
+    ? `${err.message} (request ${requestId})`
+    : err.message;
 }

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { errText } from "./errors.ts";
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
@@ -30,9 +31,6 @@ export interface SecureContextTarget {
   /** Replaces the certificate for connections accepted from now on. */
   setSecureContext(options: { cert: string; key: string }): void;
 }
-
-const errText = (err: unknown) =>
-  err instanceof Error ? err.message : String(err);
 
 /**
  * Throws unless `cert` is a PEM certificate and `key` its private key.

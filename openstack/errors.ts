@@ -267,23 +267,3 @@ export function errorForStatus(
       return new InvalidResponseError(`HTTP ${status}: ${message}`, d);
   }
 }
-
-/**
- * An error's message for logs and Events, with Nova's request id when the
- * call got one (so an operator can find the call in Nova's logs).
- *
- * @example
- * ```ts
- * import { errText, OpenStackError } from "./errors.ts";
- * console.assert(errText(new Error("boom")) === "boom");
- * console.assert(errText(new OpenStackError("no", { requestId: "req-1" })) === "no (request req-1)");
- * ```
- */
-export function errText(err: unknown): string {
-  if (err instanceof OpenStackError) {
-    return err.requestId === undefined
-      ? err.message
-      : `${err.message} (request ${err.requestId})`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}

@@ -32,6 +32,7 @@ export {
   type ServerMigration,
 } from "./nova_types.ts";
 export * from "./nova.ts";
+export * from "./nova_time.ts";
 export * from "./microversion.ts";
 export * from "./instance_actions.ts";
 export * from "./placement.ts";

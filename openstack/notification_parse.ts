@@ -9,6 +9,7 @@
  */
 
 import { z } from "zod";
+import { parseNovaTime } from "./nova_time.ts";
 import type {
   NotifiedInstance,
   NovaNotification,
@@ -73,34 +74,6 @@ const taskDataSchema = z.object({
 });
 
 /** Nova's timestamp, Python's `str(datetime)`: the fraction is absent at .000000. */
-const TIMESTAMP =
-  /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?$/;
-
-/**
- * Nova's notification timestamp (UTC, `YYYY-MM-DD hh:mm:ss[.ffffff]`) in
- * epoch milliseconds, or undefined when it is not one.
- *
- * @example
- * ```ts
- * import { parseNovaTimestamp } from "./notification_parse.ts";
- * console.log(parseNovaTimestamp("1970-01-01 00:00:01.500000")); // 1500
- * ```
- */
-export function parseNovaTimestamp(text: string): number | undefined {
-  const m = TIMESTAMP.exec(text);
-  if (m === null) return undefined;
-  const [, y, mo, d, h, mi, s, frac] = m;
-  const ms = Date.UTC(
-    Number(y),
-    Number(mo) - 1,
-    Number(d),
-    Number(h),
-    Number(mi),
-    Number(s),
-  ) + Math.floor(Number(`0.${frac ?? "0"}`) * 1000);
-  return Number.isNaN(ms) ? undefined : ms;
-}
-
 /**
  * The message of an exception payload without what follows it: an
  * exception that crossed RPC (the scheduler's NoValidHost) carries the
@@ -213,7 +186,7 @@ export function parseNovaNotification(
   const msg = messageSchema.safeParse(inner);
   if (!msg.success) return { ok: false, error: where(msg.error, "message") };
   const m = msg.data;
-  const timestampMs = parseNovaTimestamp(m.timestamp);
+  const timestampMs = parseNovaTime(m.timestamp);
   if (timestampMs === undefined) {
     return {
       ok: false,

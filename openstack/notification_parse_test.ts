@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { SimNotifier } from "../tests/harness/nova_sim/notifier.ts";
-import {
-  parseNovaNotification,
-  parseNovaTimestamp,
-} from "./notification_parse.ts";
+import { parseNovaNotification } from "./notification_parse.ts";
 
 const INFO = "versioned_notifications.info";
 
@@ -41,21 +38,6 @@ const UPDATE = {
     },
   },
 };
-
-Deno.test("parseNovaTimestamp: Python's str(datetime), UTC", () => {
-  const table: [string, number | undefined][] = [
-    ["1970-01-01 00:00:01.500000", 1500],
-    ["1970-01-01 00:00:01", 1000],
-    ["2026-12-03 07:40:23.123456", Date.UTC(2026, 11, 3, 7, 40, 23, 123)],
-    ["2026-12-03T07:40:23.1", Date.UTC(2026, 11, 3, 7, 40, 23, 100)],
-    ["2026-12-03 07:40", undefined],
-    ["2026-12-03 07:40:23Z", undefined],
-    ["yesterday", undefined],
-  ];
-  for (const [text, want] of table) {
-    assert.equal(parseNovaTimestamp(text), want, text);
-  }
-});
 
 Deno.test("parseNovaNotification: the fields evictor reads", () => {
   const r = parseNovaNotification(wrap(UPDATE), INFO);

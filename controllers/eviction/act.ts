@@ -9,10 +9,10 @@
  * @module
  */
 
+import { errText } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import {
   ConflictError,
-  errText,
   OpenStackError,
   UnavailableError,
 } from "../../openstack/mod.ts";

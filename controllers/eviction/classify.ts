@@ -4,6 +4,7 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type {
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
@@ -17,7 +18,6 @@ import {
   type MigrationKind,
   migrationPhase,
   needsPerson,
-  parseNovaTime,
   startKindOfStatus,
 } from "./nova_states.ts";
 import {

@@ -22,8 +22,11 @@ import type {
 } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import { isDeleting } from "../../framework/kind.ts";
-import { PermanentError, TemporaryError } from "../../framework/errors.ts";
-import { errText } from "../../openstack/mod.ts";
+import {
+  errText,
+  PermanentError,
+  TemporaryError,
+} from "../../framework/errors.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import { keepLesson } from "./keep_lesson.ts";

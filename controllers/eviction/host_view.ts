@@ -21,6 +21,7 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import type { Migration, Server } from "../../openstack/mod.ts";
 import type {
@@ -40,7 +41,6 @@ import {
   statusRank,
   subjectOf,
 } from "./notified_events.ts";
-import { parseNovaTime } from "./nova_states.ts";
 import type { DepartedServer, ObservedServer } from "./observation.ts";
 import { departureOf, type Observation } from "./observe.ts";
 import { departedIds } from "./plan.ts";

@@ -11,11 +11,10 @@
  */
 
 import type { KubeClient } from "../../framework/client.ts";
-import { ApiError } from "../../framework/errors.ts";
+import { ApiError, errText } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { patchStatus } from "../../framework/status.ts";
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
-import { errText } from "../../openstack/mod.ts";
 import { HypervisorKind } from "../kinds.ts";
 import { drainLesson, type DrainMarks, needsRecording } from "./lesson.ts";
 

@@ -219,29 +219,6 @@ export function startKindOfStatus(status: string): MigrationKind | undefined {
   return undefined;
 }
 
-/**
- * Parses a Nova timestamp to epoch milliseconds. Nova writes migration times
- * without a zone (`2026-11-29T22:00:00.000000`), meaning UTC; `Date.parse`
- * would read such a string as local time, so a missing zone becomes `Z`.
- * Returns undefined for an unparseable value.
- *
- * @example
- * ```ts
- * import { parseNovaTime } from "./nova_states.ts";
- * console.assert(parseNovaTime("1970-01-01T00:00:01.000000") === 1000);
- * console.assert(parseNovaTime("1970-01-01T00:00:01Z") === 1000);
- * console.assert(parseNovaTime("yesterday") === undefined);
- * ```
- */
-export function parseNovaTime(
-  value: string | null | undefined,
-): number | undefined {
-  if (value === null || value === undefined || value === "") return undefined;
-  const zoned = /(Z|[+-]\d\d:?\d\d)$/i.test(value) ? value : `${value}Z`;
-  const ms = Date.parse(zoned);
-  return Number.isNaN(ms) ? undefined : ms;
-}
-
 /** What a 409 on a migration start means. */
 export type ConflictKind =
   /** A task runs on the VM (e.g. task_state migrating): look at it. */

@@ -9,7 +9,6 @@ import {
   kindOfMigrationType,
   migrationPhase,
   needsPerson,
-  parseNovaTime,
   startKindOfStatus,
 } from "./nova_states.ts";
 
@@ -112,28 +111,6 @@ Deno.test("startKindOfStatus: ACTIVE and PAUSED live, SHUTOFF cold, others none"
     ),
     ["live", "live", "cold", undefined, undefined, undefined],
   );
-});
-
-Deno.test("parseNovaTime: zone-less Nova times are UTC; zoned ones honoured; junk undefined", () => {
-  assert.equal(
-    parseNovaTime("2026-11-29T12:00:00.000000"),
-    Date.parse("2026-11-29T12:00:00Z"),
-  );
-  assert.equal(
-    parseNovaTime("2026-11-29T12:00:00"),
-    Date.parse("2026-11-29T12:00:00Z"),
-  );
-  assert.equal(
-    parseNovaTime("2026-11-29T12:00:00+01:00"),
-    Date.parse("2026-11-29T11:00:00Z"),
-  );
-  assert.equal(
-    parseNovaTime("2026-11-29T12:00:00.123Z"),
-    Date.parse("2026-11-29T12:00:00.123Z"),
-  );
-  assert.equal(parseNovaTime("not a time"), undefined);
-  assert.equal(parseNovaTime(null), undefined);
-  assert.equal(parseNovaTime(""), undefined);
 });
 
 Deno.test("conflictKind: Nova's 409 messages", () => {

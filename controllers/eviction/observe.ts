@@ -9,11 +9,11 @@
  * @module
  */
 
+import { errText } from "../../framework/errors.ts";
 import pLimit from "p-limit";
 import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import {
-  errText,
   type Migration,
   NotFoundError,
   type Server,

@@ -13,12 +13,12 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import {
   kindOfMigrationType,
   type MigrationKind,
   migrationPhase,
-  parseNovaTime,
 } from "./nova_states.ts";
 import { copySpan } from "./copy_span.ts";
 import { firstLookAt, pastConductor } from "./first_look.ts";

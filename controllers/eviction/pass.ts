@@ -8,11 +8,11 @@
  * @module
  */
 
+import { errText } from "../../framework/errors.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
-import { errText } from "../../openstack/mod.ts";
 import { EvictionKind } from "../kinds.ts";
 import type { PendingEvent } from "./act.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";

@@ -8,7 +8,7 @@
  */
 
 import type { ReconcileResult } from "../../framework/handler.ts";
-import { TemporaryError } from "../../framework/errors.ts";
+import { errText, TemporaryError } from "../../framework/errors.ts";
 import {
   clusterBudgetLeft,
   effectiveSettings,
@@ -17,7 +17,6 @@ import {
   type resolveLimit,
 } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
-import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type {
   EvictionStatus,
   EvictionStatusFailedItem,
@@ -29,7 +30,6 @@ import {
   isAbortable,
   kindOfMigrationType,
   type MigrationKind,
-  parseNovaTime,
   waitingInNova,
 } from "./nova_states.ts";
 import type {

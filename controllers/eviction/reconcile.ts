@@ -14,11 +14,10 @@ import type {
   HandlerContext,
   ReconcileResult,
 } from "../../framework/handler.ts";
-import { ApiError, TemporaryError } from "../../framework/errors.ts";
+import { ApiError, errText, TemporaryError } from "../../framework/errors.ts";
 import { isDeleting } from "../../framework/kind.ts";
 import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
-import { errText } from "../../openstack/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
 import { novaReasons, withReasons } from "./explain.ts";

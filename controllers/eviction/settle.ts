@@ -12,8 +12,8 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { Migration } from "../../openstack/mod.ts";
-import { parseNovaTime } from "./nova_states.ts";
 import { kindOfMigrationType, migrationPhase } from "./nova_states.ts";
 
 /** When a record's current state was first seen, by record id. */

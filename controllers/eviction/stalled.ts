@@ -11,11 +11,11 @@
  * @module
  */
 
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import {
   inFlightKindOfServer,
   kindOfMigrationType,
   migrationPhase,
-  parseNovaTime,
 } from "./nova_states.ts";
 import type {
   ObservedMigration,

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { errText } from "../../framework/errors.ts";
 import {
   REASON_PLACEMENT_ERROR,
   REASON_RESOURCE_PROVIDER_NOT_FOUND,
@@ -58,9 +59,6 @@ interface KeyState {
   delayMs: number;
   failures: number;
 }
-
-const errText = (err: unknown) =>
-  err instanceof Error ? err.message : String(err);
 
 /**
  * Registers the Hypervisor status sync (and, with `discover`, discovery).

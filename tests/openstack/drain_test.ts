@@ -23,7 +23,7 @@ import {
   withLane,
 } from "./lane.ts";
 import { lastPassBy, passesOf, withinPasses } from "../harness/pass_log.ts";
-import { parseNovaTimestamp } from "../../openstack/notification_parse.ts";
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 
 Deno.test({
   name:
@@ -321,7 +321,7 @@ Deno.test({
       // decided when the operator would look next, and asked for at most a
       // poll interval (before the first look after a start, it waited for
       // the copy's predicted end: 6.3 s here, 22.7 s in the issue's run).
-      const errorAt = parseNovaTimestamp(failed.updated_at ?? "");
+      const errorAt = parseNovaTime(failed.updated_at ?? "");
       assert.ok(
         errorAt !== undefined,
         `no time of the error: ${failed.updated_at}`,

@@ -9,7 +9,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { parseNovaTimestamp } from "../../openstack/notification_parse.ts";
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { ServerSpec } from "./contract_backends.ts";
 import {
   available,
@@ -79,7 +79,7 @@ Deno.test({
           );
           return seen?.updated_at == null
             ? undefined
-            : parseNovaTimestamp(seen.updated_at);
+            : parseNovaTime(seen.updated_at);
         };
         const lines: string[] = [];
         let queuedSeen = 0;
