@@ -22,6 +22,7 @@
  * @module
  */
 
+import { doublingDelayMs } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import {
   errorForStatus,
@@ -262,9 +263,10 @@ export class HttpTransport {
     if (retryAfterMs !== undefined) {
       return Math.min(retryAfterMs, this.#retry.maxRetryAfterMs);
     }
-    const exp = Math.min(
+    const exp = doublingDelayMs(
+      attempt,
+      this.#retry.baseDelayMs,
       this.#retry.maxDelayMs,
-      this.#retry.baseDelayMs * 2 ** (attempt - 1),
     );
     return Math.round(exp / 2 + (exp / 2) * this.#random());
   }

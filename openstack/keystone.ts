@@ -13,7 +13,7 @@ import {
   type AuthBackoffOptions,
   authRetryDelayMs,
   checkedAuthBackoff,
-} from "./auth_backoff.ts";
+} from "./backoff.ts";
 import type {
   ApplicationCredentialAuth,
   CloudConfig,

@@ -13,7 +13,7 @@ import {
   findEndpoint,
   KeystoneSession,
 } from "./keystone.ts";
-import { authRetryDelayMs } from "./auth_backoff.ts";
+import { authRetryDelayMs } from "./backoff.ts";
 import type { EndpointInterface } from "./config.ts";
 import { NovaClient } from "./nova.ts";
 import { startNovaSim } from "../tests/harness/nova_sim/mod.ts";

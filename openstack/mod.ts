@@ -22,7 +22,7 @@ export * from "./logger.ts";
 export * from "./errors.ts";
 export * from "./http.ts";
 export * from "./config.ts";
-export * from "./auth_backoff.ts";
+export * from "./backoff.ts";
 export * from "./keystone.ts";
 export {
   type ComputeService,

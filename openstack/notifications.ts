@@ -26,6 +26,7 @@
  * @module
  */
 
+import { doublingDelayMs } from "./backoff.ts";
 import amqp from "amqplib";
 import {
   amqpVhost,
@@ -132,25 +133,6 @@ export interface NotificationFeedOptions {
   maxMessageBytes?: number;
   /** Unacknowledged messages in flight (default {@linkcode DEFAULT_PREFETCH}). */
   prefetch?: number;
-}
-
-/**
- * Reconnect delay after `failures` failed or lost subscriptions in a row:
- * `initial * 2^(failures-1)`, at most `max`.
- *
- * @example
- * ```ts
- * import { reconnectDelayMs } from "./notifications.ts";
- * console.log([1, 2, 3, 10].map((n) => reconnectDelayMs(n, 500, 4000))); // [500, 1000, 2000, 4000]
- * ```
- */
-export function reconnectDelayMs(
-  failures: number,
-  initialMs: number,
-  maxMs: number,
-): number {
-  const exp = Math.min(Math.max(0, failures - 1), 30);
-  return Math.min(maxMs, initialMs * 2 ** exp);
 }
 
 /**
@@ -264,7 +246,7 @@ class AmqpFeed implements AmqpNotificationFeed {
         );
       }
       failures++;
-      const delayMs = reconnectDelayMs(failures, initial, max);
+      const delayMs = doublingDelayMs(failures, initial, max);
       this.#opts.observer?.reconnect?.();
       try {
         await this.#clock.sleep(delayMs, this.#stop.signal);

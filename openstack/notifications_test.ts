@@ -10,17 +10,8 @@ import type { Logger } from "./logger.ts";
 import type { FeedState, NovaNotification } from "./notification_types.ts";
 import {
   ExchangeMissingError,
-  reconnectDelayMs,
   startNotificationFeed,
 } from "./notifications.ts";
-
-Deno.test("reconnectDelayMs: doubles from the first delay up to the cap", () => {
-  const got = [1, 2, 3, 4, 5, 6, 7, 100].map((n) =>
-    reconnectDelayMs(n, 500, 10_000)
-  );
-  assert.deepEqual(got, [500, 1000, 2000, 4000, 8000, 10_000, 10_000, 10_000]);
-  assert.equal(reconnectDelayMs(0, 500, 10_000), 500);
-});
 
 /** A clock whose sleeps are recorded and end at once (after a turn). */
 function recordingClock(): Clock & { sleeps: number[] } {

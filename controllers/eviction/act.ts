@@ -9,6 +9,7 @@
  * @module
  */
 
+import { backoffDelay } from "../../framework/backoff.ts";
 import { errText } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import {
@@ -71,10 +72,10 @@ export const UNANSWERED_BACKOFF_CAP_MS = 120_000;
  * ```
  */
 export function unansweredBackoffMs(count: number): number {
-  if (count > 20) return UNANSWERED_BACKOFF_CAP_MS;
-  return Math.min(
+  return backoffDelay(
+    Math.max(0, count - 1),
+    UNANSWERED_BACKOFF_BASE_MS,
     UNANSWERED_BACKOFF_CAP_MS,
-    UNANSWERED_BACKOFF_BASE_MS * 2 ** Math.max(0, count - 1),
   );
 }
 

@@ -19,6 +19,8 @@
  * @module
  */
 
+import { backoffDelay } from "../../framework/backoff.ts";
+
 /** Why a view was demoted: a relist found it wrong, or a start was never heard of. */
 export type DemotionReason = "wrong" | "deaf";
 
@@ -289,9 +291,10 @@ export class FeedTrust {
     // A feed found wrong or deaf again soon after its last demotion backs
     // off longer; one that behaved for a whole window starts over.
     if (nowMs - this.#feedUntilMs > o.feedWindowMs) this.#feedLevel = 0;
-    const forMs = Math.min(
+    const forMs = backoffDelay(
+      this.#feedLevel,
+      o.feedBackoffMs,
       o.feedBackoffMaxMs,
-      o.feedBackoffMs * 2 ** this.#feedLevel,
     );
     this.#feedLevel++;
     this.#feedUntilMs = nowMs + forMs;

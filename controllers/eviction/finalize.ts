@@ -16,6 +16,7 @@
  * @module
  */
 
+import { backoffDelay } from "../../framework/backoff.ts";
 import type {
   FinalizeResult,
   HandlerContext,
@@ -110,9 +111,10 @@ export async function finalizeEviction(
   } catch (err) {
     if (err instanceof PermanentError) throw err;
     const failures = fin.memory.failed(ctx.key);
-    const delayMs = Math.min(
+    const delayMs = backoffDelay(
+      Math.max(0, failures - 1),
+      deps.pollIntervalMs,
       deps.maxPollMs,
-      deps.pollIntervalMs * 2 ** Math.min(failures - 1, 30),
     );
     throw new TemporaryError(
       `finalizer of Eviction ${ctx.key} failed: ${errText(err)}`,

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { backoffDelay } from "../../framework/backoff.ts";
+
 /**
  * A VM as `GET /servers/detail?all_tenants=1&host=` (2.90) or
  * `GET /servers/{id}` shows it.
@@ -192,9 +194,7 @@ export function retryDelayMs(
   baseMs: number,
   capMs: number,
 ): number {
-  if (attempts <= 0) return 0;
-  if (attempts > 60) return capMs;
-  return Math.min(capMs, baseMs * 2 ** (attempts - 1));
+  return attempts <= 0 ? 0 : backoffDelay(attempts - 1, baseMs, capMs);
 }
 
 /**

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { backoffDelay } from "../../framework/backoff.ts";
 import {
   CONDITION_HYPERVISOR_DISABLED,
   CONDITION_ONBOARDING,
@@ -155,7 +156,7 @@ export function nextSyncDelay(
   resyncIntervalMs: number,
 ): number {
   if (failures <= 0) return resyncIntervalMs;
-  return Math.min(resyncIntervalMs, 1000 * 2 ** Math.min(failures - 1, 30));
+  return backoffDelay(failures - 1, 1000, resyncIntervalMs);
 }
 
 /**

@@ -4,7 +4,26 @@ import {
   authRetryDelayMs,
   checkedAuthBackoff,
   DEFAULT_AUTH_BACKOFF,
-} from "./auth_backoff.ts";
+  doublingDelayMs,
+} from "./backoff.ts";
+
+Deno.test("doublingDelayMs: doubles from the first delay up to the cap", () => {
+  const got = [1, 2, 3, 4, 5, 6, 7, 100, 5000].map((n) =>
+    doublingDelayMs(n, 500, 10_000)
+  );
+  assert.deepEqual(got, [
+    500,
+    1000,
+    2000,
+    4000,
+    8000,
+    10_000,
+    10_000,
+    10_000,
+    10_000,
+  ]);
+  assert.equal(doublingDelayMs(0, 500, 10_000), 500);
+});
 
 Deno.test("auth backoff: from seconds to minutes by default", () => {
   const table: Array<[number, number]> = [

@@ -1,11 +1,37 @@
 /**
- * How long a failed Keystone authentication is remembered before the next
- * attempt: exponential from seconds to minutes, the same for every caller
- * of a session, so that wrong credentials never become a login storm (an
- * identity provider may lock an account after a few failed logins).
+ * The OpenStack client's one backoff: a wait doubling per failure up to a
+ * cap ({@linkcode doublingDelayMs}), used by the retries of idempotent
+ * calls, the notification feed's reconnects and the authentication
+ * backoff. A failed Keystone authentication is remembered for such a wait
+ * before the next attempt, exponential from seconds to minutes and the same
+ * for every caller of a session, so that wrong credentials never become a
+ * login storm (an identity provider may lock an account after a few failed
+ * logins).
  *
  * @module
  */
+
+/**
+ * The wait after `failures` consecutive failures (>= 1):
+ * `initialMs * 2^(failures - 1)`, at most `maxMs`.
+ *
+ * @example
+ * ```ts
+ * import { doublingDelayMs } from "./backoff.ts";
+ * console.log([1, 2, 3, 10].map((n) => doublingDelayMs(n, 500, 4000))); // [500, 1000, 2000, 4000]
+ * ```
+ */
+export function doublingDelayMs(
+  failures: number,
+  initialMs: number,
+  maxMs: number,
+): number {
+  // 2^(failures-1) overflows to Infinity long after the cap: min() holds.
+  return Math.min(
+    maxMs,
+    initialMs * 2 ** Math.min(Math.max(0, failures - 1), 64),
+  );
+}
 
 /** Bounds of the authentication backoff. */
 export interface AuthBackoffOptions {
@@ -25,7 +51,7 @@ export const DEFAULT_AUTH_BACKOFF: Readonly<Required<AuthBackoffOptions>> =
  *
  * @example
  * ```ts
- * import { authRetryDelayMs } from "./auth_backoff.ts";
+ * import { authRetryDelayMs } from "./backoff.ts";
  * console.assert(authRetryDelayMs(1) === 5_000);
  * console.assert(authRetryDelayMs(3) === 20_000);
  * console.assert(authRetryDelayMs(50) === 300_000);
@@ -41,8 +67,7 @@ export function authRetryDelayMs(
       `failures must be an integer >= 1, got ${failures}`,
     );
   }
-  // 2^(failures-1) overflows to Infinity long after the cap: min() holds.
-  return Math.min(maxMs, initialMs * 2 ** Math.min(failures - 1, 64));
+  return doublingDelayMs(failures, initialMs, maxMs);
 }
 
 /**
@@ -50,7 +75,7 @@ export function authRetryDelayMs(
  *
  * @example
  * ```ts
- * import { checkedAuthBackoff } from "./auth_backoff.ts";
+ * import { checkedAuthBackoff } from "./backoff.ts";
  * console.assert(checkedAuthBackoff({ initialMs: 100 }).maxMs === 300_000);
  * ```
  */
