@@ -10,11 +10,6 @@
  * @module
  */
 
-import {
-  REASON_CHECK_FAILED,
-  type REASON_FITS,
-  type REASON_NO_TARGET,
-} from "../controllers/conditions.ts";
 import type {
   Eviction,
   EvictionStatus,
@@ -37,7 +32,13 @@ import {
   learnedCost,
 } from "./history.ts";
 import { predictDrains } from "./prediction.ts";
-import { capacityVerdict, CONDITION_CAPACITY_CHECKED } from "./verdict.ts";
+import {
+  capacityVerdict,
+  CONDITION_CAPACITY_CHECKED,
+  REASON_CHECK_FAILED,
+  type REASON_FITS,
+  type REASON_NO_TARGET,
+} from "./verdict.ts";
 
 /** What a drain does when not everything fits. */
 export type CapacityMode = "Warn" | "Hold";
@@ -52,6 +53,11 @@ export interface CapacityGateInput {
   hypervisor: (name: string) => Hypervisor | undefined;
   /** Every cached Hypervisor: their status.lastDrain is history the rate is learned from. */
   hypervisors?: readonly Hypervisor[];
+  /**
+   * When an Eviction's drain ended (epoch ms), undefined while it runs: the
+   * controller reads it from the Eviction's conditions.
+   */
+  endOf: (eviction: Eviction) => number | undefined;
   /** The policy's capacityCheck (absent: Warn). */
   mode: CapacityMode | undefined;
   /** The migration limit in force for a host of the wave (this one included). */
@@ -175,7 +181,7 @@ export async function capacityGate(
   // wave's hosts sharing the budget: under a budget a drain that runs
   // beside others takes longer than alone.
   const cost = learnedCost(
-    drainLessons(input.evictions, input.hypervisors ?? []),
+    drainLessons(input.evictions, input.hypervisors ?? [], input.endOf),
     { ...DEFAULT_COST, ...input.defaultRate },
   );
   const predicted = predictDrains(

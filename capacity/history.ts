@@ -14,8 +14,6 @@
 import {
   calibratedRate,
   DEFAULT_RATE,
-  drainEndMs,
-  type DrainStatusLike,
   type MigrationRate,
 } from "./makespan.ts";
 
@@ -80,7 +78,9 @@ export interface EvictionLike {
   spec: { hypervisor: string };
   /** Its status. */
   status?:
-    | DrainStatusLike & {
+    | {
+      startedAt?: string | undefined;
+      predictedMakespanSeconds?: number | undefined;
       observedMigrationRate?:
         | { mbPerSecond: number; overheadMs: number; migrations: number }
         | undefined;
@@ -123,20 +123,23 @@ function rateOf(
  * `status.lastDrain`, and each ended Eviction whose drain no Hypervisor
  * recorded (the record is written when the drain ends; a host without a
  * Hypervisor object has none). One drain is one host and start time.
+ * When an Eviction's drain ended is the controller's to say (`endOf`:
+ * its status conditions are not capacity's words).
  *
  * @example
  * ```ts
  * import { drainLessons } from "./history.ts";
  * const lessons = drainLessons([], [{ metadata: { name: "n1" }, status: { lastDrain: {
  *   startedAt: "2026-01-01T00:00:00Z", endedAt: "2026-01-01T00:01:30Z",
- *   migrationRate: { mbPerSecond: 63, overheadMs: 11000, migrations: 3 }, fixedMs: 14000 } } }]);
+ *   migrationRate: { mbPerSecond: 63, overheadMs: 11000, migrations: 3 }, fixedMs: 14000 } } }], () => undefined);
  * console.log(lessons[0]?.rate, lessons[0]?.fixedSeconds);
  * // { mbPerSecond: 63, overheadSeconds: 11 } 14
  * ```
  */
-export function drainLessons(
-  evictions: readonly EvictionLike[],
+export function drainLessons<E extends EvictionLike>(
+  evictions: readonly E[],
   hypervisors: readonly HypervisorLike[],
+  endOf: (eviction: E) => number | undefined,
 ): DrainLesson[] {
   const byDrain = new Map<string, DrainLesson>();
   for (const hv of hypervisors) {
@@ -159,7 +162,7 @@ export function drainLessons(
     });
   }
   for (const e of evictions) {
-    const endedMs = drainEndMs(e.status);
+    const endedMs = endOf(e);
     const startedMs = Date.parse(e.status?.startedAt ?? "");
     const key = `${e.spec.hypervisor}@${startedMs}`;
     if (endedMs === undefined || Number.isNaN(startedMs) || byDrain.has(key)) {

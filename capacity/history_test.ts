@@ -64,6 +64,11 @@ Deno.test("drainLessons: Hypervisors' records, ended Evictions no Hypervisor rec
         status: { lastDrain: { startedAt: "soon", endedAt: at(1) } },
       },
     ],
+    // the controller's word for an Eviction's end (here: its finishedAt)
+    (e) =>
+      e.status?.finishedAt === undefined
+        ? undefined
+        : Date.parse(e.status.finishedAt),
   );
   assert.deepEqual(lessons, [
     {

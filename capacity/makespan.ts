@@ -7,11 +7,6 @@
  * @module
  */
 
-import {
-  CONDITION_EVICTING,
-  stoppedForPerson,
-} from "../controllers/conditions.ts";
-
 /**
  * The copy rate used when no migration has been observed: 1000 MB of
  * guest RAM per second (a 10 GbE link with dirty-page retransfers), with
@@ -228,79 +223,4 @@ export function calibratedRate(
     overheadSeconds: base.overheadSeconds * factor,
     drains: ratios.length,
   };
-}
-
-/** The status fields {@linkcode drainEndMs} and {@linkcode drainHistory} read. */
-export interface DrainStatusLike {
-  startedAt?: string | undefined;
-  finishedAt?: string | undefined;
-  predictedMakespanSeconds?: number | undefined;
-  conditions?:
-    | readonly {
-      type: string;
-      status: string;
-      reason?: string | undefined;
-      lastTransitionTime?: string | undefined;
-    }[]
-    | undefined;
-}
-
-/**
- * When a drain ended (epoch ms), or undefined while it runs: finishedAt
- * (the host is empty), or else when it stopped with only VMs that need a
- * person left (the Evicting condition False with reason Failed: evictor
- * has nothing more to migrate, so its migration work ended then).
- *
- * @example
- * ```ts
- * import { drainEndMs } from "./makespan.ts";
- * console.log(drainEndMs({ conditions: [{ type: "Evicting", status: "False",
- *   reason: "Failed", lastTransitionTime: "2026-01-01T00:01:00Z" }] }));
- * // 1767225660000
- * ```
- */
-export function drainEndMs(
-  status: DrainStatusLike | undefined,
-): number | undefined {
-  const finished = Date.parse(status?.finishedAt ?? "");
-  if (!Number.isNaN(finished)) return finished;
-  const stopped = status?.conditions?.find((c) =>
-    c.type === CONDITION_EVICTING && c.status === "False" &&
-    stoppedForPerson(c.reason)
-  );
-  const at = Date.parse(stopped?.lastTransitionTime ?? "");
-  return Number.isNaN(at) ? undefined : at;
-}
-
-/**
- * The drain records of ended Evictions (see {@linkcode drainEndMs}) that
- * recorded a prediction.
- *
- * @example
- * ```ts
- * import { drainHistory } from "./makespan.ts";
- * console.log(drainHistory([{ status: { startedAt: "2026-01-01T00:00:00Z",
- *   finishedAt: "2026-01-01T00:01:00Z", predictedMakespanSeconds: 30 } }]));
- * // [ { predictedSeconds: 30, actualSeconds: 60 } ]
- * ```
- */
-export function drainHistory(
-  evictions: readonly { status?: DrainStatusLike | undefined }[],
-): DrainRecord[] {
-  const out: DrainRecord[] = [];
-  for (const e of evictions) {
-    const s = e.status;
-    const started = Date.parse(s?.startedAt ?? "");
-    const ended = drainEndMs(s);
-    const predicted = s?.predictedMakespanSeconds;
-    if (
-      predicted === undefined || Number.isNaN(started) ||
-      ended === undefined || ended <= started
-    ) continue;
-    out.push({
-      predictedSeconds: predicted,
-      actualSeconds: (ended - started) / 1000,
-    });
-  }
-  return out;
 }

@@ -3,7 +3,6 @@ import fc from "fast-check";
 import {
   calibratedRate,
   DEFAULT_RATE,
-  drainHistory,
   predictMakespan,
   predictWave,
 } from "./makespan.ts";
@@ -108,54 +107,6 @@ Deno.test("property: calibrating on exact predictions keeps the rate", () => {
       assert.equal(r.mbPerSecond, DEFAULT_RATE.mbPerSecond);
     },
   ));
-});
-
-Deno.test("drainHistory: only finished drains with a prediction", () => {
-  const t0 = "2026-01-01T00:00:00Z";
-  assert.deepEqual(
-    drainHistory([
-      {
-        status: {
-          startedAt: t0,
-          finishedAt: "2026-01-01T00:02:00Z",
-          predictedMakespanSeconds: 60,
-        },
-      },
-      { status: { startedAt: t0, predictedMakespanSeconds: 60 } },
-      { status: { startedAt: t0, finishedAt: "2026-01-01T00:02:00Z" } },
-      {},
-      // Stopped with only VMs that need a person: ended then.
-      {
-        status: {
-          startedAt: t0,
-          predictedMakespanSeconds: 40,
-          conditions: [{
-            type: "Evicting",
-            status: "False",
-            reason: "Failed",
-            lastTransitionTime: "2026-01-01T00:00:50Z",
-          }],
-        },
-      },
-      // Still running (Waiting is no end).
-      {
-        status: {
-          startedAt: t0,
-          predictedMakespanSeconds: 40,
-          conditions: [{
-            type: "Evicting",
-            status: "True",
-            reason: "Waiting",
-            lastTransitionTime: "2026-01-01T00:00:50Z",
-          }],
-        },
-      },
-    ]),
-    [
-      { predictedSeconds: 60, actualSeconds: 120 },
-      { predictedSeconds: 40, actualSeconds: 50 },
-    ],
-  );
 });
 
 Deno.test("predictWave: table (1000 MB/s, no overhead)", () => {

@@ -5,11 +5,16 @@
  * @module
  */
 
-import { REASON_FITS, REASON_NO_TARGET } from "../controllers/conditions.ts";
 import type { Unplaced } from "./assign.ts";
 
-/** The condition type. */
-export { CONDITION_CAPACITY_CHECKED } from "../controllers/conditions.ts";
+/** Eviction condition type: the wave's VMs fit elsewhere. */
+export const CONDITION_CAPACITY_CHECKED = "CapacityChecked";
+/** CapacityChecked: the wave's VMs fit elsewhere. */
+export const REASON_FITS = "Fits";
+/** CapacityChecked: some VM has no target. */
+export const REASON_NO_TARGET = "NoTarget";
+/** CapacityChecked: the check could not be made. */
+export const REASON_CHECK_FAILED = "CheckFailed";
 
 /** Said with every verdict: what the check can and cannot know. */
 export const PLACEMENT_CAVEAT =

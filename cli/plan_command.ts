@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { drainEndMs } from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
   type Eviction,
@@ -229,7 +230,11 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   );
   const cost = planCost(
     learnedCost(
-      drainLessons(cluster.evictions, [...cluster.hypervisors.values()]),
+      drainLessons(
+        cluster.evictions,
+        [...cluster.hypervisors.values()],
+        (e) => drainEndMs(e.status),
+      ),
     ),
     { mbPerSecond, overheadSeconds: overhead, fixedSeconds: fixed },
   );

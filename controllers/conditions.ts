@@ -8,6 +8,14 @@
 
 import type { EvictionStatusConditionsItem } from "../models/mod.ts";
 
+// The capacity check's condition and reasons are capacity/'s own words.
+export {
+  CONDITION_CAPACITY_CHECKED,
+  REASON_CHECK_FAILED,
+  REASON_FITS,
+  REASON_NO_TARGET,
+} from "../capacity/verdict.ts";
+
 /** Eviction condition type: the drain as a whole. */
 export const CONDITION_EVICTING = "Evicting";
 /** Eviction condition type: migrations of single VMs; sticky False/Failed while any failure remains. */
@@ -22,8 +30,6 @@ export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
 export const CONDITION_WAVE_SETTLED = "WaveSettled";
 /** Eviction condition type: Nova's own per-host limit binds (nova_limit.ts). */
 export const CONDITION_NOVA_LIMITED = "NovaLimited";
-/** Eviction condition type: the wave's VMs fit elsewhere (capacity/). */
-export const CONDITION_CAPACITY_CHECKED = "CapacityChecked";
 /** Hypervisor condition type: status.traits is current and customTraits applied. */
 export const CONDITION_TRAITS_UPDATED = "TraitsUpdated";
 /** Hypervisor condition type: set while Nova does not know the host. */
@@ -88,12 +94,6 @@ export const REASON_SETTLE_BOUND_PASSED = "SettleBoundPassed";
 export const REASON_NOVA_QUEUES = "NovaQueues";
 /** NovaLimited: Nova has not shown its limit lately. */
 export const REASON_NOT_SEEN_LATELY = "NotSeenLately";
-/** CapacityChecked: the wave's VMs fit elsewhere. */
-export const REASON_FITS = "Fits";
-/** CapacityChecked: some VM has no target. */
-export const REASON_NO_TARGET = "NoTarget";
-/** CapacityChecked: the check could not be made. */
-export const REASON_CHECK_FAILED = "CheckFailed";
 /** TraitsUpdated: read from Placement. */
 export const REASON_UPDATED = "Updated";
 /** TraitsUpdated: Placement has no resource provider for the host. */
@@ -123,6 +123,48 @@ export const REASON_NOT_IN_NOVA = "NotInNova";
  */
 export function stoppedForPerson(reason: string | undefined): boolean {
   return reason === REASON_FAILED || reason === REASON_WAITING_FOR_PERSON;
+}
+
+/** The status fields {@linkcode drainEndMs} reads. */
+export interface DrainStatusLike {
+  startedAt?: string | undefined;
+  finishedAt?: string | undefined;
+  predictedMakespanSeconds?: number | undefined;
+  conditions?:
+    | readonly {
+      type: string;
+      status: string;
+      reason?: string | undefined;
+      lastTransitionTime?: string | undefined;
+    }[]
+    | undefined;
+}
+
+/**
+ * When a drain ended (epoch ms), or undefined while it runs: finishedAt
+ * (the host is empty), or else when it stopped with only VMs that need a
+ * person left (the Evicting condition False with reason Failed: evictor
+ * has nothing more to migrate, so its migration work ended then).
+ *
+ * @example
+ * ```ts
+ * import { drainEndMs } from "./conditions.ts";
+ * console.log(drainEndMs({ conditions: [{ type: "Evicting", status: "False",
+ *   reason: "Failed", lastTransitionTime: "2026-01-01T00:01:00Z" }] }));
+ * // 1767225660000
+ * ```
+ */
+export function drainEndMs(
+  status: DrainStatusLike | undefined,
+): number | undefined {
+  const finished = Date.parse(status?.finishedAt ?? "");
+  if (!Number.isNaN(finished)) return finished;
+  const stopped = status?.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING && c.status === "False" &&
+    stoppedForPerson(c.reason)
+  );
+  const at = Date.parse(stopped?.lastTransitionTime ?? "");
+  return Number.isNaN(at) ? undefined : at;
 }
 
 /** A condition without its transition time. */

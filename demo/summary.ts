@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { drainEndMs, type DrainStatusLike } from "../capacity/makespan.ts";
+import { drainEndMs, type DrainStatusLike } from "../controllers/conditions.ts";
 
 /** One migration as the simulator recorded it (virtual milliseconds). */
 export interface MigrationRecord {

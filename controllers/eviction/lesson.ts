@@ -18,7 +18,7 @@ import type {
   EvictionStatus,
   HypervisorStatusLastDrain,
 } from "../../models/mod.ts";
-import { drainEndMs } from "../../capacity/makespan.ts";
+import { drainEndMs } from "../conditions.ts";
 
 /** When the drain's first migration started and its last one ended (controller clock ms). */
 export interface DrainMarks {

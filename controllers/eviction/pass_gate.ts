@@ -7,7 +7,11 @@
  * @module
  */
 
-import { REASON_DUPLICATE, REASON_NOT_REGISTERED } from "../conditions.ts";
+import {
+  drainEndMs,
+  REASON_DUPLICATE,
+  REASON_NOT_REGISTERED,
+} from "../conditions.ts";
 import type {
   HandlerContext,
   ReconcileResult,
@@ -355,6 +359,7 @@ export async function checkCapacityFirst(
     evictions,
     hypervisor: (name) => hypervisors.get(name),
     hypervisors: hypervisors.list(),
+    endOf: (e) => drainEndMs(e.status),
     mode: spec?.capacityCheck,
     limitOf,
     budget: settings.spec.clusterMaxConcurrentMigrations,

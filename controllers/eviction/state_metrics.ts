@@ -9,6 +9,7 @@
 
 import {
   CONDITION_EVICTING,
+  drainEndMs,
   REASON_DUPLICATE,
   REASON_FAILED,
   REASON_NOT_IN_NOVA,
@@ -22,7 +23,6 @@ import {
 } from "../conditions.ts";
 import { Gauge, type Registry } from "prom-client";
 import type { Eviction, EvictionPolicy } from "../../models/mod.ts";
-import { drainEndMs } from "../../capacity/makespan.ts";
 
 /**
  * The states an Eviction can be in: the reason of its Evicting condition
