@@ -343,7 +343,7 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     failed: input.failed,
     failure: undefined,
   });
-  const early = waitingClass(facts, input) ?? stalledClass(input) ??
+  const early = waitingClass(facts, input) ?? stalledClass(facts, input) ??
     runningClass(facts, input) ?? attemptClass(facts, input);
   if (early !== undefined) return keep(early);
   const attempt = attemptOutcome(facts, input);
@@ -423,9 +423,17 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
  * A migration task that outlived its record (stalled.ts): skipped, its
  * slot freed, never started while the task shows (Nova would 409).
  */
-function stalledClass(input: ClassifyInput): VmClass | undefined {
-  const { server, latest, inProgress, nowMs, options } = input;
-  const reason = stalledReason(server, latest, inProgress, nowMs, options);
+function stalledClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
+  const { server, latest, inProgress, inFlight, nowMs, options } = input;
+  const ownStartMs = f.ours ? parseNovaTime(inFlight?.startedAt) : undefined;
+  const reason = stalledReason(
+    server,
+    latest,
+    inProgress,
+    nowMs,
+    options,
+    ownStartMs,
+  );
   return reason === undefined ? undefined : { class: "skipped", reason };
 }
 

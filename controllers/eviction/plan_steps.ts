@@ -551,6 +551,9 @@ function stillFinishing(
     own?.inProgress,
     nowMs,
     input.options,
+    entry === undefined || entry.adopted === true
+      ? undefined
+      : parseNovaTime(entry.startedAt),
   );
   if (stalled !== undefined) {
     acc.outstanding.push(id);

@@ -46,6 +46,9 @@ export function stallBoundMs(options: PlanOptions): number {
  * host says has ended: that record's end on our clock (epoch ms), else
  * undefined (no task shown, a record of it still in progress, no record,
  * or one of another kind: a new task whose record Nova has not shown yet).
+ * A start of ours after that end (`ownStartMs`, our clock) is counted from
+ * instead: Nova shows a retry's task before its conductor writes the
+ * retry's record, and the older record cannot say that task is stuck.
  *
  * @example
  * ```ts
@@ -61,6 +64,7 @@ export function stalledSinceMs(
   latest: ObservedMigration | undefined,
   inProgress: ObservedMigration | undefined,
   novaOffsetMs: number,
+  ownStartMs?: number,
 ): number | undefined {
   const kind = inFlightKindOfServer(server.status, server.taskState);
   if (kind === undefined || inProgress !== undefined || latest === undefined) {
@@ -69,14 +73,16 @@ export function stalledSinceMs(
   if (migrationPhase(latest.status) === "in_progress") return undefined;
   if (kindOfMigrationType(latest.migrationType) !== kind) return undefined;
   const ended = parseNovaTime(latest.updatedAt ?? latest.createdAt);
-  return ended === undefined ? undefined : ended - novaOffsetMs;
+  if (ended === undefined) return undefined;
+  return Math.max(ended - novaOffsetMs, ownStartMs ?? -Infinity);
 }
 
 /**
  * The `status.skipped` reason for a server whose migration task outlived
  * its record by more than {@linkcode stallBoundMs}, else undefined (within
- * the bound it is still counted in flight: Nova may not show the end yet).
- * The reason names the server, the record and what a person does.
+ * the bound it is still counted in flight: Nova may not show the end yet;
+ * from a later start of ours, `ownStartMs`, when there is one). The reason
+ * names the server, the record and what a person does.
  *
  * @example
  * ```ts
@@ -96,12 +102,14 @@ export function stalledReason(
   inProgress: ObservedMigration | undefined,
   nowMs: number,
   options: PlanOptions,
+  ownStartMs?: number,
 ): string | undefined {
   const since = stalledSinceMs(
     server,
     latest,
     inProgress,
     options.novaClockOffsetMs ?? 0,
+    ownStartMs,
   );
   if (since === undefined || latest === undefined) return undefined;
   if (nowMs - since <= stallBoundMs(options)) return undefined;

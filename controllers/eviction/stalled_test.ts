@@ -13,6 +13,7 @@ import {
 import {
   at,
   entry,
+  failure,
   input,
   mig,
   novaTime,
@@ -118,6 +119,28 @@ Deno.test("stalledSinceMs: only a task shown past an ended record of its kind", 
     stalledSinceMs(stuck(), completed(-20), undefined, -30_000),
     ended + 30_000,
   );
+});
+
+Deno.test("stalledSinceMs: a start of ours after the record ended is counted from", () => {
+  const ended = at(-60).getTime();
+  const cases: Array<[string, number | undefined, number]> = [
+    ["no start of ours", undefined, ended],
+    ["our start before the end (the stranded one)", at(-90).getTime(), ended],
+    ["our retry after the end", at(-2).getTime(), at(-2).getTime()],
+  ];
+  for (const [name, ownStartMs, want] of cases) {
+    assert.equal(
+      stalledSinceMs(
+        stuck(),
+        completed(-60, "error"),
+        undefined,
+        0,
+        ownStartMs,
+      ),
+      want,
+      name,
+    );
+  }
 });
 
 Deno.test("stalledReason: names the server, the record and the reset", () => {
@@ -241,6 +264,58 @@ Deno.test("planPass: a departed VM still migrating past an ended record holds no
   assert.deepEqual(skippedIds(plan.next), ["s"]);
   assert.deepEqual(plan.done, []);
   assert.equal(plan.finished, false);
+});
+
+/**
+ * Real Zed under load: Nova shows a retry's task (MIGRATING) before its
+ * conductor writes the retry's record, so the latest record is the failed
+ * attempt's, ended long ago. The retry is ours and in flight, never a
+ * stalled task; once it lands it is counted migrated.
+ */
+Deno.test("planPass: a retry whose record Nova has not written yet is in flight, then counted migrated", () => {
+  const failed = failure("s", 1, -40, "live-migration 42 ended error");
+  const retry = entry("s", -2);
+  const waiting = planPass(input({
+    servers: [stuck()],
+    migrations: [completed(-45, "error")],
+    status: {
+      outstandingInstances: ["s"],
+      inFlight: [retry],
+      failed: [failed],
+      migratedCount: 0,
+    },
+  }));
+  assert.deepEqual(skippedIds(waiting.next), []);
+  assert.deepEqual(inFlightIds(waiting.next), ["s"]);
+  assert.equal(waiting.next.inFlight?.[0]?.adopted, undefined, "still ours");
+  assert.equal(waiting.finished, false);
+  const landed = planPass(input({
+    servers: [],
+    migrations: [
+      completed(-45, "error"),
+      mig(43, "s", "completed", {
+        createdAt: novaTime(-1),
+        updatedAt: novaTime(4),
+      }),
+    ],
+    departed: [{ id: "s", server: vm("s", 8192, { host: "node007" }) }],
+    now: at(5),
+    status: waiting.next,
+  }));
+  assert.deepEqual(landed.done, ["s"]);
+  assert.equal(landed.next.migratedCount, 1);
+  // No record of the retry ever shown: stalled only past the bound from
+  // the retry's own start.
+  const stillNone = (seconds: number) =>
+    planPass(input({
+      servers: [stuck()],
+      migrations: [completed(-45, "error")],
+      status: waiting.next,
+      now: at(seconds),
+    }));
+  const bound = stallBoundMs(OPTIONS) / 1000;
+  assert.deepEqual(skippedIds(stillNone(-2 + bound).next), []);
+  assert.deepEqual(skippedIds(stillNone(-1 + bound).next), ["s"]);
 });
 
 const optionsArb: fc.Arbitrary<PlanOptions> = fc.record({
