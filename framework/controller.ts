@@ -470,6 +470,8 @@ export class Controller<T extends KubeObject> {
     let result: ReconcileResult | void = undefined;
     try {
       let { object: obj, raw } = this.#current(key);
+      // seen (deleting too: a restarted process first sees it so)
+      if (obj !== undefined) this.#known.add(key);
       if (
         obj !== undefined && isDeleting(obj) &&
         this.finalizeHandler !== undefined
@@ -503,23 +505,15 @@ export class Controller<T extends KubeObject> {
             obj = after === undefined ? undefined : this.#parse(after) ?? obj;
           }
         }
-        if (obj === undefined) {
-          try {
-            if (this.reconcileHandler !== undefined) {
-              result = await this.reconcileHandler(
-                this.#context(key, obj, raw),
-              );
-            }
-          } finally {
-            this.#forgetGone(key);
-          }
-        } else {
-          this.#known.add(key);
+        try {
           if (this.reconcileHandler !== undefined) {
             result = await this.reconcileHandler(
               this.#context(key, obj, raw),
             );
           }
+        } finally {
+          // Gone: after the handler's last look, its memory goes (once).
+          if (obj === undefined) this.#forgetGone(key);
         }
       }
       this.queue.forget(key);

@@ -120,3 +120,21 @@ Deno.test("controller forget: a finalized object is forgotten only once it is go
   await ctl.stop(0);
   ctl.shutdown();
 });
+
+Deno.test("controller forget: an object first seen deleting (after a restart) is forgotten once gone", async () => {
+  const { objects, calls, ctl, event } = setUp();
+  ctl.finalizeHandler = () => {
+    calls.push("finalize");
+  };
+  const deleting = thing("3", {
+    finalizers: [FINALIZER],
+    deletionTimestamp: "2026-01-01T00:00:00Z",
+  });
+  objects.set("a", deleting);
+  await event({ type: "added", key: "a", object: deleting });
+  objects.delete("a");
+  await event({ type: "deleted", key: "a", object: deleting });
+  assert.deepEqual(calls, ["finalize", "reconcile gone", "forget a"]);
+  await ctl.stop(0);
+  ctl.shutdown();
+});
