@@ -28,6 +28,7 @@ import {
 import type { EventRecorder } from "./events.ts";
 import type {
   FinalizeHandler,
+  ForgetHandler,
   HandlerContext,
   ReconcileHandler,
   ReconcileOptions,
@@ -130,6 +131,8 @@ export class Controller<T extends KubeObject> {
   reconcileHandler: ReconcileHandler<T> | undefined;
   /** The finalize handler, if registered. */
   finalizeHandler: FinalizeHandler<T> | undefined;
+  /** Forgets the handlers' memory of a gone object, if registered. */
+  forgetHandler: ForgetHandler | undefined;
   /** Registered timers. */
   readonly timers: TimerRegistration<T>[] = [];
   readonly #d: ControllerDeps<T>;
@@ -143,6 +146,8 @@ export class Controller<T extends KubeObject> {
   readonly #written = new WrittenObjects<T, T>();
   /** The requeue delay each key's handler asked for last. */
   readonly #pacing = new Map<string, number>();
+  /** Keys whose object a worker saw: forgotten once when it is gone. */
+  readonly #known = new Set<string>();
 
   /** Creates a controller; handlers are set by the operator. */
   constructor(deps: ControllerDeps<T>) {
@@ -178,6 +183,7 @@ export class Controller<T extends KubeObject> {
     if (options.ignoreStatusUpdates !== undefined) {
       this.ignoreStatusUpdates = options.ignoreStatusUpdates;
     }
+    if (options.forget !== undefined) this.forgetHandler = options.forget;
   }
 
   /** Queues `key` (now or after `afterMs`). */
@@ -195,10 +201,8 @@ export class Controller<T extends KubeObject> {
     ) {
       return;
     }
-    if (ev.type === "deleted") {
-      this.#written.forget(ev.key);
-      this.#pacing.delete(ev.key);
-    }
+    // The key's memory goes on the worker that finds the object gone
+    // (#forgetGone), never here: a pass of the key may still be running.
     this.enqueue(ev.key);
     for (const t of this.timers) {
       if (ev.type === "deleted") {
@@ -466,6 +470,8 @@ export class Controller<T extends KubeObject> {
     let result: ReconcileResult | void = undefined;
     try {
       let { object: obj, raw } = this.#current(key);
+      // seen (deleting too: a restarted process first sees it so)
+      if (obj !== undefined) this.#known.add(key);
       if (
         obj !== undefined && isDeleting(obj) &&
         this.finalizeHandler !== undefined
@@ -499,10 +505,15 @@ export class Controller<T extends KubeObject> {
             obj = after === undefined ? undefined : this.#parse(after) ?? obj;
           }
         }
-        if (this.reconcileHandler !== undefined) {
-          result = await this.reconcileHandler(
-            this.#context(key, obj, raw),
-          );
+        try {
+          if (this.reconcileHandler !== undefined) {
+            result = await this.reconcileHandler(
+              this.#context(key, obj, raw),
+            );
+          }
+        } finally {
+          // Gone: after the handler's last look, its memory goes (once).
+          if (obj === undefined) this.#forgetGone(key);
         }
       }
       this.queue.forget(key);
@@ -574,6 +585,22 @@ export class Controller<T extends KubeObject> {
         { controller: this.name },
         (performance.now() - started) / 1000,
       );
+    }
+  }
+
+  /**
+   * The object of `key` is gone: forgets its written object and pacing
+   * and, once per disappearance of an object a worker saw, the handlers'
+   * memory of it (handler.ts ForgetHandler).
+   */
+  #forgetGone(key: string): void {
+    this.#written.forget(key);
+    this.#pacing.delete(key);
+    if (!this.#known.delete(key)) return;
+    try {
+      this.forgetHandler?.(key);
+    } catch (err) {
+      this.#log.error({ key, err: errText(err) }, "forget handler failed");
     }
   }
 

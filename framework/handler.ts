@@ -111,6 +111,19 @@ export interface RelatedWatch<U extends KubeObject> {
   map: (object: U) => string[] | "all";
 }
 
+/**
+ * Forgets what a handler kept in memory about one object (kopf's
+ * inventory, forgotten in one step). The framework calls it once per
+ * disappearance: when a worker finds the object of `key` gone from the
+ * cache (its delete event, after any finalizer completed and the object
+ * was removed; a relist that no longer shows it alike) and the reconcile
+ * handler has run for the gone object; never on an update. A key that
+ * comes back (an object re-created with the same name) starts fresh and
+ * is forgotten again when it goes. Never called twice at once for a key,
+ * nor while a handler runs for it.
+ */
+export type ForgetHandler = (key: string) => void;
+
 /** Options of `operator.reconcile`. */
 export interface ReconcileOptions {
   /** Name used in logs and metrics (default: the kind's plural). */
@@ -124,6 +137,8 @@ export interface ReconcileOptions {
    * annotations, finalizers, deletionTimestamp). Default false.
    */
   ignoreStatusUpdates?: boolean;
+  /** Forgets the handlers' memory of a key whose object is gone. */
+  forget?: ForgetHandler;
 }
 
 /**

@@ -177,6 +177,8 @@ export function registerEvictionController(
     maxConcurrent,
     // Our own status writes must not trigger extra passes (extra Nova calls).
     ignoreStatusUpdates: true,
+    // One record per drain, forgotten in one call once its Eviction is gone.
+    forget: (key) => pass.memory.forget(key),
     watches: [
       related(EvictionPolicyKind, () => "all"),
       related(HypervisorKind, (hv) => evictionsOf(hv.metadata?.name)),
@@ -307,7 +309,7 @@ function watchHosts(
       rate: pass.clock.rate ?? 1,
     }),
   );
-  pass.watches = watches;
+  pass.memory.watches = watches;
   pass.metrics.feedDemoted = () => watches.feedDemoted();
   operator.onCleanup(() => Promise.resolve(watches.close()));
 }

@@ -34,17 +34,13 @@ import { keepLesson } from "./keep_lesson.ts";
 import type { EvictionPassDeps } from "./reconcile.ts";
 import { type ActionNote, DEFAULT_PLAN_OPTIONS } from "./observation.ts";
 import { maySendAgain } from "./once.ts";
-import {
-  type SettleLook,
-  settleLook,
-  SettleMemory,
-  unlistedStarts,
-} from "./settle.ts";
+import { type SettleLook, settleLook, unlistedStarts } from "./settle.ts";
 
-/** The finalizer's bounds and memory; built once by the controller. */
+/**
+ * The finalizer's bounds; built once by the controller (its memory is the
+ * drain's, memory.ts SettleState).
+ */
 export interface FinalizerDeps {
-  /** Progress marks, waiting starts and failure counts per key. */
-  memory: SettleMemory;
   /** A record without progress this long stops counting (drain clock ms). */
   stalledAfterMs: number;
   /** The finalizer stops waiting after this long (drain clock ms). */
@@ -74,7 +70,7 @@ export function finalizerDeps(
       throw new RangeError(`${name} must be a number > 0, got ${v}`);
     }
   }
-  return { memory: new SettleMemory(), ...b };
+  return b;
 }
 
 /**
@@ -95,7 +91,7 @@ export async function finalizeEviction(
 ): Promise<FinalizeResult | void> {
   try {
     const waiting = await waitForSettled(ctx, deps, fin);
-    fin.memory.succeeded(ctx.key);
+    deps.memory.of(ctx.key).settle.failures = 0;
     if (waiting !== undefined) return waiting;
     await restoreService(ctx, deps);
     // The last chance to keep what the drain learned (keep_lesson.ts).
@@ -110,7 +106,7 @@ export async function finalizeEviction(
     });
   } catch (err) {
     if (err instanceof PermanentError) throw err;
-    const failures = fin.memory.failed(ctx.key);
+    const failures = ++deps.memory.of(ctx.key).settle.failures;
     const delayMs = backoffDelay(
       Math.max(0, failures - 1),
       deps.pollIntervalMs,
@@ -121,7 +117,7 @@ export async function finalizeEviction(
       { delayMs, cause: err },
     );
   }
-  forgetDrain(ctx, deps, fin);
+  wakeOthers(ctx, deps);
 }
 
 async function restoreService(
@@ -180,15 +176,20 @@ function othersOf(
   );
 }
 
-function forgetDrain(
+/**
+ * A finalized drain frees its budget and its host: the drains waiting for
+ * either look again. Its memory goes once the Eviction is gone (the
+ * framework calls DrainMemory.forget).
+ */
+function wakeOthers(
   ctx: HandlerContext<Eviction> & { object: Eviction },
   deps: EvictionPassDeps,
-  fin: FinalizerDeps,
 ): void {
   const { key } = ctx;
   const host = ctx.object.spec.hypervisor;
-  deps.memory.forget(key);
-  fin.memory.forget(key);
+  // It waits for nothing now: out of the line before the others are woken,
+  // so that no wake counted by freed slots goes to it.
+  deps.memory.budgetWaiters.delete(key);
   deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
   deps.metrics.inFlight.remove({ hypervisor: host });
   for (const e of othersOf(ctx, key, host)) {
@@ -219,7 +220,8 @@ async function waitForSettled(
   );
   if (recorded === 0) return undefined;
   const nowMs = deps.clock.now();
-  const since = fin.memory.waitingSince(key, nowMs);
+  const settle = deps.memory.of(key).settle;
+  const since = settle.waitingSinceMs ??= nowMs;
   const migrations = await deps.nova.listMigrations({ host }, signal);
   const look = settleLook({
     host,
@@ -229,11 +231,11 @@ async function waitForSettled(
         .filter((e) => e.kind === "cold" && e.adopted !== true)
         .map((e) => e.id),
     ),
-    marks: fin.memory.marks(key),
+    marks: settle.marks,
     nowMs,
     stalledAfterMs: fin.stalledAfterMs,
   });
-  fin.memory.keep(key, look.marks);
+  settle.marks = look.marks;
   await confirmOurs(ctx, deps, look.confirm, nowMs);
   // A start Nova has not listed yet is running too (its record comes after
   // the 202): without it a delete right after a start ends the wait early.

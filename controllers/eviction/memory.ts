@@ -1,8 +1,11 @@
 /**
  * The one in-process memory of each drain, forgotten in one call when its
- * Eviction is gone: the starts it issued
+ * Eviction is gone (the framework calls {@linkcode DrainMemory.forget}
+ * then, framework/handler.ts ForgetHandler): the starts it issued
  * and what Nova answered, the confirms and aborts it sent, the duration model
- * that paces the passes, and when the next pass is due. A restart loses it
+ * that paces the passes, when the next pass is due, its count in the ledger
+ * and place in the budget line, the finalizer's settle marks and the
+ * informer's watch of its host. A restart loses it
  * all on purpose: the status and a fresh look at Nova are enough to go on.
  *
  * @module
@@ -24,6 +27,8 @@ import { Durations, Pace } from "./pacing.ts";
 import { InFlightLedger } from "./ledger.ts";
 import type { DrainMarks } from "./lesson.ts";
 import { BudgetWaiters } from "./budget.ts";
+import type { HostWatches } from "./host_watches.ts";
+import type { ProgressMarks } from "./settle.ts";
 
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
@@ -33,6 +38,19 @@ export interface IssuedStart extends StartNote {
   issuedAtMs: number;
   /** Nova's request id of an accepted start (its instance action). */
   requestId?: string;
+}
+
+/**
+ * What the finalizer of a deleted drain keeps between its runs (a restart
+ * starts the stall bounds again, never shortens them).
+ */
+export interface SettleState {
+  /** When each record's current state was first seen (settle.ts). */
+  marks: ProgressMarks;
+  /** Controller clock of this process's first wait for the migrations. */
+  waitingSinceMs: number | undefined;
+  /** Failed finalizer runs in a row. */
+  failures: number;
 }
 
 /** What one drain remembers. */
@@ -76,6 +94,8 @@ export interface DrainState {
   firstSeenMs?: number;
   /** When its first migration started and its last ended (lesson.ts). */
   marks: DrainMarks;
+  /** The finalizer's memory once the Eviction is deleted (finalize.ts). */
+  readonly settle: SettleState;
 }
 
 /**
@@ -98,6 +118,12 @@ export class DrainMemory {
   readonly ledger = new InFlightLedger();
   /** This process's drains waiting for budget, in line. */
   readonly budgetWaiters = new BudgetWaiters();
+  /**
+   * With Nova's notifications, the views of the draining hosts (shared:
+   * one feed, one subscription per drain's host); without them the drains
+   * poll (pass_view.ts).
+   */
+  watches: HostWatches | undefined = undefined;
 
   /** The state of a drain (created empty). */
   of(key: string): DrainState {
@@ -117,6 +143,7 @@ export class DrainMemory {
         copyStarted: new Map(),
         novaLimit: undefined,
         marks: {},
+        settle: { marks: new Map(), waitingSinceMs: undefined, failures: 0 },
       };
       this.#states.set(key, s);
     }
@@ -124,13 +151,16 @@ export class DrainMemory {
   }
 
   /**
-   * Forgets everything about a drain: its state, its count in the ledger
-   * and its place in the line for budget.
+   * Forgets everything about a drain: its state (settle marks included),
+   * its count in the ledger, its place in the line for budget and its
+   * watch of the host with the feed's trust in it. The framework calls it
+   * once the Eviction is gone (controller.ts registers it).
    */
   forget(key: string): void {
     this.#states.delete(key);
     this.ledger.delete(key);
     this.budgetWaiters.delete(key);
+    this.watches?.forget(key);
   }
 }
 

@@ -1,31 +1,49 @@
 import assert from "node:assert/strict";
 import { DrainMemory } from "./memory.ts";
+import { HostWatches } from "./host_watches.ts";
+import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
+import { HOST, listed, T0 } from "../../tests/harness/notified_fixtures.ts";
 
-Deno.test("DrainMemory: one forget drops the drain's state", () => {
+Deno.test("DrainMemory: one forget clears every part of the drain's record", () => {
+  const feed = new MemoryFeed();
   const m = new DrainMemory();
-  m.of("e").starts.set("a", {
-    id: "a",
-    kind: "live",
-    state: "pending",
-    issuedAtMs: 0,
+  m.watches = new HostWatches(feed, () => {}, () => T0);
+  const list = (id: string) => ({
+    servers: [listed(id)],
+    migrations: [],
+    departed: [],
   });
-  m.of("e").ram.set("a", 1024);
-  m.of("other").ram.set("b", 2048);
+  for (const key of ["e", "other"]) {
+    const s = m.of(key);
+    s.ram.set("a", 1024);
+    s.settle.marks = new Map([[1, { sig: "running|", sinceMs: 0 }]]);
+    s.settle.waitingSinceMs = 5;
+    s.settle.failures = 2;
+    m.ledger.set(key, 3);
+    m.budgetWaiters.add(key);
+    m.watches.endList(key, m.watches.beginList(key, HOST), list("a"));
+    // a relist that disagrees with the view: a demotion to report
+    m.watches.endList(key, m.watches.beginList(key, HOST), list("b"));
+  }
+  feed.down(); // wakes every watched drain
   m.forget("e");
-  assert.equal(m.of("e").starts.size, 0);
-  assert.equal(m.of("e").ram.size, 0);
-  assert.equal(m.of("other").ram.get("b"), 2048);
-});
-
-Deno.test("DrainMemory: forget also drops the drain's ledger count and its place in the budget line", () => {
-  const m = new DrainMemory();
-  m.ledger.set("e", 3);
-  m.ledger.set("other", 2);
-  m.budgetWaiters.add("e");
-  m.budgetWaiters.add("other");
-  m.forget("e");
+  const s = m.of("e");
+  assert.equal(s.ram.size, 0);
+  assert.deepEqual(
+    [s.settle.marks.size, s.settle.waitingSinceMs, s.settle.failures],
+    [0, undefined, 0],
+  );
   assert.equal(m.ledger.get("e"), 0);
-  assert.equal(m.ledger.get("other"), 2);
   assert.equal(m.budgetWaiters.standing("e"), undefined);
+  assert.equal(m.watches.woken("e"), false);
+  assert.deepEqual(m.watches.takeDemotions("e"), []);
+  feed.up();
+  assert.equal(m.watches.woken("e"), false, "no longer watched: not woken");
+  // the other drain keeps every part
+  const o = m.of("other");
+  assert.equal(o.settle.failures, 2);
+  assert.equal(m.ledger.get("other"), 3);
   assert.equal(m.budgetWaiters.standing("other"), "waiting");
+  assert.equal(m.watches.woken("other"), true);
+  assert.equal(m.watches.takeDemotions("other").length, 1);
 });

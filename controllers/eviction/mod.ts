@@ -32,7 +32,7 @@
  *    progress, however old), a lookup only for a VM that left without a
  *    telling record. The free budget slots are claimed before the look, so
  *    that two passes never look for one slot. With Nova's notifications
- *    (`deps.watches`, pass_view.ts) each look also lists the host for its
+ *    (`deps.memory.watches`, pass_view.ts) each look also lists the host for its
  *    list-and-watch view (host_view.ts, host_watches.ts), whose events
  *    wake the drain; a pass that only starts plans from that view while it
  *    is trustworthy, without a Nova call; one that could finish, settle,

@@ -26,7 +26,6 @@ import {
 import { statusEqual } from "./status_equal.ts";
 import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
-import type { HostWatches } from "./host_watches.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -88,11 +87,6 @@ export interface EvictionPassDeps {
   waveSettleMs: number;
   /** Placement for the capacity check, and the wave's shared report; without it there is none. */
   capacity?: CapacityDeps;
-  /**
-   * The draining hosts' views from Nova's notifications; without them the
-   * drain polls (pass_view.ts).
-   */
-  watches?: HostWatches;
 }
 
 /** The planner options of a pass: defaults, the deps' overrides, the policy's. */

@@ -147,7 +147,7 @@ export function allowedStarts(
   want: number,
 ): number {
   const waiting = waitingDrains(pass, settings);
-  if (pass.deps.watches === undefined) {
+  if (pass.deps.memory.watches === undefined) {
     return startsAllowed(left, mine, want, waiting.map((w) => w.limit));
   }
   const own = { ...pass.ev, status: { ...pass.status, inFlightCount: mine } };
@@ -452,7 +452,7 @@ export function wakeForBudgetLeft(pass: Pass): void {
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left <= 0) return;
   const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
-  if (deps.watches === undefined) {
+  if (deps.memory.watches === undefined) {
     deps.memory.budgetWaiters.wake(enqueue, left);
     return;
   }

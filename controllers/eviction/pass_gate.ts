@@ -409,7 +409,7 @@ export function watchFinished(pass: Pass): ReconcileResult | undefined {
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
   deps.memory.ledger.set(pass.ctx.key, 0);
   // An event brought a VM here (a notified arrival): look now.
-  if (deps.watches?.woken(pass.ctx.key) === true) return undefined;
+  if (deps.memory.watches?.woken(pass.ctx.key) === true) return undefined;
   const interval = last === undefined
     ? 0
     : finishedLookMs(pass, pass.status.finishedAt, last);

@@ -48,7 +48,7 @@ export function skipEarly(
   const { ctx, deps, state } = pass;
   const due = state.due;
   if (due === undefined || state.woken || pass.retried) return undefined;
-  if (deps.watches?.woken(ctx.key) === true) return undefined;
+  if (deps.memory.watches?.woken(ctx.key) === true) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
   const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
@@ -118,7 +118,7 @@ export function requeue(
     // way here); a notified view proven live wakes the drain as such an
     // arrival begins, so one look at the settle time will do.
     const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
-    const watched = deps.watches?.provenLive(pass.ctx.key) === true;
+    const watched = deps.memory.watches?.provenLive(pass.ctx.key) === true;
     const delay = Math.round(
       watched ? leftMs : Math.min(deps.pollIntervalMs, leftMs),
     );
@@ -190,7 +190,7 @@ export async function glance(
   if (pass.status.finishedAt !== undefined) return undefined;
   // A trustworthy notified view shows the records without a call: the
   // full pass reads it (pass_view.ts), or relists when it is old.
-  if (deps.watches?.trustworthyView(ctx.key, Infinity) !== undefined) {
+  if (deps.memory.watches?.trustworthyView(ctx.key, Infinity) !== undefined) {
     return undefined;
   }
   // budget freed for this drain: a full pass may start migrations
@@ -254,7 +254,7 @@ export function finishedLookMs(
   // begins: the looks need not come sooner than the slow finished check.
   // One not proven live (a silent feed looks just like a quiet host)
   // looks at the polling pace.
-  if (deps.watches?.provenLive(pass.ctx.key) === true) {
+  if (deps.memory.watches?.provenLive(pass.ctx.key) === true) {
     return deps.finishedCheckMs;
   }
   const since = Date.parse(finishedAt ?? "");

@@ -1,5 +1,5 @@
 /**
- * Observe with Nova's notifications (`deps.watches`, issue 23): a pass
+ * Observe with Nova's notifications (`deps.memory.watches`, issue 23): a pass
  * that only starts migrations plans from the host's list-and-watch view
  * when it is trustworthy, without a Nova call (Nova's own 409 on a VM
  * already migrating stays the guard against a double start). A pass that
@@ -147,7 +147,7 @@ export async function lookAtHost(
   fresh: () => Promise<Observation>,
 ): Promise<Looked> {
   const { ctx, deps, host, state } = pass;
-  const watches = deps.watches;
+  const watches = deps.memory.watches;
   if (watches === undefined) return { seen: await fresh() };
   watches.takeWake(ctx.key);
   watches.probeStarts(ctx.key, state.starts);

@@ -77,11 +77,8 @@ export async function reconcileEviction(
   ctx: HandlerContext<Eviction>,
   deps: EvictionPassDeps,
 ): Promise<ReconcileResult> {
-  if (ctx.object === undefined) {
-    deps.memory.forget(ctx.key);
-    deps.watches?.forget(ctx.key);
-    return {};
-  }
+  // Gone: the framework forgets the drain (DrainMemory.forget, controller.ts).
+  if (ctx.object === undefined) return {};
   // the framework's read-your-writes: never older than our last write
   const ev = ctx.object;
   if (isDeleting(ev)) return {};

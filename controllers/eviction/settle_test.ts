@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Migration } from "../../openstack/mod.ts";
-import { settleLook, SettleMemory, unlistedStarts } from "./settle.ts";
+import { settleLook, unlistedStarts } from "./settle.ts";
 
 const HOST = "h";
 
@@ -177,20 +177,6 @@ Deno.test("settleLook (property): counted and stalled split the in-progress reco
       },
     ),
   );
-});
-
-Deno.test("SettleMemory: waiting start, failures and forget", () => {
-  const memory = new SettleMemory();
-  assert.equal(memory.waitingSince("a", 10), 10);
-  assert.equal(memory.waitingSince("a", 99), 10, "kept from the first call");
-  assert.equal(memory.failed("a"), 1);
-  assert.equal(memory.failed("a"), 2);
-  memory.succeeded("a");
-  assert.equal(memory.failed("a"), 1);
-  memory.keep("a", new Map([[1, { sig: "x", sinceMs: 0 }]]));
-  memory.forget("a");
-  assert.equal(memory.marks("a").size, 0);
-  assert.equal(memory.waitingSince("a", 50), 50);
 });
 
 Deno.test("unlistedStarts: a fresh start of ours without its record yet keeps the drain unsettled", () => {

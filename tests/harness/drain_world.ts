@@ -748,7 +748,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  if (watches !== undefined) deps.watches = watches;
+  if (watches !== undefined) deps.memory.watches = watches;
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1157,7 +1157,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         deps.memory = new DrainMemory();
         watches?.close();
         watches = watch();
-        if (watches !== undefined) deps.watches = watches;
+        if (watches !== undefined) deps.memory.watches = watches;
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
