@@ -73,6 +73,7 @@ export const worldSpecArb: fc.Arbitrary<WorldSpec> = fc.record({
   ),
   retryWindowMs: fc.constantFrom(0, 60_000),
   queuedBeforeStart: fc.constantFrom(false, false, false, true),
+  recordDelaySeconds: fc.constantFrom(0.2, 0.2, 1, 3, 8),
 });
 
 /** A feed that drops, duplicates, delays (reorders), goes silent or drops its connection. */

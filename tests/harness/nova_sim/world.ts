@@ -1075,7 +1075,9 @@ export class World {
       now,
     );
     m.forced = host !== null && force;
-    m.phaseEndsAt = now + this.#scenario.timing.scheduleSeconds * 1000;
+    // The conductor writes the record, then asks the scheduler: nothing
+    // of the migration happens before its record exists.
+    m.phaseEndsAt = m.visibleAt + this.#scenario.timing.scheduleSeconds * 1000;
     this.#save(s, now, () => {
       s.taskState = "migrating";
     });

@@ -51,6 +51,7 @@ const CLOUD: ScenarioInput = {
   timing: {
     jitter: 0,
     scheduleSeconds: 0.5,
+    recordDelaySeconds: 0,
     prepareSeconds: 1,
     postSeconds: 1,
     liveCompleteSeconds: 0.3,

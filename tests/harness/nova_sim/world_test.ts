@@ -24,6 +24,8 @@ const TWO_HOSTS: ScenarioInput = {
   timing: {
     jitter: 0,
     scheduleSeconds: 0,
+    // these tests follow Nova's phases; the record's lag has its own test
+    recordDelaySeconds: 0,
     prepareSeconds: 1,
     postSeconds: 1,
     liveMbPerSecond: 1000,
@@ -36,6 +38,22 @@ const TWO_HOSTS: ScenarioInput = {
     { name: "v4", host: "src", ramMb: 1000 },
   ],
 };
+
+Deno.test("world: a live migration's record is written by the conductor before anything of it happens", () => {
+  const { world, id, step } = build({
+    ...TWO_HOSTS,
+    timing: { ...TWO_HOSTS.timing, recordDelaySeconds: 3, scheduleSeconds: 1 },
+  });
+  const m = world.liveMigrate(id("v1"), null);
+  const s = world.findServerByRef("v1");
+  // The API saved the task at once; the record is not listed for 3 s.
+  assert.equal(s?.taskState, "migrating");
+  assert.equal(m.visibleAt - world.now(), 3000);
+  step(3900);
+  assert.equal(m.status, "accepted", "scheduled only after the record");
+  step(200);
+  assert.equal(m.status, "preparing");
+});
 
 Deno.test("world: the per-host limit keeps extra live migrations queued", () => {
   const { world, id, step } = build(TWO_HOSTS);
