@@ -40,13 +40,14 @@ export const FIRST_LOOK_WINDOW = 3;
  * (`lastLookMs`, counted from {@linkcode FIRST_LOOK_SHARE} of a poll
  * interval after the start) while none saw it past the conductor
  * (`pastConductor`), within {@linkcode FIRST_LOOK_WINDOW} poll intervals,
- * and for as long as the last look found its record `accepted`
- * (`withConductor`: Nova's conductor still deciding, which on a loaded
- * cloud may take many poll intervals; a NoValidHost must still be seen
- * within a poll interval of its record's error). Undefined once a look saw
- * it past the conductor, or the window is over with no record of it
- * seen: the duration model times it from then on. Shared by the starts of a
- * pass.
+ * and for as long as the last look found its record `accepted` or none
+ * (`withConductor`: Nova's conductor still deciding or not yet writing the
+ * record, which on a loaded cloud may take many poll intervals; a
+ * NoValidHost must still be seen within a poll interval of its record's
+ * error). Undefined once a look saw it past the conductor, or the window
+ * is over with an earlier attempt's record the latest seen: the duration
+ * model times it from then on (and once.ts's grace period ends a start
+ * Nova never processed). Shared by the starts of a pass.
  *
  * @example
  * ```ts

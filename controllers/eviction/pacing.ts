@@ -177,7 +177,7 @@ export class Pace {
       issuedAtMs: number;
       atMs: number;
       pastConductor: boolean;
-      /** The look found the record `accepted`: the conductor decides. */
+      /** The look found the record `accepted`, or none: the conductor decides. */
       withConductor: boolean;
     }
   >();
@@ -559,7 +559,11 @@ export class Pace {
       issuedAtMs: issued,
       atMs: view.nowMs,
       pastConductor: before || pastConductor(status),
-      withConductor: status?.toLowerCase() === "accepted",
+      // No record after Nova's 202 is the conductor too: it writes the
+      // record after the answer, seconds later on a loaded cloud.
+      withConductor: status === undefined
+        ? !view.pending(id)
+        : status.toLowerCase() === "accepted",
     });
   }
 

@@ -218,9 +218,22 @@ Deno.test("Pace: queued migrations and starts behind Nova's queue are not timed 
   // not listed yet at its first look: again a poll interval later
   looked(p, queued);
   assert.deepEqual(p.dueInMs(queued), { dueMs: 4000, untimed: false });
-  // the window over: not timed
+  // past the window, still not listed: the conductor has not written its
+  // record yet, looked at a poll interval after the last look
   p.learn({ ...queued, nowMs: T + 6000 });
-  assert.deepEqual(p.dueInMs(queued), { dueMs: undefined, untimed: false });
+  assert.deepEqual(p.dueInMs(queued), { dueMs: 8000, untimed: false });
+  // listed queued behind Nova's queue: not timed
+  const behind = view(
+    T,
+    [
+      ["q", record("q", "queued", T, T)],
+      ["new", { ...record("new", "queued", T, T), id: 2 }],
+    ],
+    ["q", "new"],
+    { issuedAt: (id) => id === "new" ? T : undefined },
+  );
+  p.learn({ ...behind, nowMs: T + 8000 });
+  assert.deepEqual(p.dueInMs(behind), { dueMs: undefined, untimed: false });
   const running = view(T, [["r", record("r", "running", T, T)]], ["r"]);
   p.learn(running);
   assert.deepEqual(p.dueInMs(running), { dueMs: undefined, untimed: true });
@@ -619,4 +632,29 @@ Deno.test("Pace: a start still with Nova's conductor at its first look is looked
     Math.round(30_000 * (1 + LATE_MARGIN)) - 4000,
   );
   assert.equal(p.firstLooksOnly(at(T + 4000, "preparing")), false);
+});
+
+Deno.test("Pace: a start whose record Nova's conductor has not written yet is looked at every poll interval past the window, until its record shows", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 30_000);
+  const none = (nowMs: number) => view(nowMs, [], ["a"], { issuedAt: () => T });
+  const pollMs = none(T).pollMs;
+  // Looks at every poll interval, past FIRST_LOOK_WINDOW too: a loaded
+  // cloud's conductor may write the record many seconds after the 202,
+  // and a NoValidHost is to be seen within a poll interval of its error.
+  for (let k = 1; k <= 6; k++) {
+    const look = none(T + k * pollMs);
+    p.learn(look);
+    assert.equal(p.dueInMs(look).dueMs, pollMs, `look ${k}`);
+  }
+  // Once the record shows the migration past the conductor, the model.
+  const copying = view(
+    T + 7 * pollMs,
+    [["a", { ...record("a", "preparing", T, T), id: 41 }]],
+    ["a"],
+    { issuedAt: () => T },
+  );
+  p.learn(copying);
+  assert.ok((p.dueInMs(copying).dueMs ?? 0) > pollMs);
 });

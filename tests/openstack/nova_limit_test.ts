@@ -211,10 +211,13 @@ Deno.test({
         // Without the cap at Nova's limit both slots go to one host (one
         // copies, one waits queued) and the hosts never copy at once. With
         // it, the first slots may still go to one host's queue before Nova
-        // has shown its limit; the threshold is from loaded runs (14%).
+        // has shown its limit, and how long the hosts then overlap is a
+        // matter of pace (14% of samples on a quiet machine, 2% at load
+        // 10): a figure for bench:wave, not a bound. The rule is that they
+        // do overlap once the limit is known.
         assert.ok(
-          both > 0 && both >= busy * 0.1,
-          `both hosts copied at once in only ${both} of ${busy} samples`,
+          both > 0,
+          `the hosts never copied at once (${busy} busy samples)`,
         );
         const ours = new Set(b.servers.values());
         for (const h of hosts) {
