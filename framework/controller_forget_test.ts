@@ -7,17 +7,11 @@ import assert from "node:assert/strict";
 import { Controller } from "./controller.ts";
 import type { KubeClient } from "./client.ts";
 import type { InformerEvent } from "./informer.ts";
-import { defineKind, type KubeObject } from "./kind.ts";
+import type { KubeObject } from "./kind.ts";
 import { silentLogger } from "./logger.ts";
 import { FrameworkMetrics } from "./metrics.ts";
+import { Things } from "../tests/harness/things.ts";
 
-const Things = defineKind({
-  group: "fwtest.example.com",
-  version: "v1",
-  plural: "things",
-  kind: "Thing",
-  namespaced: false,
-});
 const FINALIZER = "fwtest.example.com/f";
 
 /** A controller over a cache the test edits; it records the calls. */
@@ -100,15 +94,21 @@ Deno.test("controller forget: a re-created object starts fresh and is forgotten 
   ctl.shutdown();
 });
 
-Deno.test("controller forget: a finalized object is forgotten only once it is gone", async () => {
-  const { objects, calls, ctl, event } = setUp();
-  ctl.finalizeHandler = () => {
-    calls.push("finalize");
+/** {@linkcode setUp} with a finalize handler, and the object being deleted. */
+function setUpFinalizing() {
+  const t = setUp();
+  t.ctl.finalizeHandler = () => {
+    t.calls.push("finalize");
   };
   const deleting = thing("3", {
     finalizers: [FINALIZER],
     deletionTimestamp: "2026-01-01T00:00:00Z",
   });
+  return { ...t, deleting };
+}
+
+Deno.test("controller forget: a finalized object is forgotten only once it is gone", async () => {
+  const { objects, calls, ctl, event, deleting } = setUpFinalizing();
   objects.set("a", thing("1", { finalizers: [FINALIZER] }));
   await event({ type: "added", key: "a", object: objects.get("a")! });
   objects.set("a", deleting);
@@ -122,14 +122,7 @@ Deno.test("controller forget: a finalized object is forgotten only once it is go
 });
 
 Deno.test("controller forget: an object first seen deleting (after a restart) is forgotten once gone", async () => {
-  const { objects, calls, ctl, event } = setUp();
-  ctl.finalizeHandler = () => {
-    calls.push("finalize");
-  };
-  const deleting = thing("3", {
-    finalizers: [FINALIZER],
-    deletionTimestamp: "2026-01-01T00:00:00Z",
-  });
+  const { objects, calls, ctl, event, deleting } = setUpFinalizing();
   objects.set("a", deleting);
   await event({ type: "added", key: "a", object: deleting });
   objects.delete("a");

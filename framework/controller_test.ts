@@ -8,18 +8,11 @@ import { Controller } from "./controller.ts";
 import { ApiError, TemporaryError } from "./errors.ts";
 import type { ReconcileResult } from "./handler.ts";
 import type { CacheReader } from "./informer.ts";
-import { defineKind, type KubeObject } from "./kind.ts";
+import type { KubeObject } from "./kind.ts";
 import { createLogger, type Logger, silentLogger } from "./logger.ts";
 import { passesOf } from "../tests/harness/pass_log.ts";
+import { Things } from "../tests/harness/things.ts";
 import { FrameworkMetrics } from "./metrics.ts";
-
-const Things = defineKind({
-  group: "fwtest.example.com",
-  version: "v1",
-  plural: "things",
-  kind: "Thing",
-  namespaced: false,
-});
 
 const refused = () =>
   new TypeError(
