@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
-  arrivingRecords,
   type ClassifyInput,
   classifyServer,
   inFlightEntry,
   isExhausted,
   isOurKind,
-  latestRecords,
   recordMatchesEntry,
   UNSUPPORTED_PREFIX,
 } from "./classify.ts";
@@ -22,6 +20,7 @@ import {
   T0,
   vm,
 } from "../../tests/harness/plan_fixtures.ts";
+import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 Deno.test("recordMatchesEntry: by migration id, or created no earlier than the trigger minus skew", () => {
   const e = entry("a", 0);

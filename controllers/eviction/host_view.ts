@@ -29,7 +29,6 @@ import type {
   NotifiedInstance,
   NovaNotification,
 } from "../../openstack/notification_types.ts";
-import { latestRecords } from "./classify.ts";
 import {
   apiStatusOf,
   byEventOrder,
@@ -42,8 +41,8 @@ import {
   subjectOf,
 } from "./notified_events.ts";
 import type { DepartedServer, ObservedServer } from "./observation.ts";
-import { departureOf, type Observation } from "./observe.ts";
-import { departedIds } from "./plan.ts";
+import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
+import type { Observation } from "./observation.ts";
 
 /** Foreign events a view keeps, in case their VM becomes known. */
 const PARKED_MAX = 1024;

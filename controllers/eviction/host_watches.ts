@@ -28,8 +28,8 @@ import {
   subjectOf,
 } from "./notified_events.ts";
 import type { StartNote } from "./observation.ts";
-import type { Observation } from "./observe.ts";
 import { type FactDiff, factDiffs } from "./view_diff.ts";
+import type { Observation } from "./observation.ts";
 
 /**
  * Events that end a step a drain waits for: a record ends (a slot frees),

@@ -22,7 +22,7 @@ import {
   migrationPhase,
   waitingInNova,
 } from "./nova_states.ts";
-import type { StartBackoff } from "./plan.ts";
+import type { StartBackoff } from "./plan_types.ts";
 import { Durations, Pace } from "./pacing.ts";
 import { InFlightLedger } from "./ledger.ts";
 import type { DrainMarks } from "./lesson.ts";

@@ -87,7 +87,8 @@ export {
 } from "./controller.ts";
 export type { EvictionClock } from "./reconcile.ts";
 export { EvictionMetrics } from "./metrics.ts";
-export { departedIds, type Plan, type PlanInput, planPass } from "./plan.ts";
+export { type Plan, type PlanInput, planPass } from "./plan.ts";
+export { departedIds } from "./nova_records.ts";
 export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
 export { RETRY_ANNOTATION } from "./retry.ts";
 export { drainingAhead, keepDisabledBecause, traitsHold } from "./gates.ts";

@@ -8,6 +8,7 @@
  */
 
 import { backoffDelay } from "../../framework/backoff.ts";
+import type { Migration, Server } from "../../openstack/mod.ts";
 
 /**
  * A VM as `GET /servers/detail?all_tenants=1&host=` (2.90) or
@@ -64,6 +65,22 @@ export interface DepartedServer {
   id: string;
   /** The server now, or null when Nova answered 404. */
   server: ObservedServer | null;
+}
+
+/** One pass's view of Nova. */
+export interface Observation {
+  /** The VMs on the host. */
+  servers: Server[];
+  /** Migrations from or to the host since the drain started. */
+  migrations: Migration[];
+  /** Where the VMs that left the list are (null: deleted). */
+  departed: DepartedServer[];
+  /**
+   * Controller clock when the direct look this rests on began (a
+   * notified view's: its list's); what may release an action of ours
+   * (once.ts).
+   */
+  lookedAtMs?: number;
 }
 
 /** Tunables of the planner; see {@linkcode DEFAULT_PLAN_OPTIONS}. */

@@ -13,70 +13,11 @@ import { errText } from "../../framework/errors.ts";
 import pLimit from "p-limit";
 import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import {
-  type Migration,
-  NotFoundError,
-  type Server,
-} from "../../openstack/mod.ts";
-import { latestRecords } from "./classify.ts";
+import { NotFoundError } from "../../openstack/mod.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { migrationPhase } from "./nova_states.ts";
-import type { DepartedServer, ObservedServer } from "./observation.ts";
-import { departedIds } from "./plan.ts";
-
-/** One pass's view of Nova. */
-export interface Observation {
-  /** The VMs on the host. */
-  servers: Server[];
-  /** Migrations from or to the host since the drain started. */
-  migrations: Migration[];
-  /** Where the VMs that left the list are (null: deleted). */
-  departed: DepartedServer[];
-  /**
-   * Controller clock when the direct look this rests on began (a
-   * notified view's: its list's); what may release an action of ours
-   * (once.ts).
-   */
-  lookedAtMs?: number;
-}
-
-/**
- * Where a VM that left the host is, when its latest record from the host
- * says so: a completed live migration (ACTIVE on the destination), a cold
- * one that finished (VERIFY_RESIZE there) or was confirmed. Undefined when
- * only a `GET /servers/{id}` can tell (a record in progress or failed: the
- * VM may have been deleted).
- *
- * @example
- * ```ts
- * import { departureOf } from "./observe.ts";
- * const s = departureOf({ instanceUuid: "a", migrationType: "live-migration",
- *   status: "completed", destCompute: "d" }, 1024);
- * console.assert(s?.host === "d" && s.status === "ACTIVE");
- * ```
- */
-export function departureOf(
-  record: {
-    instanceUuid: string;
-    migrationType: string;
-    status: string;
-    destCompute?: string | null;
-  },
-  ramMb: number,
-): ObservedServer | undefined {
-  const dest = record.destCompute;
-  if (dest === undefined || dest === null) return undefined;
-  if (migrationPhase(record.status) !== "done") return undefined;
-  const live = record.migrationType.toLowerCase() === "live-migration";
-  const awaitingConfirm = !live && record.status.toLowerCase() === "finished";
-  return {
-    id: record.instanceUuid,
-    status: awaitingConfirm ? "VERIFY_RESIZE" : "ACTIVE",
-    host: dest,
-    taskState: null,
-    flavor: { ramMb },
-  };
-}
+import type { DepartedServer, Observation } from "./observation.ts";
+import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
 
 /**
  * Reads the host's servers and migrations, then looks up the VMs that left

@@ -27,7 +27,6 @@ import {
   NOVA_LIMIT_TTL_MS,
   observedNovaLimit,
 } from "./nova_limit.ts";
-import type { Observation } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import {
@@ -39,6 +38,7 @@ import {
   waitsForBudget,
 } from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
+import type { Observation } from "./observation.ts";
 
 /**
  * Budget: a drain with nothing in flight, while the cluster budget is spent

@@ -7,15 +7,15 @@
 
 import type { ReconcileResult } from "../../framework/handler.ts";
 import type { LimitSettings } from "../../limits/resolve.ts";
-import { latestRecords } from "./classify.ts";
 import { traitsHold } from "./gates.ts";
-import type { Observation } from "./observe.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan.ts";
 import type { Pass } from "./pass.ts";
 import { budgetLeftFor } from "./pass_budget.ts";
+import { latestRecords } from "./nova_records.ts";
+import type { Observation } from "./observation.ts";
 
 /** What a pass depends on besides Nova: a change forces a full pass. */
 export function fingerprintOf(

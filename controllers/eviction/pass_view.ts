@@ -23,9 +23,9 @@ import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { recordMatchesEntry } from "./classify.ts";
 import type { Demotion } from "./feed_trust.ts";
 import type { ObservedMigration } from "./observation.ts";
-import type { Observation } from "./observe.ts";
 import { emit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan.ts";
+import type { Observation } from "./observation.ts";
 
 /** A plan and the input it was made from. */
 export interface Planned {

@@ -9,9 +9,8 @@
 
 import { CONDITION_EVICTING, stoppedForPerson } from "../conditions.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { arrivingRecords, latestRecords } from "./classify.ts";
 import { assembleStatus, byId } from "./next_status.ts";
-import { type ObservedMigration, validatePlanOptions } from "./observation.ts";
+import { validatePlanOptions } from "./observation.ts";
 import {
   arrivals,
   classifyOnHost,
@@ -22,9 +21,9 @@ import {
   pendingStarts,
   pickStarts,
   stuckAndAborts,
-  unfinishedElsewhere,
 } from "./plan_steps.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
+import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 export { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 export type { FailureReport } from "./classify.ts";
@@ -40,43 +39,6 @@ export type {
   StuckReport,
   WaitingVm,
 } from "./plan_types.ts";
-
-/**
- * The ids to look up with `GET /servers/{id}`: those the previous status
- * tracked (outstanding or in flight), and those whose migration record
- * from this host is still in progress or `finished` (a cold migration
- * awaiting confirmation: found even when the status write that tracked it
- * was lost), that are no longer listed on the host. Sorted, for
- * deterministic requests.
- *
- * @example
- * ```ts
- * import { departedIds } from "./plan.ts";
- * const ids = departedIds(
- *   { outstandingInstances: ["a", "b"], inFlight: [{ id: "c", kind: "live", startedAt: "2026-01-01T00:00:00Z" }] },
- *   [{ id: "a" }],
- *   [{ id: 1, instanceUuid: "d", migrationType: "migration", status: "finished", sourceCompute: "h", createdAt: "2026-01-01T00:00:00" }],
- *   "h",
- * );
- * console.assert(ids.join() === "b,c,d");
- * ```
- */
-export function departedIds(
-  status: EvictionStatus | undefined,
-  servers: readonly { id: string }[],
-  migrations: readonly ObservedMigration[],
-  host: string,
-): string[] {
-  const listed = new Set(servers.map((s) => s.id));
-  // An arriving VM is not on the host yet: its record says where it is.
-  for (const id of arrivingRecords(migrations, host).keys()) listed.add(id);
-  const tracked = new Set([
-    ...(status?.outstandingInstances ?? []),
-    ...(status?.inFlight ?? []).map((e) => e.id),
-    ...unfinishedElsewhere(latestRecords(migrations, host), listed).keys(),
-  ]);
-  return [...tracked].filter((id) => !listed.has(id)).sort();
-}
 
 function validateInput(input: PlanInput): void {
   if (typeof input.host !== "string" || input.host === "") {

@@ -12,8 +12,9 @@ import type {
   ObservedServer,
   PlanOptions,
 } from "./observation.ts";
-import { departedIds, type PlanInput, planPass } from "./plan.ts";
+import { type PlanInput, planPass } from "./plan.ts";
 import { at, HOST, novaTime, T0 } from "../../tests/harness/plan_fixtures.ts";
+import { departedIds } from "./nova_records.ts";
 
 const IDS = Array.from(
   { length: 14 },

@@ -21,7 +21,6 @@ import {
   inFlightEntry,
   isOurKind,
   type VmClass,
-  type VmRecords,
 } from "./classify.ts";
 import type { DrainSummary } from "./conditions.ts";
 import { byId } from "./next_status.ts";
@@ -46,6 +45,7 @@ import type {
 } from "./plan_types.ts";
 import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
+import { unfinishedElsewhere, type VmRecords } from "./nova_records.ts";
 
 /**
  * Unknown answers in a row after which a VM counts as "Nova is not taking
@@ -317,26 +317,6 @@ export function arrivals(
     if (failedEntry !== undefined) acc.failed.push(failedEntry);
   }
   return arriving;
-}
-
-/**
- * Ids of VMs not on the host whose record from it is in progress or
- * `finished` (awaiting confirmation): their migration still holds the
- * source's resources, whether or not a status ever tracked them.
- */
-export function unfinishedElsewhere(
-  records: ReadonlyMap<string, VmRecords>,
-  onHost: { has(id: string): boolean },
-): Map<string, ObservedMigration> {
-  const found = new Map<string, ObservedMigration>();
-  for (const [id, r] of records) {
-    if (onHost.has(id)) continue;
-    if (r.inProgress !== undefined) found.set(id, r.inProgress);
-    else if (r.latest.status.toLowerCase() === "finished") {
-      found.set(id, r.latest);
-    }
-  }
-  return found;
 }
 
 /** What the departures step found. */

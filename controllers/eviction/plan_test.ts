@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { departedIds, type Plan, type PlanInput, planPass } from "./plan.ts";
+import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { splitStarts } from "./plan_steps.ts";
 import {
   at,
@@ -14,6 +14,7 @@ import {
   T0,
   vm,
 } from "../../tests/harness/plan_fixtures.ts";
+import { departedIds } from "./nova_records.ts";
 
 interface Row {
   name: string;

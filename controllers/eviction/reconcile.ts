@@ -26,7 +26,7 @@ import { noteMarks } from "./lesson.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
-import { type Observation, observe } from "./observe.ts";
+import { observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, planPass } from "./plan.ts";
 import { lookAtHost } from "./pass_view.ts";
@@ -59,6 +59,7 @@ import {
   requeue,
   skipEarly,
 } from "./pass_pace.ts";
+import type { Observation } from "./observation.ts";
 
 export type { EvictionClock, EvictionPassDeps } from "./pass.ts";
 export { planOptionsFor } from "./pass.ts";

@@ -8,9 +8,9 @@
  * @module
  */
 
-import { arrivingRecords, latestRecords } from "./classify.ts";
 import { inFlightKindOfServer, migrationPhase } from "./nova_states.ts";
 import type { ObservedMigration, ObservedServer } from "./observation.ts";
+import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 /** The parts of an observation the facts are read from. */
 export interface FactsSource {

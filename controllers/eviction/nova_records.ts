@@ -1,0 +1,201 @@
+/**
+ * What Nova's lists say of a host's VMs, read the same way by the planner
+ * and by the notified view (host_view.ts): the latest record of each VM
+ * leaving the host, the migrations arriving, where a VM that left is, and
+ * which tracked VMs are no longer listed. Pure functions over the lists.
+ *
+ * @module
+ */
+
+import { parseNovaTime } from "../../openstack/nova_time.ts";
+import type { EvictionStatus } from "../../models/mod.ts";
+import { migrationPhase } from "./nova_states.ts";
+import type { ObservedMigration, ObservedServer } from "./observation.ts";
+
+/** The records of one VM that matter to the planner. */
+export interface VmRecords {
+  /** The most recent record. */
+  latest: ObservedMigration;
+  /** The most recent record still in progress. */
+  inProgress: ObservedMigration | undefined;
+}
+
+/**
+ * The most recent record, and the most recent one in progress, of each VM
+ * leaving `host` (latest created_at, then highest id), keyed by server id.
+ * Records of other source hosts (VMs arriving here) are ignored.
+ *
+ * @example
+ * ```ts
+ * import { latestRecords } from "./nova_records.ts";
+ * const base = { instanceUuid: "a", migrationType: "live-migration", sourceCompute: "h" };
+ * const latest = latestRecords([
+ *   { ...base, id: 1, status: "running", createdAt: "2026-01-01T00:00:00" },
+ *   { ...base, id: 2, status: "error", createdAt: "2026-01-01T00:05:00" },
+ * ], "h");
+ * console.assert(latest.get("a")?.latest.id === 2);
+ * console.assert(latest.get("a")?.inProgress?.id === 1);
+ * ```
+ */
+export function latestRecords(
+  records: readonly ObservedMigration[],
+  host: string,
+): Map<string, VmRecords> {
+  const byVm = new Map<string, VmRecords>();
+  for (const record of records) {
+    if (record.sourceCompute !== null && record.sourceCompute !== host) {
+      continue;
+    }
+    const known = byVm.get(record.instanceUuid);
+    const running = migrationPhase(record.status) === "in_progress";
+    if (known === undefined) {
+      byVm.set(record.instanceUuid, {
+        latest: record,
+        inProgress: running ? record : undefined,
+      });
+      continue;
+    }
+    if (newer(record, known.latest)) known.latest = record;
+    if (
+      running &&
+      (known.inProgress === undefined || newer(record, known.inProgress))
+    ) {
+      known.inProgress = record;
+    }
+  }
+  return byVm;
+}
+
+/**
+ * The migrations towards `host` still in progress (from another source),
+ * by server id: VMs arriving while the host drains. They are work to wait
+ * for, never failures.
+ *
+ * @example
+ * ```ts
+ * import { arrivingRecords } from "./nova_records.ts";
+ * const r = arrivingRecords([{ id: 1, instanceUuid: "a", migrationType: "live-migration",
+ *   status: "running", sourceCompute: "other", destCompute: "h", createdAt: "2026-01-01T00:00:00" }], "h");
+ * console.assert(r.get("a")?.id === 1);
+ * ```
+ */
+export function arrivingRecords(
+  records: readonly ObservedMigration[],
+  host: string,
+): Map<string, ObservedMigration> {
+  const byVm = new Map<string, ObservedMigration>();
+  for (const record of records) {
+    if (record.destCompute !== host || record.sourceCompute === host) continue;
+    if (migrationPhase(record.status) !== "in_progress") continue;
+    const known = byVm.get(record.instanceUuid);
+    if (known === undefined || newer(record, known)) {
+      byVm.set(record.instanceUuid, record);
+    }
+  }
+  return byVm;
+}
+
+function newer(a: ObservedMigration, b: ObservedMigration): boolean {
+  const ta = parseNovaTime(a.createdAt) ?? -Infinity;
+  const tb = parseNovaTime(b.createdAt) ?? -Infinity;
+  if (ta !== tb) return ta > tb;
+  const ia = Number(a.id);
+  const ib = Number(b.id);
+  if (!Number.isNaN(ia) && !Number.isNaN(ib) && ia !== ib) return ia > ib;
+  return String(a.id) > String(b.id);
+}
+
+/**
+ * Ids of VMs not on the host whose record from it is in progress or
+ * `finished` (awaiting confirmation): their migration still holds the
+ * source's resources, whether or not a status ever tracked them.
+ */
+export function unfinishedElsewhere(
+  records: ReadonlyMap<string, VmRecords>,
+  onHost: { has(id: string): boolean },
+): Map<string, ObservedMigration> {
+  const found = new Map<string, ObservedMigration>();
+  for (const [id, r] of records) {
+    if (onHost.has(id)) continue;
+    if (r.inProgress !== undefined) found.set(id, r.inProgress);
+    else if (r.latest.status.toLowerCase() === "finished") {
+      found.set(id, r.latest);
+    }
+  }
+  return found;
+}
+
+/**
+ * The ids to look up with `GET /servers/{id}`: those the previous status
+ * tracked (outstanding or in flight), and those whose migration record
+ * from this host is still in progress or `finished` (a cold migration
+ * awaiting confirmation: found even when the status write that tracked it
+ * was lost), that are no longer listed on the host. Sorted, for
+ * deterministic requests.
+ *
+ * @example
+ * ```ts
+ * import { departedIds } from "./nova_records.ts";
+ * const ids = departedIds(
+ *   { outstandingInstances: ["a", "b"], inFlight: [{ id: "c", kind: "live", startedAt: "2026-01-01T00:00:00Z" }] },
+ *   [{ id: "a" }],
+ *   [{ id: 1, instanceUuid: "d", migrationType: "migration", status: "finished", sourceCompute: "h", createdAt: "2026-01-01T00:00:00" }],
+ *   "h",
+ * );
+ * console.assert(ids.join() === "b,c,d");
+ * ```
+ */
+export function departedIds(
+  status: EvictionStatus | undefined,
+  servers: readonly { id: string }[],
+  migrations: readonly ObservedMigration[],
+  host: string,
+): string[] {
+  const listed = new Set(servers.map((s) => s.id));
+  // An arriving VM is not on the host yet: its record says where it is.
+  for (const id of arrivingRecords(migrations, host).keys()) listed.add(id);
+  const tracked = new Set([
+    ...(status?.outstandingInstances ?? []),
+    ...(status?.inFlight ?? []).map((e) => e.id),
+    ...unfinishedElsewhere(latestRecords(migrations, host), listed).keys(),
+  ]);
+  return [...tracked].filter((id) => !listed.has(id)).sort();
+}
+
+/**
+ * Where a VM that left the host is, when its latest record from the host
+ * says so: a completed live migration (ACTIVE on the destination), a cold
+ * one that finished (VERIFY_RESIZE there) or was confirmed. Undefined when
+ * only a `GET /servers/{id}` can tell (a record in progress or failed: the
+ * VM may have been deleted).
+ *
+ * @example
+ * ```ts
+ * import { departureOf } from "./nova_records.ts";
+ * const s = departureOf({ instanceUuid: "a", migrationType: "live-migration",
+ *   status: "completed", destCompute: "d" }, 1024);
+ * console.assert(s?.host === "d" && s.status === "ACTIVE");
+ * ```
+ */
+export function departureOf(
+  record: {
+    instanceUuid: string;
+    migrationType: string;
+    status: string;
+    destCompute?: string | null;
+  },
+  ramMb: number,
+): ObservedServer | undefined {
+  const dest = record.destCompute;
+  if (dest === undefined || dest === null) return undefined;
+  if (migrationPhase(record.status) !== "done") return undefined;
+  const live = record.migrationType.toLowerCase() === "live-migration";
+  const awaitingConfirm = !live && record.status.toLowerCase() === "finished";
+  return {
+    id: record.instanceUuid,
+    status: awaitingConfirm ? "VERIFY_RESIZE" : "ACTIVE",
+    host: dest,
+    taskState: null,
+    flavor: { ramMb },
+  };
+}
