@@ -22,17 +22,9 @@ import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "./nova_states.ts";
 import type { ActionNote, StartNote } from "./observation.ts";
-import { type Plan, UNANSWERED_REPORT_AFTER } from "./plan.ts";
-
-/** An Event to record on the Eviction. */
-export interface PendingEvent {
-  /** Normal or Warning. */
-  type: "Normal" | "Warning";
-  /** CamelCase reason. */
-  reason: string;
-  /** Message. */
-  message: string;
-}
+import type { PendingEvent } from "./report.ts";
+import type { Plan } from "./plan_types.ts";
+import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 
 /** What acting needs. */
 export interface ActDeps {

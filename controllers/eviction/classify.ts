@@ -28,6 +28,7 @@ import {
   type StartNote,
 } from "./observation.ts";
 import { startReleasableFromMs } from "./once.ts";
+import type { FailureReport } from "./plan_types.ts";
 import { stalledReason } from "./stalled.ts";
 
 /** What a VM on the host is this pass. */
@@ -46,20 +47,6 @@ export type VmClass =
   | { class: "skipped"; reason: string }
   /** Transient state (BUILD, rebooting, a task running): look again next pass. */
   | { class: "busy"; reason: string };
-
-/** A failure seen this pass (a counted attempt, or a VM newly in ERROR). */
-export interface FailureReport {
-  /** Server id. */
-  id: string;
-  /** Why, e.g. Nova's fault message or the failed migration record. */
-  reason: string;
-  /** Attempts counted so far, this one included. */
-  attempts: number;
-  /** True when the VM will not be retried any more (until a person asks). */
-  exhausted: boolean;
-  /** Whether the cause may go away by itself. */
-  transient: boolean;
-}
 
 /** The verdict on one VM. */
 export interface VmVerdict {

@@ -12,9 +12,7 @@ import type {
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import { drainConditions, type DrainSummary } from "./conditions.ts";
-
-/** Where the limit came from (status.limitSource). */
-export type LimitSource = "policy" | "flags" | "eviction";
+import type { LimitSource } from "./plan_types.ts";
 
 /**
  * Orders entries by id, the canonical order of every status list (equal

@@ -14,7 +14,7 @@ import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { EvictionKind } from "../kinds.ts";
-import type { PendingEvent } from "./act.ts";
+import type { PendingEvent } from "./report.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";

@@ -26,12 +26,12 @@ import type { Plan, PlanInput } from "./plan_types.ts";
 import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 export { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
-export type { FailureReport } from "./classify.ts";
 export type { DrainSummary } from "./conditions.ts";
 export type { MigrationKind } from "./nova_states.ts";
-export type { LimitSource } from "./next_status.ts";
 export type {
   AbortAction,
+  FailureReport,
+  LimitSource,
   Plan,
   PlanInput,
   StartAction,

@@ -17,7 +17,6 @@ import type {
 } from "../../models/mod.ts";
 import {
   classifyServer,
-  type FailureReport,
   inFlightEntry,
   isOurKind,
   type VmClass,
@@ -38,6 +37,7 @@ import type {
 } from "./observation.ts";
 import type {
   AbortAction,
+  FailureReport,
   PlanInput,
   StartAction,
   StuckReport,

@@ -10,9 +10,7 @@ import type {
   EvictionStatus,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import type { FailureReport } from "./classify.ts";
 import type { DrainSummary } from "./conditions.ts";
-import type { LimitSource } from "./next_status.ts";
 import type { MigrationKind } from "./nova_states.ts";
 import type {
   ActionNote,
@@ -22,6 +20,23 @@ import type {
   PlanOptions,
   StartNote,
 } from "./observation.ts";
+
+/** Where the limit came from (status.limitSource). */
+export type LimitSource = "policy" | "flags" | "eviction";
+
+/** A failure seen this pass (a counted attempt, or a VM newly in ERROR). */
+export interface FailureReport {
+  /** Server id. */
+  id: string;
+  /** Why, e.g. Nova's fault message or the failed migration record. */
+  reason: string;
+  /** Attempts counted so far, this one included. */
+  attempts: number;
+  /** True when the VM will not be retried any more (until a person asks). */
+  exhausted: boolean;
+  /** Whether the cause may go away by itself. */
+  transient: boolean;
+}
 
 /** Everything one pass of the planner looks at. */
 export interface PlanInput {

@@ -9,9 +9,18 @@
 
 import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import type { PendingEvent } from "./act.ts";
 import type { EvictionMetrics, KindLabel } from "./metrics.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan } from "./plan_types.ts";
+
+/** An Event to record on the Eviction. */
+export interface PendingEvent {
+  /** Normal or Warning. */
+  type: "Normal" | "Warning";
+  /** CamelCase reason. */
+  reason: string;
+  /** Message. */
+  message: string;
+}
 
 /** What {@linkcode reportPass} looks at. */
 export interface PassReport {
