@@ -86,6 +86,9 @@ const TIMING = {
   coldMbPerSecond: 500,
   jitter: 0.1,
   scheduleSeconds: 0.5,
+  // the conductor writes a live migration's record this long after the
+  // 202, then schedules it (real Zed: 0.08-0.35 s)
+  recordDelaySeconds: 0.2,
   prepareSeconds: 2,
   // cold migrations only: a live one completes liveCompleteSeconds after
   // the server is ACTIVE on its destination (as real Zed does)
@@ -227,7 +230,9 @@ async function run(
     // Full time: what a VM needs from trigger to leaving when nothing waits;
     // slot time: what it holds one of Nova's per-host slots.
     const slot = recs.map((m) => m.copyMs + overhead);
-    const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
+    const full = slot.map((t) =>
+      t + (TIMING.recordDelaySeconds + TIMING.scheduleSeconds) * 1000
+    );
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const lowerBound = Math.max(
       Math.max(...full),
@@ -406,7 +411,8 @@ const lines = [
   `migration copies ${TIMING.liveMbPerSecond} MB/s (±${
     TIMING.jitter * 100
   } % ` +
-  `jitter) after ${TIMING.scheduleSeconds} s scheduling and ` +
+  `jitter) after the conductor's ${TIMING.recordDelaySeconds} s to write ` +
+  `its record, ${TIMING.scheduleSeconds} s scheduling and ` +
   `${TIMING.prepareSeconds} s preparing; the record completes ` +
   `${TIMING.liveCompleteSeconds} s after the server is ACTIVE on its ` +
   `destination (as in real Zed). The poll interval is ${

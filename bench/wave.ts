@@ -237,12 +237,15 @@ async function wave(
     const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) *
       1000;
     const slot = recs.map((m) => m.copyMs + overhead);
-    const full = slot.map((t) => t + TIMING.scheduleSeconds * 1000);
+    // Nova's conductor: the record written, then the scheduler asked
+    const conductorMs = (TIMING.recordDelaySeconds + TIMING.scheduleSeconds) *
+      1000;
+    const full = slot.map((t) => t + conductorMs);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const perHost = drained.map((h) =>
       sum(
         recs.filter((m) => m.source === h).map((m) =>
-          m.copyMs + overhead + TIMING.scheduleSeconds * 1000
+          m.copyMs + overhead + conductorMs
         ),
       ) / PER_HOST
     );
