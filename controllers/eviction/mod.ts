@@ -30,7 +30,8 @@
  *    migrations from or to it since the drain started (on Nova's clock,
  *    nova_clock.ts; once no server is left, also every record still in
  *    progress, however old), a lookup only for a VM that left without a
- *    telling record. The free budget slots are claimed before the look, so
+ *    telling record (what the lists say of each VM: nova_records.ts, read
+ *    alike by the plan and the notified view). The free budget slots are claimed before the look, so
  *    that two passes never look for one slot. With Nova's notifications
  *    (`deps.memory.watches`, pass_view.ts) each look also lists the host for its
  *    list-and-watch view (host_view.ts, host_watches.ts), whose events
