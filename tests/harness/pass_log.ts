@@ -103,3 +103,36 @@ export async function withinPasses(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * When the operator sent its last live migration of server `id` (ms, its
+ * clock): the client's debug line for the call, less the call's duration.
+ *
+ * @example
+ * ```ts
+ * import { liveMigrateSentAt } from "./pass_log.ts";
+ * const log = '{"time":"2026-01-01T00:00:01.500Z","action":"nova.liveMigrate","url":"http://n/v2.1/servers/a/action","durationMs":500,"msg":"OpenStack call"}\n';
+ * console.log(liveMigrateSentAt(log, "a")); // 1767225601000
+ * ```
+ */
+export function liveMigrateSentAt(
+  log: string,
+  id: string,
+): number | undefined {
+  let sent: number | undefined;
+  for (const line of log.split("\n")) {
+    if (!line.includes('"nova.liveMigrate"')) continue;
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue; // a line cut by the read
+    }
+    if (o["msg"] !== "OpenStack call") continue;
+    if (!String(o["url"]).includes(`/servers/${id}/action`)) continue;
+    const at = Date.parse(String(o["time"]));
+    const took = typeof o["durationMs"] === "number" ? o["durationMs"] : 0;
+    if (!Number.isNaN(at)) sent = at - took;
+  }
+  return sent;
+}
