@@ -30,15 +30,8 @@ export interface PassLine {
  */
 export function passesOf(log: string, key: string): PassLine[] {
   const out: PassLine[] = [];
-  for (const line of log.split("\n")) {
-    if (!line.includes('"reconciled"')) continue;
-    let o: Record<string, unknown>;
-    try {
-      o = JSON.parse(line);
-    } catch {
-      continue; // a line cut by the read
-    }
-    if (o["msg"] !== "reconciled" || o["key"] !== key) continue;
+  for (const o of linesWith(log, "reconciled")) {
+    if (o["key"] !== key) continue;
     const atMs = Date.parse(String(o["time"]));
     if (Number.isNaN(atMs)) continue;
     const wait = o["requeueAfterMs"];
@@ -120,19 +113,29 @@ export function liveMigrateSentAt(
   id: string,
 ): number | undefined {
   let sent: number | undefined;
-  for (const line of log.split("\n")) {
-    if (!line.includes('"nova.liveMigrate"')) continue;
-    let o: Record<string, unknown>;
-    try {
-      o = JSON.parse(line);
-    } catch {
-      continue; // a line cut by the read
-    }
-    if (o["msg"] !== "OpenStack call") continue;
+  for (const o of linesWith(log, "OpenStack call")) {
+    if (o["action"] !== "nova.liveMigrate") continue;
     if (!String(o["url"]).includes(`/servers/${id}/action`)) continue;
     const at = Date.parse(String(o["time"]));
     const took = typeof o["durationMs"] === "number" ? o["durationMs"] : 0;
     if (!Number.isNaN(at)) sent = at - took;
   }
   return sent;
+}
+
+/** The JSON lines of `log` whose message is `msg` (a line cut by the read is skipped). */
+function* linesWith(
+  log: string,
+  msg: string,
+): Generator<Record<string, unknown>> {
+  for (const line of log.split("\n")) {
+    if (!line.includes(`"${msg}"`)) continue;
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (o["msg"] === msg) yield o;
+  }
 }
