@@ -237,7 +237,7 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
     failed: input.failed,
     failure: undefined,
   });
-  const early = waitingClass(facts, input) ?? stalledClass(facts, input) ??
+  const early = waitingClass(facts, input) ?? stalledClass(input) ??
     runningClass(facts, input) ?? attemptClass(facts, input);
   if (early !== undefined) return keep(early);
   const attempt = attemptOutcome(facts, input);
@@ -317,16 +317,15 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
  * A migration task that outlived its record (stalled.ts): skipped, its
  * slot freed, never started while the task shows (Nova would 409).
  */
-function stalledClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
+function stalledClass(input: ClassifyInput): VmClass | undefined {
   const { server, latest, inProgress, inFlight, nowMs, options } = input;
-  const ownStartMs = f.ours ? parseNovaTime(inFlight?.startedAt) : undefined;
   const reason = stalledReason(
     server,
     latest,
     inProgress,
     nowMs,
     options,
-    ownStartMs,
+    inFlight,
   );
   return reason === undefined ? undefined : { class: "skipped", reason };
 }

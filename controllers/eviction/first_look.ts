@@ -24,10 +24,12 @@ export const FIRST_LOOK_SHARE = 0.75;
 
 /**
  * Poll intervals after a start within which it is looked at every poll
- * interval while no look has seen it past the conductor (its record
- * `accepted`, not listed yet, or only an earlier attempt's): Nova's
- * conductor may take longer than one poll interval to find no valid
- * host. Past it, the duration model times the start.
+ * interval while no look has seen it past the conductor: Nova's conductor
+ * may take longer than one poll interval to find no valid host. Past it,
+ * the duration model times the start, unless its record is still
+ * `accepted` or not written yet ({@linkcode firstLookAt}'s
+ * `withConductor`); an earlier attempt's record the latest seen does not
+ * hold it.
  */
 export const FIRST_LOOK_WINDOW = 3;
 

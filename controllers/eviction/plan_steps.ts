@@ -531,9 +531,7 @@ function stillFinishing(
     own?.inProgress,
     nowMs,
     input.options,
-    entry === undefined || entry.adopted === true
-      ? undefined
-      : parseNovaTime(entry.startedAt),
+    entry,
   );
   if (stalled !== undefined) {
     acc.outstanding.push(id);

@@ -11,6 +11,7 @@
  * @module
  */
 
+import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { parseNovaTime } from "../../openstack/nova_time.ts";
 import {
   inFlightKindOfServer,
@@ -81,7 +82,8 @@ export function stalledSinceMs(
  * The `status.skipped` reason for a server whose migration task outlived
  * its record by more than {@linkcode stallBoundMs}, else undefined (within
  * the bound it is still counted in flight: Nova may not show the end yet;
- * from a later start of ours, `ownStartMs`, when there is one). The reason
+ * from a later start of ours, the VM's in-flight `entry`, when there is
+ * one). The reason
  * names the server, the record and what a person does.
  *
  * @example
@@ -102,8 +104,12 @@ export function stalledReason(
   inProgress: ObservedMigration | undefined,
   nowMs: number,
   options: PlanOptions,
-  ownStartMs?: number,
+  entry?: EvictionStatusInFlightItem,
 ): string | undefined {
+  // a start of ours (not one adopted from what Nova showed)
+  const ownStartMs = entry === undefined || entry.adopted === true
+    ? undefined
+    : parseNovaTime(entry.startedAt);
   const since = stalledSinceMs(
     server,
     latest,

@@ -988,17 +988,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     ).length;
     check(
       (status.migratedCount ?? 0) <= oursDone,
-      `migratedCount ${status.migratedCount} but ${oursDone} migrations of ours ended: ${
-        JSON.stringify(world.migrations.map((m) => ({
-          id: m.id,
-          vm: m.serverId,
-          ours: nova.ours.has(m.id),
-          type: m.type,
-          from: m.source,
-          to: m.dest,
-          status: m.status,
-        })))
-      } ${JSON.stringify({ ...status, conditions: undefined })}`,
+      `migratedCount ${status.migratedCount} but ${oursDone} migrations of ours ended`,
     );
     // 5. No failure charged for a start Nova never processed.
     for (const f of status.failed ?? []) {

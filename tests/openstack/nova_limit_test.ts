@@ -210,8 +210,8 @@ Deno.test({
           `${Math.max(...inFlight)} in flight`,
         );
         // Judged on Nova's own records, not on samples: how long the hosts
-        // overlap is a matter of pace (39% of samples on a quiet machine,
-        // 2% at load 10, a figure for bench:wave), the rules are not.
+        // overlap is a matter of pace (its share of samples, printed above,
+        // shrinks on a loaded machine), the rules are not.
         const mine = new Set(b.servers.values());
         const spans = new Map(
           await Promise.all(
