@@ -14,7 +14,7 @@ import {
   isBeingDeleted,
   needsPerson,
   startKindOfStatus,
-} from "../controllers/eviction/nova_states.ts";
+} from "../openstack/informer/nova_states.ts";
 import type { DrainCost } from "../capacity/history.ts";
 import { predictDrains } from "../capacity/prediction.ts";
 import { alignColumns } from "./columns.ts";

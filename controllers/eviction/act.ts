@@ -20,7 +20,7 @@ import {
 import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import { isTransientRefusal } from "./nova_states.ts";
+import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
 import type { ActionNote, StartNote } from "./observation.ts";
 import type { PendingEvent } from "./report.ts";
 import type { Plan } from "./plan_types.ts";

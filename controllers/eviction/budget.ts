@@ -19,52 +19,6 @@ import {
   REASON_WAITING_FOR_BUDGET,
 } from "../conditions.ts";
 
-/**
- * How many of `want` further starts a drain may take from `left` free
- * budget slots, with `mine` migrations in flight, while drains wait for
- * budget with nothing in flight (`waiting`: their limits in force). It
- * leaves one slot for each waiting drain whose limit is below what this
- * drain would then hold: a drain whose migration ends does not keep the
- * slot from a drain with a lower limit (a HANA host at 1) that waits with
- * none, so that one is never starved. Drains with limits as high as this
- * one's are not given slots it frees (each such hand-over costs the other
- * drain a look at Nova); they start when slots free beyond what the
- * running drains can fill.
- *
- * @throws {RangeError} when a count is not an integer >= 0.
- *
- * @example
- * ```ts
- * import { startsAllowed } from "./budget.ts";
- * // 2 free slots, 3 running, 2 HANA drains (limit 1) waiting: leave both
- * console.assert(startsAllowed(2, 3, 1, [1, 1]) === 0);
- * // a wave's start: budget 5, the big drain takes 3 of its 4
- * console.assert(startsAllowed(5, 0, 4, [1, 1]) === 3);
- * // drains of the same limit wait for slots nobody running can fill
- * console.assert(startsAllowed(1, 3, 1, [4, 4]) === 1);
- * ```
- */
-export function startsAllowed(
-  left: number,
-  mine: number,
-  want: number,
-  waiting: readonly number[],
-): number {
-  for (const [what, n] of [["left", left], ["mine", mine], ["want", want]]) {
-    if (!Number.isSafeInteger(n) || (n as number) < 0) {
-      throw new RangeError(`${what} must be an integer >= 0, got ${n}`);
-    }
-  }
-  let k = 0;
-  while (k < want) {
-    const holds = mine + k + 1;
-    const leave = waiting.filter((limit) => limit < holds).length;
-    if (k + 1 + leave > left) break;
-    k++;
-  }
-  return k;
-}
-
 /** A drain waiting for budget with nothing in flight. */
 export interface BudgetWaiter {
   /** Its limit in force. */
@@ -74,15 +28,18 @@ export interface BudgetWaiter {
 }
 
 /**
- * {@linkcode startsAllowed} where a waiting drain's pass costs no Nova call
- * (driven by notifications): besides a slot for each waiting drain with a
- * lower limit than this one would hold, it leaves one for each waiting
- * drain whose remaining work is larger than this drain's before the start
- * (`remaining` VMs left to start, less the starts already allowed), so a
- * freed slot goes to the drain with the most left: the wave's longest
- * drain is never the last to run (largest remaining work first). A start
- * makes this drain's remaining smaller, so a waiter is passed over only
- * while a running drain has more left than it: none is starved.
+ * How many of `want` further starts a drain may take from `left` free
+ * budget slots, with `mine` migrations in flight and `remaining` VMs left
+ * to start, while drains wait for budget with nothing in flight
+ * (`waiting`). It leaves one slot for each waiting drain whose limit is
+ * below what this drain would then hold (a HANA host at 1 is never
+ * starved by a drain whose migration ends), and one for each whose
+ * remaining work is larger than this drain's before the start (less the
+ * starts already allowed): a freed slot goes to the drain with the most
+ * left, so the wave's longest drain is never the last to run (largest
+ * remaining work first). A start makes this drain's remaining smaller, so
+ * a waiter is passed over only while a running drain has more left than
+ * it: none is starved.
  *
  * @throws {RangeError} when a count is not an integer >= 0.
  *

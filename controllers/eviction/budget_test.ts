@@ -6,7 +6,6 @@ import {
   freesBudget,
   idleWaiters,
   inFlightByEviction,
-  startsAllowed,
   startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
@@ -132,7 +131,18 @@ Deno.test("BudgetWaiters: a drop or a deletion wakes one waiter per slot freed; 
   );
 });
 
-Deno.test("startsAllowed: table", () => {
+/** The rule with no waiter that has more left: the lower-limit slots alone. */
+function byLimits(
+  left: number,
+  mine: number,
+  want: number,
+  limits: readonly number[],
+): number {
+  const waiting = limits.map((limit) => ({ limit, remaining: 0 }));
+  return startsByRemainingWork(left, mine, want, 1000, waiting);
+}
+
+Deno.test("startsByRemainingWork, no waiter with more left: table", () => {
   const cases: [number, number, number, number[], number][] = [
     // left, mine, want, limits of idle waiters, allowed
     [10, 0, 4, [], 4],
@@ -153,29 +163,29 @@ Deno.test("startsAllowed: table", () => {
   ];
   for (const [left, mine, want, waiting, allowed] of cases) {
     assert.equal(
-      startsAllowed(left, mine, want, waiting),
+      byLimits(left, mine, want, waiting),
       allowed,
       `${left} ${mine} ${want} [${waiting}]`,
     );
   }
   assert.throws(
-    () => startsAllowed(-1, 0, 1, []),
+    () => byLimits(-1, 0, 1, []),
     /left must be an integer >= 0, got -1/,
   );
   assert.throws(
-    () => startsAllowed(1, 0.5, 1, []),
+    () => byLimits(1, 0.5, 1, []),
     /mine must be an integer >= 0, got 0.5/,
   );
 });
 
-Deno.test("startsAllowed: within the budget, the demand and the slots left for lower-limit waiters (property)", () => {
+Deno.test("startsByRemainingWork, no waiter with more left: within the budget, the demand and the slots left for lower-limit waiters (property)", () => {
   fc.assert(fc.property(
     fc.nat(20),
     fc.nat(8),
     fc.nat(8),
     fc.array(fc.integer({ min: 1, max: 8 }), { maxLength: 10 }),
     (left, mine, want, waiting) => {
-      const k = startsAllowed(left, mine, want, waiting);
+      const k = byLimits(left, mine, want, waiting);
       assert.ok(k <= want && k <= left);
       // every waiter below what this drain then holds keeps a slot
       const leave = waiting.filter((l) => l < mine + k).length;
@@ -302,7 +312,7 @@ Deno.test("startsByRemainingWork: table", () => {
     [1, 0, 1, 12, [w(4, 9)], 1, "the waiter with the most left starts"],
     [1, 0, 1, 9, [w(4, 12)], 0, "a waiter with less left leaves it"],
     [2, 3, 1, 30, [w(1, 2)], 1, "a lower limit still gets its slot"],
-    [1, 3, 1, 30, [w(1, 2)], 0, "... as startsAllowed leaves it"],
+    [1, 3, 1, 30, [w(1, 2)], 0, "... as with no waiter bigger"],
     [0, 2, 2, 5, [], 0, "no budget"],
   ];
   for (const [left, mine, want, remaining, waiting, allowed, why] of cases) {
@@ -338,11 +348,11 @@ Deno.test("startsByRemainingWork: within the budget and the demand; a slot for e
         ).length;
         assert.ok(k + leave <= left);
       }
-      // never fewer than polling's rule allows with no bigger waiter
+      // with no bigger waiter, only the lower limits count
       if (waiting.every((x) => x.remaining <= remaining - want)) {
         assert.equal(
           k,
-          startsAllowed(left, mine, want, waiting.map((x) => x.limit)),
+          byLimits(left, mine, want, waiting.map((x) => x.limit)),
         );
       }
     },

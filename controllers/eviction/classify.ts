@@ -19,14 +19,16 @@ import {
   migrationPhase,
   needsPerson,
   startKindOfStatus,
-} from "./nova_states.ts";
+} from "../../openstack/informer/nova_states.ts";
 import {
-  type ObservedMigration,
-  type ObservedServer,
   type PlanOptions,
   retryDelayMs,
   type StartNote,
 } from "./observation.ts";
+import type {
+  ObservedMigration,
+  ObservedServer,
+} from "../../openstack/informer/snapshot.ts";
 import { startReleasableFromMs } from "./once.ts";
 import type { FailureReport } from "./plan_types.ts";
 import { stalledReason } from "./stalled.ts";

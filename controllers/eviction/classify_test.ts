@@ -20,7 +20,10 @@ import {
   T0,
   vm,
 } from "../../tests/harness/plan_fixtures.ts";
-import { arrivingRecords, latestRecords } from "./nova_records.ts";
+import {
+  arrivingRecords,
+  latestRecords,
+} from "../../openstack/informer/nova_records.ts";
 
 Deno.test("recordMatchesEntry: by migration id, or created no earlier than the trigger minus skew", () => {
   const e = entry("a", 0);

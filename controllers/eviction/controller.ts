@@ -12,9 +12,9 @@ import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import type { NotificationFeed } from "../../openstack/notification_types.ts";
-import { trustOptionsFor } from "./feed_trust.ts";
-import { HostWatches } from "./host_watches.ts";
-import { RELIST_POLLS } from "./pass_view.ts";
+import { trustOptionsFor } from "../../openstack/informer/feed_trust.ts";
+import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
+import { RELIST_POLLS } from "./pass_look.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import {
@@ -110,7 +110,7 @@ export interface EvictionControllerDeps {
   /**
    * Nova's notifications (`--nova-notifications-url`): each draining host
    * is kept as a list-and-watch view, its events wake the drain, and
-   * passes that only start plan from the view (pass_view.ts). Without
+   * passes that only start plan from the view (pass_look.ts). Without
    * them the drains poll.
    */
   notifications?: NotificationFeed;
@@ -286,8 +286,10 @@ function watchAllEvictions(
 }
 
 /**
- * With Nova's notifications: the draining hosts' views, whose events wake
- * their drains at once (past the early return of a pass not yet due).
+ * With Nova's notifications, the drains' informer is the notified one
+ * (openstack/informer/notified_informer.ts): its events wake the drains
+ * of the hosts they concern through the controller's queue, and what it
+ * finds wrong with itself is counted and logged here.
  */
 function watchHosts(
   operator: Operator,
@@ -295,7 +297,8 @@ function watchHosts(
   feed: NotificationFeed,
 ): void {
   const evictions = operator.cache(EvictionKind);
-  const watches = new HostWatches(
+  const log = operator.logger.child({ informer: "nova-notifications" });
+  const informer = new NotifiedInformer(
     feed,
     (key) => {
       if (evictions.get(key) !== undefined) {
@@ -308,8 +311,20 @@ function watchHosts(
       relistMs: pass.relistMs,
       rate: pass.clock.rate ?? 1,
     }),
+    {
+      differed(host, diffs) {
+        pass.metrics.viewDiffs.inc({ hypervisor: host }, diffs.length);
+        log.warn(
+          { hypervisor: host, servers: diffs },
+          "the relist found the notified view of the host differing (a missed event)",
+        );
+      },
+      demoted(d) {
+        pass.metrics.demotions.inc({ scope: d.scope, reason: d.reason });
+      },
+    },
   );
-  pass.memory.watches = watches;
-  pass.metrics.feedDemoted = () => watches.feedDemoted();
-  operator.onCleanup(() => Promise.resolve(watches.close()));
+  pass.memory.informer = informer;
+  pass.metrics.feedDemoted = () => informer.feedDemoted();
+  operator.onCleanup(() => Promise.resolve(informer.close()));
 }

@@ -11,23 +11,23 @@
  * @module
  */
 
-import type {
-  ActionNote,
-  ObservedMigration,
-  StartNote,
-} from "./observation.ts";
+import type { ActionNote, StartNote } from "./observation.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import type { NovaLimitMemo } from "./nova_limit.ts";
 import {
   type MigrationKind,
   migrationPhase,
   waitingInNova,
-} from "./nova_states.ts";
+} from "../../openstack/informer/nova_states.ts";
 import type { StartBackoff } from "./plan_types.ts";
 import { Durations, Pace } from "./pacing.ts";
 import { InFlightLedger } from "./ledger.ts";
 import type { DrainMarks } from "./lesson.ts";
 import { BudgetWaiters } from "./budget.ts";
-import type { HostWatches } from "./host_watches.ts";
+import {
+  type HostInformer,
+  PollingInformer,
+} from "../../openstack/informer/informer.ts";
 import type { ProgressMarks } from "./settle.ts";
 
 /** A start this process issued, and Nova's answer so far. */
@@ -119,11 +119,10 @@ export class DrainMemory {
   /** This process's drains waiting for budget, in line. */
   readonly budgetWaiters = new BudgetWaiters();
   /**
-   * With Nova's notifications, the views of the draining hosts (shared:
-   * one feed, one subscription per drain's host); without them the drains
-   * poll (pass_view.ts).
+   * What the drains know of their hosts (openstack/informer/): shared by
+   * every drain of this process, each drain's host watched by its key.
    */
-  watches: HostWatches | undefined = undefined;
+  informer: HostInformer = new PollingInformer();
 
   /** The state of a drain (created empty). */
   of(key: string): DrainState {
@@ -153,14 +152,14 @@ export class DrainMemory {
   /**
    * Forgets everything about a drain: its state (settle marks included),
    * its count in the ledger, its place in the line for budget and its
-   * watch of the host with the feed's trust in it. The framework calls it
+   * informer's watch of its host. The framework calls it
    * once the Eviction is gone (controller.ts registers it).
    */
   forget(key: string): void {
     this.#states.delete(key);
     this.ledger.delete(key);
     this.budgetWaiters.delete(key);
-    this.watches?.forget(key);
+    this.informer.forget(key);
   }
 }
 

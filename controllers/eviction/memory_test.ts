@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { DrainMemory } from "./memory.ts";
-import { HostWatches } from "./host_watches.ts";
+import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import { HOST, listed, T0 } from "../../tests/harness/notified_fixtures.ts";
 
 Deno.test("DrainMemory: one forget clears every part of the drain's record", () => {
   const feed = new MemoryFeed();
   const m = new DrainMemory();
-  m.watches = new HostWatches(feed, () => {}, () => T0);
+  const informer = new NotifiedInformer(feed, () => {}, () => T0);
+  m.informer = informer;
   const list = (id: string) => ({
     servers: [listed(id)],
     migrations: [],
@@ -21,9 +22,9 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
     s.settle.failures = 2;
     m.ledger.set(key, 3);
     m.budgetWaiters.add(key);
-    m.watches.endList(key, m.watches.beginList(key, HOST), list("a"));
+    informer.endList(key, informer.beginList(key, HOST), list("a"));
     // a relist that disagrees with the view: a demotion to report
-    m.watches.endList(key, m.watches.beginList(key, HOST), list("b"));
+    informer.endList(key, informer.beginList(key, HOST), list("b"));
   }
   feed.down(); // wakes every watched drain
   m.forget("e");
@@ -35,15 +36,15 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
   );
   assert.equal(m.ledger.get("e"), 0);
   assert.equal(m.budgetWaiters.standing("e"), undefined);
-  assert.equal(m.watches.woken("e"), false);
-  assert.deepEqual(m.watches.takeDemotions("e"), []);
+  assert.equal(informer.woken("e"), false);
+  assert.deepEqual(informer.takeDemotions("e"), []);
   feed.up();
-  assert.equal(m.watches.woken("e"), false, "no longer watched: not woken");
+  assert.equal(informer.woken("e"), false, "no longer watched: not woken");
   // the other drain keeps every part
   const o = m.of("other");
   assert.equal(o.settle.failures, 2);
   assert.equal(m.ledger.get("other"), 3);
   assert.equal(m.budgetWaiters.standing("other"), "waiting");
-  assert.equal(m.watches.woken("other"), true);
-  assert.equal(m.watches.takeDemotions("other").length, 1);
+  assert.equal(informer.woken("other"), true);
+  assert.equal(informer.takeDemotions("other").length, 1);
 });

@@ -33,8 +33,8 @@
  *    telling record (what the lists say of each VM: nova_records.ts, read
  *    alike by the plan and the notified view). The free budget slots are claimed before the look, so
  *    that two passes never look for one slot. With Nova's notifications
- *    (`deps.memory.watches`, pass_view.ts) each look also lists the host for its
- *    list-and-watch view (host_view.ts, host_watches.ts), whose events
+ *    (`deps.memory.watches`, pass_look.ts) each look also lists the host for its
+ *    list-and-watch view (host_view.ts, notified_informer.ts), whose events
  *    wake the drain; a pass that only starts plans from that view while it
  *    is trustworthy, without a Nova call; one that could finish, settle,
  *    confirm, abort or charge a failure, every pass while the feed is
@@ -89,7 +89,7 @@ export {
 export type { EvictionClock } from "./reconcile.ts";
 export { EvictionMetrics } from "./metrics.ts";
 export { type Plan, type PlanInput, planPass } from "./plan.ts";
-export { departedIds } from "./nova_records.ts";
+export { departedIds } from "../../openstack/informer/nova_records.ts";
 export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
 export { RETRY_ANNOTATION } from "./retry.ts";
 export { drainingAhead, keepDisabledBecause, traitsHold } from "./gates.ts";

@@ -22,8 +22,11 @@ import {
 } from "../conditions.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { setCondition } from "./conditions.ts";
-import type { ObservedMigration } from "./observation.ts";
-import { migrationPhase, waitingInNova } from "./nova_states.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
+import {
+  migrationPhase,
+  waitingInNova,
+} from "../../openstack/informer/nova_states.ts";
 
 /** How long a learned limit holds without being seen again (clock ms). */
 export const NOVA_LIMIT_TTL_MS = 10 * 60_000;

@@ -6,7 +6,7 @@ import {
   observedNovaLimit,
   withNovaLimit,
 } from "./nova_limit.ts";
-import type { ObservedMigration } from "./observation.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 
 function rec(
   id: number,

@@ -15,9 +15,16 @@ import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { NotFoundError } from "../../openstack/mod.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import { migrationPhase } from "./nova_states.ts";
-import type { DepartedServer, Observation } from "./observation.ts";
-import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
+import { migrationPhase } from "../../openstack/informer/nova_states.ts";
+import type {
+  DepartedServer,
+  Observation,
+} from "../../openstack/informer/snapshot.ts";
+import {
+  departedIds,
+  departureOf,
+  latestRecords,
+} from "../../openstack/informer/nova_records.ts";
 
 /**
  * Reads the host's servers and migrations, then looks up the VMs that left

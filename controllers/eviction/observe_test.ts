@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { departureOf } from "./nova_records.ts";
+import { departureOf } from "../../openstack/informer/nova_records.ts";
 
 Deno.test("departureOf: where a record says the VM went, or undefined", () => {
   const r = (

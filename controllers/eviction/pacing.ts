@@ -19,10 +19,10 @@ import {
   kindOfMigrationType,
   type MigrationKind,
   migrationPhase,
-} from "./nova_states.ts";
+} from "../../openstack/informer/nova_states.ts";
 import { copySpan } from "./copy_span.ts";
 import { firstLookAt, pastConductor } from "./first_look.ts";
-import type { ObservedMigration } from "./observation.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 
 /** A finished migration: how big, how long (ms). */

@@ -11,7 +11,7 @@ import {
   requeueAfterMs,
   type RequeueInput,
 } from "./pacing.ts";
-import type { ObservedMigration } from "./observation.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 
 const T = Date.parse("2026-12-01T00:00:00Z");
 const nova = (ms: number) =>

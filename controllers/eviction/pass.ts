@@ -18,11 +18,8 @@ import type { PendingEvent } from "./report.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import {
-  DEFAULT_PLAN_OPTIONS,
-  type ObservedMigration,
-  type PlanOptions,
-} from "./observation.ts";
+import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { statusEqual } from "./status_equal.ts";
 import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";

@@ -33,12 +33,11 @@ import {
   type BudgetWaiter,
   idleWaiters,
   inFlightByEviction,
-  startsAllowed,
   startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
 import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
-import type { Observation } from "./observation.ts";
+import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /**
  * Budget: a drain with nothing in flight, while the cluster budget is spent
@@ -134,10 +133,10 @@ function remainingWork(pass: Pass, ev: Eviction | undefined): number {
 
 /**
  * The starts the cluster budget allows this drain (`left` free slots,
- * `mine` in flight): polling, {@linkcode startsAllowed}; driven by
- * notifications, where a waiting drain's pass costs no Nova call, a freed
- * slot goes to the waiting drain with the most work left
- * ({@linkcode startsByRemainingWork}).
+ * `mine` in flight): a freed slot goes to a waiting drain of a lower
+ * limit, or to the waiting drain with the most work left
+ * ({@linkcode startsByRemainingWork}): the wave's longest drain is never
+ * the last to run.
  */
 export function allowedStarts(
   pass: Pass,
@@ -147,9 +146,6 @@ export function allowedStarts(
   want: number,
 ): number {
   const waiting = waitingDrains(pass, settings);
-  if (pass.deps.memory.watches === undefined) {
-    return startsAllowed(left, mine, want, waiting.map((w) => w.limit));
-  }
   const own = { ...pass.ev, status: { ...pass.status, inFlightCount: mine } };
   const remaining = remainingWork(pass, own);
   return startsByRemainingWork(left, mine, want, remaining, waiting);
@@ -166,9 +162,9 @@ export function inFlightOf(pass: Pass): number {
 /**
  * The drains that wait for budget with nothing in flight, this process's
  * and every other partition's, with their limits in force and their work
- * left (budget.ts startsAllowed leaves slots for those with lower limits
- * than this drain would hold; startsByRemainingWork also for those with
- * more work left). This process knows its own waiters; another process's say
+ * left (budget.ts startsByRemainingWork leaves slots for those with
+ * lower limits than this drain would hold and for those with more work
+ * left). This process knows its own waiters; another process's say
  * so in their Evicting condition (WaitingForBudget).
  */
 export function waitingDrains(
@@ -287,7 +283,7 @@ export function planInputFor(
 /**
  * Plan: the pure planner on this pass's observation, the limit in force
  * now (policy, traits, the Eviction's own cap) and the start answers in
- * memory (or the plan a notified view gave, `planned`); the cluster budget
+ * memory (or the plan the informer's snapshot gave, `planned`); the cluster budget
  * is read and reserved in one synchronous step, so no other drain's pass
  * can spend the same slot.
  */
@@ -435,9 +431,8 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
 /**
  * Wakes as many drains waiting for budget as there are free slots now
  * (after this pass's starts): a slot this drain freed or left unused goes
- * to a waiting drain at once, not at its slow check; with notifications,
- * to those with the most work left first (the ones startsByRemainingWork
- * leaves it to).
+ * to a waiting drain at once, not at its slow check: to those with the
+ * most work left first (the ones startsByRemainingWork leaves it to).
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
@@ -452,10 +447,6 @@ export function wakeForBudgetLeft(pass: Pass): void {
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left <= 0) return;
   const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
-  if (deps.memory.watches === undefined) {
-    deps.memory.budgetWaiters.wake(enqueue, left);
-    return;
-  }
   // the slot goes to the drain with the most left: wake that one now
   const cache = ctx.cache(EvictionKind);
   deps.memory.budgetWaiters.wake(

@@ -397,8 +397,8 @@ function gatherWave(pass: Pass, now: Date): ReconcileResult | undefined {
  * first (a VM forced here just after the finish is found within a poll
  * interval or two), then less often ({@linkcode finishedLookMs}), and at
  * once (at most once per poll interval) when the Hypervisor's status sync
- * reports instances on the host, or at once when a notification brought
- * a VM here. A look reads Nova afresh, and a VM found there reopens the
+ * reports instances on the host, or at once when the informer saw a VM
+ * come here. A look reads Nova afresh, and a VM found there reopens the
  * drain.
  */
 export function watchFinished(pass: Pass): ReconcileResult | undefined {
@@ -408,8 +408,8 @@ export function watchFinished(pass: Pass): ReconcileResult | undefined {
   const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
   deps.memory.ledger.set(pass.ctx.key, 0);
-  // An event brought a VM here (a notified arrival): look now.
-  if (deps.memory.watches?.woken(pass.ctx.key) === true) return undefined;
+  // The informer saw a VM come here: look now.
+  if (deps.memory.informer.woken(pass.ctx.key)) return undefined;
   const interval = last === undefined
     ? 0
     : finishedLookMs(pass, pass.status.finishedAt, last);

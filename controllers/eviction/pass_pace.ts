@@ -14,8 +14,8 @@ import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan.ts";
 import type { Pass } from "./pass.ts";
 import { budgetLeftFor } from "./pass_budget.ts";
-import { latestRecords } from "./nova_records.ts";
-import type { Observation } from "./observation.ts";
+import { latestRecords } from "../../openstack/informer/nova_records.ts";
+import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /** What a pass depends on besides Nova: a change forces a full pass. */
 export function fingerprintOf(
@@ -34,8 +34,8 @@ export function fingerprintOf(
 
 /**
  * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed, no start answer or notified event to act
- * on and no budget
+ * nothing it depends on changed, no start answer or change on its host
+ * to act on and no budget
  * freed for starts the budget held back returns at once: no Nova call, and
  * nothing planned from old data. A drain in line for budget stays there,
  * in its place (woken, it waits again when another drain took the slot).
@@ -48,7 +48,7 @@ export function skipEarly(
   const { ctx, deps, state } = pass;
   const due = state.due;
   if (due === undefined || state.woken || pass.retried) return undefined;
-  if (deps.memory.watches?.woken(ctx.key) === true) return undefined;
+  if (deps.memory.informer.woken(ctx.key)) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
   const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
@@ -115,10 +115,10 @@ export function requeue(
   if (plan.settleAtMs !== undefined) {
     // Seen empty, not settled: look again at the settle time. Polling
     // looks every poll interval meanwhile (each look may find a VM on its
-    // way here); a notified view proven live wakes the drain as such an
-    // arrival begins, so one look at the settle time will do.
+    // way here); an informer that watches the host wakes the drain as
+    // such an arrival begins, so one look at the settle time will do.
     const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
-    const watched = deps.memory.watches?.provenLive(pass.ctx.key) === true;
+    const watched = deps.memory.informer.watching(pass.ctx.key);
     const delay = Math.round(
       watched ? leftMs : Math.min(deps.pollIntervalMs, leftMs),
     );
@@ -188,11 +188,9 @@ export async function glance(
   }
   if (state.woken || pass.retried) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
-  // A trustworthy notified view shows the records without a call: the
-  // full pass reads it (pass_view.ts), or relists when it is old.
-  if (deps.memory.watches?.trustworthyView(ctx.key, Infinity) !== undefined) {
-    return undefined;
-  }
+  // The informer's snapshot shows the records without a call: the full
+  // pass reads it (pass_look.ts), or looks afresh when it is old.
+  if (deps.memory.informer.cached(ctx.key)) return undefined;
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;
@@ -242,7 +240,7 @@ export async function glance(
  * (default now): as long as the drain has been finished, between the
  * poll interval and the slow finished check, so the looks double in
  * spacing (the first ones a poll interval apart); the slow finished check
- * while a trustworthy notified view stands watch.
+ * while the informer watches the host.
  */
 export function finishedLookMs(
   pass: Pass,
@@ -250,11 +248,9 @@ export function finishedLookMs(
   atMs = pass.deps.clock.now(),
 ): number {
   const { deps } = pass;
-  // A trustworthy notified view proven live wakes the drain as an arrival
+  // An informer that watches the host wakes the drain as an arrival
   // begins: the looks need not come sooner than the slow finished check.
-  // One not proven live (a silent feed looks just like a quiet host)
-  // looks at the polling pace.
-  if (deps.memory.watches?.provenLive(pass.ctx.key) === true) {
+  if (deps.memory.informer.watching(pass.ctx.key)) {
     return deps.finishedCheckMs;
   }
   const since = Date.parse(finishedAt ?? "");

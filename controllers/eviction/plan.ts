@@ -23,11 +23,14 @@ import {
   stuckAndAborts,
 } from "./plan_steps.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
-import { arrivingRecords, latestRecords } from "./nova_records.ts";
+import {
+  arrivingRecords,
+  latestRecords,
+} from "../../openstack/informer/nova_records.ts";
 
 export { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 export type { DrainSummary } from "./conditions.ts";
-export type { MigrationKind } from "./nova_states.ts";
+export type { MigrationKind } from "../../openstack/informer/nova_states.ts";
 export type {
   AbortAction,
   FailureReport,

@@ -6,15 +6,15 @@ import {
   type EvictionStatusInFlightItem,
   EvictionStatusSchema,
 } from "../../models/mod.ts";
+import type { PlanOptions } from "./observation.ts";
 import type {
   DepartedServer,
   ObservedMigration,
   ObservedServer,
-  PlanOptions,
-} from "./observation.ts";
+} from "../../openstack/informer/snapshot.ts";
 import { type PlanInput, planPass } from "./plan.ts";
 import { at, HOST, novaTime, T0 } from "../../tests/harness/plan_fixtures.ts";
-import { departedIds } from "./nova_records.ts";
+import { departedIds } from "../../openstack/informer/nova_records.ts";
 
 const IDS = Array.from(
   { length: 14 },

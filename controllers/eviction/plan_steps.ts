@@ -29,12 +29,12 @@ import {
   kindOfMigrationType,
   type MigrationKind,
   waitingInNova,
-} from "./nova_states.ts";
+} from "../../openstack/informer/nova_states.ts";
+import type { StartNote } from "./observation.ts";
 import type {
   ObservedMigration,
   ObservedServer,
-  StartNote,
-} from "./observation.ts";
+} from "../../openstack/informer/snapshot.ts";
 import type {
   AbortAction,
   FailureReport,
@@ -45,7 +45,10 @@ import type {
 } from "./plan_types.ts";
 import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
-import { unfinishedElsewhere, type VmRecords } from "./nova_records.ts";
+import {
+  unfinishedElsewhere,
+  type VmRecords,
+} from "../../openstack/informer/nova_records.ts";
 
 /**
  * Unknown answers in a row after which a VM counts as "Nova is not taking

@@ -14,7 +14,7 @@ import {
   T0,
   vm,
 } from "../../tests/harness/plan_fixtures.ts";
-import { departedIds } from "./nova_records.ts";
+import { departedIds } from "../../openstack/informer/nova_records.ts";
 
 interface Row {
   name: string;

@@ -11,15 +11,13 @@ import type {
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import type { DrainSummary } from "./conditions.ts";
-import type { MigrationKind } from "./nova_states.ts";
+import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
+import type { ActionNote, PlanOptions, StartNote } from "./observation.ts";
 import type {
-  ActionNote,
   DepartedServer,
   ObservedMigration,
   ObservedServer,
-  PlanOptions,
-  StartNote,
-} from "./observation.ts";
+} from "../../openstack/informer/snapshot.ts";
 
 /** Where the limit came from (status.limitSource). */
 export type LimitSource = "policy" | "flags" | "eviction";

@@ -29,7 +29,7 @@ import { forgetUntracked } from "./once.ts";
 import { observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, planPass } from "./plan.ts";
-import { lookAtHost } from "./pass_view.ts";
+import { lookAtHost } from "./pass_look.ts";
 import { reportPass } from "./report.ts";
 import { retryRemovalPatch } from "./retry.ts";
 import {
@@ -59,7 +59,7 @@ import {
   requeue,
   skipEarly,
 } from "./pass_pace.ts";
-import type { Observation } from "./observation.ts";
+import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 export type { EvictionClock, EvictionPassDeps } from "./pass.ts";
 export { planOptionsFor } from "./pass.ts";

@@ -14,7 +14,10 @@
 
 import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { Migration } from "../../openstack/mod.ts";
-import { kindOfMigrationType, migrationPhase } from "./nova_states.ts";
+import {
+  kindOfMigrationType,
+  migrationPhase,
+} from "../../openstack/informer/nova_states.ts";
 
 /** When a record's current state was first seen, by record id. */
 export type ProgressMarks = ReadonlyMap<

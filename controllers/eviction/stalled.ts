@@ -17,12 +17,12 @@ import {
   inFlightKindOfServer,
   kindOfMigrationType,
   migrationPhase,
-} from "./nova_states.ts";
+} from "../../openstack/informer/nova_states.ts";
+import type { PlanOptions } from "./observation.ts";
 import type {
   ObservedMigration,
   ObservedServer,
-  PlanOptions,
-} from "./observation.ts";
+} from "../../openstack/informer/snapshot.ts";
 
 /**
  * How long a server may show a migration task after its record ended

@@ -32,8 +32,8 @@ import {
   type Server,
   TimeoutError,
 } from "../../openstack/mod.ts";
-import { trustOptionsFor } from "../../controllers/eviction/feed_trust.ts";
-import { HostWatches } from "../../controllers/eviction/host_watches.ts";
+import { trustOptionsFor } from "../../openstack/informer/feed_trust.ts";
+import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import type { NovaNotification } from "../../openstack/notification_types.ts";
 import { MemoryFeed } from "./memory_feed.ts";
 import { parseSimEnvelope } from "./sim_feed.ts";
@@ -749,7 +749,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   let wakeAt: number | undefined;
   const feed = notifiedFeed(world, clock, spec, () => passes);
   const watch = () =>
-    feed === undefined ? undefined : new HostWatches(
+    feed === undefined ? undefined : new NotifiedInformer(
       feed.feed,
       () => {
         wakeAt = clock.now();
@@ -763,7 +763,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  if (watches !== undefined) deps.memory.watches = watches;
+  if (watches !== undefined) deps.memory.informer = watches;
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1181,7 +1181,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         deps.memory = new DrainMemory();
         watches?.close();
         watches = watch();
-        if (watches !== undefined) deps.memory.watches = watches;
+        if (watches !== undefined) deps.memory.informer = watches;
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.

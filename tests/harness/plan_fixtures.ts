@@ -3,11 +3,11 @@ import type {
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
 } from "../../models/mod.ts";
+import type { PlanOptions } from "../../controllers/eviction/observation.ts";
 import type {
   ObservedMigration,
   ObservedServer,
-  PlanOptions,
-} from "../../controllers/eviction/observation.ts";
+} from "../../openstack/informer/snapshot.ts";
 import type { PlanInput } from "../../controllers/eviction/plan.ts";
 
 export const HOST = "node042";

@@ -1,6 +1,6 @@
 /**
  * When the host views of one notification feed may be planned from: the
- * informer's own trust, kept apart from the pass (host_watches.ts asks,
+ * informer's own trust, kept apart from the pass (notified_informer.ts asks,
  * the pass never does). Every start of ours is a probe: a host's view is
  * trusted once a start of ours on it was heard of (the feed is proven to
  * carry this host's events), while its last relist agreed with it and no

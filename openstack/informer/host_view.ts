@@ -21,14 +21,14 @@
  * @module
  */
 
-import { parseNovaTime } from "../../openstack/nova_time.ts";
+import { parseNovaTime } from "../nova_time.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import type { Migration, Server } from "../../openstack/mod.ts";
+import type { Migration, Server } from "../mod.ts";
 import type {
   FeedState,
   NotifiedInstance,
   NovaNotification,
-} from "../../openstack/notification_types.ts";
+} from "../notification_types.ts";
 import {
   apiStatusOf,
   byEventOrder,
@@ -40,9 +40,9 @@ import {
   statusRank,
   subjectOf,
 } from "./notified_events.ts";
-import type { DepartedServer, ObservedServer } from "./observation.ts";
+import type { DepartedServer, ObservedServer } from "./snapshot.ts";
 import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
-import type { Observation } from "./observation.ts";
+import type { Observation } from "./snapshot.ts";
 
 /** Foreign events a view keeps, in case their VM becomes known. */
 const PARKED_MAX = 1024;
@@ -121,7 +121,7 @@ export class WatchedHost {
   /**
    * Takes an event into the view: kept when it is about this host and not
    * held already (by message id). Returns whether it was kept. The caller
-   * gives only events received since the list began (host_watches.ts
+   * gives only events received since the list began (notified_informer.ts
    * subscribes first): one queue delivers in order, so an event sent
    * before the list and received after it is followed by the later ones.
    * Nova's timestamps are not compared with this process's clock (they

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { Migration, Server } from "../../openstack/mod.ts";
-import type { NovaNotification } from "../../openstack/notification_types.ts";
+import type { Migration, Server } from "../mod.ts";
+import type { NovaNotification } from "../notification_types.ts";
 import { WatchedHost } from "./host_view.ts";
 import { planFacts, viewDiffs } from "./view_diff.ts";
 import {

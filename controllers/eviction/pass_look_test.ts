@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { plansFromView, relistAgeMs } from "./pass_view.ts";
+import { plansFromSnapshot, relistAgeMs } from "./pass_look.ts";
 
-Deno.test("a plan from the view may only start, count completions and wait", () => {
+Deno.test("a plan from a snapshot may only start, count completions and wait", () => {
   const starts = {
     finished: false,
     settleAtMs: undefined,
@@ -10,8 +10,8 @@ Deno.test("a plan from the view may only start, count completions and wait", () 
     failed: [],
     stuck: [],
   };
-  assert.equal(plansFromView(starts), true);
-  const needFresh: Array<[string, Parameters<typeof plansFromView>[0]]> = [
+  assert.equal(plansFromSnapshot(starts), true);
+  const needFresh: Array<[string, Parameters<typeof plansFromSnapshot>[0]]> = [
     ["finish", { ...starts, finished: true }],
     ["settle", { ...starts, settleAtMs: 1 }],
     ["confirm", { ...starts, confirmResize: ["a"] }],
@@ -32,7 +32,7 @@ Deno.test("a plan from the view may only start, count completions and wait", () 
     }],
   ];
   for (const [why, plan] of needFresh) {
-    assert.equal(plansFromView(plan), false, why);
+    assert.equal(plansFromSnapshot(plan), false, why);
   }
 });
 

@@ -1,9 +1,9 @@
 /**
- * The views of this process's draining hosts, fed by one notification
- * feed: each drain subscribes first (its events are buffered from then
+ * The informer fed by Nova's notifications (informer.ts): a view of each
+ * draining host, fed by one notification feed: each drain subscribes first (its events are buffered from then
  * on), then lists its host, then applies the events buffered since the
- * list began ({@linkcode HostWatches.beginList}, {@linkcode
- * HostWatches.endList}). An event that ends a migration, fails one, or
+ * list began ({@linkcode NotifiedInformer.beginList}, {@linkcode
+ * NotifiedInformer.endList}). An event that ends a migration, fails one, or
  * brings a VM to the host wakes that host's drain at once; a change of
  * the feed's state wakes every drain (down: poll now; up again: relist).
  *
@@ -14,7 +14,7 @@ import type {
   FeedState,
   NotificationFeed,
   NovaNotification,
-} from "../../openstack/notification_types.ts";
+} from "../notification_types.ts";
 import {
   type Demotion,
   FeedTrust,
@@ -27,9 +27,14 @@ import {
   migrationStepOf,
   subjectOf,
 } from "./notified_events.ts";
-import type { StartNote } from "./observation.ts";
 import { type FactDiff, factDiffs } from "./view_diff.ts";
-import type { Observation } from "./observation.ts";
+import type {
+  HostInformer,
+  InformerWarning,
+  SnapshotRequest,
+  StartProbe,
+} from "./informer.ts";
+import type { Observation } from "./snapshot.ts";
 
 /**
  * Events that end a step a drain waits for: a record ends (a slot frees),
@@ -58,7 +63,7 @@ const WAKING: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts
- * import { wakesDrain } from "./host_watches.ts";
+ * import { wakesDrain } from "./notified_informer.ts";
  * const n = { messageId: "m", eventType: "instance.update", publisherId: "nova-compute:h",
  *   publisherHost: "h", timestampMs: 0, priority: "info" as const,
  *   instance: { uuid: "a", host: "h", node: "h", vmState: "active", taskState: null, powerState: 1 } };
@@ -98,19 +103,29 @@ export interface Relisted {
   checked: boolean;
 }
 
+/** What the informer tells its owner as it happens (metrics, logs). */
+export interface InformerHooks {
+  /** A relist found the trusted view of `host` differing on these VMs. */
+  differed(host: string, diffs: readonly FactDiff[]): void;
+  /** A host's view (or the whole feed) was demoted. */
+  demoted(demotion: Demotion): void;
+}
+
+const NO_HOOKS: InformerHooks = { differed() {}, demoted() {} };
+
 /**
  * The views of the draining hosts of this process.
  *
  * @example
  * ```ts ignore
- * const watches = new HostWatches(feed, (key) => enqueue(key), () => clock.now());
+ * const watches = new NotifiedInformer(feed, (key) => enqueue(key), () => clock.now());
  * const stamp = watches.beginList("node042", "node042"); // subscribed from here on
  * const listed = await observe(nova, "node042", ...);
  * watches.endList("node042", stamp, listed); // the list and the events since
  * const view = watches.trustworthyView("node042", slowPollMs);
  * ```
  */
-export class HostWatches {
+export class NotifiedInformer implements HostInformer {
   readonly #feed: NotificationFeed;
   readonly #wake: (key: string) => void;
   readonly #now: () => number;
@@ -120,11 +135,13 @@ export class HostWatches {
   readonly #stop: Array<() => void>;
   /** When each host's view may be planned from (feed_trust.ts). */
   readonly #trust: FeedTrust;
+  readonly #hooks: InformerHooks;
 
   /**
    * Watches `feed`; `wake(key)` runs a drain's pass at once, `now` is the
    * drain's clock (the one Nova's timestamps are compared with), `trust`
-   * the bounds of the views' trust on that clock.
+   * the bounds of the views' trust on that clock, `hooks` what it tells
+   * as it happens.
    */
   constructor(
     feed: NotificationFeed,
@@ -135,8 +152,10 @@ export class HostWatches {
       relistMs: 60_000,
       rate: 1,
     }),
+    hooks: InformerHooks = NO_HOOKS,
   ) {
     this.#feed = feed;
+    this.#hooks = hooks;
     this.#trust = new FeedTrust(trust);
     this.#wake = (key) => {
       this.#woken.add(key);
@@ -197,12 +216,12 @@ export class HostWatches {
    * A start Nova refused as conflicting (409) while the view was trusted
    * says the view missed a change: it is demoted.
    */
-  probeStarts(key: string, starts: ReadonlyMap<string, StartNote>): void {
+  probeStarts(key: string, starts: Iterable<StartProbe>): void {
     const view = this.#watches.get(key)?.view;
     // Only a start made while the view watched without a gap can be heard
     // of: one made while the feed was down proves nothing either way.
     if (view === undefined || !view.trustworthy(this.feed)) return;
-    for (const s of starts.values()) {
+    for (const s of starts) {
       if (s.issuedAtMs === undefined || s.answeredAtMs === undefined) continue;
       if (s.issuedAtMs < view.stamp.atMs) continue;
       if (s.state === "accepted") {
@@ -244,6 +263,62 @@ export class HostWatches {
    */
   takeWake(key: string): void {
     this.#woken.delete(key);
+  }
+
+  /** The host's view, when trusted and listed within `maxAgeMs`. */
+  snapshot(key: string, request: SnapshotRequest) {
+    this.takeWake(key);
+    this.probeStarts(key, request.starts);
+    return this.trustworthyView(key, request.maxAgeMs)?.observation(
+      request.status,
+      request.ram,
+    );
+  }
+
+  /** Whether the host's view is trusted (of any age). */
+  cached(key: string): boolean {
+    return this.trustworthyView(key, Infinity) !== undefined;
+  }
+
+  /** Lists the host while subscribed: the list and the events since become its view. */
+  async look(
+    key: string,
+    host: string,
+    list: () => Promise<Observation>,
+  ): Promise<Observation> {
+    this.takeWake(key);
+    const stamp = this.beginList(key, host);
+    let seen: Observation;
+    try {
+      seen = await list();
+    } catch (err) {
+      this.abortList(key, stamp);
+      throw err;
+    }
+    const relisted = this.endList(key, stamp, seen);
+    if (relisted.diffs.length > 0) this.#hooks.differed(host, relisted.diffs);
+    return seen;
+  }
+
+  /** Whether the view is trusted and proven live: arrivals wake the drain. */
+  watching(key: string): boolean {
+    return this.provenLive(key);
+  }
+
+  /** The demotions of the drain's host (and the feed's) not yet reported. */
+  takeWarnings(key: string): InformerWarning[] {
+    return this.takeDemotions(key).map((d) => {
+      this.#hooks.demoted(d);
+      const what = d.scope === "feed"
+        ? "Nova's notification feed demoted for every host"
+        : "the notified view of the host demoted to polling";
+      return {
+        reason: d.scope === "feed"
+          ? "NotificationFeedDemoted"
+          : "NotificationViewDemoted",
+        message: `${what} (${d.reason}): ${d.detail}`,
+      };
+    });
   }
 
   /** Subscribes the drain of `key` to `host`'s events, then stamps its list. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HostWatches } from "./host_watches.ts";
+import { NotifiedInformer } from "./notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import {
   HOST,
@@ -12,7 +12,7 @@ function setUp() {
   const feed = new MemoryFeed();
   const woken: string[] = [];
   let now = T0;
-  const watches = new HostWatches(feed, (k) => woken.push(k), () => now);
+  const watches = new NotifiedInformer(feed, (k) => woken.push(k), () => now);
   return { feed, woken, watches, tick: (ms: number) => (now += ms) };
 }
 
@@ -21,7 +21,7 @@ function setUp() {
  * (the API's update) or already: the feed is proven for the host.
  */
 function prove(
-  watches: HostWatches,
+  watches: NotifiedInformer,
   feed: MemoryFeed,
   id: string,
   atMs = T0,
@@ -30,12 +30,7 @@ function prove(
   if (publish) feed.publish(liveMigration(id, 5, "completed")[0]!);
   watches.probeStarts(
     "ev",
-    new Map([[id, {
-      id,
-      state: "accepted",
-      issuedAtMs: atMs,
-      answeredAtMs: atMs,
-    }]]),
+    [{ id, state: "accepted", issuedAtMs: atMs, answeredAtMs: atMs }],
   );
 }
 

@@ -9,7 +9,7 @@
  */
 
 import { inFlightKindOfServer, migrationPhase } from "./nova_states.ts";
-import type { ObservedMigration, ObservedServer } from "./observation.ts";
+import type { ObservedMigration, ObservedServer } from "./snapshot.ts";
 import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 /** The parts of an observation the facts are read from. */

@@ -26,7 +26,7 @@
  * @module
  */
 
-import type { NovaNotification } from "../../openstack/notification_types.ts";
+import type { NovaNotification } from "../notification_types.ts";
 
 /** Record statuses in the order a migration passes them (higher: later). */
 const RANK: Readonly<Record<string, number>> = {

@@ -7,10 +7,10 @@
  * @module
  */
 
-import { parseNovaTime } from "../../openstack/nova_time.ts";
+import { parseNovaTime } from "../nova_time.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { migrationPhase } from "./nova_states.ts";
-import type { ObservedMigration, ObservedServer } from "./observation.ts";
+import type { ObservedMigration, ObservedServer } from "./snapshot.ts";
 
 /** The records of one VM that matter to the planner. */
 export interface VmRecords {

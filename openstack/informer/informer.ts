@@ -1,0 +1,150 @@
+/**
+ * What a drain knows of its host's Nova state, and how fresh: the
+ * informer below the drain's pass, in the shape of client-go's
+ * tools/cache. The informer owns its listing and its trust; the pass
+ * reads it and never asks where its facts come from.
+ *
+ * - {@linkcode HostInformer.snapshot}: the host's cached state when the
+ *   informer vouches for it (trusted, listed recently enough), else
+ *   nothing: the pass then looks afresh.
+ * - {@linkcode HostInformer.look}: a direct look at Nova (the list the
+ *   drain gives it), which becomes the host's cache.
+ * - Changes on the host wake its drain through the controller's queue
+ *   (the `wake` the informer is built with), as informer handlers do.
+ *
+ * Two informers implement it: {@linkcode PollingInformer} (no cache:
+ * every pass looks) and the notified one (notified_informer.ts: a list
+ * and Nova's notifications since, trusted only while proven right).
+ *
+ * @module
+ */
+
+import type { EvictionStatus } from "../../models/mod.ts";
+import type { Observation } from "./snapshot.ts";
+
+/** A start the drain sent, as the informer checks its cache against it. */
+export interface StartProbe {
+  /** Server id. */
+  id: string;
+  /** Nova's answer so far. */
+  state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
+  /** Nova's message (a refusal's). */
+  message?: string;
+  /** Drain clock when it was sent. */
+  issuedAtMs?: number;
+  /** Drain clock when its answer came. */
+  answeredAtMs?: number;
+}
+
+/** What a drain asks of the cache. */
+export interface SnapshotRequest {
+  /** The oldest list (drain clock ms) the snapshot may rest on. */
+  maxAgeMs: number;
+  /** The drain's status: the VMs whose departure the snapshot must tell. */
+  status: EvictionStatus;
+  /** The VMs' sizes as last seen. */
+  ram: (id: string) => number | undefined;
+  /** The drain's starts, against which the informer checks its cache. */
+  starts: Iterable<StartProbe>;
+}
+
+/** Something the informer found wrong with itself, for the drain to report. */
+export interface InformerWarning {
+  /** The Event's reason. */
+  reason: string;
+  /** The Event's message. */
+  message: string;
+}
+
+/**
+ * The cache of the draining hosts of one process, by drain key (the
+ * Eviction's).
+ */
+export interface HostInformer {
+  /**
+   * The host's state from the cache, when it may be planned from: trusted
+   * and listed less than `maxAgeMs` (drain clock) ago; else undefined.
+   * A read begins: the wakes so far are taken in by it.
+   */
+  snapshot(key: string, request: SnapshotRequest): Observation | undefined;
+  /** Whether {@linkcode snapshot} would give the host's state now (of any age). */
+  cached(key: string): boolean;
+  /**
+   * A direct look: `list` reads Nova, and what it found (with the changes
+   * heard of while it ran) becomes the host's cache. What `list` found is
+   * returned unchanged. A look begins: the wakes so far are taken in by
+   * it.
+   */
+  look(key: string, host: string, list: () => Promise<Observation>): Promise<
+    Observation
+  >;
+  /** Whether a change on the host woke the drain since its last look. */
+  woken(key: string): boolean;
+  /**
+   * Whether the drain will be woken when something comes to its host, so
+   * a drain that holds nothing may look at the slow pace.
+   */
+  watching(key: string): boolean;
+  /** What the informer found wrong with itself since the last call. */
+  takeWarnings(key: string): InformerWarning[];
+  /** Forgets a drain's host. */
+  forget(key: string): void;
+  /** Stops the informer. */
+  close(): void;
+}
+
+/**
+ * The informer without a feed of changes: it caches nothing, so every
+ * pass looks at Nova and nothing but the drain's own pacing wakes it.
+ *
+ * @example
+ * ```ts
+ * import { PollingInformer } from "./informer.ts";
+ * const informer = new PollingInformer();
+ * const empty = { servers: [], migrations: [], departed: [] };
+ * const seen = await informer.look("ev", "h", () => Promise.resolve(empty));
+ * console.assert(seen === empty);
+ * console.assert(informer.snapshot() === undefined);
+ * ```
+ */
+export class PollingInformer implements HostInformer {
+  /** Nothing cached. */
+  snapshot(): undefined {
+    return undefined;
+  }
+
+  /** Nothing cached. */
+  cached(): boolean {
+    return false;
+  }
+
+  /** Lists. */
+  look(
+    _key: string,
+    _host: string,
+    list: () => Promise<Observation>,
+  ): Promise<Observation> {
+    return list();
+  }
+
+  /** Nothing wakes a drain. */
+  woken(): boolean {
+    return false;
+  }
+
+  /** Nothing watches. */
+  watching(): boolean {
+    return false;
+  }
+
+  /** Nothing goes wrong. */
+  takeWarnings(): InformerWarning[] {
+    return [];
+  }
+
+  /** Nothing to forget. */
+  forget(): void {}
+
+  /** Nothing to stop. */
+  close(): void {}
+}
