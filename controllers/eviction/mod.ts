@@ -31,15 +31,13 @@
  *    nova_clock.ts; once no server is left, also every record still in
  *    progress, however old), a lookup only for a VM that left without a
  *    telling record (what the lists say of each VM: nova_records.ts, read
- *    alike by the plan and the notified view). The free budget slots are claimed before the look, so
- *    that two passes never look for one slot. With Nova's notifications
- *    (`deps.memory.watches`, pass_look.ts) each look also lists the host for its
- *    list-and-watch view (host_view.ts, notified_informer.ts), whose events
- *    wake the drain; a pass that only starts plans from that view while it
- *    is trustworthy, without a Nova call; one that could finish, settle,
- *    confirm, abort or charge a failure, every pass while the feed is
- *    down, and one at the slow poll interval (the relist, its differences
- *    counted) read Nova afresh.
+ *    alike by the plan and the informer). The free budget slots are
+ *    claimed before the look, so that two passes never look for one slot.
+ *    The look goes through the drain's informer (pass_look.ts,
+ *    openstack/informer/): a pass that only starts plans from its
+ *    snapshot while the informer vouches for it, without a Nova call; one
+ *    that could finish, settle, confirm, abort or charge a failure, and
+ *    one past the relist age, asks it for a direct look at Nova.
  * 6. **plan** (plan.ts, plan_steps.ts, classify.ts) — a pure function of
  *    that observation, the status, the limit in force, the start answers in
  *    memory and the time; the cluster budget is reserved in the same step

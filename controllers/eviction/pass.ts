@@ -50,7 +50,7 @@ export interface EvictionPassDeps {
   slowPollMs: number;
   /** Wait between checks of a finished drain's host (real ms). */
   finishedCheckMs: number;
-  /** With notifications, the oldest a view may be before a relist (real ms). */
+  /** The oldest snapshot a pass may plan from before a direct look (real ms). */
   relistMs: number;
   /**
    * How long consecutive fresh looks must find the host empty before the

@@ -173,8 +173,8 @@ export function changesSince(pass: Pass, options: PlanOptions): Date {
  * one list of the host's migrations instead of a full look. When it shows
  * nothing to act on, the model learns from it and times the next look,
  * with no status write and nothing planned; otherwise (a migration ended
- * or failed, a start not listed, the list failed, or a trustworthy
- * notified view holds the records already) undefined: a full pass looks.
+ * or failed, a start not listed, the list failed, or the informer holds
+ * the records already) undefined: a full pass looks.
  */
 export async function glance(
   pass: Pass,
