@@ -55,6 +55,12 @@ export interface TrustOptions {
   feedBackoffMs: number;
   /** The longest feed demotion. */
   feedBackoffMaxMs: number;
+  /**
+   * How long a live migration of the host may show no record while
+   * another copies before the view no longer vouches for the host: Nova
+   * may hold it `queued`, which no event tells.
+   */
+  untoldMs: number;
 }
 
 /** One host's trust. */
@@ -84,7 +90,7 @@ interface HostTrust {
  * ```ts
  * import { FeedTrust } from "./feed_trust.ts";
  * const trust = new FeedTrust({ probeMs: 10, hostDemotionMs: 100, liveMs: 30, feedAfter: 3,
- *   feedWindowMs: 1000, feedBackoffMs: 500, feedBackoffMaxMs: 4000 });
+ *   feedWindowMs: 1000, feedBackoffMs: 500, feedBackoffMaxMs: 4000, untoldMs: 20 });
  * trust.probe("ev", "vm", 0, 0);
  * console.assert(!trust.trusted("ev", 5)); // not proven yet
  * trust.probe("ev", "vm2", 1, 1);
@@ -319,7 +325,9 @@ export class FeedTrust {
  * event within max(10 s, 2 polls); a demoted host polls for a relist
  * interval; the feed is live for 3 polls after its last event; 3 host
  * demotions within 5 relist intervals demote the feed
- * for max(5 relists, 5 min), doubling up to max(that, 1 h).
+ * for max(5 relists, 5 min), doubling up to max(that, 1 h); a live
+ * migration without a record while another copies is listed after a poll
+ * interval.
  *
  * @example
  * ```ts
@@ -341,6 +349,7 @@ export function trustOptionsFor(
     feedWindowMs: 5 * relistMs * rate,
     feedBackoffMs,
     feedBackoffMaxMs: Math.max(feedBackoffMs, 3_600_000 * rate),
+    untoldMs: pollMs * rate,
   };
 }
 

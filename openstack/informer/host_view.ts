@@ -102,6 +102,11 @@ export class WatchedHost {
     for (const d of list.departed) this.#known.add(d.id);
   }
 
+  /** Whether VM `id` was on the host at the list. */
+  listedHere(id: string): boolean {
+    return this.list.servers.some((s) => s.id === id);
+  }
+
   /** Events held (received since the list began, about this host, no duplicates). */
   get eventCount(): number {
     return this.#events.size;

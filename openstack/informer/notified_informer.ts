@@ -28,6 +28,7 @@ import {
   subjectOf,
 } from "./notified_events.ts";
 import { type FactDiff, factDiffs } from "./view_diff.ts";
+import { untoldLiveMigrations } from "./nova_records.ts";
 import type {
   HostInformer,
   InformerWarning,
@@ -56,10 +57,13 @@ const WAKING: ReadonlySet<string> = new Set([
 
 /**
  * Whether an event taken into `host`'s view should wake its drain: the
- * end of a migration step, an update that puts a VM on the host at rest
- * (an arrival, a rollback done), or the first step on this host of a
- * migration towards it (an arrival begins: a finished drain reopens then,
- * not when it lands).
+ * end of a migration step on the host (sent by it, leaving the VM on it,
+ * or of a VM `listedHere`: one on the host at its last list), an update
+ * that puts a VM on the host at rest (an arrival, a rollback done), or
+ * the first step on this host of a migration towards it (an arrival
+ * begins: a finished drain reopens then, not when it lands). The view
+ * also keeps the events of VMs that left the host before, but their later
+ * moves between other hosts wake nobody here.
  *
  * @example
  * ```ts
@@ -69,10 +73,22 @@ const WAKING: ReadonlySet<string> = new Set([
  *   instance: { uuid: "a", host: "h", node: "h", vmState: "active", taskState: null, powerState: 1 } };
  * console.assert(wakesDrain(n, "h"));
  * console.assert(!wakesDrain({ ...n, instance: { ...n.instance, taskState: "migrating" } }, "h"));
+ * const elsewhere = { ...n, eventType: "instance.live_migration_post.end", publisherHost: "x",
+ *   instance: { ...n.instance, host: "x" } };
+ * console.assert(!wakesDrain(elsewhere, "h"));
+ * console.assert(wakesDrain(elsewhere, "h", (id) => id === "a"));
  * ```
  */
-export function wakesDrain(n: NovaNotification, host: string): boolean {
-  if (WAKING.has(n.eventType)) return true;
+export function wakesDrain(
+  n: NovaNotification,
+  host: string,
+  listedHere: (id: string) => boolean = () => false,
+): boolean {
+  if (WAKING.has(n.eventType)) {
+    const id = subjectOf(n);
+    return n.publisherHost === host || n.instance?.host === host ||
+      (id !== undefined && listedHere(id));
+  }
   const step = migrationStepOf(n.eventType, false);
   if (
     step?.onDestination === true && step.payloadIsSource &&
@@ -136,6 +152,9 @@ export class NotifiedInformer implements HostInformer {
   /** When each host's view may be planned from (feed_trust.ts). */
   readonly #trust: FeedTrust;
   readonly #hooks: InformerHooks;
+  readonly #untoldMs: number;
+  /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
+  readonly #untold = new Map<string, Map<string, number>>();
 
   /**
    * Watches `feed`; `wake(key)` runs a drain's pass at once, `now` is the
@@ -156,6 +175,7 @@ export class NotifiedInformer implements HostInformer {
   ) {
     this.#feed = feed;
     this.#hooks = hooks;
+    this.#untoldMs = trust.untoldMs;
     this.#trust = new FeedTrust(trust);
     this.#wake = (key) => {
       this.#woken.add(key);
@@ -265,19 +285,42 @@ export class NotifiedInformer implements HostInformer {
     this.#woken.delete(key);
   }
 
-  /** The host's view, when trusted and listed within `maxAgeMs`. */
-  snapshot(key: string, request: SnapshotRequest) {
+  /**
+   * The host's view, when trusted, listed within `maxAgeMs` and telling
+   * all a list would ({@linkcode NotifiedInformer.tells}).
+   */
+  snapshot(key: string, request: SnapshotRequest): Observation | undefined {
     this.takeWake(key);
     this.probeStarts(key, request.starts);
-    return this.trustworthyView(key, request.maxAgeMs)?.observation(
-      request.status,
-      request.ram,
-    );
+    const view = this.trustworthyView(key, request.maxAgeMs);
+    const seen = view?.observation(request.status, request.ram);
+    if (view === undefined || seen === undefined) return undefined;
+    return this.tells(key, view.host, seen) ? seen : undefined;
   }
 
-  /** Whether the host's view is trusted (of any age). */
+  /** Whether the host's view is trusted (of any age) and tells all a list would. */
   cached(key: string): boolean {
-    return this.trustworthyView(key, Infinity) !== undefined;
+    const view = this.trustworthyView(key, Infinity);
+    return view !== undefined &&
+      this.tells(key, view.host, view.observation(undefined));
+  }
+
+  /**
+   * Whether the view of `key`'s host, as `seen`, tells what a list would:
+   * not while a live migration of the host has shown no record for
+   * `untoldMs` while another copies (Nova may hold it `queued`, which no
+   * event says, and the drain learns Nova's own limit from that).
+   */
+  tells(key: string, host: string, seen: Observation): boolean {
+    const now = this.#now();
+    const before = this.#untold.get(key);
+    const since = new Map(
+      untoldLiveMigrations(seen, host).map((
+        id,
+      ) => [id, before?.get(id) ?? now]),
+    );
+    this.#untold.set(key, since);
+    return [...since.values()].every((t) => now - t < this.#untoldMs);
   }
 
   /** Lists the host while subscribed: the list and the events since become its view. */
@@ -296,6 +339,7 @@ export class NotifiedInformer implements HostInformer {
       throw err;
     }
     const relisted = this.endList(key, stamp, seen);
+    this.#untold.delete(key);
     if (relisted.diffs.length > 0) this.#hooks.differed(host, relisted.diffs);
     return seen;
   }
@@ -353,7 +397,7 @@ export class NotifiedInformer implements HostInformer {
       if (!view.apply(n)) continue;
       const id = subjectOf(n);
       if (id !== undefined) this.#trust.heard(key, id, now);
-      if (wakesDrain(n, watch.host)) wake = true;
+      if (wakesDrain(n, watch.host, (id) => view.listedHere(id))) wake = true;
     }
     if (wake) this.#wake(key);
     const old = watch.view;
@@ -389,6 +433,7 @@ export class NotifiedInformer implements HostInformer {
   forget(key: string): void {
     this.#watches.delete(key);
     this.#woken.delete(key);
+    this.#untold.delete(key);
     this.#trust.forget(key);
   }
 
@@ -404,9 +449,12 @@ export class NotifiedInformer implements HostInformer {
     const id = subjectOf(n);
     for (const [key, watch] of this.#watches) {
       watch.listing?.buffer.push(n);
-      const kept = watch.view?.apply(n) ?? false;
-      if (kept && id !== undefined) this.#trust.heard(key, id, now);
-      if (kept && wakesDrain(n, watch.host)) this.#wake(key);
+      const view = watch.view;
+      if (view === undefined || !view.apply(n)) continue;
+      if (id !== undefined) this.#trust.heard(key, id, now);
+      if (wakesDrain(n, watch.host, (vm) => view.listedHere(vm))) {
+        this.#wake(key);
+      }
     }
   }
 

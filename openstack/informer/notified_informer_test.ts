@@ -5,6 +5,7 @@ import {
   HOST,
   listed,
   liveMigration,
+  record,
   T0,
 } from "../../tests/harness/notified_fixtures.ts";
 
@@ -117,4 +118,43 @@ Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event
   });
   const again = watches.endList("ev", watches.beginList("ev", HOST), list("b"));
   assert.deepEqual(again, { diffs: [], checked: true });
+});
+
+Deno.test("a live migration without a record while another copies: the view stops vouching after a poll interval, until a list shows it", async () => {
+  const { feed, watches, tick } = setUp();
+  const request = (starts: Parameters<NotifiedInformer["probeStarts"]>[1]) => ({
+    maxAgeMs: 60_000,
+    status: {},
+    ram: () => undefined,
+    starts,
+  });
+  const copying = record(1, "a", "running");
+  const listing = {
+    servers: [listed("a", { status: "MIGRATING", taskState: "migrating" })],
+    migrations: [copying],
+    departed: [],
+  };
+  await watches.look("ev", HOST, () => Promise.resolve(listing));
+  prove(watches, feed, "b", T0, false);
+  // b's start: the API's update, and nothing from its compute (queued)
+  feed.publish(liveMigration("b", T0 + 1, "completed")[0]!);
+  assert.ok(watches.snapshot("ev", request([])), "just started: vouched for");
+  assert.ok(watches.cached("ev"));
+  tick(1999);
+  assert.ok(watches.snapshot("ev", request([])));
+  tick(1);
+  assert.equal(watches.snapshot("ev", request([])), undefined);
+  assert.equal(watches.cached("ev"), false);
+  // a list shows it queued: vouched for again, and the record is there
+  await watches.look("ev", HOST, () =>
+    Promise.resolve({
+      ...listing,
+      servers: [...listing.servers, listed("b", { taskState: "migrating" })],
+      migrations: [copying, record(2, "b", "queued")],
+    }));
+  const seen = watches.snapshot("ev", request([]));
+  assert.deepEqual(seen?.migrations.map((m) => m.status), [
+    "running",
+    "queued",
+  ]);
 });

@@ -9,7 +9,7 @@
 
 import { parseNovaTime } from "../nova_time.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { migrationPhase } from "./nova_states.ts";
+import { migrationPhase, waitingInNova } from "./nova_states.ts";
 import type { ObservedMigration, ObservedServer } from "./snapshot.ts";
 
 /** The records of one VM that matter to the planner. */
@@ -198,4 +198,41 @@ export function departureOf(
     taskState: null,
     flavor: { ramMb },
   };
+}
+
+/**
+ * The VMs of `host` in a live migration whose record the look does not
+ * show while another live migration from the host copies: Nova may hold
+ * them `queued` (it runs only so many at once), and no notification says
+ * so; only a list of the records does.
+ *
+ * @example
+ * ```ts
+ * import { untoldLiveMigrations } from "./nova_records.ts";
+ * const vm = (id: string) => ({ id, name: id, status: "MIGRATING", host: "h", hypervisorHostname: "h",
+ *   taskState: "migrating", vmState: "active", powerState: 1, flavor: { ramMb: 1, vcpus: 1 } });
+ * const copying = { id: 1, instanceUuid: "a", migrationType: "live-migration", status: "running",
+ *   sourceCompute: "h", createdAt: "2026-01-01T00:00:00" };
+ * const seen = { servers: [vm("a"), vm("b")], migrations: [copying], departed: [] };
+ * console.assert(untoldLiveMigrations(seen, "h").join() === "b");
+ * console.assert(untoldLiveMigrations({ ...seen, migrations: [] }, "h").length === 0);
+ * ```
+ */
+export function untoldLiveMigrations(
+  seen: {
+    servers: readonly Pick<ObservedServer, "id" | "taskState">[];
+    migrations: readonly ObservedMigration[];
+  },
+  host: string,
+): string[] {
+  const latest = latestRecords(seen.migrations, host);
+  const told = (id: string) => latest.get(id)?.inProgress !== undefined;
+  const copying = [...latest.values()].some((r) =>
+    r.inProgress !== undefined && r.inProgress.sourceCompute === host &&
+    !waitingInNova(r.inProgress.status)
+  );
+  if (!copying) return [];
+  return seen.servers
+    .filter((s) => s.taskState === "migrating" && !told(s.id))
+    .map((s) => s.id);
 }
