@@ -16,8 +16,11 @@
 import type { Eviction } from "../../models/mod.ts";
 import {
   CONDITION_EVICTING,
+  REASON_FAILED,
   REASON_WAITING_FOR_BUDGET,
+  REASON_WAITING_FOR_PERSON,
 } from "../conditions.ts";
+import { isDeleting } from "../../framework/kind.ts";
 
 /** A drain waiting for budget with nothing in flight. */
 export interface BudgetWaiter {
@@ -128,6 +131,37 @@ export function waitsForBudget(e: Eviction): boolean {
   );
   return evicting?.status === "True" &&
     evicting.reason === REASON_WAITING_FOR_BUDGET;
+}
+
+/**
+ * Whether an Eviction is about to start its first migrations: its host is
+ * disabled (preflighted), it has moved nothing and holds nothing yet, and
+ * it is not left waiting for a person or failed. A wave's drains reach
+ * the budget one after the other; counted as waiting, a member about to
+ * start is left its share of the first slots instead of finding them all
+ * spent by the member that came first (whose second start Nova may only
+ * queue behind its first).
+ *
+ * @example
+ * ```ts
+ * import { aboutToStart } from "./budget.ts";
+ * const e = { metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" },
+ *   status: { hypervisorServiceId: "s" } };
+ * console.assert(aboutToStart(e));
+ * console.assert(!aboutToStart({ ...e, status: { hypervisorServiceId: "s", migratedCount: 1 } }));
+ * console.assert(!aboutToStart({ ...e, status: {} }));
+ * ```
+ */
+export function aboutToStart(e: Eviction): boolean {
+  const status = e.status;
+  if (status?.hypervisorServiceId === undefined || isDeleting(e)) return false;
+  if (status.finishedAt !== undefined) return false;
+  if ((status.migratedCount ?? 0) > 0 || (status.inFlightCount ?? 0) > 0) {
+    return false;
+  }
+  const reason = status.conditions?.find((c) => c.type === CONDITION_EVICTING)
+    ?.reason;
+  return reason !== REASON_WAITING_FOR_PERSON && reason !== REASON_FAILED;
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Eviction } from "../../models/mod.ts";
 import {
+  aboutToStart,
   BudgetWaiters,
   freesBudget,
   idleWaiters,
@@ -407,4 +408,46 @@ Deno.test("startsByRemainingWork: a wave under it never exceeds the budget and e
       assert.ok(d.every((x) => x.left === 0 && x.running === 0));
     },
   ));
+});
+
+Deno.test("aboutToStart: preflighted, nothing moved or held, not left to a person or failed", () => {
+  const evicting = (reason: string) => ({
+    type: "Evicting",
+    status: "True" as const,
+    reason,
+    message: "",
+    lastTransitionTime: "2026-01-01T00:00:00Z",
+  });
+  const e = (status: Eviction["status"], deleting = false): Eviction => ({
+    metadata: {
+      name: "b",
+      ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+    },
+    spec: { hypervisor: "b", reason: "r" },
+    status,
+  });
+  const ready = { hypervisorServiceId: "s" };
+  const cases: [string, Eviction, boolean][] = [
+    ["preflighted, nothing yet", e(ready), true],
+    [
+      "waiting for its wave",
+      e({ ...ready, conditions: [evicting("Pending")] }),
+      true,
+    ],
+    ["not preflighted", e({}), false],
+    ["no status", e(undefined), false],
+    ["moved one", e({ ...ready, migratedCount: 1 }), false],
+    ["holds one", e({ ...ready, inFlightCount: 1 }), false],
+    ["finished", e({ ...ready, finishedAt: "2026-01-01T00:00:00Z" }), false],
+    ["being deleted", e(ready, true), false],
+    [
+      "left to a person",
+      e({ ...ready, conditions: [evicting("WaitingForPerson")] }),
+      false,
+    ],
+    ["failed", e({ ...ready, conditions: [evicting("Failed")] }), false],
+  ];
+  for (const [why, ev, want] of cases) {
+    assert.equal(aboutToStart(ev), want, why);
+  }
 });

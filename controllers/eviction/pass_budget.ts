@@ -30,6 +30,7 @@ import {
 import type { PlanOptions } from "./observation.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import {
+  aboutToStart,
   type BudgetWaiter,
   idleWaiters,
   inFlightByEviction,
@@ -165,7 +166,8 @@ export function inFlightOf(pass: Pass): number {
  * left (budget.ts startsByRemainingWork leaves slots for those with
  * lower limits than this drain would hold and for those with more work
  * left). This process knows its own waiters; another process's say
- * so in their Evicting condition (WaitingForBudget).
+ * so in their Evicting condition (WaitingForBudget); a drain about to
+ * start its first migrations counts as waiting (budget.ts aboutToStart).
  */
 export function waitingDrains(
   pass: Pass,
@@ -179,6 +181,7 @@ export function waitingDrains(
     (deps.allEvictions ?? mine).list(),
     (e) => {
       const name = e.metadata?.name ?? "";
+      if (aboutToStart(e)) return true;
       if (mine.get(name) === undefined) return waitsForBudget(e);
       return deps.memory.budgetWaiters.standing(name) !== undefined &&
         deps.memory.ledger.get(name) === 0;

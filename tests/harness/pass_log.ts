@@ -123,6 +123,43 @@ export function liveMigrateSentAt(
   return sent;
 }
 
+/**
+ * The operator's OpenStack calls whose URL names `text` (e.g. `host=node001`),
+ * ended within [`fromMs`, `toMs`] (its clock).
+ *
+ * @example
+ * ```ts
+ * import { callsNaming } from "./pass_log.ts";
+ * const log = '{"time":"2026-01-01T00:00:01.500Z","url":"http://n/v2.1/os-migrations?host=h","msg":"OpenStack call"}\n';
+ * console.log(callsNaming(log, "host=h", 0, Infinity)); // 1
+ * ```
+ */
+export function callsNaming(
+  log: string,
+  text: string,
+  fromMs: number,
+  toMs: number,
+): number {
+  let n = 0;
+  for (const o of linesWith(log, "OpenStack call")) {
+    const at = Date.parse(String(o["time"]));
+    if (String(o["url"]).includes(text) && at >= fromMs && at <= toMs) n++;
+  }
+  return n;
+}
+
+/**
+ * The passes among `passes` that came before the wait the pass before
+ * them asked for was over: woken by something, not by their own pacing.
+ */
+export function wokenEarly(passes: readonly PassLine[]): PassLine[] {
+  return passes.filter((p, i) => {
+    const prev = passes[i - 1];
+    return prev?.requeueAfterMs !== undefined &&
+      p.atMs < prev.atMs + prev.requeueAfterMs;
+  });
+}
+
 /** The JSON lines of `log` whose message is `msg` (a line cut by the read is skipped). */
 function* linesWith(
   log: string,

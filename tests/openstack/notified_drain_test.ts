@@ -56,6 +56,10 @@ Deno.test({
         } Nova calls for ${names.length} VMs`,
       );
       assert.equal(ev.status?.migratedCount, names.length);
+      // Nova held a start queued behind a copy (its limit 1 here): the
+      // informer lists what no event tells, so the drain learns it as a
+      // polling one does.
+      assert.equal(ev.status?.novaLiveMigrationLimit, 1);
       const left = (await b.nova.listServersOnHost(host)).filter((s) =>
         names.map(id).includes(s.id)
       );

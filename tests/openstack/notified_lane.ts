@@ -13,10 +13,10 @@ import { freePort, makeOwnedTempDir } from "../harness/processes.ts";
 import { laneCloud, type ServerSpec } from "./contract_backends.ts";
 import { type Lane, until, withLane } from "./lane.ts";
 
-/** Runs `fn` with a notified operator on `host`, once its feed is up. */
+/** Runs `fn` with a notified operator on `hosts`, once its feed is up. */
 export async function withNotifiedLane(
   servers: ServerSpec[],
-  host: string,
+  hosts: string | string[],
   args: string[],
   fn: (lane: Lane, scrape: () => Promise<string>) => Promise<void>,
 ): Promise<void> {
@@ -29,7 +29,7 @@ export async function withNotifiedLane(
   const port = freePort();
   const scrape = () => scrapeMetrics(`http://127.0.0.1:${port}/metrics`);
   try {
-    await withLane(servers, [host], [
+    await withLane(servers, typeof hosts === "string" ? [hosts] : hosts, [
       ...args,
       `--metrics-bind-address=127.0.0.1:${port}`,
       "--insecure-metrics",

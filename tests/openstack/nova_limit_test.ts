@@ -16,12 +16,15 @@ import {
   evictingReason,
   evictionYaml,
   IN_PROGRESS,
+  type Lane,
+  POLL_MS,
   type RawMigration,
   recordsByName,
   sampleMigrations,
   withLane,
   withPolicy,
 } from "./lane.ts";
+import { withNotifiedLane } from "./notified_lane.ts";
 
 const TIMEOUT_SECONDS = 15;
 
@@ -131,134 +134,156 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name:
-    "lane: a wave of two hosts under a cluster budget of 2 at Nova's limit 1: both disabled before any migration, one copy per host at once, never more than 2 in flight, no VM moved twice",
-  ignore: !available,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const hosts = ["node001", "node002"];
-    const servers: ServerSpec[] = hosts.flatMap((host, i) =>
-      ["a", "b", "c"].map((x) => ({
-        name: `w${i}${x}`,
-        host,
-        size: "small" as const,
-        migration: { lane_copy_seconds: "8" },
-      }))
-    );
-    await withLane(servers, hosts, [
-      "--eviction-concurrency=2",
-    ], async (lane) => {
-      const { b } = lane;
-      await withPolicy(lane, {
-        maxConcurrentMigrations: 2,
-        clusterMaxConcurrentMigrations: 2,
-      }, async () => {
-        const sampler = sampleMigrations(lane, hosts);
-        let watching = true;
-        const violations: string[] = [];
-        const services = (async () => {
-          while (watching) {
-            const ms = (await Promise.all(
-              hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
-            )).flat();
-            const svc = await Promise.all(
-              hosts.map((h) =>
-                b.nova.findComputeService(h).catch(() => undefined)
-              ),
-            );
-            if (ms.length > 0 && svc.some((s) => s?.status === "enabled")) {
-              violations.push("a migration while a wave host was enabled");
-            }
-            await new Promise((r) => setTimeout(r, 300));
-          }
-        })();
-        const t0 = Date.now();
-        await lane.kubectl(
-          ["create", "-f", "-"],
-          hosts.map((h) => evictionYaml(h, lane.labels, "wave")).join("---\n"),
-        );
-        for (const h of hosts) await evictingReason(lane, h, "Succeeded");
-        const seconds = (Date.now() - t0) / 1000;
-        watching = false;
-        await services;
-        const samples = await sampler.stop();
-        assert.deepEqual(violations, []);
-        const inFlight = samples.map((s) =>
-          s.records.filter((m) => IN_PROGRESS.includes(m.status)).length
-        );
-        // Nova works on a host's migration (preparing or copying), as
-        // opposed to holding it queued.
-        const copying = samples.map((s) =>
-          hosts.filter((h) =>
-            s.records.some((m) =>
-              m.source_compute === h &&
-              ["preparing", "running"].includes(m.status)
-            )
-          ).length
-        );
-        const both = copying.filter((n) => n === 2).length;
-        const busy = copying.filter((n) => n > 0).length;
-        console.log(
-          `lane wave at Nova's limit 1: ${
-            seconds.toFixed(1)
-          } s; both hosts copying in ${both} of ${busy} busy samples`,
-        );
-        assert.ok(
-          Math.max(...inFlight) <= 2,
-          `${Math.max(...inFlight)} in flight`,
-        );
-        // Judged on Nova's own records, not on samples: how long the hosts
-        // overlap is a matter of pace (its share of samples, printed above,
-        // shrinks on a loaded machine), the rules are not.
-        const mine = new Set(b.servers.values());
-        const spans = new Map(
-          await Promise.all(
-            hosts.map(async (h) =>
-              [
-                h,
-                spansOf(
-                  (await lane.migrationsFrom(h)).filter((m) =>
-                    mine.has(m.instance_uuid)
-                  ),
-                ),
-              ] as const
+for (const mode of ["polling", "notified"] as const) {
+  Deno.test({
+    name:
+      `lane (${mode}): a wave of two hosts under a cluster budget of 2 at Nova's limit 1: both disabled before any migration, both hosts copying within a poll interval of the first start, one copy per host at once, never more than 2 in flight, no VM moved twice`,
+    ignore: !available,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: () => wave(mode),
+  });
+}
+
+/** The wave of two hosts, with the operator polling or notified. */
+async function wave(mode: "polling" | "notified"): Promise<void> {
+  const hosts = ["node001", "node002"];
+  const servers: ServerSpec[] = hosts.flatMap((host, i) =>
+    ["a", "b", "c"].map((x) => ({
+      name: `w${i}${x}`,
+      host,
+      size: "small" as const,
+      migration: { lane_copy_seconds: "8" },
+    }))
+  );
+  const run = mode === "polling" ? withLane : (
+    s: ServerSpec[],
+    h: string[],
+    args: string[],
+    fn: (l: Lane) => Promise<void>,
+  ) => withNotifiedLane(s, h, args, (l) => fn(l));
+  await run(servers, hosts, [
+    "--eviction-concurrency=2",
+  ], async (lane) => {
+    const { b } = lane;
+    await withPolicy(lane, {
+      maxConcurrentMigrations: 2,
+      clusterMaxConcurrentMigrations: 2,
+    }, async () => {
+      const sampler = sampleMigrations(lane, hosts);
+      let watching = true;
+      const violations: string[] = [];
+      const services = (async () => {
+        while (watching) {
+          const ms = (await Promise.all(
+            hosts.map((h) => lane.migrationsFrom(h).catch(() => [])),
+          )).flat();
+          const svc = await Promise.all(
+            hosts.map((h) =>
+              b.nova.findComputeService(h).catch(() => undefined)
             ),
-          ),
-        );
-        // One copy per host at once: at Nova's limit 1 two records of a
-        // host that overlap mean one waited queued. That happens at most
-        // once per host, before Nova has shown its limit; never after.
-        for (const [h, ss] of spans) {
-          const pairs = overlappingPairs(ss, ss);
-          assert.ok(pairs <= 1, `${h}: ${pairs} overlapping pairs of records`);
-        }
-        // The budget's second slot goes to the other host: without the cap
-        // at Nova's limit both slots go to one host and the hosts never
-        // copy at once.
-        const across = overlappingPairs(
-          spans.get(hosts[0]!) ?? [],
-          spans.get(hosts[1]!) ?? [],
-        );
-        assert.ok(across > 0, "the hosts never had a migration at once");
-        const ours = new Set(b.servers.values());
-        for (const h of hosts) {
-          const left = (await b.nova.listServersOnHost(h)).filter((s) =>
-            ours.has(s.id)
           );
-          assert.deepEqual(left.map((s) => s.name), [], h);
-        }
-        for (const h of hosts) {
-          for (const [name, rs] of await recordsByName(lane, h)) {
-            if (!name.startsWith(`w${hosts.indexOf(h)}`)) continue;
-            assert.deepEqual(rs.map((m) => m.status), ["completed"], name);
+          if (ms.length > 0 && svc.some((s) => s?.status === "enabled")) {
+            violations.push("a migration while a wave host was enabled");
           }
+          await new Promise((r) => setTimeout(r, 300));
         }
-      });
+      })();
+      const t0 = Date.now();
+      await lane.kubectl(
+        ["create", "-f", "-"],
+        hosts.map((h) => evictionYaml(h, lane.labels, "wave")).join("---\n"),
+      );
+      for (const h of hosts) await evictingReason(lane, h, "Succeeded");
+      const seconds = (Date.now() - t0) / 1000;
+      watching = false;
+      await services;
+      const samples = await sampler.stop();
+      assert.deepEqual(violations, []);
+      const inFlight = samples.map((s) =>
+        s.records.filter((m) => IN_PROGRESS.includes(m.status)).length
+      );
+      // Nova works on a host's migration (preparing or copying), as
+      // opposed to holding it queued.
+      const copying = samples.map((s) =>
+        hosts.filter((h) =>
+          s.records.some((m) =>
+            m.source_compute === h &&
+            ["preparing", "running"].includes(m.status)
+          )
+        ).length
+      );
+      const both = copying.filter((n) => n === 2).length;
+      const busy = copying.filter((n) => n > 0).length;
+      console.log(
+        `lane wave at Nova's limit 1: ${
+          seconds.toFixed(1)
+        } s; both hosts copying in ${both} of ${busy} busy samples`,
+      );
+      assert.ok(
+        Math.max(...inFlight) <= 2,
+        `${Math.max(...inFlight)} in flight`,
+      );
+      // Judged on Nova's own records, not on samples: how long the hosts
+      // overlap is a matter of pace (its share of samples, printed above,
+      // shrinks on a loaded machine), the rules are not.
+      const mine = new Set(b.servers.values());
+      const spans = new Map(
+        await Promise.all(
+          hosts.map(async (h) =>
+            [
+              h,
+              spansOf(
+                (await lane.migrationsFrom(h)).filter((m) =>
+                  mine.has(m.instance_uuid)
+                ),
+              ),
+            ] as const
+          ),
+        ),
+      );
+      // One copy per host at once: at Nova's limit 1 two records of a
+      // host that overlap mean one waited queued. That happens at most
+      // once per host, before Nova has shown its limit; never after.
+      for (const [h, ss] of spans) {
+        const pairs = overlappingPairs(ss, ss);
+        assert.ok(pairs <= 1, `${h}: ${pairs} overlapping pairs of records`);
+      }
+      // The budget's second slot goes to the other host: without the cap
+      // at Nova's limit both slots go to one host and the hosts never
+      // copy at once.
+      const across = overlappingPairs(
+        spans.get(hosts[0]!) ?? [],
+        spans.get(hosts[1]!) ?? [],
+      );
+      assert.ok(across > 0, "the hosts never had a migration at once");
+      // A wave's member about to start is left its share of the first
+      // slots: the second host's first record comes within a poll
+      // interval of the first host's (Nova's whole seconds: one more).
+      const firsts = [...spans.values()].map((ss) =>
+        Math.min(...ss.map((x) => x.fromMs))
+      );
+      const apart = Math.max(...firsts) - Math.min(...firsts);
+      assert.ok(
+        apart <= POLL_MS + 1000,
+        `the hosts' first records ${apart} ms apart`,
+      );
+      const ours = new Set(b.servers.values());
+      for (const h of hosts) {
+        const left = (await b.nova.listServersOnHost(h)).filter((s) =>
+          ours.has(s.id)
+        );
+        assert.deepEqual(left.map((s) => s.name), [], h);
+      }
+      for (const h of hosts) {
+        for (const [name, rs] of await recordsByName(lane, h)) {
+          if (!name.startsWith(`w${hosts.indexOf(h)}`)) continue;
+          assert.deepEqual(rs.map((m) => m.status), ["completed"], name);
+        }
+      }
     });
-  },
-});
+  });
+}
 
 /** A record's span on Nova's clock (whole seconds): created to last update. */
 interface Span {

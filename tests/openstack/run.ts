@@ -56,6 +56,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./notifications_test.ts", import.meta.url).pathname,
       new URL("./notified_drain_test.ts", import.meta.url).pathname,
       new URL("./notified_cold_drain_test.ts", import.meta.url).pathname,
+      new URL("./notified_finished_test.ts", import.meta.url).pathname,
       new URL("./suspended_test.ts", import.meta.url).pathname,
       new URL("./capacity_test.ts", import.meta.url).pathname,
       new URL("./maintenance_test.ts", import.meta.url).pathname,
