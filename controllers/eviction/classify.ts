@@ -29,6 +29,7 @@ import type {
   ObservedMigration,
   ObservedServer,
 } from "../../openstack/informer/snapshot.ts";
+import { recordName } from "../../openstack/informer/nova_records.ts";
 import { startReleasableFromMs } from "./once.ts";
 import type { FailureReport } from "./plan_types.ts";
 import { stalledReason } from "./stalled.ts";
@@ -159,8 +160,7 @@ export function inFlightEntry(
     new Date(
       created === undefined ? nowMs : Math.min(created - novaOffsetMs, nowMs),
     ).toISOString();
-  // A negative id is a record a notified view made up (host_view.ts), never Nova's.
-  const migrationId = record === undefined || Number(record.id) < 0
+  const migrationId = record?.id === undefined
     ? previous?.migrationId
     : String(record.id);
   const percent = progressPercent(record) ?? previous?.memoryProcessedPercent;
@@ -309,7 +309,7 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   // Landing here: wait for it to land, then drain it. Never a failure.
   return {
     class: "busy",
-    reason: `arriving (${arriving.migrationType} ${arriving.id} from ${
+    reason: `arriving (${recordName(arriving)} from ${
       arriving.sourceCompute ?? "unknown"
     } is ${arriving.status})`,
   };
@@ -444,7 +444,7 @@ function attemptOutcome(f: VmFacts, input: ClassifyInput): AttemptOutcome {
   // past the grace period (attemptClass kept it in flight within it)
   if (f.matched && f.phase === "done" && latest !== undefined) {
     return {
-      reason: `${latest.migrationType} ${latest.id} is ${latest.status} ` +
+      reason: `${recordName(latest)} is ${latest.status} ` +
         `but the VM is still on the host`,
       transient: true,
     };
@@ -576,7 +576,7 @@ export function isOurKind(
 }
 
 function recordFailure(record: ObservedMigration): string {
-  return `${record.migrationType} ${record.id} ended ${record.status}`;
+  return `${recordName(record)} ended ${record.status}`;
 }
 
 function faultOf(server: ObservedServer): string {

@@ -46,6 +46,7 @@ import type {
 import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
 import {
+  recordName,
   unfinishedElsewhere,
   type VmRecords,
 } from "../../openstack/informer/nova_records.ts";
@@ -312,7 +313,7 @@ export function arrivals(
     acc.waiting.push({
       id,
       why: "busy",
-      detail: `arriving (${record.migrationType} ${record.id} from ${
+      detail: `arriving (${recordName(record)} from ${
         record.sourceCompute ?? "unknown"
       } is ${record.status})`,
     });

@@ -23,6 +23,7 @@ import type {
   ObservedMigration,
   ObservedServer,
 } from "../../openstack/informer/snapshot.ts";
+import { recordName } from "../../openstack/informer/nova_records.ts";
 
 /**
  * How long a server may show a migration task after its record ended
@@ -125,7 +126,7 @@ export function stalledReason(
   const task = server.taskState ?? "none";
   return `${STALLED_PREFIX}server ${name} still shows status ` +
     `${server.status.toUpperCase()}, task_state ${task}, but its ` +
-    `${latest.migrationType} ${latest.id} ended ${latest.status} at ` +
+    `${recordName(latest)} ended ${latest.status} at ` +
     `${latest.updatedAt ?? latest.createdAt} (Nova time): Nova is not ` +
     `moving it and will not by itself (a failed post-migration step, see ` +
     `its instance action); a person checks which host runs it and resets ` +

@@ -15,7 +15,7 @@
  *
  * Record statuses Nova sends no event for (`queued`, the start of a
  * copy) stay as listed; a migration that began after the list gets a
- * record of its own with a negative id (never sent to Nova: a pass that
+ * record of its own without an id (Nova's is not known: a pass that
  * aborts reads Nova afresh).
  *
  * @module
@@ -23,7 +23,7 @@
 
 import { parseNovaTime } from "../nova_time.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import type { Migration, Server } from "../mod.ts";
+import type { Server } from "../mod.ts";
 import type {
   FeedState,
   NotifiedInstance,
@@ -40,9 +40,13 @@ import {
   statusRank,
   subjectOf,
 } from "./notified_events.ts";
-import type { DepartedServer, ObservedServer } from "./snapshot.ts";
+import type {
+  DepartedServer,
+  Observation,
+  ObservedMigration,
+  ObservedServer,
+} from "./snapshot.ts";
 import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
-import type { Observation } from "./snapshot.ts";
 
 /** Foreign events a view keeps, in case their VM becomes known. */
 const PARKED_MAX = 1024;
@@ -389,7 +393,7 @@ function foldSnapshots(
 function foldRecords(
   id: string,
   events: readonly NovaNotification[],
-  records: Migration[],
+  records: ObservedMigration[],
   server: Server | undefined,
 ): void {
   const cold = (server?.status ?? "").toUpperCase() === "SHUTOFF";
@@ -425,15 +429,20 @@ function foldRecords(
     );
   if (!resized) return;
   for (const m of records) {
-    if (m.id < 0 && m.instanceUuid === id && m.migrationType === "migration") {
+    if (
+      m.id === undefined && m.instanceUuid === id &&
+      m.migrationType === "migration"
+    ) {
       m.migrationType = "resize";
     }
   }
 }
 
 /** The latest record (created_at, then id), or undefined. */
-function latestOf(records: readonly Migration[]): Migration | undefined {
-  let best: Migration | undefined;
+function latestOf(
+  records: readonly ObservedMigration[],
+): ObservedMigration | undefined {
+  let best: ObservedMigration | undefined;
   for (const m of records) {
     if (best === undefined) {
       best = m;
@@ -441,7 +450,7 @@ function latestOf(records: readonly Migration[]): Migration | undefined {
     }
     const a = parseNovaTime(m.createdAt) ?? -Infinity;
     const b = parseNovaTime(best.createdAt) ?? -Infinity;
-    if (a > b || (a === b && m.id > best.id)) best = m;
+    if (a > b || (a === b && idRank(m) > idRank(best))) best = m;
   }
   return best;
 }
@@ -459,37 +468,39 @@ const RECORD_TIME_PRECISION_MS = 1000;
  * second is taken from its next step in a later one (Nova's 409 guards
  * a start meanwhile); a late step of the old one is never a new record.
  */
-function endedBefore(m: Migration, n: NovaNotification): boolean {
+function endedBefore(m: ObservedMigration, n: NovaNotification): boolean {
   if (!recordEnded(m.status)) return false;
   const end = parseNovaTime(m.updatedAt ?? m.createdAt);
   if (end === undefined) return false;
-  const ownRecord = m.id < 0;
+  const ownRecord = m.id === undefined;
   return ownRecord
     ? n.timestampMs > end
     : n.timestampMs >= end + RECORD_TIME_PRECISION_MS;
 }
 
-/** A record for a migration the list did not show, from its first event. */
+/**
+ * Ties of creation time: Nova's later id first, and a record of the
+ * view's own (no id: begun after the list) after every listed one.
+ */
+function idRank(m: ObservedMigration): number {
+  return m.id === undefined ? Infinity : Number(m.id);
+}
+
+/** A record for a migration the list did not show, from its first event (no id: Nova's is not known). */
 function newRecord(
   id: string,
   n: NovaNotification,
   step: MigrationStep,
   server: Server | undefined,
-): Migration {
+): ObservedMigration {
   const fromPayload = step.payloadIsSource ? n.instance?.host : undefined;
   const fromPublisher = step.onDestination ? undefined : n.publisherHost;
-  const ms = Math.floor(n.timestampMs);
   return {
-    id: -ms,
-    uuid: `notified-${id}-${ms}`,
     instanceUuid: id,
     migrationType: step.migrationType,
     status: "accepted",
     sourceCompute: fromPayload ?? server?.host ?? fromPublisher ?? null,
     destCompute: step.onDestination ? n.publisherHost ?? null : null,
-    sourceNode: null,
-    destNode: null,
-    destHost: null,
     createdAt: novaTime(n.timestampMs),
     updatedAt: null,
   };

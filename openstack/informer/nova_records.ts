@@ -236,3 +236,20 @@ export function untoldLiveMigrations(
     .filter((s) => s.taskState === "migrating" && !told(s.id))
     .map((s) => s.id);
 }
+
+/**
+ * How a message names a record: its type and Nova's id, or its type
+ * alone for one the informer knows only from notifications.
+ *
+ * @example
+ * ```ts
+ * import { recordName } from "./nova_records.ts";
+ * console.assert(recordName({ id: 7, migrationType: "live-migration" }) === "live-migration 7");
+ * console.assert(recordName({ migrationType: "migration" }) === "migration");
+ * ```
+ */
+export function recordName(
+  m: Pick<ObservedMigration, "id" | "migrationType">,
+): string {
+  return m.id === undefined ? m.migrationType : `${m.migrationType} ${m.id}`;
+}

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Migration, Server } from "../mod.ts";
+import type { Server } from "../mod.ts";
 
 /**
  * A VM as `GET /servers/detail?all_tenants=1&host=` (2.90) or
@@ -33,8 +33,11 @@ export interface ObservedServer {
 
 /** A record of `GET /os-migrations?host=&changes-since=` (2.59+). */
 export interface ObservedMigration {
-  /** Integer migration id (the one abort takes). */
-  id: number | string;
+  /**
+   * Nova's integer migration id (the one abort takes); absent on a record
+   * the informer knows only from Nova's notifications, not yet listed.
+   */
+  id?: number | string;
   /** The server it moves. */
   instanceUuid: string;
   /** live-migration, migration, resize, evacuation. */
@@ -72,7 +75,7 @@ export interface Observation {
   /** The VMs on the host. */
   servers: Server[];
   /** Migrations from or to the host since the drain started. */
-  migrations: Migration[];
+  migrations: ObservedMigration[];
   /** Where the VMs that left the list are (null: deleted). */
   departed: DepartedServer[];
   /**
