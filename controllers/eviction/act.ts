@@ -21,7 +21,7 @@ import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
-import type { ActionNote, StartNote } from "./observation.ts";
+import type { ActionNote, StartNote } from "./once.ts";
 import type { PendingEvent } from "./report.ts";
 import type { Plan } from "./plan_types.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";

@@ -20,17 +20,13 @@ import {
   needsPerson,
   startKindOfStatus,
 } from "../../openstack/informer/nova_states.ts";
-import {
-  type PlanOptions,
-  retryDelayMs,
-  type StartNote,
-} from "./observation.ts";
+import { type PlanOptions, retryDelayMs } from "./observation.ts";
+import { type StartNote, startReleasableFromMs } from "./once.ts";
 import type {
   ObservedMigration,
   ObservedServer,
 } from "../../openstack/informer/snapshot.ts";
 import { recordName } from "../../openstack/informer/nova_records.ts";
-import { startReleasableFromMs } from "./once.ts";
 import type { FailureReport } from "./plan_types.ts";
 import { stalledReason } from "./stalled.ts";
 

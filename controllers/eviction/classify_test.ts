@@ -9,7 +9,7 @@ import {
   recordMatchesEntry,
   UNSUPPORTED_PREFIX,
 } from "./classify.ts";
-import type { StartNote } from "./observation.ts";
+import type { StartNote } from "./once.ts";
 import {
   at,
   entry,

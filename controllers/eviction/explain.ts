@@ -12,7 +12,7 @@
 
 import { failureReason, type InstanceAction } from "../../openstack/mod.ts";
 import type { IssuedStart } from "./memory.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan } from "./plan_types.ts";
 
 /** Reads one instance action (`CountedNova.getInstanceAction`). */
 export type ReadAction = (

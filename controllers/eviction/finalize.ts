@@ -32,8 +32,8 @@ import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import { keepLesson } from "./keep_lesson.ts";
 import type { EvictionPassDeps } from "./pass.ts";
-import { type ActionNote, DEFAULT_PLAN_OPTIONS } from "./observation.ts";
-import { maySendAgain } from "./once.ts";
+import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+import { type ActionNote, maySendAgain } from "./once.ts";
 import { type SettleLook, settleLook, unlistedStarts } from "./settle.ts";
 
 /**

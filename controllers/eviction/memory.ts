@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { ActionNote, StartNote } from "./observation.ts";
+import type { ActionNote, StartNote } from "./once.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import type { NovaLimitMemo } from "./nova_limit.ts";
 import {

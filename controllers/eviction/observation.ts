@@ -1,6 +1,6 @@
 /**
- * The planner's options and what the drain notes of its own actions
- * (what a look shows of Nova: openstack/informer/snapshot.ts).
+ * The planner's options (what a look shows of Nova:
+ * openstack/informer/snapshot.ts; the notes of our own actions: once.ts).
  *
  * @module
  */
@@ -136,41 +136,4 @@ export function retryDelayMs(
   capMs: number,
 ): number {
   return attempts <= 0 ? 0 : backoffDelay(attempts - 1, baseMs, capMs);
-}
-
-/**
- * What this process knows of a start it issued: in-process only (lost on
- * a restart, when the grace period stands in for it).
- */
-export interface StartNote {
-  /** Server id. */
-  id: string;
-  /**
-   * pending: no answer yet; accepted: 202; refused: a definitive refusal
-   * (a 4xx but 409); conflict: 409 (look at the VM); unknown: no answer
-   * after all (timeout, reset) or a 5xx: resolved by observation.
-   */
-  state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
-  /** Nova's message with its request id (refused, conflict, unknown). */
-  message?: string;
-  /** For a refusal: whether its cause may go away by itself (no valid host). */
-  transient?: boolean;
-  /** live or cold (what was started). */
-  kind?: "live" | "cold";
-  /** Controller clock when it was issued. */
-  issuedAtMs?: number;
-  /** Controller clock when its answer (or its failure) came. */
-  answeredAtMs?: number;
-}
-
-/**
- * A confirm or an abort this process sent, and when Nova answered it
- * (once.ts: such an action is not sent again before a look that began
- * after its answer shows it still needed).
- */
-export interface ActionNote {
-  /** Controller clock when it was sent. */
-  sentAtMs: number;
-  /** Controller clock when its answer (or its failure) came; undefined: none yet. */
-  answeredAtMs?: number;
 }

@@ -1,4 +1,6 @@
 /**
+ * What this process knows of its own starts, confirms and aborts (the
+ * notes in a drain's memory), and the rule that reads them.
  * Non-idempotent actions are sent once (issue 28): a start, a confirm or
  * an abort of ours whose outcome is not yet known is never sent again
  * until a direct look at Nova that began after its answer shows that it
@@ -13,7 +15,42 @@
  * @module
  */
 
-import type { ActionNote, StartNote } from "./observation.ts";
+/**
+ * What this process knows of a start it issued: in-process only (lost on
+ * a restart, when the grace period stands in for it).
+ */
+export interface StartNote {
+  /** Server id. */
+  id: string;
+  /**
+   * pending: no answer yet; accepted: 202; refused: a definitive refusal
+   * (a 4xx but 409); conflict: 409 (look at the VM); unknown: no answer
+   * after all (timeout, reset) or a 5xx: resolved by observation.
+   */
+  state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
+  /** Nova's message with its request id (refused, conflict, unknown). */
+  message?: string;
+  /** For a refusal: whether its cause may go away by itself (no valid host). */
+  transient?: boolean;
+  /** live or cold (what was started). */
+  kind?: "live" | "cold";
+  /** Controller clock when it was issued. */
+  issuedAtMs?: number;
+  /** Controller clock when its answer (or its failure) came. */
+  answeredAtMs?: number;
+}
+
+/**
+ * A confirm or an abort this process sent, and when Nova answered it
+ * (such an action is not sent again before a look that began
+ * after its answer shows it still needed).
+ */
+export interface ActionNote {
+  /** Controller clock when it was sent. */
+  sentAtMs: number;
+  /** Controller clock when its answer (or its failure) came; undefined: none yet. */
+  answeredAtMs?: number;
+}
 
 /**
  * The controller clock time from which a direct look may show that a

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { maySendAgain, startReleasableFromMs } from "./once.ts";
-import type { StartNote } from "./observation.ts";
+import { maySendAgain, type StartNote, startReleasableFromMs } from "./once.ts";
 
 Deno.test("startReleasableFromMs: from when a direct look may show a start of ours unprocessed", () => {
   const grace = 60_000;

@@ -196,3 +196,33 @@ export function clusterInFlight(pass: Pass): Map<string, number> {
   const all = pass.deps.allEvictions ?? pass.ctx.cache(EvictionKind);
   return inFlightByEviction(all.list());
 }
+
+/**
+ * The wait (real ms) after a look at a finished drain, taken at `atMs`
+ * (default now): as long as the drain has been finished, between the
+ * poll interval and the slow finished check, so the looks double in
+ * spacing (the first ones a poll interval apart); the slow finished check
+ * while the informer watches the host.
+ */
+export function finishedLookMs(
+  pass: Pass,
+  finishedAt: string | undefined,
+  atMs = pass.deps.clock.now(),
+): number {
+  const { deps } = pass;
+  // An informer that watches the host wakes the drain as an arrival
+  // begins: the looks need not come sooner than the slow finished check.
+  if (deps.memory.informer.watching(pass.ctx.key)) {
+    return deps.finishedCheckMs;
+  }
+  const since = Date.parse(finishedAt ?? "");
+  const finishedForMs = Number.isNaN(since)
+    ? deps.finishedCheckMs
+    : Math.max(0, atMs - since) / pass.rate;
+  return Math.round(
+    Math.min(
+      deps.finishedCheckMs,
+      Math.max(deps.pollIntervalMs, finishedForMs),
+    ),
+  );
+}

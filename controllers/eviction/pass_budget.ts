@@ -28,7 +28,7 @@ import {
   observedNovaLimit,
 } from "./nova_limit.ts";
 import type { PlanOptions } from "./observation.ts";
-import { type Plan, type PlanInput, planPass } from "./plan.ts";
+import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
   aboutToStart,
   type BudgetWaiter,
@@ -284,25 +284,21 @@ export function planInputFor(
 }
 
 /**
- * Plan: the pure planner on this pass's observation, the limit in force
- * now (policy, traits, the Eviction's own cap) and the start answers in
- * memory (or the plan the informer's snapshot gave, `planned`); the cluster budget
- * is read and reserved in one synchronous step, so no other drain's pass
- * can spend the same slot.
+ * Reserve: the pass's plan (from a fresh look or the informer's
+ * snapshot) against the cluster budget, read and reserved in one
+ * synchronous step, so no other drain's pass can spend the same slot; a
+ * plan that would overspend it is made again with the slots left.
  */
 export function planAndReserve(
   pass: Pass,
-  seen: Observation,
+  planned: { plan: Plan; input: PlanInput },
   settings: LimitSettings,
-  options: PlanOptions,
-  resolved: ReturnType<typeof resolveLimit>,
-  planned?: { plan: Plan; input: PlanInput },
+  planner: Planner,
 ): { plan: Plan; input: PlanInput } {
   const { ctx, deps } = pass;
-  const input = planned?.input ??
-    planInputFor(pass, seen, settings, options, resolved);
+  const { input } = planned;
   const cachedCounts = clusterInFlight(pass);
-  let plan = planned?.plan ?? planPass(input);
+  let plan = planned.plan;
   deps.memory.ledger.reserve(ctx.key, cachedCounts, (others) => {
     const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
     if (clusterMax !== undefined) {
@@ -315,7 +311,7 @@ export function planAndReserve(
         plan.start.length,
       );
       if (budget < plan.start.length) {
-        plan = planPass({ ...input, clusterBudgetLeft: budget });
+        plan = planner({ ...input, clusterBudgetLeft: budget });
         // held back by the budget: woken when a slot frees
         deps.memory.budgetWaiters.add(ctx.key);
       }
@@ -352,6 +348,7 @@ export async function confirmAcrossProcesses(
   pass: Pass,
   reserved: { plan: Plan; input: PlanInput },
   settings: LimitSettings,
+  planner: Planner,
 ): Promise<Plan> {
   const { ctx, deps } = pass;
   const { plan, input } = reserved;
@@ -364,7 +361,7 @@ export async function confirmAcrossProcesses(
       plan.inFlightCount;
     const over = total - clusterMax;
     if (over <= 0) return plan;
-    const cut = planPass({
+    const cut = planner({
       ...input,
       clusterBudgetLeft: Math.max(0, plan.start.length - over),
     });

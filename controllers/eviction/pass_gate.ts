@@ -40,8 +40,7 @@ import {
   learnedNovaLimit,
   predictionLimit,
 } from "../../capacity/prediction_limit.ts";
-import { emit, limitOfDrain, type Pass } from "./pass.ts";
-import { finishedLookMs } from "./pass_pace.ts";
+import { emit, finishedLookMs, limitOfDrain, type Pass } from "./pass.ts";
 
 /**
  * Gate: what must hold before Nova is read, as steps in this order: only

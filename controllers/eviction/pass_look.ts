@@ -16,7 +16,7 @@ import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { recordMatchesEntry } from "./classify.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { emit, type Pass } from "./pass.ts";
-import type { Plan, PlanInput } from "./plan.ts";
+import type { Plan, PlanInput } from "./plan_types.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /** A plan and the input it was made from. */

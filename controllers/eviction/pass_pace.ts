@@ -6,14 +6,12 @@
  */
 
 import type { ReconcileResult } from "../../framework/handler.ts";
-import type { LimitSettings } from "../../limits/resolve.ts";
 import { traitsHold } from "./gates.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
 import type { PlanOptions } from "./observation.ts";
-import type { Plan } from "./plan.ts";
-import type { Pass } from "./pass.ts";
-import { budgetLeftFor } from "./pass_budget.ts";
+import type { Plan } from "./plan_types.ts";
+import { finishedLookMs, type Pass } from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -43,7 +41,7 @@ export function fingerprintOf(
 export function skipEarly(
   pass: Pass,
   fingerprint: string,
-  settings: LimitSettings,
+  slotFree: () => boolean,
 ): ReconcileResult | undefined {
   const { ctx, deps, state } = pass;
   const due = state.due;
@@ -55,10 +53,7 @@ export function skipEarly(
   if (leftMs <= 0) return undefined;
   const standing = deps.memory.budgetWaiters.standing(ctx.key);
   if (standing === "woken") {
-    const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-    if (clusterMax === undefined || budgetLeftFor(pass, settings, 1) > 0) {
-      return undefined;
-    }
+    if (slotFree()) return undefined;
     deps.memory.budgetWaiters.add(ctx.key);
   }
   return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
@@ -233,34 +228,4 @@ export async function glance(
   state.pace.planGlance(state.pace.firstLooksOnly(view) ? view : undefined);
   pass.log.debug({ nextLookMs: delay }, "glanced at the migrations: quiet");
   return { requeueAfterMs: delay };
-}
-
-/**
- * The wait (real ms) after a look at a finished drain, taken at `atMs`
- * (default now): as long as the drain has been finished, between the
- * poll interval and the slow finished check, so the looks double in
- * spacing (the first ones a poll interval apart); the slow finished check
- * while the informer watches the host.
- */
-export function finishedLookMs(
-  pass: Pass,
-  finishedAt: string | undefined,
-  atMs = pass.deps.clock.now(),
-): number {
-  const { deps } = pass;
-  // An informer that watches the host wakes the drain as an arrival
-  // begins: the looks need not come sooner than the slow finished check.
-  if (deps.memory.informer.watching(pass.ctx.key)) {
-    return deps.finishedCheckMs;
-  }
-  const since = Date.parse(finishedAt ?? "");
-  const finishedForMs = Number.isNaN(since)
-    ? deps.finishedCheckMs
-    : Math.max(0, atMs - since) / pass.rate;
-  return Math.round(
-    Math.min(
-      deps.finishedCheckMs,
-      Math.max(deps.pollIntervalMs, finishedForMs),
-    ),
-  );
 }

@@ -30,7 +30,7 @@ import {
   type MigrationKind,
   waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
-import type { StartNote } from "./observation.ts";
+import { maySendAgain, type StartNote } from "./once.ts";
 import type {
   ObservedMigration,
   ObservedServer,
@@ -43,7 +43,6 @@ import type {
   StuckReport,
   WaitingVm,
 } from "./plan_types.ts";
-import { maySendAgain } from "./once.ts";
 import { stalledReason } from "./stalled.ts";
 import {
   recordName,

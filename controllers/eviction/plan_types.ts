@@ -12,7 +12,8 @@ import type {
 } from "../../models/mod.ts";
 import type { DrainSummary } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
-import type { ActionNote, PlanOptions, StartNote } from "./observation.ts";
+import type { PlanOptions } from "./observation.ts";
+import type { ActionNote, StartNote } from "./once.ts";
 import type {
   DepartedServer,
   ObservedMigration,
@@ -35,6 +36,9 @@ export interface FailureReport {
   /** Whether the cause may go away by itself. */
   transient: boolean;
 }
+
+/** The planner (plan.ts planPass), given to the phases that re-plan under the cluster budget. */
+export type Planner = (input: PlanInput) => Plan;
 
 /** Everything one pass of the planner looks at. */
 export interface PlanInput {

@@ -43,6 +43,7 @@ import {
 } from "./pass.ts";
 import { gate } from "./pass_gate.ts";
 import {
+  budgetLeftFor,
   claimBeforeLooking,
   confirmAcrossProcesses,
   planAndReserve,
@@ -161,7 +162,13 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   const waitingForBudget = waitForBudget(pass, settings);
   if (waitingForBudget !== undefined) return { result: waitingForBudget };
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
-  const early = skipEarly(pass, fingerprint, settings);
+  const early = skipEarly(
+    pass,
+    fingerprint,
+    () =>
+      settings.spec.clusterMaxConcurrentMigrations === undefined ||
+      budgetLeftFor(pass, settings, 1) > 0,
+  );
   if (early !== undefined) return { result: early };
   const glanced = await glance(pass, fingerprint, options);
   if (glanced !== undefined) return { result: glanced };
@@ -172,19 +179,27 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   claimBeforeLooking(pass, settings, resolved.limit);
   // Nova afresh, or the host's notified view for a pass that only starts.
-  const { seen, planned } = await lookAtHost(pass, (s) => {
+  const planFrom = (s: Observation) => {
     const input = planInputFor(pass, s, settings, options, resolved);
     return { input, plan: planPass(input) };
-  }, () => observeOrKeep(pass, options));
+  };
+  const { seen, planned } = await lookAtHost(
+    pass,
+    planFrom,
+    () => observeOrKeep(pass, options),
+  );
   const reserved = planAndReserve(
     pass,
-    seen,
+    planned ?? planFrom(seen),
     settings,
-    options,
-    resolved,
-    planned,
+    planPass,
   );
-  const confirmed = await confirmAcrossProcesses(pass, reserved, settings);
+  const confirmed = await confirmAcrossProcesses(
+    pass,
+    reserved,
+    settings,
+    planPass,
+  );
   learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures
   // are rare, so the starts may wait for it) and Nova's own limit.
