@@ -13,42 +13,40 @@
  */
 
 import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
-import type { ReconcileResult } from "../../framework/handler.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
-import { emit, type Pass } from "./pass.ts";
+import { emit, type Pass, type Step } from "./pass.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
 export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 
 /**
  * Nova ready, the first phase of a pass: settles the Nova microversion.
- * Returns the pass's result when it must not run (Nova incompatible; the
- * condition set in `pass.status`), undefined otherwise.
+ * Ends the pass when it must not run (Nova incompatible: the step's
+ * status says so); an empty step otherwise.
  *
  * @example
  * ```ts ignore
- * const stop = await novaReady(pass);
- * if (stop !== undefined) return stop;
+ * const step = await novaReady(pass);
+ * if (step.end !== undefined) return step.end;
  * ```
  */
-export async function novaReady(
-  pass: Pass,
-): Promise<ReconcileResult | undefined> {
+export async function novaReady(pass: Pass): Promise<Step> {
   const { ctx, deps } = pass;
   try {
     await deps.nova.negotiate(ctx.signal);
-    return undefined;
+    return {};
   } catch (err) {
-    if (!(err instanceof MicroversionError)) return undefined;
+    if (!(err instanceof MicroversionError)) return {};
     const before = pass.status.conditions?.find((c) =>
       c.type === CONDITION_EVICTING
     );
     const unchanged = before?.status === "False" &&
       before.reason === REASON_NOVA_INCOMPATIBLE &&
       before.message === err.message;
+    let status = pass.status;
     if (!unchanged) {
-      pass.status = {
+      status = {
         ...pass.status,
         conditions: setCondition(
           pass.status.conditions ?? [],
@@ -72,6 +70,6 @@ export async function novaReady(
       { err: err.message },
       "Nova shares no compute microversion with evictor: not draining",
     );
-    return { requeueAfterMs: deps.slowPollMs };
+    return { status, end: { requeueAfterMs: deps.slowPollMs } };
   }
 }

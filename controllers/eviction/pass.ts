@@ -9,7 +9,10 @@
  */
 
 import { errText } from "../../framework/errors.ts";
-import type { HandlerContext } from "../../framework/handler.ts";
+import type {
+  HandlerContext,
+  ReconcileResult,
+} from "../../framework/handler.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
@@ -19,7 +22,6 @@ import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
-import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { statusEqual } from "./status_equal.ts";
 import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
@@ -101,35 +103,52 @@ export function planOptionsFor(
   };
 }
 
-/** What the phases of one pass share. */
+/**
+ * What a phase decided, for the pass to apply (reconcile.ts `apply`, the
+ * one place that changes a pass): a phase reads the pass and returns this.
+ */
+export interface Step {
+  /** The status the phase leaves; absent: unchanged. */
+  status?: EvictionStatus;
+  /** The pass's result, when the phase ends the pass here. */
+  end?: ReconcileResult;
+  /** Why this pass starts nothing: its wave is not yet disabled. */
+  hold?: string;
+  /** A retry annotation's value the phase applied (removed after the write). */
+  retry?: string;
+  /** What must follow the pass's status write (waking the wave's peers). */
+  after?: () => void;
+}
+
+/**
+ * What the phases of one pass share, read-only to them: each returns a
+ * {@linkcode Step} and the pass applies it; only the status write
+ * ({@linkcode record}) updates `ev`.
+ */
 export interface Pass {
-  ctx: HandlerContext<Eviction>;
-  deps: EvictionPassDeps;
+  readonly ctx: HandlerContext<Eviction>;
+  readonly deps: EvictionPassDeps;
   /** The Eviction, with the freshest status this process knows. */
   ev: Eviction;
-  host: string;
-  log: Logger;
-  state: DrainState;
+  readonly host: string;
+  readonly log: Logger;
+  readonly state: DrainState;
   /** The status so far (the preflight and a retry request change it). */
-  status: EvictionStatus;
-  hypervisor: Hypervisor | undefined;
+  readonly status: EvictionStatus;
+  readonly hypervisor: Hypervisor | undefined;
   /** Clock ms per real ms. */
-  rate: number;
-  /** Set when a retry annotation was consumed (removed after the write). */
-  retried: boolean;
-  /** The retry annotation's value this pass applied. */
-  retryValue?: string;
-  /** The latest record leaving the host per VM, this pass. */
-  records: Map<string, ObservedMigration>;
+  readonly rate: number;
+  /** The retry annotation's value this pass applied (removed after the write). */
+  readonly retryValue?: string;
   /** The ledger's count before this pass claimed budget, if it did. */
-  claimedFrom?: number;
+  readonly claimedFrom?: number;
   /** Why this pass starts nothing: its wave is not yet disabled. */
-  waveHold?: string;
+  readonly waveHold?: string;
   /**
    * What must follow the pass's status write (waking drains that read it,
    * e.g. the wave's peers waiting for this host to be disabled).
    */
-  afterRecord: (() => void)[];
+  readonly afterRecord: readonly (() => void)[];
 }
 
 /**

@@ -7,7 +7,6 @@
  * @module
  */
 
-import type { ReconcileResult } from "../../framework/handler.ts";
 import { errText, TemporaryError } from "../../framework/errors.ts";
 import {
   clusterBudgetLeft,
@@ -37,7 +36,13 @@ import {
   startsByRemainingWork,
   waitsForBudget,
 } from "./budget.ts";
-import { clusterInFlight, limitOfDrain, type Pass, record } from "./pass.ts";
+import {
+  clusterInFlight,
+  limitOfDrain,
+  type Pass,
+  record,
+  type Step,
+} from "./pass.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /**
@@ -45,28 +50,25 @@ import type { Observation } from "../../openstack/informer/snapshot.ts";
  * by others, waits without a Nova call (nothing of its own can move); it is
  * woken when budget frees (budget.ts) and by its slow check, and says so
  * (WaitingForBudget: other processes leave it a slot as this one does).
- * Returns the pass's result when it waits.
+ * Ends the pass when it waits.
  */
-export function waitForBudget(
-  pass: Pass,
-  settings: LimitSettings,
-): ReconcileResult | undefined {
+export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-  if (clusterMax === undefined || pass.retried) return undefined;
+  if (clusterMax === undefined || pass.retryValue !== undefined) return {};
   if ((status.inFlightCount ?? 0) > 0 || deps.memory.ledger.get(ctx.key) > 0) {
-    return undefined;
+    return {};
   }
-  if (state.starts.size > 0 || status.outstandingCount === 0) return undefined;
+  if (state.starts.size > 0 || status.outstandingCount === 0) return {};
   // Stopped with only VMs for a person: no budget would move them, so it
   // never waits for budget (nor does any drain leave it a slot).
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
-  if (evicting?.status === "False") return undefined;
-  if (budgetLeftFor(pass, settings, 1) > 0) return undefined;
+  if (evicting?.status === "False") return {};
+  if (budgetLeftFor(pass, settings, 1) > 0) return {};
   const now = new Date(deps.clock.now());
-  pass.status = {
+  const waiting = {
     ...status,
     conditions: setCondition(
       status.conditions ?? [],
@@ -83,7 +85,7 @@ export function waitForBudget(
   };
   state.due = undefined;
   deps.memory.budgetWaiters.add(ctx.key);
-  return { requeueAfterMs: deps.slowPollMs };
+  return { status: waiting, end: { requeueAfterMs: deps.slowPollMs } };
 }
 
 /**
@@ -198,23 +200,24 @@ export function waitingDrains(
  * keeps what it starts and the report frees the rest, waking the drains
  * in line for them. So two passes never look at Nova for the same free
  * slot, the later one finding it spent (two Nova calls for nothing): it
- * waits in line without a look instead.
+ * waits in line without a look instead. Returns the ledger's count before
+ * the claim (to give back when the look fails), if it claimed.
  */
 export function claimBeforeLooking(
   pass: Pass,
   settings: LimitSettings,
   limit: number,
-): void {
+): number | undefined {
   const { ctx, deps } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
-  if (clusterMax === undefined) return;
+  if (clusterMax === undefined) return undefined;
   const mine = inFlightOf(pass);
   const left = budgetLeftFor(pass, settings, Math.max(0, limit - mine));
   deps.memory.ledger.set(
     ctx.key,
     mine + Math.max(0, Math.min(left, limit - mine)),
   );
-  pass.claimedFrom = mine;
+  return mine;
 }
 
 /**

@@ -40,7 +40,13 @@ import {
   learnedNovaLimit,
   predictionLimit,
 } from "../../capacity/prediction_limit.ts";
-import { emit, finishedLookMs, limitOfDrain, type Pass } from "./pass.ts";
+import {
+  emit,
+  finishedLookMs,
+  limitOfDrain,
+  type Pass,
+  type Step,
+} from "./pass.ts";
 
 /**
  * Gate: what must hold before Nova is read, as steps in this order: only
@@ -50,19 +56,31 @@ import { emit, finishedLookMs, limitOfDrain, type Pass } from "./pass.ts";
  * retry request is applied; a finished drain is watched cheaply. Returns
  * the pass's result when it ends here.
  */
-export async function gate(pass: Pass): Promise<ReconcileResult | undefined> {
+export async function gate(pass: Pass): Promise<Step> {
   const now = new Date(pass.deps.clock.now());
   const generation = pass.ev.metadata?.generation;
-  const stop = duplicateStep(pass, now, generation) ??
-    watchUnregistered(pass) ??
-    await preflightStep(pass, now, generation) ??
-    waveGatePhase(pass, now, generation);
-  if (stop !== undefined) return stop;
-  retryStep(pass);
-  if (pass.status.finishedAt !== undefined && !pass.retried) {
-    return watchFinished(pass);
+  const duplicate = duplicateStep(pass, now, generation);
+  if (duplicate.end !== undefined) return duplicate;
+  const unregistered = watchUnregistered(pass);
+  if (unregistered !== undefined) return { end: unregistered };
+  const preflighted = await preflightStep(pass, now, generation);
+  if (preflighted.end !== undefined) return preflighted;
+  const afterPreflight = withStatus(pass, preflighted.status);
+  const wave = waveGatePhase(afterPreflight, now, generation);
+  if (wave.end !== undefined) return wave;
+  const retry = retryStep(withStatus(afterPreflight, wave.status));
+  const status = retry.status ?? wave.status ?? afterPreflight.status;
+  const gated = { ...wave, ...retry, status };
+  if (retry.retry === undefined && status.finishedAt !== undefined) {
+    const finished = watchFinished(withStatus(pass, status));
+    if (finished !== undefined) return { ...gated, end: finished };
   }
-  return undefined;
+  return gated;
+}
+
+/** The pass as a later step of the gate sees it: with an earlier step's status. */
+function withStatus(pass: Pass, status: EvictionStatus | undefined): Pass {
+  return status === undefined ? pass : { ...pass, status };
 }
 
 /**
@@ -73,13 +91,13 @@ function duplicateStep(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): ReconcileResult | undefined {
+): Step {
   const { ctx, deps, ev, host } = pass;
   const ahead = drainingAhead(
     ev,
     (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
   );
-  if (ahead === undefined) return undefined;
+  if (ahead === undefined) return {};
   const other = ahead.metadata?.name ?? "";
   const next: EvictionStatus = {
     ...pass.status,
@@ -103,8 +121,7 @@ function duplicateStep(
       message: `Eviction ${other} already drains hypervisor ${host}`,
     });
   }
-  pass.status = next;
-  return { requeueAfterMs: deps.slowPollMs };
+  return { status: next, end: { requeueAfterMs: deps.slowPollMs } };
 }
 
 /**
@@ -116,21 +133,22 @@ async function preflightStep(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): Promise<Step> {
   const { ctx, deps, ev, host } = pass;
-  if (pass.status.hypervisorServiceId !== undefined) return undefined;
-  const held = await checkCapacityFirst(pass, now, generation);
-  if (held !== undefined) return held;
+  if (pass.status.hypervisorServiceId !== undefined) return {};
+  const capacity = await checkCapacityFirst(pass, now, generation);
+  if (capacity.end !== undefined) return capacity;
+  const status = capacity.status ?? pass.status;
   const out = await preflight(deps.nova, {
     host,
     reason: ev.spec.reason,
     hypervisor: pass.hypervisor,
-    status: pass.status,
+    status,
     now,
     generation,
   }, ctx.signal);
   if (out.kind === "failed") {
-    if (!statusEqual(pass.status, out.status)) {
+    if (!statusEqual(status, out.status)) {
       pass.log.error({ err: out.message }, "preflight failed");
       emit(pass, {
         type: "Warning",
@@ -138,9 +156,11 @@ async function preflightStep(
         message: out.message,
       });
     }
-    pass.status = out.status;
     // No hot loop: a change of the Hypervisor enqueues this Eviction.
-    return { requeueAfterMs: deps.slowPollMs * 10 };
+    return {
+      status: out.status,
+      end: { requeueAfterMs: deps.slowPollMs * 10 },
+    };
   }
   if (out.kind === "unregistered") {
     emit(pass, {
@@ -148,12 +168,14 @@ async function preflightStep(
       reason: "DrainFinished",
       message: nothingDrainedMessage(host),
     });
-    pass.status = out.status;
     deps.memory.ledger.set(ctx.key, 0);
     pass.state.lastFinishedCheckMs = deps.clock.now();
-    return { requeueAfterMs: deps.finishedCheckMs };
+    return {
+      status: out.status,
+      end: { requeueAfterMs: deps.finishedCheckMs },
+    };
   }
-  if (pass.status.startedAt === undefined) {
+  if (status.startedAt === undefined) {
     emit(pass, {
       type: "Normal",
       reason: "DrainStarted",
@@ -164,18 +186,14 @@ async function preflightStep(
       }`,
     });
   }
-  pass.status = out.status;
-  return undefined;
+  return { status: out.status };
 }
 
 /** A retry annotation re-arms failed VMs (removed after the write). */
-function retryStep(pass: Pass): void {
+function retryStep(pass: Pass): Step {
   const retry = pass.ev.metadata?.annotations?.[RETRY_ANNOTATION];
-  if (typeof retry !== "string") return;
+  if (typeof retry !== "string") return {};
   const r = applyRetry(pass.status, retry);
-  pass.status = r.status;
-  pass.retried = true;
-  pass.retryValue = retry;
   emit(pass, {
     type: "Normal",
     reason: "RetryRequested",
@@ -187,6 +205,7 @@ function retryStep(pass: Pass): void {
         : `; not failed, ignored: ${r.ignored.join(", ")}`
     }`,
   });
+  return { status: r.status, retry };
 }
 
 /**
@@ -224,9 +243,9 @@ export function waveGatePhase(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): ReconcileResult | undefined {
+): Step {
   const { ctx, deps } = pass;
-  if (pass.status.finishedAt !== undefined) return undefined;
+  if (pass.status.finishedAt !== undefined) return {};
   // every partition's Evictions: another process disables their hosts
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
     e,
@@ -236,7 +255,7 @@ export function waveGatePhase(
   const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
   const update = waveCondition(pass.host, decision, evictions);
   const before = pass.status;
-  pass.status = {
+  const status = {
     ...pass.status,
     conditions: setCondition(conditions, update, now, generation),
   };
@@ -249,20 +268,20 @@ export function waveGatePhase(
   }
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
-  const idle = (pass.status.inFlight ?? []).length === 0;
-  if (newlyDisabled) {
-    pass.afterRecord.push(() => wakeWaitingPeers(ctx, evictions));
-  }
-  if (decision.go) return undefined;
-  if (!idle) {
-    pass.waveHold = update.message;
-    return undefined;
-  }
+  const idle = (status.inFlight ?? []).length === 0;
+  const step: Step = newlyDisabled
+    ? { status, after: () => wakeWaitingPeers(ctx, evictions) }
+    : { status };
+  if (decision.go) return step;
+  if (!idle) return { ...step, hold: update.message };
   return {
-    requeueAfterMs: Math.max(
-      1,
-      Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
-    ),
+    ...step,
+    end: {
+      requeueAfterMs: Math.max(
+        1,
+        Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
+      ),
+    },
   };
 }
 
@@ -325,11 +344,11 @@ export async function checkCapacityFirst(
   pass: Pass,
   now: Date,
   generation: number | undefined,
-): Promise<ReconcileResult | undefined> {
+): Promise<Step> {
   const { ctx, deps, ev, host } = pass;
-  if (deps.capacity === undefined) return undefined;
+  if (deps.capacity === undefined) return {};
   const gathering = gatherWave(pass, now);
-  if (gathering !== undefined) return gathering;
+  if (gathering !== undefined) return { end: gathering };
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
   const settings = effectiveSettings(spec, deps.flagSettings);
   // every partition's: their VMs compete for the same room
@@ -368,10 +387,9 @@ export async function checkCapacityFirst(
     generation,
     setCondition,
   });
-  pass.status = phase.status;
   if (phase.event !== undefined) emit(pass, phase.event);
-  if (!phase.hold) return undefined;
-  return { requeueAfterMs: deps.slowPollMs };
+  if (!phase.hold) return { status: phase.status };
+  return { status: phase.status, end: { requeueAfterMs: deps.slowPollMs } };
 }
 
 /** How long a new drain waits for the rest of its wave to appear (real ms). */

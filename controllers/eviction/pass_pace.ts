@@ -45,7 +45,9 @@ export function skipEarly(
 ): ReconcileResult | undefined {
   const { ctx, deps, state } = pass;
   const due = state.due;
-  if (due === undefined || state.woken || pass.retried) return undefined;
+  if (due === undefined || state.woken || pass.retryValue !== undefined) {
+    return undefined;
+  }
   if (deps.memory.informer.woken(ctx.key)) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
@@ -60,12 +62,16 @@ export function skipEarly(
 }
 
 /** The pacing model's view of this pass (its records, the drain's memory). */
-export function paceView(pass: Pass, plan: Plan): PaceView {
+export function paceView(
+  pass: Pass,
+  plan: Plan,
+  records: PaceView["records"],
+): PaceView {
   const { state } = pass;
   return {
     nowMs: pass.deps.clock.now(),
     inFlight: plan.next.inFlight ?? [],
-    records: pass.records,
+    records,
     ramOf: (id) => state.ram.get(id),
     issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
     pending: (id) => state.starts.get(id)?.state === "pending",
@@ -77,16 +83,22 @@ export function paceView(pass: Pass, plan: Plan): PaceView {
 /**
  * Part of planning: the pacing model learns from this pass's records (how
  * long the migrations that completed took), while the start notes still
- * say which of them this process started and when.
+ * say which of them this process started and when. Returns those records
+ * (the latest leaving the host per VM), which time the next look.
  */
-export function learn(pass: Pass, plan: Plan, seen: Observation): void {
-  pass.records = new Map(
+export function learn(
+  pass: Pass,
+  plan: Plan,
+  seen: Observation,
+): PaceView["records"] {
+  const records = new Map(
     [...latestRecords(seen.migrations, pass.host)].map(([id, r]) => [
       id,
       r.inProgress ?? r.latest,
     ]),
   );
-  pass.state.pace.learn(paceView(pass, plan));
+  pass.state.pace.learn(paceView(pass, plan, records));
+  return records;
 }
 
 /**
@@ -97,9 +109,10 @@ export function requeue(
   pass: Pass,
   plan: Plan,
   fingerprint: string,
+  records: PaceView["records"],
 ): ReconcileResult {
   const { deps, state } = pass;
-  const view = paceView(pass, plan);
+  const view = paceView(pass, plan, records);
   const nowMs = view.nowMs;
   state.pace.planGlance(undefined);
   if (plan.finished) {
@@ -181,7 +194,7 @@ export async function glance(
   if (planned === undefined || state.due?.fingerprint !== fingerprint) {
     return undefined;
   }
-  if (state.woken || pass.retried) return undefined;
+  if (state.woken || pass.retryValue !== undefined) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   // The informer's snapshot shows the records without a call: the full
   // pass reads it (pass_look.ts), or looks afresh when it is old.

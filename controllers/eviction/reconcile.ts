@@ -28,6 +28,7 @@ import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
 import { observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
+import type { PaceView } from "./pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
 import { lookAtHost } from "./pass_look.ts";
 import { reportPass } from "./report.ts";
@@ -39,6 +40,7 @@ import {
   type Pass,
   planOptionsFor,
   record,
+  type Step,
   wakeSiblings,
 } from "./pass.ts";
 import { gate } from "./pass_gate.ts";
@@ -84,7 +86,7 @@ export async function reconcileEviction(
   // the framework's read-your-writes: never older than our last write
   const ev = ctx.object;
   if (isDeleting(ev)) return {};
-  const pass = newPass(ctx, deps, ev);
+  const pass: MutablePass = newPass(ctx, deps, ev);
   const ran = await runPhases(pass).then(
     (end): { end: PassEnd } => ({ end }),
     (error: unknown): { error: unknown } => ({ error }),
@@ -112,19 +114,27 @@ export async function reconcileEviction(
   const { end } = ran;
   if (!("plan" in end)) return end.result;
   await report(pass, end.plan, end.before);
-  return requeue(pass, end.plan, end.fingerprint);
+  return requeue(pass, end.plan, end.fingerprint, end.records);
 }
 
 /** How the phases ended: early with a result, or with a full pass's plan. */
 type PassEnd =
   | { result: ReconcileResult }
-  | { plan: Plan; fingerprint: string; before: EvictionStatus };
+  | {
+    plan: Plan;
+    fingerprint: string;
+    before: EvictionStatus;
+    records: PaceView["records"];
+  };
+
+/** The pass as this file holds it: the phases read it, {@linkcode apply} changes it. */
+type MutablePass = { -readonly [K in keyof Pass]: Pass[K] };
 
 function newPass(
   ctx: HandlerContext<Eviction>,
   deps: EvictionPassDeps,
   ev: Eviction,
-): Pass {
+): MutablePass {
   const host = ev.spec.hypervisor;
   return {
     ctx,
@@ -136,10 +146,23 @@ function newPass(
     status: ev.status ?? {},
     hypervisor: ctx.cache(HypervisorKind).get(host),
     rate: deps.clock.rate ?? 1,
-    retried: false,
-    records: new Map(),
     afterRecord: [],
   };
+}
+
+/**
+ * Applies what a phase decided to the pass (the only place a pass
+ * changes, besides the status write's new resourceVersion); returns the
+ * pass's result when the phase ended it.
+ */
+function apply(pass: MutablePass, step: Step): ReconcileResult | undefined {
+  if (step.status !== undefined) pass.status = step.status;
+  if (step.hold !== undefined) pass.waveHold = step.hold;
+  if (step.retry !== undefined) pass.retryValue = step.retry;
+  if (step.after !== undefined) {
+    pass.afterRecord = [...pass.afterRecord, step.after];
+  }
+  return step.end;
 }
 
 /**
@@ -147,9 +170,10 @@ function newPass(
  * for budget, skip early, observe, plan (and reserve, confirm across
  * processes), intent, act. The plan's next status becomes the pass's.
  */
-async function runPhases(pass: Pass): Promise<PassEnd> {
+async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const { ctx, deps, ev } = pass;
-  const stop = await novaReady(pass) ?? await gate(pass);
+  const stop = apply(pass, await novaReady(pass)) ??
+    apply(pass, await gate(pass));
   if (stop !== undefined) return { result: stop };
 
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
@@ -159,7 +183,7 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
     settleMs: deps.settleMs * pass.rate,
     novaClockOffsetMs: deps.nova.novaClockOffsetMs(),
   };
-  const waitingForBudget = waitForBudget(pass, settings);
+  const waitingForBudget = apply(pass, waitForBudget(pass, settings));
   if (waitingForBudget !== undefined) return { result: waitingForBudget };
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(
@@ -177,7 +201,8 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
   deps.memory.budgetWaiters.delete(ctx.key);
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
-  claimBeforeLooking(pass, settings, resolved.limit);
+  const claimedFrom = claimBeforeLooking(pass, settings, resolved.limit);
+  if (claimedFrom !== undefined) pass.claimedFrom = claimedFrom;
   // Nova afresh, or the host's notified view for a pass that only starts.
   const planFrom = (s: Observation) => {
     const input = planInputFor(pass, s, settings, options, resolved);
@@ -200,7 +225,7 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
     settings,
     planPass,
   );
-  learn(pass, confirmed, seen);
+  const records = learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures
   // are rare, so the starts may wait for it) and Nova's own limit.
   const plan = withNovaLimitShown(
@@ -233,7 +258,7 @@ async function runPhases(pass: Pass): Promise<PassEnd> {
     nowMs: deps.clock.now(),
   });
   pass.status = next;
-  return { plan, fingerprint, before };
+  return { plan, fingerprint, before, records };
 }
 
 /** The plan's next status says what is known of Nova's limit (an Event when first seen). */
