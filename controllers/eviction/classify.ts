@@ -14,6 +14,7 @@ import {
   conflictKind,
   inFlightKindOfServer,
   isBeingDeleted,
+  isOurKind,
   kindOfMigrationType,
   type MigrationKind,
   migrationPhase,
@@ -549,26 +550,6 @@ function stateVerdict(
     if (nowMs < retryAtMs) return verdict({ class: "backoff", retryAtMs });
   }
   return verdict({ class: "ready", kind });
-}
-
-/**
- * Whether a record's migration_type is what a drain's start of `kind`
- * creates: `live-migration` for live, `migration` for cold (a `resize` is
- * always a user's own).
- *
- * @example
- * ```ts
- * import { isOurKind } from "./classify.ts";
- * console.assert(isOurKind("migration", "cold"));
- * console.assert(!isOurKind("resize", "cold"));
- * ```
- */
-export function isOurKind(
-  migrationType: string,
-  kind: MigrationKind | undefined,
-): boolean {
-  const t = migrationType.toLowerCase();
-  return kind === "live" ? t === "live-migration" : t === "migration";
 }
 
 function recordFailure(record: ObservedMigration): string {

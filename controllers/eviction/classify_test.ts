@@ -5,10 +5,10 @@ import {
   classifyServer,
   inFlightEntry,
   isExhausted,
-  isOurKind,
   recordMatchesEntry,
   UNSUPPORTED_PREFIX,
 } from "./classify.ts";
+import { isOurKind } from "../../openstack/informer/nova_states.ts";
 import type { StartNote } from "./once.ts";
 import {
   at,

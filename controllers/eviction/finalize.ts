@@ -90,10 +90,15 @@ export async function finalizeEviction(
   fin: FinalizerDeps,
 ): Promise<FinalizeResult | void> {
   try {
+    const settle = deps.memory.of(ctx.key).settle;
     const waiting = await waitForSettled(ctx, deps, fin);
-    deps.memory.of(ctx.key).settle.failures = 0;
-    if (waiting !== undefined) return waiting;
+    if (waiting !== undefined) {
+      settle.failures = 0;
+      return waiting;
+    }
     await restoreService(ctx, deps);
+    // Only now: a re-enable that keeps failing backs off as a list does.
+    settle.failures = 0;
     // The last chance to keep what the drain learned (keep_lesson.ts).
     await keepLesson({
       client: ctx.client,

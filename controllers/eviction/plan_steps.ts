@@ -15,17 +15,13 @@ import type {
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import {
-  classifyServer,
-  inFlightEntry,
-  isOurKind,
-  type VmClass,
-} from "./classify.ts";
+import { classifyServer, inFlightEntry, type VmClass } from "./classify.ts";
 import type { DrainSummary } from "./conditions.ts";
 import { byId } from "./next_status.ts";
 import {
   inFlightKindOfServer,
   isAbortable,
+  isOurKind,
   kindOfMigrationType,
   type MigrationKind,
   waitingInNova,

@@ -3,7 +3,8 @@
  * the host: a pure look at the host's migration records. Records from the
  * host that Nova shows in progress count (against the cluster budget too),
  * and so do our own cold migrations that wait in `finished`
- * (VERIFY_RESIZE), which the finalizer confirms. A record on which Nova
+ * (VERIFY_RESIZE), which the finalizer confirms (a `migration` record: a
+ * user's `resize` is never ours to confirm). A record on which Nova
  * shows no progress for `stalledAfterMs` stops counting: an unknown or stuck
  * status must not hold a finalizer and a budget slot forever. Progress is
  * measured on our own clock (the record's status or `updated_at` changed
@@ -15,7 +16,7 @@
 import { parseNovaTime } from "../../openstack/nova_time.ts";
 import type { Migration } from "../../openstack/mod.ts";
 import {
-  kindOfMigrationType,
+  isOurKind,
   migrationPhase,
 } from "../../openstack/informer/nova_states.ts";
 
@@ -84,7 +85,7 @@ export function settleLook(input: {
   for (const m of input.migrations) {
     if (m.sourceCompute !== host) continue;
     const awaitsConfirm = m.status.toLowerCase() === "finished" &&
-      kindOfMigrationType(m.migrationType) === "cold" &&
+      isOurKind(m.migrationType, "cold") &&
       input.ourCold.has(m.instanceUuid);
     if (awaitsConfirm) {
       // Ours, and holding the source's resources until confirmed: it counts

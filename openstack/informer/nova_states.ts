@@ -144,6 +144,26 @@ export function kindOfMigrationType(migrationType: string): MigrationKind {
 }
 
 /**
+ * Whether a record's migration_type is what a drain's start of `kind`
+ * creates: `live-migration` for live, `migration` for cold (a `resize` is
+ * always a user's own).
+ *
+ * @example
+ * ```ts
+ * import { isOurKind } from "./nova_states.ts";
+ * console.assert(isOurKind("migration", "cold"));
+ * console.assert(!isOurKind("resize", "cold"));
+ * ```
+ */
+export function isOurKind(
+  migrationType: string,
+  kind: MigrationKind | undefined,
+): boolean {
+  const t = migrationType.toLowerCase();
+  return kind === "live" ? t === "live-migration" : t === "migration";
+}
+
+/**
  * Whether the server's own state says a migration is running: status
  * MIGRATING or RESIZE, or task_state `migrating` or `resize_*`. Returns the
  * kind, or undefined when the server is not migrating.
