@@ -81,7 +81,7 @@ export interface ClassifyInput {
   note?: StartNote | undefined;
   /**
    * Controller clock when the direct look at Nova this pass rests on
-   * began (a notified view's: its list's); default `nowMs`. Only a look
+   * began (a snapshot's: its list's); default `nowMs`. Only a look
    * begun after a start's answer may release it (once.ts).
    */
   lookedAtMs?: number | undefined;

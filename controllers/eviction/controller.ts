@@ -313,18 +313,21 @@ function watchHosts(
     }),
     {
       differed(host, diffs) {
-        pass.metrics.viewDiffs.inc({ hypervisor: host }, diffs.length);
+        pass.metrics.informer.viewDiffs.inc({ hypervisor: host }, diffs.length);
         log.warn(
           { hypervisor: host, servers: diffs },
           "the relist found the notified view of the host differing (a missed event)",
         );
       },
       demoted(d) {
-        pass.metrics.demotions.inc({ scope: d.scope, reason: d.reason });
+        pass.metrics.informer.demotions.inc({
+          scope: d.scope,
+          reason: d.reason,
+        });
       },
     },
   );
   pass.memory.informer = informer;
-  pass.metrics.feedDemoted = () => informer.feedDemoted();
+  pass.metrics.informer.feedDemoted = () => informer.feedDemoted();
   operator.onCleanup(() => Promise.resolve(informer.close()));
 }

@@ -6,6 +6,7 @@
  */
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { InformerMetrics } from "../../openstack/informer/informer_metrics.ts";
 
 /** Migration kinds as metric labels; `unknown` when the status lost track. */
 export type KindLabel = "live" | "cold" | "unknown";
@@ -38,18 +39,14 @@ export class EvictionMetrics {
   readonly migrationDuration: Histogram<"kind">;
   /** Seconds from drain start to an empty host. */
   readonly drainDuration: Histogram;
-  /** Notified views demoted to polling, by scope (host, feed) and reason (wrong, deaf). */
-  readonly demotions: Counter<"scope" | "reason">;
-  /** Whether the notification feed is demoted for every host (the gauge's source; set by the controller). */
-  feedDemoted: () => boolean = () => false;
   /** Nova API calls made by the controller, by call and outcome. */
   readonly novaCalls: Counter<"call" | "outcome">;
   /** Deleted Evictions whose finalizer stopped waiting for migrations. */
   readonly finalizerGaveUp: Counter<"hypervisor">;
-  /** Passes that planned from a host's notified view, or from a look at Nova. */
+  /** Passes that planned from the informer's snapshot, or from a look at Nova. */
   readonly looks: Counter<"source">;
-  /** VMs on which a relist found a host's notified view differing (missed events). */
-  readonly viewDiffs: Counter<"hypervisor">;
+  /** What the drains' informer finds wrong with itself. */
+  readonly informer: InformerMetrics;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
@@ -108,38 +105,10 @@ export class EvictionMetrics {
     this.looks = new Counter({
       name: "evictor_drain_looks_total",
       help:
-        "Drain passes that planned from a host's notified view (source view) or read Nova (source nova), with notifications on.",
+        "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
       labelNames: ["source"],
       registers,
     });
-    this.demotions = new Counter({
-      name: "evictor_nova_notifications_demotions_total",
-      help:
-        "Notified views demoted to polling: one host's (scope host) when a relist found it wrong or a start of ours was not heard of in time (reason wrong or deaf), or the whole feed's (scope feed) after repeated host demotions.",
-      labelNames: ["scope", "reason"],
-      registers,
-    });
-    // Every host series exists from the start: the first demotion shows
-    // in increase(), and the alert's series are never missing.
-    for (const reason of ["wrong", "deaf"]) {
-      this.demotions.inc({ scope: "host", reason }, 0);
-    }
-    const demoted = () => this.feedDemoted();
-    new Gauge({
-      name: "evictor_nova_notifications_feed_demoted",
-      help:
-        "1 while Nova's notification feed is demoted for every host (drains poll), else 0.",
-      registers,
-      collect() {
-        this.set(demoted() ? 1 : 0);
-      },
-    });
-    this.viewDiffs = new Counter({
-      name: "evictor_notification_view_diffs_total",
-      help:
-        "VMs on which a relist found a host's notified view differing from Nova (events missed or misread).",
-      labelNames: ["hypervisor"],
-      registers,
-    });
+    this.informer = new InformerMetrics(registry);
   }
 }

@@ -4,13 +4,13 @@
  * Non-idempotent actions are sent once (issue 28): a start, a confirm or
  * an abort of ours whose outcome is not yet known is never sent again
  * until a direct look at Nova that began after its answer shows that it
- * is still needed. A host's notified view rests on the list it was built
- * from, so a view listed before the answer can never release an action,
+ * is still needed. The informer's snapshot of a host rests on the list it
+ * was built from, so one listed before the answer can never release an action,
  * however long ago it was sent: the rule, not a timer, decides.
  *
  * The looks' times are on the controller clock: a fresh observation's is
- * when its list began; a notified view's is when its own list began
- * (host_view.ts), whatever events it took in since.
+ * when its list began; a snapshot's is when its own list began
+ * (openstack/informer/), whatever events it took in since.
  *
  * @module
  */

@@ -100,8 +100,8 @@ export interface PlanInput {
   starts?: ReadonlyMap<string, StartNote>;
   /**
    * Controller clock when the direct look at Nova that `servers`,
-   * `migrations` and `departed` rest on began (a notified view's: its
-   * list's); default `now`. Only a look begun after the answer to a
+   * `migrations` and `departed` rest on began (a snapshot's: its list's);
+   * default `now`. Only a look begun after the answer to a
    * start, a confirm or an abort of ours may show it needed again
    * (once.ts).
    */

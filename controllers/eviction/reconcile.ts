@@ -203,7 +203,7 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   const claimedFrom = claimBeforeLooking(pass, settings, resolved.limit);
   if (claimedFrom !== undefined) pass.claimedFrom = claimedFrom;
-  // Nova afresh, or the host's notified view for a pass that only starts.
+  // Nova afresh, or the informer's snapshot for a pass that only starts.
   const planFrom = (s: Observation) => {
     const input = planInputFor(pass, s, settings, options, resolved);
     return { input, plan: planPass(input) };

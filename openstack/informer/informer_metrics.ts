@@ -1,0 +1,69 @@
+/**
+ * Metrics of what the drains' informer finds wrong with itself (Nova's
+ * notifications: views found wrong or deaf, the feed demoted, events
+ * missed), on the operator's registry. Registered in both modes, so the
+ * alerts' series exist from the start.
+ *
+ * @module
+ */
+
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/**
+ * The informer's metrics.
+ *
+ * @example
+ * ```ts
+ * import { Registry } from "prom-client";
+ * import { InformerMetrics } from "./informer_metrics.ts";
+ * const m = new InformerMetrics(new Registry());
+ * m.demotions.inc({ scope: "host", reason: "wrong" });
+ * const text = await m.registry.metrics();
+ * console.assert(text.includes("evictor_nova_notifications_feed_demoted 0"));
+ * ```
+ */
+export class InformerMetrics {
+  /** The registry the metrics live on. */
+  readonly registry: Registry;
+  /** Notified views demoted to polling, by scope (host, feed) and reason (wrong, deaf). */
+  readonly demotions: Counter<"scope" | "reason">;
+  /** VMs on which a relist found a host's notified view differing (missed events). */
+  readonly viewDiffs: Counter<"hypervisor">;
+  /** Whether the notification feed is demoted for every host (the gauge's source; set by the wiring). */
+  feedDemoted: () => boolean = () => false;
+
+  /** Registers the metrics on `registry`. */
+  constructor(registry: Registry) {
+    this.registry = registry;
+    const registers = [registry];
+    this.demotions = new Counter({
+      name: "evictor_nova_notifications_demotions_total",
+      help:
+        "Notified views demoted to polling: one host's (scope host) when a relist found it wrong or a start of ours was not heard of in time (reason wrong or deaf), or the whole feed's (scope feed) after repeated host demotions.",
+      labelNames: ["scope", "reason"],
+      registers,
+    });
+    // Every host series exists from the start: the first demotion shows
+    // in increase(), and the alert's series are never missing.
+    for (const reason of ["wrong", "deaf"]) {
+      this.demotions.inc({ scope: "host", reason }, 0);
+    }
+    const demoted = () => this.feedDemoted();
+    new Gauge({
+      name: "evictor_nova_notifications_feed_demoted",
+      help:
+        "1 while Nova's notification feed is demoted for every host (drains poll), else 0.",
+      registers,
+      collect() {
+        this.set(demoted() ? 1 : 0);
+      },
+    });
+    this.viewDiffs = new Counter({
+      name: "evictor_notification_view_diffs_total",
+      help:
+        "VMs on which a relist found a host's notified view differing from Nova (events missed or misread).",
+      labelNames: ["hypervisor"],
+      registers,
+    });
+  }
+}
