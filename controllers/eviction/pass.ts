@@ -23,6 +23,12 @@ import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
 import { statusEqual } from "./status_equal.ts";
+import {
+  learnNovaLimit,
+  NOVA_LIMIT_TTL_MS,
+  observedNovaLimit,
+} from "./nova_limit.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
@@ -244,4 +250,24 @@ export function finishedLookMs(
       Math.max(deps.pollIntervalMs, finishedForMs),
     ),
   );
+}
+
+/**
+ * Learns Nova's limit on the host's live migrations from what a look shows
+ * of them (a queued one while others copy, nova_limit.ts), in the drain's
+ * memory: a full look and a glance at the migrations alike. Returns the
+ * limit known now.
+ */
+export function learnNovaLimitFrom(
+  pass: Pass,
+  migrations: readonly ObservedMigration[],
+): number | undefined {
+  const memo = learnNovaLimit(
+    pass.state.novaLimit,
+    observedNovaLimit(migrations, pass.host),
+    pass.deps.clock.now(),
+    NOVA_LIMIT_TTL_MS * pass.rate,
+  );
+  pass.state.novaLimit = memo;
+  return memo?.limit;
 }

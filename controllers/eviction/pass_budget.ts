@@ -21,11 +21,6 @@ import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./gates.ts";
 import { noteCopyStarts } from "./memory.ts";
-import {
-  learnNovaLimit,
-  NOVA_LIMIT_TTL_MS,
-  observedNovaLimit,
-} from "./nova_limit.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
@@ -38,6 +33,7 @@ import {
 } from "./budget.ts";
 import {
   clusterInFlight,
+  learnNovaLimitFrom,
   limitOfDrain,
   type Pass,
   record,
@@ -228,14 +224,8 @@ function novaLiveLimit(
   pass: Pass,
   seen: Observation,
 ): { novaLiveLimit?: number } {
-  const memo = learnNovaLimit(
-    pass.state.novaLimit,
-    observedNovaLimit(seen.migrations, pass.host),
-    pass.deps.clock.now(),
-    NOVA_LIMIT_TTL_MS * pass.rate,
-  );
-  pass.state.novaLimit = memo;
-  return memo === undefined ? {} : { novaLiveLimit: memo.limit };
+  const limit = learnNovaLimitFrom(pass, seen.migrations);
+  return limit === undefined ? {} : { novaLiveLimit: limit };
 }
 
 /**

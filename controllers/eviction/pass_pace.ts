@@ -11,7 +11,7 @@ import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan_types.ts";
-import { finishedLookMs, type Pass } from "./pass.ts";
+import { finishedLookMs, learnNovaLimitFrom, type Pass } from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -210,6 +210,8 @@ export async function glance(
   } catch {
     return undefined; // the full pass looks again, and says why it failed
   }
+  // The list shows Nova's queue as a full look would: learn its limit.
+  learnNovaLimitFrom(pass, migrations);
   const latest = latestRecords(migrations, pass.host);
   const quiet = glanceIsQuiet(
     planned.inFlight.map((e) => e.id),
