@@ -3,8 +3,9 @@
  * parallel within the resolved limits (`limits/`).
  *
  * One pass of a drain (reconcile.ts `reconcileEviction`) runs these phases,
- * in this order. Each phase up to act changes only the pass's status and
- * may end the pass with its result; the status is then written once.
+ * in this order. Each phase up to act reads the pass and returns a Step
+ * (pass.ts: the status it leaves, the pass's end), which the pass applies
+ * in one place (reconcile.ts `apply`); the status is then written once.
  *
  * 1. **Nova ready** (nova_ready.ts) — the compute microversion is settled;
  *    when Nova and evictor share none, Evicting=False/NovaIncompatible.
@@ -48,7 +49,8 @@
  *    and Nova's own limit (nova_limit.ts) are added. A migration task
  *    that outlived its ended record past a bound (stalled.ts: Nova will
  *    not move on until a person resets the server) is skipped, its slot
- *    freed.
+ *    freed. The pacing model learns from the look's records (pass_pace.ts
+ *    learn).
  * 7. **intent** (pass_budget.ts writeIntent) — a pass that starts
  *    migrations writes its status, the starts included, before issuing
  *    them (so a new leader knows them): the one write besides record.
@@ -57,7 +59,8 @@
  *    that the next pass plans with; unanswered starts back off per VM.
  * 9. **record** (pass.ts) — the pass's status is written when it changed,
  *    whichever phase ended the pass (also after a failed one); then the
- *    drains that read it are woken (the wave's peers).
+ *    drains that read it are woken (the wave's peers), and what an ended
+ *    drain learned is kept beyond its Eviction (keep_lesson.ts).
  * 10. **report** (report.ts) — Events and metrics of a full pass; a
  *    consumed retry annotation is removed.
  * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass

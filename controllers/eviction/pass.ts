@@ -1,9 +1,10 @@
 /**
  * What the phases of one drain pass share: its dependencies, the pass's
- * own state, and the one status write ({@linkcode record}). A phase changes
- * only `pass.status`; the pass writes it once, at its end (reconcile.ts),
- * the intent write before starts (pass_budget.ts writeIntent) the one
- * exception.
+ * own state, what a phase returns ({@linkcode Step}) and the one status
+ * write ({@linkcode record}). A phase reads the pass and returns a Step;
+ * the pass applies it (reconcile.ts `apply`) and writes the status once,
+ * at its end, the intent write before starts (pass_budget.ts writeIntent)
+ * the one exception.
  *
  * @module
  */

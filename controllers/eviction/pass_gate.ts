@@ -2,7 +2,8 @@
  * Gate, the first phase of a pass: what must hold before Nova is read
  * (the oldest Eviction of a host drains, capacity, preflight, the wave, a
  * retry request, a finished or never-registered host watched cheaply).
- * Its steps change only `pass.status`; the pass writes it at its end.
+ * Its steps read the pass and return what they decide (a Step: the
+ * status they leave, the pass's end); the pass applies it (reconcile.ts).
  *
  * @module
  */
@@ -53,8 +54,9 @@ import {
  * the oldest Eviction of a hypervisor drains; a host that never
  * registered is looked at only at the slow check; the compute service is
  * disabled first (capacity, preflight); the wave's hosts are disabled; a
- * retry request is applied; a finished drain is watched cheaply. Returns
- * the pass's result when it ends here.
+ * retry request is applied; a finished drain is watched cheaply. Each
+ * later step reads the status the earlier ones left; the returned Step
+ * carries the last, and ends the pass when a step did.
  */
 export async function gate(pass: Pass): Promise<Step> {
   const now = new Date(pass.deps.clock.now());
@@ -236,7 +238,7 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
  * bounded per member, while another pending Eviction's compute service is
  * still enabled (wave.ts). A drain with nothing in flight waits without a
  * Nova call; one with migrations in flight goes on watching them and only
- * holds its new starts (`pass.waveHold`). The peers waiting in this
+ * holds its new starts (the Step's `hold`). The peers waiting in this
  * process are woken once this drain's disabled service is recorded.
  */
 export function waveGatePhase(
@@ -338,7 +340,7 @@ export function wakeWaitingPeers(
 /**
  * Capacity (before the compute service is disabled, and again at the slow
  * interval while `capacityCheck: Hold` waits): does the wave's VMs fit
- * elsewhere, in Placement's view? Returns the pass's result when it holds.
+ * elsewhere, in Placement's view? The Step ends the pass while it holds.
  */
 export async function checkCapacityFirst(
   pass: Pass,

@@ -3,9 +3,10 @@
  * in nova_ready.ts, gate in pass_gate.ts, the cluster budget and the
  * intent write in pass_budget.ts, pacing (skip early, learn, requeue) in
  * pass_pace.ts, the shared pass and its one status write in pass.ts;
- * observe, act and report here. Each phase changes only `pass.status` and
- * returns the pass's result when the pass ends there; the status is then
- * written once (record), whatever phase ended it.
+ * observe, act and report here. Each phase reads the pass and returns
+ * what it decided (a Step: the status it leaves, the pass's end when it
+ * ends there), which `apply` makes the pass's; the status is then written
+ * once (record), whatever phase ended it.
  *
  * @module
  */
