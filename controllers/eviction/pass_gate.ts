@@ -165,11 +165,13 @@ async function preflightStep(
     };
   }
   if (out.kind === "unregistered") {
-    emit(pass, {
-      type: "Normal",
-      reason: "DrainFinished",
-      message: nothingDrainedMessage(host),
-    });
+    if (status.finishedAt === undefined) {
+      emit(pass, {
+        type: "Normal",
+        reason: "DrainFinished",
+        message: nothingDrainedMessage(host),
+      });
+    }
     deps.memory.ledger.set(ctx.key, 0);
     pass.state.lastFinishedCheckMs = deps.clock.now();
     return {

@@ -28,8 +28,15 @@ import {
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import type { CountedNova } from "../../controllers/eviction/nova_calls.ts";
-import type { EvictionPassDeps, Pass } from "../../controllers/eviction/pass.ts";
+import type {
+  EvictionPassDeps,
+  Pass,
+} from "../../controllers/eviction/pass.ts";
 import type { PendingEvent } from "../../controllers/eviction/report.ts";
+import {
+  type HostInformer,
+  PollingInformer,
+} from "../../openstack/informer/informer.ts";
 
 /** The world a pass reads besides its own Eviction. */
 export interface PassWorld {
@@ -45,6 +52,11 @@ export interface PassWorld {
   deps?: Partial<EvictionPassDeps>;
   /** Fields of the pass itself (e.g. `status`, `retryValue`). */
   pass?: Partial<Pass>;
+  /**
+   * Answers of the drains' host informer (e.g. `watching`, `woken`) over
+   * one that caches and watches nothing (`PollingInformer`).
+   */
+  informer?: Partial<HostInformer>;
 }
 
 /** A pass and what it did. */
@@ -150,6 +162,12 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     waveSettleMs: 15_000,
     ...world.deps,
   };
+  if (world.informer !== undefined) {
+    deps.memory.informer = Object.assign(
+      new PollingInformer(),
+      world.informer,
+    );
+  }
   const host = ev.spec.hypervisor;
   const pass: Pass = {
     ctx,

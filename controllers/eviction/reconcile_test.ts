@@ -1,0 +1,297 @@
+import assert from "node:assert/strict";
+import { TemporaryError } from "../../framework/errors.ts";
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
+import { type ComputeService, MicroversionError } from "../../openstack/mod.ts";
+import {
+  CONDITION_EVICTING,
+  CONDITION_PREFLIGHT,
+  REASON_DUPLICATE,
+  REASON_NOVA_INCOMPATIBLE,
+} from "../conditions.ts";
+import {
+  eviction,
+  type PassFixture,
+  passFixture,
+  type PassWorld,
+} from "../../tests/harness/pass_fixture.ts";
+import type { CountedNova } from "./nova_calls.ts";
+import type { EvictionPassDeps } from "./pass.ts";
+import { reconcileEviction } from "./reconcile.ts";
+
+const ME = "mine";
+const HOST = "node042";
+const NOW = Date.parse("2026-01-01T01:00:00Z");
+const INCOMPATIBLE = "Nova supports 2.1 to 2.40; evictor needs 2.59 to 2.90";
+
+/**
+ * The fixture's deps with a Nova that records the name of every call made
+ * (a local helper: the fixture's Nova throws on calls it was not given,
+ * which a phase may catch, e.g. Nova ready).
+ */
+function recorded(
+  fx: PassFixture,
+): { deps: EvictionPassDeps; calls: string[] } {
+  const calls: string[] = [];
+  const nova = new Proxy(fx.pass.deps.nova, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function" || prop === "novaClockOffsetMs") {
+        return value;
+      }
+      return (...args: unknown[]) => {
+        calls.push(String(prop));
+        return value(...args);
+      };
+    },
+  }) as CountedNova;
+  return { deps: { ...fx.pass.deps, nova }, calls };
+}
+
+/** The Evicting condition of a status. */
+function evictingOf(status: EvictionStatus | undefined) {
+  return status?.conditions?.find((c) => c.type === CONDITION_EVICTING);
+}
+
+/** A pass of `ev` at NOW in `world`, its Nova's calls recorded. */
+function run(ev: Eviction, world: PassWorld = {}) {
+  const fx = passFixture(ev, { nowMs: NOW, ...world });
+  const { deps, calls } = recorded(fx);
+  return { fx, deps, calls };
+}
+
+Deno.test("reconcileEviction: a gone or deleting Eviction returns {} with no Nova call and no write", async () => {
+  const deleting = eviction(ME, HOST);
+  deleting.metadata = {
+    ...deleting.metadata,
+    deletionTimestamp: "2026-01-01T00:59:00Z",
+  };
+  const rows: Array<{ name: string; ev: Eviction; gone: boolean }> = [
+    { name: "gone from the cache", ev: eviction(ME, HOST), gone: true },
+    { name: "being deleted (the finalizer's)", ev: deleting, gone: false },
+  ];
+  for (const row of rows) {
+    const { fx, deps, calls } = run(row.ev, {
+      nova: { negotiate: () => Promise.resolve("2.90") },
+    });
+    const ctx = row.gone ? { ...fx.pass.ctx, object: undefined } : fx.pass.ctx;
+    assert.deepEqual(await reconcileEviction(ctx, deps), {}, row.name);
+    assert.deepEqual(calls, [], `${row.name}: no Nova call`);
+    assert.deepEqual(fx.writes, [], `${row.name}: no write`);
+    assert.deepEqual(fx.events, [], `${row.name}: no Event`);
+  }
+});
+
+Deno.test("reconcileEviction: Nova without a shared microversion writes Evicting=False/NovaIncompatible once, then the slow poll", async () => {
+  const { fx, deps, calls } = run(eviction(ME, HOST, { outstandingCount: 2 }), {
+    nova: {
+      negotiate: () => Promise.reject(new MicroversionError(INCOMPATIBLE)),
+    },
+  });
+  const first = await reconcileEviction(fx.pass.ctx, deps);
+  assert.deepEqual(first, { requeueAfterMs: 10_000 });
+  assert.deepEqual(calls, ["negotiate"], "no call besides the version look");
+  assert.equal(fx.writes.length, 1);
+  const c = evictingOf(fx.writes[0]);
+  assert.equal(c?.status, "False");
+  assert.equal(c?.reason, REASON_NOVA_INCOMPATIBLE);
+  assert.equal(c?.message, INCOMPATIBLE);
+  assert.equal(
+    fx.writes[0]?.outstandingCount,
+    2,
+    "the rest of the status kept",
+  );
+  assert.deepEqual(fx.events, [{
+    type: "Warning",
+    reason: REASON_NOVA_INCOMPATIBLE,
+    message: INCOMPATIBLE,
+  }]);
+
+  // The next pass, the status saying so already: no write, no Event.
+  const written = { ...fx.pass.ev, status: fx.writes[0] ?? {} };
+  const second = await reconcileEviction(
+    { ...fx.pass.ctx, object: written },
+    deps,
+  );
+  assert.deepEqual(second, { requeueAfterMs: 10_000 });
+  assert.equal(fx.writes.length, 1, "written once");
+  assert.equal(fx.events.length, 1, "one Event");
+  assert.deepEqual(calls, ["negotiate", "negotiate"]);
+});
+
+Deno.test("reconcileEviction: other failures of the version look are left to the pass's first call", async () => {
+  // Not a MicroversionError: Nova ready lets the pass go on; its first
+  // call (the preflight's) then meets the trouble and fails the pass.
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.reject(new Error("keystone timeout")),
+      findComputeService: () => Promise.reject(new Error("keystone timeout")),
+    },
+  });
+  await assert.rejects(
+    reconcileEviction(fx.pass.ctx, deps),
+    /keystone timeout/,
+  );
+  assert.deepEqual(calls, ["negotiate", "findComputeService"]);
+  assert.deepEqual(fx.writes, [], "nothing kept, nothing written");
+  assert.ok(
+    fx.events.every((e) => e.reason !== REASON_NOVA_INCOMPATIBLE),
+    "not called incompatible",
+  );
+});
+
+Deno.test("reconcileEviction: a duplicate Eviction writes Duplicate once and makes no other Nova call", async () => {
+  const older = eviction("older", HOST, {}, "2026-01-01T00:00:00Z");
+  const mine = eviction(ME, HOST, {}, "2026-01-01T00:10:00Z");
+  const { fx, deps, calls } = run(mine, {
+    evictions: [older],
+    nova: { negotiate: () => Promise.resolve("2.90") },
+  });
+  const got = await reconcileEviction(fx.pass.ctx, deps);
+  assert.deepEqual(got, { requeueAfterMs: 10_000 });
+  assert.deepEqual(calls, ["negotiate"], "no other Nova call");
+  assert.equal(fx.writes.length, 1);
+  const c = evictingOf(fx.writes[0]);
+  assert.equal(c?.status, "False");
+  assert.equal(c?.reason, REASON_DUPLICATE);
+  assert.match(c?.message ?? "", /Eviction older already drains/);
+  assert.deepEqual(fx.events.map((e) => e.reason), ["DuplicateEviction"]);
+
+  // The next pass, with that status: nothing more written, no Event.
+  const again = await reconcileEviction(
+    { ...fx.pass.ctx, object: { ...mine, status: fx.writes[0] ?? {} } },
+    deps,
+  );
+  assert.deepEqual(again, { requeueAfterMs: 10_000 });
+  assert.equal(fx.writes.length, 1, "written once");
+  assert.equal(fx.events.length, 1, "one Event");
+  assert.deepEqual(calls, ["negotiate", "negotiate"]);
+});
+
+Deno.test("reconcileEviction: a failing phase still writes what the pass kept, and rethrows", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "enabled",
+    state: "up",
+    disabledReason: null,
+    forcedDown: false,
+  };
+  const rows: Array<{
+    name: string;
+    writeFails: boolean;
+    wantWrites: number;
+  }> = [
+    { name: "the write succeeds", writeFails: false, wantWrites: 1 },
+    {
+      name: "the write fails too: the phase's error wins",
+      writeFails: true,
+      wantWrites: 0,
+    },
+  ];
+  for (const row of rows) {
+    const disabled: Array<[string, boolean]> = [];
+    const { fx, deps, calls } = run(eviction(ME, HOST), {
+      nova: {
+        negotiate: () => Promise.resolve("2.90"),
+        findComputeService: () => Promise.resolve(service),
+        setComputeServiceStatus: (id, enabled) => {
+          disabled.push([id, enabled]);
+          return Promise.resolve({ ...service, status: "disabled" });
+        },
+        listServersOnHost: () => Promise.reject(new Error("503 from nova")),
+        listMigrations: () => Promise.reject(new Error("503 from nova")),
+      },
+    });
+    const ctx = row.writeFails
+      ? {
+        ...fx.pass.ctx,
+        updateStatus: () => Promise.reject(new Error("409 conflict")),
+      }
+      : fx.pass.ctx;
+    await assert.rejects(
+      reconcileEviction(ctx, deps),
+      (err: unknown) => {
+        assert.ok(err instanceof TemporaryError, row.name);
+        assert.match(
+          err.message,
+          new RegExp(`^observing host ${HOST} failed: 503 from nova`),
+          row.name,
+        );
+        assert.equal(err.delayMs, 1_000, row.name);
+        return true;
+      },
+      row.name,
+    );
+    assert.deepEqual(disabled, [["svc-1", false]], row.name);
+    assert.deepEqual(
+      calls.slice(0, 3),
+      ["negotiate", "findComputeService", "setComputeServiceStatus"],
+      row.name,
+    );
+    assert.ok(calls.includes("listServersOnHost"), row.name);
+    assert.ok(
+      !calls.some((c) => c === "liveMigrate" || c === "coldMigrate"),
+      `${row.name}: nothing started`,
+    );
+    assert.equal(fx.writes.length, row.wantWrites, row.name);
+    if (row.wantWrites === 0) continue;
+    // what the pass kept: the preflight's result
+    const kept = fx.writes[0];
+    assert.equal(kept?.hypervisorServiceId, "svc-1", row.name);
+    assert.equal(kept?.startedAt, new Date(NOW).toISOString(), row.name);
+    assert.equal(
+      kept?.conditions?.find((c) => c.type === CONDITION_PREFLIGHT)?.status,
+      "True",
+      row.name,
+    );
+    assert.equal(kept?.inFlight, undefined, `${row.name}: no starts`);
+    assert.ok(
+      fx.events.some((e) => e.reason === "DrainStarted"),
+      `${row.name}: the start is told`,
+    );
+  }
+});
+
+Deno.test("reconcileEviction: a full pass over an empty host writes its status once and looks again within the poll interval", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+  });
+  const got = await reconcileEviction(fx.pass.ctx, deps);
+  assert.deepEqual(got, { requeueAfterMs: 1_000 });
+  assert.deepEqual(calls.filter((c) => c !== "listMigrations"), [
+    "negotiate",
+    "findComputeService",
+    "listServersOnHost",
+  ], "no start, no disable (already ours)");
+  assert.equal(
+    calls.filter((c) => c === "listMigrations").length,
+    2,
+    "no server left: the records still in progress are read too",
+  );
+  assert.equal(fx.writes.length, 1, "one status write");
+  const status = fx.writes[0];
+  assert.equal(status?.hypervisorServiceId, "svc-1");
+  assert.equal(status?.finishedAt, undefined, "not settled by one look");
+  assert.equal(evictingOf(status)?.reason, "Settling");
+  assert.equal(deps.memory.ledger.get(ME), 0);
+  assert.deepEqual(
+    fx.pass.state.due?.atMs,
+    NOW + 1_000,
+    "the next look is due a poll interval on",
+  );
+});
