@@ -3,7 +3,8 @@
  * has in flight (whatever this process's `--label-selector` partition),
  * the drains of this process that wait for budget, woken when it frees
  * instead of polling Nova, and the slots a running drain leaves to waiting
- * drains of lower limits, so that none is starved.
+ * drains of lower limits, so that none is starved, and to those with more
+ * work left, when handing a slot over costs no look at Nova.
  *
  * An Eviction that is deleted mid-drain keeps its finalizer (finalize.ts)
  * until Nova shows its migrations settled, its `status.inFlightCount`
@@ -28,6 +29,12 @@ export interface BudgetWaiter {
   limit: number;
   /** Its VMs left to start (its remaining work). */
   remaining: number;
+  /**
+   * Whether a slot handed to it costs no look at Nova it would not make
+   * anyway: it plans its starts from its informer's snapshot, or it is
+   * about to make its first starts (and looks then in any case).
+   */
+  startsWithoutLook: boolean;
 }
 
 /**
@@ -36,23 +43,29 @@ export interface BudgetWaiter {
  * to start, while drains wait for budget with nothing in flight
  * (`waiting`). It leaves one slot for each waiting drain whose limit is
  * below what this drain would then hold (a HANA host at 1 is never
- * starved by a drain whose migration ends), and one for each whose
- * remaining work is larger than this drain's before the start (less the
- * starts already allowed): a freed slot goes to the drain with the most
- * left, so the wave's longest drain is never the last to run (largest
- * remaining work first). A start makes this drain's remaining smaller, so
- * a waiter is passed over only while a running drain has more left than
- * it: none is starved.
+ * starved by a drain whose migration ends), and one for each that starts
+ * without a look and whose remaining work is larger than this drain's
+ * before the start (less the starts already allowed): a freed slot goes to
+ * the drain with the most left, so the wave's longest drain is never the
+ * last to run (largest remaining work first). A start makes this drain's
+ * remaining smaller, so a waiter is passed over only while a running drain
+ * has more left than it: none is starved. A waiter that would have to look
+ * at Nova first is not handed the slot of a drain that has just looked
+ * (each such hand-over would cost a look): it starts as slots free that
+ * the running drains cannot fill.
  *
  * @throws {RangeError} when a count is not an integer >= 0.
  *
  * @example
  * ```ts
  * import { startsByRemainingWork } from "./budget.ts";
+ * const waiter = { limit: 4, remaining: 12, startsWithoutLook: true };
  * // a slot freed by a drain with 3 left, a drain with 12 left waits: it is left to it
- * console.assert(startsByRemainingWork(1, 3, 1, 3, [{ limit: 4, remaining: 12 }]) === 0);
+ * console.assert(startsByRemainingWork(1, 3, 1, 3, [waiter]) === 0);
  * // the waiter has less left: the running drain keeps the slot
- * console.assert(startsByRemainingWork(1, 3, 1, 15, [{ limit: 4, remaining: 12 }]) === 1);
+ * console.assert(startsByRemainingWork(1, 3, 1, 15, [waiter]) === 1);
+ * // the waiter would have to look at Nova first: the running drain keeps it
+ * console.assert(startsByRemainingWork(1, 3, 1, 3, [{ ...waiter, startsWithoutLook: false }]) === 1);
  * ```
  */
 export function startsByRemainingWork(
@@ -75,9 +88,11 @@ export function startsByRemainingWork(
   while (k < want) {
     const holds = mine + k + 1;
     const leave = waiting.filter((w) =>
-      w.limit < holds || w.remaining > remaining - k
+      w.limit < holds || (w.startsWithoutLook && w.remaining > remaining - k)
     ).length;
-    if (k + 1 + leave > left) break;
+    if (k + 1 + leave > left) {
+      break;
+    }
     k++;
   }
   return k;

@@ -139,7 +139,11 @@ function byLimits(
   want: number,
   limits: readonly number[],
 ): number {
-  const waiting = limits.map((limit) => ({ limit, remaining: 0 }));
+  const waiting = limits.map((limit) => ({
+    limit,
+    remaining: 0,
+    startsWithoutLook: true,
+  }));
   return startsByRemainingWork(left, mine, want, 1000, waiting);
 }
 
@@ -260,7 +264,11 @@ Deno.test("BudgetWaiters.wake with a rank: the highest first, equals in their pl
 });
 
 Deno.test("startsByRemainingWork: table", () => {
-  const w = (limit: number, remaining: number) => ({ limit, remaining });
+  const w = (limit: number, remaining: number, startsWithoutLook = true) => ({
+    limit,
+    remaining,
+    startsWithoutLook,
+  });
   const cases: [
     number,
     number,
@@ -291,6 +299,33 @@ Deno.test("startsByRemainingWork: table", () => {
       "the running drain has more left: it keeps it",
     ],
     [1, 3, 1, 12, [w(4, 12)], 1, "equal work: no hand-over (no ping-pong)"],
+    [
+      1,
+      3,
+      1,
+      3,
+      [w(4, 12, false)],
+      1,
+      "the waiter would look at Nova first: the drain that looked keeps it",
+    ],
+    [
+      2,
+      3,
+      1,
+      3,
+      [w(4, 12, false), w(4, 9)],
+      1,
+      "a slot for the bigger waiter that starts without a look, not for the one that must look",
+    ],
+    [
+      1,
+      3,
+      1,
+      30,
+      [w(1, 2, false)],
+      0,
+      "a lower limit's slot whatever it costs",
+    ],
     [
       2,
       3,
@@ -329,10 +364,11 @@ Deno.test("startsByRemainingWork: table", () => {
   );
 });
 
-Deno.test("startsByRemainingWork: within the budget and the demand; a slot for each bigger or lower-limit waiter (property)", () => {
+Deno.test("startsByRemainingWork: within the budget and the demand; a slot for each lower-limit waiter and each bigger one that starts without a look (property)", () => {
   const waiter = fc.record({
     limit: fc.integer({ min: 1, max: 8 }),
     remaining: fc.nat(30),
+    startsWithoutLook: fc.boolean(),
   });
   fc.assert(fc.property(
     fc.nat(20),
@@ -345,12 +381,18 @@ Deno.test("startsByRemainingWork: within the budget and the demand; a slot for e
       assert.ok(k <= want && k <= left);
       if (k > 0) {
         const leave = waiting.filter((x) =>
-          x.limit < mine + k || x.remaining > remaining - k + 1
+          x.limit < mine + k ||
+          (x.startsWithoutLook && x.remaining > remaining - k + 1)
         ).length;
         assert.ok(k + leave <= left);
       }
-      // with no bigger waiter, only the lower limits count
-      if (waiting.every((x) => x.remaining <= remaining - want)) {
+      // with no bigger waiter that starts without a look, only the lower
+      // limits count
+      if (
+        waiting.every((x) =>
+          !x.startsWithoutLook || x.remaining <= remaining - want
+        )
+      ) {
         assert.equal(
           k,
           byLimits(left, mine, want, waiting.map((x) => x.limit)),
@@ -364,6 +406,7 @@ Deno.test("startsByRemainingWork: a wave under it never exceeds the budget and e
   const drain = fc.record({
     limit: fc.integer({ min: 1, max: 4 }),
     work: fc.integer({ min: 1, max: 12 }),
+    startsWithoutLook: fc.boolean(),
   });
   fc.assert(fc.property(
     fc.integer({ min: 1, max: 6 }),
@@ -386,7 +429,11 @@ Deno.test("startsByRemainingWork: a wave under it never exceeds the budget and e
           const inFlight = d.reduce((a, y) => a + y.running, 0);
           const waiting = d.filter((y, j) =>
             j !== i && y.running === 0 && y.left > 0
-          ).map((y) => ({ limit: y.limit, remaining: y.left }));
+          ).map((y) => ({
+            limit: y.limit,
+            remaining: y.left,
+            startsWithoutLook: y.startsWithoutLook,
+          }));
           const k = startsByRemainingWork(
             budget - inFlight,
             x.running,

@@ -22,7 +22,8 @@
  * 3. **wait for budget** (pass_budget.ts) — a drain with nothing in flight
  *    while the cluster budget is spent waits without a Nova call
  *    (WaitingForBudget, which every process reads: a freed slot is left to
- *    a waiting drain of a lower limit, budget.ts), woken when budget frees.
+ *    a waiting drain of a lower limit, or with more work left when handing
+ *    it over costs no look at Nova, budget.ts), woken when budget frees.
  * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
  *    nothing changed returns at once; one due only for the first looks at
  *    its starts (first_look.ts) reads the host's migrations alone (a

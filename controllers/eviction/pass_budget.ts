@@ -133,9 +133,10 @@ function remainingWork(pass: Pass, ev: Eviction | undefined): number {
 /**
  * The starts the cluster budget allows this drain (`left` free slots,
  * `mine` in flight): a freed slot goes to a waiting drain of a lower
- * limit, or to the waiting drain with the most work left
- * ({@linkcode startsByRemainingWork}): the wave's longest drain is never
- * the last to run.
+ * limit, or to the waiting drain with the most work left when that one
+ * starts without a look at Nova ({@linkcode startsByRemainingWork}): the
+ * wave's longest drain is never the last to run, and no hand-over costs a
+ * look.
  */
 export function allowedStarts(
   pass: Pass,
@@ -160,12 +161,15 @@ export function inFlightOf(pass: Pass): number {
 
 /**
  * The drains that wait for budget with nothing in flight, this process's
- * and every other partition's, with their limits in force and their work
- * left (budget.ts startsByRemainingWork leaves slots for those with
- * lower limits than this drain would hold and for those with more work
- * left). This process knows its own waiters; another process's say
- * so in their Evicting condition (WaitingForBudget); a drain about to
- * start its first migrations counts as waiting (budget.ts aboutToStart).
+ * and every other partition's, with their limits in force, their work
+ * left and whether a slot handed to them costs a look at Nova (budget.ts
+ * startsByRemainingWork leaves slots for those with lower limits than
+ * this drain would hold and for those with more work left that start
+ * without a look). This process knows its own waiters and whether its
+ * informer vouches for their hosts; another process's say so in their
+ * Evicting condition (WaitingForBudget), and are taken to need a look; a
+ * drain about to start its first migrations counts as waiting, and looks
+ * then in any case (budget.ts aboutToStart).
  */
 export function waitingDrains(
   pass: Pass,
@@ -184,10 +188,15 @@ export function waitingDrains(
       return deps.memory.budgetWaiters.standing(name) !== undefined &&
         deps.memory.ledger.get(name) === 0;
     },
-  ).map((e) => ({
-    limit: limitOfDrain(settings, hypervisors, e.spec).limit,
-    remaining: remainingWork(pass, e),
-  }));
+  ).map((e) => {
+    const name = e.metadata?.name ?? "";
+    return {
+      limit: limitOfDrain(settings, hypervisors, e.spec).limit,
+      remaining: remainingWork(pass, e),
+      startsWithoutLook: aboutToStart(e) ||
+        (mine.get(name) !== undefined && deps.memory.informer.cached(name)),
+    };
+  });
 }
 
 /**

@@ -260,6 +260,8 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
     allEvictions?: Eviction[];
     ledger?: Record<string, number>;
     waiting?: string[];
+    /** The drains whose hosts the informer vouches for (start without a look). */
+    cached?: string[];
     want: number;
     wantLeft: number;
   }> = [
@@ -328,13 +330,25 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
       wantLeft: 0,
     },
     {
-      name: "the last slot is left to a waiting drain with more work left",
+      name:
+        "the last slot is left to a waiting drain with more work left that starts without a look",
+      clusterMax: 4,
+      status: { outstandingCount: 2 },
+      evictions: [other("a", 3), waiter("w", 10)],
+      waiting: ["w"],
+      cached: ["w"],
+      want: 1,
+      wantLeft: 0,
+    },
+    {
+      name:
+        "a waiting drain with more work left that would look at Nova first does not get it",
       clusterMax: 4,
       status: { outstandingCount: 2 },
       evictions: [other("a", 3), waiter("w", 10)],
       waiting: ["w"],
       want: 1,
-      wantLeft: 0,
+      wantLeft: 1,
     },
     {
       name: "a waiting drain with less work left does not get it",
@@ -342,6 +356,7 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
       status: { outstandingCount: 12 },
       evictions: [other("a", 3), waiter("w", 3)],
       waiting: ["w"],
+      cached: ["w"],
       want: 1,
       wantLeft: 1,
     },
@@ -350,11 +365,13 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
       clusterMax: 4,
       status: { outstandingCount: 2 },
       evictions: [other("a", 3), waiter("w", 10)],
+      cached: ["w"],
       want: 1,
       wantLeft: 1,
     },
     {
-      name: "another partition's drain saying WaitingForBudget gets it",
+      name:
+        "another partition's drain saying WaitingForBudget, with more work left, is taken to look first",
       clusterMax: 4,
       status: { outstandingCount: 2 },
       allEvictions: [other("a", 3), {
@@ -366,7 +383,7 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
         },
       }],
       want: 1,
-      wantLeft: 0,
+      wantLeft: 1,
     },
     {
       name:
@@ -384,8 +401,10 @@ Deno.test("budgetLeftFor: the free slots of the cluster budget, less those left 
   for (const row of rows) {
     const s = settings(row.clusterMax, 4);
     const all = row.allEvictions;
+    const cached = row.cached ?? [];
     const { pass } = fixture(s, row.status, {
       evictions: row.evictions ?? [],
+      informer: { cached: (k) => cached.includes(k) },
       ...(all === undefined ? {} : {
         deps: {
           flagSettings: s,
