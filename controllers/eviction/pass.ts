@@ -104,8 +104,7 @@ export function planOptionsFor(
   return {
     ...DEFAULT_PLAN_OPTIONS,
     ...overrides,
-    abortStuckMigrations: settings.spec.abortStuckMigrations ??
-      overrides.abortStuckMigrations ?? false,
+    abortStuckMigrations: settings.spec.abortStuckMigrations,
     ...(timeout === undefined ? {} : { migrationTimeoutSeconds: timeout }),
   };
 }

@@ -84,7 +84,8 @@ export function paceView(
  * Part of planning: the pacing model learns from this pass's records (how
  * long the migrations that completed took), while the start notes still
  * say which of them this process started and when. Returns those records
- * (the latest leaving the host per VM), which time the next look.
+ * (per VM leaving the host, the one in progress, else the latest), which
+ * time the next look.
  */
 export function learn(
   pass: Pass,

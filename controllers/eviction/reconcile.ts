@@ -359,7 +359,6 @@ async function report(
   const { ctx, deps, host } = pass;
   const reported = reportPass(
     {
-      key: ctx.key,
       host,
       plan,
       before,

@@ -24,8 +24,6 @@ export interface PendingEvent {
 
 /** What {@linkcode reportPass} looks at. */
 export interface PassReport {
-  /** The Eviction key. */
-  key: string;
   /** The drained host. */
   host: string;
   /** The plan. */

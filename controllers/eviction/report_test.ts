@@ -8,8 +8,6 @@ import { EvictionMetrics } from "./metrics.ts";
 import type { Plan } from "./plan_types.ts";
 import { type PendingEvent, reportPass } from "./report.ts";
 
-const KEY = "default/drain-node042";
-
 /** A plan with no outcomes at all; `over` sets the ones a row needs. */
 function plan(over: Partial<Plan> = {}): Plan {
   return {
@@ -44,7 +42,7 @@ function run(
 ) {
   const metrics = new EvictionMetrics(new Registry());
   const out = reportPass(
-    { key: KEY, host: HOST, plan: p, before, next, now },
+    { host: HOST, plan: p, before, next, now },
     metrics,
     silentLogger(),
   );
@@ -586,7 +584,7 @@ Deno.test("reportPass: a failure is logged as a warning naming the VM and its at
     }],
   });
   reportPass(
-    { key: KEY, host: HOST, plan: p, before: {}, next: {}, now: T0 },
+    { host: HOST, plan: p, before: {}, next: {}, now: T0 },
     new EvictionMetrics(new Registry()),
     log,
   );
