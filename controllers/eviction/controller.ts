@@ -14,6 +14,11 @@ import type { NovaClient } from "../../openstack/mod.ts";
 import type { NotificationFeed } from "../../openstack/notification_types.ts";
 import { trustOptionsFor } from "../../openstack/informer/feed_trust.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
+import {
+  type HostInformer,
+  PollingInformer,
+} from "../../openstack/informer/informer.ts";
+import { InformerMetrics } from "../../openstack/informer/informer_metrics.ts";
 import { RELIST_POLLS } from "./pass_look.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
@@ -146,7 +151,7 @@ export function registerEvictionController(
   const maxConcurrent = deps.maxConcurrentReconciles ?? 4;
   positiveInt(maxConcurrent, "maxConcurrentReconciles");
   const fin = finalizerDeps(deps.finalizer);
-  const pass = passDeps(deps, operator.metrics.registry);
+  const pass = passDeps(deps, operator);
 
   // The policy is cluster-wide: never partitioned by the label selector.
   operator.watch(EvictionPolicyKind, { labelSelector: null });
@@ -167,10 +172,6 @@ export function registerEvictionController(
     host === undefined ? [] : evictions
       .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
-  watchAllEvictions(operator, pass, deps.cloudSelector);
-  if (deps.notifications !== undefined) {
-    watchHosts(operator, pass, deps.notifications);
-  }
 
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
@@ -187,10 +188,14 @@ export function registerEvictionController(
   operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }
 
-/** The pass's dependencies from the controller's, checked, with defaults. */
+/**
+ * The pass's dependencies from the controller's, checked, with defaults;
+ * built once, with the caches they read (the drains' host informer, every
+ * Eviction of the cloud), and never changed after.
+ */
 function passDeps(
   deps: EvictionControllerDeps,
-  registry: Operator["metrics"]["registry"],
+  operator: Operator,
 ): EvictionPassDeps {
   const actConcurrency = deps.actConcurrency ?? 8;
   positiveInt(actConcurrency, "actConcurrency");
@@ -216,8 +221,12 @@ function passDeps(
   if (!(rate > 0) || !Number.isFinite(rate)) {
     throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
   }
-  const metrics = new EvictionMetrics(registry);
+  const metrics = new EvictionMetrics(operator.metrics.registry);
   const clock = deps.clock ?? { now: () => Date.now() };
+  const trust = { pollMs: deps.pollIntervalMs, relistMs, rate };
+  const memory = new DrainMemory(
+    hostInformer(operator, deps.notifications, clock, trust),
+  );
   return {
     nova: new CountedNova(deps.nova, metrics, clock),
     flagSettings: deps.flagSettings,
@@ -229,10 +238,11 @@ function passDeps(
     settleMs,
     planOptions: deps.planOptions ?? {},
     clock,
-    memory: new DrainMemory(),
+    memory,
     metrics,
     actConcurrency,
     waveSettleMs,
+    allEvictions: watchAllEvictions(operator, memory, deps.cloudSelector),
     ...(deps.placement === undefined ? {} : {
       capacity: {
         placement: deps.placement,
@@ -247,26 +257,27 @@ function passDeps(
  * The cluster budget counts every Eviction's migrations, whatever this
  * process's label selector: a second, unpartitioned cache of Evictions
  * (of the cloud's, with `cloudSelector`), read by the budget, the waves,
- * the capacity check's wave and the Duplicate check. A drop of any
+ * the capacity check's wave and the Duplicate check; started with the
+ * operator (this process's own cache stands in until then). A drop of any
  * Eviction's count in flight (or its deletion) wakes this process's drains
  * waiting for budget.
  */
 function watchAllEvictions(
   operator: Operator,
-  pass: EvictionPassDeps,
+  memory: DrainMemory,
   cloudSelector: string | undefined,
-): void {
+): NonNullable<EvictionPassDeps["allEvictions"]> {
   const evictions = operator.cache(EvictionKind);
   let all: Informer<Eviction> | undefined;
   operator.onStartup(async () => {
-    all = new Informer<Eviction>({
+    const informer = new Informer<Eviction>({
       kind: EvictionKind,
       client: operator.client,
       logger: operator.logger.child({ cache: "evictions-all" }),
       ...(cloudSelector === undefined ? {} : { labelSelector: cloudSelector }),
     });
-    all.on((ev) =>
-      pass.memory.budgetWaiters.observe(
+    informer.on((ev) =>
+      memory.budgetWaiters.observe(
         ev.key,
         ev.type === "deleted" ? undefined : ev.object,
         (k) => {
@@ -276,28 +287,44 @@ function watchAllEvictions(
         },
       )
     );
-    all.start();
-    await all.synced();
-    pass.allEvictions = all;
+    informer.start();
+    await informer.synced();
+    all = informer;
   });
   operator.onCleanup(async () => {
     await all?.stop();
   });
+  return {
+    list: () => (all ?? evictions).list(),
+    caughtUp: (rv, timeoutMs) =>
+      all?.caughtUp(rv, timeoutMs) ?? Promise.resolve(false),
+  };
 }
 
 /**
- * With Nova's notifications, the drains' informer is the notified one
- * (openstack/informer/notified_informer.ts): its events wake the drains
- * of the hosts they concern through the controller's queue, and what it
- * finds wrong with itself is counted and logged here.
+ * The drains' informer: polling, or with Nova's notifications the notified
+ * one (openstack/informer/notified_informer.ts), whose events wake the
+ * drains of the hosts they concern through the controller's queue, and
+ * what it finds wrong with itself is counted (its metrics exist in both
+ * modes, so the alerts' series do) and logged.
  */
-function watchHosts(
+function hostInformer(
   operator: Operator,
-  pass: EvictionPassDeps,
-  feed: NotificationFeed,
-): void {
+  feed: NotificationFeed | undefined,
+  clock: EvictionClock,
+  trust: { pollMs: number; relistMs: number; rate: number },
+): HostInformer {
+  const registry = operator.metrics.registry;
+  if (feed === undefined) {
+    new InformerMetrics(registry);
+    return new PollingInformer();
+  }
   const evictions = operator.cache(EvictionKind);
   const log = operator.logger.child({ informer: "nova-notifications" });
+  const metrics = new InformerMetrics(
+    registry,
+    () => informer.feedDemoted(),
+  );
   const informer = new NotifiedInformer(
     feed,
     (key) => {
@@ -305,29 +332,21 @@ function watchHosts(
         operator.enqueue(EvictionKind, key);
       }
     },
-    () => pass.clock.now(),
-    trustOptionsFor({
-      pollMs: pass.pollIntervalMs,
-      relistMs: pass.relistMs,
-      rate: pass.clock.rate ?? 1,
-    }),
+    () => clock.now(),
+    trustOptionsFor(trust),
     {
       differed(host, diffs) {
-        pass.metrics.informer.viewDiffs.inc({ hypervisor: host }, diffs.length);
+        metrics.viewDiffs.inc({ hypervisor: host }, diffs.length);
         log.warn(
           { hypervisor: host, servers: diffs },
           "the relist found the notified view of the host differing (a missed event)",
         );
       },
       demoted(d) {
-        pass.metrics.informer.demotions.inc({
-          scope: d.scope,
-          reason: d.reason,
-        });
+        metrics.demotions.inc({ scope: d.scope, reason: d.reason });
       },
     },
   );
-  pass.memory.informer = informer;
-  pass.metrics.informer.feedDemoted = () => informer.feedDemoted();
   operator.onCleanup(() => Promise.resolve(informer.close()));
+  return informer;
 }

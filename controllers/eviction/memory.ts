@@ -122,7 +122,12 @@ export class DrainMemory {
    * What the drains know of their hosts (openstack/informer/): shared by
    * every drain of this process, each drain's host watched by its key.
    */
-  informer: HostInformer = new PollingInformer();
+  readonly informer: HostInformer;
+
+  /** A memory whose drains see their hosts through `informer` (default: polling). */
+  constructor(informer: HostInformer = new PollingInformer()) {
+    this.informer = informer;
+  }
 
   /** The state of a drain (created empty). */
   of(key: string): DrainState {

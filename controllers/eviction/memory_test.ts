@@ -6,9 +6,8 @@ import { HOST, listed, T0 } from "../../tests/harness/notified_fixtures.ts";
 
 Deno.test("DrainMemory: one forget clears every part of the drain's record", () => {
   const feed = new MemoryFeed();
-  const m = new DrainMemory();
   const informer = new NotifiedInformer(feed, () => {}, () => T0);
-  m.informer = informer;
+  const m = new DrainMemory(informer);
   const list = (id: string) => ({
     servers: [listed(id)],
     migrations: [],

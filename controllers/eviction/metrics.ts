@@ -6,7 +6,6 @@
  */
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { InformerMetrics } from "../../openstack/informer/informer_metrics.ts";
 
 /** Migration kinds as metric labels; `unknown` when the status lost track. */
 export type KindLabel = "live" | "cold" | "unknown";
@@ -45,8 +44,6 @@ export class EvictionMetrics {
   readonly finalizerGaveUp: Counter<"hypervisor">;
   /** Passes that planned from the informer's snapshot, or from a look at Nova. */
   readonly looks: Counter<"source">;
-  /** What the drains' informer finds wrong with itself. */
-  readonly informer: InformerMetrics;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
@@ -109,6 +106,5 @@ export class EvictionMetrics {
       labelNames: ["source"],
       registers,
     });
-    this.informer = new InformerMetrics(registry);
   }
 }

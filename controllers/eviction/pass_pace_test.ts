@@ -13,10 +13,6 @@ import {
   novaTime,
   OPTIONS,
 } from "../../tests/harness/plan_fixtures.ts";
-import {
-  type HostInformer,
-  PollingInformer,
-} from "../../openstack/informer/informer.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import {
   changesSince,
@@ -52,11 +48,6 @@ function hypervisor(traits: string[], stale = false): Hypervisor {
       }],
     },
   };
-}
-
-/** The drain's host informer with some answers changed (a local helper). */
-function informerWith(answers: Partial<HostInformer>): HostInformer {
-  return Object.assign(new PollingInformer(), answers);
 }
 
 /** A pass of ME on HOST at NOW. */
@@ -262,13 +253,13 @@ Deno.test("skipEarly: returns at once only when woken before due with nothing ch
         nowMs: NOW,
         deps: { clock: { now: () => NOW, rate: row.rate ?? 1 } },
         ...(row.retry === undefined ? {} : { pass: { retryValue: row.retry } }),
+        ...(row.informerWoken === true
+          ? { informer: { woken: () => true } }
+          : {}),
       },
     );
     pass.state.due = row.due;
     pass.state.woken = row.woken ?? false;
-    if (row.informerWoken === true) {
-      pass.deps.memory.informer = informerWith({ woken: () => true });
-    }
     let asked = 0;
     const got = skipEarly(pass, row.fingerprint ?? FP, () => {
       asked++;
@@ -547,10 +538,8 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
       nowMs: NOW,
       deps: { clock: { now: () => NOW, rate: row.rate ?? 1 } },
       ...(row.rate === undefined ? {} : { pass: { rate: row.rate } }),
+      ...(row.watching === true ? { informer: { watching: () => true } } : {}),
     });
-    if (row.watching === true) {
-      pass.deps.memory.informer = informerWith({ watching: () => true });
-    }
     if (row.samples === true) {
       pass.state.pace.sample("live", 1024, 60_000);
       pass.state.pace.sample("live", 2048, 120_000);
@@ -776,6 +765,7 @@ Deno.test("glance: only a pass due for first looks alone lists the migrations; a
           },
         },
         ...(row.retry === undefined ? {} : { pass: { retryValue: row.retry } }),
+        ...(row.cached === true ? { informer: { cached: () => true } } : {}),
       },
     );
     const { pass } = fx;
@@ -792,9 +782,6 @@ Deno.test("glance: only a pass due for first looks alone lists the migrations; a
     if (row.planned !== false) pass.state.pace.planGlance(view);
     pass.state.due = { atMs: NOW, fingerprint: FP };
     pass.state.woken = row.woken ?? false;
-    if (row.cached === true) {
-      pass.deps.memory.informer = informerWith({ cached: () => true });
-    }
     if (row.budgetWoken === true) {
       pass.deps.memory.budgetWaiters.add(ME);
       pass.deps.memory.budgetWaiters.wake(() => {});

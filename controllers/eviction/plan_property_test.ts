@@ -279,10 +279,12 @@ function oracle(input: PlanInput) {
     (showsTask(s) || fromHost(s.id).some((m) => !finished.has(m.status)));
   const entries = new Map((input.status?.inFlight ?? []).map((e) => [e.id, e]));
   const failed = new Map((input.status?.failed ?? []).map((f) => [f.id, f]));
+  // A start without a record is released once a look at least the grace
+  // period after it shows nothing (once.ts startReleasableFromMs).
   const inGrace = (id: string): boolean => {
     const e = entries.get(id);
     return e !== undefined &&
-      nowMs - Date.parse(e.startedAt) <= input.options.gracePeriodMs;
+      nowMs - Date.parse(e.startedAt) < input.options.gracePeriodMs;
   };
   const blockedByFailure = (id: string): boolean => {
     const f = failed.get(id);

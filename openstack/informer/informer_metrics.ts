@@ -29,11 +29,11 @@ export class InformerMetrics {
   readonly demotions: Counter<"scope" | "reason">;
   /** VMs on which a relist found a host's notified view differing (missed events). */
   readonly viewDiffs: Counter<"hypervisor">;
-  /** Whether the notification feed is demoted for every host (the gauge's source; set by the wiring). */
-  feedDemoted: () => boolean = () => false;
-
-  /** Registers the metrics on `registry`. */
-  constructor(registry: Registry) {
+  /**
+   * Registers the metrics on `registry`; `feedDemoted` says whether the
+   * notification feed is demoted for every host (the gauge's source).
+   */
+  constructor(registry: Registry, feedDemoted: () => boolean = () => false) {
     this.registry = registry;
     const registers = [registry];
     this.demotions = new Counter({
@@ -48,14 +48,13 @@ export class InformerMetrics {
     for (const reason of ["wrong", "deaf"]) {
       this.demotions.inc({ scope: "host", reason }, 0);
     }
-    const demoted = () => this.feedDemoted();
     new Gauge({
       name: "evictor_nova_notifications_feed_demoted",
       help:
         "1 while Nova's notification feed is demoted for every host (drains poll), else 0.",
       registers,
       collect() {
-        this.set(demoted() ? 1 : 0);
+        this.set(feedDemoted() ? 1 : 0);
       },
     });
     this.viewDiffs = new Counter({

@@ -763,7 +763,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  if (watches !== undefined) deps.memory.informer = watches;
+  deps.memory = new DrainMemory(watches);
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1178,10 +1178,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       case "restart":
         // The controller restarts: its memory is gone, the status stays;
         // answers to the old process's calls reach nobody.
-        deps.memory = new DrainMemory();
         watches?.close();
         watches = watch();
-        if (watches !== undefined) deps.memory.informer = watches;
+        deps.memory = new DrainMemory(watches);
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.

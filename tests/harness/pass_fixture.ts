@@ -156,18 +156,16 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     settleMs: 3_000,
     planOptions: {},
     clock,
-    memory: new DrainMemory(),
+    memory: new DrainMemory(
+      world.informer === undefined
+        ? undefined
+        : Object.assign(new PollingInformer(), world.informer),
+    ),
     metrics: new EvictionMetrics(new Registry()),
     actConcurrency: 4,
     waveSettleMs: 15_000,
     ...world.deps,
   };
-  if (world.informer !== undefined) {
-    deps.memory.informer = Object.assign(
-      new PollingInformer(),
-      world.informer,
-    );
-  }
   const host = ev.spec.hypervisor;
   const pass: Pass = {
     ctx,
