@@ -271,3 +271,19 @@ export function learnNovaLimitFrom(
   pass.state.novaLimit = memo;
   return memo?.limit;
 }
+
+/**
+ * Nova's limit on a drain's host as it knows it now (its memo while
+ * fresh): this pass's drain, or another drain of this process (`state`).
+ */
+export function knownNovaLimit(
+  pass: Pass,
+  state: DrainState = pass.state,
+): number | undefined {
+  return learnNovaLimit(
+    state.novaLimit,
+    undefined,
+    pass.deps.clock.now(),
+    NOVA_LIMIT_TTL_MS * pass.rate,
+  )?.limit;
+}

@@ -33,6 +33,7 @@ import {
 } from "./budget.ts";
 import {
   clusterInFlight,
+  knownNovaLimit,
   learnNovaLimitFrom,
   limitOfDrain,
   type Pass,
@@ -194,7 +195,11 @@ export function waitingDrains(
       limit: limitOfDrain(settings, hypervisors, e.spec).limit,
       remaining: remainingWork(pass, e),
       startsWithoutLook: aboutToStart(e) ||
-        (mine.get(name) !== undefined && deps.memory.informer.cached(name)),
+        (mine.get(name) !== undefined &&
+          deps.memory.informer.cached(
+            name,
+            knownNovaLimit(pass, deps.memory.of(name)),
+          )),
     };
   });
 }

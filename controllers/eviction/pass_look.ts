@@ -15,7 +15,7 @@
 import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { recordMatchesEntry } from "./classify.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
-import { emit, type Pass } from "./pass.ts";
+import { emit, knownNovaLimit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -152,6 +152,7 @@ export async function lookAtHost(
     status: pass.status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
+    novaLimit: knownNovaLimit(pass),
   });
   reportWarnings(pass);
   if (snapshot !== undefined) {

@@ -11,7 +11,12 @@ import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan_types.ts";
-import { finishedLookMs, learnNovaLimitFrom, type Pass } from "./pass.ts";
+import {
+  finishedLookMs,
+  knownNovaLimit,
+  learnNovaLimitFrom,
+  type Pass,
+} from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -199,7 +204,9 @@ export async function glance(
   if (pass.status.finishedAt !== undefined) return undefined;
   // The informer's snapshot shows the records without a call: the full
   // pass reads it (pass_look.ts), or looks afresh when it is old.
-  if (deps.memory.informer.cached(ctx.key)) return undefined;
+  if (deps.memory.informer.cached(ctx.key, knownNovaLimit(pass))) {
+    return undefined;
+  }
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;

@@ -46,6 +46,12 @@ export interface SnapshotRequest {
   ram: (id: string) => number | undefined;
   /** The drain's starts, against which the informer checks its cache. */
   starts: Iterable<StartProbe>;
+  /**
+   * Nova's limit on the host's live migrations as the drain learned it
+   * from a list, if it did: while that many copy, a VM of ours in a live
+   * migration with no record waits in Nova's queue, as expected.
+   */
+  novaLimit?: number | undefined;
 }
 
 /** Something the informer found wrong with itself, for the drain to report. */
@@ -67,8 +73,11 @@ export interface HostInformer {
    * A read begins: the wakes so far are taken in by it.
    */
   snapshot(key: string, request: SnapshotRequest): Observation | undefined;
-  /** Whether {@linkcode snapshot} would give the host's state now (of any age). */
-  cached(key: string): boolean;
+  /**
+   * Whether {@linkcode snapshot} would give the host's state now (of any
+   * age), with `novaLimit` as in {@linkcode SnapshotRequest}.
+   */
+  cached(key: string, novaLimit?: number): boolean;
   /**
    * A direct look: `list` reads Nova, and what it found (with the changes
    * heard of while it ran) becomes the host's cache. What `list` found is

@@ -295,27 +295,35 @@ export class NotifiedInformer implements HostInformer {
     const view = this.trustworthyView(key, request.maxAgeMs);
     const seen = view?.observation(request.status, request.ram);
     if (view === undefined || seen === undefined) return undefined;
-    return this.tells(key, view.host, seen) ? seen : undefined;
+    return this.tells(key, view.host, seen, request.novaLimit)
+      ? seen
+      : undefined;
   }
 
   /** Whether the host's view is trusted (of any age) and tells all a list would. */
-  cached(key: string): boolean {
+  cached(key: string, novaLimit?: number): boolean {
     const view = this.trustworthyView(key, Infinity);
     return view !== undefined &&
-      this.tells(key, view.host, view.observation(undefined));
+      this.tells(key, view.host, view.observation(undefined), novaLimit);
   }
 
   /**
    * Whether the view of `key`'s host, as `seen`, tells what a list would:
    * not while a live migration of the host has shown no record for
-   * `untoldMs` while another copies (Nova may hold it `queued`, which no
-   * event says, and the drain learns Nova's own limit from that).
+   * `untoldMs` while another copies and Nova is not known to run no more
+   * (`novaLimit`): Nova may hold it `queued`, which no event says, and the
+   * drain learns Nova's own limit from a list that shows it.
    */
-  tells(key: string, host: string, seen: Observation): boolean {
+  tells(
+    key: string,
+    host: string,
+    seen: Observation,
+    novaLimit?: number,
+  ): boolean {
     const now = this.#now();
     const before = this.#untold.get(key);
     const since = new Map(
-      untoldLiveMigrations(seen, host).map((
+      untoldLiveMigrations(seen, host, novaLimit).map((
         id,
       ) => [id, before?.get(id) ?? now]),
     );

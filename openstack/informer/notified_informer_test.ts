@@ -158,3 +158,33 @@ Deno.test("a live migration without a record while another copies: the view stop
     "queued",
   ]);
 });
+
+Deno.test("a live migration without a record while Nova runs as many as its learned limit: queued as the drain expects, the view keeps vouching", async () => {
+  const { feed, watches, tick } = setUp();
+  const request = (novaLimit?: number) => ({
+    maxAgeMs: 60_000,
+    status: {},
+    ram: () => undefined,
+    starts: [],
+    ...(novaLimit === undefined ? {} : { novaLimit }),
+  });
+  const copying = record(1, "a", "running");
+  await watches.look("ev", HOST, () =>
+    Promise.resolve({
+      servers: [listed("a", { status: "MIGRATING", taskState: "migrating" })],
+      migrations: [copying],
+      departed: [],
+    }));
+  prove(watches, feed, "b", T0, false);
+  feed.publish(liveMigration("b", T0 + 1, "completed")[0]!);
+  tick(30_000);
+  // one copies, Nova's limit is 1: b waits in Nova's queue, as expected
+  assert.ok(watches.snapshot("ev", request(1)));
+  assert.ok(watches.cached("ev", 1));
+  // a limit of 2 leaves b unexplained: its time without a record starts now
+  assert.ok(watches.snapshot("ev", request(2)));
+  tick(2000);
+  assert.equal(watches.snapshot("ev", request(2)), undefined);
+  assert.equal(watches.cached("ev"), false);
+  assert.ok(watches.cached("ev", 1));
+});

@@ -204,7 +204,10 @@ export function departureOf(
  * The VMs of `host` in a live migration whose record the look does not
  * show while another live migration from the host copies: Nova may hold
  * them `queued` (it runs only so many at once), and no notification says
- * so; only a list of the records does.
+ * so; only a list of the records does. None when `novaLimit` (Nova's
+ * limit on the host as the drain learned it from a list) copy already:
+ * Nova queues any further one, as the drain expects, and a list would
+ * only say so again.
  *
  * @example
  * ```ts
@@ -216,6 +219,8 @@ export function departureOf(
  * const seen = { servers: [vm("a"), vm("b")], migrations: [copying], departed: [] };
  * console.assert(untoldLiveMigrations(seen, "h").join() === "b");
  * console.assert(untoldLiveMigrations({ ...seen, migrations: [] }, "h").length === 0);
+ * console.assert(untoldLiveMigrations(seen, "h", 1).length === 0);
+ * console.assert(untoldLiveMigrations(seen, "h", 2).join() === "b");
  * ```
  */
 export function untoldLiveMigrations(
@@ -224,14 +229,16 @@ export function untoldLiveMigrations(
     migrations: readonly ObservedMigration[];
   },
   host: string,
+  novaLimit?: number,
 ): string[] {
   const latest = latestRecords(seen.migrations, host);
   const told = (id: string) => latest.get(id)?.inProgress !== undefined;
-  const copying = [...latest.values()].some((r) =>
-    r.inProgress !== undefined && r.inProgress.sourceCompute === host &&
-    !waitingInNova(r.inProgress.status)
-  );
-  if (!copying) return [];
+  const copying =
+    [...latest.values()].filter((r) =>
+      r.inProgress !== undefined && r.inProgress.sourceCompute === host &&
+      !waitingInNova(r.inProgress.status)
+    ).length;
+  if (copying === 0 || copying >= (novaLimit ?? Infinity)) return [];
   return seen.servers
     .filter((s) => s.taskState === "migrating" && !told(s.id))
     .map((s) => s.id);
