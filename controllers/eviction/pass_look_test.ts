@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { plansFromSnapshot, relistAgeMs } from "./pass_look.ts";
+import { lookAtHost, plansFromSnapshot, relistAgeMs } from "./pass_look.ts";
+import { NOVA_LIMIT_TTL_MS } from "./nova_limit.ts";
+import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
 
 Deno.test("a plan from a snapshot may only start, count completions and wait", () => {
   const starts = {
@@ -48,4 +50,28 @@ Deno.test("relistAgeMs: the relist interval while migrations are held, else no s
   for (const [relistMs, finishedCheckMs, holding, age, why] of cases) {
     assert.equal(relistAgeMs({ relistMs, finishedCheckMs, holding }), age, why);
   }
+});
+
+Deno.test("lookAtHost asks the informer with Nova's limit as the drain knows it, until the learned value lapses", async () => {
+  const asked: Array<number | undefined> = [];
+  const f = passFixture(eviction("ev", "h"), {
+    informer: {
+      snapshot: (_key, request) => void asked.push(request.novaLimit),
+    },
+  });
+  const empty = { servers: [], migrations: [], departed: [] };
+  const look = () =>
+    lookAtHost(
+      f.pass,
+      () => {
+        throw new Error("no snapshot to plan from");
+      },
+      () => Promise.resolve(empty),
+    );
+  await look();
+  f.pass.state.novaLimit = { limit: 1, seenAtMs: f.clock.now() };
+  await look();
+  f.clock.set(f.clock.now() + NOVA_LIMIT_TTL_MS);
+  await look();
+  assert.deepEqual(asked, [undefined, 1, undefined]);
 });
