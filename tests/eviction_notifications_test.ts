@@ -9,10 +9,12 @@
  * event; duplicate and reorder them) goes through an in-process feed of
  * the same notifications (tests/harness/sim_feed.ts): the relist finds
  * the dropped event and counts it; duplicates and reordering change
- * nothing.
+ * nothing. A third party's update placing moved VMs back on the host
+ * (through the broker) makes the drain look before any start of them.
  */
 import assert from "node:assert/strict";
 import amqp from "amqplib";
+import { Buffer } from "node:buffer";
 import type { Eviction } from "../models/mod.ts";
 import type { NovaNotification } from "../openstack/notification_types.ts";
 import { metricSum } from "./_monitoring.ts";
@@ -28,7 +30,7 @@ import {
   uniqueSuffix,
   waitFor,
 } from "./harness/eviction_env.ts";
-import type { NovaSim } from "./harness/nova_sim/mod.ts";
+import type { NovaSim, OsloEnvelope } from "./harness/nova_sim/mod.ts";
 import {
   type RabbitMq,
   rabbitMqMissing,
@@ -529,5 +531,82 @@ Deno.test({
       await drained(env, name, 60_000);
       assertDrainedOnce(env, host);
     }, { notifications: { deliver } });
+  },
+});
+
+/**
+ * `envelope` (an `instance.update` of a VM that left `host`) forged to
+ * place the VM back on `host` at rest: a new message id, stamped `at`.
+ */
+function forgedBack(
+  envelope: OsloEnvelope,
+  host: string,
+  at: string,
+): OsloEnvelope {
+  const message = JSON.parse(envelope["oslo.message"]);
+  const data = message.payload["nova_object.data"];
+  Object.assign(data, { host, node: host, state: "active", task_state: null });
+  message.message_id = crypto.randomUUID();
+  message.timestamp = at;
+  return { ...envelope, "oslo.message": JSON.stringify(message) };
+}
+
+Deno.test({
+  name:
+    "notifications: a third party's update placing moved VMs back on the drained host at rest moves nothing twice, and the drain says what it saw",
+  ignore: noBroker !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const notifications = await viaBroker();
+    await withNotifiedDrain(6, [8192], 20, async (env, host) => {
+      // each VM's update that shows it elsewhere at rest, and Nova's last stamp
+      const left = new Map<string, OsloEnvelope>();
+      let latest = "";
+      const stop = env.sim.onNotification((_key, envelope) => {
+        const message = JSON.parse(envelope["oslo.message"]);
+        latest = message.timestamp;
+        const data = message.payload?.["nova_object.data"];
+        if (
+          message.event_type === "instance.update" && data?.host !== host &&
+          data?.task_state === null
+        ) left.set(data.uuid, envelope);
+      });
+      const conn = await amqp.connect(notifications.amqpUrl);
+      try {
+        const ch = await conn.createChannel();
+        const name = `ev-${host}`;
+        await env.evict(name, host);
+        await waitFor(
+          "two VMs moved",
+          () => Promise.resolve(left.size >= 2 ? true : undefined),
+          60_000,
+          20,
+        );
+        for (const envelope of [...left.values()].slice(0, 2)) {
+          ch.publish(
+            "nova",
+            "versioned_notifications.info",
+            Buffer.from(JSON.stringify(forgedBack(envelope, host, latest))),
+          );
+        }
+        const ev = await drained(env, name, 90_000);
+        assert.equal(ev.status?.migratedCount, 6, "each VM counted once");
+        assertDrainedOnce(env, host);
+        assert.ok(await metric(env, VIEW_DIFFS) >= 1, "the relist counted it");
+        const said = (await eventsOf(env, name)).map((e) =>
+          `${e.reason}: ${e.message}`
+        );
+        assert.ok(
+          said.some((e) =>
+            e.startsWith("NotificationViewDemoted") && e.includes("(wrong)")
+          ),
+          `an Event says what the drain saw: ${said.join(" | ")}`,
+        );
+      } finally {
+        stop();
+        await conn.close();
+      }
+    }, { notifications });
   },
 });

@@ -183,6 +183,8 @@ export class Pace {
   >();
   /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
   #glance: PaceView | undefined;
+  /** By when each timed migration's end should be heard of, as last timed. */
+  #endsBy: ReadonlyMap<string, number> = new Map();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
   /**
@@ -449,7 +451,10 @@ export class Pace {
    * time (no samples yet, or only waiting ones) and no first look is due.
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    const { model, first, untimed } = this.#ends(view);
+    const { model, first, untimed, byId } = this.#ends(view);
+    this.#endsBy = new Map(
+      [...byId].map(([id, end]) => [id, end + view.pollMs]),
+    );
     const look = lookAt([...model, ...first], view.pollMs);
     return {
       dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
@@ -479,6 +484,17 @@ export class Pace {
     this.#glance = view;
   }
 
+  /**
+   * By when (controller clock) the end of each migration timed at the
+   * last {@linkcode Pace.dueInMs} should be known: its expected end (its
+   * start while the model cannot time it) and one poll interval. An
+   * informer whose view shows one still moving later looks at Nova (its
+   * end event may be lost), at spacings that double while it runs on.
+   */
+  endsBy(): ReadonlyMap<string, number> {
+    return this.#endsBy;
+  }
+
   /** The planned glance's view, if any; forgets it. */
   takeGlance(): PaceView | undefined {
     const view = this.#glance;
@@ -488,11 +504,18 @@ export class Pace {
 
   /**
    * The expected ends of the migrations the model times, the first looks
-   * due at our starts, and whether something runs that it cannot time.
+   * due at our starts, whether something runs that it cannot time, and
+   * per migration its expected end (its start when untimed).
    */
   #ends(
     view: PaceView,
-  ): { model: number[]; first: number[]; untimed: boolean } {
+  ): {
+    model: number[];
+    first: number[];
+    untimed: boolean;
+    byId: Map<string, number>;
+  } {
+    const byId = new Map<string, number>();
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
@@ -510,10 +533,20 @@ export class Pace {
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
       const end = this.#endOf(entry, view, perNovaMs, queueing);
-      if (end === undefined) untimed = true;
-      else model.push(end);
+      if (end === undefined) {
+        untimed = true;
+        // untimed, it may end at any look: its start stands for its end
+        const since = this.#active.get(entry.id)?.sinceMs ??
+          view.issuedAt(entry.id);
+        if (since !== undefined && !Number.isNaN(since)) {
+          byId.set(entry.id, since);
+        }
+      } else {
+        model.push(end);
+        byId.set(entry.id, end);
+      }
     }
-    return { model, first, untimed };
+    return { model, first, untimed, byId };
   }
 
   /** When a running migration is expected to end (controller clock). */

@@ -153,6 +153,7 @@ export async function lookAtHost(
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
     novaLimit: knownNovaLimit(pass),
+    endsBy: state.pace.endsBy(),
   });
   reportWarnings(pass);
   if (snapshot !== undefined) {

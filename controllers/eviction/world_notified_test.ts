@@ -10,7 +10,11 @@
 // never more of ours in flight than the limit.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { runWorld, type WorldSpec } from "../../tests/harness/drain_world.ts";
+import {
+  runWorld,
+  type WorldRun,
+  type WorldSpec,
+} from "../../tests/harness/drain_world.ts";
 import { notifiedWorldArb } from "../../tests/harness/drain_world_arbs.ts";
 
 const RUNS = Number(Deno.env.get("EVICTOR_NOTIFIED_WORLDS") ?? "400");
@@ -80,3 +84,46 @@ for (
     assert.equal(run.status.migratedCount, 4);
   });
 }
+
+/** How long the drain took to say Succeeded (simulated ms). */
+const drainedMs = (run: WorldRun): number =>
+  Date.parse(run.status.finishedAt ?? "") -
+  Date.parse(run.status.startedAt ?? "");
+
+Deno.test("notified world simulation: a feed that loses migrations' ends drains within 1.3 times the polling drain", async () => {
+  const timing = { pollMs: 2000, relistMs: 300_000, settleMs: 6000, rate: 1 };
+  const world = (seed: number, notified?: WorldSpec["notified"]) =>
+    runWorld({
+      seed,
+      vms: calm(
+        Array.from({ length: 14 }, (_, i) => [1024, 2048, 4096, 8192][i % 4]!),
+      ),
+      limit: 2,
+      novaHostLimit: 2,
+      startFaults: ["ok"],
+      events: [],
+      retryWindowMs: 0,
+      timing,
+      ...(notified === undefined ? {} : { notified }),
+    });
+  for (const seed of [3, 11, 29, 47]) {
+    const polled = await world(seed);
+    for (const dropEnds of [0.05, 0.2, 1]) {
+      const run = await world(seed, {
+        drop: 0,
+        duplicate: 0,
+        delayMaxMs: 0,
+        dropEnds,
+      });
+      assert.equal(run.finalReason, "Succeeded");
+      assert.equal(run.maxMovesPerVm, 1);
+      const ratio = drainedMs(run) / drainedMs(polled);
+      assert.ok(
+        ratio <= 1.3,
+        `seed ${seed}, ${dropEnds * 100}% of ends lost: ${
+          drainedMs(run)
+        } ms against polling ${drainedMs(polled)} ms (${ratio.toFixed(2)}x)`,
+      );
+    }
+  }
+});

@@ -56,11 +56,12 @@ export interface TrustOptions {
   /** The longest feed demotion. */
   feedBackoffMaxMs: number;
   /**
-   * How long a live migration of the host may show no record while
-   * another copies before the view no longer vouches for the host: Nova
-   * may hold it `queued`, which no event tells.
+   * A poll interval: how long a live migration of the host may show no
+   * record while another copies before the view no longer vouches for
+   * the host (Nova may hold it `queued`, which no event tells), and the
+   * least spacing of looks at a migration shown moving past its end.
    */
-  untoldMs: number;
+  pollMs: number;
 }
 
 /** One host's trust. */
@@ -90,7 +91,7 @@ interface HostTrust {
  * ```ts
  * import { FeedTrust } from "./feed_trust.ts";
  * const trust = new FeedTrust({ probeMs: 10, hostDemotionMs: 100, liveMs: 30, feedAfter: 3,
- *   feedWindowMs: 1000, feedBackoffMs: 500, feedBackoffMaxMs: 4000, untoldMs: 20 });
+ *   feedWindowMs: 1000, feedBackoffMs: 500, feedBackoffMaxMs: 4000, pollMs: 20 });
  * trust.probe("ev", "vm", 0, 0);
  * console.assert(!trust.trusted("ev", 5)); // not proven yet
  * trust.probe("ev", "vm2", 1, 1);
@@ -349,7 +350,7 @@ export function trustOptionsFor(
     feedWindowMs: 5 * relistMs * rate,
     feedBackoffMs,
     feedBackoffMaxMs: Math.max(feedBackoffMs, 3_600_000 * rate),
-    untoldMs: pollMs * rate,
+    pollMs: pollMs * rate,
   };
 }
 

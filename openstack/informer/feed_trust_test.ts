@@ -10,7 +10,7 @@ const OPTIONS: TrustOptions = {
   feedWindowMs: 1000,
   feedBackoffMs: 500,
   feedBackoffMaxMs: 1500,
-  untoldMs: 20,
+  pollMs: 20,
 };
 
 /** A trust whose host "ev" is proven by a start heard of at `atMs`. */

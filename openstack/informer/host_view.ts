@@ -286,6 +286,43 @@ export class WatchedHost {
   }
 
   /**
+   * VMs the view shows on the host, at rest or moving, with no list
+   * behind their being here: not on the host at the list, or shown
+   * leaving (moved, deleted) since and then back. Only a list made after
+   * a VM's last move may ground a start of it (docs/drain.md, the trust
+   * rule): an event that puts a VM here may be forged, replayed or
+   * misattributed, and Nova would migrate a VM moved already again.
+   *
+   * @example
+   * ```ts
+   * import { WatchedHost } from "./host_view.ts";
+   * const view = new WatchedHost("h", { servers: [], migrations: [], departed: [] },
+   *   { atMs: 0, epoch: 1, up: true });
+   * view.apply({ messageId: "m1", eventType: "instance.update", publisherId: "nova-conductor:x",
+   *   publisherHost: "x", timestampMs: 5, priority: "info",
+   *   instance: { uuid: "a", host: "h", node: "h", vmState: "active", taskState: null, powerState: 1 } });
+   * console.assert(view.unlisted()[0] === "a");
+   * ```
+   */
+  unlisted(): string[] {
+    const unlisted: string[] = [];
+    for (const [id, events] of this.#bySubject()) {
+      let here = this.listedHere(id);
+      let listed = here;
+      const listedAt = this.#listedChangeMs(id);
+      // the snapshots foldSnapshots takes, in its order
+      for (const n of events) {
+        if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
+        if (n.timestampMs < listedAt) continue;
+        here = !isDeletion(n) && n.instance.host === this.host;
+        if (!here) listed = false;
+      }
+      if (here && !listed) unlisted.push(id);
+    }
+    return unlisted.sort();
+  }
+
+  /**
    * The latest change of VM `id` the list shows, on Nova's clock: its
    * server's `updated`, or the last change of a migration record of it. A
    * snapshot older than that (an event delayed past the list) is stale: a

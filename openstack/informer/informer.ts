@@ -52,6 +52,12 @@ export interface SnapshotRequest {
    * migration with no record waits in Nova's queue, as expected.
    */
   novaLimit?: number | undefined;
+  /**
+   * By when (drain clock) the end of each live migration of ours should
+   * have been heard of: the pacing model's expected end and a stated
+   * bound. A view still showing one moving past it looks at Nova.
+   */
+  endsBy?: ReadonlyMap<string, number> | undefined;
 }
 
 /** Something the informer found wrong with itself, for the drain to report. */

@@ -28,7 +28,8 @@ import {
   subjectOf,
 } from "./notified_events.ts";
 import { type FactDiff, factDiffs } from "./view_diff.ts";
-import { untoldLiveMigrations } from "./nova_records.ts";
+import { inFlightKindOfServer } from "./nova_states.ts";
+import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
 import type {
   HostInformer,
   InformerWarning,
@@ -152,7 +153,7 @@ export class NotifiedInformer implements HostInformer {
   /** When each host's view may be planned from (feed_trust.ts). */
   readonly #trust: FeedTrust;
   readonly #hooks: InformerHooks;
-  readonly #untoldMs: number;
+  readonly #pollMs: number;
   /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
 
@@ -175,7 +176,7 @@ export class NotifiedInformer implements HostInformer {
   ) {
     this.#feed = feed;
     this.#hooks = hooks;
-    this.#untoldMs = trust.untoldMs;
+    this.#pollMs = trust.pollMs;
     this.#trust = new FeedTrust(trust);
     this.#wake = (key) => {
       this.#woken.add(key);
@@ -295,40 +296,79 @@ export class NotifiedInformer implements HostInformer {
     const view = this.trustworthyView(key, request.maxAgeMs);
     const seen = view?.observation(request.status, request.ram);
     if (view === undefined || seen === undefined) return undefined;
-    return this.tells(key, view.host, seen, request.novaLimit)
-      ? seen
-      : undefined;
-  }
-
-  /** Whether the host's view is trusted (of any age) and tells all a list would. */
-  cached(key: string, novaLimit?: number): boolean {
-    const view = this.trustworthyView(key, Infinity);
-    return view !== undefined &&
-      this.tells(key, view.host, view.observation(undefined), novaLimit);
+    const vouched = this.#vouches(key, view, seen, request);
+    this.#untold.set(key, vouched.untold);
+    return vouched.ok ? seen : undefined;
   }
 
   /**
-   * Whether the view of `key`'s host, as `seen`, tells what a list would:
-   * not while a live migration of the host has shown no record for
-   * `untoldMs` while another copies and Nova is not known to run no more
-   * (`novaLimit`): Nova may hold it `queued`, which no event says, and the
-   * drain learns Nova's own limit from a list that shows it.
+   * Whether the host's view is trusted (of any age) and tells all a list
+   * would: what {@linkcode NotifiedInformer.snapshot} would say, changing
+   * nothing (another drain's budget asks it).
    */
-  tells(
+  cached(key: string, novaLimit?: number): boolean {
+    const view = this.trustworthyView(key, Infinity);
+    return view !== undefined &&
+      this.#vouches(key, view, view.observation(undefined), { novaLimit }).ok;
+  }
+
+  /**
+   * Whether the view of `key`'s host, as `seen`, may ground the drain's
+   * plan, and since when each live migration of the host has shown no
+   * record. Not when:
+   * - a VM is on the host with no list behind its being here
+   *   ({@linkcode WatchedHost.unlisted}): an arrival, or a VM shown coming
+   *   back, is looked at before any start of it (the trust rule);
+   * - a migration of ours is still shown moving past the time its end
+   *   should have been heard of (`endsBy`), and the list behind the view
+   *   is a poll interval old, and older than the copy was late at that
+   *   list: its end may be lost, so the drain looks (at spacings doubling
+   *   while the copy runs on);
+   * - a live migration of the host has shown no record for a poll interval
+   *   while another copies and Nova is not known to run no more
+   *   (`novaLimit`): Nova may hold it `queued`, which no event says, and
+   *   the drain learns Nova's own limit from a list that shows it.
+   */
+  #vouches(
     key: string,
-    host: string,
+    view: WatchedHost,
     seen: Observation,
-    novaLimit?: number,
-  ): boolean {
+    request: Pick<SnapshotRequest, "novaLimit" | "endsBy">,
+  ): { ok: boolean; untold: Map<string, number> } {
     const now = this.#now();
     const before = this.#untold.get(key);
-    const since = new Map(
-      untoldLiveMigrations(seen, host, novaLimit).map((
+    const untold = new Map(
+      untoldLiveMigrations(seen, view.host, request.novaLimit).map((
         id,
       ) => [id, before?.get(id) ?? now]),
     );
-    this.#untold.set(key, since);
-    return [...since.values()].every((t) => now - t < this.#untoldMs);
+    const ok = view.unlisted().length === 0 &&
+      !this.#endOverdue(view, seen, request.endsBy, now) &&
+      [...untold.values()].every((t) => now - t < this.#pollMs);
+    return { ok, untold };
+  }
+
+  /** Whether `seen` shows a migration moving past its `endsBy` time, unchecked since. */
+  #endOverdue(
+    view: WatchedHost,
+    seen: Observation,
+    endsBy: ReadonlyMap<string, number> | undefined,
+    now: number,
+  ): boolean {
+    if (endsBy === undefined || endsBy.size === 0) return false;
+    const records = latestRecords(seen.migrations, view.host);
+    const moving = (id: string) => {
+      if (records.get(id)?.inProgress !== undefined) return true;
+      const s = seen.servers.find((s) => s.id === id);
+      return s !== undefined &&
+        inFlightKindOfServer(s.status, s.taskState) !== undefined;
+    };
+    for (const [id, by] of endsBy) {
+      if (now < by || !moving(id)) continue;
+      const listed = view.stamp.atMs;
+      if (now - listed >= Math.max(this.#pollMs, listed - by)) return true;
+    }
+    return false;
   }
 
   /** Lists the host while subscribed: the list and the events since become its view. */

@@ -3,8 +3,10 @@ import { NotifiedInformer } from "./notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import {
   HOST,
+  instance,
   listed,
   liveMigration,
+  notification,
   record,
   T0,
 } from "../../tests/harness/notified_fixtures.ts";
@@ -130,7 +132,10 @@ Deno.test("a live migration without a record while another copies: the view stop
   });
   const copying = record(1, "a", "running");
   const listing = {
-    servers: [listed("a", { status: "MIGRATING", taskState: "migrating" })],
+    servers: [
+      listed("a", { status: "MIGRATING", taskState: "migrating" }),
+      listed("b"),
+    ],
     migrations: [copying],
     departed: [],
   };
@@ -149,7 +154,7 @@ Deno.test("a live migration without a record while another copies: the view stop
   await watches.look("ev", HOST, () =>
     Promise.resolve({
       ...listing,
-      servers: [...listing.servers, listed("b", { taskState: "migrating" })],
+      servers: [listing.servers[0]!, listed("b", { taskState: "migrating" })],
       migrations: [copying, record(2, "b", "queued")],
     }));
   const seen = watches.snapshot("ev", request([]));
@@ -171,7 +176,10 @@ Deno.test("a live migration without a record while Nova runs as many as its lear
   const copying = record(1, "a", "running");
   await watches.look("ev", HOST, () =>
     Promise.resolve({
-      servers: [listed("a", { status: "MIGRATING", taskState: "migrating" })],
+      servers: [
+        listed("a", { status: "MIGRATING", taskState: "migrating" }),
+        listed("b"),
+      ],
       migrations: [copying],
       departed: [],
     }));
@@ -187,4 +195,137 @@ Deno.test("a live migration without a record while Nova runs as many as its lear
   assert.equal(watches.snapshot("ev", request(2)), undefined);
   assert.equal(watches.cached("ev"), false);
   assert.ok(watches.cached("ev", 1));
+});
+
+Deno.test("the trust rule: a VM shown back on the host at rest after it left is looked at before any start (forged, replayed or misattributed)", async () => {
+  const { feed, watches } = setUp();
+  const request = {
+    maxAgeMs: 60_000,
+    status: {},
+    ram: () => undefined,
+    starts: [],
+  };
+  const differed: string[] = [];
+  await watches.look("ev", HOST, () => Promise.resolve(list("a", "b")));
+  prove(watches, feed, "b", T0);
+  for (const n of liveMigration("a", 10, "completed")) feed.publish(n);
+  const left = watches.snapshot("ev", request);
+  assert.deepEqual(left?.servers.map((s) => s.id), ["b"], "a left");
+  // one update, stamped as new, puts a back on the host at rest
+  feed.publish(
+    notification("instance.update", 20, "nova-conductor:forger", {
+      instance: instance("a"),
+    }),
+  );
+  assert.equal(watches.snapshot("ev", request), undefined);
+  assert.equal(watches.cached("ev"), false);
+  // the look Nova answers shows where a is: the view was wrong
+  const informer = new NotifiedInformer(feed, () => {}, () => T0, undefined, {
+    differed: (_host, diffs) => differed.push(...diffs.map((d) => d.id)),
+    demoted: () => {},
+  });
+  await informer.look("ev", HOST, () => Promise.resolve(list("a", "b")));
+  prove(informer, feed, "b", T0);
+  for (const n of liveMigration("a", 30, "completed")) feed.publish(n);
+  feed.publish(
+    notification("instance.update", 40, "nova-compute:node001", {
+      instance: instance("a"),
+    }),
+  );
+  await informer.look(
+    "ev",
+    HOST,
+    () =>
+      Promise.resolve({
+        ...list(),
+        servers: [listed("b", { status: "MIGRATING", taskState: "migrating" })],
+      }),
+  );
+  assert.deepEqual(differed, ["a"], "the relist tells what the view saw");
+  assert.equal(
+    informer.takeWarnings("ev")[0]?.reason,
+    "NotificationViewDemoted",
+  );
+});
+
+Deno.test("the trust rule: an arrival the list behind the view does not show is looked at first; once listed, the view vouches", async () => {
+  const { feed, watches } = setUp();
+  const request = {
+    maxAgeMs: 60_000,
+    status: {},
+    ram: () => undefined,
+    starts: [],
+  };
+  await watches.look("ev", HOST, () => Promise.resolve(list("b")));
+  prove(watches, feed, "b", T0);
+  assert.ok(watches.snapshot("ev", request));
+  feed.publish(
+    notification("instance.update", 20, "nova-compute:node042", {
+      instance: instance("new"),
+    }),
+  );
+  assert.equal(watches.snapshot("ev", request), undefined);
+  await watches.look("ev", HOST, () =>
+    Promise.resolve({
+      ...list(),
+      servers: [
+        listed("b", { status: "MIGRATING", taskState: "migrating" }),
+        listed("new"),
+      ],
+    }));
+  prove(watches, feed, "b", T0);
+  assert.deepEqual(
+    watches.snapshot("ev", request)?.servers.map((s) => s.id),
+    ["b", "new"],
+  );
+});
+
+Deno.test("a migration's end not heard of by its due time: the view looks, then at spacings doubling while the copy runs on", async () => {
+  const { feed, watches, tick } = setUp();
+  const copying = {
+    servers: [
+      listed("a", { status: "MIGRATING", taskState: "migrating" }),
+      listed("b", { status: "MIGRATING", taskState: "migrating" }),
+    ],
+    migrations: [record(1, "a", "running")],
+    departed: [],
+  };
+  await watches.look("ev", HOST, () => Promise.resolve(copying));
+  prove(watches, feed, "b", T0);
+  const request = (endsBy: number) => ({
+    maxAgeMs: 600_000,
+    status: {},
+    ram: () => undefined,
+    starts: [],
+    endsBy: new Map([["a", endsBy]]),
+  });
+  const due = T0 + 10_000;
+  tick(9_999);
+  assert.ok(watches.snapshot("ev", request(due)), "not due yet");
+  tick(1);
+  assert.equal(watches.snapshot("ev", request(due)), undefined, "overdue");
+  // a look at T0 + 10 s shows it copying still: the view vouches again
+  await watches.look("ev", HOST, () => Promise.resolve(copying));
+  prove(watches, feed, "b", T0 + 10_000);
+  tick(1_999);
+  assert.ok(watches.snapshot("ev", request(due)));
+  // a poll interval (2 s) later it looks again
+  tick(1);
+  assert.equal(watches.snapshot("ev", request(due)), undefined);
+  await watches.look("ev", HOST, () => Promise.resolve(copying));
+  prove(watches, feed, "b", T0 + 12_000);
+  // listed 2 s late: the next look 2 s on, then 4 s on (doubling)
+  tick(1_999);
+  assert.ok(watches.snapshot("ev", request(due)));
+  tick(1);
+  assert.equal(watches.snapshot("ev", request(due)), undefined);
+  await watches.look("ev", HOST, () => Promise.resolve(copying));
+  prove(watches, feed, "b", T0 + 14_000);
+  tick(3_999);
+  assert.ok(watches.snapshot("ev", request(due)));
+  tick(1);
+  assert.equal(watches.snapshot("ev", request(due)), undefined);
+  // a view that shows it ended is not looked at for it
+  const ended = watches.snapshot("ev", request(T0 + 100_000));
+  assert.ok(ended, "due later: vouched");
 });

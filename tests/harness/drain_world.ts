@@ -187,6 +187,21 @@ export interface NotifiedSpec {
   silentFromPass?: number | undefined;
   /** At this pass the connection drops, for three passes. */
   downAtPass?: number | undefined;
+  /**
+   * Probability, per event, of a forged `instance.update` besides it that
+   * places a VM the feed has named (often one that left) on the host at
+   * rest, stamped as new (anyone who can publish on Nova's exchange).
+   */
+  forge?: number | undefined;
+  /** Probability, per event, of an earlier event replayed with a new id and timestamp. */
+  replay?: number | undefined;
+  /**
+   * Probability that an event names the wrong host: the drained host for
+   * another, or another for the drained host (a misattributing publisher).
+   */
+  misattribute?: number | undefined;
+  /** Probability that an event ending a live migration (its last steps and the move) is lost. */
+  dropEnds?: number | undefined;
 }
 
 /** A broken invariant, with where it broke. */
@@ -1224,14 +1239,40 @@ function notifiedFeed(
   const prng = new Prng(spec.seed ^ 0x5f3759df);
   const held: Array<{ atMs: number; n: NovaNotification }> = [];
   let downSince: number | undefined;
+  const named: string[] = [];
+  const sent: NovaNotification[] = [];
+  let forged = 0;
   world.onNotification((key, envelope) => {
     const pass = passNow();
     if (n.silentFromPass !== undefined && pass >= n.silentFromPass) return;
     if (prng.next() < n.drop) return;
+    let parsed = parseSimEnvelope(key, envelope);
+    if (prng.next() < (n.dropEnds ?? 0) && endsLiveMigration(parsed)) return;
     const copies = prng.next() < n.duplicate ? 2 : 1;
-    const parsed = parseSimEnvelope(key, envelope);
-    for (let i = 0; i < copies; i++) {
-      held.push({ atMs: clock.now() + prng.next() * n.delayMaxMs, n: parsed });
+    const id = parsed.instance?.uuid;
+    if (id !== undefined && !named.includes(id)) named.push(id);
+    if (prng.next() < (n.misattribute ?? 0)) parsed = misattributed(parsed);
+    const lies: NovaNotification[] = [];
+    const stamp = parsed.timestampMs;
+    if (prng.next() < (n.replay ?? 0) && sent.length > 0) {
+      const old = sent[Math.floor(prng.next() * sent.length)];
+      if (old !== undefined) {
+        lies.push({
+          ...old,
+          messageId: `replay-${forged++}`,
+          timestampMs: stamp,
+        });
+      }
+    }
+    const vm = named[Math.floor(prng.next() * named.length)];
+    if (prng.next() < (n.forge ?? 0) && vm !== undefined) {
+      lies.push(forgedArrival(vm, `forged-${forged++}`, stamp));
+    }
+    sent.push(parsed);
+    for (const m of [parsed, ...lies]) {
+      for (let i = 0; i < copies; i++) {
+        held.push({ atMs: clock.now() + prng.next() * n.delayMaxMs, n: m });
+      }
     }
   });
   const deliverDue = () => {
@@ -1253,4 +1294,47 @@ function notifiedFeed(
     }
   };
   return { feed, deliverDue };
+}
+
+/** Whether an event ends a live migration: its last steps, or the move itself. */
+function endsLiveMigration(n: NovaNotification): boolean {
+  if (n.eventType.startsWith("instance.live_migration_post")) return true;
+  return n.eventType === "instance.update" && n.instance !== undefined &&
+    n.instance.host !== HOST && n.instance.taskState === null;
+}
+
+/** `n` naming the wrong host: another for the drained one, or the drained one. */
+function misattributed(n: NovaNotification): NovaNotification {
+  if (n.instance === undefined) return n;
+  const host = n.instance.host === HOST ? "elsewhere" : HOST;
+  return {
+    ...n,
+    publisherHost: host,
+    publisherId: `nova-compute:${host}`,
+    instance: { ...n.instance, host, node: host },
+  };
+}
+
+/** A forged update that places `vm` on the drained host at rest. */
+function forgedArrival(
+  vm: string,
+  messageId: string,
+  timestampMs: number,
+): NovaNotification {
+  return {
+    messageId,
+    eventType: "instance.update",
+    publisherId: "nova-conductor:forger",
+    publisherHost: "forger",
+    timestampMs,
+    priority: "info",
+    instance: {
+      uuid: vm,
+      host: HOST,
+      node: HOST,
+      vmState: "active",
+      taskState: null,
+      powerState: 1,
+    },
+  };
 }

@@ -76,7 +76,11 @@ export const worldSpecArb: fc.Arbitrary<WorldSpec> = fc.record({
   recordDelaySeconds: fc.constantFrom(0.2, 0.2, 1, 3, 8),
 });
 
-/** A feed that drops, duplicates, delays (reorders), goes silent or drops its connection. */
+/**
+ * A feed that drops, duplicates, delays (reorders), goes silent or drops its
+ * connection, forges arrivals, replays events as new, names wrong hosts and
+ * loses the ends of migrations.
+ */
 export const notifiedArb: fc.Arbitrary<NotifiedSpec> = fc.record({
   drop: fc.constantFrom(0, 0, 0.05, 0.2, 0.5, 1),
   duplicate: fc.constantFrom(0, 0.1, 0.5),
@@ -85,6 +89,10 @@ export const notifiedArb: fc.Arbitrary<NotifiedSpec> = fc.record({
     nil: undefined,
   }),
   downAtPass: fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
+  forge: fc.constantFrom(0, 0, 0.02, 0.1),
+  replay: fc.constantFrom(0, 0, 0.02, 0.1),
+  misattribute: fc.constantFrom(0, 0, 0.02, 0.1),
+  dropEnds: fc.constantFrom(0, 0, 0.2, 1),
 }, { requiredKeys: ["drop", "duplicate", "delayMaxMs"] });
 
 /** The drain's poll (1-10 s), relist (10-600 s), settle and time scale (1-40). */
