@@ -86,6 +86,10 @@ async function runOperator(
     logger: logger.child({ name: "openstack" }),
     onAuthentication: authMetrics.observe,
     novaTimeoutMs: config.novaTimeoutMs,
+    // A stalled read must not hold a drain (and its freed slots) for the
+    // whole timeout: a second one goes out after a poll interval (2 s at
+    // the least, so that a loaded Nova is not read twice as a habit).
+    novaReadHedgeMs: Math.max(config.pollIntervalMs, 2000),
     userAgent: USER_AGENT,
   });
   const notificationMetrics = new NotificationMetrics();

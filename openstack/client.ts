@@ -43,9 +43,11 @@ export function createOpenStackClients(
   options: Omit<KeystoneSessionOptions, "authUrl" | "auth"> & {
     /** Timeout of one Nova call (`--nova-timeout`), ms. */
     novaTimeoutMs?: number;
+    /** A Nova read not answered this long is sent again beside it, ms. */
+    novaReadHedgeMs?: number;
   } = {},
 ): OpenStackClients {
-  const { novaTimeoutMs, ...sessionOptions } = options;
+  const { novaTimeoutMs, novaReadHedgeMs, ...sessionOptions } = options;
   const session = KeystoneSession.fromConfig(config, sessionOptions);
   if (config.insecure) {
     session.logger.warn(
@@ -61,6 +63,9 @@ export function createOpenStackClients(
         ? { microversion: config.computeApiVersion }
         : {}),
       ...(novaTimeoutMs === undefined ? {} : { timeoutMs: novaTimeoutMs }),
+      ...(novaReadHedgeMs === undefined
+        ? {}
+        : { readHedgeMs: novaReadHedgeMs }),
     }),
     placement: new PlacementClient(session, {
       microversion: config.placementApiVersion,

@@ -108,6 +108,13 @@ export interface HttpRequest {
   idempotent: boolean;
   /** Overrides the transport's timeout for this call. */
   timeoutMs?: number;
+  /**
+   * An idempotent call not answered this long (ms) is sent a second time
+   * beside the first; the first answer wins and the other is cancelled
+   * (a hedged read: one stalled read does not hold its caller for the
+   * whole timeout). Never for actions.
+   */
+  hedgeAfterMs?: number;
   /** Cancels the call. */
   signal?: AbortSignal;
   /** A short name of the call for the log, e.g. "nova.liveMigrate". */
@@ -233,7 +240,9 @@ export class HttpTransport {
     let lastError: OpenStackError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
-        return await this.#once(req, attempt);
+        return await (req.idempotent && req.hedgeAfterMs !== undefined
+          ? this.#hedged(req, attempt, req.hedgeAfterMs)
+          : this.#once(req, attempt));
       } catch (e) {
         if (!(e instanceof OpenStackError)) throw e;
         lastError = e;
@@ -269,6 +278,53 @@ export class HttpTransport {
       this.#retry.maxDelayMs,
     );
     return Math.round(exp / 2 + (exp / 2) * this.#random());
+  }
+
+  /**
+   * `req` sent once, and once more beside it when no answer came within
+   * `hedgeAfterMs`: the first answer wins and the other is cancelled; an
+   * error ends the call only when no other send is under way.
+   */
+  #hedged(
+    req: HttpRequest,
+    attempt: number,
+    hedgeAfterMs: number,
+  ): Promise<HttpResponse> {
+    const race = new AbortController();
+    const racing = {
+      ...req,
+      signal: req.signal === undefined
+        ? race.signal
+        : AbortSignal.any([race.signal, req.signal]),
+    };
+    return new Promise<HttpResponse>((resolve, reject) => {
+      let running = 0;
+      const end = () => {
+        clearTimeout(hedge);
+        race.abort();
+      };
+      const send = () => {
+        running++;
+        this.#once(racing, attempt).then((res) => {
+          end();
+          resolve(res);
+        }, (e) => {
+          if (--running > 0) return;
+          end();
+          reject(e);
+        });
+      };
+      const hedge = setTimeout(() => {
+        this.#logger.debug({
+          action: req.action,
+          method: req.method,
+          url: urlForLog(req.url),
+          hedgeAfterMs,
+        }, "no answer yet: sending the idempotent call again beside it");
+        send();
+      }, hedgeAfterMs);
+      send();
+    });
   }
 
   async #once(req: HttpRequest, attempt: number): Promise<HttpResponse> {

@@ -230,3 +230,58 @@ Deno.test("an action over TLS uses its own connection and trusts its tls setting
     httpClient.close();
   }
 });
+
+Deno.test("hedge: a read not answered within the hedge delay is sent again beside it; the first answer wins", async () => {
+  await withSim(BASIC_SCENARIO, async ({ session, sim }) => {
+    const nova = new NovaClient(session, {
+      timeoutMs: 30_000,
+      readHedgeMs: 100,
+    });
+    await nova.listServersOnHost("node001");
+    sim.injectHttpFault({
+      path: "/servers/detail",
+      latencyMs: 6_000,
+      count: 1,
+    });
+    const before = sim.counters().calls[DETAIL] ?? 0;
+    const started = Date.now();
+    const servers = await nova.listServersOnHost("node001");
+    const tookMs = Date.now() - started;
+    assert.equal(servers.length, 3);
+    assert.equal(sim.counters().calls[DETAIL], before + 2, "sent twice");
+    assert.ok(
+      tookMs < 4_000,
+      `answered after ${tookMs} ms, not the stall's 6 s`,
+    );
+  });
+});
+
+Deno.test("hedge: a read answered in time is sent once; an error before the hedge ends it at once; actions are never hedged", async () => {
+  await withSim(
+    { ...BASIC_SCENARIO, timeScale: 1 },
+    async ({ session, sim }) => {
+      const nova = new NovaClient(session, {
+        timeoutMs: 300,
+        readHedgeMs: 2_000,
+      });
+      await nova.listServersOnHost("node001");
+      const before = sim.counters().calls[DETAIL] ?? 0;
+      await nova.listServersOnHost("node001");
+      assert.equal(sim.counters().calls[DETAIL], before + 1);
+      sim.injectHttpFault({ path: "/servers/detail", status: 500, count: 1 });
+      const detailBefore = sim.counters().calls[DETAIL] ?? 0;
+      // a 500 is retried (a new attempt), never hedged beside itself
+      await nova.listServersOnHost("node001");
+      assert.equal(sim.counters().calls[DETAIL], detailBefore + 2);
+      const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+      sim.injectHttpFault({
+        method: "POST",
+        path: "/servers/{id}/action",
+        dropResponse: true,
+        count: 1,
+      });
+      await assert.rejects(nova.liveMigrate(id), TimeoutError);
+      assert.equal(sim.counters().calls[ACTION], 1, "an action goes out once");
+    },
+  );
+});

@@ -60,6 +60,11 @@ export interface NovaClientOptions {
   pageSize?: number;
   /** Timeout of one call, in milliseconds (default: the transport's). */
   timeoutMs?: number;
+  /**
+   * A read not answered this long (ms) is sent again beside the first
+   * (http.ts `hedgeAfterMs`); default: never.
+   */
+  readHedgeMs?: number;
 }
 
 /** Result of an action Nova accepted (202/204). */
@@ -295,6 +300,9 @@ export class NovaClient {
       idempotent: true,
       action,
       ...(signal === undefined ? {} : { signal }),
+      ...(this.#options.readHedgeMs === undefined
+        ? {}
+        : { hedgeAfterMs: this.#options.readHedgeMs }),
     });
     return parseBody(schema, res, `GET ${path}`);
   }
