@@ -316,25 +316,28 @@ export class Pace {
    */
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
-      this.#pairClocks(String(r.id), view.issuedAt(id), r.createdAt);
+      const keys = recordKeys(id, r, view.issuedAt(id));
+      this.#pairClocks(keys, view.issuedAt(id), r.createdAt);
       const status = r.status.toLowerCase();
       const known = this.#active.get(id);
-      const same = known?.recordId === String(r.id) ? known : undefined;
+      const same = known !== undefined && keys.includes(known.recordId)
+        ? known
+        : undefined;
       if (WAITING.has(status)) {
         // accepted: the conductor schedules it (every migration does);
         // queued: behind Nova's per-host limit, not yet copying.
         this.#active.set(id, {
-          recordId: String(r.id),
+          recordId: keys[0] ?? "",
           sinceMs: Number.NaN,
           novaSinceMs: undefined,
           queued: status === "queued" || same?.queued === true,
         });
       } else if (COMPLETED.has(status)) {
-        this.#completed(view, id, r, same);
+        this.#completed(view, id, r, keys, same);
       } else if (migrationPhase(status) !== "in_progress") {
         this.#active.delete(id);
       } else if (same === undefined || Number.isNaN(same.sinceMs)) {
-        this.#active.set(id, this.#copying(view, id, r, same));
+        this.#active.set(id, this.#copying(view, id, r, keys[0] ?? "", same));
       }
     }
     const live = new Set(view.inFlight.map((e) => e.id));
@@ -359,6 +362,7 @@ export class Pace {
     view: PaceView,
     id: string,
     r: ObservedMigration,
+    key: string,
     known: Active | undefined,
   ): Active {
     const issued = view.issuedAt(id);
@@ -366,7 +370,7 @@ export class Pace {
     const queued = known?.queued ?? false;
     if (!queued) {
       return {
-        recordId: String(r.id),
+        recordId: key,
         sinceMs: issued ?? view.nowMs,
         novaSinceMs: created,
         queued,
@@ -378,7 +382,7 @@ export class Pace {
       ? undefined
       : Math.max(0, novaSince - created);
     return {
-      recordId: String(r.id),
+      recordId: key,
       sinceMs: issued === undefined || waited === undefined ||
           perNovaMs === undefined
         ? view.nowMs
@@ -399,13 +403,14 @@ export class Pace {
     view: PaceView,
     id: string,
     r: ObservedMigration,
+    keys: readonly string[],
     known: Active | undefined,
   ): void {
     this.#active.delete(id);
     const issued = view.issuedAt(id);
     if (known === undefined && issued === undefined) return;
-    if (this.#sampled.has(String(r.id))) return;
-    this.#sampled.add(String(r.id));
+    if (keys.some((k) => this.#sampled.has(k))) return;
+    for (const k of keys) this.#sampled.add(k);
     const ram = view.ramOf(id);
     if (ram === undefined) return;
     const queued = known?.queued ?? false;
@@ -427,15 +432,15 @@ export class Pace {
 
   /** Remembers one start of ours on both clocks (once per record). */
   #pairClocks(
-    recordId: string,
+    keys: readonly string[],
     issuedMs: number | undefined,
     createdAt: string | null | undefined,
   ): void {
     const { paired, clockPairs } = this.#cloud;
-    if (issuedMs === undefined || paired.has(recordId)) return;
+    if (issuedMs === undefined || keys.some((k) => paired.has(k))) return;
     const novaMs = parseNovaTime(createdAt ?? undefined);
     if (novaMs === undefined) return;
-    paired.add(recordId);
+    for (const k of keys) paired.add(k);
     clockPairs.push({ clockMs: issuedMs, novaMs });
     if (clockPairs.length > MAX_SAMPLES) clockPairs.shift();
     // a bounded set: the oldest record ids go with their pairs
@@ -614,6 +619,31 @@ export class Pace {
       same?.withConductor ?? false,
     );
   }
+}
+
+/**
+ * The keys a migration is learned once by: Nova's id of its record, and
+ * our start of the VM (the same migration whether the informer's view,
+ * which knows no id, or Nova's list shows it); its creation when neither
+ * is known.
+ *
+ * @example
+ * ```ts
+ * import { recordKeys } from "./pacing.ts";
+ * const r = { instanceUuid: "a", migrationType: "live-migration", status: "completed",
+ *   sourceCompute: "h", destCompute: "d", createdAt: "2026-01-01T00:00:00" };
+ * console.assert(recordKeys("a", { ...r, id: 7 }, 5).includes(recordKeys("a", r, 5)[0]!));
+ * console.assert(recordKeys("a", { ...r, id: 7 }, undefined)[0] === "7");
+ * ```
+ */
+export function recordKeys(
+  vm: string,
+  r: ObservedMigration,
+  issuedMs: number | undefined,
+): string[] {
+  const keys = r.id === undefined ? [] : [String(r.id)];
+  if (issuedMs !== undefined) keys.push(`${vm}@${issuedMs}`);
+  return keys.length > 0 ? keys : [`${vm}@${r.createdAt}`];
 }
 
 /**

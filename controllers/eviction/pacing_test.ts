@@ -658,3 +658,38 @@ Deno.test("Pace: a start whose record Nova's conductor has not written yet is lo
   p.learn(copying);
   assert.ok((p.dueInMs(copying).dueMs ?? 0) > pollMs);
 });
+
+Deno.test("Pace: records the informer knows only from notifications (no Nova id) are each learned once", () => {
+  const p = new Pace();
+  sameClock(p);
+  const ram = new Map([["a", 2048], ["b", 4096]]);
+  const issued = new Map([["a", T], ["b", T + 1000]]);
+  const viewOnly = (id: string, status: string, from: number, to: number) => {
+    const { id: _novaId, ...r } = record(id, status, from, to);
+    return r;
+  };
+  const at = (nowMs: number, records: Array<[string, ObservedMigration]>) =>
+    view(nowMs, records, ["a", "b"], {
+      issuedAt: (id) => issued.get(id),
+      ramOf: (id) => ram.get(id),
+    });
+  p.learn(at(T + 1500, [
+    ["a", viewOnly("a", "running", T, T)],
+    ["b", viewOnly("b", "running", T + 1000, T + 1000)],
+  ]));
+  const aDone = viewOnly("a", "completed", T, T + 5000);
+  p.learn(
+    at(T + 5500, [["a", aDone], [
+      "b",
+      viewOnly("b", "running", T + 1000, T + 1000),
+    ]]),
+  );
+  const bDone = viewOnly("b", "completed", T + 1000, T + 10_000);
+  p.learn(at(T + 10_500, [["a", aDone], ["b", bDone]]));
+  // and the same records listed by Nova (with ids) add nothing
+  p.learn(
+    at(T + 12_000, [["a", { ...aDone, id: 41 }], ["b", { ...bDone, id: 42 }]]),
+  );
+  // (2048 MB, 5 s) and (4096 MB, 9 s): a line, not one size through zero
+  assert.equal(p.predictMs("live", 8192), 17_000);
+});
