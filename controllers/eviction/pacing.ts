@@ -236,6 +236,18 @@ export class Pace {
   }
 
   /**
+   * A migration's slot time on our clock as the drain's completed ones
+   * show it (0 before any: a migration the model cannot time may end at
+   * any look).
+   */
+  #slotMs(ramMb: number | undefined): number {
+    const fit = fitDuration(this.#slots);
+    return fit === undefined || ramMb === undefined
+      ? 0
+      : Math.max(0, fit.a + fit.b * ramMb);
+  }
+
+  /**
    * Controller-clock ms per Nova ms: the least-squares slope of our starts'
    * issue times against their records' `created_at`, once two starts are
    * at least a second apart on Nova's clock; 1 while no start of ours was
@@ -491,10 +503,12 @@ export class Pace {
 
   /**
    * By when (controller clock) the end of each migration timed at the
-   * last {@linkcode Pace.dueInMs} should be known: its expected end (its
-   * start while the model cannot time it) and one poll interval. An
-   * informer whose view shows one still moving later looks at Nova (its
-   * end event may be lost), at spacings that double while it runs on.
+   * last {@linkcode Pace.dueInMs} should be known: its expected end and
+   * one poll interval. While the model cannot time it, its start and the
+   * slot time the drain's completed migrations show (none before the
+   * first: its start). An informer whose view shows one still moving
+   * later looks at Nova (its end event may be lost), at spacings that
+   * double while it runs on.
    */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
@@ -510,7 +524,8 @@ export class Pace {
   /**
    * The expected ends of the migrations the model times, the first looks
    * due at our starts, whether something runs that it cannot time, and
-   * per migration its expected end (its start when untimed).
+   * per migration its expected end (when untimed, {@linkcode Pace.endsBy}'s
+   * stand-in).
    */
   #ends(
     view: PaceView,
@@ -540,11 +555,10 @@ export class Pace {
       const end = this.#endOf(entry, view, perNovaMs, queueing);
       if (end === undefined) {
         untimed = true;
-        // untimed, it may end at any look: its start stands for its end
         const since = this.#active.get(entry.id)?.sinceMs ??
           view.issuedAt(entry.id);
         if (since !== undefined && !Number.isNaN(since)) {
-          byId.set(entry.id, since);
+          byId.set(entry.id, since + this.#slotMs(view.ramOf(entry.id)));
         }
       } else {
         model.push(end);
