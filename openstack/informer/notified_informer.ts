@@ -110,12 +110,33 @@ interface Watch {
   view: WatchedHost | undefined;
   /** Set while a list is under way: its stamp and the events since. */
   listing: { stamp: ListStamp; buffer: NovaNotification[] } | undefined;
+  /**
+   * VMs a relist found ahead of the view in a migration the view showed
+   * in progress: the events telling it may still be on their way (the
+   * feed lags), so the view is found wrong only if none comes by `untilMs`.
+   */
+  lagging: Map<string, { diff: FactDiff; untilMs: number }>;
+}
+
+/**
+ * Whether a relist's difference may be the feed's lag: the view shows a
+ * migration of the VM in progress, which events still on their way would
+ * end as Nova's list shows it.
+ */
+function mayLag(d: FactDiff): boolean {
+  return d.view === "on moving" ||
+    (d.view?.startsWith("left in_progress") ?? false);
 }
 
 /** What a finished list found against the view it replaces. */
 export interface Relisted {
-  /** The VMs on which the old view, trustworthy until now, differed (both facts). */
+  /**
+   * The VMs on which the old view, trustworthy until now, was wrong (both
+   * facts); not those it may only lag behind on (`lagging`).
+   */
   diffs: FactDiff[];
+  /** The VMs whose events may still be on their way (judged a poll interval on). */
+  lagging: FactDiff[];
   /** Whether the old view was trustworthy (its diffs are misses). */
   checked: boolean;
 }
@@ -201,9 +222,12 @@ export class NotifiedInformer implements HostInformer {
    * `maxAgeMs` (drain clock) ago; else undefined.
    */
   trustworthyView(key: string, maxAgeMs: number): WatchedHost | undefined {
-    const view = this.#watches.get(key)?.view;
-    if (view === undefined || !view.trustworthy(this.feed)) return undefined;
+    const watch = this.#watches.get(key);
+    const view = watch?.view;
+    if (watch === undefined || view === undefined) return undefined;
+    if (!view.trustworthy(this.feed)) return undefined;
     const now = this.#now();
+    this.#judgeLag(key, watch, now);
     const missed = view.missedMoves();
     if (missed.length > 0) {
       // The view contradicts itself: it missed a migration's events.
@@ -386,9 +410,8 @@ export class NotifiedInformer implements HostInformer {
       this.abortList(key, stamp);
       throw err;
     }
-    const relisted = this.endList(key, stamp, seen);
+    this.endList(key, stamp, seen);
     this.#untold.delete(key);
-    if (relisted.diffs.length > 0) this.#hooks.differed(host, relisted.diffs);
     return seen;
   }
 
@@ -417,7 +440,7 @@ export class NotifiedInformer implements HostInformer {
   beginList(key: string, host: string): ListStamp {
     let watch = this.#watches.get(key);
     if (watch === undefined || watch.host !== host) {
-      watch = { host, view: undefined, listing: undefined };
+      watch = { host, view: undefined, listing: undefined, lagging: new Map() };
       this.#watches.set(key, watch);
     }
     const stamp = {
@@ -436,15 +459,18 @@ export class NotifiedInformer implements HostInformer {
    */
   endList(key: string, stamp: ListStamp, list: Observation): Relisted {
     const watch = this.#watches.get(key);
-    if (watch?.listing?.stamp !== stamp) return { diffs: [], checked: false };
+    if (watch?.listing?.stamp !== stamp) {
+      return { diffs: [], lagging: [], checked: false };
+    }
     const view = new WatchedHost(watch.host, list, stamp);
     // An event the list may not show yet wakes the drain again.
     let wake = false;
     const now = this.#now();
+    this.#judgeLag(key, watch, now);
     for (const n of watch.listing.buffer) {
       if (!view.apply(n)) continue;
       const id = subjectOf(n);
-      if (id !== undefined) this.#trust.heard(key, id, now);
+      if (id !== undefined) this.#heard(key, watch, id, now);
       if (wakesDrain(n, watch.host, (id) => view.listedHere(id))) wake = true;
     }
     if (wake) this.#wake(key);
@@ -452,23 +478,67 @@ export class NotifiedInformer implements HostInformer {
     const checked = old !== undefined && old.trustworthy(this.feed);
     watch.view = view;
     watch.listing = undefined;
-    if (!checked) return { diffs: [], checked };
-    const diffs = factDiffs(
+    if (!checked) return { diffs: [], lagging: [], checked };
+    const found = factDiffs(
       old.observation(undefined),
       view.observation(undefined),
       watch.host,
     );
+    const lagging = found.filter(mayLag);
+    for (const d of lagging) {
+      watch.lagging.set(d.id, { diff: d, untilMs: now + this.#pollMs });
+    }
+    const diffs = found.filter((d) => !mayLag(d));
+    this.#judge(key, watch.host, diffs, "the relist found", now);
+    return { diffs, lagging, checked };
+  }
+
+  /**
+   * What a relist (or the lag it allowed) found: the view agreed, or was
+   * wrong on `diffs` (counted, and the host demoted).
+   */
+  #judge(
+    key: string,
+    host: string,
+    diffs: readonly FactDiff[],
+    found: string,
+    now: number,
+  ): void {
+    if (diffs.length > 0) this.#hooks.differed(host, diffs);
     this.#trust.relisted(
       key,
       diffs.length === 0,
-      `the relist found ${diffs.length} VM(s) differing from the view (${
+      `${found} ${diffs.length} VM(s) differing from the view (${
         diffs.slice(0, 3).map((d) =>
           `${d.id}: view ${d.view ?? "none"}, Nova ${d.fresh ?? "none"}`
         ).join("; ")
       })`,
-      this.#now(),
+      now,
     );
-    return { diffs, checked };
+  }
+
+  /**
+   * The lagging VMs whose events have not come a poll interval after the
+   * relist that found Nova ahead: the view was wrong on them (an end
+   * event lost).
+   */
+  #judgeLag(key: string, watch: Watch, now: number): void {
+    const late = [...watch.lagging.values()].filter((l) => now >= l.untilMs);
+    if (late.length === 0) return;
+    for (const l of late) watch.lagging.delete(l.diff.id);
+    this.#judge(
+      key,
+      watch.host,
+      late.map((l) => l.diff),
+      "no event came of what a relist found: the view missed",
+      now,
+    );
+  }
+
+  /** An event about VM `id` reached `key`'s view: what a relist found of it is not lost. */
+  #heard(key: string, watch: Watch, id: string, now: number): void {
+    this.#trust.heard(key, id, now);
+    watch.lagging.delete(id);
   }
 
   /** A list that failed: its buffer is dropped. */
@@ -499,7 +569,7 @@ export class NotifiedInformer implements HostInformer {
       watch.listing?.buffer.push(n);
       const view = watch.view;
       if (view === undefined || !view.apply(n)) continue;
-      if (id !== undefined) this.#trust.heard(key, id, now);
+      if (id !== undefined) this.#heard(key, watch, id, now);
       if (wakesDrain(n, watch.host, (vm) => view.listedHere(vm))) {
         this.#wake(key);
       }

@@ -99,8 +99,8 @@ Deno.test("the feed going down or up wakes every drain; a view of an older epoch
   );
 });
 
-Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event)", () => {
-  const { feed, watches } = setUp();
+Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event) once no event came a poll interval on; an event on its way is the feed's lag", () => {
+  const { feed, watches, tick } = setUp();
   watches.endList("ev", watches.beginList("ev", HOST), list("a", "b"));
   feed.drop = (n) =>
     n.eventType === "instance.update" && n.instance?.host !== HOST;
@@ -114,12 +114,38 @@ Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event
     watches.beginList("ev", HOST),
     list("b"),
   );
-  assert.deepEqual(relisted, {
-    diffs: [{ id: "a", view: "on moving", fresh: undefined }],
-    checked: true,
-  });
+  const moving = { id: "a", view: "on moving", fresh: undefined };
+  assert.deepEqual(relisted, { diffs: [], lagging: [moving], checked: true });
+  tick(2000);
   const again = watches.endList("ev", watches.beginList("ev", HOST), list("b"));
-  assert.deepEqual(again, { diffs: [], checked: true });
+  assert.deepEqual(again, { diffs: [], lagging: [], checked: true });
+  assert.equal(
+    watches.takeWarnings("ev")[0]?.reason,
+    "NotificationViewDemoted",
+  );
+  // the same difference, and the event that tells it comes after the relist
+  const late = setUp();
+  late.watches.endList(
+    "ev",
+    late.watches.beginList("ev", HOST),
+    list("a", "b"),
+  );
+  const moves = liveMigration("a", 5, "completed");
+  const [first, ...rest] = moves;
+  late.feed.publish(first!);
+  const lagged = late.watches.endList(
+    "ev",
+    late.watches.beginList("ev", HOST),
+    list("b"),
+  );
+  assert.deepEqual(lagged.lagging.map((d) => d.id), ["a"]);
+  for (const n of rest) late.feed.publish(n);
+  late.tick(2000);
+  late.watches.endList("ev", late.watches.beginList("ev", HOST), {
+    ...list("b"),
+    migrations: [record(1, "a", "completed")],
+  });
+  assert.deepEqual(late.watches.takeWarnings("ev"), [], "only lag: trusted");
 });
 
 Deno.test("a live migration without a record while another copies: the view stops vouching after a poll interval, until a list shows it", async () => {
