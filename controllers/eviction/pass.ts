@@ -183,7 +183,12 @@ export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
 
 /** Records an Event without holding the pass (errors are logged). */
 export function emit(pass: Pass, e: PendingEvent): void {
-  pass.ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+  pass.ctx.event(
+    e.type,
+    e.reason,
+    e.message,
+    e.series === true ? { series: true } : undefined,
+  ).catch((err: unknown) =>
     pass.log.warn({ err: errText(err), reason: e.reason }, "event failed")
   );
 }
