@@ -236,12 +236,16 @@ export async function runCancel(
   const all = await listEvictions(api);
   // Every host first: a cancel refused for one host changes nothing.
   const decisions = await Promise.all(hosts.map(async (host) => {
+    const evictions = all.filter((e) =>
+      e.spec.hypervisor === host || e.metadata?.name === host
+    );
+    // HOST may name an Eviction of another host: that host's maintenance
+    const drained = evictions.find((e) => e.spec.hypervisor === host) ??
+      evictions[0];
     const target: CancelTarget = {
       host,
-      evictions: all.filter((e) =>
-        e.spec.hypervisor === host || e.metadata?.name === host
-      ),
-      hypervisor: await getHypervisor(api, host),
+      evictions,
+      hypervisor: await getHypervisor(api, drained?.spec.hypervisor ?? host),
     };
     return { target, decision: cancelPlan(target, options) };
   }));
