@@ -107,17 +107,18 @@ export function cancelPlan(
     };
   }
   const mode = t.hypervisor?.spec?.maintenance ?? "";
+  const hvName = t.hypervisor?.metadata?.name ?? t.host;
   const steps: CancelStep[] = [];
   if (drainRequested(mode)) {
     if (!o.clearMaintenance) {
       const why = t.hypervisor?.spec?.maintenanceReason?.trim();
       return {
         ok: false,
-        error: `${t.host}: Hypervisor ${t.host} is in maintenance ${
+        error: `${t.host}: Hypervisor ${hvName} is in maintenance ${
           JSON.stringify(mode)
         }${
           why ? ` (${JSON.stringify(why)})` : ""
-        }, which recreates its Eviction as soon as it is deleted, and keeps the compute service disabled; to end the drain, clear the maintenance: add --clear-maintenance, or kubectl patch hypervisor ${t.host} --type merge -p '{"spec":{"maintenance":""}}'`,
+        }, which recreates its Eviction as soon as it is deleted, and keeps the compute service disabled; to end the drain, clear the maintenance: add --clear-maintenance, or kubectl patch hypervisor ${hvName} --type merge -p '{"spec":{"maintenance":""}}'`,
       };
     }
   }
@@ -125,7 +126,7 @@ export function cancelPlan(
     for (const eviction of names) steps.push({ kind: "annotate", eviction });
   }
   if (drainRequested(mode)) {
-    steps.push({ kind: "clearMaintenance", hypervisor: t.host, mode });
+    steps.push({ kind: "clearMaintenance", hypervisor: hvName, mode });
   }
   for (const e of t.evictions) {
     const eviction = e.metadata?.name;
