@@ -25,6 +25,7 @@ import {
 import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import { renderProgressLine } from "./progress.ts";
 import { type PlanIo, runPlan } from "./plan_command.ts";
+import { runCancel } from "./cancel.ts";
 import { customObjectsApi } from "./kube_config.ts";
 import { errorLine } from "./error_line.ts";
 import {
@@ -96,9 +97,11 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return await runPlan(rest, { ...io, warn });
       case "retry":
         return await retry(rest, io, warn);
+      case "cancel":
+        return await runCancel(rest, io, warn);
       case undefined:
         throw new UsageError(
-          "no command: expected drain, status, plan or retry",
+          "no command: expected drain, status, plan, retry or cancel",
         );
       case "help":
       case "--help":
@@ -107,7 +110,7 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return 0;
       default:
         throw new UsageError(
-          `unknown command "${command}": expected drain, status, plan or retry`,
+          `unknown command "${command}": expected drain, status, plan, retry or cancel`,
         );
     }
   } catch (e) {

@@ -82,7 +82,7 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
     ],
     [
       ["evict"],
-      'unknown command "evict": expected drain, status, plan or retry',
+      'unknown command "evict": expected drain, status, plan, retry or cancel',
     ],
     [["retry"], "retry needs the NAME of an Eviction"],
     [
@@ -147,7 +147,7 @@ Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
       ["plan", "h1", "-o", "wide"],
       /^error: --output "wide" is not valid: expected table, json or yaml/,
     ],
-    [[], /^error: no command: expected drain, status, plan or retry/],
+    [[], /^error: no command: expected drain, status, plan, retry or cancel/],
     [
       ["drain", "n1", "--reason", "x", "--timeout=-1"],
       /^error: --timeout "-1" is not valid: expected seconds >= 0/,

@@ -10,7 +10,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { stringify as toYaml } from "yaml";
 
 /** The plugin's commands. */
-export type CommandName = "drain" | "status" | "plan" | "retry";
+export type CommandName = "drain" | "status" | "plan" | "retry" | "cancel";
 
 const CLUSTER_FLAGS =
   "  --kubeconfig FILE   the kubeconfig file (default: KUBECONFIG, colon-separated\n" +
@@ -47,14 +47,25 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
   retry: `kubectl evictor retry NAME [VM...]
     Asks the controller to re-arm failed VMs of the Eviction NAME (all of
     them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`,
+  cancel:
+    `kubectl evictor cancel HOST [HOST...] [--abort-in-flight] [--clear-maintenance] [--dry-run] [--wait] [--timeout SECONDS]
+    Undoes a drain: deletes the Evictions of each HOST, so no new migration
+    starts; the copies in flight finish (--abort-in-flight: ours are
+    aborted), then the compute service is re-enabled unless someone else
+    disabled it. A host whose Hypervisor is in maintenance (manual, auto,
+    termination) is refused: maintenance recreates the Eviction at once;
+    --clear-maintenance clears spec.maintenance first. Every HOST is checked
+    before anything changes. --dry-run changes nothing; --wait waits until
+    the Evictions are gone (the service handled), at most --timeout SECONDS.`,
 };
 
 const EXIT_CODES = "Exit codes:\n" +
-  "  0  done (drain --wait: every host drained and settled empty)\n" +
+  "  0  done (drain --wait: every host drained and settled empty;\n" +
+  "     cancel --wait: every Eviction gone)\n" +
   "  1  an error (the API server refused, a name matches no Hypervisor, ...),\n" +
   "     or drain --wait did not drain a host: VMs left that need a person,\n" +
   "     nothing drained because Nova has no compute service of that name,\n" +
-  "     or --timeout passed (the drain goes on)\n" +
+  "     or --timeout passed (the drain goes on); cancel refused a host\n" +
   "  2  a usage mistake (an unknown flag, a bad value, a missing argument)";
 
 /**

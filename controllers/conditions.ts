@@ -18,6 +18,12 @@ export {
 
 /** Eviction condition type: the drain as a whole. */
 export const CONDITION_EVICTING = "Evicting";
+/**
+ * Eviction condition type: True only once the host is empty and settled
+ * (the drain Succeeded, status.finishedAt set), for
+ * `kubectl wait --for=condition=Drained`; False with why otherwise.
+ */
+export const CONDITION_DRAINED = "Drained";
 /** Eviction condition type: migrations of single VMs; sticky False/Failed while any failure remains. */
 export const CONDITION_MIGRATING_INSTANCE = "MigratingInstance";
 /** Eviction condition type: the preflight checks. */
@@ -39,6 +45,8 @@ export const CONDITION_ONBOARDING = "Onboarding";
 
 /** Evicting: no pass has run yet (the Hypervisor's mirror; `kubectl get`'s State before the first). */
 export const REASON_PENDING = "Pending";
+/** Drained: the drain goes on (the Evicting condition is True, or the host is not yet settled empty). */
+export const REASON_DRAINING = "Draining";
 /** Evicting: the host was seen empty, not yet by a look a settle interval later. */
 export const REASON_SETTLING = "Settling";
 /** Evicting, MigratingInstance, PreflightChecksSucceeded: done. */

@@ -364,10 +364,15 @@ export class Controller<T extends KubeObject> {
       logger: this.#log.child({ key }),
       signal,
       cache: d.cacheOf,
-      event: async (type, reason, message) => {
+      event: async (type, reason, message, options) => {
         const obj = ctx.object ?? d.cache.get(key);
         if (obj === undefined) return;
-        await d.events().record(this.kind, obj, { type, reason, message });
+        await d.events().record(this.kind, obj, {
+          type,
+          reason,
+          message,
+          ...(options?.series === true ? { series: true } : {}),
+        });
       },
       updateStatus: async (
         mutate: (

@@ -22,6 +22,12 @@ export interface EventSpec {
   reason: string;
   /** Human-readable message. */
   message: string;
+  /**
+   * One Event per (object, type, reason) whatever the message: a repeat
+   * updates its message, count and lastTimestamp (client-go's aggregation
+   * of similar events), for routine summaries that come every pass.
+   */
+  series?: boolean;
 }
 
 /** The core/v1 Event kind (namespaced). */
@@ -43,7 +49,8 @@ const MAX_SEEN = 4096;
 
 /**
  * Records events; repeats of the same (object, type, reason, message) bump
- * the count of the existing Event instead of creating a new one. Never
+ * the count of the existing Event instead of creating a new one (a
+ * `series` event: of the same reason, its message replaced). Never
  * throws: failures are logged.
  *
  * @example
@@ -90,7 +97,7 @@ export class EventRecorder {
       namespace,
       event.type,
       event.reason,
-      event.message,
+      event.series === true ? "\u0001series" : event.message,
     ].join(
       "\u0000",
     );
@@ -102,6 +109,7 @@ export class EventRecorder {
           await this.#client.patch(EVENTS, `${seen.namespace}/${seen.name}`, {
             count: seen.count + 1,
             lastTimestamp: now,
+            ...(event.series === true ? { message: event.message } : {}),
           });
           seen.count++;
           return;

@@ -45,8 +45,16 @@ export interface HandlerContext<T extends KubeObject> {
   signal: AbortSignal;
   /** Typed read access to the cache of any watched kind. */
   cache<U extends KubeObject>(kind: Kind<U>): CacheReader<U>;
-  /** Records an Event on this object (needs `object`). */
-  event(type: EventType, reason: string, message: string): Promise<void>;
+  /**
+   * Records an Event on this object (needs `object`); with `series`, one
+   * Event per reason whose message each repeat replaces (events.ts).
+   */
+  event(
+    type: EventType,
+    reason: string,
+    message: string,
+    options?: { series?: boolean },
+  ): Promise<void>;
   /**
    * Writes `status` with optimistic concurrency: `mutate` gets the latest
    * status and returns (or edits) the new one; 409s re-read and re-apply.

@@ -193,7 +193,11 @@ Deno.test({
             return mine.includes("DrainFinished") ? new Set(mine) : undefined;
           });
           for (
-            const r of ["DrainStarted", "MigrationStarted", "MigrationFinished"]
+            const r of [
+              "DrainStarted",
+              "MigrationsStarted",
+              "MigrationsCompleted",
+            ]
           ) {
             assert.ok(reasons.has(r), `no ${r} event`);
           }

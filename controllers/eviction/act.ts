@@ -22,7 +22,8 @@ import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
 import type { ActionNote, StartNote } from "./once.ts";
-import type { PendingEvent } from "./report.ts";
+import { countsOf, type PendingEvent } from "./report.ts";
+import { startedNote } from "./event_notes.ts";
 import type { Plan } from "./plan_types.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 
@@ -131,7 +132,11 @@ export function actOnPlan(
   abortAll(plan, state, deps, sinks, nowMs, signal);
 }
 
-/** The plan's starts, each tracked by its note; none awaited. */
+/**
+ * The plan's starts, each tracked by its note; none awaited. Once all of
+ * them answered, one `MigrationsStarted` Event names those Nova accepted
+ * (event_notes.ts); each start is logged and counted on its own.
+ */
 function startAll(
   plan: Plan,
   state: DrainState,
@@ -141,6 +146,8 @@ function startAll(
   signal: AbortSignal,
 ): void {
   const { log, emit } = sinks;
+  const accepted: { id: string; kind: "live" | "cold" }[] = [];
+  const answers: Promise<void>[] = [];
   for (const s of plan.start) {
     const issued: IssuedStart = {
       id: s.id,
@@ -152,7 +159,7 @@ function startAll(
     const call = s.kind === "live"
       ? deps.nova.liveMigrate(s.id, signal)
       : deps.nova.coldMigrate(s.id, signal);
-    call.then(
+    answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {
           answeredAtMs: sinks.now(),
@@ -170,14 +177,7 @@ function startAll(
           },
           "migration started",
         );
-        emit({
-          type: "Normal",
-          reason: "MigrationStarted",
-          message:
-            `${s.kind} migration of ${s.id} started (attempt ${s.attempt}, ${s.ramMb} MB, request ${
-              r.requestId ?? "unknown"
-            })`,
-        });
+        accepted.push({ id: s.id, kind: s.kind });
       },
       (err: unknown) => {
         Object.assign(issued, answerOf(err), { answeredAtMs: sinks.now() });
@@ -198,8 +198,18 @@ function startAll(
           sinks.wake();
         }
       },
-    );
+    ));
   }
+  if (answers.length === 0) return;
+  void Promise.allSettled(answers).then(() => {
+    if (accepted.length === 0) return;
+    emit({
+      type: "Normal",
+      reason: "MigrationsStarted",
+      message: startedNote(accepted, countsOf(plan.next)),
+      series: true,
+    });
+  });
 }
 
 /**

@@ -7,9 +7,13 @@
  */
 
 import {
+  CONDITION_DRAINED,
+  REASON_DRAINING,
   REASON_FAILED,
   REASON_IDLE,
   REASON_MIGRATING,
+  REASON_NOT_IN_NOVA,
+  REASON_PENDING,
   REASON_RUNNING,
   REASON_SETTLING,
   REASON_STARTS_UNANSWERED,
@@ -30,6 +34,7 @@ import {
 } from "../conditions.ts";
 
 export {
+  CONDITION_DRAINED,
   CONDITION_EVICTING,
   CONDITION_MIGRATING_INSTANCE,
   type ConditionUpdate,
@@ -289,4 +294,94 @@ export function drainConditions(
     now,
     generation,
   );
+}
+
+/**
+ * The Drained condition, read off a status whose Evicting condition is
+ * final: True/Succeeded only when the drain Succeeded and settled (Evicting
+ * False/Succeeded, nothing outstanding or in flight, status.finishedAt
+ * set); otherwise False with why: Pending before the first pass,
+ * Draining while the drain goes on (the Evicting reason and message say
+ * how), NotInNova when Nova has no such host (nothing was drained), and
+ * the Evicting reason when the drain stopped (Failed, WaitingForPerson,
+ * PreflightFailed, ...). `kubectl wait --for=condition=Drained` thus
+ * returns for a drained host only.
+ *
+ * @example
+ * ```ts
+ * import { drainedCondition } from "./conditions.ts";
+ * const c = drainedCondition({ outstandingCount: 0, inFlightCount: 0,
+ *   finishedAt: "2026-01-01T00:00:00Z", migratedCount: 3,
+ *   conditions: [{ type: "Evicting", status: "False", reason: "Succeeded",
+ *     message: "", lastTransitionTime: "2026-01-01T00:00:00Z" }] });
+ * console.assert(c.status === "True");
+ * ```
+ */
+export function drainedCondition(status: EvictionStatus): ConditionUpdate {
+  const evicting = status.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  const no = (reason: string, message: string): ConditionUpdate => ({
+    type: CONDITION_DRAINED,
+    status: "False",
+    reason,
+    message,
+  });
+  if (evicting === undefined) {
+    return no(REASON_PENDING, "no pass has looked at the host yet");
+  }
+  if (evicting.reason === REASON_NOT_IN_NOVA) {
+    return no(REASON_NOT_IN_NOVA, evicting.message);
+  }
+  const settledEmpty = (status.outstandingCount ?? 0) === 0 &&
+    (status.inFlightCount ?? 0) === 0 && status.finishedAt !== undefined;
+  if (evicting.status === "False" && evicting.reason === REASON_SUCCEEDED) {
+    return settledEmpty
+      ? {
+        type: CONDITION_DRAINED,
+        status: "True",
+        reason: REASON_SUCCEEDED,
+        message: `the host is empty and settled since ${status.finishedAt}: ${
+          status.migratedCount ?? 0
+        } VMs migrated`,
+      }
+      : no(REASON_DRAINING, "the host looks empty; not yet settled");
+  }
+  if (evicting.status !== "False") {
+    return no(REASON_DRAINING, `${evicting.reason}: ${evicting.message}`);
+  }
+  return no(evicting.reason, evicting.message);
+}
+
+/**
+ * The status with its Drained condition set from the rest of it (the
+ * Evicting condition's generation); the last step before a status write.
+ * A status without an Evicting condition is returned as it is.
+ *
+ * @example
+ * ```ts
+ * import { withDrained } from "./conditions.ts";
+ * const s = withDrained({ conditions: [{ type: "Evicting", status: "True",
+ *   reason: "Running", message: "2 in flight", lastTransitionTime: "2026-01-01T00:00:00Z" }] },
+ *   new Date("2026-01-01T00:00:00Z"));
+ * console.assert(s.conditions?.[1]?.reason === "Draining");
+ * ```
+ */
+export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
+  const evicting = status.conditions?.find((c) =>
+    c.type === CONDITION_EVICTING
+  );
+  // Before the drain says anything, Drained has nothing to add: absent,
+  // it is not True either (and a write of nothing else is not made for it).
+  if (evicting === undefined) return status;
+  const generation = evicting.observedGeneration ?? status.observedGeneration;
+  return {
+    ...status,
+    conditions: setCondition(
+      status.conditions ?? [],
+      drainedCondition(status),
+      now,
+      generation,
+    ),
+  };
 }

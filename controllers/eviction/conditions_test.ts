@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
 import {
+  drainedCondition,
   type DrainSummary,
   evictingCondition,
   migratingInstanceCondition,
   setCondition,
+  withDrained,
 } from "./conditions.ts";
 
 const t0 = new Date("2026-01-01T00:00:00Z");
@@ -227,4 +229,128 @@ Deno.test("migratingInstanceCondition: Migrating, Succeeded, Idle", () => {
   assert.deepEqual([done.status, done.reason], ["False", "Succeeded"]);
   const idle = migratingInstanceCondition({ outstandingCount: 2 });
   assert.deepEqual([idle.status, idle.reason], ["False", "Idle"]);
+});
+
+Deno.test("drainedCondition: True only for a drained host, settled; False with why", () => {
+  const evicting = (status: "True" | "False", reason: string) => ({
+    type: "Evicting",
+    status,
+    reason,
+    message: `evicting says ${reason}`,
+    lastTransitionTime: t0.toISOString(),
+  });
+  const settled: EvictionStatus = {
+    outstandingCount: 0,
+    inFlightCount: 0,
+    migratedCount: 76,
+    finishedAt: "2026-01-01T00:04:00Z",
+  };
+  const rows: Array<{
+    name: string;
+    status: EvictionStatus;
+    want: [string, string, RegExp];
+  }> = [
+    {
+      name: "no pass yet",
+      status: {},
+      want: ["False", "Pending", /no pass has looked/],
+    },
+    {
+      name: "Succeeded and settled",
+      status: { ...settled, conditions: [evicting("False", "Succeeded")] },
+      want: ["True", "Succeeded", /empty and settled since .*: 76 VMs/],
+    },
+    {
+      name: "Succeeded but not settled (no finishedAt)",
+      status: {
+        ...settled,
+        finishedAt: undefined,
+        conditions: [evicting("False", "Succeeded")],
+      },
+      want: ["False", "Draining", /not yet settled/],
+    },
+    {
+      name: "Succeeded with a VM outstanding (a stale condition)",
+      status: {
+        ...settled,
+        outstandingCount: 1,
+        conditions: [evicting("False", "Succeeded")],
+      },
+      want: ["False", "Draining", /not yet settled/],
+    },
+    {
+      name: "Settling: seen empty once",
+      status: { ...settled, conditions: [evicting("True", "Settling")] },
+      want: ["False", "Draining", /^Settling: evicting says Settling/],
+    },
+    {
+      name: "Running",
+      status: { inFlightCount: 3, conditions: [evicting("True", "Running")] },
+      want: ["False", "Draining", /^Running: /],
+    },
+    {
+      name: "Waiting for budget",
+      status: { conditions: [evicting("True", "WaitingForBudget")] },
+      want: ["False", "Draining", /^WaitingForBudget: /],
+    },
+    {
+      name: "NotInNova: nothing drained, even with finishedAt",
+      status: { ...settled, conditions: [evicting("False", "NotInNova")] },
+      want: ["False", "NotInNova", /evicting says NotInNova/],
+    },
+    {
+      name: "Failed",
+      status: { conditions: [evicting("False", "Failed")] },
+      want: ["False", "Failed", /evicting says Failed/],
+    },
+    {
+      name: "WaitingForPerson",
+      status: { conditions: [evicting("False", "WaitingForPerson")] },
+      want: ["False", "WaitingForPerson", /evicting says/],
+    },
+    {
+      name: "PreflightFailed",
+      status: { conditions: [evicting("False", "PreflightFailed")] },
+      want: ["False", "PreflightFailed", /evicting says/],
+    },
+  ];
+  for (const r of rows) {
+    const c = drainedCondition(r.status);
+    assert.equal(c.type, "Drained", r.name);
+    assert.deepEqual([c.status, c.reason], r.want.slice(0, 2), r.name);
+    assert.match(c.message, r.want[2], r.name);
+  }
+});
+
+Deno.test("withDrained: set from Evicting with its generation; nothing without it", () => {
+  assert.deepEqual(withDrained({ inFlightCount: 2 }, t0), {
+    inFlightCount: 2,
+  });
+  const running = withDrained({
+    inFlightCount: 2,
+    observedGeneration: 4,
+    conditions: [{
+      type: "Evicting",
+      status: "True",
+      reason: "Running",
+      message: "2 in flight",
+      observedGeneration: 3,
+      lastTransitionTime: t0.toISOString(),
+    }],
+  }, t0);
+  const drained = running.conditions?.find((c) => c.type === "Drained");
+  assert.deepEqual(drained, {
+    type: "Drained",
+    status: "False",
+    observedGeneration: 3,
+    lastTransitionTime: t0.toISOString(),
+    reason: "Draining",
+    message: "Running: 2 in flight",
+  });
+  // a later write keeps the transition time while it stays False
+  const later = withDrained(running, t1);
+  assert.equal(
+    later.conditions?.find((c) => c.type === "Drained")?.lastTransitionTime,
+    t0.toISOString(),
+  );
 });

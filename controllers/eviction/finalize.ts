@@ -34,7 +34,10 @@ import { keepLesson } from "./keep_lesson.ts";
 import type { EvictionPassDeps } from "./pass.ts";
 import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
 import { type ActionNote, maySendAgain } from "./once.ts";
+import type { Migration } from "../../openstack/mod.ts";
+import { listSome } from "./event_notes.ts";
 import { type SettleLook, settleLook, unlistedStarts } from "./settle.ts";
+import { abortRequested, cancelAborts } from "./abort_in_flight.ts";
 
 /**
  * The finalizer's bounds; built once by the controller (its memory is the
@@ -242,6 +245,7 @@ async function waitForSettled(
   });
   settle.marks = look.marks;
   await confirmOurs(ctx, deps, look.confirm, nowMs);
+  if (abortRequested(ev)) await abortOurs(ctx, deps, migrations, nowMs);
   // A start Nova has not listed yet is running too (its record comes after
   // the 202): without it a delete right after a start ends the wait early.
   const unlisted = unlistedStarts({
@@ -345,5 +349,64 @@ async function confirmOurs(
     } finally {
       note.answeredAtMs = deps.clock.now();
     }
+  }
+}
+
+/**
+ * Aborts our live migrations still in progress from the host, as a cancel
+ * with `--abort-in-flight` asked (abort_in_flight.ts): each sent once per
+ * look that began after its answer (once.ts); a failed abort is logged and
+ * looked at again (the record may have ended meanwhile). One Event names
+ * the migrations aborted by this look.
+ */
+async function abortOurs(
+  ctx: HandlerContext<Eviction> & { object: Eviction },
+  deps: EvictionPassDeps,
+  migrations: readonly Migration[],
+  lookedAtMs: number,
+): Promise<void> {
+  const host = ctx.object.spec.hypervisor;
+  const aborts = deps.memory.of(ctx.key).aborts;
+  const log = ctx.logger.child({ hypervisor: host });
+  const sent: string[] = [];
+  for (
+    const a of cancelAborts({
+      host,
+      migrations,
+      inFlight: ctx.object.status?.inFlight ?? [],
+      aborts,
+      lookedAtMs,
+    })
+  ) {
+    const note: ActionNote = { sentAtMs: deps.clock.now() };
+    aborts.set(String(a.migrationId), note);
+    try {
+      const r = await deps.nova.abortLiveMigration(
+        a.id,
+        a.migrationId,
+        ctx.signal,
+      );
+      log.info(
+        { serverId: a.id, migrationId: a.migrationId, requestId: r.requestId },
+        "live migration aborted: the drain was cancelled",
+      );
+      sent.push(`${a.id} (migration ${a.migrationId})`);
+    } catch (err) {
+      log.warn(
+        { serverId: a.id, migrationId: a.migrationId, err: errText(err) },
+        "abort on cancel failed",
+      );
+    } finally {
+      note.answeredAtMs = deps.clock.now();
+    }
+  }
+  if (sent.length > 0) {
+    await ctx.event(
+      "Normal",
+      "MigrationsAborted",
+      `Eviction ${ctx.key} cancelled with --abort-in-flight: aborted ${sent.length} live migrations from ${host}: ${
+        listSome(sent)
+      }`,
+    );
   }
 }

@@ -24,6 +24,7 @@ import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
 import { statusEqual } from "./status_equal.ts";
+import { withDrained } from "./conditions.ts";
 import {
   learnNovaLimit,
   NOVA_LIMIT_TTL_MS,
@@ -165,10 +166,16 @@ export interface Pass {
  * `ctx.object`, `ctx.latest`). The only writer of an Eviction's status in a pass:
  * once at its end (reconcile.ts), and before a pass issues starts, with
  * them in it (pass_budget.ts writeIntent), so a restart or a new leader
- * finds every start of ours.
+ * finds every start of ours. The Drained condition is set here, from the
+ * status written.
  */
-export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
+export async function record(
+  pass: Pass,
+  status: EvictionStatus,
+): Promise<void> {
   const { ctx, ev } = pass;
+  // Drained is read off the rest: every write carries it (conditions.ts).
+  const next = withDrained(status, new Date(pass.deps.clock.now()));
   if (statusEqual(ev.status, next)) return;
   const written = await ctx.updateStatus(() => next);
   pass.ev = {
@@ -183,7 +190,12 @@ export async function record(pass: Pass, next: EvictionStatus): Promise<void> {
 
 /** Records an Event without holding the pass (errors are logged). */
 export function emit(pass: Pass, e: PendingEvent): void {
-  pass.ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+  pass.ctx.event(
+    e.type,
+    e.reason,
+    e.message,
+    e.series === true ? { series: true } : undefined,
+  ).catch((err: unknown) =>
     pass.log.warn({ err: errText(err), reason: e.reason }, "event failed")
   );
 }

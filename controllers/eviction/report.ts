@@ -11,6 +11,7 @@ import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import type { EvictionMetrics, KindLabel } from "./metrics.ts";
 import type { Plan } from "./plan_types.ts";
+import { completedNote, type NoteCounts } from "./event_notes.ts";
 
 /** An Event to record on the Eviction. */
 export interface PendingEvent {
@@ -20,6 +21,8 @@ export interface PendingEvent {
   reason: string;
   /** Message. */
   message: string;
+  /** A routine summary: one Event per reason, updated (framework/events.ts). */
+  series?: boolean;
 }
 
 /** What {@linkcode reportPass} looks at. */
@@ -57,7 +60,10 @@ export function reportPass(
   return { events, ...drainEvents(r, metrics, events) };
 }
 
-/** Failed and finished migrations: metrics, a log line, an Event each. */
+/**
+ * Failed and finished migrations: metrics and a log line each; an Event
+ * per failure, one `MigrationsCompleted` for the pass's finished ones.
+ */
 function migrationEvents(
   r: PassReport,
   metrics: EvictionMetrics,
@@ -95,12 +101,25 @@ function migrationEvents(
         Math.max(0, now.getTime() - startedAt) / 1000,
       );
     }
+    log.info({ serverId: id, kind }, "migration finished");
+  }
+  if (plan.done.length > 0) {
     events.push({
       type: "Normal",
-      reason: "MigrationFinished",
-      message: `${id} left host ${host}`,
+      reason: "MigrationsCompleted",
+      message: completedNote(host, plan.done, countsOf(r.next)),
+      series: true,
     });
   }
+}
+
+/** Where the drain stands after the pass, for the summaries' notes. */
+export function countsOf(status: EvictionStatus): NoteCounts {
+  return {
+    inFlight: status.inFlightCount ?? 0,
+    outstanding: status.outstandingCount ?? 0,
+    migrated: status.migratedCount ?? 0,
+  };
 }
 
 /** VMs deleted, found, newly skipped or stuck: an Event each. */

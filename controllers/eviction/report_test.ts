@@ -120,8 +120,10 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
       plan: plan({ done: ["vm-c"] }),
       want: [{
         type: "Normal",
-        reason: "MigrationFinished",
-        message: `vm-c left host ${HOST}`,
+        reason: "MigrationsCompleted",
+        message:
+          `1 migration completed, left ${HOST}: vm-c (0 in flight, 0 outstanding, 0 migrated)`,
+        series: true,
       }],
     },
     {
@@ -235,8 +237,10 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
         },
         {
           type: "Normal",
-          reason: "MigrationFinished",
-          message: `d left host ${HOST}`,
+          reason: "MigrationsCompleted",
+          message:
+            `1 migration completed, left ${HOST}: d (0 in flight, 0 outstanding, 0 migrated)`,
+          series: true,
         },
         {
           type: "Normal",
@@ -567,7 +571,7 @@ Deno.test("reportPass: finishedNow and reopened follow the finishedAt transition
   }
 });
 
-Deno.test("reportPass: a failure is logged as a warning naming the VM and its attempts", () => {
+Deno.test("reportPass: a failure is logged as a warning naming the VM and its attempts; a finish at info", () => {
   const lines: string[] = [];
   const log = createLogger({
     level: "info",
@@ -589,7 +593,16 @@ Deno.test("reportPass: a failure is logged as a warning naming the VM and its at
     log,
   );
   const parsed = lines.map((l) => JSON.parse(l));
-  assert.equal(parsed.length, 1, "one line, for the failure only");
+  assert.equal(parsed.length, 2, "a line for the failure, one for the finish");
+  // the finish's own record (its Event is the pass's summary)
+  assert.deepEqual(
+    parsed.filter((l) => l.msg === "migration finished").map((l) => [
+      l.level,
+      l.serverId,
+    ]),
+    [["info", "vm-ok"]],
+  );
+  parsed.splice(parsed.findIndex((l) => l.msg === "migration finished"), 1);
   assert.equal(parsed[0].level, "warn");
   assert.equal(parsed[0].msg, "migration failed: no valid host");
   assert.equal(parsed[0].serverId, "vm-x");
@@ -674,7 +687,12 @@ Deno.test("reportPass: Events and counters match the plan's outcomes (property)"
         got.events.filter((e) => e.reason === reason).length;
       const newSkips = a.skipped.filter((s) => !a.skippedBefore.includes(s.id));
       assert.equal(count("MigrationFailed"), a.failed.length);
-      assert.equal(count("MigrationFinished"), a.done.length);
+      // one summary for the pass's finished migrations, naming them all
+      assert.equal(count("MigrationsCompleted"), a.done.length > 0 ? 1 : 0);
+      const completed = got.events.find((e) =>
+        e.reason === "MigrationsCompleted"
+      );
+      for (const id of a.done) assert.ok(completed?.message.includes(id));
       assert.equal(count("InstanceGone"), a.gone.length);
       assert.equal(count("InstanceMovedAway"), a.movedByOthers.length);
       assert.equal(count("InstanceFound"), a.newlyFound.length);
@@ -689,7 +707,7 @@ Deno.test("reportPass: Events and counters match the plan's outcomes (property)"
       assert.equal(count("DrainReopened"), got.reopened ? 1 : 0);
       assert.equal(
         got.events.length,
-        a.failed.length + a.done.length + a.gone.length +
+        a.failed.length + (a.done.length > 0 ? 1 : 0) + a.gone.length +
           a.movedByOthers.length + a.newlyFound.length + newSkips.length +
           a.stuck.length + (got.finishedNow ? 1 : 0) + (got.reopened ? 1 : 0),
         "no other Event",

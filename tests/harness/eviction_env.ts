@@ -17,6 +17,7 @@ import {
   registerEvictionController,
 } from "../../controllers/eviction/controller.ts";
 import { parseConcurrencyFlags } from "../../limits/flags.ts";
+import { registerMaintenance } from "../../controllers/hypervisor/maintenance.ts";
 import type { PlanOptions } from "../../controllers/eviction/observation.ts";
 import {
   EvictionKind,
@@ -62,6 +63,11 @@ export interface DrainEnvOptions {
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
   maxConcurrentReconciles?: number;
+  /**
+   * Run the maintenance controller too (controllers/hypervisor): a
+   * Hypervisor's spec.maintenance creates and deletes its Eviction.
+   */
+  maintenance?: boolean;
   /** Give the controller Placement, so drains run the capacity check. */
   capacityCheck?: boolean;
   /** Bounds of a deleted Eviction's wait (simulator time). */
@@ -213,6 +219,9 @@ export async function startDrainEnv(
       }),
       ...(feed === undefined ? {} : { notifications: feed }),
     });
+    if (options.maintenance === true) {
+      registerMaintenance(operator, { nova: clients.nova });
+    }
     await operator.start();
   } catch (err) {
     await operator?.stop();

@@ -1,0 +1,111 @@
+/**
+ * `kubectl evictor cancel --abort-in-flight`: the annotation
+ * `evictor.kvm.cloud.sap/abort-in-flight: "true"`, set on an Eviction
+ * before (or after) it is deleted, tells its finalizer to abort the live
+ * migrations of ours still in progress from the host
+ * (`DELETE /servers/{id}/migrations/{mid}`) instead of letting them finish.
+ * Through the API server, the request is audited and RBAC-checked.
+ * Only ours: a start recorded in status.inFlight, not adopted (a move
+ * someone else began is theirs to stop). Cold migrations cannot be aborted
+ * in Nova: they settle as before (and are confirmed).
+ *
+ * @module
+ */
+
+import type { Migration } from "../../openstack/mod.ts";
+import {
+  isAbortable,
+  isOurKind,
+} from "../../openstack/informer/nova_states.ts";
+import { type ActionNote, maySendAgain } from "./once.ts";
+
+/** The annotation key. */
+export const ABORT_IN_FLIGHT_ANNOTATION =
+  "evictor.kvm.cloud.sap/abort-in-flight";
+
+/**
+ * Whether the Eviction asks its finalizer to abort ours (the annotation is
+ * exactly "true").
+ *
+ * @example
+ * ```ts
+ * import { abortRequested } from "./abort_in_flight.ts";
+ * console.assert(abortRequested({ metadata: { annotations: { "evictor.kvm.cloud.sap/abort-in-flight": "true" } } }));
+ * console.assert(!abortRequested({ metadata: {} }));
+ * ```
+ */
+export function abortRequested(
+  ev: {
+    metadata?: { annotations?: Record<string, string> | undefined } | undefined;
+  },
+): boolean {
+  return ev.metadata?.annotations?.[ABORT_IN_FLIGHT_ANNOTATION] === "true";
+}
+
+/** One abort to send. */
+export interface CancelAbort {
+  /** Server id. */
+  id: string;
+  /** Nova's migration id. */
+  migrationId: number;
+}
+
+/**
+ * The aborts a cancelled drain sends now: for each live start of ours (not
+ * adopted) a record from `host` of that server, a live migration Nova can
+ * still abort (queued, preparing, running), and the same record the start
+ * was matched to when status knows it. An abort sent before goes again
+ * only when the look (begun at `lookedAtMs`) began after its answer
+ * (once.ts). Pure; sorted by server id.
+ *
+ * @example
+ * ```ts
+ * import { cancelAborts } from "./abort_in_flight.ts";
+ * const m = {
+ *   id: 7, uuid: "u", instanceUuid: "vm", migrationType: "live-migration",
+ *   status: "running", sourceCompute: "h", destCompute: "d", sourceNode: "h",
+ *   destNode: "d", destHost: null, createdAt: "2026-01-01T00:00:00",
+ *   updatedAt: null,
+ * };
+ * const out = cancelAborts({ host: "h", migrations: [m],
+ *   inFlight: [{ id: "vm", kind: "live" }], aborts: new Map(), lookedAtMs: 0 });
+ * console.assert(out[0]?.migrationId === 7);
+ * ```
+ */
+export function cancelAborts(input: {
+  host: string;
+  migrations: readonly Migration[];
+  inFlight: readonly {
+    id: string;
+    kind: "live" | "cold";
+    migrationId?: string | undefined;
+    adopted?: boolean | undefined;
+  }[];
+  /** The aborts sent, by migration id (memory.ts). */
+  aborts: ReadonlyMap<string, ActionNote>;
+  lookedAtMs: number;
+}): CancelAbort[] {
+  const ours = new Map(
+    input.inFlight
+      .filter((e) => e.kind === "live" && e.adopted !== true)
+      .map((e) => [e.id, e]),
+  );
+  const out: CancelAbort[] = [];
+  for (const m of input.migrations) {
+    const entry = ours.get(m.instanceUuid);
+    if (entry === undefined || m.sourceCompute !== input.host) continue;
+    if (!isOurKind(m.migrationType, "live") || !isAbortable(m.status)) {
+      continue;
+    }
+    if (
+      entry.migrationId !== undefined && entry.migrationId !== String(m.id)
+    ) continue;
+    if (!maySendAgain(input.aborts.get(String(m.id)), input.lookedAtMs)) {
+      continue;
+    }
+    out.push({ id: m.instanceUuid, migrationId: m.id });
+  }
+  return out.sort((a, b) =>
+    a.id < b.id ? -1 : a.id > b.id ? 1 : a.migrationId - b.migrationId
+  );
+}
