@@ -220,6 +220,8 @@ export class Operator {
   #doneResolve: ((r: StopReason) => void) | undefined;
   #signalHandlers: Array<[Deno.Signal, () => void]> = [];
   #leaderLoop: Promise<void> | undefined;
+  /** The Lease's name in `leader_election_master_status`, once handlers start. */
+  #leaseName: string | undefined;
   /** Resolves with the reason once the operator has fully stopped. */
   readonly done: Promise<StopReason>;
 
@@ -742,14 +744,22 @@ export class Operator {
     const o = this.#o;
     const client = this.client;
     if (!o.leaderElection) {
-      this.metrics.leader.set(1);
+      // no Lease: the only instance leads; its gauge says so under the
+      // operator's name, so that "exactly one leader" holds for it too
+      this.#leaseName = this.name;
+      this.metrics.controllerRuntime.leading(this.name, true);
       for (const c of this.#controllers.values()) c.start();
       return;
     }
     const le = o.leaderElection;
+    const leaseName = le.leaseName ?? this.name;
+    const leading = (yes: boolean) =>
+      this.metrics.controllerRuntime.leading(leaseName, yes);
+    this.#leaseName = leaseName;
+    leading(false);
     this.#elector = new LeaderElector({
       client,
-      name: le.leaseName ?? this.name,
+      name: leaseName,
       namespace: le.leaseNamespace,
       identity: le.identity ??
         `${Deno.hostname()}_${crypto.randomUUID().slice(0, 8)}`,
@@ -767,11 +777,11 @@ export class Operator {
       logger: this.logger,
       keepCampaigning: le.keepCampaigning === true,
       onStartedLeading: () => {
-        this.metrics.leader.set(1);
+        leading(true);
         for (const c of this.#controllers.values()) c.start();
       },
       onStoppedLeading: () => {
-        this.metrics.leader.set(0);
+        leading(false);
         // at once: no grace, abort the handlers' signal
         for (const c of this.#controllers.values()) void c.stop(0);
         if (le.keepCampaigning) return;
@@ -800,7 +810,9 @@ export class Operator {
       for (const c of this.#controllers.values()) c.shutdown();
       if (reason !== "leadership-lost") await this.#elector?.release();
       await this.#leaderLoop;
-      this.metrics.leader.set(0);
+      if (this.#leaseName !== undefined) {
+        this.metrics.controllerRuntime.leading(this.#leaseName, false);
+      }
       await Promise.all(
         [...this.#caches.values()].map((e) => e.informer?.stop()),
       );
