@@ -129,6 +129,16 @@ Deno.test({
         l.includes('"operator stopped"')
       ).map((l) => JSON.parse(l) as { elapsedMs?: number });
       assert.equal(stopped.length, 1, "no 'operator stopped' line");
+      // everything closed in time, not cut off at the deadline: no step of
+      // the stop (a watch that did not see its abort) waited it out
+      assert.ok(
+        !log.includes("the shutdown timeout passed before everything closed"),
+        await operatorLogTail(running),
+      );
+      assert.ok(
+        !log.includes("handlers still running after their grace"),
+        await operatorLogTail(running),
+      );
       assert.ok(log.includes('"released the leader lease"'));
       const after = await client.request<{ spec: { holderIdentity?: string } }>(
         "GET",
