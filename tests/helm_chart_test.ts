@@ -256,8 +256,8 @@ Deno.test("the test's values change what they should in the default rendering an
   assert.ok(policyHook !== undefined);
   policyHook["matchConditions"] = [{
     name: "not-the-releases-first-policy",
-    expression: "!(request.operation == 'CREATE' &&\n" +
-      "has(object.metadata.annotations) &&\n" +
+    expression: "!(request.operation == 'CREATE' && " +
+      "has(object.metadata.annotations) && " +
       "object.metadata.annotations[?'evictor.kvm.cloud.sap/checked-by-chart'].orValue('') == " +
       `'${NAMESPACE}/evictor')`,
   }];
