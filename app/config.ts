@@ -297,8 +297,10 @@ export const RUN_FLAGS = {
   "shutdown-timeout": {
     type: "string",
     env: "EVICTOR_SHUTDOWN_TIMEOUT",
-    default: "30s",
-    help: "how long running work may finish after SIGTERM",
+    // below Kubernetes' default terminationGracePeriodSeconds (30)
+    default: "25s",
+    help:
+      "the whole stop after SIGTERM: running passes finish (up to all but a fifth, at most 5 s), then the Lease is given up and the rest closed; keep it below the pod's terminationGracePeriodSeconds",
   },
   "nova-timeout": {
     type: "string",

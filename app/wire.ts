@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { registerHypervisorCrdCheck } from "./hypervisor_crd_check.ts";
 import {
   type MetricsEndpointOptions,
   Operator,
@@ -84,6 +85,8 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
   });
   const on = new Set(config.controllers);
   if (on.has("eviction")) {
+    // drains write status.lastDrain: is it kept (the upstream CRD prunes it)?
+    registerHypervisorCrdCheck(operator);
     registerEvictionController(operator, {
       nova: deps.nova,
       flagSettings: config.limits,

@@ -11,6 +11,7 @@
  * @module
  */
 
+import { lastDrainOf } from "./last_drain_record.ts";
 import {
   calibratedRate,
   DEFAULT_RATE,
@@ -88,10 +89,19 @@ export interface EvictionLike {
     | undefined;
 }
 
-/** The status fields of a Hypervisor that {@linkcode drainLessons} reads. */
+/**
+ * The fields of a Hypervisor that {@linkcode drainLessons} reads: its name,
+ * and its record of the latest drain, in its status or, where the CRD
+ * prunes that, its annotation (last_drain_record.ts).
+ */
 export interface HypervisorLike {
-  /** Its name (the host). */
-  metadata?: { name?: string | undefined } | undefined;
+  /** Its name (the host), and its annotations. */
+  metadata?:
+    | {
+      name?: string | undefined;
+      annotations?: Record<string, string> | undefined;
+    }
+    | undefined;
   /** Its status. */
   status?:
     | {
@@ -143,7 +153,10 @@ export function drainLessons<E extends EvictionLike>(
 ): DrainLesson[] {
   const byDrain = new Map<string, DrainLesson>();
   for (const hv of hypervisors) {
-    const d = hv.status?.lastDrain;
+    const d = hv.status?.lastDrain ??
+      (hv.metadata === undefined ? undefined : lastDrainOf({
+        metadata: hv.metadata,
+      }));
     const host = hv.metadata?.name;
     if (d === undefined || host === undefined) continue;
     const startedMs = Date.parse(d.startedAt);

@@ -365,10 +365,24 @@ export class KubeClient {
       const body = res.body;
       if (body === null) return;
       const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+      // An abort does not always reach a read: with events streaming in,
+      // Deno's fetch body piped through the decoder can leave it pending
+      // for good after the abort (a stop then waited for the next relist,
+      // minutes). So every read also ends when the request is aborted.
+      const aborted = new Promise<never>((_, reject) => {
+        const fail = () =>
+          reject(
+            controller.signal.reason ??
+              new DOMException("watch aborted", "AbortError"),
+          );
+        if (controller.signal.aborted) fail();
+        else controller.signal.addEventListener("abort", fail, { once: true });
+      });
+      aborted.catch(() => {}); // raced below; no unhandled rejection
       let buf = "";
       try {
         for (;;) {
-          const { value, done } = await reader.read();
+          const { value, done } = await Promise.race([reader.read(), aborted]);
           if (done) break;
           arm();
           buf += value;
@@ -382,8 +396,8 @@ export class KubeClient {
           }
         }
       } finally {
-        reader.releaseLock();
-        await body.cancel().catch(() => {});
+        // not awaited: a cancel of a stuck stream may itself never end
+        reader.cancel().catch(() => {});
       }
     } catch (err) {
       if (stalled) throw new WatchStalledError(path, inactivityMs);

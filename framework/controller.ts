@@ -45,6 +45,7 @@ import {
   parseKey,
 } from "./kind.ts";
 import type { Logger } from "./logger.ts";
+import type { FrameworkOutcome } from "./controller_runtime_metrics.ts";
 import type { FrameworkMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
 import { updateStatus } from "./status.ts";
@@ -242,6 +243,7 @@ export class Controller<T extends KubeObject> {
   start(): void {
     if (this.#active) return;
     this.#active = true;
+    this.#d.metrics.controllerRuntime.started(this.name, this.maxConcurrent);
     this.#stopTaking = new AbortController();
     this.#handlerAbort = new AbortController();
     const stop = this.#stopTaking.signal;
@@ -294,9 +296,13 @@ export class Controller<T extends KubeObject> {
         this.queue.add(key);
         return;
       }
+      const metrics = this.#d.metrics.controllerRuntime;
+      const name = this.name;
+      metrics.working(name, 1);
       try {
         await this.#process(key);
       } finally {
+        metrics.working(name, -1);
         this.queue.done(key);
       }
     }
@@ -473,6 +479,8 @@ export class Controller<T extends KubeObject> {
     const started = performance.now();
     const log = this.#log.child({ key });
     let result: ReconcileResult | void = undefined;
+    // the pass's outcome for the metrics; a throw that escapes below is an error
+    let outcome: FrameworkOutcome = "error";
     try {
       let { object: obj, raw } = this.#current(key);
       // seen (deleting too: a restarted process first sees it so)
@@ -529,10 +537,10 @@ export class Controller<T extends KubeObject> {
       if (after !== undefined && after >= 0) {
         this.#pacing.set(key, after);
         this.queue.addAfter(key, after);
-        this.#count("requeue");
+        outcome = "requeue";
       } else {
         this.#pacing.delete(key);
-        this.#count("success");
+        outcome = "success";
       }
     } catch (err) {
       // What the error (or a cause) asks for: a later retry, an Event.
@@ -540,7 +548,7 @@ export class Controller<T extends KubeObject> {
       const atLeastMs = hints.retryAfterMs ?? 0;
       if (err instanceof PermanentError) {
         this.queue.forget(key);
-        this.#count("permanent_error");
+        outcome = "permanent_error";
         log.error(
           { err: err.message },
           "reconcile failed permanently: not retrying until the object changes",
@@ -553,14 +561,14 @@ export class Controller<T extends KubeObject> {
         // The API server (or a service the handler calls) did not answer:
         // retry soon, at the handler's own pace if that is slower, and
         // record no Event (it could not be written either).
-        this.#count("unavailable");
+        outcome = "unavailable";
         const delay = this.queue.addOutageLimited(key, this.#pacing.get(key));
         log.warn(
           { err: errText(err), delayMs: delay },
           "reconcile failed: a service is unavailable: retrying soon",
         );
       } else if (err instanceof TemporaryError) {
-        this.#count("temporary_error");
+        outcome = "temporary_error";
         const delay = err.delayMs === undefined
           ? this.queue.addRateLimited(key, atLeastMs)
           : Math.max(err.delayMs, atLeastMs);
@@ -573,7 +581,7 @@ export class Controller<T extends KubeObject> {
           await this.#warn(key, hints.event.reason, hints.event.message);
         }
       } else {
-        this.#count("error");
+        outcome = "error";
         const delay = this.queue.addRateLimited(key, atLeastMs);
         log.error(
           { err: errText(err), delayMs: delay },
@@ -586,9 +594,13 @@ export class Controller<T extends KubeObject> {
         );
       }
     } finally {
-      this.#d.metrics.reconcileDuration.observe(
-        { controller: this.name },
+      const m = this.#d.metrics;
+      m.reconcileTotal.inc({ controller: this.name, result: outcome });
+      m.controllerRuntime.reconciled(
+        this.name,
+        outcome,
         (performance.now() - started) / 1000,
+        result?.requeueAfterMs,
       );
     }
   }
@@ -607,10 +619,6 @@ export class Controller<T extends KubeObject> {
     } catch (err) {
       this.#log.error({ key, err: errText(err) }, "forget handler failed");
     }
-  }
-
-  #count(result: string): void {
-    this.#d.metrics.reconcileTotal.inc({ controller: this.name, result });
   }
 
   async #warn(key: string, reason: string, message: string): Promise<void> {

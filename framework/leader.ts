@@ -380,8 +380,12 @@ export class LeaderElector {
     }
   }
 
-  /** Stops campaigning; if leading, gives the Lease up so another can take it at once. */
-  async release(): Promise<void> {
+  /**
+   * Stops campaigning; if leading, gives the Lease up so another can take it
+   * at once. Its two requests end when `signal` aborts (a stop has a
+   * deadline; the Lease then expires by itself).
+   */
+  async release(signal?: AbortSignal): Promise<void> {
     this.#stopped = true;
     this.#watchdog?.();
     this.#wake?.();
@@ -392,6 +396,7 @@ export class LeaderElector {
       const lease = await client.request<Lease>(
         "GET",
         `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`,
+        signal === undefined ? {} : { signal },
       );
       if (lease.spec?.holderIdentity !== this.#o.identity) return;
       await client.request(
@@ -407,6 +412,7 @@ export class LeaderElector {
               renewTime: microTime(this.#clock.now()),
             },
           },
+          ...(signal === undefined ? {} : { signal }),
         },
       );
       this.#log.info("released the leader lease");

@@ -1,12 +1,20 @@
 /**
  * Prometheus metrics of the framework (prom-client): reconcile totals by
- * result, durations, watch restarts, leader status, cached objects and
- * webhook requests, with the application's prefix; and, under their standard
+ * the framework's finer results, watch restarts, cached objects and webhook
+ * requests, with the application's prefix; and, under their standard
  * unprefixed names, as client-go and controller-runtime export them so that
- * shared dashboards and alerts find them: the work queues' (`workqueue_*`,
+ * shared dashboards and alerts find them: reconciles, workers and the leader
+ * Lease (`controller_runtime_*`, `leader_election_master_status`,
+ * `controller_runtime_metrics.ts`), the work queues' (`workqueue_*`,
  * `workqueue_metrics.ts`), the Kubernetes client's (`rest_client_*`,
  * `rest_client_metrics.ts`) and the process's own (`process_*`,
  * `nodejs_*`).
+ *
+ * `<prefix>reconcile_total{result}` is kept beside
+ * `controller_runtime_reconcile_total{result}`: its results tell the kinds of
+ * error apart (`temporary_error`, `permanent_error`, `unavailable`, `error`:
+ * all `error` there) and count every requeue as `requeue` (there
+ * `requeue_after`, or `requeue` for a delay of 0).
  *
  * @module
  */
@@ -19,17 +27,12 @@ import {
   Registry,
 } from "prom-client";
 import type { RequestObserver } from "./client.ts";
+import { ControllerRuntimeMetrics } from "./controller_runtime_metrics.ts";
 import { restClientMetrics } from "./rest_client_metrics.ts";
 import { WorkQueueMetricFamilies } from "./workqueue_metrics.ts";
 
 /** Reconcile outcomes counted by `reconcile_total{result}`. */
-export type ReconcileResult =
-  | "success"
-  | "requeue"
-  | "temporary_error"
-  | "permanent_error"
-  | "unavailable"
-  | "error";
+export type { FrameworkOutcome as ReconcileResult } from "./controller_runtime_metrics.ts";
 
 /** Options of {@linkcode FrameworkMetrics}. */
 export interface MetricsOptions {
@@ -55,6 +58,8 @@ export interface MetricsOptions {
  * m.reconcileTotal.inc({ controller: "x", result: "success" });
  * const text = await m.registry.metrics();
  * console.assert(text.includes('operator_reconcile_total{controller="x",result="success"} 1'));
+ * m.controllerRuntime.leading("x-lease", true);
+ * console.assert((await m.registry.metrics()).includes('leader_election_master_status{name="x-lease"} 1'));
  * ```
  */
 export class FrameworkMetrics {
@@ -62,16 +67,17 @@ export class FrameworkMetrics {
   readonly registry: Registry;
   /** Reconciles by controller and result. */
   readonly reconcileTotal: Counter<"controller" | "result">;
-  /** Reconcile durations in seconds. */
-  readonly reconcileDuration: Histogram<"controller">;
+  /**
+   * controller-runtime's reconcile, worker and leader series
+   * (`controller_runtime_*`, `leader_election_master_status{name}`).
+   */
+  readonly controllerRuntime: ControllerRuntimeMetrics;
   /** The work queues' `workqueue_*` series, one set per controller. */
   readonly workqueues: WorkQueueMetricFamilies;
   /** The Kubernetes client's `rest_client_*` series. */
   readonly restClient: RequestObserver;
   /** Watch restarts by kind and reason (stalled, expired, closed, error). */
   readonly watchRestarts: Counter<"kind" | "reason">;
-  /** 1 while this instance holds the leader Lease. */
-  readonly leader: Gauge;
   /** Objects in an informer cache. */
   readonly cachedObjects: Gauge<"kind">;
   /** Objects skipped because they failed their schema. */
@@ -98,25 +104,14 @@ export class FrameworkMetrics {
       labelNames: ["controller", "result"],
       registers,
     });
-    this.reconcileDuration = new Histogram({
-      name: `${p}reconcile_duration_seconds`,
-      help: "Time spent in reconcile handlers.",
-      labelNames: ["controller"],
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60],
-      registers,
-    });
     // No prefix: these names are shared by every Kubernetes controller.
+    this.controllerRuntime = new ControllerRuntimeMetrics(this.registry);
     this.workqueues = new WorkQueueMetricFamilies(this.registry);
     this.restClient = restClientMetrics(this.registry);
     this.watchRestarts = new Counter({
       name: `${p}watch_restarts_total`,
       help: "Watch restarts by kind and reason.",
       labelNames: ["kind", "reason"],
-      registers,
-    });
-    this.leader = new Gauge({
-      name: `${p}leader`,
-      help: "1 while this instance holds the leader Lease.",
       registers,
     });
     this.cachedObjects = new Gauge({

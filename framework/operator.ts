@@ -29,6 +29,7 @@ import type { ServingTls } from "./serving_cert.ts";
 import { type CacheReader, Informer } from "./informer.ts";
 import { type Kind, kindId, type KubeObject } from "./kind.ts";
 import { LeaderElector, type LeaderTiming } from "./leader.ts";
+import { shutdownBudget, until } from "./shutdown.ts";
 import { loadDefaultCredentials, readKubeconfigFiles } from "./kubeconfig.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { FrameworkMetrics } from "./metrics.ts";
@@ -120,7 +121,11 @@ export interface OperatorOptions {
   metrics?: MetricsEndpointOptions | false;
   /** Admission webhook server; false or absent: off. */
   webhook?: WebhookOptions | false;
-  /** How long running handlers may finish on shutdown (default 30 s). */
+  /**
+   * The whole graceful stop (default 30 s): running handlers may finish
+   * during most of it, the Lease is given up and everything closed in the
+   * rest (framework/shutdown.ts).
+   */
   shutdownTimeoutMs?: number;
   /** Stop on SIGTERM/SIGINT and exit 0 (default true). */
   handleSignals?: boolean;
@@ -220,6 +225,8 @@ export class Operator {
   #doneResolve: ((r: StopReason) => void) | undefined;
   #signalHandlers: Array<[Deno.Signal, () => void]> = [];
   #leaderLoop: Promise<void> | undefined;
+  /** The Lease's name in `leader_election_master_status`, once handlers start. */
+  #leaseName: string | undefined;
   /** Resolves with the reason once the operator has fully stopped. */
   readonly done: Promise<StopReason>;
 
@@ -742,14 +749,22 @@ export class Operator {
     const o = this.#o;
     const client = this.client;
     if (!o.leaderElection) {
-      this.metrics.leader.set(1);
+      // no Lease: the only instance leads; its gauge says so under the
+      // operator's name, so that "exactly one leader" holds for it too
+      this.#leaseName = this.name;
+      this.metrics.controllerRuntime.leading(this.name, true);
       for (const c of this.#controllers.values()) c.start();
       return;
     }
     const le = o.leaderElection;
+    const leaseName = le.leaseName ?? this.name;
+    const leading = (yes: boolean) =>
+      this.metrics.controllerRuntime.leading(leaseName, yes);
+    this.#leaseName = leaseName;
+    leading(false);
     this.#elector = new LeaderElector({
       client,
-      name: le.leaseName ?? this.name,
+      name: leaseName,
       namespace: le.leaseNamespace,
       identity: le.identity ??
         `${Deno.hostname()}_${crypto.randomUUID().slice(0, 8)}`,
@@ -767,11 +782,11 @@ export class Operator {
       logger: this.logger,
       keepCampaigning: le.keepCampaigning === true,
       onStartedLeading: () => {
-        this.metrics.leader.set(1);
+        leading(true);
         for (const c of this.#controllers.values()) c.start();
       },
       onStoppedLeading: () => {
-        this.metrics.leader.set(0);
+        leading(false);
         // at once: no grace, abort the handlers' signal
         for (const c of this.#controllers.values()) void c.stop(0);
         if (le.keepCampaigning) return;
@@ -788,44 +803,81 @@ export class Operator {
     return this.#shutdown("stopped");
   }
 
+  /**
+   * The stop, bounded by the shutdown timeout (shutdown.ts): running
+   * handlers get most of it, then the Lease is given up (before anything
+   * else is closed, so that another replica can lead at once), then the
+   * caches, servers and cleanup handlers close in what is left. Whatever
+   * has not ended by the deadline is left behind: the process exits.
+   */
   #shutdown(reason: StopReason): Promise<void> {
     this.#stopping ??= (async () => {
       const log = this.logger;
-      const grace = reason === "leadership-lost"
-        ? 0
-        : this.#o.shutdownTimeoutMs ?? 30_000;
-      await Promise.all(
+      const started = Date.now();
+      const lost = reason === "leadership-lost";
+      const budget = shutdownBudget(this.#o.shutdownTimeoutMs ?? 30_000);
+      const deadline = started + budget.totalMs;
+      // leadership lost: no grace, abort the handlers' signal at once
+      const grace = lost ? 0 : budget.handlerGraceMs;
+      const handlers = Promise.all(
         [...this.#controllers.values()].map((c) => c.stop(grace)),
       );
+      if (!await until(handlers, started + grace + budget.handlerEndMs)) {
+        log.warn(
+          { graceMs: grace },
+          "handlers still running after their grace and abort: stopping without them",
+        );
+      }
       for (const c of this.#controllers.values()) c.shutdown();
-      if (reason !== "leadership-lost") await this.#elector?.release();
-      await this.#leaderLoop;
-      this.metrics.leader.set(0);
-      await Promise.all(
-        [...this.#caches.values()].map((e) => e.informer?.stop()),
-      );
-      await this.#webhook?.stop();
-      await this.#metricsServer?.stop();
-      await this.#health?.stop();
-      for (const fn of this.#cleanup) {
-        try {
-          await fn();
-        } catch (err) {
-          log.error(
-            { err: err instanceof Error ? err.message : String(err) },
-            "cleanup handler failed",
-          );
-        }
+      if (!lost && this.#elector !== undefined) {
+        const left = Math.max(1, deadline - Date.now());
+        await this.#elector.release(AbortSignal.timeout(left));
+      }
+      await until(this.#leaderLoop ?? Promise.resolve(), deadline);
+      if (this.#leaseName !== undefined) {
+        this.metrics.controllerRuntime.leading(this.#leaseName, false);
+      }
+      const rest = this.#closeRest();
+      if (!await until(rest, deadline)) {
+        log.warn(
+          { shutdownTimeoutMs: budget.totalMs },
+          "the shutdown timeout passed before everything closed: stopping anyway",
+        );
       }
       for (const [sig, h] of this.#signalHandlers) {
         Deno.removeSignalListener(sig, h);
       }
       this.#signalHandlers = [];
       this.#client?.close();
-      log.info({ reason }, "operator stopped");
+      log.info(
+        { reason, elapsedMs: Date.now() - started },
+        "operator stopped",
+      );
       this.#doneResolve?.(reason);
     })();
     return this.#stopping;
+  }
+
+  /** Caches, servers and the cleanup handlers, after the Lease. */
+  async #closeRest(): Promise<void> {
+    await Promise.all(
+      [...this.#caches.values()].map((e) => e.informer?.stop()),
+    );
+    await Promise.all([
+      this.#webhook?.stop(),
+      this.#metricsServer?.stop(),
+      this.#health?.stop(),
+    ]);
+    for (const fn of this.#cleanup) {
+      try {
+        await fn();
+      } catch (err) {
+        this.logger.error(
+          { err: err instanceof Error ? err.message : String(err) },
+          "cleanup handler failed",
+        );
+      }
+    }
   }
 }
 

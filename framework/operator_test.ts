@@ -193,12 +193,48 @@ Deno.test({
       // and each requeue (2 temporary, 3 errors, 2 requeues)
       const queue = '{name="configmaps",controller="configmaps"}';
       assert.equal(get(`workqueue_retries_total${queue}`), 7);
-      assert.ok(
+      // controller-runtime's series: every thrown error is an error (2
+      // temporary, 1 permanent, 3 others), the permanent one terminal too;
+      // a requeue after a delay is requeue_after; every pass is timed
+      const cr = (result: string) =>
         get(
-          'operator_reconcile_duration_seconds_count{controller="configmaps"}',
-        ) >= 15,
+          `controller_runtime_reconcile_total{controller="configmaps",result="${result}"}`,
+        );
+      assert.equal(cr("error"), 6);
+      assert.equal(cr("requeue_after"), 2);
+      assert.equal(cr("requeue"), 0);
+      assert.equal(
+        get(
+          'controller_runtime_reconcile_errors_total{controller="configmaps"}',
+        ),
+        6,
       );
-      assert.equal(get("operator_leader"), 1);
+      assert.equal(
+        get(
+          'controller_runtime_terminal_reconcile_errors_total{controller="configmaps"}',
+        ),
+        1,
+      );
+      const timed = get(
+        'controller_runtime_reconcile_time_seconds_count{controller="configmaps"}',
+      );
+      assert.ok(timed >= 15, `${timed}`);
+      assert.equal(
+        timed,
+        cr("error") + cr("requeue_after") + cr("requeue") + cr("success"),
+      );
+      assert.equal(
+        get(
+          'controller_runtime_max_concurrent_reconciles{controller="configmaps"}',
+        ),
+        3,
+      );
+      assert.equal(
+        get('controller_runtime_active_workers{controller="configmaps"}'),
+        0,
+      );
+      // no Lease: the only instance leads, under the operator's name
+      assert.equal(get('leader_election_master_status{name="fwtest"}'), 1);
       assert.equal(get('operator_cache_objects{kind="ConfigMap"}'), 5);
       assert.equal(get(`workqueue_depth${queue}`), 0);
       // every pass was added, waited and worked; none is in progress

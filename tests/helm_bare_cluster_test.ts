@@ -6,7 +6,8 @@
  * each one's selectors pick only its own pods and Services, and the
  * certificate the chart makes for the webhook is kept by upgrades and,
  * deleted, replaced by one whose CA is trusted beside the old one until the
- * next upgrade.
+ * next upgrade; with policy.create the EvictionPolicy is an object of the
+ * release (`helm get manifest`), created though no pod serves the webhook.
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
@@ -147,6 +148,17 @@ Deno.test("on a cluster without cert-manager and the Prometheus operator the cha
     await t.step(
       "two releases install side by side; each one's selectors pick only its own pods and Services",
       async () => {
+        // The credentials Secret both releases mount (the chart refuses to
+        // install without it).
+        await kubectlOk(e, [
+          "-n",
+          NAMESPACE,
+          "create",
+          "secret",
+          "generic",
+          "evictor-openstack",
+          "--from-literal=clouds.yaml=clouds: {}",
+        ]);
         // Helm refuses to install over an object another release owns: a
         // shared name would fail here.
         for (const { release } of RELEASES) {
@@ -289,10 +301,78 @@ Deno.test("on a cluster without cert-manager and the Prometheus operator the cha
             "-o",
             "name",
           ]),
-        ].join("\n");
+        ].join("\n").split("\n")
+          // the credentials, made apart from the chart, stay
+          .filter((l) => l !== "secret/evictor-openstack").join("\n");
         assert.doesNotMatch(left, new RegExp(`/${fullname}(-|$)`, "m"));
       }
     });
+
+    await t.step(
+      "with policy.create the EvictionPolicy is an object of the release, created though nothing serves the webhook, every later change checked; all namespaced objects but the Events Role in the release's namespace",
+      async () => {
+        await helmOk(e, [
+          "install",
+          "evictor",
+          CHART,
+          "--set",
+          "policy.create=true",
+          "--set",
+          "policy.spec.maxConcurrentMigrations=3",
+        ]);
+        const out = await helm([
+          "get",
+          "manifest",
+          "evictor",
+          "--kubeconfig",
+          e.kubeconfigPath,
+          "--namespace",
+          NAMESPACE,
+        ]);
+        assert.equal(out.code, 0, out.stderr);
+        const objects = objectsOf(out.stdout, "helm get manifest");
+        assert.deepEqual(
+          objects.filter((o) => o.kind === "EvictionPolicy").map((o) =>
+            o.metadata.name
+          ),
+          ["default"],
+        );
+        const stored = JSON.parse(
+          await kubectlOk(e, [
+            "get",
+            "evictionpolicy",
+            "default",
+            "-o",
+            "json",
+          ]),
+        ) as { spec: { maxConcurrentMigrations: number } };
+        assert.equal(stored.spec.maxConcurrentMigrations, 3);
+        assert.deepEqual(
+          objects.filter((o) =>
+            o.metadata.namespace !== undefined &&
+            o.metadata.namespace !== NAMESPACE
+          ).map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`)
+            .sort(),
+          ["Role default/evictor-events", "RoleBinding default/evictor-events"],
+        );
+        // The webhook still guards the policy: a change calls it, and
+        // nothing serves it here, so the API server refuses (fail closed).
+        const changed = await e.kubectl([
+          "patch",
+          "evictionpolicy",
+          "default",
+          "--type",
+          "merge",
+          "-p",
+          '{"spec":{"maxConcurrentMigrations":4}}',
+        ]);
+        assert.notEqual(changed.code, 0, "changed without the webhook");
+        assert.match(changed.stderr, /failed calling webhook/);
+        // kept by helm uninstall
+        await helmOk(e, ["uninstall", "evictor"]);
+        await kubectlOk(e, ["get", "evictionpolicy", "default"]);
+      },
+    );
   } finally {
     await e.stop();
   }

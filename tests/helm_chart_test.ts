@@ -7,8 +7,9 @@
  * their APIs renders and the chart makes the webhook's certificate; the
  * image is the chart's appVersion; two releases share nothing but the CRDs;
  * the renderings apply server-side to a real API server,
+ * `helm install` refuses to run without the credentials Secret,
  * `helm install`/`upgrade`/`uninstall` keep the credentials Secret and
- * update the EvictionPolicy hook in place, non-default values change what
+ * keep the EvictionPolicy (an object of the release) updated in place, non-default values change what
  * they should and nothing else, and bad values are refused with a message
  * naming them. On a bare API server: helm_bare_cluster_test.ts.
  */
@@ -236,7 +237,8 @@ Deno.test("the test's values change what they should in the default rendering an
     e.name === "EVICTOR_NOVA_NOTIFICATIONS_URL"
   );
   notificationsUrl.valueFrom.secretKeyRef.name = "openstack-region-two";
-  // The policy: the sample's, created after the webhook serves.
+  // The policy: the sample's, an object of the release (no hook), kept by
+  // helm uninstall, marked as checked by this release's chart.
   const policy = parse(sample) as K8sObject;
   policy.metadata.labels = {
     "app.kubernetes.io/name": "evictor",
@@ -244,10 +246,21 @@ Deno.test("the test's values change what they should in the default rendering an
     ...helmLabels("evictor"),
   };
   policy.metadata.annotations = {
-    "helm.sh/hook": "post-install,post-upgrade",
-    "helm.sh/hook-delete-policy": "hook-failed",
+    "helm.sh/resource-policy": "keep",
+    "evictor.kvm.cloud.sap/checked-by-chart": `${NAMESPACE}/evictor`,
   };
   expected.push(policy);
+  // ...whose first creation the policy webhook skips (nothing serves it yet)
+  const config = only(expected, "ValidatingWebhookConfiguration");
+  const [policyHook] = config["webhooks"] as Record<string, unknown>[];
+  assert.ok(policyHook !== undefined);
+  policyHook["matchConditions"] = [{
+    name: "not-the-releases-first-policy",
+    expression: "!(request.operation == 'CREATE' && " +
+      "has(object.metadata.annotations) && " +
+      "object.metadata.annotations[?'evictor.kvm.cloud.sap/checked-by-chart'].orValue('') == " +
+      `'${NAMESPACE}/evictor')`,
+  }];
   assert.deepEqual(byKey(custom), byKey(expected));
 });
 
@@ -471,8 +484,110 @@ Deno.test("a release of another name names every object after it, its Lease incl
   assert.equal(endpoint.tlsConfig.ca.secret.name, "blue-evictor-webhook-tls");
 });
 
+Deno.test("one replica renders no PodDisruptionBudget (it would block every node drain); two do", async () => {
+  const one = await render(["--set", "replicas=1"]);
+  assert.deepEqual(one.filter((o) => o.kind === "PodDisruptionBudget"), []);
+  assert.equal(only(one, "Deployment").spec.replicas, 1);
+  const two = await render([]);
+  assert.equal(
+    only(two, "PodDisruptionBudget").spec.minAvailable,
+    1,
+  );
+});
+
+Deno.test("every namespaced object is in the release's namespace, but the Events Role and RoleBinding values.yaml gives the reason for", async () => {
+  for (const args of [BOTH_APIS, ["--values", CUSTOM_VALUES]]) {
+    const objects = await render(["--namespace", "team-a", ...args]);
+    const outside = objects.filter((o) =>
+      o.metadata.namespace !== undefined && o.metadata.namespace !== "team-a"
+    ).map(keyOf).sort();
+    assert.deepEqual(outside, [
+      "Role default/evictor-events",
+      "RoleBinding default/evictor-events",
+    ]);
+  }
+  const values = await Deno.readTextFile(
+    new URL(`${CHART}/values.yaml`, ROOT),
+  );
+  assert.match(values, /eventsInDefaultNamespace: true/);
+  assert.match(values, /Events about cluster-scoped objects only in `default`/);
+  // without it, nothing outside the release's namespace
+  const none = await render([
+    "--namespace",
+    "team-a",
+    "--set",
+    "rbac.eventsInDefaultNamespace=false",
+  ]);
+  assert.deepEqual(
+    none.filter((o) =>
+      o.metadata.namespace !== undefined && o.metadata.namespace !== "team-a"
+    ).map(keyOf),
+    [],
+  );
+});
+
+Deno.test("the pods' grace period exceeds --shutdown-timeout", async () => {
+  const pod = (objects: K8sObject[]) =>
+    only(objects, "Deployment").spec.template.spec;
+  const defaults = pod(await render([]));
+  // the binary's default, 25 s: no flag, as in manifests/
+  assert.ok(
+    !defaults.containers[0].args.some((a: string) =>
+      a.startsWith("--shutdown-timeout")
+    ),
+  );
+  assert.equal(defaults.terminationGracePeriodSeconds, 30);
+  const config = await Deno.readTextFile(new URL("app/config.ts", ROOT));
+  assert.match(config, /"shutdown-timeout": \{[^}]*default: "25s"/);
+  const longer = pod(await render(["--set", "shutdownTimeoutSeconds=50"]));
+  assert.ok(longer.containers[0].args.includes("--shutdown-timeout=50s"));
+  assert.equal(longer.terminationGracePeriodSeconds, 55);
+});
+
 Deno.test("bad values are refused with a message naming the value and what is expected", async () => {
   const table: [string[], RegExp][] = [
+    [
+      [
+        "--set",
+        "policy.create=true",
+        "--set",
+        "policy.spec.maxConcurrentMigrations=2",
+        "--set",
+        "policy.spec.traitLimits[0].trait=CUSTOM_A",
+        "--set",
+        "policy.spec.traitLimits[0].maxConcurrentMigrations=3",
+      ],
+      /policy\.spec\.traitLimits\[0\]\.maxConcurrentMigrations: got 3 for trait CUSTOM_A; expected at most spec\.maxConcurrentMigrations 2/,
+    ],
+    [
+      [
+        "--set",
+        "policy.create=true",
+        "--set",
+        "policy.spec.maxConcurrentMigrations=2",
+        "--set",
+        "policy.spec.traitLimits[0].trait=CUSTOM_A",
+        "--set",
+        "policy.spec.traitLimits[0].maxConcurrentMigrations=1",
+        "--set",
+        "policy.spec.traitLimits[1].trait=CUSTOM_A",
+        "--set",
+        "policy.spec.traitLimits[1].maxConcurrentMigrations=1",
+      ],
+      /policy\.spec\.traitLimits\[1\]\.trait: got "CUSTOM_A", already listed at traitLimits\[0\]/,
+    ],
+    [
+      ["--set", "policy.spec.maxConcurrentMigrations=65"],
+      /at '\/policy\/spec\/maxConcurrentMigrations'.*maximum/,
+    ],
+    [
+      ["--set", "policy.spec.traitLimits[0].trait=custom_lower"],
+      /at '\/policy\/spec\/traitLimits\/0.*/,
+    ],
+    [
+      ["--set", "shutdownTimeoutSeconds=0"],
+      /at '\/shutdownTimeoutSeconds'.*minimum/,
+    ],
     [["--set", "replicas=two"], /at '\/replicas': got string, want integer/],
     [["--set", "replica=3"], /additional properties 'replica' not allowed/],
     [["--set", "logLevel=verbose"], /at '\/logLevel'.*value must be one of/],
@@ -597,6 +712,29 @@ Deno.test("the chart applies server-side and installs, upgrades and uninstalls w
     await t.step(
       "helm install, upgrade and uninstall leave the credentials and the policy",
       async () => {
+        // Without the credentials Secret the pods could never start: the
+        // install fails at once, naming it, instead of waiting.
+        const early = Date.now();
+        const refused = await helm([
+          "install",
+          "evictor",
+          CHART,
+          ...kubeconfig,
+          "--values",
+          CUSTOM_VALUES,
+          "--wait",
+          "--timeout",
+          "10m",
+        ]);
+        assert.notEqual(refused.code, 0, "installed without the Secret");
+        assert.match(
+          refused.stderr,
+          new RegExp(
+            `openstack\\.secretName: the Secret ${NAMESPACE}/openstack-region-two with the OpenStack credentials \\(key clouds\\.yaml\\) does not exist`,
+          ),
+        );
+        // it never waited for --wait's timeout
+        assert.ok(Date.now() - early < 5 * 60_000);
         await kubectlOk(e, [
           "-n",
           NAMESPACE,
@@ -638,6 +776,20 @@ Deno.test("the chart applies server-side and installs, upgrades and uninstalls w
         );
         const policy = ["get", "evictionpolicy", "default"];
         const policyUid = await uidOf(e, policy);
+        // an object of the release, not a hook
+        const manifest = await helm([
+          "get",
+          "manifest",
+          "evictor",
+          ...kubeconfig,
+        ]);
+        assert.equal(manifest.code, 0, manifest.stderr);
+        assert.deepEqual(
+          objectsOf(manifest.stdout, "helm get manifest").filter((o) =>
+            o.kind === "EvictionPolicy"
+          ).map((o) => o.metadata.name),
+          ["default"],
+        );
         const spec = async () =>
           JSON.parse(await kubectlOk(e, [...policy, "-o", "json"])).spec;
         const values = parse(await Deno.readTextFile(CUSTOM_VALUES)) as {

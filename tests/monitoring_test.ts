@@ -299,6 +299,52 @@ function seriesSayWhatHappened(text: string, apiHost: string): void {
       assert.ok(text.includes(`${gauge}${q} `), `${controller}: ${gauge}`);
     }
   }
+  // controller-runtime's reconcile series: every pass counted by result
+  // and timed, the workers' count, none busy at rest; the Lease's holder
+  for (const controller of ["eviction", "hypervisors"]) {
+    const c = `{controller="${controller}"}`;
+    const results = ["success", "error", "requeue", "requeue_after"].map((
+      result,
+    ) =>
+      metricSum(
+        text,
+        "controller_runtime_reconcile_total",
+        `{controller="${controller}",result="${result}"}`,
+      )
+    );
+    const passes = results.reduce((a, b) => a + b, 0);
+    assert.ok(passes > 0, `${controller}: no reconciles counted`);
+    assert.equal(
+      metricSum(text, "controller_runtime_reconcile_time_seconds_count", c),
+      passes,
+      `${controller}: every pass timed`,
+    );
+    assert.equal(
+      metricSum(text, "controller_runtime_reconcile_errors_total", c),
+      results[1],
+    );
+    assert.ok(
+      metricSum(text, "controller_runtime_max_concurrent_reconciles", c) >= 1,
+    );
+    assert.ok(text.includes(`controller_runtime_active_workers${c} `));
+  }
+  // the drain asked to be looked at again after its poll interval
+  assert.ok(
+    metricSum(
+      text,
+      "controller_runtime_reconcile_total",
+      '{controller="eviction",result="requeue_after"}',
+    ) > 0,
+  );
+  assert.equal(
+    metricSum(
+      text,
+      "leader_election_master_status",
+      '{name="evictor-monitoring"}',
+    ),
+    1,
+    "the leader's gauge under the Lease's name",
+  );
   // the drain requeued itself while its migrations ran: client-go's retries
   assert.ok(
     metricSum(
@@ -389,6 +435,10 @@ Deno.test("every metric and label of the rules and the dashboard exists in evict
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
       `--webhook-bind-address=127.0.0.1:${webhookPort}`,
       `--webhook-cert-dir=${certDir}`,
+      // a real Lease, so that leader_election_master_status names it
+      "--leader-elect",
+      "--leader-election-namespace=default",
+      "--leader-election-id=evictor-monitoring",
       ...(mq === undefined ? [] : [`--nova-notifications-url=${mq.url}`]),
     ],
   });

@@ -2,6 +2,9 @@
  * The adapter that writes what an ended drain learned (lesson.ts) to its
  * Hypervisor's `status.lastDrain`: a merge patch of that one field, so the
  * Hypervisor status sync's and the upstream agents' fields are untouched.
+ * Where the installed CRD prunes that field (the upstream operator's CRD:
+ * the answer to the write lacks it), the record goes to the annotation of
+ * capacity/last_drain_record.ts instead, which is never pruned.
  * Called after every pass's status write and by the finalizer; it writes
  * only when the drain has ended and the Hypervisor does not hold its
  * lesson yet, so a failed write is retried by the next pass (finished
@@ -16,6 +19,10 @@ import type { Logger } from "../../framework/logger.ts";
 import { patchStatus } from "../../framework/status.ts";
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { HypervisorKind } from "../kinds.ts";
+import {
+  lastDrainAnnotation,
+  lastDrainOf,
+} from "../../capacity/last_drain_record.ts";
 import { drainLesson, type DrainMarks, needsRecording } from "./lesson.ts";
 
 /** What {@linkcode keepLesson} needs. */
@@ -52,12 +59,27 @@ export async function keepLesson(input: KeepLessonInput): Promise<boolean> {
   const lesson = drainLesson(eviction, status, marks);
   if (
     lesson === undefined ||
-    !needsRecording(lesson, hypervisor.status?.lastDrain)
+    !needsRecording(lesson, lastDrainOf(hypervisor))
   ) {
     return false;
   }
   try {
-    await patchStatus(client, HypervisorKind, host, { lastDrain: lesson });
+    const written = await patchStatus<Hypervisor>(
+      client,
+      HypervisorKind,
+      host,
+      { lastDrain: lesson },
+    );
+    if (written.status?.lastDrain === undefined) {
+      await client.patch(HypervisorKind, host, {
+        metadata: { annotations: lastDrainAnnotation(lesson) },
+      });
+      log.info(
+        { lastDrain: lesson },
+        "the Hypervisor CRD prunes status.lastDrain: what the drain learned is kept in its annotation evictor.kvm.cloud.sap/last-drain",
+      );
+      return true;
+    }
     log.info(
       { lastDrain: lesson },
       "what the drain learned is kept in its Hypervisor's status.lastDrain",

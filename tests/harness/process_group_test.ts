@@ -55,3 +55,39 @@ Deno.test("startProcessGroup: a forking server is gone after its owner is SIGKIL
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("startProcess: a stop that gives up kills the process inside the watchdog, not only the watchdog", async () => {
+  const { startProcess } = await import("./processes.ts");
+  const dir = await Deno.makeTempDir({ prefix: "evictor-stop-" });
+  try {
+    const pidPath = `${dir}/pid`;
+    // a process that ignores SIGTERM, as an operator stuck in its stop
+    const p = startProcess(
+      "stubborn",
+      "bash",
+      ["-c", `trap '' TERM; echo $$ > ${pidPath}; while :; do sleep 0.1; done`],
+      `${dir}/log`,
+    );
+    let pid = 0;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && pid === 0) {
+      pid = Number((await Deno.readTextFile(pidPath).catch(() => "")).trim());
+      if (pid === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(pid > 0 && alive(pid), "the process did not start");
+    // the child is unref'd: something must keep this test's loop alive
+    const keepAlive = setInterval(() => {}, 100);
+    try {
+      await p.stop(300);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    const gone = Date.now() + 10_000;
+    while (Date.now() < gone && alive(pid)) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(!alive(pid), `process ${pid} outlived the stop`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -12,7 +12,11 @@ export interface ManagedProcess {
   readonly logPath: string;
   /** Resolves with the exit code once the process has ended. */
   readonly exited: Promise<number>;
-  /** Sends SIGTERM, then SIGKILL after `graceMs`, and waits for the end. */
+  /**
+   * Sends SIGTERM, then after `graceMs` SIGKILL to the process and its
+   * process group (not only to the watchdog around it), and waits for the
+   * end.
+   */
   stop(graceMs?: number): Promise<void>;
   /** SIGKILL to the process (no clean-up at all), and waits for the end. */
   kill(): Promise<void>;
@@ -23,9 +27,10 @@ export interface ManagedProcess {
 // on to the child; a USR1 makes it SIGKILL the child (SIGKILL itself cannot
 // be passed on).
 const WATCHDOG = `
-parent=$1; log=$2; shift 2
+parent=$1; log=$2; pidfile=$3; shift 3
 "$@" >>"$log" 2>&1 &
 child=$!
+echo $child >"$pidfile"
 trap 'kill -TERM $child 2>/dev/null; wait $child; exit $?' TERM INT
 trap 'kill -KILL $child 2>/dev/null; wait $child; exit 137' USR1
 while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
@@ -40,9 +45,10 @@ wait $child
 // goes to that whole group, so no worker outlives its parent or the test.
 const GROUP_WATCHDOG = `
 set -m
-parent=$1; log=$2; shift 2
+parent=$1; log=$2; pidfile=$3; shift 3
 "$@" >>"$log" 2>&1 </dev/null &
 child=$!
+echo $child >"$pidfile"
 trap 'kill -TERM -- -$child 2>/dev/null; wait $child; code=$?; kill -KILL -- -$child 2>/dev/null; exit $code' TERM INT
 trap 'kill -KILL -- -$child 2>/dev/null; wait $child; exit 137' USR1
 while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
@@ -101,6 +107,9 @@ function spawnWatched(
   logPath: string,
   env?: Record<string, string>,
 ): ManagedProcess {
+  // The watchdog writes the child's pid here: a stop that gives up kills
+  // the child itself (a SIGKILL of the watchdog alone left it running).
+  const pidFile = `${logPath}.${crypto.randomUUID().slice(0, 8)}.pid`;
   const child = new Deno.Command("bash", {
     args: [
       "-c",
@@ -108,6 +117,7 @@ function spawnWatched(
       "watchdog",
       String(Deno.pid),
       logPath,
+      pidFile,
       command,
       ...args,
     ],
@@ -121,6 +131,7 @@ function spawnWatched(
     }),
   }).spawn();
   const exited = child.status.then((s) => s.code);
+  void exited.then(() => Deno.remove(pidFile).catch(() => {}));
   // Do not keep the test's event loop alive just for this child.
   child.unref();
   let stopping: Promise<void> | undefined;
@@ -144,6 +155,7 @@ function spawnWatched(
           return; // already gone
         }
         const timer = setTimeout(() => {
+          killInner(pidFile);
           try {
             child.kill("SIGKILL");
           } catch { /* gone */ }
@@ -154,6 +166,26 @@ function spawnWatched(
       return stopping;
     },
   };
+}
+
+/**
+ * SIGKILL to the watched child named in `pidFile` and to its process group
+ * (a server with workers, or the child of a group watchdog); nothing when
+ * it is gone or never started.
+ */
+function killInner(pidFile: string): void {
+  let pid: number;
+  try {
+    pid = Number(Deno.readTextFileSync(pidFile).trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  for (const target of [-pid, pid]) {
+    try {
+      Deno.kill(target, "SIGKILL");
+    } catch { /* no such group or process */ }
+  }
 }
 
 /** Asks the kernel for a free TCP port on 127.0.0.1. */

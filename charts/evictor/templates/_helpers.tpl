@@ -192,3 +192,51 @@ depends on it includes this, and Helm stops at the first failure).
 {{- fail "webhook.caBundle: only with webhook.certSecretName (your own certificate); without it cert-manager or the chart makes the certificate and its CA" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The release as "<namespace>/<name>", and the annotation by which the
+webhook knows the policy this release created and checked.
+*/}}
+{{- define "evictor.releaseId" -}}
+{{ .Release.Namespace }}/{{ .Release.Name }}
+{{- end }}
+{{- define "evictor.policyCheckedAnnotation" -}}
+evictor.kvm.cloud.sap/checked-by-chart
+{{- end }}
+
+{{/*
+The webhook's checks of an EvictionPolicy spec (limits/validation.ts) that
+values.schema.json cannot make: no trait limit above the default limit, no
+trait listed twice. Same messages as the webhook's.
+*/}}
+{{- define "evictor.checkPolicy" -}}
+{{- $spec := .Values.policy.spec }}
+{{- $default := int (default 1 $spec.maxConcurrentMigrations) }}
+{{- $seen := dict }}
+{{- range $i, $t := (default list $spec.traitLimits) }}
+{{- if hasKey $seen $t.trait }}
+{{- fail (printf "policy.spec.traitLimits[%d].trait: got \"%s\", already listed at traitLimits[%v]; expected each trait once" $i $t.trait (get $seen $t.trait)) }}
+{{- end }}
+{{- $_ := set $seen $t.trait (toString $i) }}
+{{- if gt (int $t.maxConcurrentMigrations) $default }}
+{{- fail (printf "policy.spec.traitLimits[%d].maxConcurrentMigrations: got %v for trait %s; expected at most spec.maxConcurrentMigrations %d (a trait lowers the limit, never raises it)" $i $t.maxConcurrentMigrations $t.trait $default) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The OpenStack credentials Secret must exist before the pods can start: when
+Helm talks to a cluster (install, upgrade, --dry-run=server; the release's
+namespace is found) and the Secret is not in that namespace, fail at once
+instead of letting `helm install --wait` wait for its whole timeout.
+`helm template` sees no cluster and checks nothing.
+*/}}
+{{- define "evictor.checkOpenStackSecret" -}}
+{{- if .Values.openstack.requireSecret }}
+{{- if lookup "v1" "Namespace" "" .Release.Namespace }}
+{{- if not (lookup "v1" "Secret" .Release.Namespace .Values.openstack.secretName) }}
+{{- fail (printf "openstack.secretName: the Secret %s/%s with the OpenStack credentials (key clouds.yaml) does not exist, and evictor's pods cannot start without it. Create it first: kubectl -n %s create secret generic %s --from-file=clouds.yaml (docs/deploy.md); or set openstack.requireSecret=false when it is made after the chart's objects" .Release.Namespace .Values.openstack.secretName .Release.Namespace .Values.openstack.secretName) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
