@@ -41,6 +41,12 @@ const MAX_SAMPLES = 64;
 const SAME_SIZE_SAMPLES = 5;
 /** Wake this much after the expected end while few samples tell the spread. */
 export const LATE_MARGIN = 0.03;
+/**
+ * The share of a migration's expected time its end event may come late
+ * (a loaded controller or broker) before the view is not trusted to tell
+ * it: a look at Nova then (Pace.endsBy).
+ */
+export const LATE_END_SHARE = 0.25;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
 
@@ -470,7 +476,9 @@ export class Pace {
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
     const { model, first, untimed, byId } = this.#ends(view);
     this.#endsBy = new Map(
-      [...byId].map(([id, end]) => [id, end + view.pollMs]),
+      [...byId].map((
+        [id, { since, end }],
+      ) => [id, end + Math.max(view.pollMs, LATE_END_SHARE * (end - since))]),
     );
     const look = lookAt([...model, ...first], view.pollMs);
     return {
@@ -504,11 +512,12 @@ export class Pace {
   /**
    * By when (controller clock) the end of each migration timed at the
    * last {@linkcode Pace.dueInMs} should be known: its expected end and
-   * one poll interval. While the model cannot time it, its start and the
-   * slot time the drain's completed migrations show (none before the
-   * first: its start). An informer whose view shows one still moving
-   * later looks at Nova (its end event may be lost), at spacings that
-   * double while it runs on.
+   * a poll interval or {@linkcode LATE_END_SHARE} of its expected time,
+   * whichever is longer. While the model cannot time it, its start and
+   * the slot time the drain's completed migrations show stand for its
+   * end (its start before the first). An informer whose view shows one
+   * still moving later looks at Nova (its end event may be lost), at
+   * spacings that double while it runs on.
    */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
@@ -524,8 +533,8 @@ export class Pace {
   /**
    * The expected ends of the migrations the model times, the first looks
    * due at our starts, whether something runs that it cannot time, and
-   * per migration its expected end (when untimed, {@linkcode Pace.endsBy}'s
-   * stand-in).
+   * per migration its start and expected end (when untimed,
+   * {@linkcode Pace.endsBy}'s stand-in).
    */
   #ends(
     view: PaceView,
@@ -533,9 +542,9 @@ export class Pace {
     model: number[];
     first: number[];
     untimed: boolean;
-    byId: Map<string, number>;
+    byId: Map<string, { since: number; end: number }>;
   } {
-    const byId = new Map<string, number>();
+    const byId = new Map<string, { since: number; end: number }>();
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
@@ -553,17 +562,15 @@ export class Pace {
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
       const end = this.#endOf(entry, view, perNovaMs, queueing);
-      if (end === undefined) {
-        untimed = true;
-        const since = this.#active.get(entry.id)?.sinceMs ??
-          view.issuedAt(entry.id);
-        if (since !== undefined && !Number.isNaN(since)) {
-          byId.set(entry.id, since + this.#slotMs(view.ramOf(entry.id)));
-        }
-      } else {
-        model.push(end);
-        byId.set(entry.id, end);
-      }
+      const since = this.#active.get(entry.id)?.sinceMs ??
+        view.issuedAt(entry.id);
+      if (end === undefined) untimed = true;
+      else model.push(end);
+      if (since === undefined || Number.isNaN(since)) continue;
+      byId.set(entry.id, {
+        since,
+        end: end ?? since + this.#slotMs(view.ramOf(entry.id)),
+      });
     }
     return { model, first, untimed, byId };
   }
