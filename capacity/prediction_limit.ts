@@ -55,7 +55,9 @@ export function predictionLimit(
 /**
  * Nova's limit on `host`'s live migrations as the host's running drain
  * learned it (the unfinished Eviction's `status.novaLiveMigrationLimit`),
- * or undefined when none has seen Nova queue.
+ * else as the host's latest ended drain kept it (`lastDrain`, its
+ * Hypervisor's record: capacity/last_drain_record.ts), or undefined when
+ * none has seen Nova queue.
  *
  * @example
  * ```ts
@@ -65,13 +67,15 @@ export function predictionLimit(
  *   { spec: { hypervisor: "b" }, status: { finishedAt: "2026-01-01T00:00:00Z", novaLiveMigrationLimit: 2 } },
  * ];
  * console.log(learnedNovaLimit("a", evictions), learnedNovaLimit("b", evictions)); // 1 undefined
+ * console.log(learnedNovaLimit("b", evictions, { novaLiveMigrationLimit: 2 })); // 2
  * ```
  */
 export function learnedNovaLimit(
   host: string,
   evictions: readonly NovaLimitedDrain[],
+  lastDrain?: { novaLiveMigrationLimit?: number | undefined },
 ): number | undefined {
   return evictions.find((e) =>
     e.spec.hypervisor === host && e.status?.finishedAt === undefined
-  )?.status?.novaLiveMigrationLimit;
+  )?.status?.novaLiveMigrationLimit ?? lastDrain?.novaLiveMigrationLimit;
 }

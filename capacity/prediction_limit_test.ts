@@ -36,7 +36,7 @@ Deno.test("property: a prediction never assumes more at once than either limit, 
   ));
 });
 
-Deno.test("learnedNovaLimit: the host's running drain's, never an ended one's or another host's", () => {
+Deno.test("learnedNovaLimit: the host's running drain's, else what its last ended drain kept; never an ended Eviction's or another host's", () => {
   const running = (host: string, limit?: number) => ({
     spec: { hypervisor: host },
     status: limit === undefined ? {} : { novaLiveMigrationLimit: limit },
@@ -58,4 +58,10 @@ Deno.test("learnedNovaLimit: the host's running drain's, never an ended one's or
     learnedNovaLimit("a", [{ spec: { hypervisor: "a" } }]),
     undefined,
   );
+  // the host's latest ended drain kept it: a plan before the next drain
+  const kept = { novaLiveMigrationLimit: 1 };
+  assert.equal(learnedNovaLimit("a", [], kept), 1);
+  assert.equal(learnedNovaLimit("a", [running("a")], kept), 1);
+  assert.equal(learnedNovaLimit("a", [running("a", 2)], kept), 2);
+  assert.equal(learnedNovaLimit("a", [], {}), undefined);
 });

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { lastDrainOf } from "../capacity/last_drain_record.ts";
 import { drainEndMs } from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
@@ -372,7 +373,11 @@ async function planHosts(
       servers,
       limit: limitUnderNova(
         limitText(resolved, cluster.policy !== undefined),
-        learnedNovaLimit(host, evictions),
+        learnedNovaLimit(
+          host,
+          evictions,
+          lastDrainOf(hypervisors.get(host) ?? {}),
+        ),
       ),
       capacity: { status: verdict.status, message: verdict.message },
       cost,

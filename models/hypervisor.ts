@@ -73,6 +73,7 @@ export const HypervisorStatusLastDrainSchema: z.ZodObject<{
     typeof HypervisorStatusLastDrainMigrationRateSchema
   >;
   "fixedMs": z.ZodOptional<z.ZodNumber>;
+  "novaLiveMigrationLimit": z.ZodOptional<z.ZodNumber>;
 }, z.core.$strip> = z.object({
   /** The Eviction that drained the host. */
   "eviction": z.string().min(1).max(253),
@@ -88,6 +89,8 @@ export const HypervisorStatusLastDrainSchema: z.ZodObject<{
   "migrationRate": HypervisorStatusLastDrainMigrationRateSchema.optional(),
   /** The time the drain spent with no migration of its own started yet or after its last one ended (capacity check, disabling the service, waiting for its wave, confirming, settling), ms on evictor's clock; absent when this process did not see the drain's first start. */
   "fixedMs": z.number().int().min(0).optional(),
+  /** Nova's limit on the host's live migrations at once (nova.conf max_concurrent_live_migrations) as the drain learned it from what Nova queued (the Eviction's status.novaLiveMigrationLimit when it ended); a later drain's prediction of this host uses it until that drain learns its own. */
+  "novaLiveMigrationLimit": z.number().int().min(1).optional(),
 });
 /** The type of {@linkcode HypervisorStatusLastDrainSchema}. */
 export type HypervisorStatusLastDrain = z.infer<

@@ -114,6 +114,9 @@ export function drainLesson(
       ? {}
       : { migrationRate: status.observedMigrationRate }),
     ...(fixedMs === undefined ? {} : { fixedMs: Math.round(fixedMs) }),
+    ...(status.novaLiveMigrationLimit === undefined
+      ? {}
+      : { novaLiveMigrationLimit: status.novaLiveMigrationLimit }),
   };
 }
 

@@ -122,6 +122,20 @@ Deno.test("drainLesson: table", () => {
       },
     ],
     [
+      "Nova's limit as the drain learned it is kept",
+      { ...ended, novaLiveMigrationLimit: 1 },
+      { lastEndMs: ms(80) },
+      {
+        eviction: "n1",
+        startedAt: at(0),
+        endedAt: at(89),
+        migrated: 3,
+        predictedMakespanSeconds: 21,
+        migrationRate: rate,
+        novaLiveMigrationLimit: 1,
+      },
+    ],
+    [
       "an empty host: the whole drain is fixed cost",
       { startedAt: at(0), finishedAt: at(12), migratedCount: 0 },
       {},

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { lastDrainOf } from "../../capacity/last_drain_record.ts";
 import {
   drainEndMs,
   REASON_DUPLICATE,
@@ -374,7 +375,11 @@ export async function checkCapacityFirst(
           )?.spec ?? { hypervisor: name },
       ).limit,
       (name === host ? pass.state.novaLimit?.limit : undefined) ??
-        learnedNovaLimit(name, evictions),
+        learnedNovaLimit(
+          name,
+          evictions,
+          lastDrainOf(hypervisors.get(name) ?? {}),
+        ),
     );
   const phase = await capacityPhase(deps.nova, deps.capacity, {
     host,
