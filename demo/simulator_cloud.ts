@@ -10,6 +10,7 @@ import {
 } from "../tests/harness/nova_sim/mod.ts";
 import { sampleInFlight } from "../tests/harness/eviction_env.ts";
 import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
+import { DEFAULT_FIXED_SECONDS } from "../capacity/history.ts";
 import type { DemoCloud, Say } from "./cloud.ts";
 import { drainCalls } from "./summary.ts";
 
@@ -61,6 +62,13 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
           (timing.scheduleSeconds + timing.prepareSeconds +
             timing.postSeconds) * 1000 / scenario.timeScale,
         )
+      }ms`,
+      // The time a drain takes besides its migrations (wave, capacity check,
+      // disabling, the settle looks), the documented default's real-cloud
+      // seconds on the simulator's clock: unscaled, the first prediction
+      // doubled the first drain's 11 s.
+      `--default-drain-overhead=${
+        Math.round(DEFAULT_FIXED_SECONDS * 1000 / scenario.timeScale)
       }ms`,
     ],
     timeoutSeconds: 300,
