@@ -180,7 +180,7 @@ async function describe(
     overheadMs: 0,
     style: {
       note: (c, perVm) =>
-        `Times are seconds of Nova's migration records (whole seconds), the clock the predictions below are on; each migration's own span stands for its time in the lower bound. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
+        `Times are seconds: MAKESPAN from the Eviction's startedAt to the drain's end, as predicted; LOWER BOUND from Nova's migration records (whole seconds), each migration's own span standing for its time. RETRIED: VMs whose migration failed and a retry moved; FAILED: VMs not moved. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
     },
     retryNote:
       "its makespan includes the backoff before a failed migration was retried (--migration-retry-backoff=5s).",
