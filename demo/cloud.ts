@@ -45,6 +45,12 @@ export interface DemoCloud {
   waveWhat: string;
   /** The EvictionPolicy's clusterMaxConcurrentMigrations. */
   budget: number;
+  /**
+   * What the demo makes happen in the cloud besides the drains (a VM
+   * booted onto a draining host, a migration that fails), one line each,
+   * said before the first drain.
+   */
+  staged: readonly string[];
   /** The EvictionPolicy's step. */
   policyStep: string;
   /** clouds.yaml for the operator and its cloud. */

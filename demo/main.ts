@@ -342,6 +342,13 @@ try {
   step(c.policyStep);
   await kubectl(["apply", "-f", "-"], JSON.stringify(policyOf(c.budget)));
 
+  if (c.staged.length > 0) {
+    step(
+      "What the demo makes happen in the cloud besides the drains (watch for it below):",
+    );
+    for (const line of c.staged) say(`  ${line}`);
+  }
+
   // Every migration the drains have in flight, sampled from the cloud:
   // the cluster budget's peak.
   const inFlight = c.sampleInFlight(DRAINS.map((d) => d.host));

@@ -151,6 +151,9 @@ async function describe(
     waveWhat: "the HANA host node003 among them",
     // One command drains the wave: 4 + 1 slots wanted, the budget gives 4.
     budget: 4,
+    staged: [
+      "cache-2: its first live migration fails (the lane's compute driver rolls it back, ACTIVE on node002): the drain retries it after --migration-retry-backoff",
+    ],
     policyStep:
       "The EvictionPolicy: 4 per host, 1 on HANA hosts, 4 in the whole cluster",
     operator: { cloudsYaml: proxy.cloudsYaml(), cloud: "lane-appcred" },

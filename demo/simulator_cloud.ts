@@ -12,6 +12,7 @@ import { sampleInFlight } from "../tests/harness/eviction_env.ts";
 import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
 import { DEFAULT_FIXED_SECONDS } from "../capacity/history.ts";
 import type { DemoCloud, Say } from "./cloud.ts";
+import { stagedEvents } from "./staged_events.ts";
 import { drainCalls } from "./summary.ts";
 
 /** Starts the simulator and describes it for the demo's story. */
@@ -39,6 +40,7 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
     wave: ["node002", "node003", "node004"],
     waveWhat: "a rack's hosts, two of them HANA",
     budget: 5,
+    staged: stagedEvents(scenario),
     policyStep:
       "The EvictionPolicy: 4 per host, 1 on HANA hosts, 5 in the whole cluster",
     operator: {
