@@ -53,6 +53,7 @@ import {
 import { type DemoCloud, parseCloud } from "./cloud.ts";
 import { startSimulatorCloud } from "./simulator_cloud.ts";
 import { openStackMissing, startOpenStackCloud } from "./openstack_cloud.ts";
+import { denoPinNoteHere } from "../tests/harness/deno_pin.ts";
 
 /** The flags, checked; a bad one ends the demo with one line naming it. */
 function parseFlags() {
@@ -225,6 +226,8 @@ async function watchDrains(
 
 try {
   const started = Date.now();
+  const pinNote = await denoPinNoteHere();
+  if (pinNote !== undefined) say(pinNote);
   step("Starting kube-apiserver and etcd (built from Go modules on first use)");
   env = await startEnvtest();
   say(`API server at ${env.server}`);

@@ -17,6 +17,7 @@ import {
   startEnvtest,
 } from "./harness/envtest.ts";
 import { openStackAvailable } from "./harness/openstack.ts";
+import { denoPinNoteHere } from "./harness/deno_pin.ts";
 import {
   describeRabbitMq,
   type RabbitMq,
@@ -33,6 +34,8 @@ import {
 
 // Piped or logged, no child colours its output (deno test included).
 plainOutputForChildren();
+const pinNote = await denoPinNoteHere();
+if (pinNote !== undefined) console.error(pinNote);
 const started = Date.now();
 // The broker starts alongside the API server (it takes a few seconds).
 const noBroker = await rabbitMqMissing();
