@@ -51,6 +51,14 @@ export interface DemoCloud {
    * said before the first drain.
    */
   staged: readonly string[];
+  /**
+   * A VM the demo boots onto the first host while it drains, once that
+   * many of its VMs have moved; `boot` returns the line announcing it.
+   */
+  arrival?: {
+    afterMigrated: number;
+    boot: () => Promise<string>;
+  };
   /** The EvictionPolicy's step. */
   policyStep: string;
   /** clouds.yaml for the operator and its cloud. */

@@ -183,10 +183,12 @@ async function watchDrains(
   hosts: readonly string[],
   since: number,
   timeoutSeconds: number,
+  arrival?: DemoCloud["arrival"],
 ): Promise<Eviction[]> {
   const timeoutMs = timeoutSeconds * 1000;
   let lines = 0;
   let lastPrint = 0;
+  let arrived = arrival === undefined;
   for (;;) {
     const list = await api.listClusterCustomObject({ ...EvictionResource }) as {
       items: unknown[];
@@ -205,6 +207,20 @@ async function watchDrains(
         ?.conditions?.find((c) => c.type === "Evicting");
       return c?.status === "False";
     });
+    // The demo's own event, said when it happens, above the bars.
+    const first = evictions.find((x) => x.spec.hypervisor === hosts[0]);
+    if (
+      !arrived && arrival !== undefined && !done &&
+      (first?.status?.migratedCount ?? 0) >= arrival.afterMigrated
+    ) {
+      arrived = true;
+      const line = await arrival.boot();
+      if (interactive && lines > 0) {
+        await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
+        lines = 0;
+      }
+      say(interactive ? `\x1b[2K${line}` : line);
+    }
     if (interactive) {
       if (lines > 0) {
         await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
@@ -369,7 +385,7 @@ try {
     '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
   ]);
   step("Progress (# migrated, > in flight, ! failed, ? skipped, . waiting)");
-  await watchDrains(api, [c.first], drainStarted, timeoutSeconds);
+  await watchDrains(api, [c.first], drainStarted, timeoutSeconds, c.arrival);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
   const plugin = async (args: string[], show = true) => {

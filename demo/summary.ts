@@ -132,7 +132,7 @@ const SIMULATOR_NOTE = (
   calls: { total: number; drain: number },
   perVm: string,
 ) =>
-  `Times are seconds on evictor's clock: MAKESPAN from the Eviction's startedAt to the drain's end, as predicted (status.predictedMakespanSeconds, set before the host was disabled); LOWER BOUND max(longest, sum / limit) of the simulator's migration records, in its faster virtual time divided by its time scale. RETRIED: VMs whose migration failed and a retry moved; FAILED: VMs not moved. Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
+  `Times are seconds on evictor's clock: MAKESPAN from the Eviction's startedAt to the drain's end, as predicted (status.predictedMakespanSeconds, set before the host was disabled); LOWER BOUND max(longest, sum / limit) of the simulator's migration records, in its faster virtual time divided by its time scale. RETRIED: VMs whose migration failed and a retry moved; FAILED: VMs not moved. (The plan preview's makespan and lower bound were predictions at the cost learned then; these are measured.) Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
 
 /**
  * The calls the drains made, from the simulator's counters: servers and

@@ -28,9 +28,10 @@ Deno.test({
   async fn() {
     const api = await sharedEnvtest();
     await waitFor(
-      "the Eviction API",
+      "the Eviction and Hypervisor APIs",
       async () =>
-        (await api.kubectl(["get", "evictions,evictionpolicies"])).code === 0
+        (await api.kubectl(["get", "evictions,evictionpolicies,hypervisors"]))
+            .code === 0
           ? true
           : undefined,
     );
