@@ -87,6 +87,11 @@ export interface HostPlan {
     /** The cluster budget the prediction shares with the other hosts planned, if it does. */
     sharedBudget?: number;
   };
+  /**
+   * With `--with-wave`: the hosts of unfinished Evictions (not planned
+   * here) whose drains share this host's wave and its capacity check.
+   */
+  wave?: string[];
   /** VMs, in the drain's order (those that do not start last). */
   vms: PlanVm[];
 }
@@ -146,6 +151,8 @@ export interface PlanHostInput {
   capacity: { status: string; message: string };
   /** The drain's cost, where it comes from, and its uncertainty. */
   cost: PlanCost;
+  /** The hosts of pending Evictions in its wave, when asked for. */
+  wave?: readonly string[];
 }
 
 /** A drain's cost as the plan uses it (cli/plan_cost.ts makes it). */
@@ -205,6 +212,7 @@ export function planHost(input: PlanHostInput): HostPlan {
       limit: input.limit,
       capacity: input.capacity,
       makespan: makespanFields(input.cost),
+      ...(input.wave === undefined ? {} : { wave: [...input.wave] }),
       vms,
     }],
     input.cost,
@@ -322,6 +330,13 @@ export function renderPlan(plans: readonly HostPlan[]): string {
     out.push(
       `HOST ${p.host}`,
       `  limit:     ${p.limit.text}`,
+      ...(p.wave === undefined ? [] : [
+        `  wave:      ${
+          p.wave.length === 0
+            ? "no pending Eviction shares it"
+            : `shared with the pending Evictions of ${p.wave.join(", ")}`
+        }`,
+      ]),
       `  capacity:  ${p.capacity.status}: ${p.capacity.message}`,
       `  makespan:  ${formatSeconds(m.predictedSeconds)} predicted${
         m.rangeSeconds.high > m.rangeSeconds.low

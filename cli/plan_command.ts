@@ -1,14 +1,16 @@
 /**
  * `kubectl evictor plan HOST [HOST...]`: reads the cluster (EvictionPolicy,
  * Hypervisors, Evictions) and OpenStack (servers, Placement), changes
- * nothing, and prints each host's plan as a table or JSON. The hosts, with
- * those of unfinished Evictions, are checked for capacity together, as one
- * wave (as the controller checks them).
+ * nothing, and prints each host's plan as a table or JSON. The hosts named
+ * are checked for capacity together, alone; with `--with-wave` the hosts of
+ * unfinished Evictions join the check, as the controller checks a wave, and
+ * each plan names them.
  *
  * OpenStack credentials are read as the operator reads them: the cloud
  * `--os-cloud` (else `OS_CLOUD`) names in clouds.yaml
  * (`OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack, /etc/openstack), or
- * the `OS_*` variables.
+ * the `OS_*` variables; the region `--os-region-name`, else
+ * `OS_REGION_NAME`, else the cloud's `region_name`.
  *
  * @module
  */
@@ -190,6 +192,8 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   const { values, positionals } = parseCommand("plan", args, {
     output: { type: "string", short: "o", default: "table" },
     "os-cloud": { type: "string" },
+    "os-region-name": { type: "string" },
+    "with-wave": { type: "boolean", default: false },
     "mb-per-second": { type: "string" },
     "overhead-seconds": { type: "string" },
     "fixed-seconds": { type: "string" },
@@ -206,6 +210,13 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   if (cloud !== undefined && cloud.trim() === "") {
     throw new UsageError(
       `--os-cloud "${cloud}" is not valid: expected the name of a cloud in clouds.yaml`,
+      "plan",
+    );
+  }
+  const region = values["os-region-name"];
+  if (region !== undefined && region.trim() === "") {
+    throw new UsageError(
+      `--os-region-name "${region}" is not valid: expected the name of a region in the service catalog`,
       "plan",
     );
   }
@@ -246,16 +257,25 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       abortStuckMigrations: false,
     }),
   );
-  // as the operator reads it: --os-cloud wins over OS_CLOUD
+  // as the operator reads it: --os-cloud wins over OS_CLOUD, and
+  // --os-region-name over OS_REGION_NAME over region_name
   const clients = io.openStack?.() ??
     createOpenStackClients(
-      loadCloudConfig(
-        cloud === undefined ? {} : { cloud, cloudFlagName: "--os-cloud" },
-      ),
+      loadCloudConfig({
+        ...(cloud === undefined ? {} : { cloud, cloudFlagName: "--os-cloud" }),
+        ...(region === undefined ? {} : { regionName: region }),
+      }),
       { userAgent: PLUGIN_USER_AGENT },
     );
   try {
-    const plans = await planHosts(clients, hosts, cluster, settings, cost);
+    const plans = await planHosts(
+      clients,
+      hosts,
+      cluster,
+      settings,
+      cost,
+      values["with-wave"],
+    );
     const together = shareBudget(
       plans,
       settings.spec.clusterMaxConcurrentMigrations,
@@ -328,9 +348,10 @@ async function readCluster(api: k8s.CustomObjectsApi): Promise<ClusterView> {
 }
 
 /**
- * Each host's plan. As the controller does, the hosts of running drains
- * join the capacity check: they are no target and their VMs compete for
- * the same room.
+ * Each host's plan. The hosts named are checked together; with
+ * `withWave`, as the controller does, the hosts of unfinished Evictions
+ * join the check (no target, their VMs compete for the same room) and each
+ * plan names them.
  */
 async function planHosts(
   clients: PlanClients,
@@ -338,14 +359,17 @@ async function planHosts(
   cluster: ClusterView,
   settings: ReturnType<typeof effectiveSettings>,
   cost: PlanCost,
+  withWave: boolean,
 ): Promise<HostPlan[]> {
   const { hypervisors, evictions } = cluster;
   const wave = new Map<string, DrainedHost>();
   for (const h of hosts) {
-    for (const d of waveOf(h, evictions, (n) => hypervisors.get(n))) {
+    const drains = withWave ? evictions : [];
+    for (const d of waveOf(h, drains, (n) => hypervisors.get(n))) {
       wave.set(d.name, d);
     }
   }
+  const pending = [...wave.keys()].filter((h) => !hosts.includes(h));
   const report = await checkCapacity(clients.nova, clients.placement, [
     ...wave.values(),
   ]);
@@ -381,6 +405,7 @@ async function planHosts(
       ),
       capacity: { status: verdict.status, message: verdict.message },
       cost,
+      ...(withWave ? { wave: pending } : {}),
     }));
   }
   return plans;

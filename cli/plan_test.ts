@@ -261,3 +261,29 @@ Deno.test("plan: a bad cost flag is named with what is expected, before any call
     );
   }
 });
+
+Deno.test("renderPlan: the wave line only when asked (--with-wave), naming the pending Evictions", () => {
+  const base = {
+    host: "n1",
+    servers: [server("a", 1024)],
+    limit: LIMIT,
+    capacity: FITS,
+    cost: COST,
+  };
+  const rows: [string, readonly string[] | undefined, string | undefined][] = [
+    ["not asked", undefined, undefined],
+    ["asked, none pending", [], "  wave:      no pending Eviction shares it"],
+    [
+      "asked, two pending",
+      ["n7", "n9"],
+      "  wave:      shared with the pending Evictions of n7, n9",
+    ],
+  ];
+  for (const [name, wave, line] of rows) {
+    const plan = planHost(wave === undefined ? base : { ...base, wave });
+    assert.deepEqual(plan.wave, wave === undefined ? undefined : [...wave]);
+    const lines = renderPlan([plan]).split("\n");
+    const waveLines = lines.filter((l) => l.startsWith("  wave:"));
+    assert.deepEqual(waveLines, line === undefined ? [] : [line], name);
+  }
+});

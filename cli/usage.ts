@@ -36,14 +36,17 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     inFlight, outstanding, failed, skipped, limit, limitSource, startedAt,
     finishedAt}]}.`,
   plan:
-    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--mb-per-second N] [--overhead-seconds N] [--fixed-seconds N]
+    `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--os-region-name NAME] [--with-wave] [--mb-per-second N] [--overhead-seconds N] [--fixed-seconds N]
     Changes nothing: per host, each VM's class and order, the limit and its
     source, the capacity verdict (Placement's view) and the predicted makespan
     with the cost it assumes (per migration and per drain), learned from the
     latest ended drains (kept in the Hypervisors' status.lastDrain) or the
-    documented defaults with the range of their uncertainty.
+    documented defaults with the range of their uncertainty. The hosts named
+    are checked alone; --with-wave adds the hosts of pending Evictions to the
+    check, as the controller checks a wave, and names them.
     Needs OpenStack credentials, read as the operator reads them: the cloud
-    --os-cloud (else OS_CLOUD) names in clouds.yaml, or the OS_* variables.`,
+    --os-cloud (else OS_CLOUD) names in clouds.yaml, or the OS_* variables;
+    the region --os-region-name, else OS_REGION_NAME, else region_name.`,
   retry: `kubectl evictor retry NAME [VM...]
     Asks the controller to re-arm failed VMs of the Eviction NAME (all of
     them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`,

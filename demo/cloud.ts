@@ -45,6 +45,20 @@ export interface DemoCloud {
   waveWhat: string;
   /** The EvictionPolicy's clusterMaxConcurrentMigrations. */
   budget: number;
+  /**
+   * What the demo makes happen in the cloud besides the drains (a VM
+   * booted onto a draining host, a migration that fails), one line each,
+   * said before the first drain.
+   */
+  staged: readonly string[];
+  /**
+   * A VM the demo boots onto the first host while it drains, once that
+   * many of its VMs have moved; `boot` returns the line announcing it.
+   */
+  arrival?: {
+    afterMigrated: number;
+    boot: () => Promise<string>;
+  };
   /** The EvictionPolicy's step. */
   policyStep: string;
   /** clouds.yaml for the operator and its cloud. */

@@ -43,9 +43,9 @@ import { freePort, makeOwnedTempDir } from "../tests/harness/processes.ts";
 import { plainOutputForChildren } from "../tests/harness/plain_output.ts";
 import {
   comparePredictions,
+  hostFigures,
+  renderHosts,
   renderNotifications,
-  renderPredictions,
-  renderSummary,
   renderWave,
   summariseDrain,
   summariseWave,
@@ -53,6 +53,7 @@ import {
 import { type DemoCloud, parseCloud } from "./cloud.ts";
 import { startSimulatorCloud } from "./simulator_cloud.ts";
 import { openStackMissing, startOpenStackCloud } from "./openstack_cloud.ts";
+import { denoPinNoteHere } from "../tests/harness/deno_pin.ts";
 
 /** The flags, checked; a bad one ends the demo with one line naming it. */
 function parseFlags() {
@@ -182,10 +183,12 @@ async function watchDrains(
   hosts: readonly string[],
   since: number,
   timeoutSeconds: number,
+  arrival?: DemoCloud["arrival"],
 ): Promise<Eviction[]> {
   const timeoutMs = timeoutSeconds * 1000;
   let lines = 0;
   let lastPrint = 0;
+  let arrived = arrival === undefined;
   for (;;) {
     const list = await api.listClusterCustomObject({ ...EvictionResource }) as {
       items: unknown[];
@@ -204,6 +207,20 @@ async function watchDrains(
         ?.conditions?.find((c) => c.type === "Evicting");
       return c?.status === "False";
     });
+    // The demo's own event, said when it happens, above the bars.
+    const first = evictions.find((x) => x.spec.hypervisor === hosts[0]);
+    if (
+      !arrived && arrival !== undefined && !done &&
+      (first?.status?.migratedCount ?? 0) >= arrival.afterMigrated
+    ) {
+      arrived = true;
+      const line = await arrival.boot();
+      if (interactive && lines > 0) {
+        await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
+        lines = 0;
+      }
+      say(interactive ? `\x1b[2K${line}` : line);
+    }
     if (interactive) {
       if (lines > 0) {
         await Deno.stdout.write(new TextEncoder().encode(`\x1b[${lines}A`));
@@ -225,6 +242,8 @@ async function watchDrains(
 
 try {
   const started = Date.now();
+  const pinNote = await denoPinNoteHere();
+  if (pinNote !== undefined) say(pinNote);
   step("Starting kube-apiserver and etcd (built from Go modules on first use)");
   env = await startEnvtest();
   say(`API server at ${env.server}`);
@@ -342,6 +361,13 @@ try {
   step(c.policyStep);
   await kubectl(["apply", "-f", "-"], JSON.stringify(policyOf(c.budget)));
 
+  if (c.staged.length > 0) {
+    step(
+      "What the demo makes happen in the cloud besides the drains (watch for it below):",
+    );
+    for (const line of c.staged) say(`  ${line}`);
+  }
+
   // Every migration the drains have in flight, sampled from the cloud:
   // the cluster budget's peak.
   const inFlight = c.sampleInFlight(DRAINS.map((d) => d.host));
@@ -359,7 +385,7 @@ try {
     '{"spec":{"maintenance":"manual","maintenanceReason":"kernel 6.12"}}',
   ]);
   step("Progress (# migrated, > in flight, ! failed, ? skipped, . waiting)");
-  await watchDrains(api, [c.first], drainStarted, timeoutSeconds);
+  await watchDrains(api, [c.first], drainStarted, timeoutSeconds, c.arrival);
 
   // The plugin as people use it: kubectl finds kubectl-evictor on PATH.
   const plugin = async (args: string[], show = true) => {
@@ -427,7 +453,9 @@ try {
   );
   await kubectl(["get", "evictions", "-o", "wide"]);
 
-  step("Summary");
+  step(
+    "Summary: per host its makespan (startedAt to the drain's end, on evictor's clock) against the lower bound no schedule beats and against its prediction",
+  );
   const migrations = await c.migrations();
   const rows = DRAINS.map(({ host, how }) => {
     const e = evictions.find((x) => x.spec.hypervisor === host);
@@ -445,7 +473,15 @@ try {
     0,
   );
   const calls = c.calls();
-  say(renderSummary(rows, calls, migrated, c.style));
+  const predictions = comparePredictions(evictions);
+  for (const r of predictions) {
+    if (r.predictedSeconds === undefined || r.actualSeconds === undefined) {
+      throw new Error(`${r.host}: no prediction or no finished drain`);
+    }
+  }
+  // Each host's makespan and lower bound computed once, for one table.
+  const figures = hostFigures(rows, predictions, c.style.timeScale);
+  say(renderHosts(figures, calls, migrated, c.style));
   const waveEvictions = evictions.filter((e) =>
     (WAVE as readonly string[]).includes(e.spec.hypervisor)
   );
@@ -462,17 +498,7 @@ try {
     budgetPeak,
   });
   say(renderWave(wave, c.sampledEveryMs));
-  step(
-    "Predicted makespan (status.predictedMakespanSeconds, set before the host was disabled) against the actual one (startedAt to the drain's end), on evictor's clock",
-  );
-  const predictions = comparePredictions(evictions);
-  say(renderPredictions(predictions));
-  for (const r of predictions) {
-    if (r.predictedSeconds === undefined || r.actualSeconds === undefined) {
-      throw new Error(`${r.host}: no prediction or no finished drain`);
-    }
-  }
-  for (const r of rows.filter((r) => r.failures > 0)) {
+  for (const r of rows.filter((r) => r.retried > 0)) {
     say(`${r.host}: ${c.retryNote}`);
   }
   const left = evictions.flatMap((e) => [
@@ -505,6 +531,7 @@ try {
           date: new Date().toISOString(),
           deno: Deno.version.deno,
           drains: rows,
+          hosts: figures,
           cloud: flags.cloud,
           novaCallsPerMigratedVm: migrated === 0
             ? null

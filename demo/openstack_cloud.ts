@@ -151,6 +151,9 @@ async function describe(
     waveWhat: "the HANA host node003 among them",
     // One command drains the wave: 4 + 1 slots wanted, the budget gives 4.
     budget: 4,
+    staged: [
+      "cache-2: its first live migration fails (the lane's compute driver rolls it back, ACTIVE on node002): the drain retries it after --migration-retry-backoff",
+    ],
     policyStep:
       "The EvictionPolicy: 4 per host, 1 on HANA hosts, 4 in the whole cluster",
     operator: { cloudsYaml: proxy.cloudsYaml(), cloud: "lane-appcred" },
@@ -180,7 +183,7 @@ async function describe(
     overheadMs: 0,
     style: {
       note: (c, perVm) =>
-        `Times are seconds of Nova's migration records (whole seconds), the clock the predictions below are on; each migration's own span stands for its time in the lower bound. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
+        `Times are seconds: MAKESPAN from the Eviction's startedAt to the drain's end, as predicted; LOWER BOUND from Nova's migration records (whole seconds), each migration's own span standing for its time. RETRIED: VMs whose migration failed and a retry moved; FAILED: VMs not moved. Nova calls through a counting proxy: ${c.total} in all (with Hypervisor sync and discovery; Placement not counted); ${c.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`,
     },
     retryNote:
       "its makespan includes the backoff before a failed migration was retried (--migration-retry-backoff=5s).",

@@ -10,8 +10,15 @@ import {
 } from "../tests/harness/nova_sim/mod.ts";
 import { sampleInFlight } from "../tests/harness/eviction_env.ts";
 import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
+import { DEFAULT_FIXED_SECONDS } from "../capacity/history.ts";
 import type { DemoCloud, Say } from "./cloud.ts";
+import { stagedEvents } from "./staged_events.ts";
 import { drainCalls } from "./summary.ts";
+
+/** The VM booted onto node001 mid-drain (as an admin may, forced). */
+const ARRIVAL = { name: "late-arrival", host: "node001", ramMb: 4096 };
+/** node001's VMs moved before it arrives. */
+const ARRIVAL_AFTER = 4;
 
 /** Starts the simulator and describes it for the demo's story. */
 export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
@@ -38,6 +45,19 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
     wave: ["node002", "node003", "node004"],
     waveWhat: "a rack's hosts, two of them HANA",
     budget: 5,
+    staged: [
+      `once ${ARRIVAL_AFTER} VMs of node001 have moved, an admin boots ${ARRIVAL.name} (${ARRIVAL.ramMb} MB) onto node001 (admin-forced, while it drains): the drain sees it arrive and migrates it too`,
+      ...stagedEvents(scenario),
+    ],
+    arrival: {
+      afterMigrated: ARRIVAL_AFTER,
+      boot: () => {
+        const vm = sim.addServer(ARRIVAL);
+        return Promise.resolve(
+          `** now: an admin booted ${ARRIVAL.name} (${vm.id}, ${ARRIVAL.ramMb} MB) onto node001 while it drains; its bar counts one VM more`,
+        );
+      },
+    },
     policyStep:
       "The EvictionPolicy: 4 per host, 1 on HANA hosts, 5 in the whole cluster",
     operator: {
@@ -61,6 +81,13 @@ export async function startSimulatorCloud(out: Say): Promise<DemoCloud> {
           (timing.scheduleSeconds + timing.prepareSeconds +
             timing.postSeconds) * 1000 / scenario.timeScale,
         )
+      }ms`,
+      // The time a drain takes besides its migrations (wave, capacity check,
+      // disabling, the settle looks), the documented default's real-cloud
+      // seconds on the simulator's clock: unscaled, the first prediction
+      // doubled the first drain's 11 s.
+      `--default-drain-overhead=${
+        Math.round(DEFAULT_FIXED_SECONDS * 1000 / scenario.timeScale)
       }ms`,
     ],
     timeoutSeconds: 300,

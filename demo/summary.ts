@@ -25,6 +25,9 @@ export interface DrainSummaryRow {
   how: string;
   limit: number;
   migrations: number;
+  /** VMs whose migration off the host failed and that a retry moved. */
+  retried: number;
+  /** VMs whose migrations off the host failed, none succeeding after. */
   failures: number;
   makespanSeconds: number;
   lowerBoundSeconds: number;
@@ -76,14 +79,42 @@ export function summariseDrain(
     how,
     limit,
     migrations: mine.length,
-    failures: mine.filter((m) => FAILED.has(m.status)).length,
+    ...retriesOf(mine),
     makespanSeconds: makespan / 1000,
     lowerBoundSeconds: lowerBound / 1000,
     ratio: lowerBound === 0 ? 1 : makespan / lowerBound,
   };
 }
 
-/** How {@linkcode renderSummary} states its figures. */
+/**
+ * Per VM, whether a failed migration was followed by a successful one
+ * (retried) or not (failed at the end).
+ */
+function retriesOf(
+  mine: readonly MigrationRecord[],
+): { retried: number; failures: number } {
+  const byVm = new Map<string, MigrationRecord[]>();
+  for (const m of mine) {
+    byVm.set(m.serverId, [...(byVm.get(m.serverId) ?? []), m]);
+  }
+  let retried = 0;
+  let failures = 0;
+  for (const records of byVm.values()) {
+    const lastFail = Math.max(
+      -Infinity,
+      ...records.filter((m) => FAILED.has(m.status)).map((m) => m.createdAt),
+    );
+    if (lastFail === -Infinity) continue;
+    const movedAfter = records.some((m) =>
+      SUCCEEDED.has(m.status) && m.createdAt >= lastFail
+    );
+    if (movedAfter) retried++;
+    else failures++;
+  }
+  return { retried, failures };
+}
+
+/** How {@linkcode renderHosts} states its figures. */
 export interface SummaryStyle {
   /**
    * How many of the rows' seconds pass in one second of evictor's clock:
@@ -101,57 +132,7 @@ const SIMULATOR_NOTE = (
   calls: { total: number; drain: number },
   perVm: string,
 ) =>
-  `Times are seconds on evictor's clock, as in the predictions below (the simulator's migration records, in its faster virtual time, divided by its time scale). Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
-
-/**
- * Renders rows as an aligned text table.
- *
- * @example
- * ```ts
- * import { renderSummary } from "./summary.ts";
- * console.log(renderSummary([], { total: 0, drain: 0 }, 0));
- * ```
- */
-export function renderSummary(
-  rows: readonly DrainSummaryRow[],
-  calls: { total: number; drain: number },
-  migrated: number,
-  style: SummaryStyle = {},
-): string {
-  const header = [
-    "HOST",
-    "DRAINED BY",
-    "LIMIT",
-    "MIGRATIONS",
-    "FAILED",
-    "MAKESPAN",
-    "LOWER BOUND",
-    "RATIO",
-  ];
-  const scale = style.timeScale ?? 1;
-  if (!(scale > 0)) {
-    throw new RangeError(`timeScale must be > 0, got ${scale}`);
-  }
-  const seconds = (s: number) => `${(s / scale).toFixed(1)} s`;
-  const body = rows.map((r) => [
-    r.host,
-    r.how,
-    String(r.limit),
-    String(r.migrations),
-    String(r.failures),
-    seconds(r.makespanSeconds),
-    seconds(r.lowerBoundSeconds),
-    r.ratio.toFixed(2),
-  ]);
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...body.map((r) => (r[i] ?? "").length))
-  );
-  const table = [header, ...body].map((r) =>
-    r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
-  ).join("\n");
-  const perVm = migrated === 0 ? "-" : (calls.drain / migrated).toFixed(2);
-  return `${table}\n\n${(style.note ?? SIMULATOR_NOTE)(calls, perVm)}`;
-}
+  `Times are seconds on evictor's clock: MAKESPAN from the Eviction's startedAt to the drain's end, as predicted (status.predictedMakespanSeconds, set before the host was disabled); LOWER BOUND max(longest, sum / limit) of the simulator's migration records, in its faster virtual time divided by its time scale. RETRIED: VMs whose migration failed and a retry moved; FAILED: VMs not moved. (The plan preview's makespan and lower bound were predictions at the cost learned then; these are measured.) Nova and Placement calls: ${calls.total} in all (with Hypervisor sync and discovery); ${calls.drain} by the drains (servers and migrations), ${perVm} per migrated VM.`;
 
 /**
  * The calls the drains made, from the simulator's counters: servers and
@@ -261,28 +242,131 @@ export function worstError(
 }
 
 /**
- * Renders the prediction table and the line stating the worst error.
+ * One host's figures, computed once for the closing table: the migrations
+ * (retried, failed at the end), its makespan (startedAt to the drain's end
+ * on evictor's clock, as predicted; the migration records' span while the
+ * drain has no end), the lower bound no schedule beats, the prediction and
+ * its error.
+ */
+export interface HostFigures {
+  host: string;
+  how: string;
+  limit: number;
+  migrations: number;
+  retried: number;
+  failures: number;
+  /** Seconds on evictor's clock. */
+  makespanSeconds: number;
+  /** Seconds on evictor's clock. */
+  lowerBoundSeconds: number;
+  /** makespan / lower bound; 1 is perfect. */
+  ratio: number;
+  predictedSeconds: number | undefined;
+  /** (predicted - makespan) / makespan. */
+  error: number | undefined;
+  /** Ended drains the prediction learned from (0: the defaults). */
+  history: number;
+}
+
+/**
+ * Joins each drain's summary row (cloud's records) with its prediction row
+ * (its Eviction) into one record per host, on evictor's clock: the
+ * records' seconds divided by `timeScale` (the simulator's virtual time
+ * runs faster; 1 for a real cloud).
  *
  * @example
  * ```ts
- * import { renderPredictions } from "./summary.ts";
- * console.log(renderPredictions([]));
+ * import { hostFigures } from "./summary.ts";
+ * const [f] = hostFigures(
+ *   [{ host: "n1", how: "x", limit: 1, migrations: 1, retried: 0, failures: 0,
+ *      makespanSeconds: 200, lowerBoundSeconds: 180, ratio: 1.1 }],
+ *   [{ host: "n1", predictedSeconds: 12, actualSeconds: 10, error: 0.2, history: 0 }],
+ *   20,
+ * );
+ * console.log(f?.makespanSeconds, f?.lowerBoundSeconds); // 10 9
  * ```
  */
-export function renderPredictions(rows: readonly PredictionRow[]): string {
-  const header = ["HOST", "PREDICTED", "ACTUAL", "ERROR", "RATE"];
+export function hostFigures(
+  rows: readonly DrainSummaryRow[],
+  predictions: readonly PredictionRow[],
+  timeScale = 1,
+): HostFigures[] {
+  if (!(timeScale > 0)) {
+    throw new RangeError(`timeScale must be > 0, got ${timeScale}`);
+  }
+  return rows.map((r) => {
+    const p = predictions.find((x) => x.host === r.host);
+    const makespan = p?.actualSeconds ?? r.makespanSeconds / timeScale;
+    const lowerBound = r.lowerBoundSeconds / timeScale;
+    const predicted = p?.predictedSeconds;
+    return {
+      host: r.host,
+      how: r.how,
+      limit: r.limit,
+      migrations: r.migrations,
+      retried: r.retried,
+      failures: r.failures,
+      makespanSeconds: makespan,
+      lowerBoundSeconds: lowerBound,
+      ratio: lowerBound === 0 ? 1 : makespan / lowerBound,
+      predictedSeconds: predicted,
+      error: predicted === undefined || makespan === 0
+        ? undefined
+        : (predicted - makespan) / makespan,
+      history: p?.history ?? 0,
+    };
+  });
+}
+
+/**
+ * The closing table, one line per host (one makespan and one lower bound
+ * each), the note on times and calls, and the worst prediction error.
+ *
+ * @example
+ * ```ts
+ * import { renderHosts } from "./summary.ts";
+ * console.log(renderHosts([], { total: 0, drain: 0 }, 0));
+ * ```
+ */
+export function renderHosts(
+  figures: readonly HostFigures[],
+  calls: { total: number; drain: number },
+  migrated: number,
+  style: Pick<SummaryStyle, "note"> = {},
+): string {
+  const header = [
+    "HOST",
+    "DRAINED BY",
+    "LIMIT",
+    "MIGRATIONS",
+    "RETRIED",
+    "FAILED",
+    "LOWER BOUND",
+    "MAKESPAN",
+    "RATIO",
+    "PREDICTED",
+    "ERROR",
+    "PREDICTED FROM",
+  ];
   const secs = (s: number | undefined) =>
     s === undefined ? "-" : `${s.toFixed(1)} s`;
   const pct = (e: number | undefined) =>
     e === undefined ? "-" : `${e >= 0 ? "+" : ""}${(e * 100).toFixed(0)}%`;
-  const body = rows.map((r) => [
-    r.host,
-    secs(r.predictedSeconds),
-    secs(r.actualSeconds),
-    pct(r.error),
-    r.history === 0
-      ? "no history: --default-migration-rate"
-      : `rate from ${r.history} ended drain${r.history === 1 ? "" : "s"}`,
+  const body = figures.map((f) => [
+    f.host,
+    f.how,
+    String(f.limit),
+    String(f.migrations),
+    String(f.retried),
+    String(f.failures),
+    secs(f.lowerBoundSeconds),
+    secs(f.makespanSeconds),
+    f.ratio.toFixed(2),
+    secs(f.predictedSeconds),
+    pct(f.error),
+    f.history === 0
+      ? "the defaults (no ended drain)"
+      : `${f.history} ended drain${f.history === 1 ? "" : "s"}`,
   ]);
   const widths = header.map((h, i) =>
     Math.max(h.length, ...body.map((r) => (r[i] ?? "").length))
@@ -290,11 +374,18 @@ export function renderPredictions(rows: readonly PredictionRow[]): string {
   const table = [header, ...body].map((r) =>
     r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
   ).join("\n");
-  const worst = worstError(rows);
+  const perVm = migrated === 0 ? "-" : (calls.drain / migrated).toFixed(2);
+  let worst: HostFigures | undefined;
+  for (const f of figures) {
+    if (f.error === undefined) continue;
+    if (worst === undefined || Math.abs(f.error) > Math.abs(worst.error ?? 0)) {
+      worst = f;
+    }
+  }
   const line = worst === undefined
     ? "No drain has both a prediction and an end."
     : `Worst prediction error: ${pct(worst.error)} (${worst.host}).`;
-  return `${table}\n\n${line}`;
+  return `${table}\n\n${(style.note ?? SIMULATOR_NOTE)(calls, perVm)}\n${line}`;
 }
 
 /** What {@linkcode summariseWave} reads. */

@@ -3,10 +3,10 @@ import fc from "fast-check";
 import {
   comparePredictions,
   drainCalls,
+  hostFigures,
   type MigrationRecord,
+  renderHosts,
   renderNotifications,
-  renderPredictions,
-  renderSummary,
   renderWave,
   summariseDrain,
   summariseWave,
@@ -41,7 +41,9 @@ Deno.test("summariseDrain: table", () => {
     m({ source: "n2", updatedAt: 99_000 }),
   ]);
   assert.equal(failedAndOther.migrations, 2);
-  assert.equal(failedAndOther.failures, 1);
+  // the same VM failed, then moved: retried, not failed at the end
+  assert.equal(failedAndOther.retried, 1);
+  assert.equal(failedAndOther.failures, 0);
   assert.equal(failedAndOther.lowerBoundSeconds, 2.5); // the longest one
   assert.equal(failedAndOther.makespanSeconds, 3);
 
@@ -73,54 +75,132 @@ Deno.test("summariseDrain: no schedule beats the lower bound", () => {
   ));
 });
 
-Deno.test("renderSummary", () => {
-  const text = renderSummary(
-    [summariseDrain("node001", "Eviction", 4, 0, [
-      m({ source: "node001", updatedAt: 60_000, copyMs: 60_000 }),
-    ])],
-    { total: 50, drain: 30 },
-    1,
-  );
-  assert.match(
-    text,
-    /^HOST\s+DRAINED BY\s+LIMIT\s+MIGRATIONS\s+FAILED\s+MAKESPAN\s+LOWER BOUND\s+RATIO$/m,
-  );
-  assert.match(
-    text,
-    /^node001\s+Eviction\s+4\s+1\s+0\s+60\.0 s\s+60\.0 s\s+1\.00$/m,
-  );
-  assert.match(
-    text,
-    /50 in all .*; 30 by the drains .*, 30\.00 per migrated VM/,
-  );
+Deno.test("summariseDrain: retried then moved is not failed; failed at the end is", () => {
+  const rows: [string, MigrationRecord[], number, number][] = [
+    // name, records, retried, failed
+    ["moved first time", [m({ serverId: "a" })], 0, 0],
+    [
+      "failed, retried, moved",
+      [
+        m({ serverId: "a", status: "error", createdAt: 0 }),
+        m({ serverId: "a", createdAt: 2000, updatedAt: 3000 }),
+      ],
+      1,
+      0,
+    ],
+    [
+      "failed twice, then moved",
+      [
+        m({ serverId: "a", status: "error", createdAt: 0 }),
+        m({ serverId: "a", status: "failed", createdAt: 1000 }),
+        m({ serverId: "a", createdAt: 2000, updatedAt: 3000 }),
+      ],
+      1,
+      0,
+    ],
+    [
+      "failed, never moved",
+      [
+        m({ serverId: "a", status: "error" }),
+        m({ serverId: "b" }),
+      ],
+      0,
+      1,
+    ],
+    [
+      "moved, came back, failed the second time",
+      [
+        m({ serverId: "a", createdAt: 0 }),
+        m({ serverId: "a", status: "error", createdAt: 5000 }),
+      ],
+      0,
+      1,
+    ],
+    [
+      "another host's failure does not count",
+      [
+        m({ serverId: "a", source: "n2", status: "error" }),
+        m({ serverId: "b" }),
+      ],
+      0,
+      0,
+    ],
+  ];
+  for (const [name, records, retried, failed] of rows) {
+    const row = summariseDrain("n1", "x", 2, 0, records);
+    assert.deepEqual([row.retried, row.failures], [retried, failed], name);
+  }
 });
 
-Deno.test("renderSummary: one clock and unit with the predictions (seconds on evictor's clock)", () => {
-  const rows = [summariseDrain("node001", "Eviction", 1, 0, [
-    m({ source: "node001", updatedAt: 240_000, copyMs: 200_000 }),
-  ])];
-  const table: [string, number | undefined, RegExp][] = [
-    [
-      "a real cloud: Nova's seconds",
-      undefined,
-      /\s240\.0 s\s+200\.0 s\s+1\.20$/m,
-    ],
-    ["the simulator 20x faster", 20, /\s12\.0 s\s+10\.0 s\s+1\.20$/m],
+Deno.test("hostFigures: one makespan and one lower bound per host, on evictor's clock", () => {
+  // node002 of a demo run: records in the simulator's time (20x faster),
+  // the Eviction's actual and predicted on evictor's clock.
+  const rows = [
+    summariseDrain("node002", "wave", 4, 0, [
+      m({
+        source: "node002",
+        serverId: "a",
+        status: "error",
+        updatedAt: 20_000,
+      }),
+      m({
+        source: "node002",
+        serverId: "a",
+        createdAt: 200_000,
+        updatedAt: 380_000,
+        copyMs: 180_000,
+      }),
+    ]),
+    summariseDrain("node009", "x", 1, 0, [
+      m({ source: "node009", updatedAt: 40_000, copyMs: 40_000 }),
+    ]),
   ];
-  for (const [name, timeScale, row] of table) {
-    const text = renderSummary(
-      rows,
-      { total: 1, drain: 1 },
-      1,
-      timeScale === undefined ? {} : { timeScale },
-    );
-    assert.match(text, row, name);
-    assert.doesNotMatch(text, /\bmin\b/, name);
-  }
-  assert.throws(
-    () => renderSummary(rows, { total: 1, drain: 1 }, 1, { timeScale: 0 }),
-    { name: "RangeError", message: "timeScale must be > 0, got 0" },
+  const predictions = [
+    {
+      host: "node002",
+      predictedSeconds: 21,
+      actualSeconds: 19.5,
+      error: 0,
+      history: 1,
+    },
+    {
+      host: "node009",
+      predictedSeconds: undefined,
+      actualSeconds: undefined,
+      error: undefined,
+      history: 0,
+    },
+  ];
+  const [a, b] = hostFigures(rows, predictions, 20);
+  // the makespan is the Eviction's actual, the same the error is taken on
+  assert.equal(a?.makespanSeconds, 19.5);
+  assert.equal(a?.lowerBoundSeconds, 9);
+  assert.ok(Math.abs((a?.error ?? 0) - (21 - 19.5) / 19.5) < 1e-12);
+  assert.ok(Math.abs((a?.ratio ?? 0) - 19.5 / 9) < 1e-12);
+  assert.deepEqual([a?.retried, a?.failures], [1, 0]);
+  // no end yet: the records' span, no error
+  assert.equal(b?.makespanSeconds, 2);
+  assert.equal(b?.error, undefined);
+  assert.throws(() => hostFigures(rows, predictions, 0), RangeError);
+
+  const text = renderHosts([a!, b!], { total: 50, drain: 30 }, 3);
+  const header = text.split("\n")[0] ?? "";
+  assert.match(
+    header,
+    /^HOST\s+DRAINED BY\s+LIMIT\s+MIGRATIONS\s+RETRIED\s+FAILED\s+LOWER BOUND\s+MAKESPAN\s+RATIO\s+PREDICTED\s+ERROR\s+PREDICTED FROM$/,
   );
+  assert.match(
+    text,
+    /^node002\s+wave\s+4\s+2\s+1\s+0\s+9\.0 s\s+19\.5 s\s+2\.17\s+21\.0 s\s+\+8%\s+1 ended drain$/m,
+  );
+  assert.match(
+    text,
+    /^node009\s+x\s+1\s+1\s+0\s+0\s+2\.0 s\s+2\.0 s\s+1\.00\s+-\s+-\s+the defaults \(no ended drain\)$/m,
+  );
+  // each host's makespan appears once in the whole text
+  assert.equal(text.match(/19\.5 s/g)?.length, 1);
+  assert.match(text, /30 by the drains .*10\.00 per migrated VM/);
+  assert.match(text, /Worst prediction error: \+8% \(node002\)\.$/);
 });
 
 Deno.test("drainCalls counts servers and migrations only", () => {
@@ -180,20 +260,6 @@ Deno.test("comparePredictions: actual, error and history per drain", () => {
   assert.ok(Math.abs((rows[1]?.error ?? 0) - 0.1) < 1e-9);
   assert.equal(rows[2]?.error, -0.25);
   assert.equal(worstError(rows)?.host, "a");
-  const text = renderPredictions(rows);
-  assert.match(
-    text,
-    /a .*400\.0 s .*40\.0 s .*\+900% .*no history: --default-migration-rate/,
-  );
-  assert.match(text, /b .*rate from 1 ended drain$/m);
-  assert.match(
-    text,
-    /Worst prediction error: \+900% \(a\)/,
-  );
-  assert.match(
-    renderPredictions(rows.slice(3)),
-    /No drain has both a prediction and an end/,
-  );
 });
 
 Deno.test("worstError: the largest |error| among drains with an error", () => {

@@ -2,8 +2,9 @@
  * The `regions:` list of a cloud in clouds.yaml, as openstacksdk reads it:
  * each entry a region name, or `{name, values}` whose `values` override the
  * cloud's settings in that region. The region used is the one asked for
- * (`region_name` / `OS_REGION_NAME`), else the first of the list. Pure: the
- * caller names the file and the key in its errors.
+ * (`--os-region-name`, else `OS_REGION_NAME`, else `region_name`: the
+ * openstack client's order), else the first of the list. Pure: the caller
+ * names the file and the key in its errors.
  *
  * @module
  */
@@ -99,4 +100,58 @@ export function chooseRegion(
 ): CloudRegion | undefined {
   if (wanted === undefined) return regions[0];
   return regions.find((r) => r.name === wanted);
+}
+
+/** The region asked for, and where it was asked: used in error messages. */
+export interface WantedRegion {
+  /** The region's name; undefined when none is asked for. */
+  readonly value: string | undefined;
+  /** The flag, variable or file key that named it (`OS_REGION_NAME`, ...). */
+  readonly label: string;
+}
+
+/** Where a region may be asked for, each value possibly unset or empty. */
+export interface RegionSources {
+  /** The command's flag (`--os-region-name`) and its name. */
+  readonly flag?: { readonly value: string | undefined; readonly name: string };
+  /** `OS_REGION_NAME`. */
+  readonly env: string | undefined;
+  /** The cloud's `region_name` in clouds.yaml, and how to name that key. */
+  readonly file?: {
+    readonly value: string | undefined;
+    readonly label: string;
+  };
+}
+
+function given(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === "" ? undefined : v;
+}
+
+/**
+ * The region asked for, as openstackclient orders its sources: the flag,
+ * else `OS_REGION_NAME` (the flag's default there, so it wins over the
+ * file), else the cloud's `region_name`. Empty values count as unset.
+ *
+ * @example
+ * ```ts
+ * import { wantedRegion } from "./cloud_region.ts";
+ * const w = wantedRegion({
+ *   env: "RegionTwo",
+ *   file: { value: "RegionOne", label: "clouds.yaml: clouds.c.region_name" },
+ * });
+ * console.log(w); // { value: "RegionTwo", label: "OS_REGION_NAME" }
+ * ```
+ */
+export function wantedRegion(src: RegionSources): WantedRegion {
+  const flag = given(src.flag?.value);
+  if (flag !== undefined && src.flag !== undefined) {
+    return { value: flag, label: src.flag.name };
+  }
+  const env = given(src.env);
+  if (env !== undefined) return { value: env, label: "OS_REGION_NAME" };
+  const file = given(src.file?.value);
+  if (file !== undefined && src.file !== undefined) {
+    return { value: file, label: src.file.label };
+  }
+  return { value: undefined, label: "OS_REGION_NAME" };
 }

@@ -4,6 +4,7 @@ import {
   chooseRegion,
   type CloudRegion,
   expandRegions,
+  wantedRegion,
 } from "./cloud_region.ts";
 
 Deno.test("cloud region: expandRegions reads names and {name, values} entries", () => {
@@ -94,4 +95,59 @@ Deno.test("cloud region: chooseRegion returns a region of the list with the name
       },
     ),
   );
+});
+
+Deno.test("cloud region: wantedRegion orders flag, OS_REGION_NAME, region_name as openstackclient does", () => {
+  const FLAG = "--os-region-name";
+  const KEY = "/etc/openstack/clouds.yaml: clouds.c.region_name";
+  const rows: [
+    string,
+    string | undefined,
+    string | undefined,
+    string | undefined,
+    { value: string | undefined; label: string },
+  ][] = [
+    // name, flag, OS_REGION_NAME, region_name, wanted
+    ["all three: the flag", "F", "E", "R", { value: "F", label: FLAG }],
+    ["env over file", undefined, "E", "R", {
+      value: "E",
+      label: "OS_REGION_NAME",
+    }],
+    ["file alone", undefined, undefined, "R", { value: "R", label: KEY }],
+    ["flag over file", "F", undefined, "R", { value: "F", label: FLAG }],
+    ["flag over env", "F", "E", undefined, { value: "F", label: FLAG }],
+    ["env alone", undefined, "E", undefined, {
+      value: "E",
+      label: "OS_REGION_NAME",
+    }],
+    ["empty flag is unset", "", "E", "R", {
+      value: "E",
+      label: "OS_REGION_NAME",
+    }],
+    ["blank env is unset", undefined, " ", "R", { value: "R", label: KEY }],
+    ["empty file is unset", undefined, undefined, "", {
+      value: undefined,
+      label: "OS_REGION_NAME",
+    }],
+    ["none", undefined, undefined, undefined, {
+      value: undefined,
+      label: "OS_REGION_NAME",
+    }],
+  ];
+  for (const [name, flag, env, file, want] of rows) {
+    assert.deepEqual(
+      wantedRegion({
+        flag: { value: flag, name: FLAG },
+        env,
+        file: { value: file, label: KEY },
+      }),
+      want,
+      name,
+    );
+  }
+  // without a cloud entry (OS_* variables only) and without a flag
+  assert.deepEqual(wantedRegion({ env: "E" }), {
+    value: "E",
+    label: "OS_REGION_NAME",
+  });
 });

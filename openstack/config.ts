@@ -18,7 +18,7 @@
 
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
-import { chooseRegion, expandRegions } from "./cloud_region.ts";
+import { chooseRegion, expandRegions, wantedRegion } from "./cloud_region.ts";
 
 /** Endpoint interface in the service catalog. */
 export type EndpointInterface = "public" | "internal" | "admin";
@@ -108,8 +108,9 @@ export interface CloudConfig {
   /** Credentials. */
   readonly auth: PasswordAuth | ApplicationCredentialAuth | TokenAuth;
   /**
-   * Region for catalog lookups: `region_name` (`OS_REGION_NAME`), else the
-   * first of the cloud's `regions:`; none when neither is set.
+   * Region for catalog lookups: the `regionName` option (a flag), else
+   * `OS_REGION_NAME`, else `region_name`, else the first of the cloud's
+   * `regions:`; none when none is set.
    */
   readonly regionName?: string;
   /** Catalog interface, default `public`. */
@@ -177,6 +178,10 @@ export interface LoadCloudConfigOptions {
   cloud?: string;
   /** How the flag is called, for error messages (default `--os-cloud`). */
   cloudFlagName?: string;
+  /** Region name (a flag); wins over `OS_REGION_NAME` and `region_name`. */
+  regionName?: string;
+  /** How that flag is called (default `--os-region-name`). */
+  regionFlagName?: string;
   /** Where to read from. */
   sources?: ConfigSources;
 }
@@ -347,6 +352,10 @@ export function loadCloudConfig(
     cloudName === undefined
       ? undefined
       : readCloudEntry(files, cloudName, cloudLabel),
+    {
+      value: options.regionName,
+      name: options.regionFlagName ?? "--os-region-name",
+    },
   );
   const s = settingsOf(files, entry);
 
@@ -489,19 +498,26 @@ function checkedCloud(
 
 /**
  * The cloud's entry in the region it is used in, and that region. The
- * region asked for is `region_name`, else `OS_REGION_NAME`; with a
- * `regions:` list it must be one of them (none asked for: the first, as
- * openstacksdk), and that region's `values` override the cloud's settings.
+ * region asked for is the flag, else `OS_REGION_NAME`, else `region_name`
+ * (openstackclient's order); with a `regions:` list it must be one of them
+ * (none asked for: the first, as openstacksdk), and that region's `values`
+ * override the cloud's settings.
  */
 function inRegion(
   files: FileSearch,
   base: CloudEntry | undefined,
+  flag: { value: string | undefined; name: string },
 ): { entry: CloudEntry | undefined; regionName: string | undefined } {
-  const wanted = settingsOf(files, base).top(
-    base?.raw.region_name,
-    "region_name",
-    "OS_REGION_NAME",
-  );
+  const wanted = wantedRegion({
+    flag,
+    env: files.env("OS_REGION_NAME"),
+    ...(base === undefined ? {} : {
+      file: {
+        value: base.raw.region_name,
+        label: `${base.file}: clouds.${base.name}.region_name`,
+      },
+    }),
+  });
   if (base === undefined || base.raw.regions === undefined) {
     return { entry: base, regionName: wanted.value };
   }

@@ -1,6 +1,7 @@
 /**
  * A cloud's `regions:` list in clouds.yaml, as openstacksdk reads it: the
- * region asked for (`region_name`, else `OS_REGION_NAME`) must be one of
+ * region asked for (`--os-region-name`, else `OS_REGION_NAME`, else
+ * `region_name`, openstackclient's order) must be one of
  * them, none asked for means the first, and a region's `values` override
  * the cloud's settings there.
  */
@@ -9,8 +10,13 @@ import { ConfigError, loadCloudConfig } from "./config.ts";
 
 const FILE = "/etc/openstack/clouds.yaml";
 
-function load(yaml: string, env: Record<string, string> = {}) {
+function load(
+  yaml: string,
+  env: Record<string, string> = {},
+  regionName?: string,
+) {
   return loadCloudConfig({
+    ...(regionName === undefined ? {} : { regionName }),
     sources: {
       env: { OS_CLOUD: "multi", ...env },
       homeDir: "/home/op",
@@ -97,7 +103,7 @@ Deno.test("config regions: a region not in the list names it and the cloud's reg
     (e: unknown) =>
       e instanceof ConfigError &&
       e.message ===
-        `${FILE}: clouds.multi.region_name (or OS_REGION_NAME): "RegionThree" is not a region of cloud "multi"; expected one of its regions: RegionOne, RegionTwo (names are case-sensitive)` &&
+        `${FILE}: clouds.multi.region_name: "RegionThree" is not a region of cloud "multi"; expected one of its regions: RegionOne, RegionTwo (names are case-sensitive)` &&
       e.where === `${FILE}`,
   );
   assert.throws(
@@ -128,4 +134,91 @@ Deno.test("config regions: a malformed list names the file, the key and what an 
       extra,
     );
   }
+});
+
+Deno.test("config regions: --os-region-name, then OS_REGION_NAME, then region_name choose (openstackclient's order)", () => {
+  const named = TWO.replace(
+    "    regions:",
+    "    region_name: RegionOne\n    regions:",
+  );
+  const rows: [
+    string,
+    string,
+    Record<string, string>,
+    string | undefined,
+    string,
+    string,
+  ][] = [
+    // name, yaml, env, flag, region, interface (RegionTwo's values say internal)
+    ["region_name alone", named, {}, undefined, "RegionOne", "public"],
+    [
+      "OS_REGION_NAME over region_name",
+      named,
+      {
+        OS_REGION_NAME: "RegionTwo",
+      },
+      undefined,
+      "RegionTwo",
+      "internal",
+    ],
+    [
+      "the flag over OS_REGION_NAME",
+      named,
+      {
+        OS_REGION_NAME: "RegionTwo",
+      },
+      "RegionOne",
+      "RegionOne",
+      "public",
+    ],
+    [
+      "the flag over region_name",
+      named,
+      {},
+      "RegionTwo",
+      "RegionTwo",
+      "internal",
+    ],
+    [
+      "an empty OS_REGION_NAME is unset",
+      named,
+      {
+        OS_REGION_NAME: "",
+      },
+      undefined,
+      "RegionOne",
+      "public",
+    ],
+    [
+      "nothing named: the first of the list",
+      TWO,
+      {},
+      undefined,
+      "RegionOne",
+      "public",
+    ],
+  ];
+  for (const [name, yaml, env, flag, region, iface] of rows) {
+    const c = load(yaml, env, flag);
+    assert.equal(c.regionName, region, name);
+    assert.equal(c.interface, iface, name);
+  }
+  // without a regions list the name is used as is, in the same order
+  const single = cloud("    region_name: RegionNine");
+  assert.equal(load(single, { OS_REGION_NAME: "R8" }).regionName, "R8");
+  assert.equal(load(single, { OS_REGION_NAME: "R8" }, "R7").regionName, "R7");
+});
+
+Deno.test("config regions: a region not in the list names where it was asked for", () => {
+  assert.throws(
+    () => load(TWO, { OS_REGION_NAME: "RegionTwo" }, "RegionSix"),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.message ===
+        `--os-region-name: "RegionSix" is not a region of cloud "multi"; expected one of its regions: RegionOne, RegionTwo (names are case-sensitive)`,
+  );
+  assert.throws(
+    () => load(TWO, { OS_REGION_NAME: "RegionSix" }),
+    (e: unknown) => e instanceof ConfigError && e.where === "OS_REGION_NAME",
+  );
 });

@@ -633,13 +633,13 @@ export function findEndpoint(
     throw new EndpointNotFoundError(
       `no ${what} in region "${query.region}" in the service catalog; the catalog has it in ${
         regions.length === 1 ? "region" : "regions"
-      } ${listed}: expected region_name (or OS_REGION_NAME) naming one of them`,
+      } ${listed}: expected OS_REGION_NAME (or region_name) naming one of them`,
     );
   }
   const [first] = offered;
   if (regions.length > 1 || first === undefined) {
     throw new EndpointNotFoundError(
-      `the service catalog has a ${what} in several regions (${listed}) and no region is set: expected region_name (or OS_REGION_NAME) naming one of them`,
+      `the service catalog has a ${what} in several regions (${listed}) and no region is set: expected OS_REGION_NAME (or region_name) naming one of them`,
     );
   }
   return first.url;

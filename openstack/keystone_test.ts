@@ -265,19 +265,19 @@ Deno.test("keystone: findEndpoint picks by type, interface and region", () => {
       "compute",
       "public",
       "C",
-      'no compute endpoint with interface public in region "C" in the service catalog; the catalog has it in regions "A", "B": expected region_name (or OS_REGION_NAME) naming one of them',
+      'no compute endpoint with interface public in region "C" in the service catalog; the catalog has it in regions "A", "B": expected OS_REGION_NAME (or region_name) naming one of them',
     ],
     [
       "placement",
       "public",
       "B",
-      'no placement endpoint with interface public in region "B" in the service catalog; the catalog has it in region "A": expected region_name (or OS_REGION_NAME) naming one of them',
+      'no placement endpoint with interface public in region "B" in the service catalog; the catalog has it in region "A": expected OS_REGION_NAME (or region_name) naming one of them',
     ],
     [
       "compute",
       "public",
       undefined,
-      'the service catalog has a compute endpoint with interface public in several regions ("A", "B") and no region is set: expected region_name (or OS_REGION_NAME) naming one of them',
+      'the service catalog has a compute endpoint with interface public in several regions ("A", "B") and no region is set: expected OS_REGION_NAME (or region_name) naming one of them',
     ],
     [
       "compute",

@@ -19,11 +19,13 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const api = await sharedEnvtest();
-    // A fresh API server may still be setting up the CRDs' storage.
+    // A fresh API server may still be setting up the CRDs' storage (plan
+    // lists the Hypervisors too).
     await waitFor(
-      "the Eviction API",
+      "the Eviction and Hypervisor APIs",
       async () =>
-        (await api.kubectl(["get", "evictions,evictionpolicies"])).code === 0
+        (await api.kubectl(["get", "evictions,evictionpolicies,hypervisors"]))
+            .code === 0
           ? true
           : undefined,
     );

@@ -17,6 +17,7 @@ import {
   startEnvtest,
 } from "./harness/envtest.ts";
 import { openStackAvailable } from "./harness/openstack.ts";
+import { denoPinNoteHere } from "./harness/deno_pin.ts";
 import {
   describeRabbitMq,
   type RabbitMq,
@@ -25,9 +26,16 @@ import {
   startRabbitMq,
 } from "./harness/rabbitmq.ts";
 import { plainOutputForChildren } from "./harness/plain_output.ts";
+import {
+  SummaryScanner,
+  type TestPart,
+  totalLines,
+} from "./harness/test_totals.ts";
 
 // Piped or logged, no child colours its output (deno test included).
 plainOutputForChildren();
+const pinNote = await denoPinNoteHere();
+if (pinNote !== undefined) console.error(pinNote);
 const started = Date.now();
 // The broker starts alongside the API server (it takes a few seconds).
 const noBroker = await rabbitMqMissing();
@@ -93,36 +101,37 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => void stopAll(130));
 }
 
-// Pass the output through and remember deno test's summary line, so that the
-// run ends with a plain "N passed, N failed" line that any CI can read.
-const ANSI_COLOR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
-let summary: { passed: number; failed: number } | undefined;
-const decoder = new TextDecoder();
-let pending = "";
-for await (const chunk of child.stdout) {
-  await Deno.stdout.write(chunk);
-  pending += decoder.decode(chunk, { stream: true });
-  const lines = pending.split("\n");
-  pending = lines.pop() ?? "";
-  for (const line of lines) {
-    // deno test ends with e.g. "ok | 12 passed (3 steps) | 0 failed (4s)".
-    const m = line.replace(ANSI_COLOR, "").match(
-      /^(?:ok|FAILED) \| (\d+) passed.*\| (\d+) failed/,
-    );
-    if (m) summary = { passed: Number(m[1]), failed: Number(m[2]) };
+/**
+ * Passes a child's stdout through and keeps deno test's summary from it,
+ * so that the run ends with plain "N passed, N failed" lines any CI reads.
+ */
+async function passThrough(
+  stdout: ReadableStream<Uint8Array>,
+): Promise<SummaryScanner> {
+  const scanner = new SummaryScanner();
+  const decoder = new TextDecoder();
+  for await (const chunk of stdout) {
+    await Deno.stdout.write(chunk);
+    scanner.push(decoder.decode(chunk, { stream: true }));
   }
+  scanner.end();
+  return scanner;
 }
+
+const main = await passThrough(child.stdout);
 const status = await child.status;
 await env.stop();
 await mq?.stop();
-if (summary) {
-  console.log(`tests: ${summary.passed} passed, ${summary.failed} failed`);
-}
+const parts: TestPart[] = [
+  { name: "main suite", counts: main.counts, code: status.code },
+];
 let laneCode = 0;
 if (Deno.args.length === 0) {
   if (await openStackAvailable()) {
-    console.log("tests: the real-OpenStack lane (tests/openstack/run.ts)");
-    const lane = await new Deno.Command(Deno.execPath(), {
+    console.log(
+      `tests: main suite done; the real-OpenStack lane (tests/openstack/run.ts)`,
+    );
+    const lane = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "--frozen",
@@ -130,17 +139,22 @@ if (Deno.args.length === 0) {
         new URL("./openstack/run.ts", import.meta.url).pathname,
       ],
       stdin: "null",
-      stdout: "inherit",
+      stdout: "piped",
       stderr: "inherit",
-    }).output();
-    laneCode = lane.code;
-    console.log(
-      `tests: real-OpenStack lane ${lane.success ? "passed" : "failed"}`,
-    );
+    }).spawn();
+    const laneSummary = await passThrough(lane.stdout);
+    laneCode = (await lane.status).code;
+    parts.push({
+      name: "real-OpenStack lane",
+      counts: laneSummary.counts,
+      code: laneCode,
+    });
   } else {
     console.log(
       "tests: skipped the real-OpenStack lane (needs root and apt-get); run it with `npx deno task test:openstack`",
     );
   }
 }
+// The last line totals every test run, main suite and lane together.
+for (const line of totalLines(parts)) console.log(line);
 Deno.exit(status.code !== 0 ? status.code : laneCode);

@@ -74,6 +74,16 @@ function domainMatches(
   return d.name === domain.name;
 }
 
+/** Another region of the catalog, served by another simulator. */
+export interface CatalogRegion {
+  /** Its name. */
+  readonly region: string;
+  /** Its Nova base URL. */
+  readonly computeUrl: string;
+  /** Its Placement base URL. */
+  readonly placementUrl: string;
+}
+
 /**
  * Keystone state: issued tokens.
  *
@@ -88,6 +98,10 @@ function domainMatches(
 export class Keystone {
   readonly #scenario: Scenario;
   readonly #tokens = new Map<string, TokenRecord>();
+  /** Other regions of the catalog: their Nova and Placement. */
+  readonly #regions: CatalogRegion[] = [];
+  /** Identity services whose tokens this cloud accepts too. */
+  readonly #trusted: Keystone[] = [];
   /** Added latency of the token endpoint (real ms). */
   tokenLatencyMs: number;
   /** Token lifetime in real ms. */
@@ -105,9 +119,14 @@ export class Keystone {
     token: string | null,
   ): { projectId: string | undefined; system: boolean } | undefined {
     const t = this.#live(token);
-    return t === undefined
-      ? undefined
-      : { projectId: t.projectId, system: t.system };
+    if (t === undefined) {
+      for (const other of this.#trusted) {
+        const v = other.validate(token);
+        if (v !== undefined) return v;
+      }
+      return undefined;
+    }
+    return { projectId: t.projectId, system: t.system };
   }
 
   #live(token: string | null | undefined): TokenRecord | undefined {
@@ -119,6 +138,19 @@ export class Keystone {
       return undefined;
     }
     return t;
+  }
+
+  /**
+   * Lists another region in the catalog (its compute and placement
+   * endpoints), as one Keystone serves the regions of a cloud.
+   */
+  addRegion(region: CatalogRegion): void {
+    this.#regions.push(region);
+  }
+
+  /** Accepts the tokens of `other` too (it is this region's Keystone). */
+  trust(other: Keystone): void {
+    this.#trusted.push(other);
   }
 
   /** Invalidates every token (the next call of every client gets a 401). */
@@ -254,6 +286,30 @@ export class Keystone {
         name: "placement",
         endpoints: eps(`${origin}/placement`, "pl"),
       },
+      ...this.#regions.flatMap((r, i) => {
+        const at = (url: string, prefix: string) =>
+          (["public", "internal", "admin"] as const).map((iface, j) => ({
+            id: `${prefix}${i}r${j}`,
+            interface: iface,
+            region: r.region,
+            region_id: r.region,
+            url,
+          }));
+        return [
+          {
+            id: `c1r${i}`,
+            type: "compute",
+            name: "nova",
+            endpoints: at(r.computeUrl, "nv"),
+          },
+          {
+            id: `c2r${i}`,
+            type: "placement",
+            name: "placement",
+            endpoints: at(r.placementUrl, "pl"),
+          },
+        ];
+      }),
     ];
   }
 

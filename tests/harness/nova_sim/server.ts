@@ -259,6 +259,16 @@ export interface NovaSim {
   readonly publisher: NotificationPublisher | undefined;
   /** Puts a server into ERROR with a fault. */
   setServerError(server: string, message: string): void;
+  /**
+   * Lists `other`'s Nova and Placement in this Keystone's catalog as the
+   * region `region`; `other` accepts this Keystone's tokens (one cloud,
+   * two regions).
+   */
+  addCatalogRegion(region: string, other: NovaSim): void;
+  /** Accepts the tokens of a Keystone (addCatalogRegion's other half). */
+  trustTokensOf(keystone: Keystone): void;
+  /** This simulator's Keystone. */
+  readonly keystone: Keystone;
   /** Invalidates every token. */
   revokeTokens(): void;
   /** Sets the latency of the token endpoint (real ms). */
@@ -916,6 +926,19 @@ export async function startNovaSim(
     onNotification: paced((listener: NotificationListener) =>
       world.onNotification(listener)
     ),
+    keystone,
+    addCatalogRegion(region, other) {
+      if (region === scenario.region) {
+        throw new RangeError(`region "${region}" is this catalog's own`);
+      }
+      keystone.addRegion({
+        region,
+        computeUrl: other.computeUrl,
+        placementUrl: other.placementUrl,
+      });
+      other.trustTokensOf(keystone);
+    },
+    trustTokensOf: (k) => keystone.trust(k),
     revokeTokens: () => keystone.revokeAll(),
     setTokenLatency: (ms) => {
       keystone.tokenLatencyMs = ms;
