@@ -119,7 +119,7 @@ export async function runStatus(args: string[], io: StatusIo): Promise<number> {
   );
   const widths = printAll(spec, items, name !== undefined, io);
   if (!values.watch) return 0;
-  await watchChanges(kc, api, spec, name, widths, timeoutMs, io);
+  await watchChanges(kc, api, spec, name, items, widths, timeoutMs, io);
   return 0;
 }
 
@@ -216,6 +216,7 @@ async function watchChanges(
   api: k8s.CustomObjectsApi,
   spec: OutputSpec,
   name: string | undefined,
+  printed: readonly Item[],
   widths: number[],
   timeoutMs: number,
   io: StatusIo,
@@ -224,39 +225,41 @@ async function watchChanges(
   const timer = timeoutMs > 0
     ? setTimeout(() => stop.abort(), timeoutMs)
     : undefined;
-  const last = new Map<string, string>();
-  let listed = false;
+  // what was printed of each, so that the list under the watch repeats
+  // nothing, and a status write of fields no column shows adds no row
+  const last = new Map(
+    printed.map((i) => [i.eviction.metadata?.name ?? "", changeKey(spec, i)]),
+  );
   const header = headerOf(spec);
   // none were listed: the header comes with the first row
   let headed = widths.length > 0 || header === undefined;
   if (!headed && header !== undefined) widths.push(...widthsOf([header]));
   try {
-    await watchEvictions(
-      kc,
-      api,
-      ({ object }) => {
-        const item = parseItem(object);
-        const n = item?.eviction.metadata?.name;
-        if (item === undefined || n === undefined) return;
-        if (name !== undefined && n !== name) return;
-        const text = changeText(spec, item, widths);
-        // the list under the watch repeats what was printed; an unchanged
-        // row (a status write of fields no column shows) is not repeated
-        if (text === "" || last.get(n) === text) return;
-        last.set(n, text);
-        if (!listed) return;
-        if (!headed && header !== undefined) io.out(padded(header, widths));
-        headed = true;
-        io.out(text);
-      },
-      stop.signal,
-      () => {
-        listed = true;
-      },
-    );
+    await watchEvictions(kc, api, ({ object }) => {
+      const item = parseItem(object);
+      const n = item?.eviction.metadata?.name;
+      if (item === undefined || n === undefined) return;
+      if (name !== undefined && n !== name) return;
+      const key = changeKey(spec, item);
+      if (last.get(n) === key) return;
+      last.set(n, key);
+      const text = changeText(spec, item, widths);
+      if (!headed && header !== undefined) io.out(padded(header, widths));
+      headed = true;
+      io.out(text);
+    }, stop.signal);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What tells one printed change from the next: the row (ages aside), else the version. */
+function changeKey(spec: OutputSpec, item: Item): string {
+  if (spec.kind === "table" || spec.kind === "wide") {
+    return (statusRows([item.eviction], spec.kind === "wide", 0)[1] ?? [])
+      .join("\t");
+  }
+  return item.eviction.metadata?.resourceVersion ?? JSON.stringify(item.raw);
 }
 
 function headerOf(spec: OutputSpec): string[] | undefined {
