@@ -255,7 +255,10 @@ async function drain(
     }
     if (values.wait && isAlreadyExists(r.reason)) {
       // after Ctrl-C or a --timeout, the way back in: follow it
-      const existing = await runningEviction(api, hypervisor);
+      // unreadable (RBAC, a newer CRD): refused as before, with why below
+      const existing = await runningEviction(api, hypervisor).catch(() =>
+        undefined
+      );
       if (existing !== undefined) {
         const differs = specDifferences(existing.spec, { ...spec, hypervisor });
         io.err(

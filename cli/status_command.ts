@@ -92,15 +92,14 @@ export async function runStatus(args: string[], io: StatusIo): Promise<number> {
   const [name] = positionals;
   const items: Item[] = [];
   if (name) {
-    const item = parseItem(
-      await api.getClusterCustomObject({ group, version, plural, name }),
-    );
-    if (item === undefined) {
-      // the same one line as any object the plugin cannot read
-      EvictionSchema.parse(
-        await api.getClusterCustomObject({ group, version, plural, name }),
-      );
-    } else items.push(item);
+    const raw = await api.getClusterCustomObject({
+      group,
+      version,
+      plural,
+      name,
+    }) as Record<string, unknown>;
+    // an object the plugin cannot read is one line (error_line.ts)
+    items.push({ raw, eviction: EvictionSchema.parse(raw) });
   } else {
     const list = await api.listClusterCustomObject({
       group,
@@ -164,7 +163,7 @@ function printAll(
       );
       return [];
     case "jsonpath":
-      io.out(executeJsonPath(spec.template, data));
+      io.out(withoutLastNewline(executeJsonPath(spec.template, data)));
       return [];
     case "custom-columns": {
       io.out(customColumnsTable(spec.columns, raws));
@@ -174,6 +173,11 @@ function printAll(
       ]);
     }
   }
+}
+
+/** A template's output as kubectl prints it: `out` ends every line itself. */
+function withoutLastNewline(text: string): string {
+  return text.endsWith("\n") ? text.slice(0, -1) : text;
 }
 
 /** What the table has no room for: these must not read as drained. */
@@ -298,7 +302,7 @@ function changeText(
         spec.kind === "summary-json" ? "json" : "yaml",
       );
     case "jsonpath":
-      return executeJsonPath(spec.template, item.raw);
+      return withoutLastNewline(executeJsonPath(spec.template, item.raw));
     case "custom-columns":
       return padded(customColumnCells(spec.columns, item.raw), widths);
   }
