@@ -43,9 +43,7 @@ export function apiMessage(e: k8s.ApiException<unknown>): string {
  * @example
  * ```ts
  * import { errorLine } from "./error_line.ts";
- * import { JsonPathError } from "./jsonpath.ts";
-import { WatchRefusedError } from "./eviction_watch.ts";
-import { UsageError } from "./usage.ts";
+ * import { UsageError } from "./usage.ts";
  * const { line, code } = errorLine(new UsageError("drain needs a HYPERVISOR name", "drain"));
  * console.assert(code === 1 && !line.includes("\n"));
  * ```

@@ -185,7 +185,8 @@ const FALSE = ["0", "f", "F", "FALSE", "false", "False"];
 /**
  * kubectl's (Go's) boolean forms: `--wait=false`, `--wait=true` (and
  * `1`, `t`, `0`, `f` ...), which node's parseArgs refuses: each becomes
- * `--wait` or nothing, and the last form of each flag given wins.
+ * `--wait` or nothing, and the last form of each flag given wins; and
+ * pflag's `-o=json` for a short flag's value.
  */
 function booleanForms(
   command: CommandName,
@@ -204,6 +205,13 @@ function booleanForms(
     if (a === "--") {
       rest.push(...args.slice(i));
       break;
+    }
+    // `-o=json` as pflag reads it (node's parseArgs would give "=json")
+    const shortValue = /^-([^-])=(.*)$/s.exec(a);
+    const shortName = byShort.get(shortValue?.[1] ?? "");
+    if (shortValue && shortName && options[shortName]?.type === "string") {
+      rest.push(`-${shortValue[1]}`, shortValue[2] ?? "");
+      continue;
     }
     const long = /^--([^=]+)(?:=(.*))?$/s.exec(a);
     const name = long?.[1] ??

@@ -38,6 +38,13 @@ Deno.test("parseCommand: booleans take kubectl's =true/=false, the last one wins
       assert.equal((values as Record<string, unknown>)[k], v, args.join(" "));
     }
   }
+  // pflag's -o=VALUE
+  assert.equal(
+    parseCommand("status", ["-o=jsonpath={.a}"], {
+      output: { type: "string", short: "o" },
+    }).values.output,
+    "jsonpath={.a}",
+  );
   // what follows `--` is positional
   assert.deepEqual(
     parseCommand("drain", ["--", "--wait=false"], OPTIONS).positionals,

@@ -369,7 +369,11 @@ Deno.test({
           for (const [column, value] of Object.entries(row)) {
             // ages tick between the two runs
             if (column === "AGE" || column === "STARTED") {
-              assert.match(ours[i]?.[column] ?? "", /^(\d+[smhdy])+$/);
+              assert.match(
+                ours[i]?.[column] ?? "",
+                value === "" ? /^$/ : /^(\d+[smhdy])+$/,
+                `${column} of ${row["NAME"]}`,
+              );
               continue;
             }
             // before the first pass kubectl leaves State empty
@@ -408,7 +412,7 @@ Deno.test({
       );
       assert.equal(path.code, 0, path.stderr);
       for (const n of names) {
-        assert.ok(path.stdout.split(" ").includes(n.trim()));
+        assert.ok(path.stdout.trim().split(" ").includes(n), path.stdout);
       }
       const ranged = await kubectlEvictor(
         env,
@@ -419,6 +423,7 @@ Deno.test({
         ],
         kube,
       );
+      assert.equal(ranged.code, 0, ranged.stderr);
       assert.equal(ranged.stdout, `${names[0]}\tRunning\n`);
       const custom = await kubectlEvictor(
         env,
@@ -478,6 +483,8 @@ Deno.test({
     await apiReady(env);
     const name = `compl-${crypto.randomUUID().slice(0, 8)}`;
     await createEviction(env, name, "r");
+    // kubectl keeps a discovery cache under HOME: a directory of the test's
+    const home = await Deno.makeTempDir({ prefix: "evictor-completion-" });
     try {
       const out = await new Deno.Command("bash", {
         args: [
@@ -490,6 +497,7 @@ Deno.test({
         env: {
           PATH: `${env.binDir}:/usr/bin:/bin`,
           KUBECONFIG: env.kubeconfigPath,
+          HOME: home,
         },
         clearEnv: true,
         stdout: "piped",
@@ -499,6 +507,7 @@ Deno.test({
       assert.ok(got.includes(name), got.join(","));
     } finally {
       await cleanup(env, [name]);
+      await Deno.remove(home, { recursive: true });
     }
   },
 });
