@@ -23,7 +23,8 @@ Deno.test({
     await waitFor(
       "the Eviction API",
       async () =>
-        (await api.kubectl(["get", "evictions,evictionpolicies"])).code === 0
+        (await api.kubectl(["get", "evictions,evictionpolicies,hypervisors"]))
+            .code === 0
           ? true
           : undefined,
     );
