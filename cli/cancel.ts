@@ -1,6 +1,6 @@
 /**
  * `kubectl evictor cancel HOST [HOST...] [--abort-in-flight]
- * [--clear-maintenance] [--dry-run] [--wait] [--timeout SECONDS]`: undoes
+ * [--clear-maintenance] [--dry-run] [--wait] [--timeout DURATION]`: undoes
  * a drain. Deleting the Eviction is the core of it: no pass runs on a
  * deleted Eviction, so no migration starts after the delete; its finalizer
  * lets the copies in flight finish (or, with `--abort-in-flight`, aborts
@@ -29,7 +29,7 @@ import {
 import { ABORT_IN_FLIGHT_ANNOTATION } from "../controllers/eviction/abort_in_flight.ts";
 import { drainRequested } from "../controllers/hypervisor/decide.ts";
 import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
-import { parseCommand, UsageError, usageOf } from "./usage.ts";
+import { parseCommand, timeoutFlag, UsageError, usageOf } from "./usage.ts";
 
 /** Where cancel writes and how it waits (the plugin's io fits it). */
 export interface CancelIo {
@@ -218,13 +218,7 @@ export async function runCancel(
       );
     }
   }
-  const timeoutSeconds = Number(values.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
-    throw new UsageError(
-      `--timeout "${values.timeout}" is not valid: expected seconds >= 0 (0 waits forever)`,
-      "cancel",
-    );
-  }
+  const timeoutMs = timeoutFlag("cancel", values.timeout);
   const options: CancelOptions = {
     abortInFlight: values["abort-in-flight"],
     clearMaintenance: values["clear-maintenance"],
@@ -279,7 +273,7 @@ export async function runCancel(
   for (const e of deleted) {
     code = Math.max(
       code,
-      await waitGone(api, kc, e, io, started, timeoutSeconds * 1000),
+      await waitGone(api, kc, e, io, started, timeoutMs),
     );
   }
   return code;

@@ -1,8 +1,8 @@
 /**
  * Every failure of the plugin as one line on stderr and an exit code,
- * never a stack trace: usage mistakes (2), the API server's refusals, an
- * unreachable API server, a bad kubeconfig or clouds.yaml, an OpenStack
- * error (1).
+ * never a stack trace, and exit code 1 as kubectl's: usage mistakes, the
+ * API server's refusals, an unreachable API server, a bad kubeconfig or
+ * clouds.yaml, an OpenStack error, a JSONPath that fails on the data.
  *
  * @module
  */
@@ -11,6 +11,8 @@ import { z } from "zod";
 import { errText, oneLine } from "../framework/errors.ts";
 import { ConfigError, OpenStackError } from "../openstack/mod.ts";
 import { ApiServerUnreachableError, KubeconfigError } from "./kube_config.ts";
+import { JsonPathError } from "./jsonpath.ts";
+import { WatchRefusedError } from "./eviction_watch.ts";
 import { UsageError } from "./usage.ts";
 
 /**
@@ -43,7 +45,7 @@ export function apiMessage(e: k8s.ApiException<unknown>): string {
  * import { errorLine } from "./error_line.ts";
  * import { UsageError } from "./usage.ts";
  * const { line, code } = errorLine(new UsageError("drain needs a HYPERVISOR name", "drain"));
- * console.assert(code === 2 && !line.includes("\n"));
+ * console.assert(code === 1 && !line.includes("\n"));
  * ```
  */
 export function errorLine(e: unknown): { line: string; code: number } {
@@ -52,7 +54,7 @@ export function errorLine(e: unknown): { line: string; code: number } {
     const help = e.command === undefined
       ? "kubectl evictor --help"
       : `kubectl evictor ${e.command} --help`;
-    return { line: one(`error: ${e.message} (see "${help}")`), code: 2 };
+    return { line: one(`error: ${e.message} (see "${help}")`), code: 1 };
   }
   if (e instanceof k8s.ApiException) {
     return { line: one(`error: ${apiMessage(e)}`), code: 1 };
@@ -62,7 +64,8 @@ export function errorLine(e: unknown): { line: string; code: number } {
   }
   if (
     e instanceof ConfigError || e instanceof KubeconfigError ||
-    e instanceof ApiServerUnreachableError
+    e instanceof ApiServerUnreachableError || e instanceof JsonPathError ||
+    e instanceof WatchRefusedError
   ) {
     return { line: one(`error: ${e.message}`), code: 1 };
   }

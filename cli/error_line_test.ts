@@ -9,6 +9,8 @@ import {
   unknownHypervisorsMessage,
 } from "./hypervisor_names.ts";
 import { UsageError } from "./usage.ts";
+import { JsonPathError } from "./jsonpath.ts";
+import { WatchRefusedError } from "./eviction_watch.ts";
 
 Deno.test("errorLine: one line and an exit code for every kind of failure", () => {
   const zod = z.object({ spec: z.object({ hypervisor: z.string() }) })
@@ -16,12 +18,12 @@ Deno.test("errorLine: one line and an exit code for every kind of failure", () =
   const rows: [unknown, number, RegExp][] = [
     [
       new UsageError("drain needs a HYPERVISOR name", "drain"),
-      2,
+      1, // kubectl's exit code for a usage mistake
       /^error: drain needs a HYPERVISOR name \(see "kubectl evictor drain --help"\)$/,
     ],
     [
       new UsageError('unknown command "x"'),
-      2,
+      1,
       /\(see "kubectl evictor --help"\)$/,
     ],
     [
@@ -85,6 +87,20 @@ Deno.test("errorLine: one line and an exit code for every kind of failure", () =
       ),
       1,
       /^error: no Hypervisor named "nod042" \(did you mean node042\?\): nothing created;/,
+    ],
+    [
+      new JsonPathError(
+        '"{.items[5]}": array index out of bounds: index 5, length 2',
+      ),
+      1,
+      /^error: "\{\.items\[5\]\}": array index out of bounds: index 5, length 2$/,
+    ],
+    [
+      new WatchRefusedError(
+        "cannot watch evictions.kvm.cloud.sap: the API server answered 403 (the user needs the watch verb on them)",
+      ),
+      1,
+      /^error: cannot watch evictions\.kvm\.cloud\.sap: the API server answered 403/,
     ],
     ["a string", 1, /^error: a string$/],
   ];

@@ -33,7 +33,6 @@ if (import.meta.main) {
         encoder.encode(line.startsWith("\r") ? line : `${line}\n`),
       ),
     interactive: Deno.stderr.isTerminal(),
-    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
   });
   Deno.exit(code);
 }

@@ -1,48 +1,44 @@
 /**
  * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
- * [--max-concurrent N] [--allow-unknown] [--wait]`, `kubectl evictor status
- * [HYPERVISOR] [-o table|wide|name|json|yaml]`, `kubectl evictor plan HOST [HOST...]`
- * (cli/plan_command.ts) and `kubectl evictor retry NAME [VM...]`. Each talks
+ * [--max-concurrent N] [--allow-unknown] [--wait] [--timeout DURATION]`,
+ * `kubectl evictor status [HYPERVISOR] [-o ...] [-w]`, `kubectl evictor wait
+ * HOST...` (cli/wait_command.ts), `kubectl evictor plan HOST [HOST...]`
+ * (cli/plan_command.ts), `kubectl evictor retry NAME [VM...]`, `version`
+ * and `completion bash|zsh` (cli/completion_command.ts). Each talks
  * to the cluster kubectl would (`--kubeconfig`, `--context`, `KUBECONFIG`;
  * cli/kube_config.ts); `plan` also reads OpenStack (clouds.yaml / OS_*).
- * Every failure is one `error:` line on stderr and a non-zero exit code;
+ * Every failure is one `error:` line on stderr and exit code 1 (kubectl's);
  * the API server's warnings are `Warning:` lines on stderr, as kubectl's.
  *
  * @module
  */
-import {
-  REASON_FAILED,
-  REASON_NOT_IN_NOVA,
-  REASON_SUCCEEDED,
-  REASON_WAITING_FOR_PERSON,
-} from "../controllers/conditions.ts";
 import * as k8s from "@kubernetes/client-node";
 import {
   type Eviction,
   EvictionResource,
   EvictionSchema,
+  type EvictionSpec,
 } from "../models/mod.ts";
 import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
-import { renderProgressLine } from "./progress.ts";
+import { VERSION } from "../app/version.ts";
 import { type PlanIo, runPlan } from "./plan_command.ts";
 import { runCancel } from "./cancel.ts";
 import { customObjectsApi } from "./kube_config.ts";
 import { errorLine } from "./error_line.ts";
-import {
-  countsOf,
-  drainOutcome,
-  seenEmptySeconds,
-  stateOf,
-  stateText,
-} from "./eviction_state.ts";
+import { drainOutcome, stateOf } from "./eviction_state.ts";
 import { checkHypervisorNames } from "./hypervisor_names.ts";
-import { statusData, statusNames, statusTable } from "./status_output.ts";
+import { ageSince } from "./age.ts";
+import { followEvictions } from "./follow.ts";
+import { specDifferences } from "./follow_report.ts";
+import { runWait } from "./wait_command.ts";
+import { runStatus } from "./status_command.ts";
+import { runCompletion } from "./completion_command.ts";
 import { warningPrinter } from "./warnings.ts";
 import {
+  COMMAND_USAGE,
   type CommandName,
-  outputFormat,
   parseCommand,
-  renderData,
+  timeoutFlag,
   UsageError,
   usageOf,
 } from "./usage.ts";
@@ -63,7 +59,6 @@ export interface PluginIo extends Pick<PlanIo, "openStack" | "kubeConfig"> {
   err: (line: string) => void;
   /** Rewrites the current line (a TTY) instead of adding one. */
   interactive: boolean;
-  sleep: (ms: number) => Promise<void>;
 }
 
 /** The help text of the plugin. */
@@ -73,8 +68,9 @@ const { group, version, plural } = EvictionResource;
 
 /**
  * Runs the plugin with `args` (what follows `kubectl evictor`) and returns
- * the exit code: 0 done; 1 an error, or a drain `--wait` did not see
- * drained (failed, nothing drained, timed out); 2 a usage mistake.
+ * the exit code, as kubectl's: 0 done; 1 anything else (a usage mistake,
+ * an error, or a drain `--wait` or `wait` did not see drained: failed,
+ * nothing drained, deleted, timed out).
  * Nothing is thrown: every failure is written as one `error:` line to
  * `io.err`, and the API server's warnings as `Warning:` lines.
  *
@@ -92,17 +88,28 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
       case "drain":
         return await drain(rest, io, warn);
       case "status":
-        return await status(rest, io, warn);
+        return await runStatus(rest, { ...io, warn });
+      case "wait":
+        return await runWait(rest, { ...io, warn });
       case "plan":
         return await runPlan(rest, { ...io, warn });
       case "retry":
         return await retry(rest, io, warn);
       case "cancel":
-        return await runCancel(rest, io, warn);
+        return await runCancel(rest, {
+          ...io,
+          sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+        }, warn);
+      case "completion":
+        return runCompletion(rest, io);
+      case "version":
+      case "--version":
+        if (!helped("version", parseCommand("version", rest, {}).values, io)) {
+          io.out(`kubectl-evictor ${VERSION}`);
+        }
+        return 0;
       case undefined:
-        throw new UsageError(
-          "no command: expected drain, status, plan, retry or cancel",
-        );
+        throw new UsageError(`no command: expected ${commandList()}`);
       case "help":
       case "--help":
       case "-h":
@@ -110,7 +117,7 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return 0;
       default:
         throw new UsageError(
-          `unknown command "${command}": expected drain, status, plan, retry or cancel`,
+          `unknown command "${command}": expected ${commandList()}`,
         );
     }
   } catch (e) {
@@ -118,6 +125,12 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
     io.err(line);
     return code;
   }
+}
+
+/** The commands, for messages: "drain, status, ... or completion". */
+function commandList(): string {
+  const names = Object.keys(COMMAND_USAGE);
+  return `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
 }
 
 /**
@@ -209,14 +222,16 @@ async function drain(
     }
     maxConcurrent = n;
   }
-  const timeoutSeconds = Number(values.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
-    throw new UsageError(
-      `--timeout "${values.timeout}" is not valid: expected seconds >= 0 (0 waits forever)`,
-      "drain",
-    );
-  }
-  const api = customObjectsApi(await io.kubeConfig(target(values)), warn);
+  const timeoutMs = timeoutFlag("drain", values.timeout);
+  const spec: EvictionSpec = {
+    hypervisor: "",
+    reason,
+    ...(maxConcurrent === undefined
+      ? {}
+      : { maxConcurrentMigrations: maxConcurrent }),
+  };
+  const kc = await io.kubeConfig(target(values));
+  const api = customObjectsApi(kc, warn);
   // Before anything is created: a wave with a typo in it is no wave.
   if (!values["allow-unknown"]) await checkHypervisorNames(api, hypervisors);
   // All at once: Evictions that exist together form one wave.
@@ -230,120 +245,69 @@ async function drain(
           apiVersion: `${group}/${version}`,
           kind: "Eviction",
           metadata: { name: hypervisor },
-          spec: {
-            hypervisor,
-            reason,
-            ...(maxConcurrent === undefined
-              ? {}
-              : { maxConcurrentMigrations: maxConcurrent }),
-          },
+          spec: { ...spec, hypervisor },
         },
       })
     ),
   );
   let code = 0;
-  const made: string[] = [];
-  created.forEach((r, i) => {
-    const hypervisor = hypervisors[i]!;
+  const follow: string[] = [];
+  for (const [i, r] of created.entries()) {
+    const hypervisor = hypervisors[i] ?? "";
     if (r.status === "fulfilled") {
       io.out(`eviction.${group}/${hypervisor} created`);
-      made.push(hypervisor);
-    } else {
-      // errorLine's text without its "error: " (one line, no class name)
-      io.err(
-        `error: eviction.${group}/${hypervisor} not created: ${
-          errorLine(r.reason).line.replace(/^error: /, "")
-        }`,
-      );
-      code = 1;
+      follow.push(hypervisor);
+      continue;
     }
-  });
-  if (!values.wait) return code;
-  for (const hypervisor of made) {
-    code = Math.max(
-      code,
-      await follow(api, hypervisor, timeoutSeconds * 1000, io),
+    if (values.wait && isAlreadyExists(r.reason)) {
+      // after Ctrl-C or a --timeout, the way back in: follow it
+      // unreadable (RBAC, a newer CRD): refused as before, with why below
+      const existing = await runningEviction(api, hypervisor).catch(() =>
+        undefined
+      );
+      if (existing !== undefined) {
+        const differs = specDifferences(existing.spec, { ...spec, hypervisor });
+        io.err(
+          `eviction.${group}/${hypervisor} exists already (created ${
+            ageSince(existing.metadata?.creationTimestamp ?? "", Date.now())
+          } ago, ${stateOf(existing)}): following it${
+            differs.length === 0
+              ? ""
+              : `; its spec differs from this command's: ${differs.join(", ")}`
+          }`,
+        );
+        follow.push(hypervisor);
+        continue;
+      }
+    }
+    // errorLine's text without its "error: " (one line, no class name)
+    io.err(
+      `error: eviction.${group}/${hypervisor} not created: ${
+        errorLine(r.reason).line.replace(/^error: /, "")
+      }`,
     );
+    code = 1;
   }
-  return code;
+  if (!values.wait || follow.length === 0) return code;
+  return Math.max(
+    code,
+    await followEvictions(kc, api, follow, timeoutMs, io),
+  );
 }
 
-async function follow(
+function isAlreadyExists(e: unknown): boolean {
+  return e instanceof k8s.ApiException && e.code === 409;
+}
+
+/** The Eviction `name` if its drain has not ended, else undefined. */
+async function runningEviction(
   api: k8s.CustomObjectsApi,
   name: string,
-  timeoutMs: number,
-  io: PluginIo,
-): Promise<number> {
-  const started = Date.now();
-  let last = "";
-  // The controller declares Succeeded only after looks a settle interval
-  // apart found the host empty (status.finishedAt): re-reading the same
-  // status here would add nothing, so the first settled Succeeded ends it.
-  for (;;) {
-    const raw = await api.getClusterCustomObject({
-      group,
-      version,
-      plural,
-      name,
-    });
-    const eviction = EvictionSchema.parse(raw);
-    const line = `${renderProgressLine(name, countsOf(eviction))} (${
-      stateText(eviction)
-    })`;
-    if (line !== last) {
-      if (io.interactive) io.err(`\r${line}`);
-      else io.err(line);
-      last = line;
-    }
-    const end = drainOutcome(eviction);
-    if (end === REASON_SUCCEEDED) {
-      const empty = seenEmptySeconds(eviction.status ?? {}, Date.now());
-      io.out(
-        `\n${name}: drained, ${
-          eviction.status?.migratedCount ?? 0
-        } VMs migrated; the host has been seen empty for ${
-          empty ?? 0
-        } s (since ${
-          eviction.status?.emptySince ?? eviction.status?.finishedAt
-        })`,
-      );
-      return 0;
-    }
-    if (end === REASON_NOT_IN_NOVA) {
-      // Not a drained host: the name may be a typo of one that has VMs.
-      io.out(
-        `\n${name}: nothing drained: Nova has no compute service named ${eviction.spec.hypervisor}; no VM was moved and no host was disabled (check the name: openstack compute service list --service nova-compute)`,
-      );
-      return 1;
-    }
-    if (end === REASON_FAILED) {
-      const failed = eviction.status?.failed ?? [];
-      io.out(
-        stateOf(eviction) === REASON_WAITING_FOR_PERSON
-          ? `\n${name}: the drain waits for a person (no VM failed) for these VMs:`
-          : `\n${name}: drain stopped with VMs left that need a person:`,
-      );
-      for (const f of failed) {
-        io.out(`  ${f.id}: ${f.reason} (${f.attempts} attempts)`);
-      }
-      for (const s of eviction.status?.skipped ?? []) {
-        io.out(`  ${s.id}: ${s.reason}`);
-      }
-      return 1;
-    }
-    if (timeoutMs > 0 && Date.now() - started > timeoutMs) {
-      // kubectl wait's words and exit code
-      io.err(
-        `${
-          io.interactive ? "\n" : ""
-        }error: timed out waiting for eviction.${group}/${name} after ${
-          timeoutMs / 1000
-        } s: ${stateOf(eviction)} (the drain goes on)`,
-      );
-      return 1;
-    }
-    await io.sleep(1000);
-  }
+): Promise<Eviction | undefined> {
+  const e = EvictionSchema.parse(
+    await api.getClusterCustomObject({ group, version, plural, name }),
+  );
+  return drainOutcome(e) === undefined ? e : undefined;
 }
 
 /**
@@ -424,67 +388,3 @@ async function retry(
   }
   return 0;
 }
-
-async function status(
-  args: string[],
-  io: PluginIo,
-  warn: (text: string) => void,
-): Promise<number> {
-  const { values, positionals } = parseCommand("status", args, {
-    output: { type: "string", short: "o", default: "table" },
-  });
-  if (helped("status", values, io)) return 0;
-  if (positionals.length > 1) {
-    throw new UsageError(
-      `status takes at most one HYPERVISOR, got ${positionals.length}`,
-      "status",
-    );
-  }
-  const format = outputFormat("status", values.output, STATUS_FORMATS);
-  const api = customObjectsApi(await io.kubeConfig(target(values)), warn);
-  const [name] = positionals;
-  const evictions: Eviction[] = [];
-  if (name) {
-    evictions.push(EvictionSchema.parse(
-      await api.getClusterCustomObject({ group, version, plural, name }),
-    ));
-  } else {
-    const list = await api.listClusterCustomObject({
-      group,
-      version,
-      plural,
-    }) as {
-      items?: unknown[];
-    };
-    for (const item of list.items ?? []) {
-      const parsed = EvictionSchema.safeParse(item);
-      if (parsed.success) evictions.push(parsed.data);
-    }
-  }
-  switch (format) {
-    case "table":
-    case "wide":
-      io.out(statusTable(evictions, format === "wide"));
-      if (format === "table") {
-        // the table has no room for why; these must not read as drained
-        for (const e of evictions) {
-          if (drainOutcome(e) === REASON_NOT_IN_NOVA) {
-            io.err(
-              `note: ${
-                e.metadata?.name ?? e.spec.hypervisor
-              }: nothing drained: Nova has no compute service named ${e.spec.hypervisor}`,
-            );
-          }
-        }
-      }
-      break;
-    case "name":
-      if (evictions.length > 0) io.out(statusNames(evictions));
-      break;
-    default:
-      io.out(renderData(statusData(evictions), format));
-  }
-  return 0;
-}
-
-const STATUS_FORMATS = ["table", "wide", "name", "json", "yaml"] as const;

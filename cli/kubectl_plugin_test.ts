@@ -20,8 +20,18 @@ import {
   stateText,
 } from "./kubectl_plugin.ts";
 import { evictingCondition } from "../controllers/eviction/conditions.ts";
+import { COMMAND_USAGE } from "./usage.ts";
 
 const ROOT = new URL("../", import.meta.url);
+const ALL_COMMANDS = [
+  "drain",
+  "status",
+  "wait",
+  "plan",
+  "retry",
+  "version",
+  "completion",
+];
 
 /** Hypervisor objects named `names` (drain refuses names that match none). */
 async function hypervisors(api: k8s.CustomObjectsApi, names: string[]) {
@@ -52,7 +62,6 @@ function captureIo(kubeConfig: k8s.KubeConfig) {
     out: (l) => out.push(l),
     err: (l) => err.push(l),
     interactive: false,
-    sleep: () => new Promise((r) => setTimeout(r, 50)),
   };
   return { io, out, err };
 }
@@ -82,7 +91,23 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
     ],
     [
       ["evict"],
-      'unknown command "evict": expected drain, status, plan, retry or cancel',
+      // every command, from the help's list
+      `unknown command "evict": expected ${
+        Object.keys(COMMAND_USAGE).slice(0, -1).join(", ")
+      } or ${Object.keys(COMMAND_USAGE).at(-1)}`,
+    ],
+    [["wait"], "wait needs the HYPERVISOR of an Eviction"],
+    [
+      ["wait", "n1", "--timeout", "soon"],
+      '--timeout "soon" is not valid: expected a duration such as 90s, 5m or 1h30m',
+    ],
+    [
+      ["drain", "n1", "--reason", "x", "--wait=maybe"],
+      '--wait "maybe" is not valid: expected true or false',
+    ],
+    [
+      ["completion", "fish"],
+      "completion fish is not valid: expected bash or zsh",
     ],
     [["retry"], "retry needs the NAME of an Eviction"],
     [
@@ -92,7 +117,8 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
   ];
   for (const [args, message] of rows) {
     err.length = 0;
-    assert.equal(await runPlugin(args, io), 2, args.join(" "));
+    // kubectl's exit code for a usage mistake
+    assert.equal(await runPlugin(args, io), 1, args.join(" "));
     assert.ok(err.join("\n").includes(message), `${args}: ${err.join("\n")}`);
     assert.equal(err.length, 1, `${args}: one line, got ${err.join("\n")}`);
     assert.doesNotMatch(err[0] ?? "", /\n/);
@@ -101,7 +127,7 @@ Deno.test("usage errors name the bad value and what is expected", async () => {
 
 Deno.test("--help on every command prints its usage and exits 0", async () => {
   const { io, out, err } = captureIo(new k8s.KubeConfig());
-  for (const command of ["drain", "status", "plan", "retry"]) {
+  for (const command of ALL_COMMANDS) {
     for (const flag of ["--help", "-h"]) {
       out.length = 0;
       assert.equal(await runPlugin([command, flag], io), 0, command);
@@ -110,20 +136,23 @@ Deno.test("--help on every command prints its usage and exits 0", async () => {
       assert.match(text, /--kubeconfig FILE/);
       assert.match(text, /--context NAME/);
       // what each exit code means, on every command's help
-      assert.match(text, /Exit codes:\n {2}0 {2}done/);
-      assert.match(text, /\n {2}1 {2}an error .*\n.*--timeout passed/s);
-      assert.match(text, /\n {2}2 {2}a usage mistake/);
+      assert.match(text, /Exit codes \(kubectl's\):\n {2}0 {2}done/);
+      assert.match(
+        text,
+        /\n {2}1 {2}anything else: a usage mistake .*\n.*--timeout\n.*passed/s,
+      );
+      assert.doesNotMatch(text, /\n {2}2 /);
     }
   }
   out.length = 0;
   assert.equal(await runPlugin(["--help"], io), 0);
-  for (const command of ["drain", "status", "plan", "retry"]) {
-    assert.match(out.join("\n"), new RegExp(`kubectl evictor ${command} `));
+  for (const command of ALL_COMMANDS) {
+    assert.match(out.join("\n"), new RegExp(`kubectl evictor ${command}\\b`));
   }
   assert.deepEqual(err, []);
 });
 
-Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
+Deno.test("flag mistakes are one line naming the flag, exit 1 as kubectl's", async () => {
   const { io, err } = captureIo(new k8s.KubeConfig());
   const rows: [string[], RegExp][] = [
     [
@@ -141,16 +170,27 @@ Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
     ],
     [
       ["status", "-o", "xml"],
-      /^error: --output "xml" is not valid: expected table, wide, name, json or yaml \(see "kubectl evictor status --help"\)$/,
+      /^error: --output "xml" is not valid: expected table, wide, name, json, yaml, jsonpath=TEMPLATE, custom-columns=SPEC, summary-json or summary-yaml \(see "kubectl evictor status --help"\)$/,
     ],
     [
       ["plan", "h1", "-o", "wide"],
       /^error: --output "wide" is not valid: expected table, json or yaml/,
     ],
-    [[], /^error: no command: expected drain, status, plan, retry or cancel/],
+    [
+      [],
+      /^error: no command: expected drain, status, wait, plan, retry, cancel/,
+    ],
     [
       ["drain", "n1", "--reason", "x", "--timeout=-1"],
-      /^error: --timeout "-1" is not valid: expected seconds >= 0/,
+      /^error: --timeout "-1" is not valid: expected a duration such as 90s, 5m or 1h30m \(a bare number is seconds; 0 waits forever\)/,
+    ],
+    [
+      ["status", "-o", "jsonpath={.items[0,1]}"],
+      /^error: --output "jsonpath=\{\.items\[0,1\]\}" is not valid: "\[0,1\]" is not supported/,
+    ],
+    [
+      ["status", "--watch=sometimes"],
+      /^error: --watch "sometimes" is not valid: expected true or false/,
     ],
     [
       ["plan", "h1", "--os-cloud", " "],
@@ -159,7 +199,7 @@ Deno.test("flag mistakes are one line naming the flag, exit 2", async () => {
   ];
   for (const [args, line] of rows) {
     err.length = 0;
-    assert.equal(await runPlugin(args, io), 2, args.join(" "));
+    assert.equal(await runPlugin(args, io), 1, args.join(" "));
     assert.equal(err.length, 1, err.join("\n"));
     assert.match(err[0] ?? "", line);
   }
@@ -512,7 +552,8 @@ Deno.test("kubectl evictor status prints a table from the API server", async () 
     assert.equal(await runPlugin(["status", name], io), 0);
     assert.match(
       out.join("\n"),
-      new RegExp(`^${name}\\s+${name}\\s+Pending\\s+0`, "m"),
+      // kubectl get's columns: REASON, then empty counts before the first pass
+      new RegExp(`^${name}\\s+${name}\\s+x\\s+Pending\\s+\\d+s$`, "m"),
     );
   } finally {
     await api.deleteClusterCustomObject({ ...ref, name });

@@ -1,15 +1,19 @@
 /**
- * `kubectl evictor status` output: a table (wide with more columns), the
- * names, or a stable machine-readable shape for `-o json|yaml`.
+ * `kubectl evictor status` output: the table of `kubectl get evictions`
+ * (wide with more columns), the names, or the summary shape of
+ * `-o summary-json|summary-yaml`.
  *
  * @module
  */
-import { EvictionResource } from "../models/mod.ts";
+import { REASON_PENDING } from "../controllers/conditions.ts";
+import { EvictionPrinterColumns, EvictionResource } from "../models/mod.ts";
 import type { Eviction } from "../models/mod.ts";
+import { ageSince } from "./age.ts";
 import { alignColumns } from "./columns.ts";
 import { countsOf, messageOf, stateOf } from "./eviction_state.ts";
+import { findValues, parseJsonPath, printValue } from "./jsonpath.ts";
 
-/** One Eviction in `status -o json|yaml`: a stable, documented shape. */
+/** One Eviction in `status -o summary-json|summary-yaml`: a stable, documented shape. */
 export interface EvictionStatusData {
   /** The Eviction's name. */
   name: string;
@@ -96,56 +100,79 @@ export function statusData(
   };
 }
 
+/** What `status` shows where a column's path finds nothing. */
+const WHEN_MISSING: Readonly<Record<string, string>> = {
+  // before the controller's first pass; `kubectl get` leaves it empty
+  State: REASON_PENDING,
+};
+
 /**
- * Renders Evictions as an aligned table (like kubectl's); `wide` adds the
- * limit's source, the skipped VMs, the start and the Evicting condition's
- * message (which says, for example, that nothing was drained).
+ * A cell as kubectl prints a printer column's value: strings up to the
+ * first line break (then `...`), integers as digits, dates as ages.
+ */
+function cell(type: string, value: unknown, nowMs: number): string {
+  if (value === undefined || value === null) return "";
+  if (type === "date") {
+    return typeof value === "string" ? ageSince(value, nowMs) : "";
+  }
+  const text = printValue(value);
+  const cut = text.search(/[\n\r\f]/);
+  return cut < 0 ? text : `${text.slice(0, cut)}...`;
+}
+
+/**
+ * The header and the rows of the Evictions as `kubectl get evictions`
+ * prints them: NAME, then the CRD's printer columns (models'
+ * {@linkcode EvictionPrinterColumns}, generated from the CRD), the wide
+ * ones (priority 1) only when `wide`; dates as ages as of `nowMs`.
+ *
+ * @example
+ * ```ts
+ * import { statusRows } from "./status_output.ts";
+ * const [header] = statusRows([], false, 0);
+ * console.assert(header?.[0] === "NAME" && header.includes("AGE"));
+ * ```
+ */
+export function statusRows(
+  evictions: readonly Eviction[],
+  wide: boolean,
+  nowMs: number,
+): string[][] {
+  const columns = EvictionPrinterColumns
+    .filter((c) => wide || c.priority === 0)
+    .map((c) => ({ ...c, path: parseJsonPath(`{${c.jsonPath}}`) }));
+  return [
+    ["NAME", ...columns.map((c) => c.name.toUpperCase())],
+    ...byName(evictions).map((e) => [
+      e.metadata?.name ?? "",
+      ...columns.map((c) =>
+        cell(c.type, findValues(c.path, e)[0], nowMs) ||
+        (WHEN_MISSING[c.name] ?? "")
+      ),
+    ]),
+  ];
+}
+
+/**
+ * Renders Evictions as an aligned table with `kubectl get evictions`'
+ * columns (see {@linkcode statusRows}); `wide` adds the limit's source,
+ * the start, the failed VMs and the Evicting condition's message (which
+ * says, for example, that nothing was drained). Empty for none: the
+ * caller says "No evictions found." on stderr, as kubectl does.
  *
  * @example
  * ```ts
  * import { statusTable } from "./status_output.ts";
- * console.log(statusTable([])); // No evictions found.
+ * console.assert(statusTable([]) === "");
  * ```
  */
 export function statusTable(
   evictions: readonly Eviction[],
   wide = false,
+  nowMs: number = Date.now(),
 ): string {
-  if (evictions.length === 0) return "No evictions found.";
-  const header = [
-    "NAME",
-    "HYPERVISOR",
-    "STATE",
-    "MIGRATED",
-    "IN FLIGHT",
-    "OUTSTANDING",
-    "FAILED",
-    "LIMIT",
-    ...(wide ? ["SOURCE", "SKIPPED", "STARTED", "MESSAGE"] : []),
-  ];
-  const rows = byName(evictions).map((e) => {
-    const c = countsOf(e);
-    const s = e.status ?? {};
-    return [
-      e.metadata?.name ?? "",
-      e.spec.hypervisor,
-      stateOf(e),
-      String(c.migrated),
-      String(c.inFlight),
-      String(c.outstanding),
-      String(c.failed),
-      s.effectiveLimit === undefined ? "-" : String(s.effectiveLimit),
-      ...(wide
-        ? [
-          s.limitSource ?? "-",
-          String(s.skipped?.length ?? 0),
-          s.startedAt ?? "-",
-          messageOf(e).replace(/\s*\n\s*/g, " ") || "-",
-        ]
-        : []),
-    ];
-  });
-  return alignColumns([header, ...rows]).join("\n");
+  if (evictions.length === 0) return "";
+  return alignColumns(statusRows(evictions, wide, nowMs)).join("\n");
 }
 
 /**

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import type { Eviction } from "../models/mod.ts";
 import { renderData } from "./usage.ts";
-import { statusData, statusNames, statusTable } from "./status_output.ts";
+import { parse as parseYaml } from "yaml";
+import {
+  statusData,
+  statusNames,
+  statusRows,
+  statusTable,
+} from "./status_output.ts";
 
 const T0 = "2026-12-01T00:00:00Z";
 
@@ -49,31 +55,70 @@ const pending: Eviction = {
   spec: { hypervisor: "ha", reason: "r" },
 };
 
-Deno.test("status output formats: table", () => {
+Deno.test("status output formats: table, the CRD's printer columns", () => {
+  const now = Date.parse("2026-12-01T00:05:03Z");
+  const made = (e: Eviction, at: string): Eviction => ({
+    ...e,
+    metadata: { ...e.metadata, creationTimestamp: at },
+  });
   const rows: [string, Eviction[], boolean, string][] = [
-    ["none", [], false, "No evictions found."],
-    ["none, wide", [], true, "No evictions found."],
+    ["none", [], false, ""],
+    ["none, wide", [], true, ""],
     [
-      "table, sorted by name",
-      [running, unknownHost],
+      "table, sorted by name; AGE as kubectl shows it",
+      [made(running, T0), made(unknownHost, "2026-11-29T00:00:00Z")],
       false,
-      "NAME      HYPERVISOR   STATE       MIGRATED   IN FLIGHT   OUTSTANDING   FAILED   LIMIT\n" +
-      "nod042    nod042       NotInNova   0          0           0             0        -\n" +
-      "node042   node042      Running     3          1           2             1        2",
+      "NAME      HYPERVISOR   REASON   STATE       MIGRATED   IN FLIGHT   OUTSTANDING   LIMIT   AGE\n" +
+      "nod042    nod042       kernel   NotInNova   0          0           0                     2d\n" +
+      "node042   node042      kernel   Running     3          1           2             2       5m3s",
     ],
     [
-      "wide: the limit's source, skipped, start and the message",
+      "wide: the limit's source, the start as an age, failures and the message",
       [running, unknownHost, pending],
       true,
-      "NAME      HYPERVISOR   STATE       MIGRATED   IN FLIGHT   OUTSTANDING   FAILED   LIMIT   SOURCE   SKIPPED   STARTED                MESSAGE\n" +
-      "a         ha           Pending     0          0           0             0        -       -        0         -                      -\n" +
-      "nod042    nod042       NotInNova   0          0           0             0        -       -        0         2026-12-01T00:00:00Z   nothing drained: Nova has no compute service named nod042\n" +
-      "node042   node042      Running     3          1           2             1        2       policy   1         2026-12-01T00:00:00Z   1 in flight",
+      "NAME      HYPERVISOR   REASON   STATE       MIGRATED   IN FLIGHT   OUTSTANDING   LIMIT   AGE   SOURCE   STARTED   MIGRATIONS   MESSAGE\n" +
+      "a         ha           r        Pending\n" +
+      "nod042    nod042       kernel   NotInNova   0          0           0                                    5m3s                   nothing drained: Nova has no compute service named nod042\n" +
+      "node042   node042      kernel   Running     3          1           2             2             policy   5m3s                   1 in flight",
     ],
   ];
   for (const [what, evictions, wide, want] of rows) {
-    assert.equal(statusTable(evictions, wide), want, what);
+    assert.equal(statusTable(evictions, wide, now), want, what);
   }
+});
+
+Deno.test("statusRows: the headers are NAME and the CRD's columns, upper-cased", () => {
+  const crd = parseYaml(
+    Deno.readTextFileSync(
+      new URL(
+        "../manifests/crds/kvm.cloud.sap_evictions.yaml",
+        import.meta.url,
+      ),
+    ),
+  ) as {
+    spec: {
+      versions: {
+        additionalPrinterColumns: { name: string; priority?: number }[];
+      }[];
+    };
+  };
+  const columns = crd.spec.versions[0]?.additionalPrinterColumns ?? [];
+  assert.deepEqual(statusRows([], true, 0)[0], [
+    "NAME",
+    ...columns.map((c) => c.name.toUpperCase()),
+  ]);
+  assert.deepEqual(statusRows([], false, 0)[0], [
+    "NAME",
+    ...columns.filter((c) => (c.priority ?? 0) === 0).map((c) =>
+      c.name.toUpperCase()
+    ),
+  ]);
+  // a line break ends a cell, as kubectl cuts it
+  const multi: Eviction = {
+    ...running,
+    spec: { hypervisor: "node042", reason: "first line\nsecond" },
+  };
+  assert.equal(statusRows([multi], false, 0)[1]?.[2], "first line...");
 });
 
 Deno.test("status output formats: name", () => {

@@ -8,9 +8,18 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { stringify as toYaml } from "yaml";
+import { parseDurationFlag } from "./duration.ts";
 
 /** The plugin's commands. */
-export type CommandName = "drain" | "status" | "plan" | "retry" | "cancel";
+export type CommandName =
+  | "drain"
+  | "status"
+  | "wait"
+  | "plan"
+  | "retry"
+  | "cancel"
+  | "version"
+  | "completion";
 
 const CLUSTER_FLAGS =
   "  --kubeconfig FILE   the kubeconfig file (default: KUBECONFIG, colon-separated\n" +
@@ -21,20 +30,35 @@ const CLUSTER_FLAGS =
 /** The help of each command. */
 export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
   drain:
-    `kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--allow-unknown] [--wait] [--timeout SECONDS]
+    `kubectl evictor drain HYPERVISOR [HYPERVISOR...] --reason TEXT [--max-concurrent N] [--allow-unknown] [--wait] [--timeout DURATION]
     Creates the Eviction of each HYPERVISOR, all at once (one wave: every
     host is disabled before any of them migrates); with --wait, follows
     them until the hosts are empty. A name that matches no Hypervisor is
     refused, with the closest existing names, and nothing is created;
     --allow-unknown creates it anyway (a host with no Hypervisor object).
-    --timeout stops waiting (the drains go on) after SECONDS; 0 waits forever.`,
-  status: `kubectl evictor status [HYPERVISOR] [-o table|wide|name|json|yaml]
-    Prints the Evictions (or one) as a table (wide: with the limit's source,
-    skipped VMs, start and the Evicting condition's message), their names
-    (eviction.kvm.cloud.sap/NAME), or JSON/YAML of the shape
+    With --wait, an Eviction that exists already and has not finished is
+    followed (stderr says so, and how its spec differs from this command's).
+    --timeout stops waiting (the drains go on) after DURATION (90s, 5m,
+    1h30m; a bare number is seconds), one deadline for all hosts; 0 waits
+    forever. Booleans take =true/=false (--wait=false).`,
+  status:
+    `kubectl evictor status [HYPERVISOR] [-o table|wide|name|json|yaml|jsonpath=TEMPLATE|custom-columns=SPEC|summary-json|summary-yaml] [-w] [--timeout DURATION]
+    Prints the Evictions (or one) with the columns of kubectl get evictions
+    (wide: with the limit's source, the start, the failed VMs and the
+    Evicting condition's message; dates as ages), their names
+    (eviction.kvm.cloud.sap/NAME), JSON/YAML as kubectl prints them (a List,
+    or the one Eviction named), kubectl's jsonpath and custom-columns (the
+    template runs against the List, or the one Eviction), or the summary shape
     {"evictions": [{name, hypervisor, reason, state, message, migrated,
     inFlight, outstanding, failed, skipped, limit, limitSource, startedAt,
-    finishedAt}]}.`,
+    finishedAt}]} (summary-json, summary-yaml). -w, --watch: then a row (or
+    object) each time one changes, as kubectl get -w, until interrupted or
+    --timeout passes (exit 0).`,
+  wait: `kubectl evictor wait HYPERVISOR [HYPERVISOR...] [--timeout DURATION]
+    Follows existing Evictions, whoever created them, until each drain ended,
+    as drain --wait does (the same progress lines, words and exit codes),
+    with one deadline for all of them (--timeout: 90s, 5m, 1h30m; a bare
+    number is seconds; 0, the default, waits forever).`,
   plan:
     `kubectl evictor plan HOST [HOST...] [-o table|json|yaml] [--os-cloud NAME] [--os-region-name NAME] [--with-wave] [--mb-per-second N] [--overhead-seconds N] [--fixed-seconds N]
     Changes nothing: per host, each VM's class and order, the limit and its
@@ -51,7 +75,7 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     Asks the controller to re-arm failed VMs of the Eviction NAME (all of
     them when no VM is named), through the annotation evictor.kvm.cloud.sap/retry.`,
   cancel:
-    `kubectl evictor cancel HOST [HOST...] [--abort-in-flight] [--clear-maintenance] [--dry-run] [--wait] [--timeout SECONDS]
+    `kubectl evictor cancel HOST [HOST...] [--abort-in-flight] [--clear-maintenance] [--dry-run] [--wait] [--timeout DURATION]
     Undoes a drain: deletes the Evictions of each HOST, so no new migration
     starts; the copies in flight finish (--abort-in-flight: ours are
     aborted), then the compute service is re-enabled unless someone else
@@ -59,17 +83,25 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     termination) is refused: maintenance recreates the Eviction at once;
     --clear-maintenance clears spec.maintenance first. Every HOST is checked
     before anything changes. --dry-run changes nothing; --wait waits until
-    the Evictions are gone (the service handled), at most --timeout SECONDS.`,
+    the Evictions are gone (the service handled), at most --timeout (5m, 90s;
+    a bare number is seconds).`,
+  version: `kubectl evictor version (or kubectl evictor --version)
+    Prints the plugin's version (the one its User-Agent carries).`,
+  completion: `kubectl evictor completion bash|zsh
+    Prints a shell completion script for kubectl-evictor and kubectl evictor:
+    commands, flags, and Eviction and Hypervisor names (through kubectl get).
+    bash: source <(kubectl evictor completion bash); zsh: the same with zsh.`,
 };
 
-const EXIT_CODES = "Exit codes:\n" +
-  "  0  done (drain --wait: every host drained and settled empty;\n" +
+const EXIT_CODES = "Exit codes (kubectl's):\n" +
+  "  0  done (drain --wait, wait: every host drained and settled empty;\n" +
   "     cancel --wait: every Eviction gone)\n" +
-  "  1  an error (the API server refused, a name matches no Hypervisor, ...),\n" +
-  "     or drain --wait did not drain a host: VMs left that need a person,\n" +
-  "     nothing drained because Nova has no compute service of that name,\n" +
-  "     or --timeout passed (the drain goes on); cancel refused a host\n" +
-  "  2  a usage mistake (an unknown flag, a bad value, a missing argument)";
+  "  1  anything else: a usage mistake (an unknown flag, a bad value, a missing\n" +
+  "     argument), an error (the API server refused, a name matches no\n" +
+  "     Hypervisor, ...), or drain --wait/wait did not see a host drained:\n" +
+  "     VMs left that need a person, nothing drained because Nova has no\n" +
+  "     compute service of that name, the Eviction was deleted, or --timeout\n" +
+  "     passed (the drain goes on); cancel refused a host";
 
 /**
  * The help of one command, or of the plugin.
@@ -142,18 +174,110 @@ export function parseCommand<O extends ParseArgsOptionsConfig>(
     }
   >
 > {
+  const all = { ...options, ...COMMON_OPTIONS };
+  const { rest, explicit } = booleanForms(command, args, all);
+  let parsed;
   try {
-    return parseArgs({
-      args,
+    parsed = parseArgs({
+      args: rest,
       allowPositionals: true,
       strict: true,
-      options: { ...options, ...COMMON_OPTIONS },
+      options: all,
     });
   } catch (e) {
     // node's messages go on with advice about `--`: the first sentence says it
     const message = (e instanceof Error ? e.message : String(e))
       .split("\n")[0]?.replace(/\. To specify a positional.*$/, "") ?? "";
     throw new UsageError(`${command}: ${message}`, command);
+  }
+  const values = parsed.values as Record<string, unknown>;
+  for (const [name, value] of explicit) values[name] = value;
+  return parsed;
+}
+
+const TRUE = ["1", "t", "T", "TRUE", "true", "True"];
+const FALSE = ["0", "f", "F", "FALSE", "false", "False"];
+
+/**
+ * kubectl's (Go's) boolean forms: `--wait=false`, `--wait=true` (and
+ * `1`, `t`, `0`, `f` ...), which node's parseArgs refuses: each becomes
+ * `--wait` or nothing, and the last form of each flag given wins; and
+ * pflag's `-o=json` for a short flag's value.
+ */
+function booleanForms(
+  command: CommandName,
+  args: readonly string[],
+  options: ParseArgsOptionsConfig,
+): { rest: string[]; explicit: Map<string, boolean> } {
+  const rest: string[] = [];
+  const explicit = new Map<string, boolean>();
+  const byShort = new Map(
+    Object.entries(options).flatMap(([name, o]) =>
+      o.short === undefined ? [] : [[o.short, name] as const]
+    ),
+  );
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? "";
+    if (a === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    // `-o=json` as pflag reads it (node's parseArgs would give "=json")
+    const shortValue = /^-([^-])=(.*)$/s.exec(a);
+    const shortName = byShort.get(shortValue?.[1] ?? "");
+    if (shortValue && shortName && options[shortName]?.type === "string") {
+      rest.push(`-${shortValue[1]}`, shortValue[2] ?? "");
+      continue;
+    }
+    const long = /^--([^=]+)(?:=(.*))?$/s.exec(a);
+    const name = long?.[1] ??
+      (/^-([^-])$/.test(a) ? byShort.get(a[1] ?? "") : undefined);
+    const option = name === undefined ? undefined : options[name];
+    if (name !== undefined && option?.type === "boolean") {
+      const text = long?.[2];
+      if (text === undefined) explicit.set(name, true);
+      else if (TRUE.includes(text)) explicit.set(name, true);
+      else if (FALSE.includes(text)) {
+        explicit.set(name, false);
+        continue;
+      } else {
+        throw new UsageError(
+          `--${name} "${text}" is not valid: expected true or false`,
+          command,
+        );
+      }
+      rest.push(long === null ? a : `--${name}`);
+      continue;
+    }
+    rest.push(a);
+    // the value of a string flag is never read as a flag
+    if (option?.type === "string" && long?.[2] === undefined) {
+      i++;
+      if (i < args.length) rest.push(args[i] ?? "");
+    }
+  }
+  return { rest, explicit };
+}
+
+/**
+ * The milliseconds of a `--timeout` value (`5m`, `90s`, `1h30m`; a bare
+ * number is seconds; 0 waits forever); a bad one is a usage error.
+ *
+ * @example
+ * ```ts
+ * import { timeoutFlag } from "./usage.ts";
+ * console.assert(timeoutFlag("wait", "5m") === 300_000);
+ * ```
+ */
+export function timeoutFlag(
+  command: CommandName,
+  value: string | undefined,
+): number {
+  try {
+    return parseDurationFlag("--timeout", value ?? "0");
+  } catch (e) {
+    if (e instanceof RangeError) throw new UsageError(e.message, command);
+    throw e;
   }
 }
 

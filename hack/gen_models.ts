@@ -54,8 +54,18 @@ interface Crd {
     versions: {
       name: string;
       schema: { openAPIV3Schema: JsonSchema };
+      additionalPrinterColumns?: PrinterColumn[];
     }[];
   };
+}
+
+/** One of a CRD version's `additionalPrinterColumns`. */
+interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  priority?: number;
+  description?: string;
 }
 
 /** A zod expression and its zod type, written out. */
@@ -357,6 +367,25 @@ export async function render(): Promise<Map<string, string>> {
             namespaced: false,
           })
         } as const;`,
+        `/**`,
+        ` * The printer columns of ${kind} (\`kubectl get\` after NAME; priority`,
+        ` * 1 only with \`-o wide\`), as the CRD declares them.`,
+        ` */`,
+        `export const ${kind}PrinterColumns: readonly {`,
+        `  readonly name: string;`,
+        `  readonly type: string;`,
+        `  readonly jsonPath: string;`,
+        `  readonly priority: number;`,
+        `}[] = ${
+          JSON.stringify(
+            (version.additionalPrinterColumns ?? []).map((c) => ({
+              name: c.name,
+              type: c.type,
+              jsonPath: c.jsonPath,
+              priority: c.priority ?? 0,
+            })),
+          )
+        };`,
         ...emitter.decls,
       ].join("\n");
       const out = crd.spec.versions.length === 1

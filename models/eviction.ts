@@ -12,6 +12,76 @@ export const EvictionResource = {
   "kind": "Eviction",
   "namespaced": false,
 } as const;
+/**
+ * The printer columns of Eviction (`kubectl get` after NAME; priority
+ * 1 only with `-o wide`), as the CRD declares them.
+ */
+export const EvictionPrinterColumns: readonly {
+  readonly name: string;
+  readonly type: string;
+  readonly jsonPath: string;
+  readonly priority: number;
+}[] = [{
+  "name": "Hypervisor",
+  "type": "string",
+  "jsonPath": ".spec.hypervisor",
+  "priority": 0,
+}, {
+  "name": "Reason",
+  "type": "string",
+  "jsonPath": ".spec.reason",
+  "priority": 0,
+}, {
+  "name": "State",
+  "type": "string",
+  "jsonPath": '.status.conditions[?(@.type=="Evicting")].reason',
+  "priority": 0,
+}, {
+  "name": "Migrated",
+  "type": "integer",
+  "jsonPath": ".status.migratedCount",
+  "priority": 0,
+}, {
+  "name": "In flight",
+  "type": "integer",
+  "jsonPath": ".status.inFlightCount",
+  "priority": 0,
+}, {
+  "name": "Outstanding",
+  "type": "integer",
+  "jsonPath": ".status.outstandingCount",
+  "priority": 0,
+}, {
+  "name": "Limit",
+  "type": "integer",
+  "jsonPath": ".status.effectiveLimit",
+  "priority": 0,
+}, {
+  "name": "Age",
+  "type": "date",
+  "jsonPath": ".metadata.creationTimestamp",
+  "priority": 0,
+}, {
+  "name": "Source",
+  "type": "string",
+  "jsonPath": ".status.limitSource",
+  "priority": 1,
+}, {
+  "name": "Started",
+  "type": "date",
+  "jsonPath": ".status.startedAt",
+  "priority": 1,
+}, {
+  "name": "Migrations",
+  "type": "string",
+  "jsonPath": '.status.conditions[?(@.type=="MigratingInstance")].message',
+  "priority": 1,
+}, {
+  "name": "Message",
+  "type": "string",
+  "jsonPath": '.status.conditions[?(@.type=="Evicting")].message',
+  "priority": 1,
+}];
 /** The `.spec` field of Eviction. */
 export const EvictionSpecSchema: z.ZodObject<{
   "hypervisor": z.ZodString;

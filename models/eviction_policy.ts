@@ -12,6 +12,31 @@ export const EvictionPolicyResource = {
   "kind": "EvictionPolicy",
   "namespaced": false,
 } as const;
+/**
+ * The printer columns of EvictionPolicy (`kubectl get` after NAME; priority
+ * 1 only with `-o wide`), as the CRD declares them.
+ */
+export const EvictionPolicyPrinterColumns: readonly {
+  readonly name: string;
+  readonly type: string;
+  readonly jsonPath: string;
+  readonly priority: number;
+}[] = [{
+  "name": "Per host",
+  "type": "integer",
+  "jsonPath": ".spec.maxConcurrentMigrations",
+  "priority": 0,
+}, {
+  "name": "Cluster",
+  "type": "integer",
+  "jsonPath": ".spec.clusterMaxConcurrentMigrations",
+  "priority": 0,
+}, {
+  "name": "Age",
+  "type": "date",
+  "jsonPath": ".metadata.creationTimestamp",
+  "priority": 0,
+}];
 /** The `.spec.traitLimits[]` field of EvictionPolicy. */
 export const EvictionPolicySpecTraitLimitsItemSchema: z.ZodObject<{
   "trait": z.ZodString;

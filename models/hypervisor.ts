@@ -12,6 +12,36 @@ export const HypervisorResource = {
   "kind": "Hypervisor",
   "namespaced": false,
 } as const;
+/**
+ * The printer columns of Hypervisor (`kubectl get` after NAME; priority
+ * 1 only with `-o wide`), as the CRD declares them.
+ */
+export const HypervisorPrinterColumns: readonly {
+  readonly name: string;
+  readonly type: string;
+  readonly jsonPath: string;
+  readonly priority: number;
+}[] = [{
+  "name": "Maintenance",
+  "type": "string",
+  "jsonPath": ".spec.maintenance",
+  "priority": 0,
+}, {
+  "name": "Instances",
+  "type": "integer",
+  "jsonPath": ".status.numInstances",
+  "priority": 0,
+}, {
+  "name": "Evicted",
+  "type": "boolean",
+  "jsonPath": ".status.evicted",
+  "priority": 0,
+}, {
+  "name": "Age",
+  "type": "date",
+  "jsonPath": ".metadata.creationTimestamp",
+  "priority": 0,
+}];
 /** The `.spec` field of Hypervisor. */
 export const HypervisorSpecSchema: z.ZodObject<{
   "maintenance": z.ZodOptional<

@@ -254,7 +254,7 @@ Deno.test("deno task compile builds both executables with exactly app/permission
           const ok = await run(context);
           assert.equal(ok.code, 0, `${context}: ${ok.stderr}`);
           assert.ok(
-            Array.isArray(JSON.parse(ok.stdout).evictions),
+            Array.isArray(JSON.parse(ok.stdout).items),
             `${context}: ${ok.stdout}`,
           );
         }

@@ -372,6 +372,7 @@ Deno.test("kubectl get evictions prints the printer columns", async () => {
       name,
       body: {
         status: {
+          migratedCount: 2,
           outstandingCount: 7,
           inFlightCount: 3,
           effectiveLimit: 4,
@@ -393,12 +394,12 @@ Deno.test("kubectl get evictions prints the printer columns", async () => {
     const [header, row] = out.stdout.trimEnd().split("\n");
     assert.match(
       header ?? "",
-      /^NAME\s+HYPERVISOR\s+REASON\s+STATE\s+OUTSTANDING\s+IN FLIGHT\s+LIMIT\s+AGE$/,
+      /^NAME\s+HYPERVISOR\s+REASON\s+STATE\s+MIGRATED\s+IN FLIGHT\s+OUTSTANDING\s+LIMIT\s+AGE$/,
     );
     assert.match(
       row ?? "",
       new RegExp(
-        `^${name}\\s+node042\\s+kernel\\s+Running\\s+7\\s+3\\s+4\\s+\\S+$`,
+        `^${name}\\s+node042\\s+kernel\\s+Running\\s+2\\s+3\\s+7\\s+4\\s+\\S+$`,
       ),
     );
     const short = await env.kubectl(["get", "evi", name, "-o", "name"]);
@@ -441,12 +442,13 @@ Deno.test("kubectl get evictions prints the printer columns", async () => {
     const [wideHeader, wideRow] = wide.stdout.trimEnd().split("\n");
     assert.match(
       wideHeader ?? "",
-      /^NAME\s+HYPERVISOR\s+REASON\s+STATE\s+OUTSTANDING\s+IN FLIGHT\s+LIMIT\s+AGE\s+MESSAGE$/,
+      /^NAME\s+HYPERVISOR\s+REASON\s+STATE\s+MIGRATED\s+IN FLIGHT\s+OUTSTANDING\s+LIMIT\s+AGE\s+SOURCE\s+STARTED\s+MIGRATIONS\s+MESSAGE$/,
     );
     assert.match(
       wideRow ?? "",
       new RegExp(
-        `^${name}\\s+node042\\s+kernel\\s+WaitingForPerson\\s+1\\s+0\\s+4\\s+\\S+\\s+` +
+        // no source, start or failed VMs written: those cells are empty
+        `^${name}\\s+node042\\s+kernel\\s+WaitingForPerson\\s+2\\s+0\\s+1\\s+4\\s+\\S+\\s+` +
           "waiting for a person: 1 VMs left on the host, none failed: vm-s \\(SUSPENDED needs a person\\)$",
       ),
     );

@@ -177,7 +177,6 @@ Deno.test({
               out: (l) => out.push(l),
               err: (l) => err.push(l),
               interactive: false,
-              sleep: (ms) => sleep(Math.min(ms, 50)),
             },
           ).then((code) => ({ code, at: performance.now() }));
           // The plugin's Eviction joins this test's partition (label).

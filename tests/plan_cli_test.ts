@@ -98,7 +98,7 @@ Deno.test({
       assert.ok(sim.world.hosts.get(src)?.enabled);
 
       const bad = await plugin(["plan", src, "--output", "xml"], env);
-      assert.equal(bad.code, 2);
+      assert.equal(bad.code, 1); // kubectl's exit code for a usage mistake
       assert.match(
         bad.stderr,
         /^error: --output "xml" is not valid: expected table, json or yaml \(see "kubectl evictor plan --help"\)\n$/,

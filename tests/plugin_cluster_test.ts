@@ -2,7 +2,7 @@
  * The kubectl plugin as kubectl runs it (bin/kubectl-evictor on PATH, the
  * real kubectl, the real API server): `--context` picks a context of a
  * kubeconfig merged from two files, `--kubeconfig` names one file,
- * `status -o json|yaml`, and every failure (a refused user, an unreachable
+ * `status -o json|yaml` (a List) and `-o summary-yaml`, and every failure (a refused user, an unreachable
  * API server, an unknown context, a microversion Nova does not support, an unusable
  * `compute_api_version`) is one line on stderr and a non-zero exit code.
  */
@@ -118,32 +118,48 @@ Deno.test({
         env,
       );
       assert.equal(json.code, 0, json.stderr);
+      // a List of the Eviction objects, as kubectl prints them
       const parsed = JSON.parse(json.stdout) as {
-        evictions: { name: string; state: string; reason: string }[];
+        apiVersion: string;
+        kind: string;
+        items: { metadata: { name: string }; spec: { reason: string } }[];
       };
-      const mine = parsed.evictions.find((e) => e.name === name);
-      assert.deepEqual(
-        mine && { state: mine.state, reason: mine.reason },
-        { state: "Pending", reason: "kernel 6.12" },
-      );
+      assert.deepEqual([parsed.apiVersion, parsed.kind], ["v1", "List"]);
+      const mine = parsed.items.find((e) => e.metadata.name === name);
+      assert.equal(mine?.spec.reason, "kernel 6.12");
 
-      // the cluster flags may come before the command, as kubectl's do
+      // the cluster flags may come before the command, as kubectl's do;
+      // one name: the object itself, as kubectl get NAME -o json
       const before = await kubectlEvictor(
         api,
         ["--context", "admin", "status", name, "-o", "json"],
         env,
       );
       assert.equal(before.code, 0, before.stderr);
-      assert.equal(JSON.parse(before.stdout).evictions[0]?.name, name);
+      assert.equal(JSON.parse(before.stdout).metadata?.name, name);
 
       const yaml = await kubectlEvictor(
         api,
-        ["status", name, "--kubeconfig", kc.second, "-o", "yaml"],
+        ["status", "--kubeconfig", kc.second, "-o", "yaml"],
         {},
       );
       assert.equal(yaml.code, 0, yaml.stderr);
       const fromYaml = parseYaml(yaml.stdout) as typeof parsed;
-      assert.deepEqual(fromYaml.evictions.map((e) => e.name), [name]);
+      assert.ok(fromYaml.items.some((e) => e.metadata.name === name));
+
+      // the summary shape of earlier releases, by its own name
+      const summary = await kubectlEvictor(
+        api,
+        ["status", name, "--kubeconfig", kc.second, "-o", "summary-yaml"],
+        {},
+      );
+      assert.equal(summary.code, 0, summary.stderr);
+      assert.deepEqual(
+        (parseYaml(summary.stdout) as {
+          evictions: { name: string; state: string; reason: string }[];
+        }).evictions.map((e) => [e.name, e.state, e.reason]),
+        [[name, "Pending", "kernel 6.12"]],
+      );
 
       // the first file's current-context: a user the API server refuses
       assertOneLine(
@@ -180,8 +196,8 @@ Deno.test({
       );
       assertOneLine(
         await kubectlEvictor(api, ["status", "-o", "xml"], env),
-        2,
-        /--output "xml" is not valid: expected table, wide, name, json or yaml/,
+        1,
+        /--output "xml" is not valid: expected table, wide, name, json, yaml, jsonpath=TEMPLATE, custom-columns=SPEC, summary-json or summary-yaml/,
       );
 
       const help = await kubectlEvictor(api, ["drain", "--help"], env);

@@ -176,7 +176,7 @@ Deno.test({
           assert.equal(table.code, 0, table.stderr);
           assert.match(
             table.stdout,
-            new RegExp(`^${TYPO}\\s+${TYPO}\\s+NotInNova\\s`, "m"),
+            new RegExp(`^${TYPO}\\s+${TYPO}\\s+.*\\sNotInNova\\s`, "m"),
           );
           assert.equal(
             table.stderr,
@@ -203,7 +203,7 @@ Deno.test({
           assert.equal(names.stdout, `eviction.kvm.cloud.sap/${TYPO}\n`);
           const json = await kubectlEvictor(
             env,
-            ["status", TYPO, "-o", "json"],
+            ["status", TYPO, "-o", "summary-json"],
             kube,
           );
           assert.deepEqual(

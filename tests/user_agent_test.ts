@@ -35,6 +35,24 @@ async function auditAgents(path: string): Promise<Map<string, Set<string>>> {
   return out;
 }
 
+/** The User-Agents of the watches of Evictions in the audit log. */
+async function auditWatchAgents(path: string): Promise<Set<string>> {
+  const out = new Set<string>();
+  const text = await Deno.readTextFile(path).catch(() => "");
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    const e = JSON.parse(line) as {
+      verb?: string;
+      userAgent?: string;
+      objectRef?: { resource?: string };
+    };
+    if (e.verb === "watch" && e.objectRef?.resource === "evictions") {
+      out.add(e.userAgent ?? "");
+    }
+  }
+  return out;
+}
+
 Deno.test("version: deno.json's", async () => {
   const config = JSON.parse(
     await Deno.readTextFile(new URL("deno.json", ROOT)),
@@ -128,6 +146,17 @@ Deno.test({
         },
       ).output();
       assert.ok(plugin.success, new TextDecoder().decode(plugin.stderr));
+      // and its watch (status -w, wait, drain --wait) carries it too
+      const watching = await new Deno.Command(
+        new URL("bin/kubectl-evictor", ROOT).pathname,
+        {
+          args: ["status", "-w", "--timeout", "2s"],
+          env: { KUBECONFIG: env.kubeconfigPath },
+          stdout: "piped",
+          stderr: "piped",
+        },
+      ).output();
+      assert.ok(watching.success, new TextDecoder().decode(watching.stderr));
 
       // the test's own client certificate is envtest-admin, the operator's too:
       // tell them apart by agent; every request of the admin user is one of
@@ -141,6 +170,18 @@ Deno.test({
       }, 15_000);
       const ours = agents.filter((a) => /evictor/.test(a));
       assert.deepEqual(ours.sort(), [PLUGIN_USER_AGENT, USER_AGENT].sort());
+      const watchers = await waitFor(
+        "the plugin's watch in the audit log",
+        async () => {
+          const a = await auditWatchAgents(audit);
+          return a.has(PLUGIN_USER_AGENT) ? a : undefined;
+        },
+        15_000,
+      );
+      assert.deepEqual(
+        [...watchers].filter((a) => a !== USER_AGENT),
+        [PLUGIN_USER_AGENT],
+      );
     } finally {
       stop();
       await op.stop();

@@ -1,0 +1,169 @@
+/**
+ * The Evictions as they change: one list, then a watch from its
+ * resourceVersion (client-node's Watch, with bookmarks), resumed from the
+ * last version seen when the server ends it and listed afresh when that
+ * version is gone (410). Every request carries the plugin's User-Agent.
+ *
+ * @module
+ */
+import * as k8s from "@kubernetes/client-node";
+import { PLUGIN_USER_AGENT } from "../app/version.ts";
+import { oneLine } from "../framework/errors.ts";
+import { EvictionResource } from "../models/mod.ts";
+import { ApiServerUnreachableError } from "./kube_config.ts";
+
+const { group, version, plural } = EvictionResource;
+
+/** The API server refused the watch (e.g. no watch verb); one line. */
+export class WatchRefusedError extends Error {
+  override name = "WatchRefusedError";
+}
+
+/** A change: the object as the API server sent it. */
+export interface EvictionChange {
+  /** ADDED (also every object of a list), MODIFIED or DELETED. */
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  /** The raw object. */
+  object: Record<string, unknown>;
+}
+
+/** A KubeConfig whose watch requests carry the plugin's User-Agent. */
+function withUserAgent(kc: k8s.KubeConfig): k8s.KubeConfig {
+  return new Proxy(kc, {
+    get(target, prop, receiver) {
+      if (prop === "applySecurityAuthentication") {
+        return async (ctx: k8s.RequestContext) => {
+          await target.applySecurityAuthentication(ctx);
+          ctx.setHeaderParam("User-Agent", PLUGIN_USER_AGENT);
+        };
+      }
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+}
+
+function nameOf(o: Record<string, unknown>): string {
+  const m = o["metadata"];
+  return typeof m === "object" && m !== null &&
+      typeof (m as { name?: unknown }).name === "string"
+    ? (m as { name: string }).name
+    : "";
+}
+
+function versionOf(o: Record<string, unknown>): string | undefined {
+  const m = o["metadata"] as { resourceVersion?: unknown } | undefined;
+  return typeof m?.resourceVersion === "string" ? m.resourceVersion : undefined;
+}
+
+/**
+ * Calls `onChange` with every Eviction as listed (ADDED; DELETED for one
+ * seen before that a new list lacks), `onListed` with the names listed,
+ * then `onChange` with each change, until `signal` aborts (then it
+ * resolves). API errors of the list reject.
+ *
+ * @example
+ * ```ts ignore
+ * await watchEvictions(kc, api, (c) => console.log(c.type), signal);
+ * ```
+ */
+export async function watchEvictions(
+  kc: k8s.KubeConfig,
+  api: k8s.CustomObjectsApi,
+  onChange: (change: EvictionChange) => void,
+  signal: AbortSignal,
+  onListed: (names: ReadonlySet<string>) => void = () => {},
+): Promise<void> {
+  const watch = new k8s.Watch(withUserAgent(kc));
+  const server = kc.getCurrentCluster()?.server ?? "";
+  const path = `/apis/${group}/${version}/${plural}`;
+  let known = new Set<string>();
+  let failures = 0;
+  while (!signal.aborted) {
+    const list = await api.listClusterCustomObject({
+      group,
+      version,
+      plural,
+    }) as {
+      items?: Record<string, unknown>[];
+      metadata?: { resourceVersion?: string };
+    };
+    if (signal.aborted) return;
+    const now = new Set<string>();
+    for (const item of list.items ?? []) {
+      now.add(nameOf(item));
+      onChange({ type: "ADDED", object: item });
+    }
+    for (const gone of known) {
+      if (!now.has(gone)) {
+        onChange({ type: "DELETED", object: { metadata: { name: gone } } });
+      }
+    }
+    known = now;
+    onListed(now);
+    let rv = list.metadata?.resourceVersion ?? "";
+    // watch from rv until it is gone (410), resuming where the server ends it
+    for (;;) {
+      if (signal.aborted) return;
+      const ended = await new Promise<unknown>((resolve) => {
+        let gone = false;
+        let controller: AbortController | undefined;
+        const onAbort = () => {
+          controller?.abort();
+          resolve("closed");
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        const finish = (value: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(value);
+        };
+        watch.watch(
+          path,
+          { resourceVersion: rv, allowWatchBookmarks: true },
+          (type, object: Record<string, unknown>) => {
+            if (type === "ERROR") {
+              if ((object as { code?: unknown }).code === 410) gone = true;
+              return;
+            }
+            const v = versionOf(object);
+            if (v !== undefined) rv = v;
+            if (type === "DELETED") known.delete(nameOf(object));
+            else if (type !== "BOOKMARK") known.add(nameOf(object));
+            if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") {
+              failures = 0;
+              onChange({ type, object });
+            }
+          },
+          (err) => finish(gone ? "gone" : err ?? "closed"),
+        ).then((c) => {
+          controller = c;
+          if (signal.aborted) c.abort();
+        }, finish);
+      });
+      if (signal.aborted) return;
+      if (ended === "gone") break;
+      // client-node ends a watch silent for 30 s (bookmarks come about once
+      // a minute): resume it, as when the server ends one
+      const silent = (ended as { name?: unknown } | null)?.name ===
+        "TimeoutError";
+      if (ended !== "closed" && !silent) {
+        const code = (ended as { statusCode?: unknown } | null)?.statusCode;
+        if (code === 410) break;
+        if (typeof code === "number") {
+          throw new WatchRefusedError(
+            `cannot watch ${plural}.${group}: the API server answered ${code} (the user needs the watch verb on them)`,
+          );
+        }
+        // a silent or dropped stream: resume; an API server that stays away
+        // ends the wait with one line, as a refused list does
+        if (++failures > 5) {
+          throw new ApiServerUnreachableError(
+            `the watch of ${plural} on ${server} keeps failing (context "${kc.getCurrentContext()}"): ${
+              oneLine(ended)
+            }`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 200 * failures));
+      }
+    }
+  }
+}
