@@ -177,7 +177,7 @@ Deno.test("runCancel: usage mistakes name the bad value, before any cluster call
     ],
     [
       ["n1", "--timeout", "soon"],
-      /^--timeout "soon" is not valid: expected seconds >= 0/,
+      /^--timeout "soon" is not valid: expected a duration such as 90s, 5m or 1h30m/,
     ],
     [["n1", "--abort"], /^cancel: Unknown option '--abort'/],
   ];
