@@ -17,7 +17,11 @@ import type {
 } from "../../framework/handler.ts";
 import { ApiError, errText, TemporaryError } from "../../framework/errors.ts";
 import { isDeleting } from "../../framework/kind.ts";
-import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
+import {
+  effectiveSettings,
+  type LimitSettings,
+  POLICY_NAME,
+} from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
@@ -172,7 +176,7 @@ function apply(pass: MutablePass, step: Step): ReconcileResult | undefined {
  * processes), intent, act. The plan's next status becomes the pass's.
  */
 async function runPhases(pass: MutablePass): Promise<PassEnd> {
-  const { ctx, deps, ev } = pass;
+  const { ctx, deps } = pass;
   const stop = apply(pass, await novaReady(pass)) ??
     apply(pass, await gate(pass));
   if (stop !== undefined) return { result: stop };
@@ -197,8 +201,33 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   if (early !== undefined) return { result: early };
   const glanced = await glance(pass, fingerprint, options);
   if (glanced !== undefined) return { result: glanced };
-  // A full pass: it plans with the budget as it is now (and waits again
-  // if that holds its starts back).
+  // A full pass takes the wake here, where it was read, before its awaits:
+  // a start answer that comes during them marks the drain woken again and
+  // is one more pass (skipEarly), not left until the next look is due. A
+  // failed pass leaves it for the retry.
+  const woken = pass.state.woken;
+  pass.state.woken = false;
+  try {
+    return await fullPass(pass, settings, options, fingerprint);
+  } catch (err) {
+    if (woken) pass.state.woken = true;
+    throw err;
+  }
+}
+
+/**
+ * A full pass, from the budget claim to act: look, plan (and reserve,
+ * confirm across processes), intent, act.
+ */
+async function fullPass(
+  pass: MutablePass,
+  settings: LimitSettings,
+  options: PlanOptions,
+  fingerprint: string,
+): Promise<PassEnd> {
+  const { ctx, deps, ev } = pass;
+  // It plans with the budget as it is now (and waits again if that holds
+  // its starts back).
   deps.memory.budgetWaiters.delete(ctx.key);
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
@@ -331,7 +360,6 @@ function act(pass: Pass, plan: Plan): void {
     state.aborts,
     new Set(next.flatMap((e) => e.migrationId ?? [])),
   );
-  state.woken = false;
   actOnPlan(
     plan,
     state,

@@ -295,3 +295,51 @@ Deno.test("reconcileEviction: a full pass over an empty host writes its status o
     "the next look is due a poll interval on",
   );
 });
+
+Deno.test("reconcileEviction: a start answer that comes while the pass looks wakes another pass, not one a poll interval on", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  let answerDuringLook = true;
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => {
+        // A refused start's answer lands while the pass awaits Nova: act.ts
+        // marks the drain woken and enqueues it.
+        if (answerDuringLook) fx.pass.state.woken = true;
+        answerDuringLook = false;
+        return Promise.resolve([]);
+      },
+      listMigrations: () => Promise.resolve([]),
+    },
+  });
+  assert.deepEqual(await reconcileEviction(fx.pass.ctx, deps), {
+    requeueAfterMs: 1_000,
+  });
+  assert.equal(fx.pass.state.woken, true, "the wake outlives the pass");
+  // The pass the wake enqueued, before the next look is due: it looks.
+  const looks = calls.filter((c) => c === "listServersOnHost").length;
+  const ctx = {
+    ...fx.pass.ctx,
+    object: { ...fx.pass.ev, status: fx.writes[0] },
+  };
+  await reconcileEviction(ctx, deps);
+  assert.equal(
+    calls.filter((c) => c === "listServersOnHost").length,
+    looks + 1,
+    "the woken pass does not return early",
+  );
+  assert.equal(
+    fx.pass.state.woken,
+    false,
+    "the wake is taken by the pass that read it",
+  );
+});
