@@ -211,7 +211,8 @@ export function waitingDrains(
  * in line for them. So two passes never look at Nova for the same free
  * slot, the later one finding it spent (two Nova calls for nothing): it
  * waits in line without a look instead. Returns the ledger's count before
- * the claim (to give back when the look fails), if it claimed.
+ * the claim (to give back when the pass fails before act: giveBack), if it
+ * claimed.
  */
 export function claimBeforeLooking(
   pass: Pass,
@@ -228,6 +229,22 @@ export function claimBeforeLooking(
     mine + Math.max(0, Math.min(left, limit - mine)),
   );
   return mine;
+}
+
+/**
+ * Gives back what a pass that failed before act holds of the cluster
+ * budget in the ledger: after planning, the starts of its `plan` (never
+ * issued); before, the slots claimed before looking (any failure: the
+ * look, planning, the intent write). Drains in line are woken for them.
+ */
+export function giveBack(pass: Pass, plan: Plan | undefined): void {
+  const { ctx, deps } = pass;
+  if (plan !== undefined) {
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+  } else if (pass.claimedFrom !== undefined) {
+    deps.memory.ledger.set(ctx.key, pass.claimedFrom);
+  } else return;
+  wakeForBudgetLeft(pass);
 }
 
 /**

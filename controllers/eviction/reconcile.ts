@@ -53,6 +53,7 @@ import {
   budgetLeftFor,
   claimBeforeLooking,
   confirmAcrossProcesses,
+  giveBack,
   planAndReserve,
   planInputFor,
   waitForBudget,
@@ -233,6 +234,39 @@ async function fullPass(
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   const claimedFrom = claimBeforeLooking(pass, settings, resolved.limit);
   if (claimedFrom !== undefined) pass.claimedFrom = claimedFrom;
+  // Whatever fails before act (the look, planning, the intent write), the
+  // budget the pass claimed or reserved goes back (pass_budget.ts giveBack).
+  const held: Held = { plan: undefined, acted: false };
+  try {
+    return await lookPlanAct(
+      pass,
+      settings,
+      options,
+      fingerprint,
+      resolved,
+      held,
+    );
+  } finally {
+    if (!held.acted) giveBack(pass, held.plan);
+  }
+}
+
+/** What a full pass holds of the budget: its latest plan, and whether it acted. */
+interface Held {
+  plan: Plan | undefined;
+  acted: boolean;
+}
+
+/** Look, plan (reserve, confirm across processes), intent and act. */
+async function lookPlanAct(
+  pass: MutablePass,
+  settings: LimitSettings,
+  options: PlanOptions,
+  fingerprint: string,
+  resolved: ReturnType<typeof limitOfDrain>,
+  held: Held,
+): Promise<PassEnd> {
+  const { ctx, deps } = pass;
   // Nova afresh, or the informer's snapshot for a pass that only starts.
   const planFrom = (s: Observation) => {
     const input = planInputFor(pass, s, settings, options, resolved);
@@ -249,12 +283,14 @@ async function fullPass(
     settings,
     planPass,
   );
+  held.plan = reserved.plan;
   const confirmed = await confirmAcrossProcesses(
     pass,
     reserved,
     settings,
     planPass,
   );
+  held.plan = confirmed;
   const records = learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures
   // are rare, so the starts may wait for it) and Nova's own limit.
@@ -280,6 +316,7 @@ async function fullPass(
   // nothing to add.
   if (plan.start.length > 0) await writeIntent(pass, plan, next);
   act(pass, plan);
+  held.acted = true;
   const before = pass.status;
   pass.state.marks = noteMarks(pass.state.marks, {
     before,
@@ -311,8 +348,8 @@ function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
 }
 
 /**
- * Observe: Nova afresh. On failure the budget claimed for the pass is given
- * back, and the pass retries after the poll interval (its end still writes
+ * Observe: Nova afresh. On failure the pass retries after the poll
+ * interval (the budget it claimed is given back; its end still writes
  * what it kept, e.g. the preflight's result).
  */
 async function observeOrKeep(
@@ -336,10 +373,6 @@ async function observeOrKeep(
     for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
     return { ...seen, lookedAtMs };
   } catch (err) {
-    if (pass.claimedFrom !== undefined) {
-      deps.memory.ledger.set(pass.ctx.key, pass.claimedFrom);
-      wakeForBudgetLeft(pass);
-    }
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
     });

@@ -343,3 +343,42 @@ Deno.test("reconcileEviction: a start answer that comes while the pass looks wak
     "the wake is taken by the pass that read it",
   );
 });
+
+Deno.test("reconcileEviction: a throw from planning gives back the budget claimed before the look", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+    deps: {
+      flagSettings: {
+        source: "flags",
+        spec: {
+          maxConcurrentMigrations: 2,
+          clusterMaxConcurrentMigrations: 4,
+          abortStuckMigrations: false,
+        },
+      },
+      // the planner refuses these options: a throw after the look
+      planOptions: { maxAttempts: 0 },
+    },
+  });
+  assert.equal(deps.memory.ledger.get(ME), 0);
+  await assert.rejects(
+    reconcileEviction(fx.pass.ctx, deps),
+    /options\.maxAttempts must be an integer >= 1, got 0/,
+  );
+  assert.ok(calls.includes("listServersOnHost"), "it looked (and claimed)");
+  assert.equal(deps.memory.ledger.get(ME), 0, "the claim is given back");
+});
