@@ -262,7 +262,9 @@ function novaLiveLimit(
 /**
  * The planner's input for this pass: its observation, the limit in force
  * (policy, traits, the Eviction's own cap), the start answers in memory
- * and what the drain learned of Nova's limit; no cluster budget yet.
+ * and what the drain learned of Nova's limit; no cluster budget yet. The
+ * copies first seen under way go into the input, not the drain's memory
+ * ({@linkcode keepCopyStarts}).
  */
 export function planInputFor(
   pass: Pass,
@@ -296,8 +298,11 @@ export function planInputFor(
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined
       ? 1
       : 0,
+    // On a copy: the input is made twice when a snapshot's plan is refused,
+    // and a copy the snapshot lacks would be first seen again (its timeout
+    // restarted); the chosen plan's is kept once (keepCopyStarts).
     copyStartedAtMs: noteCopyStarts(
-      pass.state.copyStarted,
+      new Map(pass.state.copyStarted),
       seen.migrations,
       host,
       deps.clock.now(),
@@ -305,6 +310,17 @@ export function planInputFor(
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
+}
+
+/**
+ * Keeps in the drain's memory when each copy was first seen under way, as
+ * the input of the pass's chosen plan has it (planInputFor leaves the
+ * memory as it was).
+ */
+export function keepCopyStarts(pass: Pass, input: PlanInput): void {
+  const kept = pass.state.copyStarted;
+  kept.clear();
+  for (const [id, atMs] of input.copyStartedAtMs ?? []) kept.set(id, atMs);
 }
 
 /**

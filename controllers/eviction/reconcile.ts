@@ -54,6 +54,7 @@ import {
   claimBeforeLooking,
   confirmAcrossProcesses,
   giveBack,
+  keepCopyStarts,
   planAndReserve,
   planInputFor,
   waitForBudget,
@@ -284,6 +285,7 @@ async function lookPlanAct(
     planPass,
   );
   held.plan = reserved.plan;
+  keepCopyStarts(pass, reserved.input);
   const confirmed = await confirmAcrossProcesses(
     pass,
     reserved,

@@ -16,6 +16,8 @@ import {
 } from "../../tests/harness/pass_fixture.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import type { EvictionPassDeps } from "./pass.ts";
+import type { Observation } from "../../openstack/informer/snapshot.ts";
+import type { Migration, Server } from "../../openstack/nova_types.ts";
 import { reconcileEviction } from "./reconcile.ts";
 
 const ME = "mine";
@@ -381,4 +383,107 @@ Deno.test("reconcileEviction: a throw from planning gives back the budget claime
   );
   assert.ok(calls.includes("listServersOnHost"), "it looked (and claimed)");
   assert.equal(deps.memory.ledger.get(ME), 0, "the claim is given back");
+});
+
+Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after a refused snapshot plan", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const copying: Server = {
+    id: "a",
+    name: "a",
+    status: "MIGRATING",
+    host: HOST,
+    hypervisorHostname: HOST,
+    taskState: "migrating",
+    vmState: "active",
+    powerState: 1,
+    flavor: { ramMb: 1024, vcpus: 1 },
+  };
+  const running: Migration = {
+    id: 7,
+    uuid: "m-7",
+    instanceUuid: "a",
+    migrationType: "live-migration",
+    status: "running",
+    sourceCompute: HOST,
+    destCompute: "node043",
+    sourceNode: HOST,
+    destNode: "node043",
+    destHost: null,
+    createdAt: "2026-01-01T00:59:40.000000",
+    updatedAt: null,
+  };
+  const started = new Date(NOW - 20_000).toISOString();
+  const ev = eviction(ME, HOST, {
+    startedAt: new Date(NOW - 3_600_000).toISOString(),
+    hypervisorServiceId: "svc-1",
+    outstandingInstances: ["a"],
+    outstandingCount: 1,
+    inFlight: [{ id: "a", kind: "live", startedAt: started, migrationId: "7" }],
+    inFlightCount: 1,
+  });
+  // The informer's snapshot, from the second pass on: it lost the copy
+  // (the VM idle on the host, no record), so its plan is refused (it
+  // would end the VM's migration) and the pass looks at Nova, which still shows it.
+  const view: { snapshot?: Observation } = {};
+  const aborted: string[] = [];
+  const { fx, deps } = run(ev, {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([copying]),
+      listMigrations: () => Promise.resolve([running]),
+      abortLiveMigration: (id, migrationId) => {
+        aborted.push(`${id}/${migrationId}`);
+        return Promise.resolve({ requestId: "req-abort" });
+      },
+    },
+    deps: {
+      flagSettings: {
+        source: "flags",
+        spec: {
+          maxConcurrentMigrations: 2,
+          abortStuckMigrations: true,
+          migrationTimeoutSeconds: 600,
+        },
+      },
+    },
+    informer: { snapshot: () => view.snapshot },
+  });
+  let status = ev.status ?? {};
+  const passAt = async (ms: number) => {
+    fx.clock.set(ms);
+    const n = fx.writes.length;
+    await reconcileEviction(
+      { ...fx.pass.ctx, object: { ...ev, status } },
+      deps,
+    );
+    status = fx.writes.length > n ? fx.writes.at(-1) ?? status : status;
+  };
+  // The copy is first seen under way now: its timeout runs from here.
+  await passAt(NOW);
+  view.snapshot = {
+    servers: [{ ...copying, status: "ACTIVE", taskState: null }],
+    migrations: [],
+    departed: [],
+    lookedAtMs: NOW + 300_000,
+  };
+  await passAt(NOW + 300_000);
+  assert.equal(
+    (await deps.metrics.looks.get()).values.find((v) =>
+      v.labels.source === "view"
+    ),
+    undefined,
+    "the snapshot's plan was refused: every pass read Nova",
+  );
+  assert.deepEqual(aborted, [], "not stuck yet");
+  await passAt(NOW + 601_000);
+  assert.deepEqual(aborted, ["a/7"], "aborted at its timeout");
 });
