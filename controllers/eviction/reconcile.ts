@@ -25,6 +25,7 @@ import {
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
+import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { keepLesson } from "./keep_lesson.ts";
 import { noteMarks } from "./lesson.ts";
@@ -295,16 +296,20 @@ async function lookPlanAct(
   held.plan = confirmed;
   const records = learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures
-  // are rare, so the starts may wait for it) and Nova's own limit.
-  const plan = withNovaLimitShown(
+  // are rare, so the starts may wait for it), Nova's own limit, and
+  // whether the drain plans from Nova's notifications.
+  const plan = withNotificationsShown(
     pass,
-    withReasons(
-      confirmed,
-      await novaReasons(
+    withNovaLimitShown(
+      pass,
+      withReasons(
         confirmed,
-        pass.state.starts,
-        (id, requestId) =>
-          deps.nova.getInstanceAction(id, requestId, ctx.signal),
+        await novaReasons(
+          confirmed,
+          pass.state.starts,
+          (id, requestId) =>
+            deps.nova.getInstanceAction(id, requestId, ctx.signal),
+        ),
       ),
     ),
   );
@@ -347,6 +352,24 @@ function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
     });
   }
   return { ...plan, next: shown.status };
+}
+
+/**
+ * The plan's next status says whether the drain plans from Nova's
+ * notifications about its host or polls because they were found deaf or
+ * wrong (conditions.ts notificationsCondition); unchanged without
+ * notifications.
+ */
+function withNotificationsShown(pass: Pass, plan: Plan): Plan {
+  const standing = pass.deps.memory.informer.notifications(pass.ctx.key);
+  if (standing === undefined) return plan;
+  const conditions = setCondition(
+    plan.next.conditions ?? [],
+    notificationsCondition(standing),
+    new Date(pass.deps.clock.now()),
+    pass.ev.metadata?.generation,
+  );
+  return { ...plan, next: { ...plan.next, conditions } };
 }
 
 /**

@@ -487,3 +487,54 @@ Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after 
   await passAt(NOW + 601_000);
   assert.deepEqual(aborted, ["a/7"], "aborted at its timeout");
 });
+
+Deno.test("reconcileEviction: a drain whose host's notifications are found deaf says so in its NovaNotifications condition", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const { fx, deps } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+    informer: {
+      notifications: () => ({
+        trusted: false,
+        reason: "deaf",
+        scope: "host",
+        detail:
+          `${ME}: no event about the start of a within 10 s of its answer`,
+      }),
+    },
+  });
+  await reconcileEviction(fx.pass.ctx, deps);
+  const c = fx.writes.at(-1)?.conditions?.find((x) =>
+    x.type === "NovaNotifications"
+  );
+  assert.equal(c?.status, "False");
+  assert.equal(c?.reason, "Deaf");
+  assert.match(c?.message ?? "", /no event about the start of a/);
+  // Without notifications (polling) there is no such condition.
+  const polled = run(eviction("other", HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+  });
+  await reconcileEviction(polled.fx.pass.ctx, polled.deps);
+  assert.ok(
+    !polled.fx.writes.at(-1)?.conditions?.some((x) =>
+      x.type === "NovaNotifications"
+    ),
+  );
+});
