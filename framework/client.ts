@@ -365,10 +365,22 @@ export class KubeClient {
       const body = res.body;
       if (body === null) return;
       const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+      // A read pending as the watch is aborted may never settle (the abort
+      // does not always reach a body piped through a decoder): the abort
+      // ends the read itself, so a stopped informer's loop always ends.
+      const aborted = new Promise<never>((_, reject) => {
+        if (controller.signal.aborted) reject(controller.signal.reason);
+        controller.signal.addEventListener(
+          "abort",
+          () => reject(controller.signal.reason),
+          { once: true },
+        );
+      });
+      aborted.catch(() => {});
       let buf = "";
       try {
         for (;;) {
-          const { value, done } = await reader.read();
+          const { value, done } = await Promise.race([reader.read(), aborted]);
           if (done) break;
           arm();
           buf += value;
@@ -382,8 +394,9 @@ export class KubeClient {
           }
         }
       } finally {
-        reader.releaseLock();
-        await body.cancel().catch(() => {});
+        // Cancels the decoder and the body under it, not waiting for it
+        // (a stuck pipe must not hold the loop either).
+        reader.cancel().catch(() => {});
       }
     } catch (err) {
       if (stalled) throw new WatchStalledError(path, inactivityMs);

@@ -794,19 +794,25 @@ export class Operator {
       const grace = reason === "leadership-lost"
         ? 0
         : this.#o.shutdownTimeoutMs ?? 30_000;
+      // Each step is logged: a stop that hangs says where.
+      log.info({ reason, step: "controllers" }, "operator stopping");
       await Promise.all(
         [...this.#controllers.values()].map((c) => c.stop(grace)),
       );
       for (const c of this.#controllers.values()) c.shutdown();
+      log.info({ reason, step: "leadership" }, "operator stopping");
       if (reason !== "leadership-lost") await this.#elector?.release();
       await this.#leaderLoop;
       this.metrics.leader.set(0);
+      log.info({ reason, step: "caches" }, "operator stopping");
       await Promise.all(
         [...this.#caches.values()].map((e) => e.informer?.stop()),
       );
+      log.info({ reason, step: "servers" }, "operator stopping");
       await this.#webhook?.stop();
       await this.#metricsServer?.stop();
       await this.#health?.stop();
+      log.info({ reason, step: "cleanup" }, "operator stopping");
       for (const fn of this.#cleanup) {
         try {
           await fn();
