@@ -12,9 +12,14 @@
  * as done when `kubectl evictor drain --wait` would say so (a settled
  * Succeeded). Not a test: nothing here fails on a number.
  *
+ * Each configuration has a deadline (`--deadline-s`, real seconds): past
+ * it the run fails with what was pending (the phase, the Eviction's
+ * status, the simulator's migrations, the operator's last log lines), so a
+ * benchmark never hangs silently.
+ *
  * Usage: deno run -A bench/drain.ts [--vms N] [--time-scale N] [--poll-interval-ms N]
  *   [--configs 4x8,8x8,1x8,4x1,8x1,1x1,4x8+delay30]
- *   [--modes polling,notifications]
+ *   [--modes polling,notifications] [--deadline-s 600]
  *
  * @module
  */
@@ -51,6 +56,8 @@ const { values } = parseArgs({
       default: "4x8,8x8,1x8,4x1,8x1,1x1,4x8+delay30",
     },
     modes: { type: "string", default: "polling,notifications" },
+    // real seconds one configuration may take (the longest takes ~200 s)
+    "deadline-s": { type: "string", default: "600" },
   },
 });
 const MODES = parseModes(values.modes);
@@ -59,7 +66,13 @@ const FIXED_SCALE = values["time-scale"] === undefined
   ? undefined
   : Number(values["time-scale"]);
 const POLL_VIRTUAL_MS = Number(values["poll-interval-ms"]);
+const DEADLINE_MS = Number(values["deadline-s"]) * 1000;
 if (!(VMS > 0)) throw new RangeError(`--vms must be > 0, got ${VMS}`);
+if (!(DEADLINE_MS > 0)) {
+  throw new RangeError(
+    `--deadline-s must be a number of seconds > 0, got ${values["deadline-s"]}`,
+  );
+}
 if (FIXED_SCALE !== undefined && !(FIXED_SCALE > 0)) {
   throw new RangeError(`--time-scale must be > 0, got ${FIXED_SCALE}`);
 }
@@ -144,10 +157,18 @@ interface Row {
   gaps: SlotGaps;
 }
 
+/** What a configuration's run is doing, for the report of a missed deadline. */
+interface Progress {
+  phase: string;
+  env?: DrainEnv;
+  host?: string;
+}
+
 async function run(
   envtest: Awaited<ReturnType<typeof startEnvtest>>,
   { limit, novaLimit, delayS }: Config,
   mode: Mode,
+  progress: Progress,
 ): Promise<Row> {
   const host = `src-l${limit}-n${novaLimit}${delayS > 0 ? `-d${delayS}` : ""}${
     mode === "notifications" ? "-notified" : ""
@@ -169,6 +190,8 @@ async function run(
     ],
     serverGroups: [{ host, count: VMS, namePrefix: "vm", ramMb: RAM_MB }],
   };
+  progress.host = host;
+  progress.phase = "starting the simulator and the operator";
   const e: DrainEnv = await startDrainEnv({
     env: envtest,
     scenario,
@@ -177,7 +200,9 @@ async function run(
     maxConcurrentReconciles: 1,
     ...(mode === "notifications" ? { notifications: {} } : {}),
   });
+  progress.env = e;
   try {
+    progress.phase = "creating the Hypervisor";
     await e.hypervisor(host);
     const delayedVm = delayS > 0 ? delayedVmOn(host) : undefined;
     if (delayedVm !== undefined) {
@@ -201,7 +226,9 @@ async function run(
     });
     const realStart = Date.now();
     const start = e.sim.state().now;
+    progress.phase = "creating the Eviction";
     await e.evict(host, host);
+    progress.phase = `waiting for the drain of ${host} to settle`;
     let maxInFlight = 0;
     const ev = await waitFor(
       `drain of ${host}`,
@@ -215,12 +242,23 @@ async function run(
           ).length,
         );
         const x = await e.eviction(host);
-        return drainOutcome(x) === "Succeeded" ? x : undefined;
+        return drainOutcome(x) === undefined ? undefined : x;
       },
       3_600_000,
       200,
     );
+    // A drain that stopped otherwise never succeeds: fail now, not at the
+    // deadline.
+    if (drainOutcome(ev) !== "Succeeded") {
+      const c = ev.status?.conditions?.find((x) => x.type === "Evicting");
+      throw new Error(
+        `the drain of ${host} ended ${
+          drainOutcome(ev)
+        }: ${c?.reason}: ${c?.message}`,
+      );
+    }
     stopLooking();
+    progress.phase = "measuring";
     const st = e.sim.state();
     const recs = st.migrations.filter((m) => m.source === host);
     const end = Math.max(...recs.map((m) => m.updatedAt));
@@ -270,8 +308,82 @@ async function run(
       gaps: slotGaps(recs, looks),
     };
   } finally {
+    progress.phase = "stopping the environment";
     await e.stop();
+    progress.phase = "done";
   }
+}
+
+/** `p`, or after `ms` a rejection saying what was pending (`pending`). */
+async function withDeadline<T>(
+  p: Promise<T>,
+  ms: number,
+  pending: () => Promise<string>,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      pending().then(
+        (what) => reject(new Error(what)),
+        (err) => reject(new Error(`(the report failed: ${err})`)),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A promise's value, or `fallback` after `ms` (a report never hangs itself). */
+function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  return Promise.race([
+    p.catch(() => fallback),
+    new Promise<T>((r) => setTimeout(() => r(fallback), ms)),
+  ]);
+}
+
+/** What a run that missed its deadline was doing, in lines. */
+async function pendingReport(label: string, p: Progress): Promise<string> {
+  const lines = [
+    `${label}: no result within --deadline-s ${
+      DEADLINE_MS / 1000
+    } s; it was ${p.phase}`,
+  ];
+  const e = p.env;
+  if (e === undefined || p.host === undefined) return lines.join("\n");
+  const host = p.host;
+  const stopping = e.stopping();
+  if (stopping !== undefined) lines.push(`stopping, at: ${stopping}`);
+  const ev = await within(e.eviction(host), 5_000, undefined);
+  const st = ev?.status;
+  if (ev === undefined) lines.push("the Eviction could not be read in 5 s");
+  else {
+    const evicting = st?.conditions?.find((c) => c.type === "Evicting");
+    lines.push(
+      `Eviction: ${evicting?.status}/${evicting?.reason}: ${evicting?.message}`,
+      `  outstanding ${st?.outstandingCount}, in flight ${st?.inFlightCount} ` +
+        `[${(st?.inFlight ?? []).map((x) => x.id).join(", ")}], migrated ` +
+        `${st?.migratedCount}, failed ${st?.failed?.length ?? 0}, emptySince ` +
+        `${st?.emptySince}, finishedAt ${st?.finishedAt}`,
+    );
+  }
+  const sim = e.sim.state();
+  const moving = sim.migrations.filter((m) =>
+    m.source === host &&
+    !["completed", "error", "cancelled"].includes(m.status)
+  );
+  lines.push(
+    `simulator: ${
+      sim.servers.filter((x) => x.host === host).length
+    } servers on ${host}, ${moving.length} migrations in progress: ${
+      moving.slice(0, 10).map((m) => `${m.serverId} ${m.status}`).join(", ")
+    }`,
+    "operator's last log lines:",
+    ...e.logs.slice(-40).map((l) => `  ${l.trimEnd()}`),
+  );
+  return lines.join("\n");
 }
 
 const envtest = await startEnvtest();
@@ -280,7 +392,19 @@ try {
   for (const config of values.configs.split(",")) {
     const c = parseConfig(config);
     for (const mode of MODES) {
-      const row = await run(envtest, c, mode);
+      const progress: Progress = { phase: "starting" };
+      const row = await withDeadline(
+        run(envtest, c, mode, progress),
+        DEADLINE_MS,
+        () => pendingReport(`${mode} ${config}`, progress),
+      ).catch(async (err) => {
+        // Fails loudly, and exits: what hangs may never settle.
+        console.error(
+          `bench:drain: ${err instanceof Error ? err.message : err}`,
+        );
+        await within(envtest.stop(), 10_000, undefined);
+        Deno.exit(1);
+      });
       rows.push(row);
       console.error(
         `${mode}: limit ${c.limit}, Nova ${c.novaLimit}${

@@ -36,6 +36,12 @@ export const CONDITION_HYPERVISOR_REENABLED = "HypervisorReEnabled";
 export const CONDITION_WAVE_SETTLED = "WaveSettled";
 /** Eviction condition type: Nova's own per-host limit binds (nova_limit.ts). */
 export const CONDITION_NOVA_LIMITED = "NovaLimited";
+/**
+ * Eviction condition type: whether the drain plans from Nova's
+ * notifications about its host, or polls because they were found deaf or
+ * wrong (eviction/conditions.ts notificationsCondition).
+ */
+export const CONDITION_NOVA_NOTIFICATIONS = "NovaNotifications";
 /** Hypervisor condition type: status.traits is current and customTraits applied. */
 export const CONDITION_TRAITS_UPDATED = "TraitsUpdated";
 /** Hypervisor condition type: set while Nova does not know the host. */
@@ -102,6 +108,12 @@ export const REASON_SETTLE_BOUND_PASSED = "SettleBoundPassed";
 export const REASON_NOVA_QUEUES = "NovaQueues";
 /** NovaLimited: Nova has not shown its limit lately. */
 export const REASON_NOT_SEEN_LATELY = "NotSeenLately";
+/** NovaNotifications: the host's notified view is trusted. */
+export const REASON_TRUSTED = "Trusted";
+/** NovaNotifications: a start of ours on the host was not heard of in time. */
+export const REASON_DEAF = "Deaf";
+/** NovaNotifications: a relist found the host's notified view wrong. */
+export const REASON_VIEW_WRONG = "ViewWrong";
 /** TraitsUpdated: read from Placement. */
 export const REASON_UPDATED = "Updated";
 /** TraitsUpdated: Placement has no resource provider for the host. */

@@ -7,7 +7,12 @@
  * `versioned_notifications.info` and `.error`, parses each message once
  * (`notification_parse.ts`), and after any loss reconnects with bounded
  * exponential backoff on the injected clock; each (re)subscribe starts a
- * new epoch.
+ * new epoch. While the broker is away (its port refuses connections) the
+ * port is probed at the shortest backoff, and the feed reconnects as soon
+ * as it accepts one, with the backoff reset: an outage never leaves the
+ * feed down for a long backoff after the broker is back. A close never
+ * waits on the broker: a connection cut or frozen as it closes is dropped
+ * after {@linkcode CLOSE_TIMEOUT_MS}.
  *
  * The exchange is only ever checked, never declared: an exchange that does
  * not exist means Nova publishes elsewhere (another `control_exchange`,
@@ -56,6 +61,11 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 export const DEFAULT_HEARTBEAT_SECONDS = 5;
 /** Unacknowledged messages the broker may push ahead by default. */
 export const DEFAULT_PREFETCH = 64;
+/**
+ * The longest wait (real ms) for the broker to confirm a close; then the
+ * socket is dropped (a cut or frozen connection never confirms).
+ */
+export const CLOSE_TIMEOUT_MS = 2_000;
 
 /**
  * The broker has no exchange of the configured name (Nova publishes
@@ -216,7 +226,8 @@ class AmqpFeed implements AmqpNotificationFeed {
     if (this.#stop.signal.aborted) return this.#running;
     this.#stop.abort(new Error("notification feed closed"));
     this.#settleFirst();
-    await this.#connection?.close().catch(() => {});
+    const conn = this.#connection;
+    if (conn !== undefined) await closeWithin(conn, CLOSE_TIMEOUT_MS);
     await this.#running;
   }
 
@@ -249,10 +260,62 @@ class AmqpFeed implements AmqpNotificationFeed {
       const delayMs = doublingDelayMs(failures, initial, max);
       this.#opts.observer?.reconnect?.();
       try {
-        await this.#clock.sleep(delayMs, this.#stop.signal);
+        // The broker came back during the wait: the next wait is short.
+        if (await this.#backOff(delayMs, initial)) failures = 0;
       } catch {
         break;
       }
+    }
+  }
+
+  /**
+   * Waits out a reconnect delay. While the broker's port refuses
+   * connections (the broker is away) it is probed every `stepMs` (a TCP
+   * connect, no AMQP, no login), and the wait ends when it accepts one:
+   * the broker is back. A broker that answers but refuses the feed
+   * (credentials, permissions, no exchange) is left alone for the whole
+   * delay. Returns whether the broker came back.
+   */
+  async #backOff(delayMs: number, stepMs: number): Promise<boolean> {
+    const signal = this.#stop.signal;
+    if (delayMs <= stepMs || await this.#reachable(stepMs)) {
+      await this.#clock.sleep(delayMs, signal);
+      return false;
+    }
+    for (let waited = 0; waited < delayMs; waited += stepMs) {
+      await this.#clock.sleep(Math.min(stepMs, delayMs - waited), signal);
+      if (signal.aborted) return false;
+      if (await this.#reachable(stepMs)) return true;
+    }
+    return false;
+  }
+
+  /** Whether the broker's port accepts a TCP connection within `timeoutMs` (real). */
+  async #reachable(timeoutMs: number): Promise<boolean> {
+    const u = new URL(this.#opts.url);
+    const port = u.port === ""
+      ? (u.protocol === "amqps:" ? 5671 : 5672)
+      : Number(u.port);
+    const attempt = Deno.connect({
+      hostname: u.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port,
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+    });
+    try {
+      const conn = await Promise.race([attempt, late]);
+      if (conn === undefined) {
+        attempt.then((c) => c.close(), () => {});
+        return false;
+      }
+      conn.close();
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -326,6 +389,9 @@ class AmqpFeed implements AmqpNotificationFeed {
       );
     });
     conn.on("close", () => lost.resolve());
+    // A close ends the subscription whatever the broker does (closeWithin).
+    const onStop = () => lost.resolve();
+    this.#stop.signal.addEventListener("abort", onStop, { once: true });
     try {
       if (this.#stop.signal.aborted) return;
       const ch = await this.#channelWithExchange(conn);
@@ -359,8 +425,9 @@ class AmqpFeed implements AmqpNotificationFeed {
       );
       await lost.promise;
     } finally {
+      this.#stop.signal.removeEventListener("abort", onStop);
       this.#connection = undefined;
-      await conn.close().catch(() => {});
+      await closeWithin(conn, CLOSE_TIMEOUT_MS);
     }
   }
 
@@ -433,5 +500,44 @@ class AmqpFeed implements AmqpNotificationFeed {
     this.#state = state;
     this.#opts.observer?.state?.(state);
     this.#listeners.stateChanged(state, this.#epoch);
+  }
+}
+
+/**
+ * Closes `conn`: settles when the broker confirmed the close, when the
+ * connection is closed anyway (cut: the socket ended), or after
+ * `timeoutMs` (frozen: nothing comes back), when the socket is dropped,
+ * which closes the connection's channels and fails their pending calls.
+ * amqplib's own close settles only on the broker's confirmation.
+ */
+async function closeWithin(
+  conn: amqp.ChannelModel,
+  timeoutMs: number,
+): Promise<void> {
+  const closed = Promise.withResolvers<void>();
+  const onClose = () => closed.resolve();
+  conn.once("close", onClose);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), timeoutMs);
+  });
+  try {
+    const how = await Promise.race([
+      conn.close().catch(() => {}),
+      closed.promise,
+      late,
+    ]);
+    if (how === "late") {
+      // amqplib's socket: an error on it closes the connection at once.
+      const inner = conn as unknown as {
+        connection?: { stream?: { destroy(error?: Error): void } };
+      };
+      inner.connection?.stream?.destroy(
+        new Error(`the broker did not confirm the close in ${timeoutMs} ms`),
+      );
+    }
+  } finally {
+    clearTimeout(timer);
+    conn.removeListener("close", onClose);
   }
 }

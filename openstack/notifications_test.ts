@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import amqp from "amqplib";
 import { Buffer } from "node:buffer";
 import { SimNotifier } from "../tests/harness/nova_sim/notifier.ts";
+import { startCuttingProxy } from "../tests/harness/cutting_proxy.ts";
 import { startFreezingProxy } from "../tests/harness/freezing_proxy.ts";
 import { freePort } from "../tests/harness/processes.ts";
 import { rabbitMqMissing, startRabbitMq } from "../tests/harness/rabbitmq.ts";
@@ -36,10 +37,11 @@ function recordingLogger(): Logger & { lines: string[] } {
   return { lines, debug: log, info: log, warn: log };
 }
 
-Deno.test("the feed backs off on its clock while the broker is away, and never logs the URL", async () => {
+Deno.test("the feed backs off on its clock while the broker is away, probing its port at the shortest backoff, and never logs the URL", async () => {
   const clock = recordingClock();
   const logger = recordingLogger();
-  let reconnects = 0;
+  // where each reconnect's wait begins among the clock's sleeps
+  const marks: number[] = [];
   const port = freePort(); // nothing listens there
   const feed = startNotificationFeed({
     url: `amqp://nova:topsecret@127.0.0.1:${port}/`,
@@ -47,17 +49,22 @@ Deno.test("the feed backs off on its clock while the broker is away, and never l
     logger,
     initialBackoffMs: 100,
     maxBackoffMs: 800,
-    observer: { reconnect: () => reconnects++ },
+    observer: { reconnect: () => marks.push(clock.sleeps.length) },
   });
   try {
-    while (clock.sleeps.length < 6) {
+    while (marks.length < 7) {
       await new Promise((r) => setTimeout(r, 10));
     }
   } finally {
     await feed.close();
   }
-  assert.deepEqual(clock.sleeps.slice(0, 6), [100, 200, 400, 800, 800, 800]);
-  assert.ok(reconnects >= 6);
+  // The waits between attempts double up to the cap, each slept in steps
+  // of the shortest backoff (the port is probed after each).
+  const waits = marks.slice(0, 6).map((m, i) =>
+    clock.sleeps.slice(m, marks[i + 1]).reduce((a, b) => a + b, 0)
+  );
+  assert.deepEqual(waits, [100, 200, 400, 800, 800, 800]);
+  assert.ok(clock.sleeps.every((ms) => ms <= 100), String(clock.sleeps));
   assert.equal(feed.state, "down");
   assert.equal(feed.epoch, 0);
   assert.ok(logger.lines.length > 0);
@@ -504,4 +511,165 @@ Deno.test("a close while connecting returns at once, without waiting out the con
     await accepting.catch(() => {});
     await feed.close();
   }
+});
+
+/**
+ * A clock whose sleeps end only when the test moves it on ({@linkcode next}):
+ * how long the feed waited is counted in its own time, whatever the load.
+ */
+function steppedClock(): Clock & {
+  /** Sleeps not ended yet. */
+  pending(): number;
+  /** Moves the clock to the end of the earliest sleep and ends it. */
+  next(): void;
+} {
+  let now = 0;
+  const sleeps: Array<{ until: number; resolve: () => void }> = [];
+  return {
+    now: () => now,
+    sleep: (ms, signal) =>
+      new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason);
+        const entry = { until: now + ms, resolve };
+        sleeps.push(entry);
+        signal?.addEventListener("abort", () => {
+          sleeps.splice(sleeps.indexOf(entry), 1);
+          reject(signal.reason);
+        }, { once: true });
+      }),
+    pending: () => sleeps.length,
+    next: () => {
+      sleeps.sort((a, b) => a.until - b.until);
+      const first = sleeps.shift();
+      if (first === undefined) return;
+      now = Math.max(now, first.until);
+      first.resolve();
+    },
+  };
+}
+
+/** `p`, or a rejection naming `what` after `ms` real ms. */
+async function within<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`${what} did not settle in ${ms} ms`)),
+          ms,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test({
+  name:
+    "after an outage the feed is back within one short backoff of the broker; a close settles with the connection cut or frozen",
+  ignore: missing !== undefined,
+  async fn(t) {
+    const mq = await startRabbitMq();
+    // Nova's exchange, durable here so that it outlives the restart.
+    const admin = await amqp.connect(mq.url);
+    const ach = await admin.createChannel();
+    await ach.assertExchange("nova", "topic", { durable: true });
+    await admin.close();
+    const proxied = (port: number) => {
+      const u = new URL(mq.feedUrl);
+      u.port = String(port);
+      return u.toString();
+    };
+    try {
+      await t.step(
+        "several failed reconnects, then the broker: up after one short backoff",
+        async () => {
+          const clock = steppedClock();
+          let reconnects = 0;
+          const feed = startNotificationFeed({
+            url: mq.feedUrl,
+            clock,
+            initialBackoffMs: 200,
+            maxBackoffMs: 60_000,
+            observer: { reconnect: () => reconnects++ },
+          });
+          try {
+            await until("up", () => feed.state === "up", 60_000);
+            await mq.stopBroker();
+            // 200, 400, ... 6400 ms: the feed's wait is long by now.
+            while (reconnects < 6) {
+              await until("a wait", () => clock.pending() > 0, 60_000);
+              clock.next();
+            }
+            await mq.startBroker();
+            const backAt = clock.now();
+            const isUp = () => feed.state === "up";
+            while (!isUp()) {
+              await until(
+                "a wait, or up",
+                () => clock.pending() > 0 || isUp(),
+                60_000,
+              );
+              if (!isUp()) clock.next();
+            }
+            assert.ok(
+              clock.now() - backAt <= 200,
+              `up ${
+                clock.now() - backAt
+              } ms (feed clock) after the broker was back`,
+            );
+            assert.equal(feed.epoch, 2);
+          } finally {
+            await within("close", feed.close(), 30_000);
+          }
+        },
+      );
+
+      await t.step(
+        "the connection is cut as the feed closes: close settles",
+        async () => {
+          const proxy = startCuttingProxy(mq.port);
+          const feed = startNotificationFeed({
+            url: proxied(proxy.port),
+            heartbeatSeconds: 60,
+          });
+          try {
+            await until("up", () => feed.state === "up", 60_000);
+            // amqplib's Connection.Close says so: cut right after it went out,
+            // the broker's CloseOk never comes back.
+            proxy.cutNext("Cheers, thanks");
+            await within("close", feed.close(), 20_000);
+            assert.equal(proxy.seen("Cheers, thanks"), 1, "it was cut there");
+            assert.equal(feed.state, "down");
+          } finally {
+            await proxy.close();
+          }
+        },
+      );
+
+      await t.step(
+        "the connection is frozen as the feed closes: close settles",
+        async () => {
+          const proxy = startFreezingProxy(mq.port);
+          const feed = startNotificationFeed({
+            url: proxied(proxy.port),
+            // far beyond the test: heartbeats do not end it
+            heartbeatSeconds: 600,
+          });
+          try {
+            await until("up", () => feed.state === "up", 60_000);
+            proxy.freeze();
+            await within("close", feed.close(), 20_000);
+            assert.equal(feed.state, "down");
+          } finally {
+            await proxy.close();
+          }
+        },
+      );
+    } finally {
+      await mq.stop();
+    }
+  },
 });

@@ -403,6 +403,7 @@ Deno.test({
 });
 
 const DEMOTIONS = "evictor_nova_notifications_demotions_total";
+const HOSTS_DEMOTED = "evictor_nova_notifications_hosts_demoted";
 
 /** The Eviction's drain time on the simulator's clock (status times). */
 function makespanMs(ev: Eviction): number {
@@ -427,7 +428,14 @@ Deno.test({
       await conn.close();
       // 12 VMs of 32 GB at 5x (6.4 s real each), 4 at once: ~20 s real.
       const polled = await drainMakespan({});
-      let demoted: { ms: number; events: string[] } | undefined;
+      let demoted:
+        | {
+          ms: number;
+          events: string[];
+          hosts: number;
+          condition: { reason: string; message: string };
+        }
+        | undefined;
       const notified = await drainMakespan(
         { notifications: { amqpUrl: mq.url, listenUrl: deaf } },
         async (env, name) => {
@@ -454,7 +462,22 @@ Deno.test({
                 10_000,
                 50,
               );
-              return { ms, events };
+              // The deafness shows while the feed is up: the gauge, and
+              // the Eviction's condition (at its next status write).
+              const hosts = await metric(env, HOSTS_DEMOTED);
+              const condition = await waitFor(
+                "the NovaNotifications condition",
+                async () => {
+                  const ev = await env.eviction(name);
+                  const c = ev.status?.conditions?.find((x) =>
+                    x.type === "NovaNotifications"
+                  );
+                  return c?.status === "False" ? c : undefined;
+                },
+                10_000,
+                50,
+              );
+              return { ms, events, hosts, condition };
             },
             60_000,
             50,
@@ -462,6 +485,12 @@ Deno.test({
         },
       );
       assert.ok(demoted !== undefined);
+      assert.equal(demoted.hosts, 1, "the host counts as demoted");
+      assert.ok(
+        ["Deaf", "ViewWrong"].includes(demoted.condition.reason),
+        demoted.condition.reason,
+      );
+      assert.match(demoted.condition.message, /the drain polls Nova/);
       // the bound: max(10 s, 2 poll intervals) real after the first
       // start's answer, plus a pass
       assert.ok(demoted.ms <= 10_000 + 5_000, `demoted after ${demoted.ms} ms`);

@@ -8,6 +8,8 @@
 
 import {
   CONDITION_DRAINED,
+  CONDITION_NOVA_NOTIFICATIONS,
+  REASON_DEAF,
   REASON_DRAINING,
   REASON_FAILED,
   REASON_IDLE,
@@ -18,6 +20,8 @@ import {
   REASON_SETTLING,
   REASON_STARTS_UNANSWERED,
   REASON_SUCCEEDED,
+  REASON_TRUSTED,
+  REASON_VIEW_WRONG,
   REASON_WAITING,
   REASON_WAITING_FOR_PERSON,
 } from "../conditions.ts";
@@ -25,6 +29,7 @@ import type {
   EvictionStatus,
   EvictionStatusConditionsItem,
 } from "../../models/mod.ts";
+import type { NotificationStanding } from "../../openstack/informer/informer.ts";
 
 import {
   CONDITION_EVICTING,
@@ -383,5 +388,45 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
       now,
       generation,
     ),
+  };
+}
+
+/**
+ * The NovaNotifications condition for the drain's notified view: True
+ * while it is trusted (the drain plans from Nova's notifications); False
+ * while it is demoted to polling, reason Deaf (a start of ours on the
+ * host was not heard of in time: the feed does not carry this host's
+ * events) or ViewWrong (a relist found the view wrong), until it is
+ * trusted again.
+ *
+ * @example
+ * ```ts
+ * import { notificationsCondition } from "./conditions.ts";
+ * const c = notificationsCondition({ trusted: false, reason: "deaf", scope: "host", detail: "ev: no event about the start of a within 10 s of its answer" });
+ * console.assert(c.status === "False" && c.reason === "Deaf");
+ * console.assert(notificationsCondition({ trusted: true }).reason === "Trusted");
+ * ```
+ */
+export function notificationsCondition(
+  standing: NotificationStanding,
+): ConditionUpdate {
+  if (standing.trusted) {
+    return {
+      type: CONDITION_NOVA_NOTIFICATIONS,
+      status: "True",
+      reason: REASON_TRUSTED,
+      message: "the drain plans from Nova's notifications about its host",
+    };
+  }
+  const what = standing.scope === "feed"
+    ? "Nova's notification feed is demoted for every host"
+    : standing.reason === "deaf"
+    ? "Nova's notifications about this host are not heard"
+    : "the notified view of this host was found wrong";
+  return {
+    type: CONDITION_NOVA_NOTIFICATIONS,
+    status: "False",
+    reason: standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
+    message: `${what} (${standing.detail}); the drain polls Nova`,
   };
 }

@@ -5,9 +5,11 @@ import {
   type DrainSummary,
   evictingCondition,
   migratingInstanceCondition,
+  notificationsCondition,
   setCondition,
   withDrained,
 } from "./conditions.ts";
+import type { NotificationStanding } from "../../openstack/informer/informer.ts";
 
 const t0 = new Date("2026-01-01T00:00:00Z");
 const t1 = new Date("2026-01-01T00:05:00Z");
@@ -353,4 +355,61 @@ Deno.test("withDrained: set from Evicting with its generation; nothing without i
     later.conditions?.find((c) => c.type === "Drained")?.lastTransitionTime,
     t0.toISOString(),
   );
+});
+
+Deno.test("notificationsCondition: True while trusted, False Deaf or ViewWrong while demoted, naming what was found", () => {
+  const rows: Array<{
+    standing: NotificationStanding;
+    status: string;
+    reason: string;
+    message: RegExp;
+  }> = [
+    {
+      standing: { trusted: true },
+      status: "True",
+      reason: "Trusted",
+      message: /plans from Nova's notifications/,
+    },
+    {
+      standing: {
+        trusted: false,
+        reason: "deaf",
+        scope: "host",
+        detail: "ev: no event about the start of a within 10 s of its answer",
+      },
+      status: "False",
+      reason: "Deaf",
+      message:
+        /^Nova's notifications about this host are not heard \(ev: no event about the start of a within 10 s of its answer\); the drain polls Nova$/,
+    },
+    {
+      standing: {
+        trusted: false,
+        reason: "wrong",
+        scope: "host",
+        detail: "ev: 1 VM differing",
+      },
+      status: "False",
+      reason: "ViewWrong",
+      message: /^the notified view of this host was found wrong/,
+    },
+    {
+      standing: {
+        trusted: false,
+        reason: "deaf",
+        scope: "feed",
+        detail: "3 host views demoted within 300 s",
+      },
+      status: "False",
+      reason: "Deaf",
+      message: /^Nova's notification feed is demoted for every host/,
+    },
+  ];
+  for (const row of rows) {
+    const c = notificationsCondition(row.standing);
+    assert.equal(c.type, "NovaNotifications");
+    assert.equal(c.status, row.status, row.reason);
+    assert.equal(c.reason, row.reason);
+    assert.match(c.message, row.message);
+  }
 });

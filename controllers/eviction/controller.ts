@@ -324,6 +324,7 @@ function hostInformer(
   const metrics = new InformerMetrics(
     registry,
     () => informer.feedDemoted(),
+    () => informer.demotedHosts(),
   );
   const informer = new NotifiedInformer(
     feed,

@@ -34,7 +34,8 @@
  *    progress, however old), a lookup only for a VM that left without a
  *    telling record (what the lists say of each VM: nova_records.ts, read
  *    alike by the plan and the informer). The free budget slots are
- *    claimed before the look, so that two passes never look for one slot.
+ *    claimed before the look, so that two passes never look for one slot
+ *    (and given back when anything fails before act).
  *    The look goes through the drain's informer (pass_look.ts,
  *    openstack/informer/): a pass that only starts plans from its
  *    snapshot while the informer vouches for it, without a Nova call; one

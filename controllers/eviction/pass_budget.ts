@@ -211,7 +211,8 @@ export function waitingDrains(
  * in line for them. So two passes never look at Nova for the same free
  * slot, the later one finding it spent (two Nova calls for nothing): it
  * waits in line without a look instead. Returns the ledger's count before
- * the claim (to give back when the look fails), if it claimed.
+ * the claim (to give back when the pass fails before act: giveBack), if it
+ * claimed.
  */
 export function claimBeforeLooking(
   pass: Pass,
@@ -231,6 +232,22 @@ export function claimBeforeLooking(
 }
 
 /**
+ * Gives back what a pass that failed before act holds of the cluster
+ * budget in the ledger: after planning, the starts of its `plan` (never
+ * issued); before, the slots claimed before looking (any failure: the
+ * look, planning, the intent write). Drains in line are woken for them.
+ */
+export function giveBack(pass: Pass, plan: Plan | undefined): void {
+  const { ctx, deps } = pass;
+  if (plan !== undefined) {
+    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
+  } else if (pass.claimedFrom !== undefined) {
+    deps.memory.ledger.set(ctx.key, pass.claimedFrom);
+  } else return;
+  wakeForBudgetLeft(pass);
+}
+
+/**
  * Nova's limit on the host's live migrations, learned from this look
  * (nova_limit.ts), as a plan input.
  */
@@ -245,7 +262,9 @@ function novaLiveLimit(
 /**
  * The planner's input for this pass: its observation, the limit in force
  * (policy, traits, the Eviction's own cap), the start answers in memory
- * and what the drain learned of Nova's limit; no cluster budget yet.
+ * and what the drain learned of Nova's limit; no cluster budget yet. The
+ * copies first seen under way go into the input, not the drain's memory
+ * ({@linkcode keepCopyStarts}).
  */
 export function planInputFor(
   pass: Pass,
@@ -279,8 +298,11 @@ export function planInputFor(
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined
       ? 1
       : 0,
+    // On a copy: the input is made twice when a snapshot's plan is refused,
+    // and a copy the snapshot lacks would be first seen again (its timeout
+    // restarted); the chosen plan's is kept once (keepCopyStarts).
     copyStartedAtMs: noteCopyStarts(
-      pass.state.copyStarted,
+      new Map(pass.state.copyStarted),
       seen.migrations,
       host,
       deps.clock.now(),
@@ -288,6 +310,17 @@ export function planInputFor(
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
   };
+}
+
+/**
+ * Keeps in the drain's memory when each copy was first seen under way, as
+ * the input of the pass's chosen plan has it (planInputFor leaves the
+ * memory as it was).
+ */
+export function keepCopyStarts(pass: Pass, input: PlanInput): void {
+  const kept = pass.state.copyStarted;
+  kept.clear();
+  for (const [id, atMs] of input.copyStartedAtMs ?? []) kept.set(id, atMs);
 }
 
 /**

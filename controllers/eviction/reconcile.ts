@@ -17,10 +17,15 @@ import type {
 } from "../../framework/handler.ts";
 import { ApiError, errText, TemporaryError } from "../../framework/errors.ts";
 import { isDeleting } from "../../framework/kind.ts";
-import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
+import {
+  effectiveSettings,
+  type LimitSettings,
+  POLICY_NAME,
+} from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { actOnPlan } from "./act.ts";
+import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { keepLesson } from "./keep_lesson.ts";
 import { noteMarks } from "./lesson.ts";
@@ -49,6 +54,8 @@ import {
   budgetLeftFor,
   claimBeforeLooking,
   confirmAcrossProcesses,
+  giveBack,
+  keepCopyStarts,
   planAndReserve,
   planInputFor,
   waitForBudget,
@@ -172,7 +179,7 @@ function apply(pass: MutablePass, step: Step): ReconcileResult | undefined {
  * processes), intent, act. The plan's next status becomes the pass's.
  */
 async function runPhases(pass: MutablePass): Promise<PassEnd> {
-  const { ctx, deps, ev } = pass;
+  const { ctx, deps } = pass;
   const stop = apply(pass, await novaReady(pass)) ??
     apply(pass, await gate(pass));
   if (stop !== undefined) return { result: stop };
@@ -197,13 +204,71 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   if (early !== undefined) return { result: early };
   const glanced = await glance(pass, fingerprint, options);
   if (glanced !== undefined) return { result: glanced };
-  // A full pass: it plans with the budget as it is now (and waits again
-  // if that holds its starts back).
+  // A full pass takes the wake here, where it was read, before its awaits:
+  // a start answer that comes during them marks the drain woken again and
+  // is one more pass (skipEarly), not left until the next look is due. A
+  // failed pass leaves it for the retry.
+  const woken = pass.state.woken;
+  pass.state.woken = false;
+  try {
+    return await fullPass(pass, settings, options, fingerprint);
+  } catch (err) {
+    if (woken) pass.state.woken = true;
+    throw err;
+  }
+}
+
+/**
+ * A full pass, from the budget claim to act: look, plan (and reserve,
+ * confirm across processes), intent, act.
+ */
+async function fullPass(
+  pass: MutablePass,
+  settings: LimitSettings,
+  options: PlanOptions,
+  fingerprint: string,
+): Promise<PassEnd> {
+  const { ctx, deps, ev } = pass;
+  // It plans with the budget as it is now (and waits again if that holds
+  // its starts back).
   deps.memory.budgetWaiters.delete(ctx.key);
 
   const resolved = limitOfDrain(settings, ctx.cache(HypervisorKind), ev.spec);
   const claimedFrom = claimBeforeLooking(pass, settings, resolved.limit);
   if (claimedFrom !== undefined) pass.claimedFrom = claimedFrom;
+  // Whatever fails before act (the look, planning, the intent write), the
+  // budget the pass claimed or reserved goes back (pass_budget.ts giveBack).
+  const held: Held = { plan: undefined, acted: false };
+  try {
+    return await lookPlanAct(
+      pass,
+      settings,
+      options,
+      fingerprint,
+      resolved,
+      held,
+    );
+  } finally {
+    if (!held.acted) giveBack(pass, held.plan);
+  }
+}
+
+/** What a full pass holds of the budget: its latest plan, and whether it acted. */
+interface Held {
+  plan: Plan | undefined;
+  acted: boolean;
+}
+
+/** Look, plan (reserve, confirm across processes), intent and act. */
+async function lookPlanAct(
+  pass: MutablePass,
+  settings: LimitSettings,
+  options: PlanOptions,
+  fingerprint: string,
+  resolved: ReturnType<typeof limitOfDrain>,
+  held: Held,
+): Promise<PassEnd> {
+  const { ctx, deps } = pass;
   // Nova afresh, or the informer's snapshot for a pass that only starts.
   const planFrom = (s: Observation) => {
     const input = planInputFor(pass, s, settings, options, resolved);
@@ -220,24 +285,31 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
     settings,
     planPass,
   );
+  held.plan = reserved.plan;
+  keepCopyStarts(pass, reserved.input);
   const confirmed = await confirmAcrossProcesses(
     pass,
     reserved,
     settings,
     planPass,
   );
+  held.plan = confirmed;
   const records = learn(pass, confirmed, seen);
   // Nova's words for this pass's failures (one read per failure; failures
-  // are rare, so the starts may wait for it) and Nova's own limit.
-  const plan = withNovaLimitShown(
+  // are rare, so the starts may wait for it), Nova's own limit, and
+  // whether the drain plans from Nova's notifications.
+  const plan = withNotificationsShown(
     pass,
-    withReasons(
-      confirmed,
-      await novaReasons(
+    withNovaLimitShown(
+      pass,
+      withReasons(
         confirmed,
-        pass.state.starts,
-        (id, requestId) =>
-          deps.nova.getInstanceAction(id, requestId, ctx.signal),
+        await novaReasons(
+          confirmed,
+          pass.state.starts,
+          (id, requestId) =>
+            deps.nova.getInstanceAction(id, requestId, ctx.signal),
+        ),
       ),
     ),
   );
@@ -251,6 +323,7 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   // nothing to add.
   if (plan.start.length > 0) await writeIntent(pass, plan, next);
   act(pass, plan);
+  held.acted = true;
   const before = pass.status;
   pass.state.marks = noteMarks(pass.state.marks, {
     before,
@@ -282,8 +355,26 @@ function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
 }
 
 /**
- * Observe: Nova afresh. On failure the budget claimed for the pass is given
- * back, and the pass retries after the poll interval (its end still writes
+ * The plan's next status says whether the drain plans from Nova's
+ * notifications about its host or polls because they were found deaf or
+ * wrong (conditions.ts notificationsCondition); unchanged without
+ * notifications.
+ */
+function withNotificationsShown(pass: Pass, plan: Plan): Plan {
+  const standing = pass.deps.memory.informer.notifications(pass.ctx.key);
+  if (standing === undefined) return plan;
+  const conditions = setCondition(
+    plan.next.conditions ?? [],
+    notificationsCondition(standing),
+    new Date(pass.deps.clock.now()),
+    pass.ev.metadata?.generation,
+  );
+  return { ...plan, next: { ...plan.next, conditions } };
+}
+
+/**
+ * Observe: Nova afresh. On failure the pass retries after the poll
+ * interval (the budget it claimed is given back; its end still writes
  * what it kept, e.g. the preflight's result).
  */
 async function observeOrKeep(
@@ -307,10 +398,6 @@ async function observeOrKeep(
     for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
     return { ...seen, lookedAtMs };
   } catch (err) {
-    if (pass.claimedFrom !== undefined) {
-      deps.memory.ledger.set(pass.ctx.key, pass.claimedFrom);
-      wakeForBudgetLeft(pass);
-    }
     throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
       delayMs: deps.pollIntervalMs,
     });
@@ -331,7 +418,6 @@ function act(pass: Pass, plan: Plan): void {
     state.aborts,
     new Set(next.flatMap((e) => e.migrationId ?? [])),
   );
-  state.woken = false;
   actOnPlan(
     plan,
     state,

@@ -16,6 +16,8 @@ import {
 } from "../../tests/harness/pass_fixture.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import type { EvictionPassDeps } from "./pass.ts";
+import type { Observation } from "../../openstack/informer/snapshot.ts";
+import type { Migration, Server } from "../../openstack/nova_types.ts";
 import { reconcileEviction } from "./reconcile.ts";
 
 const ME = "mine";
@@ -293,5 +295,246 @@ Deno.test("reconcileEviction: a full pass over an empty host writes its status o
     fx.pass.state.due?.atMs,
     NOW + 1_000,
     "the next look is due a poll interval on",
+  );
+});
+
+Deno.test("reconcileEviction: a start answer that comes while the pass looks wakes another pass, not one a poll interval on", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  let answerDuringLook = true;
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => {
+        // A refused start's answer lands while the pass awaits Nova: act.ts
+        // marks the drain woken and enqueues it.
+        if (answerDuringLook) fx.pass.state.woken = true;
+        answerDuringLook = false;
+        return Promise.resolve([]);
+      },
+      listMigrations: () => Promise.resolve([]),
+    },
+  });
+  assert.deepEqual(await reconcileEviction(fx.pass.ctx, deps), {
+    requeueAfterMs: 1_000,
+  });
+  assert.equal(fx.pass.state.woken, true, "the wake outlives the pass");
+  // The pass the wake enqueued, before the next look is due: it looks.
+  const looks = calls.filter((c) => c === "listServersOnHost").length;
+  const ctx = {
+    ...fx.pass.ctx,
+    object: { ...fx.pass.ev, status: fx.writes[0] },
+  };
+  await reconcileEviction(ctx, deps);
+  assert.equal(
+    calls.filter((c) => c === "listServersOnHost").length,
+    looks + 1,
+    "the woken pass does not return early",
+  );
+  assert.equal(
+    fx.pass.state.woken,
+    false,
+    "the wake is taken by the pass that read it",
+  );
+});
+
+Deno.test("reconcileEviction: a throw from planning gives back the budget claimed before the look", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const { fx, deps, calls } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+    deps: {
+      flagSettings: {
+        source: "flags",
+        spec: {
+          maxConcurrentMigrations: 2,
+          clusterMaxConcurrentMigrations: 4,
+          abortStuckMigrations: false,
+        },
+      },
+      // the planner refuses these options: a throw after the look
+      planOptions: { maxAttempts: 0 },
+    },
+  });
+  assert.equal(deps.memory.ledger.get(ME), 0);
+  await assert.rejects(
+    reconcileEviction(fx.pass.ctx, deps),
+    /options\.maxAttempts must be an integer >= 1, got 0/,
+  );
+  assert.ok(calls.includes("listServersOnHost"), "it looked (and claimed)");
+  assert.equal(deps.memory.ledger.get(ME), 0, "the claim is given back");
+});
+
+Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after a refused snapshot plan", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const copying: Server = {
+    id: "a",
+    name: "a",
+    status: "MIGRATING",
+    host: HOST,
+    hypervisorHostname: HOST,
+    taskState: "migrating",
+    vmState: "active",
+    powerState: 1,
+    flavor: { ramMb: 1024, vcpus: 1 },
+  };
+  const running: Migration = {
+    id: 7,
+    uuid: "m-7",
+    instanceUuid: "a",
+    migrationType: "live-migration",
+    status: "running",
+    sourceCompute: HOST,
+    destCompute: "node043",
+    sourceNode: HOST,
+    destNode: "node043",
+    destHost: null,
+    createdAt: "2026-01-01T00:59:40.000000",
+    updatedAt: null,
+  };
+  const started = new Date(NOW - 20_000).toISOString();
+  const ev = eviction(ME, HOST, {
+    startedAt: new Date(NOW - 3_600_000).toISOString(),
+    hypervisorServiceId: "svc-1",
+    outstandingInstances: ["a"],
+    outstandingCount: 1,
+    inFlight: [{ id: "a", kind: "live", startedAt: started, migrationId: "7" }],
+    inFlightCount: 1,
+  });
+  // The informer's snapshot, from the second pass on: it lost the copy
+  // (the VM idle on the host, no record), so its plan is refused (it
+  // would end the VM's migration) and the pass looks at Nova, which still shows it.
+  const view: { snapshot?: Observation } = {};
+  const aborted: string[] = [];
+  const { fx, deps } = run(ev, {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([copying]),
+      listMigrations: () => Promise.resolve([running]),
+      abortLiveMigration: (id, migrationId) => {
+        aborted.push(`${id}/${migrationId}`);
+        return Promise.resolve({ requestId: "req-abort" });
+      },
+    },
+    deps: {
+      flagSettings: {
+        source: "flags",
+        spec: {
+          maxConcurrentMigrations: 2,
+          abortStuckMigrations: true,
+          migrationTimeoutSeconds: 600,
+        },
+      },
+    },
+    informer: { snapshot: () => view.snapshot },
+  });
+  let status = ev.status ?? {};
+  const passAt = async (ms: number) => {
+    fx.clock.set(ms);
+    const n = fx.writes.length;
+    await reconcileEviction(
+      { ...fx.pass.ctx, object: { ...ev, status } },
+      deps,
+    );
+    status = fx.writes.length > n ? fx.writes.at(-1) ?? status : status;
+  };
+  // The copy is first seen under way now: its timeout runs from here.
+  await passAt(NOW);
+  view.snapshot = {
+    servers: [{ ...copying, status: "ACTIVE", taskState: null }],
+    migrations: [],
+    departed: [],
+    lookedAtMs: NOW + 300_000,
+  };
+  await passAt(NOW + 300_000);
+  assert.equal(
+    (await deps.metrics.looks.get()).values.find((v) =>
+      v.labels.source === "view"
+    ),
+    undefined,
+    "the snapshot's plan was refused: every pass read Nova",
+  );
+  assert.deepEqual(aborted, [], "not stuck yet");
+  await passAt(NOW + 601_000);
+  assert.deepEqual(aborted, ["a/7"], "aborted at its timeout");
+});
+
+Deno.test("reconcileEviction: a drain whose host's notifications are found deaf says so in its NovaNotifications condition", async () => {
+  const service: ComputeService = {
+    id: "svc-1",
+    binary: "nova-compute",
+    host: HOST,
+    status: "disabled",
+    state: "up",
+    disabledReason: "evictor: test",
+    forcedDown: false,
+  };
+  const { fx, deps } = run(eviction(ME, HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+    informer: {
+      notifications: () => ({
+        trusted: false,
+        reason: "deaf",
+        scope: "host",
+        detail:
+          `${ME}: no event about the start of a within 10 s of its answer`,
+      }),
+    },
+  });
+  await reconcileEviction(fx.pass.ctx, deps);
+  const c = fx.writes.at(-1)?.conditions?.find((x) =>
+    x.type === "NovaNotifications"
+  );
+  assert.equal(c?.status, "False");
+  assert.equal(c?.reason, "Deaf");
+  assert.match(c?.message ?? "", /no event about the start of a/);
+  // Without notifications (polling) there is no such condition.
+  const polled = run(eviction("other", HOST), {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(service),
+      listServersOnHost: () => Promise.resolve([]),
+      listMigrations: () => Promise.resolve([]),
+    },
+  });
+  await reconcileEviction(polled.fx.pass.ctx, polled.deps);
+  assert.ok(
+    !polled.fx.writes.at(-1)?.conditions?.some((x) =>
+      x.type === "NovaNotifications"
+    ),
   );
 });

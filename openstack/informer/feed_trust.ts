@@ -12,7 +12,10 @@
  * `feedAfter` host demotions within `feedWindowMs` demote the whole feed
  * for a backoff period that doubles on each repeat (up to
  * `feedBackoffMaxMs`): a feed listening where Nova does not publish, or
- * one that loses events, costs a few polls, never a wrong plan.
+ * one that loses events, costs a few polls, never a wrong plan. Each
+ * demotion is told once, as it happens (`onDemotion`: the metric), and
+ * kept for each drain to report (its Event); a host stays shown demoted
+ * ({@linkcode FeedTrust.demotion}) until it is trusted again.
  *
  * Times are on the drain's clock (the one its passes read).
  *
@@ -82,6 +85,8 @@ interface HostTrust {
   refused: Set<string>;
   /** The feed demotion this host has reported last. */
   feedSeen: number;
+  /** The host's last demotion, until it is trusted again. */
+  demotion: Demotion | undefined;
 }
 
 /**
@@ -114,9 +119,16 @@ export class FeedTrust {
   #feedLast: Demotion | undefined;
   /** When the feed last delivered any event. */
   #lastEventMs = -Infinity;
+  readonly #onDemotion: (d: Demotion) => void;
 
-  /** Trust with these bounds. */
-  constructor(options: TrustOptions) {
+  /**
+   * Trust with these bounds; `onDemotion` is told of each demotion once,
+   * as it happens (a host's, or the feed's).
+   */
+  constructor(
+    options: TrustOptions,
+    onDemotion: (d: Demotion) => void = () => {},
+  ) {
     for (const [name, value] of Object.entries(options)) {
       if (!(value > 0) || !Number.isFinite(value)) {
         throw new RangeError(
@@ -125,6 +137,7 @@ export class FeedTrust {
       }
     }
     this.#options = options;
+    this.#onDemotion = onDemotion;
   }
 
   #host(key: string): HostTrust {
@@ -139,6 +152,7 @@ export class FeedTrust {
         pending: [],
         refused: new Set(),
         feedSeen: this.#feedSeq,
+        demotion: undefined,
       };
       this.#hosts.set(key, h);
     }
@@ -231,8 +245,33 @@ export class FeedTrust {
         nowMs,
       );
     }
-    return nowMs >= this.#feedUntilMs && nowMs >= h.demotedUntilMs &&
-      h.agreed && h.proven;
+    const trusted = nowMs >= this.#feedUntilMs &&
+      nowMs >= h.demotedUntilMs && h.agreed && h.proven;
+    if (trusted) h.demotion = undefined;
+    return trusted;
+  }
+
+  /**
+   * The demotion in force for `key`'s host at `nowMs`: the host's own
+   * until it is trusted again, else the feed's while the feed is
+   * demoted; undefined when neither is.
+   */
+  demotion(key: string, nowMs: number): Demotion | undefined {
+    this.trusted(key, nowMs);
+    const own = this.#hosts.get(key)?.demotion;
+    if (own !== undefined) return own;
+    return this.feedDemoted(nowMs) ? this.#feedLast : undefined;
+  }
+
+  /** How many hosts are shown demoted ({@linkcode demotion}), by reason. */
+  demotedHosts(nowMs: number): Record<DemotionReason, number> {
+    const count: Record<DemotionReason, number> = { wrong: 0, deaf: 0 };
+    for (const key of this.#hosts.keys()) {
+      this.trusted(key, nowMs);
+      const d = this.#hosts.get(key)?.demotion;
+      if (d !== undefined) count[d.reason]++;
+    }
+    return count;
   }
 
   /**
@@ -285,12 +324,15 @@ export class FeedTrust {
     h.proven = false;
     // A demoted host that disagrees again stays demoted; it counts once.
     if (already) return;
-    h.pending.push({
+    const demotion: Demotion = {
       scope: "host",
       reason,
       detail: `${key}: ${detail}`,
       untilMs: h.demotedUntilMs,
-    });
+    };
+    h.demotion = demotion;
+    h.pending.push(demotion);
+    this.#onDemotion(demotion);
     this.#recent = [...this.#recent, nowMs].filter((t) =>
       nowMs - t <= o.feedWindowMs
     );
@@ -317,6 +359,7 @@ export class FeedTrust {
       } s`,
       untilMs: this.#feedUntilMs,
     };
+    this.#onDemotion(this.#feedLast);
   }
 }
 

@@ -166,3 +166,38 @@ Deno.test("property: a host with an overdue start is never trusted, whatever els
     ),
   );
 });
+
+Deno.test("FeedTrust: a demotion is told once as it happens, and shown until the host is trusted again", () => {
+  const told: string[] = [];
+  const trust = new FeedTrust(
+    OPTIONS,
+    (d) => told.push(`${d.scope}/${d.reason}`),
+  );
+  trust.probe("ev", "p", 0, 0);
+  trust.heard("ev", "p", 1);
+  assert.equal(trust.demotion("ev", 2), undefined, "trusted");
+  trust.probe("ev", "vm", 10, 10);
+  const d = trust.demotion("ev", 21);
+  assert.equal(d?.reason, "deaf");
+  assert.deepEqual(trust.demotedHosts(21), { wrong: 0, deaf: 1 });
+  assert.deepEqual(told, ["host/deaf"]);
+  // past the demotion period, still not proven: still shown demoted
+  assert.equal(trust.demotion("ev", 200)?.reason, "deaf");
+  assert.equal(trust.takeDemotions("ev").length, 1, "reported once");
+  assert.deepEqual(told, ["host/deaf"], "told once");
+  trust.probe("ev", "vm2", 210, 210);
+  trust.heard("ev", "vm2", 211);
+  assert.equal(trust.demotion("ev", 212), undefined, "trusted again");
+  assert.deepEqual(trust.demotedHosts(212), { wrong: 0, deaf: 0 });
+  // the third host demotion within the window (ev's counts) demotes the
+  // feed, told once; a host demoted after it is told as a host's
+  for (const key of ["a", "b", "c"]) trust.relisted(key, false, "1 VM", 300);
+  assert.deepEqual(told, [
+    "host/deaf",
+    "host/wrong",
+    "host/wrong",
+    "feed/wrong",
+    "host/wrong",
+  ]);
+  assert.equal(trust.demotion("ev", 301)?.scope, "feed");
+});

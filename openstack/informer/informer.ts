@@ -60,6 +60,23 @@ export interface SnapshotRequest {
   endsBy?: ReadonlyMap<string, number> | undefined;
 }
 
+/**
+ * Whether a drain's notified view of its host is trusted, for its
+ * Eviction's NovaNotifications condition: trusted, or demoted to polling
+ * (the host's feed deaf or its view found wrong, or the whole feed).
+ */
+export type NotificationStanding =
+  | { trusted: true }
+  | {
+    trusted: false;
+    /** Why: a start of ours not heard of in time, or a view found wrong. */
+    reason: "deaf" | "wrong";
+    /** The host's view, or the whole feed. */
+    scope: "host" | "feed";
+    /** What was found, in words. */
+    detail: string;
+  };
+
 /** Something the informer found wrong with itself, for the drain to report. */
 export interface InformerWarning {
   /** The Event's reason. */
@@ -102,6 +119,11 @@ export interface HostInformer {
   watching(key: string): boolean;
   /** What the informer found wrong with itself since the last call. */
   takeWarnings(key: string): InformerWarning[];
+  /**
+   * Whether the drain's notified view is trusted or demoted; undefined
+   * without notifications, or while neither is known (not proven yet).
+   */
+  notifications(key: string): NotificationStanding | undefined;
   /** Forgets a drain's host. */
   forget(key: string): void;
   /** Stops the informer. */
@@ -155,6 +177,11 @@ export class PollingInformer implements HostInformer {
   /** Nothing goes wrong. */
   takeWarnings(): InformerWarning[] {
     return [];
+  }
+
+  /** No notifications. */
+  notifications(): undefined {
+    return undefined;
   }
 
   /** Nothing to forget. */

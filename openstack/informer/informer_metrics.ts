@@ -31,9 +31,17 @@ export class InformerMetrics {
   readonly viewDiffs: Counter<"hypervisor">;
   /**
    * Registers the metrics on `registry`; `feedDemoted` says whether the
-   * notification feed is demoted for every host (the gauge's source).
+   * notification feed is demoted for every host, `demotedHosts` how many
+   * hosts' views are demoted now by reason (the gauges' sources).
    */
-  constructor(registry: Registry, feedDemoted: () => boolean = () => false) {
+  constructor(
+    registry: Registry,
+    feedDemoted: () => boolean = () => false,
+    demotedHosts: () => Record<"wrong" | "deaf", number> = () => ({
+      wrong: 0,
+      deaf: 0,
+    }),
+  ) {
     this.registry = registry;
     const registers = [registry];
     this.demotions = new Counter({
@@ -55,6 +63,20 @@ export class InformerMetrics {
       registers,
       collect() {
         this.set(feedDemoted() ? 1 : 0);
+      },
+    });
+    // A single deaf host shows here (the feed stays up): its drain polls.
+    new Gauge({
+      name: "evictor_nova_notifications_hosts_demoted",
+      help:
+        "Hosts whose notified view is demoted to polling now, until trusted again, by reason (deaf: a start of ours was not heard of in time; wrong: a relist found the view wrong).",
+      labelNames: ["reason"],
+      registers,
+      collect() {
+        const now = demotedHosts();
+        for (const reason of ["wrong", "deaf"] as const) {
+          this.set({ reason }, now[reason]);
+        }
       },
     });
     this.viewDiffs = new Counter({

@@ -33,6 +33,7 @@ import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
 import type {
   HostInformer,
   InformerWarning,
+  NotificationStanding,
   SnapshotRequest,
   StartProbe,
 } from "./informer.ts";
@@ -198,7 +199,8 @@ export class NotifiedInformer implements HostInformer {
     this.#feed = feed;
     this.#hooks = hooks;
     this.#pollMs = trust.pollMs;
-    this.#trust = new FeedTrust(trust);
+    // Each demotion is counted once, as it happens (not per drain told).
+    this.#trust = new FeedTrust(trust, (d) => this.#hooks.demoted(d));
     this.#wake = (key) => {
       this.#woken.add(key);
       wake(key);
@@ -286,6 +288,30 @@ export class NotifiedInformer implements HostInformer {
   /** The drain's demotions (and the feed's) not reported yet. */
   takeDemotions(key: string): Demotion[] {
     return this.#trust.takeDemotions(key);
+  }
+
+  /**
+   * Whether the drain's view is trusted, or demoted (the host's own
+   * demotion until it is trusted again, else the feed's); undefined
+   * while neither (not proven yet).
+   */
+  notifications(key: string): NotificationStanding | undefined {
+    const now = this.#now();
+    const d = this.#trust.demotion(key, now);
+    if (d !== undefined) {
+      return {
+        trusted: false,
+        reason: d.reason,
+        scope: d.scope,
+        detail: d.detail,
+      };
+    }
+    return this.#trust.trusted(key, now) ? { trusted: true } : undefined;
+  }
+
+  /** How many hosts' views are shown demoted now, by reason. */
+  demotedHosts(): Record<"wrong" | "deaf", number> {
+    return this.#trust.demotedHosts(this.#now());
   }
 
   /** Whether the feed is demoted for every host now (drains poll). */
@@ -423,7 +449,6 @@ export class NotifiedInformer implements HostInformer {
   /** The demotions of the drain's host (and the feed's) not yet reported. */
   takeWarnings(key: string): InformerWarning[] {
     return this.takeDemotions(key).map((d) => {
-      this.#hooks.demoted(d);
       const what = d.scope === "feed"
         ? "Nova's notification feed demoted for every host"
         : "the notified view of the host demoted to polling";

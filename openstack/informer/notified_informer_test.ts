@@ -355,3 +355,50 @@ Deno.test("a migration's end not heard of by its due time: the view looks, then 
   const ended = watches.snapshot("ev", request(T0 + 100_000));
   assert.ok(ended, "due later: vouched");
 });
+
+Deno.test("a demotion is counted once however many drains are told of it; the drain's standing says deaf until trusted again", () => {
+  const feed = new MemoryFeed();
+  let now = T0;
+  const counted: string[] = [];
+  const informer = new NotifiedInformer(
+    feed,
+    () => {},
+    () => now,
+    undefined,
+    {
+      differed() {},
+      demoted: (d) => counted.push(`${d.scope}/${d.reason}`),
+    },
+  );
+  // A wave of three drains; the feed carries none of their hosts' events.
+  const keys = ["ev1", "ev2", "ev3"];
+  for (const [i, key] of keys.entries()) {
+    informer.endList(key, informer.beginList(key, `node0${i}`), list());
+    informer.probeStarts(key, [{
+      id: `vm${i}`,
+      state: "accepted",
+      issuedAtMs: now,
+      answeredAtMs: now,
+    }]);
+  }
+  assert.equal(informer.notifications("ev1"), undefined, "not proven yet");
+  now += 10_001; // past the probe bound: each start unheard of
+  const standing = informer.notifications("ev1");
+  assert.equal(standing?.trusted, false);
+  assert.equal(standing?.trusted === false && standing.reason, "deaf");
+  assert.equal(standing?.trusted === false && standing.scope, "host");
+  assert.deepEqual(informer.demotedHosts(), { wrong: 0, deaf: 3 });
+  assert.ok(informer.feedDemoted(), "three hosts: the whole feed");
+  // Every drain is told (its Event), each demotion counted once.
+  const told = keys.flatMap((k) => informer.takeWarnings(k));
+  assert.equal(
+    told.filter((w) => w.reason === "NotificationFeedDemoted").length,
+    3,
+  );
+  assert.deepEqual(counted.sort(), [
+    "feed/deaf",
+    "host/deaf",
+    "host/deaf",
+    "host/deaf",
+  ]);
+});

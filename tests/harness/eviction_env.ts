@@ -133,6 +133,8 @@ export interface DrainEnv {
   policy(spec: Partial<EvictionPolicySpec>): Promise<void>;
   /** Stops the operator and the simulator. */
   stop(): Promise<void>;
+  /** The step {@linkcode stop} is at (undefined before it began), for a report of what hangs. */
+  stopping(): string | undefined;
 }
 
 /** A unique suffix for names in the shared API server. */
@@ -234,6 +236,7 @@ export async function startDrainEnv(
   }
   const op = operator;
   const os = clients;
+  let stopStep: string | undefined;
   const hostOf = (host: string) =>
     sim.state().hosts.find((h) => h.name === host);
   const setStatus = async (host: string, status: Record<string, unknown>) => {
@@ -314,13 +317,19 @@ export async function startDrainEnv(
       });
     },
     async stop() {
+      stopStep = "the operator";
       await op.stop();
+      stopStep = "the OpenStack and API clients";
       os.close();
       client.close();
       notified?.stop();
+      stopStep = "the notification feed";
       await feed?.close();
+      stopStep = "the simulator";
       await sim.close();
+      stopStep = "stopped";
     },
+    stopping: () => stopStep,
   };
 }
 
