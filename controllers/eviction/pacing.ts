@@ -281,6 +281,19 @@ export class Pace {
     return k > 1e-3 && k < 1e3 ? k : 1;
   }
 
+  /**
+   * A time on Nova's clock on ours, by the line through our starts' pairs
+   * ({@linkcode Pace.clockPerNovaMs}), or undefined while they cannot tell.
+   */
+  #clockOf(novaMs: number): number | undefined {
+    const pairs = this.#cloud.clockPairs;
+    const k = this.clockPerNovaMs();
+    if (k === undefined || pairs.length === 0) return undefined;
+    const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / pairs.length;
+    const my = pairs.reduce((s, p) => s + p.clockMs, 0) / pairs.length;
+    return my + k * (novaMs - mx);
+  }
+
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
     if (!(durationMs > 0) || !(ramMb >= 0)) return;
@@ -335,7 +348,11 @@ export class Pace {
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
       const keys = recordKeys(id, r, view.issuedAt(id));
-      this.#pairClocks(keys, view.issuedAt(id), r.createdAt);
+      // Nova's record is created as it accepts the start; one known only
+      // from events begins at its first step, after any wait in its queue
+      if (r.id !== undefined) {
+        this.#pairClocks(keys, view.issuedAt(id), r.createdAt);
+      }
       const status = r.status.toLowerCase();
       const known = this.#active.get(id);
       const same = known !== undefined && keys.includes(known.recordId)
@@ -387,9 +404,14 @@ export class Pace {
     const created = parseNovaTime(r.createdAt);
     const queued = known?.queued ?? false;
     if (!queued) {
+      // a record known only from events was created by the copy's first
+      // step: it began then, after any wait in Nova's queue none told of
+      const began = r.id === undefined && created !== undefined
+        ? this.#clockOf(created)
+        : undefined;
       return {
         recordId: key,
-        sinceMs: issued ?? view.nowMs,
+        sinceMs: Math.max(issued ?? view.nowMs, began ?? -Infinity),
         novaSinceMs: created,
         queued,
       };
@@ -566,6 +588,9 @@ export class Pace {
         view.issuedAt(entry.id);
       if (end === undefined) untimed = true;
       else model.push(end);
+      // no record: not copying as far as anyone told (Nova's queue holds
+      // it, or its conductor), so no end is due yet
+      if (status === undefined) continue;
       if (since === undefined || Number.isNaN(since)) continue;
       byId.set(entry.id, {
         since,

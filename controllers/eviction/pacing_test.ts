@@ -693,3 +693,27 @@ Deno.test("Pace: records the informer knows only from notifications (no Nova id)
   // (2048 MB, 5 s) and (4096 MB, 9 s): a line, not one size through zero
   assert.equal(p.predictMs("live", 8192), 17_000);
 });
+
+Deno.test("Pace.endsBy: none for a start with no record (Nova's queue holds it silently); a record known only from events times the copy from its first step", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 10_000);
+  const issuedAt = (id: string) => id === "q" ? T : undefined;
+  const waiting = view(T + 5_000, [], ["q"], { issuedAt });
+  p.learn(waiting);
+  p.dueInMs(waiting);
+  assert.equal(p.endsBy().has("q"), false);
+  // the copy's first step at T+15 s: the view's record, without Nova's id
+  const { id: _novaId, ...fromEvents } = record(
+    "q",
+    "running",
+    T + 15_000,
+    T + 15_000,
+  );
+  const copying = view(T + 16_000, [["q", fromEvents]], ["q"], { issuedAt });
+  p.learn(copying);
+  p.dueInMs(copying);
+  const by = p.endsBy().get("q") ?? 0;
+  const end = T + 15_000 + 10_000 * (1 + LATE_MARGIN);
+  assert.equal(by, end + Math.max(2000, 0.25 * (end - (T + 15_000))));
+});
