@@ -245,22 +245,10 @@ export function worstError(
  * One host's figures, computed once for the closing table: the migrations
  * (retried, failed at the end), its makespan (startedAt to the drain's end
  * on evictor's clock, as predicted; the migration records' span while the
- * drain has no end), the lower bound no schedule beats, the prediction and
- * its error.
+ * drain has no end), the lower bound no schedule beats (seconds on
+ * evictor's clock), the prediction and its error.
  */
-export interface HostFigures {
-  host: string;
-  how: string;
-  limit: number;
-  migrations: number;
-  retried: number;
-  failures: number;
-  /** Seconds on evictor's clock. */
-  makespanSeconds: number;
-  /** Seconds on evictor's clock. */
-  lowerBoundSeconds: number;
-  /** makespan / lower bound; 1 is perfect. */
-  ratio: number;
+export interface HostFigures extends DrainSummaryRow {
   predictedSeconds: number | undefined;
   /** (predicted - makespan) / makespan. */
   error: number | undefined;

@@ -61,6 +61,17 @@ function run(ev: Eviction, world: PassWorld = {}) {
   return { fx, deps, calls };
 }
 
+/** The host's compute service, disabled by the drain. */
+const DISABLED: ComputeService = {
+  id: "svc-1",
+  binary: "nova-compute",
+  host: HOST,
+  status: "disabled",
+  state: "up",
+  disabledReason: "evictor: test",
+  forcedDown: false,
+};
+
 Deno.test("reconcileEviction: a gone or deleting Eviction returns {} with no Nova call and no write", async () => {
   const deleting = eviction(ME, HOST);
   deleting.metadata = {
@@ -256,19 +267,10 @@ Deno.test("reconcileEviction: a failing phase still writes what the pass kept, a
 });
 
 Deno.test("reconcileEviction: a full pass over an empty host writes its status once and looks again within the poll interval", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
-    disabledReason: "evictor: test",
-    forcedDown: false,
-  };
   const { fx, deps, calls } = run(eviction(ME, HOST), {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => Promise.resolve([]),
       listMigrations: () => Promise.resolve([]),
     },
@@ -299,20 +301,11 @@ Deno.test("reconcileEviction: a full pass over an empty host writes its status o
 });
 
 Deno.test("reconcileEviction: a start answer that comes while the pass looks wakes another pass, not one a poll interval on", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
-    disabledReason: "evictor: test",
-    forcedDown: false,
-  };
   let answerDuringLook = true;
   const { fx, deps, calls } = run(eviction(ME, HOST), {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => {
         // A refused start's answer lands while the pass awaits Nova: act.ts
         // marks the drain woken and enqueues it.
@@ -347,19 +340,10 @@ Deno.test("reconcileEviction: a start answer that comes while the pass looks wak
 });
 
 Deno.test("reconcileEviction: a throw from planning gives back the budget claimed before the look", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
-    disabledReason: "evictor: test",
-    forcedDown: false,
-  };
   const { fx, deps, calls } = run(eviction(ME, HOST), {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => Promise.resolve([]),
       listMigrations: () => Promise.resolve([]),
     },
@@ -386,15 +370,6 @@ Deno.test("reconcileEviction: a throw from planning gives back the budget claime
 });
 
 Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after a refused snapshot plan", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
-    disabledReason: "evictor: test",
-    forcedDown: false,
-  };
   const copying: Server = {
     id: "a",
     name: "a",
@@ -437,7 +412,7 @@ Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after 
   const { fx, deps } = run(ev, {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => Promise.resolve([copying]),
       listMigrations: () => Promise.resolve([running]),
       abortLiveMigration: (id, migrationId) => {
@@ -489,19 +464,10 @@ Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after 
 });
 
 Deno.test("reconcileEviction: a drain whose host's notifications are found deaf says so in its NovaNotifications condition", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
-    disabledReason: "evictor: test",
-    forcedDown: false,
-  };
   const { fx, deps } = run(eviction(ME, HOST), {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => Promise.resolve([]),
       listMigrations: () => Promise.resolve([]),
     },
@@ -526,7 +492,7 @@ Deno.test("reconcileEviction: a drain whose host's notifications are found deaf 
   const polled = run(eviction("other", HOST), {
     nova: {
       negotiate: () => Promise.resolve("2.90"),
-      findComputeService: () => Promise.resolve(service),
+      findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => Promise.resolve([]),
       listMigrations: () => Promise.resolve([]),
     },
