@@ -232,7 +232,9 @@ function median(xs: readonly number[]): number {
  * time per drain where measured, else the base's); without one, the base
  * (the documented default unless the operator set another) scaled by the
  * median actual/predicted makespan of ended drains; without those, the
- * base itself, with a range up to {@linkcode SLOW_COST}.
+ * base with a range up to {@linkcode SLOW_COST}, headlined at the slow end
+ * unless the operator set the base (the documented default is the fast
+ * end).
  *
  * @example
  * ```ts
@@ -304,21 +306,28 @@ export function learnedCost(
     };
   }
   const assumed = { ...base, fixedSeconds: fixed };
+  const slow = {
+    mbPerSecond: Math.min(assumed.mbPerSecond, SLOW_COST.mbPerSecond),
+    overheadSeconds: Math.max(
+      assumed.overheadSeconds,
+      SLOW_COST.overheadSeconds,
+    ),
+    fixedSeconds: fixedMeasured
+      ? fixed
+      : Math.max(fixed, SLOW_COST.fixedSeconds),
+  };
+  // evictor's own defaults are the range's fast end: with nothing learned
+  // and nothing configured, the prediction says the slow end (a person
+  // plans a maintenance window by it); a default rate the operator set is
+  // theirs to go by
+  const builtIn = base.mbPerSecond === DEFAULT_COST.mbPerSecond &&
+    base.overheadSeconds === DEFAULT_COST.overheadSeconds;
   return {
-    ...assumed,
+    ...(builtIn ? slow : assumed),
     source: "default",
     drains: 0,
     hosts: [],
     fixedMeasured,
-    spread: [assumed, {
-      mbPerSecond: Math.min(assumed.mbPerSecond, SLOW_COST.mbPerSecond),
-      overheadSeconds: Math.max(
-        assumed.overheadSeconds,
-        SLOW_COST.overheadSeconds,
-      ),
-      fixedSeconds: fixedMeasured
-        ? fixed
-        : Math.max(fixed, SLOW_COST.fixedSeconds),
-    }],
+    spread: [assumed, slow],
   };
 }

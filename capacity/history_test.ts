@@ -109,10 +109,11 @@ Deno.test("learnedCost: table", () => {
     spread: number;
   }[] = [
     {
-      name: "no history: the documented defaults, a range up to a slow network",
+      name:
+        "no history: the range from the documented defaults up to a slow network, headlined at the slow end",
       lessons: [],
       want: {
-        ...DEFAULT_COST,
+        ...SLOW_COST,
         source: "default",
         drains: 0,
         hosts: [],
@@ -211,6 +212,15 @@ Deno.test("learnedCost: table", () => {
 Deno.test("learnedCost: an operator's default that is slower than the slow end stays the slow end", () => {
   const base = { mbPerSecond: 20, overheadSeconds: 30, fixedSeconds: 60 };
   assert.deepEqual(learnedCost([], base).spread, [base, base]);
+});
+
+Deno.test("learnedCost: without history, a default rate the operator set is the headline, the built-in one the range's fast end", () => {
+  const set = { mbPerSecond: 200, overheadSeconds: 8, fixedSeconds: 12 };
+  const own = learnedCost([], set);
+  assert.deepEqual([own.mbPerSecond, own.overheadSeconds], [200, 8]);
+  const builtIn = learnedCost([]);
+  assert.deepEqual(builtIn.spread[0], DEFAULT_COST);
+  assert.equal(builtIn.mbPerSecond, SLOW_COST.mbPerSecond);
 });
 
 Deno.test("property: the learned cost lies within its spread", () => {

@@ -91,7 +91,9 @@ export function planCost(learned: LearnedCost, flags: CostFlags): PlanCost {
   const uncertainty = distinct.size < 2
     ? undefined
     : learned.source === "default"
-    ? `without history the defaults are the fast end; the slow end is ${
+    ? `without history the defaults are the fast end (${
+      costText(spread[0] ?? cost)
+    }) and the slow end is ${
       costText(spread[spread.length - 1] ?? cost)
     } (a slow or shared network: a real Zed cloud measured 63 MB/s + 11 s per migration); drain one host to learn the real rate`
     : `over the costs of the latest ${plural(learned.drains, "ended drain")}`;

@@ -24,12 +24,12 @@ Deno.test("planCost: where the cost comes from and how uncertain it is", () => {
     spread: string[];
   }[] = [
     {
-      name: "no history",
+      name: "no history: headlined at the slow end",
       lessons: [],
-      cost: "1000 MB/s + 5 s per migration + 10 s per drain",
+      cost: "50 MB/s + 15 s per migration + 30 s per drain",
       source: "documented defaults assumed: no ended drain to learn from",
       uncertainty:
-        /^without history the defaults are the fast end; the slow end is 50 MB\/s \+ 15 s per migration \+ 30 s per drain/,
+        /^without history the defaults are the fast end \(1000 MB\/s \+ 5 s per migration \+ 10 s per drain\) and the slow end is 50 MB\/s \+ 15 s per migration \+ 30 s per drain/,
       spread: [
         "1000 MB/s + 5 s per migration + 10 s per drain",
         "50 MB/s + 15 s per migration + 30 s per drain",
@@ -69,10 +69,11 @@ Deno.test("planCost: where the cost comes from and how uncertain it is", () => {
       spread: ["500 MB/s + 10 s per migration + 20 s per drain"],
     },
     {
-      name: "the rate from the command line: the range is the rest's",
+      name:
+        "the rate from the command line: the range is the rest's, the rest headlined at its slow end",
       lessons: [],
       flags: { mbPerSecond: 100 },
-      cost: "100 MB/s + 5 s per migration + 10 s per drain",
+      cost: "100 MB/s + 15 s per migration + 30 s per drain",
       source:
         "rate from the command line, the rest documented defaults assumed: no ended drain to learn from",
       uncertainty:

@@ -203,21 +203,21 @@ Deno.test("planHost and renderPlan: with and without history, the time per drain
       capacity: FITS,
       cost: planCost(learnedCost(lessons), {}),
     });
-  // no history: the defaults (3 x (1.024 s + 5 s) + 10 s), the slow end
-  // 3 x (20.48 s + 15 s) + 30 s
+  // no history: from the defaults (3 x (1.024 s + 5 s) + 10 s) to the
+  // slow end, the headline: 3 x (20.48 s + 15 s) + 30 s
   const fresh = plan([]);
-  assert.equal(fresh.makespan.predictedSeconds, 29);
-  assert.equal(fresh.makespan.lowerBoundSeconds, 29);
+  assert.equal(fresh.makespan.predictedSeconds, 137);
+  assert.equal(fresh.makespan.lowerBoundSeconds, 137);
   assert.deepEqual(fresh.makespan.rangeSeconds, { low: 29, high: 137 });
-  assert.equal(fresh.makespan.fixedSeconds, 10);
+  assert.equal(fresh.makespan.fixedSeconds, 30);
   const text = renderPlan([fresh]);
   assert.match(
     text,
-    /\n {2}makespan: {2}29s predicted \(range 29s to 2m17s\), lower bound 29s\n/,
+    /\n {2}makespan: {2}2m17s predicted \(range 29s to 2m17s\), lower bound 2m17s\n/,
   );
   assert.match(
     text,
-    /\n {2}cost: {6}1000 MB\/s \+ 5\.0 s per migration \+ 10 s per drain: documented defaults assumed: no ended drain to learn from\n/,
+    /\n {2}cost: {6}50 MB\/s \+ 15\.0 s per migration \+ 30 s per drain: documented defaults assumed: no ended drain to learn from\n/,
   );
   assert.match(
     text,

@@ -13,12 +13,12 @@
  * singleton, so this file has its own API server.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_FIXED_SECONDS } from "../capacity/history.ts";
+import { SLOW_COST } from "../capacity/history.ts";
 import { waitFor, withOwnApiServer } from "./harness/eviction_env.ts";
 
-/** A VM of `pa` at the default rate (1000 MB/s, 5 s each): 70.5 s (80.5 s with the time per drain). */
+/** A VM of `pa`: 64 GiB, a long copy at any rate. */
 const BIG_MB = 65536;
-/** A VM of `pb`: 6.0 s (16.0 s with the time per drain). */
+/** A VM of `pb`: 1 GiB. */
 const SMALL_MB = 1024;
 
 Deno.test({
@@ -77,9 +77,11 @@ Deno.test({
         60_000,
       );
       // at Nova's limit 1 on pa: pb's three VMs on three slots at once,
-      // plus the time per drain (no drain has ended: the default's)
-      const one = SMALL_MB / 1000 + 5 + DEFAULT_FIXED_SECONDS;
-      const longest = BIG_MB / 1000 + 5 + DEFAULT_FIXED_SECONDS;
+      // plus the time per drain (no drain has ended, no default rate set:
+      // the slow end of the range a prediction without history spans)
+      const { mbPerSecond, overheadSeconds, fixedSeconds } = SLOW_COST;
+      const one = SMALL_MB / mbPerSecond + overheadSeconds + fixedSeconds;
+      const longest = BIG_MB / mbPerSecond + overheadSeconds + fixedSeconds;
       assert.ok(
         predicted < longest,
         `pb predicted ${predicted} s: it waited for one of pa's copies (${longest} s), as if pa ran 4 at once`,
