@@ -116,7 +116,7 @@ interface Watch {
    * in progress: the events telling it may still be on their way (the
    * feed lags), so the view is found wrong only if none comes by `untilMs`.
    */
-  lagging: Map<string, { diff: FactDiff; untilMs: number }>;
+  lagging: Map<string, { diff: FactDiff; untilMs: number; heard: boolean }>;
 }
 
 /**
@@ -495,8 +495,10 @@ export class NotifiedInformer implements HostInformer {
     for (const n of watch.listing.buffer) {
       if (!view.apply(n)) continue;
       const id = subjectOf(n);
-      if (id !== undefined) this.#heard(key, watch, id, now);
-      if (wakesDrain(n, watch.host, (id) => view.listedHere(id))) wake = true;
+      const late = id !== undefined && this.#heard(key, watch, id, now);
+      if (!late && wakesDrain(n, watch.host, (id) => view.listedHere(id))) {
+        wake = true;
+      }
     }
     if (wake) this.#wake(key);
     const old = watch.view;
@@ -511,7 +513,11 @@ export class NotifiedInformer implements HostInformer {
     );
     const lagging = found.filter(mayLag);
     for (const d of lagging) {
-      watch.lagging.set(d.id, { diff: d, untilMs: now + this.#pollMs });
+      watch.lagging.set(d.id, {
+        diff: d,
+        untilMs: now + this.#pollMs,
+        heard: false,
+      });
     }
     const diffs = found.filter((d) => !mayLag(d));
     this.#judge(key, watch.host, diffs, "the relist found", now);
@@ -548,9 +554,10 @@ export class NotifiedInformer implements HostInformer {
    * event lost).
    */
   #judgeLag(key: string, watch: Watch, now: number): void {
-    const late = [...watch.lagging.values()].filter((l) => now >= l.untilMs);
+    const due = [...watch.lagging.values()].filter((l) => now >= l.untilMs);
+    for (const l of due) watch.lagging.delete(l.diff.id);
+    const late = due.filter((l) => !l.heard);
     if (late.length === 0) return;
-    for (const l of late) watch.lagging.delete(l.diff.id);
     this.#judge(
       key,
       watch.host,
@@ -560,10 +567,17 @@ export class NotifiedInformer implements HostInformer {
     );
   }
 
-  /** An event about VM `id` reached `key`'s view: what a relist found of it is not lost. */
-  #heard(key: string, watch: Watch, id: string, now: number): void {
+  /**
+   * An event about VM `id` reached `key`'s view: what a relist found of it
+   * was not lost, only late. Returns whether it is such a late event (the
+   * relist took in what it tells: no reason to wake the drain).
+   */
+  #heard(key: string, watch: Watch, id: string, now: number): boolean {
     this.#trust.heard(key, id, now);
-    watch.lagging.delete(id);
+    const lag = watch.lagging.get(id);
+    if (lag === undefined || now >= lag.untilMs) return false;
+    lag.heard = true;
+    return true;
   }
 
   /** A list that failed: its buffer is dropped. */
@@ -594,8 +608,8 @@ export class NotifiedInformer implements HostInformer {
       watch.listing?.buffer.push(n);
       const view = watch.view;
       if (view === undefined || !view.apply(n)) continue;
-      if (id !== undefined) this.#heard(key, watch, id, now);
-      if (wakesDrain(n, watch.host, (vm) => view.listedHere(vm))) {
+      const late = id !== undefined && this.#heard(key, watch, id, now);
+      if (!late && wakesDrain(n, watch.host, (vm) => view.listedHere(vm))) {
         this.#wake(key);
       }
     }

@@ -139,7 +139,9 @@ Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event
     list("b"),
   );
   assert.deepEqual(lagged.lagging.map((d) => d.id), ["a"]);
+  const woken = late.woken.length;
   for (const n of rest) late.feed.publish(n);
+  assert.equal(late.woken.length, woken, "the late events tell nothing new");
   late.tick(2000);
   late.watches.endList("ev", late.watches.beginList("ev", HOST), {
     ...list("b"),
