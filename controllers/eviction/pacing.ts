@@ -47,6 +47,13 @@ export const LATE_MARGIN = 0.03;
  * it: a look at Nova then (Pace.endsBy).
  */
 export const LATE_END_SHARE = 0.25;
+/**
+ * Poll intervals the end of a migration the model cannot time yet may
+ * take past its stand-in end before the view is not trusted to tell it:
+ * a drain's first copies would otherwise be looked at as they end, and
+ * race their own end events.
+ */
+export const UNTIMED_POLLS = 4;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
 
@@ -498,9 +505,13 @@ export class Pace {
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
     const { model, first, untimed, byId } = this.#ends(view);
     this.#endsBy = new Map(
-      [...byId].map((
-        [id, { since, end }],
-      ) => [id, end + Math.max(view.pollMs, LATE_END_SHARE * (end - since))]),
+      [...byId].map(([id, { since, end, timed }]) => [
+        id,
+        end + Math.max(
+          timed ? view.pollMs : UNTIMED_POLLS * view.pollMs,
+          LATE_END_SHARE * (end - since),
+        ),
+      ]),
     );
     const look = lookAt([...model, ...first], view.pollMs);
     return {
@@ -537,7 +548,8 @@ export class Pace {
    * a poll interval or {@linkcode LATE_END_SHARE} of its expected time,
    * whichever is longer. While the model cannot time it, its start and
    * the slot time the drain's completed migrations show stand for its
-   * end (its start before the first). An informer whose view shows one
+   * end (its start before the first), and the bound is
+   * {@linkcode UNTIMED_POLLS} poll intervals at least. An informer whose view shows one
    * still moving later looks at Nova (its end event may be lost), at
    * spacings that double while it runs on.
    */
@@ -564,9 +576,12 @@ export class Pace {
     model: number[];
     first: number[];
     untimed: boolean;
-    byId: Map<string, { since: number; end: number }>;
+    byId: Map<string, { since: number; end: number; timed: boolean }>;
   } {
-    const byId = new Map<string, { since: number; end: number }>();
+    const byId = new Map<
+      string,
+      { since: number; end: number; timed: boolean }
+    >();
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
@@ -595,6 +610,7 @@ export class Pace {
       byId.set(entry.id, {
         since,
         end: end ?? since + this.#slotMs(view.ramOf(entry.id)),
+        timed: end !== undefined,
       });
     }
     return { model, first, untimed, byId };

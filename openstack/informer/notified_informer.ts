@@ -27,7 +27,7 @@ import {
   migrationStepOf,
   subjectOf,
 } from "./notified_events.ts";
-import { type FactDiff, factDiffs } from "./view_diff.ts";
+import { type FactDiff, factDiffs, planFacts } from "./view_diff.ts";
 import { inFlightKindOfServer } from "./nova_states.ts";
 import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
 import type {
@@ -488,29 +488,36 @@ export class NotifiedInformer implements HostInformer {
       return { diffs: [], lagging: [], checked: false };
     }
     const view = new WatchedHost(watch.host, list, stamp);
-    // An event the list may not show yet wakes the drain again.
-    let wake = false;
     const now = this.#now();
     this.#judgeLag(key, watch, now);
+    // VMs of waking events that came while the list ran
+    const woke = new Set<string | undefined>();
     for (const n of watch.listing.buffer) {
       if (!view.apply(n)) continue;
       const id = subjectOf(n);
       const late = id !== undefined && this.#heard(key, watch, id, now);
       if (!late && wakesDrain(n, watch.host, (id) => view.listedHere(id))) {
-        wake = true;
+        woke.add(id);
       }
     }
-    if (wake) this.#wake(key);
+    const seen = view.observation(undefined);
+    // Such an event wakes the drain again only where the list may not show
+    // it yet: the view with it says otherwise than the list alone.
+    if (woke.size > 0) {
+      const listed = planFacts(list, watch.host);
+      const told = planFacts(seen, watch.host);
+      if (
+        [...woke].some((id) =>
+          id === undefined || listed.get(id) !== told.get(id)
+        )
+      ) this.#wake(key);
+    }
     const old = watch.view;
     const checked = old !== undefined && old.trustworthy(this.feed);
     watch.view = view;
     watch.listing = undefined;
     if (!checked) return { diffs: [], lagging: [], checked };
-    const found = factDiffs(
-      old.observation(undefined),
-      view.observation(undefined),
-      watch.host,
-    );
+    const found = factDiffs(old.observation(undefined), seen, watch.host);
     const lagging = found.filter(mayLag);
     for (const d of lagging) {
       watch.lagging.set(d.id, {
