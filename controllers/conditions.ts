@@ -106,8 +106,8 @@ export const REASON_ALL_DISABLED = "AllDisabled";
 export const REASON_SETTLE_BOUND_PASSED = "SettleBoundPassed";
 /** NovaLimited: Nova queues live migrations beyond its own limit. */
 export const REASON_NOVA_QUEUES = "NovaQueues";
-/** NovaLimited: Nova has not shown its limit lately. */
-export const REASON_NOT_SEEN_LATELY = "NotSeenLately";
+/** NovaLimited: Nova ran more at once than the limit it showed (raised). */
+export const REASON_LIMIT_RAISED = "LimitRaised";
 /** NovaNotifications: the host's notified view is trusted. */
 export const REASON_TRUSTED = "Trusted";
 /** NovaNotifications: a start of ours on the host was not heard of in time. */

@@ -11,7 +11,7 @@ import {
   DEFAULT_COMPUTE_API_VERSION,
   type EndpointInterface,
 } from "./config.ts";
-import { NotFoundError } from "./errors.ts";
+import { ConflictError, NotFoundError, OpenStackError } from "./errors.ts";
 import {
   chooseComputeVersion,
   COMPUTE_CEILING,
@@ -73,6 +73,40 @@ export interface ActionResult {
   requestId: string | undefined;
 }
 
+/** One HTTP call to Nova as it ended, for {@linkcode NovaClient.onCall}. */
+export interface NovaCall {
+  /** The client's name of it, e.g. `liveMigrate`. */
+  call: string;
+  /** HTTP method. */
+  method: HttpRequest["method"];
+  /** The path's template, e.g. `/servers/{id}/action`. */
+  route: string;
+  /** `ok`, `not_found`, `conflict`, the HTTP status, `no_response` or `error`. */
+  outcome: string;
+}
+
+/**
+ * A call's outcome: `ok`, or what its error says.
+ *
+ * @example
+ * ```ts
+ * import { callOutcome } from "./nova.ts";
+ * import { NotFoundError, UnavailableError } from "./errors.ts";
+ * console.assert(callOutcome(undefined) === "ok");
+ * console.assert(callOutcome(new NotFoundError("gone", { status: 404 })) === "not_found");
+ * console.assert(callOutcome(new UnavailableError("reset")) === "no_response");
+ * ```
+ */
+export function callOutcome(err: unknown): string {
+  if (err === undefined) return "ok";
+  if (err instanceof NotFoundError) return "not_found";
+  if (err instanceof ConflictError) return "conflict";
+  if (err instanceof OpenStackError) {
+    return err.status === undefined ? "no_response" : String(err.status);
+  }
+  return "error";
+}
+
 /** Filters of {@linkcode NovaClient.listMigrations}. */
 export interface MigrationFilter {
   /** Source or destination compute host. */
@@ -102,6 +136,17 @@ const versionDocumentSchema = z.object({
   }),
 });
 
+/** A route with its `{name}` parts filled from `params`, encoded. */
+function fillRoute(
+  route: string,
+  params: Record<string, string | number> | undefined,
+): string {
+  return route.replace(
+    /\{(\w+)\}/g,
+    (_, name: string) => encodeURIComponent(String(params?.[name] ?? "")),
+  );
+}
+
 function isoTime(t: Date | string): string {
   if (typeof t === "string") return t;
   // Nova parses ISO 8601; drop milliseconds for portability.
@@ -129,6 +174,7 @@ export class NovaClient {
   #negotiated: Promise<string> | undefined;
   readonly #options: NovaClientOptions;
   readonly #dateListeners = new Set<(novaDateMs: number) => void>();
+  readonly #callListeners = new Set<(call: NovaCall) => void>();
 
   /** Creates a client; no call is made until a method is used. */
   constructor(session: KeystoneSession, options: NovaClientOptions = {}) {
@@ -251,6 +297,21 @@ export class NovaClient {
     return () => this.#dateListeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` as each call to Nova ends (every page of a list is
+   * one), with its route and outcome: where Nova calls are counted.
+   * Returns the unsubscribe function.
+   *
+   * @example
+   * ```ts ignore
+   * nova.onCall((c) => counter.inc({ ...c }));
+   * ```
+   */
+  onCall(listener: (call: NovaCall) => void): () => void {
+    this.#callListeners.add(listener);
+    return () => this.#callListeners.delete(listener);
+  }
+
   #noteServerDate(headers: Headers): void {
     if (this.#dateListeners.size === 0) return;
     const raw = headers.get("date");
@@ -260,42 +321,64 @@ export class NovaClient {
   }
 
   async #call(
-    req: Omit<HttpRequest, "url" | "headers"> & {
-      path: string;
+    req: Omit<HttpRequest, "url" | "headers" | "action"> & {
+      /** The client's name of the call. */
+      action: string;
+      /** The path's template; `{name}` is filled from `params`. */
+      route: string;
+      params?: Record<string, string | number>;
       query?: URLSearchParams;
     },
   ): Promise<HttpResponse> {
     const base = await this.#base();
     await this.negotiate(req.signal);
-    const qs = req.query === undefined || req.query.size === 0
-      ? ""
-      : `?${req.query}`;
-    const { path: _path, query: _query, ...rest } = req;
-    const res = await this.#session.request({
-      ...rest,
-      url: `${base}${req.path}${qs}`,
-      headers: {
-        "OpenStack-API-Version": `compute ${this.#microversion}`,
-        "X-OpenStack-Nova-API-Version": this.#microversion,
-      },
-      ...(this.#options.timeoutMs === undefined
-        ? {}
-        : { timeoutMs: this.#options.timeoutMs }),
-    });
+    const { route, params, query, ...rest } = req;
+    const path = fillRoute(route, params);
+    const qs = query === undefined || query.size === 0 ? "" : `?${query}`;
+    const told = (err?: unknown) => {
+      const call = {
+        call: req.action,
+        method: req.method,
+        route,
+        outcome: callOutcome(err),
+      };
+      for (const l of this.#callListeners) l(call);
+    };
+    let res: HttpResponse;
+    try {
+      res = await this.#session.request({
+        ...rest,
+        action: `nova.${req.action}`,
+        url: `${base}${path}${qs}`,
+        headers: {
+          "OpenStack-API-Version": `compute ${this.#microversion}`,
+          "X-OpenStack-Nova-API-Version": this.#microversion,
+        },
+        ...(this.#options.timeoutMs === undefined
+          ? {}
+          : { timeoutMs: this.#options.timeoutMs }),
+      });
+    } catch (err) {
+      told(err);
+      throw err;
+    }
+    told();
     this.#noteServerDate(res.headers);
     return res;
   }
 
   async #get<S extends z.ZodType>(
     action: string,
-    path: string,
+    route: string,
+    params: Record<string, string> | undefined,
     query: URLSearchParams | undefined,
     schema: S,
     signal?: AbortSignal,
   ): Promise<z.output<S>> {
     const res = await this.#call({
       method: "GET",
-      path,
+      route,
+      ...(params === undefined ? {} : { params }),
       ...(query === undefined ? {} : { query }),
       idempotent: true,
       action,
@@ -304,7 +387,7 @@ export class NovaClient {
         ? {}
         : { hedgeAfterMs: this.#options.readHedgeMs }),
     });
-    return parseBody(schema, res, `GET ${path}`);
+    return parseBody(schema, res, `GET ${fillRoute(route, params)}`);
   }
 
   async #action(
@@ -313,17 +396,22 @@ export class NovaClient {
     body: unknown,
     signal?: AbortSignal,
   ): Promise<ActionResult> {
-    const path = `/servers/${encodeURIComponent(serverId)}/action`;
     const res = await this.#call({
       method: "POST",
-      path,
+      route: "/servers/{id}/action",
+      params: { id: serverId },
       body,
       idempotent: false,
       action,
       ...(signal === undefined ? {} : { signal }),
     });
     this.#session.logger.info(
-      { action, serverId, requestId: res.requestId, status: res.status },
+      {
+        action: `nova.${action}`,
+        serverId,
+        requestId: res.requestId,
+        status: res.status,
+      },
       "Nova accepted action",
     );
     return { requestId: res.requestId };
@@ -367,8 +455,9 @@ export class NovaClient {
       query,
       async (q) => {
         const body = await this.#get(
-          "nova.listServersOnHost",
+          "listServersOnHost",
           "/servers/detail",
+          undefined,
           q,
           serverListSchema,
           signal,
@@ -388,8 +477,9 @@ export class NovaClient {
    */
   async getServer(id: string, signal?: AbortSignal): Promise<Server> {
     const body = await this.#get(
-      "nova.getServer",
-      `/servers/${encodeURIComponent(id)}`,
+      "getServer",
+      "/servers/{id}",
+      { id },
       undefined,
       serverShowSchema,
       signal,
@@ -409,7 +499,7 @@ export class NovaClient {
     options: LiveMigrateOptions = {},
     signal?: AbortSignal,
   ): Promise<ActionResult> {
-    return await this.#action("nova.liveMigrate", id, {
+    return await this.#action("liveMigrate", id, {
       "os-migrateLive": {
         host: options.host ?? null,
         block_migration: options.blockMigration ?? "auto",
@@ -428,7 +518,7 @@ export class NovaClient {
     signal?: AbortSignal,
   ): Promise<ActionResult> {
     return await this.#action(
-      "nova.coldMigrate",
+      "coldMigrate",
       id,
       { migrate: options.host === undefined ? null : { host: options.host } },
       signal,
@@ -438,7 +528,7 @@ export class NovaClient {
   /** Confirms a finished cold migration (`confirmResize`). */
   async confirmResize(id: string, signal?: AbortSignal): Promise<ActionResult> {
     return await this.#action(
-      "nova.confirmResize",
+      "confirmResize",
       id,
       { confirmResize: null },
       signal,
@@ -465,10 +555,9 @@ export class NovaClient {
       );
     }
     const body = await this.#get(
-      "nova.getInstanceAction",
-      `/servers/${encodeURIComponent(serverId)}/os-instance-actions/${
-        encodeURIComponent(requestId)
-      }`,
+      "getInstanceAction",
+      "/servers/{id}/os-instance-actions/{requestId}",
+      { id: serverId, requestId },
       undefined,
       instanceActionShowSchema,
       signal,
@@ -493,8 +582,9 @@ export class NovaClient {
     }
     return await this.#pages(query, async (q) => {
       const body = await this.#get(
-        "nova.listMigrations",
+        "listMigrations",
         "/os-migrations",
+        undefined,
         q,
         migrationListSchema,
         signal,
@@ -512,8 +602,9 @@ export class NovaClient {
     signal?: AbortSignal,
   ): Promise<ServerMigration[]> {
     const body = await this.#get(
-      "nova.listServerMigrations",
-      `/servers/${encodeURIComponent(serverId)}/migrations`,
+      "listServerMigrations",
+      "/servers/{id}/migrations",
+      { id: serverId },
       undefined,
       serverMigrationListSchema,
       signal,
@@ -537,11 +628,10 @@ export class NovaClient {
     }
     const res = await this.#call({
       method: "DELETE",
-      path: `/servers/${
-        encodeURIComponent(serverId)
-      }/migrations/${migrationId}`,
+      route: "/servers/{id}/migrations/{migrationId}",
+      params: { id: serverId, migrationId },
       idempotent: false,
-      action: "nova.abortLiveMigration",
+      action: "abortLiveMigration",
       ...(signal === undefined ? {} : { signal }),
     });
     this.#session.logger.info(
@@ -574,8 +664,9 @@ export class NovaClient {
     if (options.withServers === true) query.set("with_servers", "true");
     try {
       const body = await this.#get(
-        "nova.findHypervisorByHostname",
+        "findHypervisorByHostname",
         "/os-hypervisors/detail",
+        undefined,
         query,
         hypervisorListSchema,
         signal,
@@ -596,8 +687,9 @@ export class NovaClient {
       throw new TypeError('host must be a non-empty string, got ""');
     }
     const body = await this.#get(
-      "nova.findComputeService",
+      "findComputeService",
       "/os-services",
+      undefined,
       new URLSearchParams({ binary: "nova-compute", host }),
       serviceListSchema,
       signal,
@@ -618,8 +710,9 @@ export class NovaClient {
    */
   async listComputeServices(signal?: AbortSignal): Promise<ComputeService[]> {
     const body = await this.#get(
-      "nova.listComputeServices",
+      "listComputeServices",
       "/os-services",
+      undefined,
       new URLSearchParams({ binary: "nova-compute" }),
       serviceListSchema,
       signal,
@@ -642,16 +735,16 @@ export class NovaClient {
         `reason is only allowed when disabling, got "${reason}" with enabled=true`,
       );
     }
-    const path = `/os-services/${encodeURIComponent(id)}`;
     const res = await this.#call({
       method: "PUT",
-      path,
+      route: "/os-services/{id}",
+      params: { id },
       body: enabled ? { status: "enabled" } : {
         status: "disabled",
         ...(reason === undefined ? {} : { disabled_reason: reason }),
       },
       idempotent: false,
-      action: "nova.setComputeServiceStatus",
+      action: "setComputeServiceStatus",
       ...(signal === undefined ? {} : { signal }),
     });
     this.#session.logger.info(
@@ -663,6 +756,6 @@ export class NovaClient {
       },
       "Nova accepted action",
     );
-    return parseBody(serviceShowSchema, res, `PUT ${path}`).service;
+    return parseBody(serviceShowSchema, res, "PUT /os-services/{id}").service;
   }
 }

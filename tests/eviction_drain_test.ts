@@ -208,7 +208,7 @@ Deno.test({
           );
           assert.match(
             metrics,
-            /evictor_nova_calls_total\{call="liveMigrate",outcome="ok"\}/,
+            /evictor_nova_calls_total\{call="liveMigrate",method="POST",route="\/servers\/\{id\}\/action",outcome="ok"\}/,
           );
           assert.match(
             metrics,

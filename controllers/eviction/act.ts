@@ -19,7 +19,7 @@ import {
 } from "../../openstack/mod.ts";
 import type { DrainState, IssuedStart } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
-import type { CountedNova } from "./nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import { countsOf, type PendingEvent } from "./report.ts";
@@ -30,7 +30,7 @@ import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 /** What acting needs. */
 export interface ActDeps {
   /** Nova. */
-  nova: CountedNova;
+  nova: NovaClient;
   /** Metrics (migrations started). */
   metrics: EvictionMetrics;
 }
@@ -157,8 +157,8 @@ function startAll(
     };
     state.starts.set(s.id, issued);
     const call = s.kind === "live"
-      ? deps.nova.liveMigrate(s.id, signal)
-      : deps.nova.coldMigrate(s.id, signal);
+      ? deps.nova.liveMigrate(s.id, {}, signal)
+      : deps.nova.coldMigrate(s.id, {}, signal);
     answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {

@@ -12,14 +12,17 @@ import { related } from "../../framework/handler.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import type { NotificationFeed } from "../../openstack/notification_types.ts";
-import { trustOptionsFor } from "../../openstack/informer/feed_trust.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import {
   type HostInformer,
+  type InformerTiming,
   PollingInformer,
+  RELIST_POLLS,
 } from "../../openstack/informer/informer.ts";
 import { InformerMetrics } from "../../openstack/informer/informer_metrics.ts";
-import { RELIST_POLLS } from "./pass_look.ts";
+import { NovaLister } from "../../openstack/informer/lister.ts";
+import { countNovaCalls } from "../../openstack/nova_metrics.ts";
+import { NovaClock } from "./nova_clock.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import {
@@ -31,7 +34,6 @@ import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { registerEvictionGauges } from "./state_metrics.ts";
-import { CountedNova } from "./nova_calls.ts";
 import type { PlanOptions } from "./observation.ts";
 import {
   type EvictionClock,
@@ -223,12 +225,26 @@ function passDeps(
   }
   const metrics = new EvictionMetrics(operator.metrics.registry);
   const clock = deps.clock ?? { now: () => Date.now() };
-  const trust = { pollMs: deps.pollIntervalMs, relistMs, rate };
+  const timing = {
+    pollMs: deps.pollIntervalMs,
+    relistMs,
+    finishedCheckMs,
+    rate,
+  };
+  const lister = new NovaLister(deps.nova, {
+    now: () => clock.now(),
+    concurrency: actConcurrency,
+    warn: (fields, msg) => operator.logger.warn(fields, `Nova ${msg}`),
+  });
   const memory = new DrainMemory(
-    hostInformer(operator, deps.notifications, clock, trust),
+    hostInformer(operator, deps.notifications, lister, clock, timing),
   );
+  countNovaCalls(deps.nova, operator.metrics.registry);
+  const novaClock = new NovaClock();
+  deps.nova.onServerDate((ms) => novaClock.sample(ms, clock.now()));
   return {
-    nova: new CountedNova(deps.nova, metrics, clock),
+    nova: deps.nova,
+    novaClockOffsetMs: () => novaClock.offsetMs(),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
     maxPollMs,
@@ -311,13 +327,14 @@ function watchAllEvictions(
 function hostInformer(
   operator: Operator,
   feed: NotificationFeed | undefined,
+  lister: NovaLister,
   clock: EvictionClock,
-  trust: { pollMs: number; relistMs: number; rate: number },
+  timing: InformerTiming,
 ): HostInformer {
   const registry = operator.metrics.registry;
   if (feed === undefined) {
     new InformerMetrics(registry);
-    return new PollingInformer();
+    return new PollingInformer(lister);
   }
   const evictions = operator.cache(EvictionKind);
   const log = operator.logger.child({ informer: "nova-notifications" });
@@ -328,13 +345,14 @@ function hostInformer(
   );
   const informer = new NotifiedInformer(
     feed,
+    lister,
     (key) => {
       if (evictions.get(key) !== undefined) {
         operator.enqueue(EvictionKind, key);
       }
     },
     () => clock.now(),
-    trustOptionsFor(trust),
+    timing,
     {
       differed(host, diffs) {
         metrics.viewDiffs.inc({ hypervisor: host }, diffs.length);

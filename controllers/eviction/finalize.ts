@@ -230,7 +230,7 @@ async function waitForSettled(
   const nowMs = deps.clock.now();
   const settle = deps.memory.of(key).settle;
   const since = settle.waitingSinceMs ??= nowMs;
-  const migrations = await deps.nova.listMigrations({ host }, signal);
+  const migrations = await deps.memory.informer.glance(host, undefined, signal);
   const look = settleLook({
     host,
     migrations,
@@ -255,7 +255,7 @@ async function waitForSettled(
     nowMs,
     graceMs: deps.planOptions.gracePeriodMs ??
       DEFAULT_PLAN_OPTIONS.gracePeriodMs,
-    novaOffsetMs: deps.nova.novaClockOffsetMs(),
+    novaOffsetMs: deps.novaClockOffsetMs(),
   });
   const running = look.counted.length + unlisted.length;
   const before = ev.status?.inFlightCount ?? 0;

@@ -34,7 +34,8 @@ import type {
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
-import { CountedNova } from "./nova_calls.ts";
+import { NovaLister } from "../../openstack/informer/lister.ts";
+import { PollingInformer } from "../../openstack/informer/informer.ts";
 import { policySettings } from "../../limits/resolve.ts";
 
 const HOST = "node042";
@@ -185,7 +186,8 @@ function world(opts: {
   const clock = { ms: T0 };
   const metrics = new EvictionMetrics(new Registry());
   const deps: EvictionPassDeps = {
-    nova: new CountedNova(nova as unknown as NovaClient, metrics),
+    nova: nova as unknown as NovaClient,
+    novaClockOffsetMs: () => 0,
     flagSettings: policySettings({
       maxConcurrentMigrations: 2,
       abortStuckMigrations: false,
@@ -198,7 +200,11 @@ function world(opts: {
     settleMs: 0,
     planOptions: { gracePeriodMs: 60_000 },
     clock: { now: () => clock.ms },
-    memory: new DrainMemory(),
+    memory: new DrainMemory(
+      new PollingInformer(
+        new NovaLister(nova as unknown as NovaClient, { now: () => clock.ms }),
+      ),
+    ),
     metrics,
     actConcurrency: 1,
     waveSettleMs: 15_000,

@@ -13,7 +13,6 @@
 
 import type { ActionNote, StartNote } from "./once.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
-import type { NovaLimitMemo } from "./nova_limit.ts";
 import {
   type MigrationKind,
   migrationPhase,
@@ -24,10 +23,7 @@ import { Durations, Pace } from "./pacing.ts";
 import { InFlightLedger } from "./ledger.ts";
 import type { DrainMarks } from "./lesson.ts";
 import { BudgetWaiters } from "./budget.ts";
-import {
-  type HostInformer,
-  PollingInformer,
-} from "../../openstack/informer/informer.ts";
+import type { HostInformer } from "../../openstack/informer/informer.ts";
 import type { ProgressMarks } from "./settle.ts";
 
 /** A start this process issued, and Nova's answer so far. */
@@ -88,8 +84,6 @@ export interface DrainState {
    * from ({@linkcode noteCopyStarts}).
    */
   readonly copyStarted: Map<string, number>;
-  /** Nova's limit on the host's live migrations, once seen (nova_limit.ts). */
-  novaLimit: NovaLimitMemo | undefined;
   /** Controller clock of this process's first pass of the drain. */
   firstSeenMs?: number;
   /** When its first migration started and its last ended (lesson.ts). */
@@ -104,7 +98,11 @@ export interface DrainState {
  * @example
  * ```ts
  * import { DrainMemory } from "./memory.ts";
- * const memory = new DrainMemory();
+ * import { PollingInformer } from "../../openstack/informer/informer.ts";
+ * import { NovaLister } from "../../openstack/informer/lister.ts";
+ * const nova = { listServersOnHost: () => Promise.resolve([]),
+ *   listMigrations: () => Promise.resolve([]), getServer: () => Promise.reject() };
+ * const memory = new DrainMemory(new PollingInformer(new NovaLister(nova, { now: Date.now })));
  * memory.of("a").ram.set("vm", 1024);
  * memory.forget("a");
  * console.assert(memory.of("a").ram.size === 0);
@@ -124,8 +122,8 @@ export class DrainMemory {
    */
   readonly informer: HostInformer;
 
-  /** A memory whose drains see their hosts through `informer` (default: polling). */
-  constructor(informer: HostInformer = new PollingInformer()) {
+  /** A memory whose drains see their hosts through `informer`. */
+  constructor(informer: HostInformer) {
     this.informer = informer;
   }
 
@@ -145,7 +143,6 @@ export class DrainMemory {
         startBackoff: new Map(),
         waveSeen: new Map(),
         copyStarted: new Map(),
-        novaLimit: undefined,
         marks: {},
         settle: { marks: new Map(), waitingSinceMs: undefined, failures: 0 },
       };

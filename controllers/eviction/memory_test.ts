@@ -2,11 +2,22 @@ import assert from "node:assert/strict";
 import { DrainMemory } from "./memory.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
-import { HOST, listed, T0 } from "../../tests/harness/notified_fixtures.ts";
+import { NovaLister } from "../../openstack/informer/lister.ts";
+import {
+  FixedNova,
+  HOST,
+  listed,
+  T0,
+} from "../../tests/harness/notified_fixtures.ts";
 
 Deno.test("DrainMemory: one forget clears every part of the drain's record", () => {
   const feed = new MemoryFeed();
-  const informer = new NotifiedInformer(feed, () => {}, () => T0);
+  const informer = new NotifiedInformer(
+    feed,
+    new NovaLister(new FixedNova(), { now: () => T0 }),
+    () => {},
+    () => T0,
+  );
   const m = new DrainMemory(informer);
   const list = (id: string) => ({
     servers: [listed(id)],
@@ -36,7 +47,7 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
   assert.equal(m.ledger.get("e"), 0);
   assert.equal(m.budgetWaiters.standing("e"), undefined);
   assert.equal(informer.woken("e"), false);
-  assert.deepEqual(informer.takeDemotions("e"), []);
+  assert.deepEqual(informer.takeWarnings("e"), []);
   feed.up();
   assert.equal(informer.woken("e"), false, "no longer watched: not woken");
   // the other drain keeps every part
@@ -45,5 +56,5 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
   assert.equal(m.ledger.get("other"), 3);
   assert.equal(m.budgetWaiters.standing("other"), "waiting");
   assert.equal(informer.woken("other"), true);
-  assert.equal(informer.takeDemotions("other").length, 1);
+  assert.equal(informer.takeWarnings("other").length, 1);
 });

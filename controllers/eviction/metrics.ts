@@ -38,8 +38,6 @@ export class EvictionMetrics {
   readonly migrationDuration: Histogram<"kind">;
   /** Seconds from drain start to an empty host. */
   readonly drainDuration: Histogram;
-  /** Nova API calls made by the controller, by call and outcome. */
-  readonly novaCalls: Counter<"call" | "outcome">;
   /** Deleted Evictions whose finalizer stopped waiting for migrations. */
   readonly finalizerGaveUp: Counter<"hypervisor">;
   /** Passes that planned from the informer's snapshot, or from a look at Nova. */
@@ -84,12 +82,6 @@ export class EvictionMetrics {
       name: "evictor_drain_duration_seconds",
       help: "Time from drain start to an empty host.",
       buckets: [60, 300, 900, 1800, 3600, 7200, 14400, 43200],
-      registers,
-    });
-    this.novaCalls = new Counter({
-      name: "evictor_nova_calls_total",
-      help: "Nova API calls made by the eviction controller.",
-      labelNames: ["call", "outcome"],
       registers,
     });
     this.finalizerGaveUp = new Counter({

@@ -21,16 +21,10 @@ import { EvictionKind } from "../kinds.ts";
 import type { PendingEvent } from "./report.ts";
 import type { DrainMemory, DrainState } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
-import type { CountedNova } from "./nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
 import { statusEqual } from "./status_equal.ts";
 import { withDrained } from "./conditions.ts";
-import {
-  learnNovaLimit,
-  NOVA_LIMIT_TTL_MS,
-  observedNovaLimit,
-} from "./nova_limit.ts";
-import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { inFlightByEviction } from "./budget.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
@@ -48,8 +42,10 @@ export interface EvictionClock {
 
 /** What a pass needs; built once by `registerEvictionController`. */
 export interface EvictionPassDeps {
-  /** Nova, every call counted. */
-  nova: CountedNova;
+  /** Nova (its calls counted by the client, openstack/nova_metrics.ts). */
+  nova: NovaClient;
+  /** Nova's clock minus the controller's (ms), once learned and steady (nova_clock.ts). */
+  novaClockOffsetMs: () => number;
   /** Limit settings from the flags (used without an EvictionPolicy). */
   flagSettings: LimitSettings;
   /** The shortest wait between passes (real ms). */
@@ -262,40 +258,4 @@ export function finishedLookMs(
       Math.max(deps.pollIntervalMs, finishedForMs),
     ),
   );
-}
-
-/**
- * Learns Nova's limit on the host's live migrations from what a look shows
- * of them (a queued one while others copy, nova_limit.ts), in the drain's
- * memory: a full look and a glance at the migrations alike. Returns the
- * limit known now.
- */
-export function learnNovaLimitFrom(
-  pass: Pass,
-  migrations: readonly ObservedMigration[],
-): number | undefined {
-  const memo = learnNovaLimit(
-    pass.state.novaLimit,
-    observedNovaLimit(migrations, pass.host),
-    pass.deps.clock.now(),
-    NOVA_LIMIT_TTL_MS * pass.rate,
-  );
-  pass.state.novaLimit = memo;
-  return memo?.limit;
-}
-
-/**
- * Nova's limit on a drain's host as it knows it now (its memo while
- * fresh): this pass's drain, or another drain of this process (`state`).
- */
-export function knownNovaLimit(
-  pass: Pass,
-  state: DrainState = pass.state,
-): number | undefined {
-  return learnNovaLimit(
-    state.novaLimit,
-    undefined,
-    pass.deps.clock.now(),
-    NOVA_LIMIT_TTL_MS * pass.rate,
-  )?.limit;
 }

@@ -33,8 +33,6 @@ import {
 } from "./budget.ts";
 import {
   clusterInFlight,
-  knownNovaLimit,
-  learnNovaLimitFrom,
   limitOfDrain,
   type Pass,
   record,
@@ -196,10 +194,7 @@ export function waitingDrains(
       remaining: remainingWork(pass, e),
       startsWithoutLook: aboutToStart(e) ||
         (mine.get(name) !== undefined &&
-          deps.memory.informer.cached(
-            name,
-            knownNovaLimit(pass, deps.memory.of(name)),
-          )),
+          deps.memory.informer.cached(name)),
     };
   });
 }
@@ -248,18 +243,6 @@ export function giveBack(pass: Pass, plan: Plan | undefined): void {
 }
 
 /**
- * Nova's limit on the host's live migrations, learned from this look
- * (nova_limit.ts), as a plan input.
- */
-function novaLiveLimit(
-  pass: Pass,
-  seen: Observation,
-): { novaLiveLimit?: number } {
-  const limit = learnNovaLimitFrom(pass, seen.migrations);
-  return limit === undefined ? {} : { novaLiveLimit: limit };
-}
-
-/**
  * The planner's input for this pass: its observation, the limit in force
  * (policy, traits, the Eviction's own cap), the start answers in memory
  * and what the drain learned of Nova's limit; no cluster budget yet. The
@@ -290,9 +273,9 @@ export function planInputFor(
     starts: pass.state.starts,
     confirms: pass.state.confirms,
     aborts: pass.state.aborts,
-    ...(seen.lookedAtMs === undefined ? {} : { lookedAtMs: seen.lookedAtMs }),
+    lookedAtMs: seen.listedAtMs,
     startBackoff: pass.state.startBackoff,
-    ...novaLiveLimit(pass, seen),
+    ...(seen.novaLimit === undefined ? {} : { novaLiveLimit: seen.novaLimit }),
     // Without a cluster budget a queued migration takes no one's slot, and
     // Nova starts it the moment a copy ends: keep one in Nova's queue.
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined

@@ -374,7 +374,7 @@ export async function checkCapacityFirst(
             e.spec.hypervisor === name && e.status?.finishedAt === undefined
           )?.spec ?? { hypervisor: name },
       ).limit,
-      (name === host ? pass.state.novaLimit?.limit : undefined) ??
+      (name === host ? pass.status.novaLiveMigrationLimit : undefined) ??
         learnedNovaLimit(
           name,
           evictions,

@@ -21,7 +21,7 @@ import {
   type PassWorld,
 } from "../../tests/harness/pass_fixture.ts";
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
-import type { CountedNova } from "./nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
 import type { Step } from "./pass.ts";
 import { gate } from "./pass_gate.ts";
 import { preflight } from "./preflight.ts";
@@ -112,7 +112,7 @@ function service(
 function novaWith(
   svc: ComputeService | undefined,
   calls: string[],
-): Partial<CountedNova> {
+): Pick<NovaClient, "findComputeService" | "setComputeServiceStatus"> {
   return {
     findComputeService: (host: string) => {
       calls.push(`findComputeService ${host}`);
@@ -581,7 +581,7 @@ Deno.test("gate: the preflight disables the compute service, or ends the drain",
 
 Deno.test("gate: a preflight failure recorded already raises no second Warning", async () => {
   const hypervisors = [hypervisor("h1", { hypervisorId: "hv-1" })];
-  const before = await preflight(novaWith(undefined, []) as CountedNova, {
+  const before = await preflight(novaWith(undefined, []), {
     host: "h1",
     reason: "test",
     hypervisor: hypervisors[0],

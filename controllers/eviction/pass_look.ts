@@ -1,23 +1,25 @@
 /**
- * Look: what the drain knows of its host for this pass. A pass that only
- * starts migrations plans from the informer's snapshot of the host when
- * the informer vouches for it (openstack/informer/), without a Nova call;
- * a pass that could finish, settle, confirm, abort or charge a failure,
- * one whose plan would release a slot the snapshot cannot prove freed,
- * and one past the relist age asks the informer for a direct look at Nova
- * (observe.ts), which becomes the host's cache. Nova's own 409 on a VM
- * already migrating stays the guard against a double start, and only a
- * direct look begun after a start's answer may release it (once.ts).
+ * Look: what the drain needs of its host for this pass. A pass that only
+ * starts migrations plans from the informer's view of the host when the
+ * informer vouches for it (openstack/informer/), without a Nova call; a
+ * pass that could finish, settle, confirm, abort or charge a failure, or
+ * whose plan would release a slot the view cannot prove freed, needs a
+ * look resting on a list begun now. Only such a look begun after a
+ * start's answer may release it (once.ts).
  *
  * @module
  */
 
+import { errText, TemporaryError } from "../../framework/errors.ts";
 import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { recordMatchesEntry } from "./classify.ts";
-import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
-import { emit, knownNovaLimit, type Pass } from "./pass.ts";
+import type { LookNeed } from "../../openstack/informer/informer.ts";
+import type {
+  Observation,
+  ObservedMigration,
+} from "../../openstack/informer/snapshot.ts";
+import { emit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
-import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /** A plan and the input it was made from. */
 export interface Planned {
@@ -99,92 +101,67 @@ export function releasesOnlyCompleted(
 }
 
 /**
- * The default relist interval in poll intervals (60 s at the default 2 s):
- * the oldest snapshot a pass plans from; a relist costs 2 Nova calls per
- * draining host, so a drain at limit L
- * whose migrations take t_mig each pays 1 + 2 x (t_mig / L) / T_relist
- * calls per migrated VM; <= 1.5 needs T_relist >= 4 x t_mig / L (37 s for
- * the benchmark's ~9.2 s migrations at limit 1; 60 s gives 1.31).
- */
-export const RELIST_POLLS = 30;
-
-/**
- * How old (real ms) the snapshot a drain plans from may be before its
- * next pass looks at the host afresh: `relistMs`, and for a drain that holds no
- * migration (finished, or waiting for budget: an arrival on its host wakes
- * it) no less than the slow finished check.
- *
- * @example
- * ```ts
- * import { relistAgeMs } from "./pass_look.ts";
- * console.assert(relistAgeMs({ relistMs: 60_000, finishedCheckMs: 120_000, holding: 2 }) === 60_000);
- * console.assert(relistAgeMs({ relistMs: 60_000, finishedCheckMs: 120_000, holding: 0 }) === 120_000);
- * ```
- */
-export function relistAgeMs(
-  input: { relistMs: number; finishedCheckMs: number; holding: number },
-): number {
-  const { relistMs, finishedCheckMs, holding } = input;
-  return holding > 0 ? relistMs : Math.max(relistMs, finishedCheckMs);
-}
-
-/**
- * Look: the informer's snapshot of the host when it is recent (within
- * {@linkcode relistAgeMs}) and the plan it gives (`plan`) only starts or
- * waits (that plan is then the pass's); else a direct look (`fresh`,
- * Nova), which becomes the host's cache. What the informer found wrong
- * with itself is reported on the Eviction.
+ * Look: any view of the host the informer vouches for, and the plan it
+ * gives (`plan`) when that only starts or waits (that plan is then the
+ * pass's); else a look resting on a list begun after that view's. What the informer found wrong with itself is reported on
+ * the Eviction; a failed list retries after the poll interval.
  */
 export async function lookAtHost(
   pass: Pass,
   plan: (seen: Observation) => Planned,
-  fresh: () => Promise<Observation>,
+  since: Date,
 ): Promise<Looked> {
   const { ctx, deps, host, state } = pass;
-  const informer = deps.memory.informer;
-  const maxAgeMs = relistAgeMs({
-    relistMs: deps.relistMs,
-    finishedCheckMs: deps.finishedCheckMs,
-    holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
-  });
-  const snapshot = informer.snapshot(ctx.key, {
-    maxAgeMs: maxAgeMs * pass.rate,
+  const need: LookNeed = {
+    host,
+    since,
     status: pass.status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
-    novaLimit: knownNovaLimit(pass),
+    holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
     endsBy: state.pace.endsBy(),
-  });
-  reportWarnings(pass);
-  if (snapshot !== undefined) {
-    const planned = plan(snapshot);
+    signal: ctx.signal,
+  };
+  let seen = await look(pass, need);
+  if (seen.fromView === true) {
+    const planned = plan(seen);
     const { options } = planned.input;
     if (
       plansFromSnapshot(planned.plan) &&
       releasesOnlyCompleted(
         pass.status.inFlight ?? [],
         planned.plan.next.inFlight ?? [],
-        snapshot.migrations,
+        seen.migrations,
         host,
         options.clockSkewMs,
         options.novaClockOffsetMs,
       )
     ) {
-      for (const s of snapshot.servers) state.ram.set(s.id, s.flavor.ramMb);
+      for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
       deps.metrics.looks.inc({ source: "view" });
-      return { seen: snapshot, planned };
+      return { seen, planned };
     }
+    seen = await look(pass, { ...need, freshSince: seen.listedAtMs });
   }
-  const seen = await informer.look(ctx.key, host, fresh);
+  for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
   deps.metrics.looks.inc({ source: "nova" });
-  reportWarnings(pass);
   return { seen };
 }
 
-/** Says on the Eviction what the informer found wrong with itself. */
-function reportWarnings(pass: Pass): void {
-  for (const w of pass.deps.memory.informer.takeWarnings(pass.ctx.key)) {
-    pass.log.warn({ reason: w.reason }, w.message);
-    emit(pass, { type: "Warning", ...w });
+/** The informer's look; what it found wrong with itself is said on the Eviction. */
+async function look(pass: Pass, need: LookNeed): Promise<Observation> {
+  const { ctx, deps } = pass;
+  try {
+    return await deps.memory.informer.look(ctx.key, need);
+  } catch (err) {
+    throw new TemporaryError(
+      `observing host ${pass.host} failed: ${errText(err)}`,
+      { delayMs: deps.pollIntervalMs },
+    );
+  } finally {
+    for (const w of deps.memory.informer.takeWarnings(ctx.key)) {
+      pass.log.warn({ reason: w.reason }, w.message);
+      emit(pass, { type: "Warning", ...w });
+    }
   }
 }

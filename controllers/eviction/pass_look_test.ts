@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { lookAtHost, plansFromSnapshot, relistAgeMs } from "./pass_look.ts";
-import { NOVA_LIMIT_TTL_MS } from "./nova_limit.ts";
+import { TemporaryError } from "../../framework/errors.ts";
+import type { LookNeed } from "../../openstack/informer/informer.ts";
+import { lookAtHost, type Planned, plansFromSnapshot } from "./pass_look.ts";
 import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
 
 Deno.test("a plan from a snapshot may only start, count completions and wait", () => {
@@ -38,40 +39,73 @@ Deno.test("a plan from a snapshot may only start, count completions and wait", (
   }
 });
 
-Deno.test("relistAgeMs: the relist interval while migrations are held, else no sooner than the finished check", () => {
-  const cases: Array<[number, number, number, number, string]> = [
-    // relistMs, finishedCheckMs, holding, age
-    [60_000, 120_000, 1, 60_000, "running: the relist interval"],
-    [60_000, 120_000, 4, 60_000, "running at the limit"],
-    [60_000, 120_000, 0, 120_000, "finished or waiting: the finished check"],
-    [300_000, 120_000, 0, 300_000, "a longer relist interval still holds"],
-    [300_000, 120_000, 2, 300_000, "running, a long relist interval"],
-  ];
-  for (const [relistMs, finishedCheckMs, holding, age, why] of cases) {
-    assert.equal(relistAgeMs({ relistMs, finishedCheckMs, holding }), age, why);
-  }
-});
-
-Deno.test("lookAtHost asks the informer with Nova's limit as the drain knows it, until the learned value lapses", async () => {
-  const asked: Array<number | undefined> = [];
-  const f = passFixture(eviction("ev", "h"), {
+Deno.test("lookAtHost: a view whose plan only starts is the pass's; one it cannot act on is looked at again, fresh since that view's list", async () => {
+  const asked: LookNeed[] = [];
+  const view = { servers: [], migrations: [], departed: [], listedAtMs: 7 };
+  const f = passFixture(eviction("ev", "h", { inFlightCount: 2 }), {
     informer: {
-      snapshot: (_key, request) => void asked.push(request.novaLimit),
+      look: (_key, need) => {
+        asked.push(need);
+        return Promise.resolve(
+          need.freshSince === undefined
+            ? { ...view, fromView: true }
+            : { ...view, listedAtMs: 9 },
+        );
+      },
     },
   });
-  const empty = { servers: [], migrations: [], departed: [] };
-  const look = () =>
-    lookAtHost(
-      f.pass,
-      () => {
-        throw new Error("no snapshot to plan from");
+  const plan = (finished: boolean) => () =>
+    ({
+      plan: {
+        finished,
+        settleAtMs: undefined,
+        confirmResize: [],
+        abort: [],
+        failed: [],
+        stuck: [],
+        next: {},
       },
-      () => Promise.resolve(empty),
-    );
-  await look();
-  f.pass.state.novaLimit = { limit: 1, seenAtMs: f.clock.now() };
-  await look();
-  f.clock.set(f.clock.now() + NOVA_LIMIT_TTL_MS);
-  await look();
-  assert.deepEqual(asked, [undefined, 1, undefined]);
+      input: { options: { clockSkewMs: 0 } },
+    }) as unknown as Planned;
+  const since = new Date(5);
+  const starting = await lookAtHost(f.pass, plan(false), since);
+  assert.ok(starting.planned, "planned from the view");
+  assert.deepEqual(
+    asked.map((n) => [n.host, n.since, n.holding, n.freshSince]),
+    [
+      ["h", since, 2, undefined],
+    ],
+  );
+  const finishing = await lookAtHost(f.pass, plan(true), since);
+  assert.equal(finishing.planned, undefined);
+  assert.equal(finishing.seen.listedAtMs, 9);
+  assert.deepEqual(asked.slice(1).map((n) => n.freshSince), [undefined, 7]);
+  const looks = await f.pass.deps.metrics.looks.get();
+  assert.deepEqual(
+    Object.fromEntries(looks.values.map((v) => [v.labels.source, v.value])),
+    { view: 1, nova: 1 },
+  );
+});
+
+Deno.test("lookAtHost: a failed look retries after the poll interval, and what the informer found wrong is said on the Eviction", async () => {
+  const f = passFixture(eviction("ev", "h"), {
+    informer: {
+      look: () => Promise.reject(new Error("Nova is away")),
+      takeWarnings: () => [{ reason: "NotificationViewDemoted", message: "m" }],
+    },
+  });
+  await assert.rejects(
+    lookAtHost(f.pass, () => {
+      throw new Error("nothing to plan");
+    }, new Date(0)),
+    (err: unknown) => {
+      assert.ok(err instanceof TemporaryError);
+      assert.match(err.message, /observing host h failed: .*Nova is away/);
+      assert.equal(err.delayMs, f.pass.deps.pollIntervalMs);
+      return true;
+    },
+  );
+  assert.deepEqual(f.events, [
+    { type: "Warning", reason: "NotificationViewDemoted", message: "m" },
+  ]);
 });

@@ -11,12 +11,7 @@ import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan_types.ts";
-import {
-  finishedLookMs,
-  knownNovaLimit,
-  learnNovaLimitFrom,
-  type Pass,
-} from "./pass.ts";
+import { finishedLookMs, type Pass } from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -204,22 +199,22 @@ export async function glance(
   if (pass.status.finishedAt !== undefined) return undefined;
   // The informer's snapshot shows the records without a call: the full
   // pass reads it (pass_look.ts), or looks afresh when it is old.
-  if (deps.memory.informer.cached(ctx.key, knownNovaLimit(pass))) {
+  if (deps.memory.informer.cached(ctx.key)) {
     return undefined;
   }
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;
   try {
-    migrations = await deps.nova.listMigrations(
-      { host: pass.host, changesSince: changesSince(pass, options) },
+    // The informer learns Nova's limit from it as from a full look.
+    migrations = await deps.memory.informer.glance(
+      pass.host,
+      changesSince(pass, options),
       ctx.signal,
     );
   } catch {
     return undefined; // the full pass looks again, and says why it failed
   }
-  // The list shows Nova's queue as a full look would: learn its limit.
-  learnNovaLimitFrom(pass, migrations);
   const latest = latestRecords(migrations, pass.host);
   const quiet = glanceIsQuiet(
     planned.inFlight.map((e) => e.id),

@@ -22,7 +22,7 @@ import {
   requeue,
   skipEarly,
 } from "./pass_pace.ts";
-import type { CountedNova } from "./nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
 import type { PaceView } from "./pacing.ts";
 import type { Pass } from "./pass.ts";
 import { planPass } from "./plan.ts";
@@ -390,7 +390,7 @@ Deno.test("learn: returns per VM leaving the host its record in progress, else i
       servers: [],
       migrations: row.migrations,
       departed: [],
-      lookedAtMs: NOW,
+      listedAtMs: NOW,
     };
     const got = learn(pass, planWith({}), seen);
     assert.deepEqual(
@@ -752,15 +752,15 @@ Deno.test("glance: only a pass due for first looks alone lists the migrations; a
         nova: {
           listMigrations: (filter) => {
             calls++;
-            assert.equal(filter.host, HOST, row.name);
+            assert.equal(filter?.host, HOST, row.name);
             assert.equal(
-              new Date(filter.changesSince ?? 0).toISOString(),
+              new Date(filter?.changesSince ?? 0).toISOString(),
               "2026-01-01T00:29:55.000Z",
               row.name,
             );
             // the glance reads only what a record observed says
             return row.list() as unknown as ReturnType<
-              CountedNova["listMigrations"]
+              NovaClient["listMigrations"]
             >;
           },
         },
@@ -790,7 +790,7 @@ Deno.test("glance: only a pass due for first looks alone lists the migrations; a
     assert.equal(calls, row.wantCalls, `${row.name}: list calls`);
     assert.equal(fx.writes.length, 0, `${row.name}: no write`);
     assert.equal(
-      pass.state.novaLimit?.limit,
+      fx.lister.novaLimit(HOST),
       row.wantNovaLimit,
       `${row.name}: Nova's limit`,
     );

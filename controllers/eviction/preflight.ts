@@ -23,7 +23,7 @@ import {
   CONDITION_PREFLIGHT,
   setCondition,
 } from "../conditions.ts";
-import type { CountedNova } from "./nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
 
 export {
   CONDITION_HYPERVISOR_DISABLED,
@@ -71,7 +71,7 @@ export interface PreflightInput {
  * ```
  */
 export async function preflight(
-  nova: CountedNova,
+  nova: Pick<NovaClient, "findComputeService" | "setComputeServiceStatus">,
   input: PreflightInput,
   signal?: AbortSignal,
 ): Promise<PreflightOutcome> {

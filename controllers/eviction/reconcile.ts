@@ -15,7 +15,7 @@ import type {
   HandlerContext,
   ReconcileResult,
 } from "../../framework/handler.ts";
-import { ApiError, errText, TemporaryError } from "../../framework/errors.ts";
+import { ApiError, errText } from "../../framework/errors.ts";
 import { isDeleting } from "../../framework/kind.ts";
 import {
   effectiveSettings,
@@ -32,7 +32,6 @@ import { noteMarks } from "./lesson.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
-import { observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { PaceView } from "./pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
@@ -189,7 +188,7 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const options: PlanOptions = {
     ...planOptionsFor(deps.planOptions, settings),
     settleMs: deps.settleMs * pass.rate,
-    novaClockOffsetMs: deps.nova.novaClockOffsetMs(),
+    novaClockOffsetMs: deps.novaClockOffsetMs(),
   };
   const waitingForBudget = apply(pass, waitForBudget(pass, settings));
   if (waitingForBudget !== undefined) return { result: waitingForBudget };
@@ -277,7 +276,7 @@ async function lookPlanAct(
   const { seen, planned } = await lookAtHost(
     pass,
     planFrom,
-    () => observeOrKeep(pass, options),
+    changesSince(pass, options),
   );
   const reserved = planAndReserve(
     pass,
@@ -302,6 +301,7 @@ async function lookPlanAct(
     pass,
     withNovaLimitShown(
       pass,
+      seen.novaLimit,
       withReasons(
         confirmed,
         await novaReasons(
@@ -336,10 +336,14 @@ async function lookPlanAct(
 }
 
 /** The plan's next status says what is known of Nova's limit (an Event when first seen). */
-function withNovaLimitShown(pass: Pass, plan: Plan): Plan {
+function withNovaLimitShown(
+  pass: Pass,
+  novaLimit: number | undefined,
+  plan: Plan,
+): Plan {
   const shown = withNovaLimit(
     plan.next,
-    pass.state.novaLimit,
+    novaLimit,
     pass.host,
     new Date(pass.deps.clock.now()),
     pass.ev.metadata?.generation,
@@ -370,38 +374,6 @@ function withNotificationsShown(pass: Pass, plan: Plan): Plan {
     pass.ev.metadata?.generation,
   );
   return { ...plan, next: { ...plan.next, conditions } };
-}
-
-/**
- * Observe: Nova afresh. On failure the pass retries after the poll
- * interval (the budget it claimed is given back; its end still writes
- * what it kept, e.g. the preflight's result).
- */
-async function observeOrKeep(
-  pass: Pass,
-  options: PlanOptions,
-): Promise<Observation> {
-  const { deps, host, status } = pass;
-  const since = changesSince(pass, options);
-  const lookedAtMs = deps.clock.now();
-  try {
-    const seen = await observe(
-      deps.nova,
-      host,
-      status,
-      since,
-      pass.state.ram,
-      deps.actConcurrency,
-      pass.log,
-      pass.ctx.signal,
-    );
-    for (const s of seen.servers) pass.state.ram.set(s.id, s.flavor.ramMb);
-    return { ...seen, lookedAtMs };
-  } catch (err) {
-    throw new TemporaryError(`observing host ${host} failed: ${errText(err)}`, {
-      delayMs: deps.pollIntervalMs,
-    });
-  }
 }
 
 /**

@@ -10,12 +10,9 @@ import {
 } from "../conditions.ts";
 import {
   eviction,
-  type PassFixture,
   passFixture,
   type PassWorld,
 } from "../../tests/harness/pass_fixture.ts";
-import type { CountedNova } from "./nova_calls.ts";
-import type { EvictionPassDeps } from "./pass.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 import type { Migration, Server } from "../../openstack/nova_types.ts";
 import { reconcileEviction } from "./reconcile.ts";
@@ -25,30 +22,6 @@ const HOST = "node042";
 const NOW = Date.parse("2026-01-01T01:00:00Z");
 const INCOMPATIBLE = "Nova supports 2.1 to 2.40; evictor needs 2.59 to 2.90";
 
-/**
- * The fixture's deps with a Nova that records the name of every call made
- * (a local helper: the fixture's Nova throws on calls it was not given,
- * which a phase may catch, e.g. Nova ready).
- */
-function recorded(
-  fx: PassFixture,
-): { deps: EvictionPassDeps; calls: string[] } {
-  const calls: string[] = [];
-  const nova = new Proxy(fx.pass.deps.nova, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== "function" || prop === "novaClockOffsetMs") {
-        return value;
-      }
-      return (...args: unknown[]) => {
-        calls.push(String(prop));
-        return value(...args);
-      };
-    },
-  }) as CountedNova;
-  return { deps: { ...fx.pass.deps, nova }, calls };
-}
-
 /** The Evicting condition of a status. */
 function evictingOf(status: EvictionStatus | undefined) {
   return status?.conditions?.find((c) => c.type === CONDITION_EVICTING);
@@ -57,8 +30,7 @@ function evictingOf(status: EvictionStatus | undefined) {
 /** A pass of `ev` at NOW in `world`, its Nova's calls recorded. */
 function run(ev: Eviction, world: PassWorld = {}) {
   const fx = passFixture(ev, { nowMs: NOW, ...world });
-  const { deps, calls } = recorded(fx);
-  return { fx, deps, calls };
+  return { fx, deps: fx.pass.deps, calls: fx.novaCalls };
 }
 
 /** The host's compute service, disabled by the drain. */
@@ -430,7 +402,13 @@ Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after 
         },
       },
     },
-    informer: { snapshot: () => view.snapshot },
+    // the view when it has one and any will do; else the fixture's lister
+    informer: {
+      look: (_key, need) =>
+        view.snapshot !== undefined && need.freshSince === undefined
+          ? Promise.resolve({ ...view.snapshot, fromView: true })
+          : fx.lister.list(need),
+    },
   });
   let status = ev.status ?? {};
   const passAt = async (ms: number) => {
@@ -448,7 +426,7 @@ Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after 
     servers: [{ ...copying, status: "ACTIVE", taskState: null }],
     migrations: [],
     departed: [],
-    lookedAtMs: NOW + 300_000,
+    listedAtMs: NOW + 300_000,
   };
   await passAt(NOW + 300_000);
   assert.equal(

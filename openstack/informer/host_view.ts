@@ -61,6 +61,9 @@ export interface ListStamp {
   up: boolean;
 }
 
+/** What a list of the host found (its time is the view's stamp). */
+export type Listed = Pick<Observation, "servers" | "migrations" | "departed">;
+
 /** Nova's time format: ISO 8601 without a zone (UTC). */
 function novaTime(ms: number): string {
   return new Date(ms).toISOString().replace("Z", "");
@@ -88,7 +91,7 @@ export class WatchedHost {
   /** The compute service host. */
   readonly host: string;
   /** The fresh list the view starts from. */
-  readonly list: Readonly<Observation>;
+  readonly list: Readonly<Listed>;
   /** When it was listed. */
   readonly stamp: Readonly<ListStamp>;
   readonly #events = new Map<string, NovaNotification>();
@@ -97,7 +100,7 @@ export class WatchedHost {
   readonly #parked = new Map<string, NovaNotification>();
 
   /** A view of `host` from a fresh list taken at `stamp`. */
-  constructor(host: string, list: Observation, stamp: ListStamp) {
+  constructor(host: string, list: Listed, stamp: ListStamp) {
     this.host = host;
     this.list = list;
     this.stamp = stamp;
@@ -187,7 +190,7 @@ export class WatchedHost {
 
   /**
    * The observation the planner takes: the list with the events folded in
-   * order; departures for the VMs `status` tracks (as observe.ts finds
+   * order; departures for the VMs `status` tracks (as lister.ts finds
    * them: the event that moved or deleted the VM, the list's lookup, or
    * the record that completed). `ramOf` fills flavors payloads lack.
    */
@@ -231,7 +234,7 @@ export class WatchedHost {
       servers: listed,
       migrations: mine,
       departed,
-      lookedAtMs: this.stamp.atMs,
+      listedAtMs: this.stamp.atMs,
     };
   }
 

@@ -1,25 +1,21 @@
 /**
  * What a drain knows of its host's Nova state, and how fresh: the
  * informer below the drain's pass, in the shape of client-go's
- * tools/cache. The informer owns its listing and its trust; the pass
- * reads it and never asks where its facts come from.
- *
- * - {@linkcode HostInformer.snapshot}: the host's cached state when the
- *   informer vouches for it (trusted, listed recently enough), else
- *   nothing: the pass then looks afresh.
- * - {@linkcode HostInformer.look}: a direct look at Nova (the list the
- *   drain gives it), which becomes the host's cache.
- * - Changes on the host wake its drain through the controller's queue
- *   (the `wake` the informer is built with), as informer handlers do.
+ * tools/cache. The informer owns its lister (lister.ts), its relist age
+ * and its trust; a pass states what it needs ({@linkcode LookNeed}: any
+ * view the informer vouches for, or one fresh since a time) and never
+ * asks where its facts come from. Changes on the host wake its drain
+ * through the controller's queue (the `wake` the informer is built with).
  *
  * Two informers implement it: {@linkcode PollingInformer} (no cache:
- * every pass looks) and the notified one (notified_informer.ts: a list
+ * every look lists) and the notified one (notified_informer.ts: a list
  * and Nova's notifications since, trusted only while proven right).
  *
  * @module
  */
 
-import type { EvictionStatus } from "../../models/mod.ts";
+import type { ListRequest, NovaLister } from "./lister.ts";
+import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /** A start the drain sent, as the informer checks its cache against it. */
@@ -36,28 +32,59 @@ export interface StartProbe {
   answeredAtMs?: number;
 }
 
-/** What a drain asks of the cache. */
-export interface SnapshotRequest {
-  /** The oldest list (drain clock ms) the snapshot may rest on. */
-  maxAgeMs: number;
-  /** The drain's status: the VMs whose departure the snapshot must tell. */
-  status: EvictionStatus;
-  /** The VMs' sizes as last seen. */
-  ram: (id: string) => number | undefined;
-  /** The drain's starts, against which the informer checks its cache. */
+/** What a pass needs of its host. */
+export interface LookNeed extends ListRequest {
+  /** The drain's starts, against which a view is checked. */
   starts: Iterable<StartProbe>;
-  /**
-   * Nova's limit on the host's live migrations as the drain learned it
-   * from a list, if it did: while that many copy, a VM of ours in a live
-   * migration with no record waits in Nova's queue, as expected.
-   */
-  novaLimit?: number | undefined;
+  /** Migrations the drain holds: while it holds any, a view is relisted sooner. */
+  holding: number;
   /**
    * By when (drain clock) the end of each live migration of ours should
-   * have been heard of: the pacing model's expected end and a stated
-   * bound. A view still showing one moving past it looks at Nova.
+   * have been heard of: a view still showing one moving past it looks.
    */
   endsBy?: ReadonlyMap<string, number> | undefined;
+  /**
+   * A look resting on a list begun after this (drain clock: e.g. the
+   * `listedAtMs` of a view the pass cannot act on); absent: any view the
+   * informer vouches for.
+   */
+  freshSince?: number;
+}
+
+/** The pace an informer works to: real ms, on a clock `rate` times real time. */
+export interface InformerTiming {
+  /** The drains' poll interval. */
+  pollMs: number;
+  /** The oldest view a drain that holds migrations plans from. */
+  relistMs: number;
+  /** The slow check of a finished drain: the oldest view of an idle one. */
+  finishedCheckMs: number;
+  /** Drain clock ms per real ms. */
+  rate: number;
+}
+
+/** The default relist interval in poll intervals (60 s at the default 2 s). */
+export const RELIST_POLLS = 30;
+
+/**
+ * How old (drain clock ms) a view a drain plans from may be: the relist
+ * interval while it holds migrations; for a drain that holds none
+ * (finished, or waiting for budget: an arrival wakes it) no less than
+ * the finished check. A relist costs 2 Nova calls, so a drain at limit L
+ * whose migrations take t each pays 1 + 2 x (t / L) / relist calls per
+ * VM: <= 1.5 needs relist >= 4 x t / L.
+ *
+ * @example
+ * ```ts
+ * import { relistAgeMs } from "./informer.ts";
+ * const t = { pollMs: 2000, relistMs: 60_000, finishedCheckMs: 120_000, rate: 2 };
+ * console.assert(relistAgeMs(t, 1) === 120_000);
+ * console.assert(relistAgeMs(t, 0) === 240_000);
+ * ```
+ */
+export function relistAgeMs(timing: InformerTiming, holding: number): number {
+  const { relistMs, finishedCheckMs, rate } = timing;
+  return (holding > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) * rate;
 }
 
 /**
@@ -91,25 +118,23 @@ export interface InformerWarning {
  */
 export interface HostInformer {
   /**
-   * The host's state from the cache, when it may be planned from: trusted
-   * and listed less than `maxAgeMs` (drain clock) ago; else undefined.
-   * A read begins: the wakes so far are taken in by it.
+   * The host as `need` asks: a view the informer vouches for (listed
+   * within {@linkcode relistAgeMs}, `fromView`), else a list, which
+   * becomes the host's view. A look begins: the wakes so far are taken
+   * in by it. Throws when the list fails.
    */
-  snapshot(key: string, request: SnapshotRequest): Observation | undefined;
+  look(key: string, need: LookNeed): Promise<Observation>;
+  /** Whether a look would be answered from the view now (of any age), changing nothing. */
+  cached(key: string): boolean;
   /**
-   * Whether {@linkcode snapshot} would give the host's state now (of any
-   * age), with `novaLimit` as in {@linkcode SnapshotRequest}.
+   * A glance at the host's migrations (changed since `since`, else
+   * all): one list, no view changed.
    */
-  cached(key: string, novaLimit?: number): boolean;
-  /**
-   * A direct look: `list` reads Nova, and what it found (with the changes
-   * heard of while it ran) becomes the host's cache. What `list` found is
-   * returned unchanged. A look begins: the wakes so far are taken in by
-   * it.
-   */
-  look(key: string, host: string, list: () => Promise<Observation>): Promise<
-    Observation
-  >;
+  glance(
+    host: string,
+    since: Date | undefined,
+    signal?: AbortSignal,
+  ): Promise<Migration[]>;
   /** Whether a change on the host woke the drain since its last look. */
   woken(key: string): boolean;
   /**
@@ -132,22 +157,31 @@ export interface HostInformer {
 
 /**
  * The informer without a feed of changes: it caches nothing, so every
- * pass looks at Nova and nothing but the drain's own pacing wakes it.
+ * look lists and nothing but the drain's own pacing wakes it.
  *
  * @example
  * ```ts
  * import { PollingInformer } from "./informer.ts";
- * const informer = new PollingInformer();
- * const empty = { servers: [], migrations: [], departed: [] };
- * const seen = await informer.look("ev", "h", () => Promise.resolve(empty));
- * console.assert(seen === empty);
- * console.assert(informer.snapshot() === undefined);
+ * import { NovaLister } from "./lister.ts";
+ * const nova = { listServersOnHost: () => Promise.resolve([]),
+ *   listMigrations: () => Promise.resolve([]), getServer: () => Promise.reject() };
+ * const informer = new PollingInformer(new NovaLister(nova, { now: () => 5 }));
+ * const seen = await informer.look("ev", { host: "h", since: new Date(0),
+ *   status: {}, ram: () => undefined, starts: [], holding: 0 });
+ * console.assert(seen.listedAtMs === 5 && !informer.cached());
  * ```
  */
 export class PollingInformer implements HostInformer {
-  /** Nothing cached. */
-  snapshot(): undefined {
-    return undefined;
+  readonly #lister: NovaLister;
+
+  /** An informer that lists with `lister`. */
+  constructor(lister: NovaLister) {
+    this.#lister = lister;
+  }
+
+  /** Lists. */
+  look(_key: string, need: LookNeed): Promise<Observation> {
+    return this.#lister.list(need);
   }
 
   /** Nothing cached. */
@@ -155,13 +189,13 @@ export class PollingInformer implements HostInformer {
     return false;
   }
 
-  /** Lists. */
-  look(
-    _key: string,
-    _host: string,
-    list: () => Promise<Observation>,
-  ): Promise<Observation> {
-    return list();
+  /** Lists the migrations. */
+  glance(
+    host: string,
+    since: Date | undefined,
+    signal?: AbortSignal,
+  ): Promise<Migration[]> {
+    return this.#lister.migrations(host, since, signal);
   }
 
   /** Nothing wakes a drain. */

@@ -1,11 +1,10 @@
 /**
  * The informer fed by Nova's notifications (informer.ts): a view of each
- * draining host, fed by one notification feed: each drain subscribes first (its events are buffered from then
- * on), then lists its host, then applies the events buffered since the
- * list began ({@linkcode NotifiedInformer.beginList}, {@linkcode
- * NotifiedInformer.endList}). An event that ends a migration, fails one, or
- * brings a VM to the host wakes that host's drain at once; a change of
- * the feed's state wakes every drain (down: poll now; up again: relist).
+ * draining host. A look subscribes first (events are buffered from then
+ * on), lists the host, then applies the events buffered since the list
+ * began. An event that ends a migration, fails one, or brings a VM to the
+ * host wakes its drain at once; a change of the feed's state wakes every
+ * drain (down: poll now; up again: relist).
  *
  * @module
  */
@@ -15,13 +14,8 @@ import type {
   NotificationFeed,
   NovaNotification,
 } from "../notification_types.ts";
-import {
-  type Demotion,
-  FeedTrust,
-  type TrustOptions,
-  trustOptionsFor,
-} from "./feed_trust.ts";
-import { type ListStamp, WatchedHost } from "./host_view.ts";
+import { type Demotion, FeedTrust, trustOptionsFor } from "./feed_trust.ts";
+import { type Listed, type ListStamp, WatchedHost } from "./host_view.ts";
 import {
   MIGRATE_SERVER_ERROR,
   migrationStepOf,
@@ -30,13 +24,17 @@ import {
 import { type FactDiff, factDiffs, planFacts } from "./view_diff.ts";
 import { inFlightKindOfServer } from "./nova_states.ts";
 import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
-import type {
-  HostInformer,
-  InformerWarning,
-  NotificationStanding,
-  SnapshotRequest,
-  StartProbe,
+import {
+  type HostInformer,
+  type InformerTiming,
+  type InformerWarning,
+  type LookNeed,
+  type NotificationStanding,
+  relistAgeMs,
+  type StartProbe,
 } from "./informer.ts";
+import type { NovaLister } from "./lister.ts";
+import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /**
@@ -157,15 +155,14 @@ const NO_HOOKS: InformerHooks = { differed() {}, demoted() {} };
  *
  * @example
  * ```ts ignore
- * const watches = new NotifiedInformer(feed, (key) => enqueue(key), () => clock.now());
- * const stamp = watches.beginList("node042", "node042"); // subscribed from here on
- * const listed = await observe(nova, "node042", ...);
- * watches.endList("node042", stamp, listed); // the list and the events since
- * const view = watches.trustworthyView("node042", slowPollMs);
+ * const informer = new NotifiedInformer(feed, lister, (key) => enqueue(key), () => clock.now());
+ * const seen = await informer.look("ev", need); // listed: the view from now on
  * ```
  */
 export class NotifiedInformer implements HostInformer {
   readonly #feed: NotificationFeed;
+  readonly #lister: NovaLister;
+  readonly #timing: InformerTiming;
   readonly #wake: (key: string) => void;
   readonly #now: () => number;
   readonly #watches = new Map<string, Watch>();
@@ -180,24 +177,29 @@ export class NotifiedInformer implements HostInformer {
   readonly #untold = new Map<string, Map<string, number>>();
 
   /**
-   * Watches `feed`; `wake(key)` runs a drain's pass at once, `now` is the
-   * drain's clock (the one Nova's timestamps are compared with), `trust`
-   * the bounds of the views' trust on that clock, `hooks` what it tells
-   * as it happens.
+   * Watches `feed` and lists with `lister`; `wake(key)` runs a drain's
+   * pass at once, `now` is the drain's clock (the one Nova's timestamps
+   * are compared with), `timing` the pace the views' relists and trust
+   * keep, `hooks` what it tells as it happens.
    */
   constructor(
     feed: NotificationFeed,
+    lister: NovaLister,
     wake: (key: string) => void,
     now: () => number,
-    trust: TrustOptions = trustOptionsFor({
+    timing: InformerTiming = {
       pollMs: 2000,
       relistMs: 60_000,
+      finishedCheckMs: 120_000,
       rate: 1,
-    }),
+    },
     hooks: InformerHooks = NO_HOOKS,
   ) {
     this.#feed = feed;
+    this.#lister = lister;
+    this.#timing = timing;
     this.#hooks = hooks;
+    const trust = trustOptionsFor(timing);
     this.#pollMs = trust.pollMs;
     // Each demotion is counted once, as it happens (not per drain told).
     this.#trust = new FeedTrust(trust, (d) => this.#hooks.demoted(d));
@@ -248,16 +250,6 @@ export class NotifiedInformer implements HostInformer {
   }
 
   /**
-   * Whether the drain's view is trusted and proven live (a start of ours
-   * on the host was heard of, and the feed spoke recently): only then may
-   * a finished drain leave its host to events and the slow check.
-   */
-  provenLive(key: string): boolean {
-    return this.trustworthyView(key, Infinity) !== undefined &&
-      this.#trust.live(this.#now());
-  }
-
-  /**
    * Every accepted start of the drain is a probe of the feed: its first
    * event must come within the trust's bound, else the host is demoted.
    * A start Nova refused as conflicting (409) while the view was trusted
@@ -283,11 +275,6 @@ export class NotifiedInformer implements HostInformer {
         );
       }
     }
-  }
-
-  /** The drain's demotions (and the feed's) not reported yet. */
-  takeDemotions(key: string): Demotion[] {
-    return this.#trust.takeDemotions(key);
   }
 
   /**
@@ -319,47 +306,70 @@ export class NotifiedInformer implements HostInformer {
     return this.#trust.feedDemoted(this.#now());
   }
 
-  /**
-   * Whether an event woke the drain since its last look: its pass must
-   * look (it may not return early as not yet due).
-   */
+  /** Whether an event woke the drain since its last look. */
   woken(key: string): boolean {
     return this.#woken.has(key);
   }
 
   /**
-   * A look begins: the wakes so far are taken in by it (the view is read
-   * now, or the list begins after them); later events wake the drain
-   * again.
+   * The host's view when `need` takes any and the informer vouches for
+   * it (trusted, listed within {@linkcode relistAgeMs}, telling all a list
+   * would), else a list, which
+   * becomes the view; with `freshSince`, the view's own list when it
+   * began after that, else a list.
    */
-  takeWake(key: string): void {
+  async look(key: string, need: LookNeed): Promise<Observation> {
+    // the wakes so far are taken in by this look; later events wake again
     this.#woken.delete(key);
+    this.probeStarts(key, need.starts);
+    const fresh = need.freshSince;
+    const maxAgeMs = fresh === undefined
+      ? relistAgeMs(this.#timing, need.holding)
+      : this.#now() - fresh;
+    const view = this.trustworthyView(key, maxAgeMs);
+    if (view !== undefined && fresh !== undefined) {
+      return { ...view.list, listedAtMs: view.stamp.atMs };
+    }
+    const seen = view?.observation(need.status, need.ram);
+    if (view !== undefined && seen !== undefined) {
+      const vouched = this.#vouches(key, view, seen, need.endsBy);
+      this.#untold.set(key, vouched.untold);
+      if (vouched.ok) {
+        return { ...seen, fromView: true, ...this.#limitOf(view.host) };
+      }
+    }
+    const stamp = this.beginList(key, need.host);
+    let listed: Observation;
+    try {
+      listed = await this.#lister.list(need);
+    } catch (err) {
+      this.abortList(key, stamp);
+      throw err;
+    }
+    this.endList(key, stamp, listed);
+    this.#untold.delete(key);
+    return listed;
   }
 
-  /**
-   * The host's view, when trusted, listed within `maxAgeMs` and telling
-   * all a list would ({@linkcode NotifiedInformer.tells}).
-   */
-  snapshot(key: string, request: SnapshotRequest): Observation | undefined {
-    this.takeWake(key);
-    this.probeStarts(key, request.starts);
-    const view = this.trustworthyView(key, request.maxAgeMs);
-    const seen = view?.observation(request.status, request.ram);
-    if (view === undefined || seen === undefined) return undefined;
-    const vouched = this.#vouches(key, view, seen, request);
-    this.#untold.set(key, vouched.untold);
-    return vouched.ok ? seen : undefined;
-  }
-
-  /**
-   * Whether the host's view is trusted (of any age) and tells all a list
-   * would: what {@linkcode NotifiedInformer.snapshot} would say, changing
-   * nothing (another drain's budget asks it).
-   */
-  cached(key: string, novaLimit?: number): boolean {
+  /** Whether a look would be answered from the view now (of any age), changing nothing. */
+  cached(key: string): boolean {
     const view = this.trustworthyView(key, Infinity);
     return view !== undefined &&
-      this.#vouches(key, view, view.observation(undefined), { novaLimit }).ok;
+      this.#vouches(key, view, view.observation(undefined), undefined).ok;
+  }
+
+  /** Lists the host's migrations (no view changed). */
+  glance(
+    host: string,
+    since: Date | undefined,
+    signal?: AbortSignal,
+  ): Promise<Migration[]> {
+    return this.#lister.migrations(host, since, signal);
+  }
+
+  #limitOf(host: string): { novaLimit?: number } {
+    const limit = this.#lister.novaLimit(host);
+    return limit === undefined ? {} : { novaLimit: limit };
   }
 
   /**
@@ -375,25 +385,26 @@ export class NotifiedInformer implements HostInformer {
    *   list: its end may be lost, so the drain looks (at spacings doubling
    *   while the copy runs on);
    * - a live migration of the host has shown no record for a poll interval
-   *   while another copies and Nova is not known to run no more
-   *   (`novaLimit`): Nova may hold it `queued`, which no event says, and
-   *   the drain learns Nova's own limit from a list that shows it.
+   *   while another copies and Nova is not known to run no more (the
+   *   lister's limit): Nova may hold it `queued`, which no event says, and
+   *   a list that shows it teaches Nova's limit.
    */
   #vouches(
     key: string,
     view: WatchedHost,
     seen: Observation,
-    request: Pick<SnapshotRequest, "novaLimit" | "endsBy">,
+    endsBy: ReadonlyMap<string, number> | undefined,
   ): { ok: boolean; untold: Map<string, number> } {
     const now = this.#now();
     const before = this.#untold.get(key);
+    const limit = this.#lister.novaLimit(view.host);
     const untold = new Map(
-      untoldLiveMigrations(seen, view.host, request.novaLimit).map((
+      untoldLiveMigrations(seen, view.host, limit).map((
         id,
       ) => [id, before?.get(id) ?? now]),
     );
     const ok = view.unlisted().length === 0 &&
-      !this.#endOverdue(view, seen, request.endsBy, now) &&
+      !this.#endOverdue(view, seen, endsBy, now) &&
       [...untold.values()].every((t) => now - t < this.#pollMs);
     return { ok, untold };
   }
@@ -421,34 +432,19 @@ export class NotifiedInformer implements HostInformer {
     return false;
   }
 
-  /** Lists the host while subscribed: the list and the events since become its view. */
-  async look(
-    key: string,
-    host: string,
-    list: () => Promise<Observation>,
-  ): Promise<Observation> {
-    this.takeWake(key);
-    const stamp = this.beginList(key, host);
-    let seen: Observation;
-    try {
-      seen = await list();
-    } catch (err) {
-      this.abortList(key, stamp);
-      throw err;
-    }
-    this.endList(key, stamp, seen);
-    this.#untold.delete(key);
-    return seen;
-  }
-
-  /** Whether the view is trusted and proven live: arrivals wake the drain. */
+  /**
+   * Whether the view is trusted and proven live (a start of ours on the
+   * host was heard of, and the feed spoke recently): arrivals wake the
+   * drain, so a finished one may leave its host to the slow check.
+   */
   watching(key: string): boolean {
-    return this.provenLive(key);
+    return this.trustworthyView(key, Infinity) !== undefined &&
+      this.#trust.live(this.#now());
   }
 
   /** The demotions of the drain's host (and the feed's) not yet reported. */
   takeWarnings(key: string): InformerWarning[] {
-    return this.takeDemotions(key).map((d) => {
+    return this.#trust.takeDemotions(key).map((d) => {
       const what = d.scope === "feed"
         ? "Nova's notification feed demoted for every host"
         : "the notified view of the host demoted to polling";
@@ -482,7 +478,7 @@ export class NotifiedInformer implements HostInformer {
    * events buffered since the list began, and compared with the view it
    * replaces (which took the same events).
    */
-  endList(key: string, stamp: ListStamp, list: Observation): Relisted {
+  endList(key: string, stamp: ListStamp, list: Listed): Relisted {
     const watch = this.#watches.get(key);
     if (watch?.listing?.stamp !== stamp) {
       return { diffs: [], lagging: [], checked: false };

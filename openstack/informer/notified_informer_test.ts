@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
+import type { Migration, Server } from "../mod.ts";
 import { NotifiedInformer } from "./notified_informer.ts";
+import type { LookNeed } from "./informer.ts";
+import { NovaLister } from "./lister.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import {
+  FixedNova,
   HOST,
   instance,
   listed,
@@ -11,12 +15,45 @@ import {
   T0,
 } from "../../tests/harness/notified_fixtures.ts";
 
-function setUp() {
+function setUp(hooks?: ConstructorParameters<typeof NotifiedInformer>[5]) {
   const feed = new MemoryFeed();
+  const nova = new FixedNova();
   const woken: string[] = [];
   let now = T0;
-  const watches = new NotifiedInformer(feed, (k) => woken.push(k), () => now);
-  return { feed, woken, watches, tick: (ms: number) => (now += ms) };
+  const clock = () => now;
+  const watches = new NotifiedInformer(
+    feed,
+    new NovaLister(nova, { now: clock }),
+    (k) => woken.push(k),
+    clock,
+    undefined,
+    hooks,
+  );
+  /** A look as a pass asks it: any view the informer vouches for. */
+  const look = (over: Partial<LookNeed> = {}) =>
+    watches.look("ev", {
+      host: HOST,
+      since: new Date(0),
+      status: {},
+      ram: () => undefined,
+      starts: [],
+      holding: 1,
+      ...over,
+    });
+  /** A look that lists what Nova shows now. */
+  const relist = (servers: Server[], migrations: Migration[] = []) => {
+    nova.show(servers, migrations);
+    return look({ freshSince: now });
+  };
+  return {
+    feed,
+    nova,
+    woken,
+    watches,
+    look,
+    relist,
+    tick: (ms: number) => (now += ms),
+  };
 }
 
 /**
@@ -42,6 +79,8 @@ const list = (...ids: string[]) => ({
   migrations: [],
   departed: [],
 });
+const moving = (id: string) =>
+  listed(id, { status: "MIGRATING", taskState: "migrating" });
 
 Deno.test("subscribe first, then list: events during the list are applied to the new view", () => {
   const { feed, woken, watches } = setUp();
@@ -151,201 +190,179 @@ Deno.test("a relist counts the VMs a trustworthy view got wrong (a dropped event
 });
 
 Deno.test("a live migration without a record while another copies: the view stops vouching after a poll interval, until a list shows it", async () => {
-  const { feed, watches, tick } = setUp();
-  const request = (starts: Parameters<NotifiedInformer["probeStarts"]>[1]) => ({
-    maxAgeMs: 60_000,
-    status: {},
-    ram: () => undefined,
-    starts,
-  });
+  const { feed, nova, watches, look, relist, tick } = setUp();
   const copying = record(1, "a", "running");
-  const listing = {
-    servers: [
-      listed("a", { status: "MIGRATING", taskState: "migrating" }),
-      listed("b"),
-    ],
-    migrations: [copying],
-    departed: [],
-  };
-  await watches.look("ev", HOST, () => Promise.resolve(listing));
+  await relist([moving("a"), listed("b")], [copying]);
   prove(watches, feed, "b", T0, false);
   // b's start: the API's update, and nothing from its compute (queued)
   feed.publish(liveMigration("b", T0 + 1, "completed")[0]!);
-  assert.ok(watches.snapshot("ev", request([])), "just started: vouched for");
+  assert.equal((await look()).fromView, true, "just started: vouched for");
   assert.ok(watches.cached("ev"));
   tick(1999);
-  assert.ok(watches.snapshot("ev", request([])));
+  assert.equal((await look()).fromView, true);
   tick(1);
-  assert.equal(watches.snapshot("ev", request([])), undefined);
   assert.equal(watches.cached("ev"), false);
-  // a list shows it queued: vouched for again, and the record is there
-  await watches.look("ev", HOST, () =>
-    Promise.resolve({
-      ...listing,
-      servers: [listing.servers[0]!, listed("b", { taskState: "migrating" })],
-      migrations: [copying, record(2, "b", "queued")],
-    }));
-  const seen = watches.snapshot("ev", request([]));
-  assert.deepEqual(seen?.migrations.map((m) => m.status), [
-    "running",
-    "queued",
-  ]);
+  // the look lists: Nova shows it queued, and teaches its limit
+  nova.show([moving("a"), moving("b")], [copying, record(2, "b", "queued")]);
+  const calls = nova.calls.length;
+  const fresh = await look();
+  assert.equal(fresh.fromView, undefined);
+  assert.equal(nova.calls.length, calls + 2, "servers and migrations");
+  const seen = await look();
+  assert.equal(seen.fromView, true, "vouched for again");
+  assert.deepEqual(seen.migrations.map((m) => m.status), ["running", "queued"]);
+  assert.equal(seen.novaLimit, 1);
 });
 
-Deno.test("a live migration without a record while Nova runs as many as its learned limit: queued as the drain expects, the view keeps vouching", async () => {
-  const { feed, watches, tick } = setUp();
-  const request = (novaLimit?: number) => ({
-    maxAgeMs: 60_000,
-    status: {},
-    ram: () => undefined,
-    starts: [],
-    ...(novaLimit === undefined ? {} : { novaLimit }),
-  });
-  const copying = record(1, "a", "running");
-  await watches.look("ev", HOST, () =>
-    Promise.resolve({
-      servers: [
-        listed("a", { status: "MIGRATING", taskState: "migrating" }),
-        listed("b"),
-      ],
-      migrations: [copying],
-      departed: [],
-    }));
+Deno.test("a live migration without a record while Nova runs as many as the limit it showed: queued as expected, the view keeps vouching until Nova shows more", async () => {
+  const { feed, watches, look, relist, tick } = setUp();
+  // Nova copies a and holds c queued: its limit on the host is 1
+  await relist(
+    [moving("a"), listed("b"), moving("c")],
+    [record(1, "a", "running"), record(2, "c", "queued")],
+  );
   prove(watches, feed, "b", T0, false);
   feed.publish(liveMigration("b", T0 + 1, "completed")[0]!);
   tick(30_000);
-  // one copies, Nova's limit is 1: b waits in Nova's queue, as expected
-  assert.ok(watches.snapshot("ev", request(1)));
-  assert.ok(watches.cached("ev", 1));
-  // a limit of 2 leaves b unexplained: its time without a record starts now
-  assert.ok(watches.snapshot("ev", request(2)));
-  tick(2000);
-  assert.equal(watches.snapshot("ev", request(2)), undefined);
-  assert.equal(watches.cached("ev"), false);
-  assert.ok(watches.cached("ev", 1));
+  const seen = await look();
+  assert.equal(seen.fromView, true, "b waits in Nova's queue, as expected");
+  assert.equal(seen.novaLimit, 1);
+  assert.ok(watches.cached("ev"));
+  // Nova runs two at once now (its limit raised): the limit is known no more
+  await relist(
+    [moving("a"), moving("b"), moving("c")],
+    [record(1, "a", "running"), record(2, "c", "running")],
+  );
+  prove(watches, feed, "b", T0 + 30_000);
+  const raised = await look();
+  assert.equal(raised.fromView, true);
+  assert.equal(raised.novaLimit, undefined);
 });
 
 Deno.test("the trust rule: a VM shown back on the host at rest after it left is looked at before any start (forged, replayed or misattributed)", async () => {
-  const { feed, watches } = setUp();
-  const request = {
-    maxAgeMs: 60_000,
-    status: {},
-    ram: () => undefined,
-    starts: [],
-  };
-  const differed: string[] = [];
-  await watches.look("ev", HOST, () => Promise.resolve(list("a", "b")));
+  const { feed, nova, watches, look, relist } = setUp();
+  await relist([listed("a"), listed("b")]);
   prove(watches, feed, "b", T0);
   for (const n of liveMigration("a", 10, "completed")) feed.publish(n);
-  const left = watches.snapshot("ev", request);
-  assert.deepEqual(left?.servers.map((s) => s.id), ["b"], "a left");
+  const left = await look();
+  assert.equal(left.fromView, true);
+  assert.deepEqual(left.servers.map((s) => s.id), ["b"], "a left");
   // one update, stamped as new, puts a back on the host at rest
   feed.publish(
     notification("instance.update", 20, "nova-conductor:forger", {
       instance: instance("a"),
     }),
   );
-  assert.equal(watches.snapshot("ev", request), undefined);
   assert.equal(watches.cached("ev"), false);
+  const calls = nova.calls.length;
+  assert.equal((await look()).fromView, undefined, "listed");
+  assert.ok(nova.calls.length > calls);
   // the look Nova answers shows where a is: the view was wrong
-  const informer = new NotifiedInformer(feed, () => {}, () => T0, undefined, {
+  const differed: string[] = [];
+  const other = setUp({
     differed: (_host, diffs) => differed.push(...diffs.map((d) => d.id)),
     demoted: () => {},
   });
-  await informer.look("ev", HOST, () => Promise.resolve(list("a", "b")));
-  prove(informer, feed, "b", T0);
-  for (const n of liveMigration("a", 30, "completed")) feed.publish(n);
-  feed.publish(
+  await other.relist([listed("a"), listed("b")]);
+  prove(other.watches, other.feed, "b", T0);
+  for (const n of liveMigration("a", 30, "completed")) other.feed.publish(n);
+  other.feed.publish(
     notification("instance.update", 40, "nova-compute:node001", {
       instance: instance("a"),
     }),
   );
-  await informer.look(
-    "ev",
-    HOST,
-    () =>
-      Promise.resolve({
-        ...list(),
-        servers: [listed("b", { status: "MIGRATING", taskState: "migrating" })],
-      }),
-  );
+  await other.relist([moving("b")]);
   assert.deepEqual(differed, ["a"], "the relist tells what the view saw");
   assert.equal(
-    informer.takeWarnings("ev")[0]?.reason,
+    other.watches.takeWarnings("ev")[0]?.reason,
     "NotificationViewDemoted",
   );
 });
 
 Deno.test("the trust rule: an arrival the list behind the view does not show is looked at first; once listed, the view vouches", async () => {
-  const { feed, watches } = setUp();
-  const request = {
-    maxAgeMs: 60_000,
-    status: {},
-    ram: () => undefined,
-    starts: [],
-  };
-  await watches.look("ev", HOST, () => Promise.resolve(list("b")));
+  const { feed, watches, look, relist } = setUp();
+  await relist([listed("b")]);
   prove(watches, feed, "b", T0);
-  assert.ok(watches.snapshot("ev", request));
+  assert.equal((await look()).fromView, true);
   feed.publish(
     notification("instance.update", 20, "nova-compute:node042", {
       instance: instance("new"),
     }),
   );
-  assert.equal(watches.snapshot("ev", request), undefined);
-  await watches.look("ev", HOST, () =>
-    Promise.resolve({
-      ...list(),
-      servers: [
-        listed("b", { status: "MIGRATING", taskState: "migrating" }),
-        listed("new"),
-      ],
-    }));
+  assert.equal(watches.cached("ev"), false);
+  await relist([moving("b"), listed("new")]);
   prove(watches, feed, "b", T0);
-  assert.deepEqual(
-    watches.snapshot("ev", request)?.servers.map((s) => s.id),
-    ["b", "new"],
-  );
+  const seen = await look();
+  assert.equal(seen.fromView, true);
+  assert.deepEqual(seen.servers.map((s) => s.id), ["b", "new"]);
 });
 
 Deno.test("a migration's end not heard of by its due time: the view looks, then at spacings doubling while the copy runs on", async () => {
-  const { feed, watches, tick } = setUp();
-  const copying = {
-    servers: [
-      listed("a", { status: "MIGRATING", taskState: "migrating" }),
-      listed("b", { status: "MIGRATING", taskState: "migrating" }),
-    ],
-    migrations: [record(1, "a", "running")],
-    departed: [],
-  };
-  await watches.look("ev", HOST, () => Promise.resolve(copying));
+  const { feed, nova, watches, look, tick } = setUp();
+  nova.show([moving("a"), moving("b")], [record(1, "a", "running")]);
+  await look();
   prove(watches, feed, "b", T0);
-  const request = (endsBy: number) => ({
-    maxAgeMs: 600_000,
-    status: {},
-    ram: () => undefined,
-    starts: [],
-    endsBy: new Map([["a", endsBy]]),
-  });
+  const ending = (by: number) => look({ endsBy: new Map([["a", by]]) });
   const due = T0 + 10_000;
   tick(9_999);
-  assert.ok(watches.snapshot("ev", request(due)), "not due yet");
+  assert.equal((await ending(due)).fromView, true, "not due yet");
   tick(1);
-  assert.equal(watches.snapshot("ev", request(due)), undefined, "overdue");
+  assert.equal((await ending(due)).fromView, undefined, "overdue: listed");
   // Looks at T0 + 10 s, 12 s and 14 s find it copying still: each time
   // the view vouches until the next look is due, a poll interval (2 s) on
   // or as late as the copy was at that look, whichever is longer.
   let at = due;
   for (const spacing of [2_000, 2_000, 4_000]) {
-    await watches.look("ev", HOST, () => Promise.resolve(copying));
     prove(watches, feed, "b", at);
     tick(spacing - 1);
-    assert.ok(watches.snapshot("ev", request(due)), `${at - T0}: vouched`);
+    assert.equal((await ending(due)).fromView, true, `${at - T0}: vouched`);
     tick(1);
-    assert.equal(watches.snapshot("ev", request(due)), undefined, "looks");
+    assert.equal((await ending(due)).fromView, undefined, "looks");
     at += spacing;
   }
-  assert.ok(watches.snapshot("ev", request(T0 + 100_000)), "due later");
+  assert.equal((await ending(T0 + 100_000)).fromView, true, "due later");
+});
+
+Deno.test("the view is relisted at the relist age while the drain holds migrations, at the finished check while it holds none", async () => {
+  const { feed, watches, look, relist, tick } = setUp();
+  await relist([listed("b")]);
+  prove(watches, feed, "b", T0);
+  tick(59_999);
+  assert.equal((await look({ holding: 2 })).fromView, true);
+  tick(1);
+  assert.equal((await look({ holding: 0 })).fromView, true, "idle: 120 s");
+  assert.equal((await look({ holding: 2 })).fromView, undefined, "60 s");
+});
+
+Deno.test("a look fresh since a time: the view's own list when it began after it, else a list", async () => {
+  const { feed, nova, watches, look, relist, tick } = setUp();
+  await relist([listed("b")]);
+  prove(watches, feed, "b", T0);
+  for (const n of liveMigration("b", 10, "completed")) feed.publish(n);
+  tick(1000);
+  const calls = nova.calls.length;
+  const view = await look();
+  assert.deepEqual(view.servers, [], "the view: b left");
+  const listedAfter = await look({ freshSince: T0 - 1 });
+  assert.deepEqual(listedAfter.servers.map((s) => s.id), ["b"], "its list");
+  assert.equal(listedAfter.listedAtMs, T0);
+  assert.equal(nova.calls.length, calls, "no call");
+  nova.show([]);
+  const fresh = await look({ freshSince: view.listedAtMs });
+  assert.equal(fresh.listedAtMs, T0 + 1000);
+  assert.deepEqual(fresh.servers, []);
+  assert.equal(nova.calls.length, calls + 3, "servers, migrations twice");
+});
+
+Deno.test("a failed list leaves the view as it was and says why", async () => {
+  const { feed, nova, watches, look, relist, tick } = setUp();
+  await relist([listed("b")]);
+  prove(watches, feed, "b", T0);
+  tick(60_000);
+  nova.listServersOnHost = () => Promise.reject(new Error("Nova is away"));
+  await assert.rejects(look(), /Nova is away/);
+  tick(-60_000);
+  assert.equal((await look()).fromView, true, "the old view stands");
 });
 
 Deno.test("a demotion is counted once however many drains are told of it; the drain's standing says deaf until trusted again", () => {
@@ -354,6 +371,7 @@ Deno.test("a demotion is counted once however many drains are told of it; the dr
   const counted: string[] = [];
   const informer = new NotifiedInformer(
     feed,
+    new NovaLister(new FixedNova(), { now: () => now }),
     () => {},
     () => now,
     undefined,

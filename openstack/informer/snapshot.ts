@@ -79,9 +79,12 @@ export interface Observation {
   /** Where the VMs that left the list are (null: deleted). */
   departed: DepartedServer[];
   /**
-   * Controller clock when the direct look this rests on began (a
-   * notified view's: its list's); what may release an action of ours
-   * (once.ts).
+   * Drain clock when the list this rests on began (a view's: its list's);
+   * what may release an action of ours (once.ts).
    */
-  lookedAtMs?: number;
+  listedAtMs: number;
+  /** Nova's limit on the host's live migrations, as its lists showed it. */
+  novaLimit?: number;
+  /** The informer's view (a list and the events since), not a list made for this look. */
+  fromView?: boolean;
 }

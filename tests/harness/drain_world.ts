@@ -32,7 +32,6 @@ import {
   type Server,
   TimeoutError,
 } from "../../openstack/mod.ts";
-import { trustOptionsFor } from "../../openstack/informer/feed_trust.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import type { NovaNotification } from "../../openstack/notification_types.ts";
 import { MemoryFeed } from "./memory_feed.ts";
@@ -57,7 +56,9 @@ import {
 import { stoppedForPerson } from "../../controllers/conditions.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
-import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
+import { NovaClock } from "../../controllers/eviction/nova_clock.ts";
+import { NovaLister } from "../../openstack/informer/lister.ts";
+import { PollingInformer } from "../../openstack/informer/informer.ts";
 import {
   type EvictionPassDeps,
   reconcileEviction,
@@ -710,8 +711,17 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     metadata: { name: "default", resourceVersion: String(policyLimit) },
     spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
   });
+  const novaClock = new NovaClock();
+  nova.onServerDate((ms) => novaClock.sample(ms, clock.now()));
+  const newLister = () =>
+    new NovaLister(nova as unknown as NovaClient, {
+      now: () => clock.now(),
+      concurrency: 4,
+    });
+  let lister = newLister();
   const deps: EvictionPassDeps = {
-    nova: new CountedNova(nova as unknown as NovaClient, metrics, clock),
+    nova: nova as unknown as NovaClient,
+    novaClockOffsetMs: () => novaClock.offsetMs(),
     flagSettings: policySettings({
       maxConcurrentMigrations: spec.limit,
       abortStuckMigrations: false,
@@ -729,7 +739,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       retryWindowMs: spec.retryWindowMs,
     },
     clock: { now: () => clock.now(), rate: timing.rate },
-    memory: new DrainMemory(),
+    memory: new DrainMemory(new PollingInformer(lister)),
     metrics,
     actConcurrency: 4,
     waveSettleMs: 15_000,
@@ -766,19 +776,21 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   const watch = () =>
     feed === undefined ? undefined : new NotifiedInformer(
       feed.feed,
+      lister,
       () => {
         wakeAt = clock.now();
       },
       () => clock.now(),
-      trustOptionsFor({
+      {
         pollMs: timing.pollMs,
         relistMs: timing.relistMs,
+        finishedCheckMs: timing.pollMs * 60,
         rate,
-      }),
+      },
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  deps.memory = new DrainMemory(watches);
+  deps.memory = new DrainMemory(watches ?? new PollingInformer(lister));
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1194,8 +1206,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // The controller restarts: its memory is gone, the status stays;
         // answers to the old process's calls reach nobody.
         watches?.close();
+        lister = newLister();
         watches = watch();
-        deps.memory = new DrainMemory(watches);
+        deps.memory = new DrainMemory(watches ?? new PollingInformer(lister));
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.

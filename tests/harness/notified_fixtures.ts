@@ -1,5 +1,9 @@
 // Builders of Nova's notifications and lists for the host view's tests.
-import type { Migration, Server } from "../../openstack/mod.ts";
+import {
+  type Migration,
+  NotFoundError,
+  type Server,
+} from "../../openstack/mod.ts";
 import type {
   NotifiedInstance,
   NovaNotification,
@@ -184,4 +188,55 @@ export function liveMigration(
       instance: moving,
     }),
   ];
+}
+
+/**
+ * A Nova that answers the lister's calls from what a test set: the
+ * servers on each host, the migration records, the servers elsewhere
+ * (any other id is 404); every call is recorded.
+ */
+export class FixedNova {
+  servers: Server[] = [];
+  migrations: Migration[] = [];
+  elsewhere = new Map<string, Server>();
+  /** Calls made, as `name arg`. */
+  readonly calls: string[] = [];
+
+  /** Sets what the next lists show. */
+  show(servers: Server[], migrations: Migration[] = []): this {
+    this.servers = servers;
+    this.migrations = migrations;
+    return this;
+  }
+
+  listServersOnHost(host: string): Promise<Server[]> {
+    this.calls.push(`listServersOnHost ${host}`);
+    return Promise.resolve(this.servers.filter((s) => s.host === host));
+  }
+
+  listMigrations(
+    filter: { host?: string; changesSince?: Date | string },
+  ): Promise<Migration[]> {
+    const since = filter.changesSince === undefined
+      ? undefined
+      : new Date(filter.changesSince).getTime();
+    this.calls.push(
+      `listMigrations ${filter.host}${since === undefined ? "" : " since"}`,
+    );
+    return Promise.resolve(
+      this.migrations.filter((m) =>
+        (m.sourceCompute === filter.host || m.destCompute === filter.host) &&
+        (since === undefined ||
+          Date.parse(`${m.updatedAt ?? m.createdAt}Z`) >= since)
+      ),
+    );
+  }
+
+  getServer(id: string): Promise<Server> {
+    this.calls.push(`getServer ${id}`);
+    const s = this.elsewhere.get(id);
+    return s === undefined
+      ? Promise.reject(new NotFoundError(`server ${id} not found`))
+      : Promise.resolve(s);
+  }
 }

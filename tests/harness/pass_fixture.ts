@@ -27,7 +27,8 @@ import {
 } from "../../controllers/kinds.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
-import type { CountedNova } from "../../controllers/eviction/nova_calls.ts";
+import type { NovaClient } from "../../openstack/mod.ts";
+import { NovaLister } from "../../openstack/informer/lister.ts";
 import type {
   EvictionPassDeps,
   Pass,
@@ -47,7 +48,7 @@ export interface PassWorld {
   /** The clock's start (epoch ms). */
   nowMs?: number;
   /** The Nova calls the phase under test makes; any other call throws. */
-  nova?: Partial<CountedNova>;
+  nova?: Partial<NovaClient>;
   /** Overrides of the pass's dependencies. */
   deps?: Partial<EvictionPassDeps>;
   /** Fields of the pass itself (e.g. `status`, `retryValue`). */
@@ -70,6 +71,10 @@ export interface PassFixture {
   writes: EvictionStatus[];
   /** The controller's clock (settable). */
   clock: { now(): number; set(ms: number): void };
+  /** The informer's lister (its host facts). */
+  lister: NovaLister;
+  /** The Nova calls made, the informer's too, by name. */
+  novaCalls: string[];
 }
 
 /** An Eviction of `host` named `name`, created at `createdAt`. */
@@ -142,8 +147,13 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     latest: (e) => e,
     enqueue: (_kind, key) => void enqueued.push(key),
   };
+  const novaCalls: string[] = [];
+  const nova = novaOnly(world.nova ?? {}, novaCalls);
+  const lister = new NovaLister(nova, clock);
+  const polling = new PollingInformer(lister);
   const deps: EvictionPassDeps = {
-    nova: novaOnly(world.nova ?? {}),
+    nova,
+    novaClockOffsetMs: () => 0,
     flagSettings: {
       source: "flags",
       spec: { maxConcurrentMigrations: 2, abortStuckMigrations: false },
@@ -156,11 +166,7 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     settleMs: 3_000,
     planOptions: {},
     clock,
-    memory: new DrainMemory(
-      world.informer === undefined
-        ? undefined
-        : Object.assign(new PollingInformer(), world.informer),
-    ),
+    memory: new DrainMemory(Object.assign(polling, world.informer ?? {})),
     metrics: new EvictionMetrics(new Registry()),
     actConcurrency: 4,
     waveSettleMs: 15_000,
@@ -182,7 +188,7 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     afterRecord: [],
     ...world.pass,
   };
-  return { pass, events, enqueued, writes, clock };
+  return { pass, events, enqueued, writes, clock, lister, novaCalls };
 }
 
 /** A cache reader over a fixed list, keyed by name. */
@@ -194,16 +200,24 @@ function readerOf<T extends KubeObject>(items: T[]): CacheReader<T> {
   };
 }
 
-/** A Nova of which only the given calls answer; any other call fails the test. */
-function novaOnly(calls: Partial<CountedNova>): CountedNova {
+/**
+ * A Nova of which only the given calls answer, each recorded in `made`;
+ * any other call fails the test.
+ */
+function novaOnly(calls: Partial<NovaClient>, made: string[]): NovaClient {
   return new Proxy(calls, {
     get(target, prop) {
-      if (prop in target) return target[prop as keyof CountedNova];
-      if (prop === "novaClockOffsetMs") return () => 0;
+      const call = target[prop as keyof NovaClient];
+      if (typeof call === "function") {
+        return (...args: unknown[]) => {
+          made.push(String(prop));
+          return (call as (...a: unknown[]) => unknown)(...args);
+        };
+      }
       if (prop === "then") return undefined;
       return () => {
         throw new Error(`unexpected Nova call ${String(prop)}`);
       };
     },
-  }) as CountedNova;
+  }) as NovaClient;
 }
