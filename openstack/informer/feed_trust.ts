@@ -1,23 +1,13 @@
 /**
- * When the host views of one notification feed may be planned from: the
- * informer's own trust, kept apart from the pass (notified_informer.ts asks,
- * the pass never does). Every start of ours is a probe: a host's view is
- * trusted once a start of ours on it was heard of (the feed is proven to
- * carry this host's events), while its last relist agreed with it and no
- * start is overdue. A relist that finds it wrong, Nova refusing a start
- * the view thought possible (409), or a start whose first event does not
- * come within `probeMs` (the feed is deaf for that host) demotes the host
- * to polling for `hostDemotionMs`, and until a later start is heard of
- * and a later relist agrees.
- * `feedAfter` host demotions within `feedWindowMs` demote the whole feed
- * for a backoff period that doubles on each repeat (up to
- * `feedBackoffMaxMs`): a feed listening where Nova does not publish, or
- * one that loses events, costs a few polls, never a wrong plan. Each
- * demotion is told once, as it happens (`onDemotion`: the metric), and
- * kept for each drain to report (its Event); a host stays shown demoted
- * ({@linkcode FeedTrust.demotion}) until it is trusted again.
- *
- * Times are on the drain's clock (the one its passes read).
+ * When the host views of one notification feed may be planned from
+ * (docs/drain.md, the view's trust). Every start of ours is a probe: a
+ * host's view is trusted once a start on it was heard of, while its last
+ * relist agreed and no start is overdue. A relist that finds it wrong, a
+ * 409 on a start the view thought possible, or a start unheard of within
+ * `probeMs` demotes the host; `feedAfter` host demotions within
+ * `feedWindowMs` demote the whole feed for a doubling backoff. Each
+ * demotion is told once as it happens (`onDemotion`: the metric) and kept
+ * for each drain to report (its Event). Times are on the drain's clock.
  *
  * @module
  */

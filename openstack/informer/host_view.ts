@@ -1,22 +1,11 @@
 /**
- * A list-and-watch view of one draining host, the way Kubernetes
- * controllers keep objects: one fresh list of the host (its servers, the
- * migrations from or to it, where the VMs that left went), then Nova's
- * notifications received since that list began (subscribed before it),
- * deduplicated by message id. The view yields an {@linkcode Observation}
- * the planner takes unchanged.
- *
- * The view is a pure fold of the list and the set of events it holds,
- * taken in one total order (Nova's timestamp, the step of a migration,
- * the message id): duplicated or reordered events give the same view.
- * Whether it can be planned from is {@linkcode WatchedHost.trustworthy}:
- * listed while the feed was up, and the feed up in that same epoch since
- * (no reconnect, so no gap).
- *
- * Record statuses Nova sends no event for (`queued`, the start of a
- * copy) stay as listed; a migration that began after the list gets a
- * record of its own without an id (Nova's is not known: a pass that
- * aborts reads Nova afresh).
+ * A list-and-watch view of one draining host: one list, then Nova's
+ * notifications received since it began, deduplicated by message id and
+ * folded in one total order (notified_events.ts `byEventOrder`), so
+ * duplicated or reordered events give the same view. Record statuses
+ * Nova sends no event for (`queued`, the start of a copy) stay as listed;
+ * a migration begun after the list gets a record without an id (a pass
+ * that aborts reads Nova afresh).
  *
  * @module
  */
@@ -119,11 +108,7 @@ export class WatchedHost {
     return this.#events.size;
   }
 
-  /**
-   * Whether an event is about this host: its instance is here (or comes
-   * here), it was sent by this host's compute service, or it names a VM
-   * the view knows.
-   */
+  /** Whether an event is about this host, from it, or about a VM the view knows. */
   concerns(n: NovaNotification): boolean {
     const id = subjectOf(n);
     return n.instance?.host === this.host || n.publisherHost === this.host ||
@@ -131,14 +116,10 @@ export class WatchedHost {
   }
 
   /**
-   * Takes an event into the view: kept when it is about this host and not
-   * held already (by message id). Returns whether it was kept. The caller
-   * gives only events received since the list began (notified_informer.ts
-   * subscribes first): one queue delivers in order, so an event sent
-   * before the list and received after it is followed by the later ones.
-   * Nova's timestamps are not compared with this process's clock (they
-   * may be skewed); a snapshot older than a listed server's own `updated`
-   * time is not taken.
+   * Takes an event received since the list began into the view, when it
+   * concerns the host and is new; returns whether it was kept. Nova's
+   * timestamps are compared with Nova's own (the list's `updated`), never
+   * with this process's clock.
    */
   apply(n: NovaNotification): boolean {
     if (this.#events.has(n.messageId)) return false;
@@ -157,8 +138,7 @@ export class WatchedHost {
 
   /**
    * Keeps a foreign event a while: an event about a VM coming here may
-   * arrive before the one that names this host (another host's compute
-   * service sent it), and must not be lost to that order.
+   * arrive before the one that names this host.
    */
   #park(n: NovaNotification): void {
     if (subjectOf(n) === undefined) return;
@@ -179,20 +159,15 @@ export class WatchedHost {
     }
   }
 
-  /**
-   * Whether the view can be planned from: listed while the feed was up,
-   * and the feed up since in the same epoch (no event can be missing).
-   */
+  /** Listed while the feed was up, and up since in the same epoch: no gap. */
   trustworthy(feed: { state: FeedState; epoch: number }): boolean {
     return this.stamp.up && feed.state === "up" &&
       feed.epoch === this.stamp.epoch;
   }
 
   /**
-   * The observation the planner takes: the list with the events folded in
-   * order; departures for the VMs `status` tracks (as lister.ts finds
-   * them: the event that moved or deleted the VM, the list's lookup, or
-   * the record that completed). `ramOf` fills flavors payloads lack.
+   * The list with the events folded in; departures for the VMs `status`
+   * tracks, as lister.ts finds them. `ramOf` fills flavors payloads lack.
    */
   observation(
     status: EvictionStatus | undefined,
@@ -239,10 +214,9 @@ export class WatchedHost {
   }
 
   /**
-   * VMs listed here that the events show elsewhere without any step of
-   * the migration that moved them (and no record of one in progress when
-   * listed): the view missed that migration's events, so it cannot tell
-   * whose move it was. The informer then trusts the view no more.
+   * VMs listed here that the events show elsewhere without any step of a
+   * migration (nor a record in progress when listed): the view missed its
+   * events, and the informer trusts it no more.
    *
    * @example
    * ```ts
@@ -289,12 +263,10 @@ export class WatchedHost {
   }
 
   /**
-   * VMs the view shows on the host, at rest or moving, with no list
-   * behind their being here: not on the host at the list, or shown
-   * leaving (moved, deleted) since and then back. Only a list made after
-   * a VM's last move may ground a start of it (docs/drain.md, the trust
-   * rule): an event that puts a VM here may be forged, replayed or
-   * misattributed, and Nova would migrate a VM moved already again.
+   * VMs the view shows on the host with no list behind their being here
+   * (not listed, or shown leaving since and then back): only a list made
+   * after a VM's last move may ground a start of it (the trust rule,
+   * docs/drain.md), since an event may be forged, replayed or misattributed.
    *
    * @example
    * ```ts
@@ -326,10 +298,8 @@ export class WatchedHost {
   }
 
   /**
-   * The latest change of VM `id` the list shows, on Nova's clock: its
-   * server's `updated`, or the last change of a migration record of it. A
-   * snapshot older than that (an event delayed past the list) is stale: a
-   * VM the list shows gone is not put back on the host by it.
+   * The latest change of VM `id` the list shows (Nova's clock): a snapshot
+   * older than that (delayed past the list) is stale.
    */
   #listedChangeMs(id: string): number {
     let latest = parseNovaTime(

@@ -3,7 +3,10 @@ import fc from "fast-check";
 import type { Migration, Server } from "../mod.ts";
 import type { NovaNotification } from "../notification_types.ts";
 import { WatchedHost } from "./host_view.ts";
-import { planFacts, viewDiffs } from "./view_diff.ts";
+import { factDiffs, planFacts } from "./view_diff.ts";
+
+const viewDiffs = (...a: Parameters<typeof factDiffs>) =>
+  factDiffs(...a).map((d) => d.id);
 import {
   DEST,
   HOST,

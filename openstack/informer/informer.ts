@@ -1,15 +1,10 @@
 /**
- * What a drain knows of its host's Nova state, and how fresh: the
- * informer below the drain's pass, in the shape of client-go's
- * tools/cache. The informer owns its lister (lister.ts), its relist age
- * and its trust; a pass states what it needs ({@linkcode LookNeed}: any
- * view the informer vouches for, or one fresh since a time) and never
- * asks where its facts come from. Changes on the host wake its drain
- * through the controller's queue (the `wake` the informer is built with).
- *
- * Two informers implement it: {@linkcode PollingInformer} (no cache:
- * every look lists) and the notified one (notified_informer.ts: a list
- * and Nova's notifications since, trusted only while proven right).
+ * What a drain knows of its host's Nova state, and how fresh. The
+ * informer owns its lister (lister.ts), its relist age and its trust; a
+ * pass states what it needs ({@linkcode LookNeed}) and never asks where
+ * the facts come from. {@linkcode PollingInformer} lists on every look;
+ * the notified one (notified_informer.ts) keeps a list and Nova's
+ * notifications since, trusted only while proven right.
  *
  * @module
  */
@@ -87,11 +82,7 @@ export function relistAgeMs(timing: InformerTiming, holding: number): number {
   return (holding > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) * rate;
 }
 
-/**
- * Whether a drain's notified view of its host is trusted, for its
- * Eviction's NovaNotifications condition: trusted, or demoted to polling
- * (the host's feed deaf or its view found wrong, or the whole feed).
- */
+/** Whether a drain's notified view is trusted, or demoted (its NovaNotifications condition). */
 export type NotificationStanding =
   | { trusted: true }
   | {
@@ -112,10 +103,7 @@ export interface InformerWarning {
   message: string;
 }
 
-/**
- * The cache of the draining hosts of one process, by drain key (the
- * Eviction's).
- */
+/** What the drains of one process know of their hosts, by drain key. */
 export interface HostInformer {
   /**
    * The host as `need` asks: a view the informer vouches for (listed

@@ -56,14 +56,11 @@ const WAKING: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether an event taken into `host`'s view should wake its drain: the
- * end of a migration step on the host (sent by it, leaving the VM on it,
- * or of a VM `listedHere`: one on the host at its last list), an update
- * that puts a VM on the host at rest (an arrival, a rollback done), or
- * the first step on this host of a migration towards it (an arrival
- * begins: a finished drain reopens then, not when it lands). The view
- * also keeps the events of VMs that left the host before, but their later
- * moves between other hosts wake nobody here.
+ * Whether an event taken into `host`'s view wakes its drain: the end of a
+ * migration step on the host (or of a VM `listedHere` at its last list),
+ * an update that puts a VM on the host at rest, or the first step here of
+ * a migration towards it (a finished drain reopens as an arrival begins).
+ * Later moves between other hosts of VMs that left wake nobody here.
  *
  * @example
  * ```ts
@@ -109,19 +106,11 @@ interface Watch {
   view: WatchedHost | undefined;
   /** Set while a list is under way: its stamp and the events since. */
   listing: { stamp: ListStamp; buffer: NovaNotification[] } | undefined;
-  /**
-   * VMs a relist found ahead of the view in a migration the view showed
-   * in progress: the events telling it may still be on their way (the
-   * feed lags), so the view is found wrong only if none comes by `untilMs`.
-   */
+  /** VMs a relist found ahead of the view: wrong only if no event comes by `untilMs` (lag). */
   lagging: Map<string, { diff: FactDiff; untilMs: number; heard: boolean }>;
 }
 
-/**
- * Whether a relist's difference may be the feed's lag: the view shows a
- * migration of the VM in progress, which events still on their way would
- * end as Nova's list shows it.
- */
+/** Whether a relist's difference may be the feed's lag: the view shows the move in progress. */
 function mayLag(d: FactDiff): boolean {
   return d.view === "on moving" ||
     (d.view?.startsWith("left in_progress") ?? false);
@@ -129,10 +118,7 @@ function mayLag(d: FactDiff): boolean {
 
 /** What a finished list found against the view it replaces. */
 export interface Relisted {
-  /**
-   * The VMs on which the old view, trustworthy until now, was wrong (both
-   * facts); not those it may only lag behind on (`lagging`).
-   */
+  /** The VMs on which the old, trusted view was wrong (not mere lag). */
   diffs: FactDiff[];
   /** The VMs whose events may still be on their way (judged a poll interval on). */
   lagging: FactDiff[];

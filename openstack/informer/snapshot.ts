@@ -1,9 +1,6 @@
 /**
- * What a look at one host shows of Nova: its servers, the migrations from
- * or to it, and where the VMs that left it went. The informer's snapshot
- * and a direct look both yield it; the drain's planner takes it
- * unchanged (the client's `Server` and `Migration` already fit
- * structurally).
+ * What a look at one host shows of Nova, as the planner takes it (the
+ * client's `Server` and `Migration` fit structurally).
  *
  * @module
  */

@@ -1,9 +1,7 @@
 /**
  * What a relist checks of a host's view: the facts the planner decides
- * by, per VM (on the host and whether it moves, or where it went and how
- * its migration ended, or on its way here). Two observations that agree
- * on these plan alike; a VM on which they differ is a missed (or
- * misread) event, counted by `evictor_notification_view_diffs_total`.
+ * by, per VM. Two observations that agree on these plan alike; a VM on
+ * which they differ is a missed (or misread) event.
  *
  * @module
  */
@@ -14,9 +12,7 @@ import { arrivingRecords, latestRecords } from "./nova_records.ts";
 
 /** The parts of an observation the facts are read from. */
 export interface FactsSource {
-  /** The VMs on the host. */
   servers: readonly ObservedServer[];
-  /** The migrations from or to it. */
   migrations: readonly ObservedMigration[];
 }
 
@@ -96,23 +92,4 @@ export function factDiffs(
     view: a.get(id),
     fresh: b.get(id),
   }));
-}
-
-/**
- * The VMs (sorted) on whose facts two observations of a host differ.
- *
- * @example
- * ```ts
- * import { viewDiffs } from "./view_diff.ts";
- * const vm = (id: string) => ({ id, status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } });
- * const diffs = viewDiffs({ servers: [vm("a")], migrations: [] }, { servers: [vm("a"), vm("b")], migrations: [] }, "h");
- * console.assert(diffs.join() === "b");
- * ```
- */
-export function viewDiffs(
-  view: FactsSource,
-  fresh: FactsSource,
-  host: string,
-): string[] {
-  return factDiffs(view, fresh, host).map((d) => d.id);
 }
