@@ -482,3 +482,73 @@ Deno.test("reconcileEviction: a drain whose host's notifications are found deaf 
     ),
   );
 });
+
+Deno.test("reconcileEviction: Nova's limit, once shown, holds with no relearning: one NovaLimited Event and the condition True over half an hour", async () => {
+  const vm = (id: string, taskState: string | null): Server => ({
+    id,
+    name: id,
+    status: taskState === null ? "ACTIVE" : "MIGRATING",
+    host: HOST,
+    hypervisorHostname: HOST,
+    taskState,
+    vmState: "active",
+    powerState: 1,
+    flavor: { ramMb: 1024, vcpus: 1 },
+  });
+  const rec = (id: number, server: string, status: string): Migration => ({
+    id,
+    uuid: `m-${id}`,
+    instanceUuid: server,
+    migrationType: "live-migration",
+    status,
+    sourceCompute: HOST,
+    destCompute: "node043",
+    sourceNode: HOST,
+    destNode: "node043",
+    destHost: null,
+    createdAt: "2026-01-01T00:59:40.000000",
+    updatedAt: null,
+  });
+  // Nova copies a and holds b queued at first; then only a copies, long.
+  let migrations = [rec(1, "a", "running"), rec(2, "b", "queued")];
+  const ev = eviction(ME, HOST, {
+    startedAt: new Date(NOW - 60_000).toISOString(),
+    hypervisorServiceId: "svc-1",
+    outstandingInstances: ["a", "b", "c"],
+    outstandingCount: 3,
+  });
+  const { fx, deps } = run(ev, {
+    nova: {
+      negotiate: () => Promise.resolve("2.90"),
+      findComputeService: () => Promise.resolve(DISABLED),
+      listServersOnHost: () =>
+        Promise.resolve([
+          vm("a", "migrating"),
+          vm("b", "migrating"),
+          vm("c", null),
+        ]),
+      listMigrations: () => Promise.resolve(migrations),
+    },
+  });
+  let status = ev.status ?? {};
+  const limits: Array<number | undefined> = [];
+  for (let minute = 0; minute <= 30; minute += 5) {
+    fx.clock.set(NOW + minute * 60_000);
+    const n = fx.writes.length;
+    await reconcileEviction(
+      { ...fx.pass.ctx, object: { ...ev, status } },
+      deps,
+    );
+    status = fx.writes.length > n ? fx.writes.at(-1) ?? status : status;
+    limits.push(status.novaLiveMigrationLimit);
+    migrations = [rec(1, "a", "running")];
+    const c = status.conditions?.find((x) => x.type === "NovaLimited");
+    assert.equal(c?.status, "True", `minute ${minute}`);
+  }
+  assert.deepEqual(limits, [1, 1, 1, 1, 1, 1, 1]);
+  assert.equal(
+    fx.events.filter((e) => e.reason === "NovaLimited").length,
+    1,
+    "one Event, not one per lapse",
+  );
+});
