@@ -14,7 +14,7 @@ import { failureReason, type InstanceAction } from "../../openstack/mod.ts";
 import type { IssuedStart } from "./memory.ts";
 import type { Plan } from "./plan_types.ts";
 
-/** Reads one instance action (`CountedNova.getInstanceAction`). */
+/** Reads one instance action (`NovaClient.getInstanceAction`). */
 export type ReadAction = (
   serverId: string,
   requestId: string,

@@ -28,19 +28,13 @@
  *    nothing changed returns at once; one due only for the first looks at
  *    its starts (first_look.ts) reads the host's migrations alone (a
  *    glance) and looks in full only when they show something to act on.
- * 5. **observe** (observe.ts) — Nova afresh: the servers on the host, the
- *    migrations from or to it since the drain started (on Nova's clock,
- *    nova_clock.ts; once no server is left, also every record still in
- *    progress, however old), a lookup only for a VM that left without a
- *    telling record (what the lists say of each VM: nova_records.ts, read
- *    alike by the plan and the informer). The free budget slots are
- *    claimed before the look, so that two passes never look for one slot
- *    (and given back when anything fails before act).
- *    The look goes through the drain's informer (pass_look.ts,
- *    openstack/informer/): a pass that only starts plans from its
- *    snapshot while the informer vouches for it, without a Nova call; one
- *    that could finish, settle, confirm, abort or charge a failure, and
- *    one past the relist age, asks it for a direct look at Nova.
+ * 5. **look** (pass_look.ts) — the pass states what it needs of the
+ *    informer (openstack/informer/, which lists Nova itself: lister.ts):
+ *    any view it vouches for, planned from when the plan only starts or
+ *    waits, else a look resting on a list begun after that view's. The
+ *    free budget slots are claimed before the look, so that two passes
+ *    never look for one slot (and given back when anything fails before
+ *    act).
  * 6. **plan** (plan.ts, plan_steps.ts, classify.ts) — a pure function of
  *    that observation, the status, the limit in force, the start answers in
  *    memory and the time; the cluster budget is reserved in the same step
