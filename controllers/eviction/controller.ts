@@ -32,6 +32,7 @@ import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { registerEvictionGauges } from "./state_metrics.ts";
 import { CountedNova } from "./nova_calls.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import type { PlanOptions } from "./observation.ts";
 import {
   type EvictionClock,
@@ -224,11 +225,13 @@ function passDeps(
   const metrics = new EvictionMetrics(operator.metrics.registry);
   const clock = deps.clock ?? { now: () => Date.now() };
   const trust = { pollMs: deps.pollIntervalMs, relistMs, rate };
+  const novaClock = new NovaClock();
   const memory = new DrainMemory(
     hostInformer(operator, deps.notifications, clock, trust),
+    novaClock,
   );
   return {
-    nova: new CountedNova(deps.nova, metrics, clock),
+    nova: new CountedNova(deps.nova, metrics, clock, novaClock),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
     maxPollMs,

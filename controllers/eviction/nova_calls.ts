@@ -18,7 +18,7 @@ import {
   type Server,
 } from "../../openstack/mod.ts";
 import type { EvictionMetrics } from "./metrics.ts";
-import { NovaClock } from "./nova_clock.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 
 function outcomeOf(err: unknown): string {
   if (err instanceof NotFoundError) return "not_found";
@@ -41,19 +41,21 @@ function outcomeOf(err: unknown): string {
 export class CountedNova {
   readonly #nova: NovaClient;
   readonly #metrics: EvictionMetrics;
-  readonly #clock = new NovaClock();
+  readonly #clock: NovaClock;
 
   /**
    * Wraps `nova`, counting into `metrics`; with `clock` (the controller's),
-   * Nova's clock is learned from its answers ({@linkcode novaClockOffsetMs}).
+   * Nova's clock (`novaClock`) is learned from its answers.
    */
   constructor(
     nova: NovaClient,
     metrics: EvictionMetrics,
     clock?: { now(): number },
+    novaClock: NovaClock = new NovaClock(),
   ) {
     this.#nova = nova;
     this.#metrics = metrics;
+    this.#clock = novaClock;
     if (clock !== undefined && typeof nova.onServerDate === "function") {
       nova.onServerDate((ms) => this.#clock.sample(ms, clock.now()));
     }

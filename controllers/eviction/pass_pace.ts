@@ -7,8 +7,8 @@
 
 import type { ReconcileResult } from "../../framework/handler.ts";
 import { traitsHold } from "./gates.ts";
-import { type PaceView, requeueAfterMs } from "./pacing.ts";
-import { glanceIsQuiet } from "./first_look.ts";
+import { type PaceView, requeueAfterMs } from "../../openstack/informer/pacing.ts";
+import { glanceIsQuiet } from "../../openstack/informer/first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan_types.ts";
 import {

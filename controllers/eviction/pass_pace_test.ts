@@ -23,7 +23,7 @@ import {
   skipEarly,
 } from "./pass_pace.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import type { PaceView } from "./pacing.ts";
+import type { PaceView } from "../../openstack/informer/pacing.ts";
 import type { Pass } from "./pass.ts";
 import { planPass } from "./plan.ts";
 import type { Plan } from "./plan_types.ts";

@@ -34,7 +34,7 @@ import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
 import { observe } from "./observe.ts";
 import type { PlanOptions } from "./observation.ts";
-import type { PaceView } from "./pacing.ts";
+import type { PaceView } from "../../openstack/informer/pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
 import { lookAtHost } from "./pass_look.ts";
 import { reportPass } from "./report.ts";
