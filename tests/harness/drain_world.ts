@@ -58,6 +58,7 @@ import { stoppedForPerson } from "../../controllers/conditions.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import { CountedNova } from "../../controllers/eviction/nova_calls.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import {
   type EvictionPassDeps,
   reconcileEviction,
@@ -701,6 +702,8 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     spec.novaClockOffsetMs,
   );
   const metrics = new EvictionMetrics(new Registry());
+  // one Nova, one clock: the drains time by what its answers show
+  const novaClock = new NovaClock();
   const timing = spec.timing ??
     { pollMs: 2000, relistMs: 60_000, settleMs: 6000, rate: 1 };
   /** Simulated ms per real ms of the drain's delays. */
@@ -711,7 +714,12 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
   });
   const deps: EvictionPassDeps = {
-    nova: new CountedNova(nova as unknown as NovaClient, metrics, clock),
+    nova: new CountedNova(
+      nova as unknown as NovaClient,
+      metrics,
+      clock,
+      novaClock,
+    ),
     flagSettings: policySettings({
       maxConcurrentMigrations: spec.limit,
       abortStuckMigrations: false,
@@ -729,7 +737,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       retryWindowMs: spec.retryWindowMs,
     },
     clock: { now: () => clock.now(), rate: timing.rate },
-    memory: new DrainMemory(),
+    memory: new DrainMemory(undefined, novaClock),
     metrics,
     actConcurrency: 4,
     waveSettleMs: 15_000,
@@ -778,7 +786,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  deps.memory = new DrainMemory(watches);
+  deps.memory = new DrainMemory(watches, novaClock);
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1195,7 +1203,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         // answers to the old process's calls reach nobody.
         watches?.close();
         watches = watch();
-        deps.memory = new DrainMemory(watches);
+        deps.memory = new DrainMemory(watches, novaClock);
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.
