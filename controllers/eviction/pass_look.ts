@@ -143,12 +143,12 @@ export async function lookAtHost(
   const { ctx, deps, host, state } = pass;
   const informer = deps.memory.informer;
   const maxAgeMs = relistAgeMs({
-    relistMs: deps.relistMs,
-    finishedCheckMs: deps.finishedCheckMs,
+    relistMs: pass.times.relistMs,
+    finishedCheckMs: pass.times.finishedCheckMs,
     holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
   });
   const snapshot = informer.snapshot(ctx.key, {
-    maxAgeMs: maxAgeMs * pass.rate,
+    maxAgeMs,
     status: pass.status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),

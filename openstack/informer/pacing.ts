@@ -699,65 +699,56 @@ export function lookAt(
   return look;
 }
 
-/** What {@linkcode requeueAfterMs} decides from. */
-export interface RequeueInput {
-  /** Clock ms until the earliest expected finish, if timed. */
+/** What {@linkcode nextLookMs} decides from (ms on the controller's clock). */
+export interface LookInput {
+  /** Until the earliest expected finish, if timed. */
   dueMs: number | undefined;
   /** Something runs that the model cannot time yet. */
   untimed: boolean;
   /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
-  /** Clock ms until the earliest retry of a VM in backoff, if any. */
+  /** Until the earliest retry of a VM in backoff, if any. */
   retryInMs: number | undefined;
   /** Work that moves without us: busy or arriving VMs, free slots with ready VMs. */
   watching: boolean;
-  /** Poll interval, real ms (the shortest wait). */
-  pollIntervalMs: number;
-  /** Longest wait while anything is in flight, real ms. */
+  /** The poll interval (the shortest wait). */
+  pollMs: number;
+  /** Longest wait while anything is in flight. */
   maxPollMs: number;
-  /** Wait while nothing can change without a person or an event, real ms. */
+  /** Wait while nothing can change without a person or an event. */
   slowPollMs: number;
-  /** Clock ms per real ms. */
-  rate: number;
 }
 
 /**
- * The requeue delay in real ms: when the earliest in-flight migration
- * should finish (converted from clock to real ms once, here), never
- * sooner than the poll interval nor later than `maxPollMs`; the poll
- * interval while something runs that cannot be timed yet or VMs are busy
- * or arriving; until the earliest retry when only backoff remains; the
- * slow poll when nothing can change without a person (a change of the
- * Eviction, the policy or the Hypervisor wakes the drain earlier).
+ * The wait until the next look: when the earliest in-flight migration
+ * should finish, never sooner than the poll interval nor later than
+ * `maxPollMs`; the poll interval while something runs that cannot be
+ * timed yet or VMs are busy or arriving; until the earliest retry when
+ * only backoff remains; the slow poll when nothing can change without a
+ * person (a change of the Eviction, the policy or the Hypervisor wakes
+ * the drain earlier).
  *
  * @example
  * ```ts
- * import { requeueAfterMs } from "./pacing.ts";
+ * import { nextLookMs } from "./pacing.ts";
  * const base = { untimed: false, inFlight: 1, retryInMs: undefined, watching: false,
- *   pollIntervalMs: 2000, maxPollMs: 60_000, slowPollMs: 20_000, rate: 1 };
- * console.assert(requeueAfterMs({ ...base, dueMs: 30_000 }) === 30_000);
- * console.assert(requeueAfterMs({ ...base, dueMs: 120_000, rate: 4 }) === 30_000);
- * console.assert(requeueAfterMs({ ...base, dueMs: 0 }) === 2000);
+ *   pollMs: 2000, maxPollMs: 60_000, slowPollMs: 20_000 };
+ * console.assert(nextLookMs({ ...base, dueMs: 30_000 }) === 30_000);
+ * console.assert(nextLookMs({ ...base, dueMs: 0 }) === 2000);
  * ```
  */
-export function requeueAfterMs(input: RequeueInput): number {
-  const rate = input.rate > 0 ? input.rate : 1;
-  const poll = input.pollIntervalMs;
-  const clamp = (ms: number) =>
-    Math.round(Math.min(input.maxPollMs, Math.max(poll, ms)));
-  const retry = input.retryInMs === undefined
-    ? undefined
-    : input.retryInMs / rate;
+export function nextLookMs(input: LookInput): number {
+  const { pollMs, retryInMs: retry } = input;
   if (input.inFlight > 0) {
-    if (input.untimed || input.dueMs === undefined) return poll;
-    const due = input.dueMs / rate;
-    return clamp(
-      input.watching ? poll : retry === undefined ? due : Math.min(due, retry),
-    );
+    if (input.untimed || input.dueMs === undefined) return pollMs;
+    const due = input.watching
+      ? pollMs
+      : Math.min(input.dueMs, retry ?? Infinity);
+    return Math.min(input.maxPollMs, Math.max(pollMs, due));
   }
-  if (input.watching) return poll;
+  if (input.watching) return pollMs;
   if (retry !== undefined) {
-    return Math.round(Math.max(poll, Math.min(retry, input.slowPollMs * 10)));
+    return Math.max(pollMs, Math.min(retry, input.slowPollMs * 10));
   }
   return input.slowPollMs;
 }
