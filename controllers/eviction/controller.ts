@@ -22,7 +22,6 @@ import {
 import { InformerMetrics } from "../../openstack/informer/informer_metrics.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
 import { countNovaCalls } from "../../openstack/nova_metrics.ts";
-import { NovaClock } from "./nova_clock.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { type LimitSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import {
@@ -34,6 +33,7 @@ import { Informer } from "../../framework/informer.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { registerEvictionGauges } from "./state_metrics.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import type { PlanOptions } from "./observation.ts";
 import {
   type EvictionClock,
@@ -236,12 +236,13 @@ function passDeps(
     concurrency: actConcurrency,
     warn: (fields, msg) => operator.logger.warn(fields, `Nova ${msg}`),
   });
-  const memory = new DrainMemory(
-    hostInformer(operator, deps.notifications, lister, clock, timing),
-  );
   countNovaCalls(deps.nova, operator.metrics.registry);
   const novaClock = new NovaClock();
   deps.nova.onServerDate((ms) => novaClock.sample(ms, clock.now()));
+  const memory = new DrainMemory(
+    hostInformer(operator, deps.notifications, lister, clock, timing),
+    novaClock,
+  );
   return {
     nova: deps.nova,
     novaClockOffsetMs: () => novaClock.offsetMs(),

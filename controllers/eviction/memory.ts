@@ -19,7 +19,8 @@ import {
   waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
 import type { StartBackoff } from "./plan_types.ts";
-import { Durations, Pace } from "./pacing.ts";
+import { Durations, Pace } from "../../openstack/informer/pacing.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import { InFlightLedger } from "./ledger.ts";
 import type { DrainMarks } from "./lesson.ts";
 import { BudgetWaiters } from "./budget.ts";
@@ -111,7 +112,7 @@ export interface DrainState {
 export class DrainMemory {
   readonly #states = new Map<string, DrainState>();
   /** Migration durations every drain learns from (one Nova, one clock). */
-  readonly #cloud = new Durations();
+  readonly #cloud: Durations;
   /** Migrations in flight per Eviction of this process, for the cluster budget. */
   readonly ledger = new InFlightLedger();
   /** This process's drains waiting for budget, in line. */
@@ -122,9 +123,13 @@ export class DrainMemory {
    */
   readonly informer: HostInformer;
 
-  /** A memory whose drains see their hosts through `informer`. */
-  constructor(informer: HostInformer) {
+  /**
+   * A memory whose drains see their hosts through `informer` and time
+   * Nova's migrations by `novaClock`.
+   */
+  constructor(informer: HostInformer, novaClock: NovaClock = new NovaClock()) {
     this.informer = informer;
+    this.#cloud = new Durations(novaClock);
   }
 
   /** The state of a drain (created empty). */

@@ -70,6 +70,6 @@ export async function novaReady(pass: Pass): Promise<Step> {
       { err: err.message },
       "Nova shares no compute microversion with evictor: not draining",
     );
-    return { status, end: { requeueAfterMs: deps.slowPollMs } };
+    return { status, end: { inMs: pass.times.slowPollMs } };
   }
 }

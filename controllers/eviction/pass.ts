@@ -10,10 +10,7 @@
  */
 
 import { errText } from "../../framework/errors.ts";
-import type {
-  HandlerContext,
-  ReconcileResult,
-} from "../../framework/handler.ts";
+import type { HandlerContext } from "../../framework/handler.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
@@ -113,14 +110,80 @@ export function planOptionsFor(
 export interface Step {
   /** The status the phase leaves; absent: unchanged. */
   status?: EvictionStatus;
-  /** The pass's result, when the phase ends the pass here. */
-  end?: ReconcileResult;
+  /** The wait until the next look, when the phase ends the pass here. */
+  end?: NextLook;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   hold?: string;
   /** A retry annotation's value the phase applied (removed after the write). */
   retry?: string;
   /** What must follow the pass's status write (waking the wave's peers). */
   after?: () => void;
+}
+
+/**
+ * Why a pass ends, as the wait until its next look on the controller's
+ * clock; pass_pace.ts `requeue` turns it into the framework's real ms.
+ */
+export interface NextLook {
+  /** Controller-clock ms from now. */
+  inMs: number;
+}
+
+/** A pass's durations on the controller's clock ({@linkcode passTimes}). */
+export interface PassTimes {
+  pollMs: number;
+  maxPollMs: number;
+  slowPollMs: number;
+  finishedCheckMs: number;
+  relistMs: number;
+  settleMs: number;
+  waveSettleMs: number;
+  /** How long a new drain waits for the rest of its wave to appear. */
+  waveGatherMs: number;
+}
+
+/** A new drain's wait for the rest of its wave to appear (real ms). */
+const WAVE_GATHER_MS = 1_000;
+
+/**
+ * The deps' durations (real ms) on the controller's clock, which runs
+ * `rate` times as fast (a simulator's time scale): the one conversion into
+ * it; the pass compares them with that clock only.
+ *
+ * @example
+ * ```ts
+ * import { passTimes } from "./pass.ts";
+ * const deps = { pollIntervalMs: 2000, maxPollMs: 60_000, slowPollMs: 20_000,
+ *   finishedCheckMs: 120_000, relistMs: 60_000, settleMs: 6000, waveSettleMs: 15_000 };
+ * console.assert(passTimes(deps, 10).pollMs === 20_000);
+ * ```
+ */
+export function passTimes(
+  deps: Pick<
+    EvictionPassDeps,
+    | "pollIntervalMs"
+    | "maxPollMs"
+    | "slowPollMs"
+    | "finishedCheckMs"
+    | "relistMs"
+    | "settleMs"
+    | "waveSettleMs"
+  >,
+  rate: number,
+): PassTimes {
+  const real: PassTimes = {
+    pollMs: deps.pollIntervalMs,
+    maxPollMs: deps.maxPollMs,
+    slowPollMs: deps.slowPollMs,
+    finishedCheckMs: deps.finishedCheckMs,
+    relistMs: deps.relistMs,
+    settleMs: deps.settleMs,
+    waveSettleMs: deps.waveSettleMs,
+    waveGatherMs: WAVE_GATHER_MS,
+  };
+  return Object.fromEntries(
+    Object.entries(real).map(([k, ms]) => [k, ms * rate]),
+  ) as unknown as PassTimes;
 }
 
 /**
@@ -141,6 +204,8 @@ export interface Pass {
   readonly hypervisor: Hypervisor | undefined;
   /** Clock ms per real ms. */
   readonly rate: number;
+  /** The deps' durations on the controller's clock ({@linkcode passTimes}). */
+  readonly times: PassTimes;
   /** The retry annotation's value this pass applied (removed after the write). */
   readonly retryValue?: string;
   /** The ledger's count before this pass claimed budget, if it did. */
@@ -242,20 +307,13 @@ export function finishedLookMs(
   finishedAt: string | undefined,
   atMs = pass.deps.clock.now(),
 ): number {
-  const { deps } = pass;
+  const { finishedCheckMs, pollMs } = pass.times;
   // An informer that watches the host wakes the drain as an arrival
   // begins: the looks need not come sooner than the slow finished check.
-  if (deps.memory.informer.watching(pass.ctx.key)) {
-    return deps.finishedCheckMs;
-  }
+  if (pass.deps.memory.informer.watching(pass.ctx.key)) return finishedCheckMs;
   const since = Date.parse(finishedAt ?? "");
   const finishedForMs = Number.isNaN(since)
-    ? deps.finishedCheckMs
-    : Math.max(0, atMs - since) / pass.rate;
-  return Math.round(
-    Math.min(
-      deps.finishedCheckMs,
-      Math.max(deps.pollIntervalMs, finishedForMs),
-    ),
-  );
+    ? finishedCheckMs
+    : Math.max(0, atMs - since);
+  return Math.min(finishedCheckMs, Math.max(pollMs, finishedForMs));
 }

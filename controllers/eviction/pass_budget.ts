@@ -80,7 +80,7 @@ export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
   };
   state.due = undefined;
   deps.memory.budgetWaiters.add(ctx.key);
-  return { status: waiting, end: { requeueAfterMs: deps.slowPollMs } };
+  return { status: waiting, end: { inMs: pass.times.slowPollMs } };
 }
 
 /**

@@ -233,7 +233,7 @@ Deno.test("waitForBudget: waits only under a cluster budget others spend, with n
       assert.equal(pass.state.due, due, row.name);
       continue;
     }
-    assert.deepEqual(step.end, { requeueAfterMs: 10_000 }, row.name);
+    assert.deepEqual(step.end, { inMs: 10_000 }, row.name);
     const c = step.status?.conditions?.find((x) =>
       x.type === CONDITION_EVICTING
     );

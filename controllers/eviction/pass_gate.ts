@@ -14,10 +14,7 @@ import {
   REASON_DUPLICATE,
   REASON_NOT_REGISTERED,
 } from "../conditions.ts";
-import type {
-  HandlerContext,
-  ReconcileResult,
-} from "../../framework/handler.ts";
+import type { HandlerContext } from "../../framework/handler.ts";
 import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
@@ -46,6 +43,7 @@ import {
   emit,
   finishedLookMs,
   limitOfDrain,
+  type NextLook,
   type Pass,
   type Step,
 } from "./pass.ts";
@@ -124,7 +122,7 @@ function duplicateStep(
       message: `Eviction ${other} already drains hypervisor ${host}`,
     });
   }
-  return { status: next, end: { requeueAfterMs: deps.slowPollMs } };
+  return { status: next, end: { inMs: pass.times.slowPollMs } };
 }
 
 /**
@@ -162,7 +160,7 @@ async function preflightStep(
     // No hot loop: a change of the Hypervisor enqueues this Eviction.
     return {
       status: out.status,
-      end: { requeueAfterMs: deps.slowPollMs * 10 },
+      end: { inMs: pass.times.slowPollMs * 10 },
     };
   }
   if (out.kind === "unregistered") {
@@ -177,7 +175,7 @@ async function preflightStep(
     pass.state.lastFinishedCheckMs = deps.clock.now();
     return {
       status: out.status,
-      end: { requeueAfterMs: deps.finishedCheckMs },
+      end: { inMs: pass.times.finishedCheckMs },
     };
   }
   if (status.startedAt === undefined) {
@@ -219,7 +217,7 @@ function retryStep(pass: Pass): Step {
  * every pass a Hypervisor status sync wakes. Returns the pass's result
  * while the check is not due.
  */
-export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
+export function watchUnregistered(pass: Pass): NextLook | undefined {
   const { deps, state, status } = pass;
   if (status.finishedAt === undefined) return undefined;
   if (status.hypervisorServiceId !== undefined) return undefined;
@@ -229,11 +227,8 @@ export function watchUnregistered(pass: Pass): ReconcileResult | undefined {
   if (preflight?.reason !== REASON_NOT_REGISTERED) return undefined;
   const last = state.lastFinishedCheckMs;
   if (last === undefined) return undefined;
-  const sinceReal = (deps.clock.now() - last) / pass.rate;
-  if (sinceReal >= deps.finishedCheckMs) return undefined;
-  return {
-    requeueAfterMs: Math.max(1, Math.round(deps.finishedCheckMs - sinceReal)),
-  };
+  const leftMs = last + pass.times.finishedCheckMs - deps.clock.now();
+  return leftMs > 0 ? { inMs: leftMs } : undefined;
 }
 
 /**
@@ -281,12 +276,7 @@ export function waveGatePhase(
   if (!idle) return { ...step, hold: update.message };
   return {
     ...step,
-    end: {
-      requeueAfterMs: Math.max(
-        1,
-        Math.round(Math.min(deps.pollIntervalMs, decision.waitMs / pass.rate)),
-      ),
-    },
+    end: { inMs: Math.min(pass.times.pollMs, decision.waitMs) },
   };
 }
 
@@ -320,7 +310,7 @@ function decideWave(
     waitingSinceMs: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
     firstSeenMs: (name) => seen.get(name),
     nowMs,
-    settleMs: pass.deps.waveSettleMs * pass.rate,
+    settleMs: pass.times.waveSettleMs,
   });
 }
 
@@ -398,24 +388,20 @@ export async function checkCapacityFirst(
   });
   if (phase.event !== undefined) emit(pass, phase.event);
   if (!phase.hold) return { status: phase.status };
-  return { status: phase.status, end: { requeueAfterMs: deps.slowPollMs } };
+  return { status: phase.status, end: { inMs: pass.times.slowPollMs } };
 }
-
-/** How long a new drain waits for the rest of its wave to appear (real ms). */
-const WAVE_GATHER_MS = 1_000;
 
 /**
  * Evictions created together (one `kubectl apply`, `kubectl evictor
  * drain A B`) reach the cache some milliseconds apart; a capacity check
  * run at once would judge each without the others and count the same
  * free room twice. So a drain's first capacity check waits
- * {@linkcode WAVE_GATHER_MS} (real) from when this process first saw it.
+ * `waveGatherMs` from when this process first saw it.
  */
-function gatherWave(pass: Pass, now: Date): ReconcileResult | undefined {
+function gatherWave(pass: Pass, now: Date): NextLook | undefined {
   const seen = pass.state.firstSeenMs ??= now.getTime();
-  const leftMs = seen + WAVE_GATHER_MS * pass.rate - now.getTime();
-  if (leftMs <= 0) return undefined;
-  return { requeueAfterMs: Math.max(1, Math.ceil(leftMs / pass.rate)) };
+  const leftMs = seen + pass.times.waveGatherMs - now.getTime();
+  return leftMs > 0 ? { inMs: leftMs } : undefined;
 }
 
 /**
@@ -427,11 +413,12 @@ function gatherWave(pass: Pass, now: Date): ReconcileResult | undefined {
  * come here. A look reads Nova afresh, and a VM found there reopens the
  * drain.
  */
-export function watchFinished(pass: Pass): ReconcileResult | undefined {
+export function watchFinished(pass: Pass): NextLook | undefined {
   const { deps, state } = pass;
+  const { pollMs } = pass.times;
   const nowMs = deps.clock.now();
   const last = state.lastFinishedCheckMs;
-  const sinceReal = last === undefined ? Infinity : (nowMs - last) / pass.rate;
+  const since = last === undefined ? Infinity : nowMs - last;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
   deps.memory.ledger.set(pass.ctx.key, 0);
   // The informer saw a VM come here: look now.
@@ -439,10 +426,9 @@ export function watchFinished(pass: Pass): ReconcileResult | undefined {
   const interval = last === undefined
     ? 0
     : finishedLookMs(pass, pass.status.finishedAt, last);
-  if (sinceReal >= interval) return undefined;
-  if (reported > 0 && sinceReal >= deps.pollIntervalMs) return undefined;
-  const waitMs = reported > 0
-    ? Math.min(deps.pollIntervalMs, interval) - sinceReal
-    : interval - sinceReal;
-  return { requeueAfterMs: Math.max(1, Math.round(waitMs)) };
+  if (since >= interval) return undefined;
+  if (reported > 0 && since >= pollMs) return undefined;
+  return {
+    inMs: (reported > 0 ? Math.min(pollMs, interval) : interval) - since,
+  };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ReconcileResult } from "../../framework/handler.ts";
+import type { NextLook } from "./pass.ts";
 import type {
   Eviction,
   EvictionStatus,
@@ -163,7 +163,7 @@ const DUPLICATE: Array<
   Scenario & {
     want: {
       evicting: [string, string] | undefined;
-      end: ReconcileResult | undefined;
+      end: NextLook | undefined;
       events: string[];
     };
   }
@@ -174,7 +174,7 @@ const DUPLICATE: Array<
     world: { evictions: [eviction("a", "h1", RUNNING)] },
     want: {
       evicting: ["False", "Duplicate"],
-      end: { requeueAfterMs: SLOW },
+      end: { inMs: SLOW },
       events: ["Warning DuplicateEviction"],
     },
   },
@@ -189,7 +189,7 @@ const DUPLICATE: Array<
     world: { evictions: [eviction("a", "h1", RUNNING)] },
     want: {
       evicting: ["False", "Duplicate"],
-      end: { requeueAfterMs: SLOW },
+      end: { inMs: SLOW },
       events: [],
     },
   },
@@ -199,7 +199,7 @@ const DUPLICATE: Array<
     world: { evictions: [eviction("a", "h1", RUNNING)] },
     want: {
       evicting: ["False", "Duplicate"],
-      end: { requeueAfterMs: SLOW },
+      end: { inMs: SLOW },
       events: ["Warning DuplicateEviction"],
     },
   },
@@ -218,7 +218,7 @@ const DUPLICATE: Array<
     },
     want: {
       evicting: ["False", "Duplicate"],
-      end: { requeueAfterMs: SLOW },
+      end: { inMs: SLOW },
       events: ["Warning DuplicateEviction"],
     },
   },
@@ -306,7 +306,7 @@ const NOT_REGISTERED: EvictionStatus = {
 const UNREGISTERED: Array<
   Scenario & {
     want: {
-      end: ReconcileResult | undefined;
+      end: NextLook | undefined;
       nova: string[];
       events: string[];
     };
@@ -316,21 +316,21 @@ const UNREGISTERED: Array<
     name: "checked 10 s ago: ends until the finished check, no Nova call",
     ev: eviction("a", "h1", NOT_REGISTERED),
     setup: (fx) => void (fx.pass.state.lastFinishedCheckMs = NOW - 10_000),
-    want: { end: { requeueAfterMs: 50_000 }, nova: [], events: [] },
+    want: { end: { inMs: 50_000 }, nova: [], events: [] },
   },
   {
     name: "checked just now: ends for the whole finished check",
     ev: eviction("a", "h1", NOT_REGISTERED),
     setup: (fx) => void (fx.pass.state.lastFinishedCheckMs = NOW),
-    want: { end: { requeueAfterMs: FINISHED_CHECK }, nova: [], events: [] },
+    want: { end: { inMs: FINISHED_CHECK }, nova: [], events: [] },
   },
   {
-    name: "a scaled clock: the wait is in real ms",
+    name: "a scaled clock: the wait is on it (requeue makes it real ms)",
     ev: eviction("a", "h1", NOT_REGISTERED),
     world: { deps: { clock: { now: () => NOW, rate: 10 } } },
-    // 100 s of clock at rate 10 = 10 s real
+    // the finished check is 600 s of clock at rate 10; 100 s of it passed
     setup: (fx) => void (fx.pass.state.lastFinishedCheckMs = NOW - 100_000),
-    want: { end: { requeueAfterMs: 50_000 }, nova: [], events: [] },
+    want: { end: { inMs: 500_000 }, nova: [], events: [] },
   },
   {
     name:
@@ -339,7 +339,7 @@ const UNREGISTERED: Array<
     setup: (fx) =>
       void (fx.pass.state.lastFinishedCheckMs = NOW - FINISHED_CHECK),
     want: {
-      end: { requeueAfterMs: FINISHED_CHECK },
+      end: { inMs: FINISHED_CHECK },
       nova: ["findComputeService h1"],
       events: [],
     },
@@ -348,7 +348,7 @@ const UNREGISTERED: Array<
     name: "no check remembered (a restart): Nova is asked at once",
     ev: eviction("a", "h1", NOT_REGISTERED),
     want: {
-      end: { requeueAfterMs: FINISHED_CHECK },
+      end: { inMs: FINISHED_CHECK },
       nova: ["findComputeService h1"],
       events: [],
     },
@@ -387,7 +387,7 @@ const PREFLIGHT: Array<
   Scenario & {
     service: ComputeService | undefined;
     want: {
-      end: ReconcileResult | undefined;
+      end: NextLook | undefined;
       serviceId: string | undefined;
       preflight: [string, string];
       disabled: [string, string] | undefined;
@@ -470,7 +470,7 @@ const PREFLIGHT: Array<
     world: { hypervisors: [hypervisor("h1", { hypervisorId: "hv-1" })] },
     service: undefined,
     want: {
-      end: { requeueAfterMs: SLOW * 10 },
+      end: { inMs: SLOW * 10 },
       serviceId: undefined,
       preflight: ["False", "HypervisorNotFound"],
       disabled: undefined,
@@ -486,7 +486,7 @@ const PREFLIGHT: Array<
     ev: eviction("a", "h1"),
     service: undefined,
     want: {
-      end: { requeueAfterMs: FINISHED_CHECK },
+      end: { inMs: FINISHED_CHECK },
       serviceId: undefined,
       preflight: ["True", "NotRegistered"],
       disabled: undefined,
@@ -503,7 +503,7 @@ const PREFLIGHT: Array<
     world: { hypervisors: [hypervisor("h1", {})] },
     service: undefined,
     want: {
-      end: { requeueAfterMs: FINISHED_CHECK },
+      end: { inMs: FINISHED_CHECK },
       serviceId: undefined,
       preflight: ["True", "NotRegistered"],
       disabled: undefined,
@@ -595,7 +595,7 @@ Deno.test("gate: a preflight failure recorded already raises no second Warning",
     nova: novaWith(undefined, []),
   });
   const step = await gate(fx.pass);
-  assert.deepEqual(step.end, { requeueAfterMs: SLOW * 10 });
+  assert.deepEqual(step.end, { inMs: SLOW * 10 });
   assert.deepEqual(step.status, before.status, "the status stays as it was");
   assert.deepEqual(fx.events, []);
 });
@@ -621,7 +621,7 @@ const WAITING_FOR_B =
 const WAVE: Array<
   Scenario & {
     want: {
-      end: ReconcileResult | undefined;
+      end: NextLook | undefined;
       wave: [string, string] | undefined;
       /** The hold's message, or undefined when the starts are not held. */
       hold: string | undefined;
@@ -665,7 +665,7 @@ const WAVE: Array<
     ev: eviction("a", "h1", RUNNING),
     world: { evictions: [peer("b")] },
     want: {
-      end: { requeueAfterMs: POLL },
+      end: { inMs: POLL },
       wave: ["False", "WaitingForWave"],
       hold: undefined,
       events: ["Normal WaitingForWave"],
@@ -677,7 +677,7 @@ const WAVE: Array<
     world: { evictions: [peer("b")] },
     setup: (fx) => void fx.pass.state.waveSeen.set("b", NOW - 14_700),
     want: {
-      end: { requeueAfterMs: 300 },
+      end: { inMs: 300 },
       wave: ["False", "WaitingForWave"],
       hold: undefined,
       events: ["Normal WaitingForWave"],
@@ -699,7 +699,7 @@ const WAVE: Array<
     }),
     world: { evictions: [peer("b")] },
     want: {
-      end: { requeueAfterMs: POLL },
+      end: { inMs: POLL },
       wave: ["False", "WaitingForWave"],
       hold: undefined,
       events: [],
@@ -752,7 +752,7 @@ const WAVE: Array<
     world: { evictions: [peer("b")] },
     setup: (fx) => void fx.pass.state.waveSeen.set("b", NOW - 60_000),
     want: {
-      end: { requeueAfterMs: POLL },
+      end: { inMs: POLL },
       wave: ["False", "WaitingForWave"],
       hold: undefined,
       events: [],
@@ -815,7 +815,7 @@ const WAVE: Array<
       },
     },
     want: {
-      end: { requeueAfterMs: POLL },
+      end: { inMs: POLL },
       wave: ["False", "WaitingForWave"],
       hold: undefined,
       events: ["Normal WaitingForWave"],
@@ -844,8 +844,8 @@ Deno.test("gate: the wave holds the starts while another pending Eviction's host
     assert.deepEqual(eventsOf(fx), want.events, `${row.name}: events`);
     if (want.end !== undefined) {
       assert.ok(
-        want.end.requeueAfterMs !== undefined &&
-          want.end.requeueAfterMs <= fx.pass.deps.pollIntervalMs,
+        want.end.inMs !== undefined &&
+          want.end.inMs <= fx.pass.times.pollMs,
         `${row.name}: waits at most a poll interval`,
       );
     }
@@ -936,7 +936,7 @@ const RETRY: Array<
       skipped: string[];
       /** The RetryRequested Event's message; undefined: none. */
       message: string | undefined;
-      end: ReconcileResult | undefined;
+      end: NextLook | undefined;
     };
   }
 > = [
@@ -1036,7 +1036,7 @@ const RETRY: Array<
       skipped: ["vm3", "vm4"],
       message: undefined,
       // finished 20 min before the last look: the slow check, less 100 ms
-      end: { requeueAfterMs: FINISHED_CHECK - 100 },
+      end: { inMs: FINISHED_CHECK - 100 },
     },
   },
 ];
@@ -1089,7 +1089,7 @@ function finished(
 }
 
 const FINISHED: Array<
-  Scenario & { want: ReconcileResult | undefined }
+  Scenario & { want: NextLook | undefined }
 > = [
   {
     ...finished("no look in this process yet: looks at once", 0, undefined),
@@ -1097,11 +1097,11 @@ const FINISHED: Array<
   },
   {
     ...finished("just finished: the next look a poll interval on", 100, 200),
-    want: { requeueAfterMs: POLL - 200 },
+    want: { inMs: POLL - 200 },
   },
   {
     ...finished("finished 10 s before the last look: 10 s apart", 10_000, 500),
-    want: { requeueAfterMs: 9_500 },
+    want: { inMs: 9_500 },
   },
   {
     ...finished("the spacing has passed: looks", 5_000, 5_000),
@@ -1113,7 +1113,7 @@ const FINISHED: Array<
       3_600_000,
       30_000,
     ),
-    want: { requeueAfterMs: FINISHED_CHECK - 30_000 },
+    want: { inMs: FINISHED_CHECK - 30_000 },
   },
   {
     ...finished(
@@ -1135,7 +1135,7 @@ const FINISHED: Array<
         hypervisors: [hypervisor("h1", { numInstances: 2 })],
       },
     ),
-    want: { requeueAfterMs: POLL - 300 },
+    want: { inMs: POLL - 300 },
   },
   {
     ...finished(
@@ -1146,7 +1146,7 @@ const FINISHED: Array<
         hypervisors: [hypervisor("h1", { numInstances: 0 })],
       },
     ),
-    want: { requeueAfterMs: FINISHED_CHECK - 5_000 },
+    want: { inMs: FINISHED_CHECK - 5_000 },
   },
   {
     ...finished(
@@ -1157,7 +1157,7 @@ const FINISHED: Array<
         informer: { watching: () => true },
       },
     ),
-    want: { requeueAfterMs: FINISHED_CHECK - 10_000 },
+    want: { inMs: FINISHED_CHECK - 10_000 },
   },
   {
     ...finished("the informer saw a VM come: looks at once", 3_600_000, 100, {

@@ -1,17 +1,19 @@
 /**
  * Pacing of a pass: when a pass woken early may return at once, what the
- * duration model learns, and when to look again.
+ * duration model learns, and who decides the next look: {@linkcode
+ * nextLook} from the plan and the informer, or the phase that ended the
+ * pass; {@linkcode requeue} turns either into the framework's real ms.
  *
  * @module
  */
 
 import type { ReconcileResult } from "../../framework/handler.ts";
 import { traitsHold } from "./gates.ts";
-import { type PaceView, requeueAfterMs } from "./pacing.ts";
-import { glanceIsQuiet } from "./first_look.ts";
+import { nextLookMs, type PaceView } from "../../openstack/informer/pacing.ts";
+import { glanceIsQuiet } from "../../openstack/informer/first_look.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan } from "./plan_types.ts";
-import { finishedLookMs, type Pass } from "./pass.ts";
+import { finishedLookMs, type NextLook, type Pass } from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
@@ -42,7 +44,7 @@ export function skipEarly(
   pass: Pass,
   fingerprint: string,
   slotFree: () => boolean,
-): ReconcileResult | undefined {
+): NextLook | undefined {
   const { ctx, deps, state } = pass;
   const due = state.due;
   if (due === undefined || state.woken || pass.retryValue !== undefined) {
@@ -51,14 +53,14 @@ export function skipEarly(
   if (deps.memory.informer.woken(ctx.key)) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   if (due.fingerprint !== fingerprint) return undefined;
-  const leftMs = (due.atMs - deps.clock.now()) / pass.rate;
+  const leftMs = due.atMs - deps.clock.now();
   if (leftMs <= 0) return undefined;
   const standing = deps.memory.budgetWaiters.standing(ctx.key);
   if (standing === "woken") {
     if (slotFree()) return undefined;
     deps.memory.budgetWaiters.add(ctx.key);
   }
-  return { requeueAfterMs: Math.max(1, Math.round(leftMs)) };
+  return { inMs: leftMs };
 }
 
 /** The pacing model's view of this pass (its records, the drain's memory). */
@@ -75,7 +77,7 @@ export function paceView(
     ramOf: (id) => state.ram.get(id),
     issuedAt: (id) => state.starts.get(id)?.issuedAtMs,
     pending: (id) => state.starts.get(id)?.state === "pending",
-    pollMs: pass.deps.pollIntervalMs * pass.rate,
+    pollMs: pass.times.pollMs,
     limit: plan.next.effectiveLimit ?? 1,
   };
 }
@@ -103,65 +105,72 @@ export function learn(
 }
 
 /**
- * Requeue: when to look again (pacing.ts): the earliest expected finish,
- * timed in the controller's clock.
+ * The pass's end in the framework's terms: the wait until its next look,
+ * from the controller's clock to real ms (the one place a pass converts
+ * by the clock's rate).
  */
-export function requeue(
+export function requeue(pass: Pass, look: NextLook): ReconcileResult {
+  return { requeueAfterMs: Math.max(1, Math.round(look.inMs / pass.rate)) };
+}
+
+/**
+ * The next look of a pass that planned: at the settle time or the finished
+ * drain's check, else when the pacing model expects the earliest running
+ * migration to end (pacing.ts), and whether a glance will do for it.
+ */
+export function nextLook(
   pass: Pass,
   plan: Plan,
   fingerprint: string,
   records: PaceView["records"],
-): ReconcileResult {
+): NextLook {
   const { deps, state } = pass;
+  const { pollMs, maxPollMs, slowPollMs } = pass.times;
   const view = paceView(pass, plan, records);
   const nowMs = view.nowMs;
   state.pace.planGlance(undefined);
   if (plan.finished) {
     state.lastFinishedCheckMs = nowMs;
     state.due = undefined;
-    return { requeueAfterMs: finishedLookMs(pass, plan.next.finishedAt) };
+    return { inMs: finishedLookMs(pass, plan.next.finishedAt) };
   }
+  const summary = plan.summary;
+  const held = summary.held !== undefined;
+  let inMs: number;
   if (plan.settleAtMs !== undefined) {
     // Seen empty, not settled: look again at the settle time. Polling
     // looks every poll interval meanwhile (each look may find a VM on its
     // way here); an informer that watches the host wakes the drain as
     // such an arrival begins, so one look at the settle time will do.
-    const leftMs = Math.max(1, (plan.settleAtMs - nowMs) / pass.rate);
-    const watched = deps.memory.informer.watching(pass.ctx.key);
-    const delay = Math.round(
-      watched ? leftMs : Math.min(deps.pollIntervalMs, leftMs),
-    );
-    state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
-    return { requeueAfterMs: Math.max(1, delay) };
-  }
-  const { dueMs, untimed } = state.pace.dueInMs(view);
-  const summary = plan.summary;
-  const held = plan.summary.held !== undefined;
-  // Ready VMs the budget holds back are no reason to look sooner: the
-  // drain waits in line for budget (woken when a slot frees) and is paced
-  // by its own migrations meanwhile; waiting for budget costs no Nova call.
-  const delay = held && plan.inFlightCount === 0
-    ? deps.slowPollMs
-    : requeueAfterMs({
-      dueMs,
-      untimed,
+    const leftMs = Math.max(1, plan.settleAtMs - nowMs);
+    inMs = deps.memory.informer.watching(pass.ctx.key)
+      ? leftMs
+      : Math.min(pollMs, leftMs);
+  } else {
+    // times the running migrations' ends for the informer's trust too
+    const due = state.pace.dueInMs(view);
+    // Ready VMs the budget holds back are no reason to look sooner: the
+    // drain waits in line for budget (woken when a slot frees) and costs
+    // no Nova call meanwhile.
+    inMs = held && plan.inFlightCount === 0 ? slowPollMs : nextLookMs({
+      ...due,
       inFlight: plan.inFlightCount,
       retryInMs: plan.nextRetryAtMs === undefined
         ? undefined
         : Math.max(0, plan.nextRetryAtMs - nowMs),
       watching: summary.busy > 0,
-      pollIntervalMs: deps.pollIntervalMs,
-      maxPollMs: deps.maxPollMs,
-      slowPollMs: deps.slowPollMs,
-      rate: pass.rate,
+      pollMs,
+      maxPollMs,
+      slowPollMs,
     });
-  state.due = { atMs: nowMs + delay * pass.rate, fingerprint };
-  // Due only for first looks at our starts, with nothing else to do then
-  // (no busy VM, no retry, no budget to wait for): a glance will do.
-  const glanceWill = !held && summary.busy === 0 &&
-    plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
-  state.pace.planGlance(glanceWill ? view : undefined);
-  return { requeueAfterMs: delay };
+    // Due only for first looks at our starts, with nothing else to do then
+    // (no busy VM, no retry, no budget to wait for): a glance will do.
+    const glanceWill = !held && summary.busy === 0 &&
+      plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
+    state.pace.planGlance(glanceWill ? view : undefined);
+  }
+  state.due = { atMs: nowMs + inMs, fingerprint };
+  return { inMs };
 }
 
 /**
@@ -189,7 +198,7 @@ export async function glance(
   pass: Pass,
   fingerprint: string,
   options: PlanOptions,
-): Promise<ReconcileResult | undefined> {
+): Promise<NextLook | undefined> {
   const { ctx, deps, state } = pass;
   const planned = state.pace.takeGlance();
   if (planned === undefined || state.due?.fingerprint !== fingerprint) {
@@ -230,20 +239,15 @@ export async function glance(
     ),
   };
   state.pace.learn(view);
-  const { dueMs, untimed } = state.pace.dueInMs(view);
-  const delay = requeueAfterMs({
-    dueMs,
-    untimed,
+  const inMs = nextLookMs({
+    ...state.pace.dueInMs(view),
     inFlight: view.inFlight.length,
     retryInMs: undefined,
     watching: false,
-    pollIntervalMs: deps.pollIntervalMs,
-    maxPollMs: deps.maxPollMs,
-    slowPollMs: deps.slowPollMs,
-    rate: pass.rate,
+    ...pass.times,
   });
-  state.due = { atMs: view.nowMs + delay * pass.rate, fingerprint };
+  state.due = { atMs: view.nowMs + inMs, fingerprint };
   state.pace.planGlance(state.pace.firstLooksOnly(view) ? view : undefined);
-  pass.log.debug({ nextLookMs: delay }, "glanced at the migrations: quiet");
-  return { requeueAfterMs: delay };
+  pass.log.debug({ nextLookMs: inMs }, "glanced at the migrations: quiet");
+  return { inMs };
 }

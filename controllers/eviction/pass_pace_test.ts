@@ -19,11 +19,12 @@ import {
   fingerprintOf,
   glance,
   learn,
+  nextLook,
   requeue,
   skipEarly,
 } from "./pass_pace.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
-import type { PaceView } from "./pacing.ts";
+import type { PaceView } from "../../openstack/informer/pacing.ts";
 import type { Pass } from "./pass.ts";
 import { planPass } from "./plan.ts";
 import type { Plan } from "./plan_types.ts";
@@ -261,10 +262,11 @@ Deno.test("skipEarly: returns at once only when woken before due with nothing ch
     pass.state.due = row.due;
     pass.state.woken = row.woken ?? false;
     let asked = 0;
-    const got = skipEarly(pass, row.fingerprint ?? FP, () => {
+    const wait = skipEarly(pass, row.fingerprint ?? FP, () => {
       asked++;
       return true;
     });
+    const got = wait && requeue(pass, wait);
     assert.deepEqual(
       got,
       row.want === undefined ? undefined : { requeueAfterMs: row.want },
@@ -316,10 +318,11 @@ Deno.test("skipEarly: a drain woken for budget runs only with a slot free, else 
     if (row.standing === "woken") line.wake(() => {}, 1);
     pass.state.due = { atMs: NOW + 5_000, fingerprint: "fp" };
     let asked = 0;
-    const got = skipEarly(pass, "fp", () => {
+    const wait = skipEarly(pass, "fp", () => {
       asked++;
       return row.slotFree;
     });
+    const got = wait && requeue(pass, wait);
     assert.deepEqual(
       got,
       row.want === undefined ? undefined : { requeueAfterMs: row.want },
@@ -554,7 +557,7 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
       });
     }
     pass.state.due = { atMs: 1, fingerprint: "old" };
-    const got = requeue(pass, row.plan, "fp", new Map());
+    const got = requeue(pass, nextLook(pass, row.plan, "fp", new Map()));
     assert.deepEqual(got, { requeueAfterMs: row.want }, row.name);
     assert.deepEqual(
       pass.state.due,
@@ -786,7 +789,8 @@ Deno.test("glance: only a pass due for first looks alone lists the migrations; a
       pass.deps.memory.budgetWaiters.add(ME);
       pass.deps.memory.budgetWaiters.wake(() => {});
     }
-    const got = await glance(pass, row.fingerprint ?? FP, OPTIONS);
+    const wait = await glance(pass, row.fingerprint ?? FP, OPTIONS);
+    const got = wait && requeue(pass, wait);
     assert.equal(calls, row.wantCalls, `${row.name}: list calls`);
     assert.equal(fx.writes.length, 0, `${row.name}: no write`);
     assert.equal(

@@ -33,7 +33,7 @@ import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { forgetUntracked } from "./once.ts";
 import type { PlanOptions } from "./observation.ts";
-import type { PaceView } from "./pacing.ts";
+import type { PaceView } from "../../openstack/informer/pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
 import { lookAtHost } from "./pass_look.ts";
 import { reportPass } from "./report.ts";
@@ -42,7 +42,9 @@ import {
   emit,
   type EvictionPassDeps,
   limitOfDrain,
+  type NextLook,
   type Pass,
+  passTimes,
   planOptionsFor,
   record,
   type Step,
@@ -66,6 +68,7 @@ import {
   fingerprintOf,
   glance,
   learn,
+  nextLook,
   requeue,
   skipEarly,
 } from "./pass_pace.ts";
@@ -119,14 +122,17 @@ export async function reconcileEviction(
     log: pass.log,
   });
   const { end } = ran;
-  if (!("plan" in end)) return end.result;
+  if (!("plan" in end)) return requeue(pass, end.wait);
   await report(pass, end.plan, end.before);
-  return requeue(pass, end.plan, end.fingerprint, end.records);
+  return requeue(
+    pass,
+    nextLook(pass, end.plan, end.fingerprint, end.records),
+  );
 }
 
-/** How the phases ended: early with a result, or with a full pass's plan. */
+/** How the phases ended: early with the wait a phase set, or with a full pass's plan. */
 type PassEnd =
-  | { result: ReconcileResult }
+  | { wait: NextLook }
   | {
     plan: Plan;
     fingerprint: string;
@@ -143,6 +149,7 @@ function newPass(
   ev: Eviction,
 ): MutablePass {
   const host = ev.spec.hypervisor;
+  const rate = deps.clock.rate ?? 1;
   return {
     ctx,
     deps,
@@ -152,7 +159,8 @@ function newPass(
     state: deps.memory.of(ctx.key),
     status: ev.status ?? {},
     hypervisor: ctx.cache(HypervisorKind).get(host),
-    rate: deps.clock.rate ?? 1,
+    rate,
+    times: passTimes(deps, rate),
     afterRecord: [],
   };
 }
@@ -162,7 +170,7 @@ function newPass(
  * changes, besides the status write's new resourceVersion); returns the
  * pass's result when the phase ended it.
  */
-function apply(pass: MutablePass, step: Step): ReconcileResult | undefined {
+function apply(pass: MutablePass, step: Step): NextLook | undefined {
   if (step.status !== undefined) pass.status = step.status;
   if (step.hold !== undefined) pass.waveHold = step.hold;
   if (step.retry !== undefined) pass.retryValue = step.retry;
@@ -181,17 +189,17 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const { ctx, deps } = pass;
   const stop = apply(pass, await novaReady(pass)) ??
     apply(pass, await gate(pass));
-  if (stop !== undefined) return { result: stop };
+  if (stop !== undefined) return { wait: stop };
 
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
   const options: PlanOptions = {
     ...planOptionsFor(deps.planOptions, settings),
-    settleMs: deps.settleMs * pass.rate,
+    settleMs: pass.times.settleMs,
     novaClockOffsetMs: deps.novaClockOffsetMs(),
   };
   const waitingForBudget = apply(pass, waitForBudget(pass, settings));
-  if (waitingForBudget !== undefined) return { result: waitingForBudget };
+  if (waitingForBudget !== undefined) return { wait: waitingForBudget };
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(
     pass,
@@ -200,9 +208,9 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
       settings.spec.clusterMaxConcurrentMigrations === undefined ||
       budgetLeftFor(pass, settings, 1) > 0,
   );
-  if (early !== undefined) return { result: early };
+  if (early !== undefined) return { wait: early };
   const glanced = await glance(pass, fingerprint, options);
-  if (glanced !== undefined) return { result: glanced };
+  if (glanced !== undefined) return { wait: glanced };
   // A full pass takes the wake here, where it was read, before its awaits:
   // a start answer that comes during them marks the drain woken again and
   // is one more pass (skipEarly), not left until the next look is due. A

@@ -374,17 +374,21 @@ export function trustOptionsFor(
   input: { pollMs: number; relistMs: number; rate: number },
 ): TrustOptions {
   const { pollMs, relistMs, rate } = input;
-  const feedBackoffMs = Math.max(5 * relistMs, 300_000) * rate;
-  return {
-    probeMs: Math.max(10_000, 2 * pollMs) * rate,
-    hostDemotionMs: relistMs * rate,
-    liveMs: 3 * pollMs * rate,
-    feedAfter: FEED_DEMOTION_AFTER,
-    feedWindowMs: 5 * relistMs * rate,
+  const feedBackoffMs = Math.max(5 * relistMs, 300_000);
+  const real = {
+    probeMs: Math.max(10_000, 2 * pollMs),
+    hostDemotionMs: relistMs,
+    liveMs: 3 * pollMs,
+    feedWindowMs: 5 * relistMs,
     feedBackoffMs,
-    feedBackoffMaxMs: Math.max(feedBackoffMs, 3_600_000 * rate),
-    pollMs: pollMs * rate,
+    feedBackoffMaxMs: Math.max(feedBackoffMs, 3_600_000),
+    pollMs,
   };
+  // the one conversion: every bound on the drains' clock
+  const onClock = Object.fromEntries(
+    Object.entries(real).map(([k, ms]) => [k, ms * rate]),
+  ) as typeof real;
+  return { ...onClock, feedAfter: FEED_DEMOTION_AFTER };
 }
 
 /** Host demotions within the feed window that demote the whole feed. */

@@ -56,9 +56,9 @@ import {
 import { stoppedForPerson } from "../../controllers/conditions.ts";
 import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
-import { NovaClock } from "../../controllers/eviction/nova_clock.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
 import { PollingInformer } from "../../openstack/informer/informer.ts";
+import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import {
   type EvictionPassDeps,
   reconcileEviction,
@@ -711,6 +711,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     metadata: { name: "default", resourceVersion: String(policyLimit) },
     spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
   });
+  // one Nova, one clock: the drains time by what its answers show
   const novaClock = new NovaClock();
   nova.onServerDate((ms) => novaClock.sample(ms, clock.now()));
   const newLister = () =>
@@ -739,7 +740,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       retryWindowMs: spec.retryWindowMs,
     },
     clock: { now: () => clock.now(), rate: timing.rate },
-    memory: new DrainMemory(new PollingInformer(lister)),
+    memory: new DrainMemory(new PollingInformer(lister), novaClock),
     metrics,
     actConcurrency: 4,
     waveSettleMs: 15_000,
@@ -790,7 +791,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     );
   let watches = watch();
   nova.notified = feed !== undefined;
-  deps.memory = new DrainMemory(watches ?? new PollingInformer(lister));
+  deps.memory = new DrainMemory(
+    watches ?? new PollingInformer(lister),
+    novaClock,
+  );
   const cache = <U extends KubeObject>(kind: Kind<U>) => {
     const one = (): U | undefined =>
       (kind === (EvictionKind as unknown as Kind<U>)
@@ -1208,7 +1212,10 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
         watches?.close();
         lister = newLister();
         watches = watch();
-        deps.memory = new DrainMemory(watches ?? new PollingInformer(lister));
+        deps.memory = new DrainMemory(
+          watches ?? new PollingInformer(lister),
+          novaClock,
+        );
         written = new WrittenObjects<Eviction, Eviction>();
         nova.answers.length = 0;
         // A new process lists before it reconciles: its cache is current.

@@ -29,9 +29,10 @@ import { DrainMemory } from "../../controllers/eviction/memory.ts";
 import { EvictionMetrics } from "../../controllers/eviction/metrics.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
-import type {
-  EvictionPassDeps,
-  Pass,
+import {
+  type EvictionPassDeps,
+  type Pass,
+  passTimes,
 } from "../../controllers/eviction/pass.ts";
 import type { PendingEvent } from "../../controllers/eviction/report.ts";
 import {
@@ -184,7 +185,8 @@ export function passFixture(ev: Eviction, world: PassWorld = {}): PassFixture {
     hypervisor: (world.hypervisors ?? []).find((h) =>
       h.metadata?.name === host
     ),
-    rate: deps.clock.rate ?? 1,
+    rate: world.pass?.rate ?? deps.clock.rate ?? 1,
+    times: passTimes(deps, world.pass?.rate ?? deps.clock.rate ?? 1),
     afterRecord: [],
     ...world.pass,
   };

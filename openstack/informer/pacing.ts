@@ -13,17 +13,18 @@
  * @module
  */
 
-import { parseNovaTime } from "../../openstack/nova_time.ts";
+import { parseNovaTime } from "../nova_time.ts";
 import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import {
   kindOfMigrationType,
   type MigrationKind,
   migrationPhase,
-} from "../../openstack/informer/nova_states.ts";
+} from "./nova_states.ts";
 import { copySpan } from "./copy_span.ts";
 import { firstLookAt, pastConductor } from "./first_look.ts";
-import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
+import type { ObservedMigration } from "./snapshot.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
+import { NovaClock } from "./nova_clock.ts";
 
 /** A finished migration: how big, how long (ms). */
 interface Sample {
@@ -131,9 +132,8 @@ export interface PaceView {
 const OWN_SAMPLES = 3;
 
 /**
- * Finished migrations' durations and our starts on both clocks: what one
- * drain learns, or what the drains of one process learn together (one
- * Nova, one clock): a drain that starts later times its first migrations
+ * Finished migrations' durations and Nova's clock: what one drain learns,
+ * or what the drains of one process learn together (one Nova, one clock): a drain that starts later times its first migrations
  * by what the others saw instead of polling until one of its own ends.
  *
  * @example
@@ -148,14 +148,15 @@ export class Durations {
   /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
   readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
   /**
-   * Our starts on both clocks: the controller's clock when we issued each
-   * and Nova's `created_at` of its record. Their slope converts Nova's
-   * durations to the controller's clock (1 in production; a simulator's
-   * time scale otherwise), so the two clocks are never mixed.
+   * Nova's clock (nova_clock.ts): the one model that converts Nova's
+   * durations and times to the controller's clock.
    */
-  readonly clockPairs: { clockMs: number; novaMs: number }[] = [];
-  /** Record ids already in {@linkcode Durations.clockPairs}. */
-  readonly paired = new Set<string>();
+  readonly clock: NovaClock;
+
+  /** Durations learned against `clock` (Nova's answers' `Date` sample it). */
+  constructor(clock: NovaClock = new NovaClock()) {
+    this.clock = clock;
+  }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
   add(kind: MigrationKind, ramMb: number, durationMs: number): void {
@@ -198,6 +199,8 @@ export class Pace {
   #glance: PaceView | undefined;
   /** By when each timed migration's end should be heard of, as last timed. */
   #endsBy: ReadonlyMap<string, number> = new Map();
+  /** Record keys already read as Nova's clock at our start. */
+  readonly #paired = new Set<string>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
   /**
@@ -260,45 +263,9 @@ export class Pace {
       : Math.max(0, fit.a + fit.b * ramMb);
   }
 
-  /**
-   * Controller-clock ms per Nova ms: the least-squares slope of our starts'
-   * issue times against their records' `created_at`, once two starts are
-   * at least a second apart on Nova's clock; 1 while no start of ours was
-   * seen (one clock assumed); undefined while those seen are too close to
-   * tell (a guess could be off by a simulator's whole time scale, and a
-   * pass timed by it wake far too late).
-   */
+  /** Controller-clock ms per Nova ms (nova_clock.ts), undefined while unknown. */
   clockPerNovaMs(): number | undefined {
-    const pairs = this.#cloud.clockPairs;
-    if (pairs.length === 0) return 1;
-    if (pairs.length < 2) return undefined;
-    const n = pairs.length;
-    const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / n;
-    const my = pairs.reduce((s, p) => s + p.clockMs, 0) / n;
-    let sxx = 0;
-    let sxy = 0;
-    for (const p of pairs) {
-      sxx += (p.novaMs - mx) ** 2;
-      sxy += (p.novaMs - mx) * (p.clockMs - my);
-    }
-    const spread = Math.max(...pairs.map((p) => p.novaMs)) -
-      Math.min(...pairs.map((p) => p.novaMs));
-    if (spread < 1000 || !(sxx > 0)) return undefined;
-    const k = sxy / sxx;
-    return k > 1e-3 && k < 1e3 ? k : 1;
-  }
-
-  /**
-   * A time on Nova's clock on ours, by the line through our starts' pairs
-   * ({@linkcode Pace.clockPerNovaMs}), or undefined while they cannot tell.
-   */
-  #clockOf(novaMs: number): number | undefined {
-    const pairs = this.#cloud.clockPairs;
-    const k = this.clockPerNovaMs();
-    if (k === undefined || pairs.length === 0) return undefined;
-    const mx = pairs.reduce((s, p) => s + p.novaMs, 0) / pairs.length;
-    const my = pairs.reduce((s, p) => s + p.clockMs, 0) / pairs.length;
-    return my + k * (novaMs - mx);
+    return this.#cloud.clock.localPerNovaMs();
   }
 
   /** Records a migration of `ramMb` that ran for `durationMs`. */
@@ -414,7 +381,7 @@ export class Pace {
       // a record known only from events was created by the copy's first
       // step: it began then, after any wait in Nova's queue none told of
       const began = r.id === undefined && created !== undefined
-        ? this.#clockOf(created)
+        ? this.#cloud.clock.toLocal(created)
         : undefined;
       return {
         recordId: key,
@@ -477,23 +444,18 @@ export class Pace {
     if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
   }
 
-  /** Remembers one start of ours on both clocks (once per record). */
+  /** Our start's record: a reading of Nova's clock at our start (once). */
   #pairClocks(
     keys: readonly string[],
     issuedMs: number | undefined,
     createdAt: string | null | undefined,
   ): void {
-    const { paired, clockPairs } = this.#cloud;
-    if (issuedMs === undefined || keys.some((k) => paired.has(k))) return;
-    const novaMs = parseNovaTime(createdAt ?? undefined);
-    if (novaMs === undefined) return;
-    for (const k of keys) paired.add(k);
-    clockPairs.push({ clockMs: issuedMs, novaMs });
-    if (clockPairs.length > MAX_SAMPLES) clockPairs.shift();
-    // a bounded set: the oldest record ids go with their pairs
-    if (paired.size > MAX_SAMPLES * 4) {
-      paired.delete(paired.values().next().value ?? "");
-    }
+    if (issuedMs === undefined || keys.some((k) => this.#paired.has(k))) return;
+    for (const k of keys) this.#paired.add(k);
+    this.#cloud.clock.reading(
+      parseNovaTime(createdAt ?? undefined) ?? NaN,
+      issuedMs,
+    );
   }
 
   /**
@@ -737,65 +699,56 @@ export function lookAt(
   return look;
 }
 
-/** What {@linkcode requeueAfterMs} decides from. */
-export interface RequeueInput {
-  /** Clock ms until the earliest expected finish, if timed. */
+/** What {@linkcode nextLookMs} decides from (ms on the controller's clock). */
+export interface LookInput {
+  /** Until the earliest expected finish, if timed. */
   dueMs: number | undefined;
   /** Something runs that the model cannot time yet. */
   untimed: boolean;
   /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
-  /** Clock ms until the earliest retry of a VM in backoff, if any. */
+  /** Until the earliest retry of a VM in backoff, if any. */
   retryInMs: number | undefined;
   /** Work that moves without us: busy or arriving VMs, free slots with ready VMs. */
   watching: boolean;
-  /** Poll interval, real ms (the shortest wait). */
-  pollIntervalMs: number;
-  /** Longest wait while anything is in flight, real ms. */
+  /** The poll interval (the shortest wait). */
+  pollMs: number;
+  /** Longest wait while anything is in flight. */
   maxPollMs: number;
-  /** Wait while nothing can change without a person or an event, real ms. */
+  /** Wait while nothing can change without a person or an event. */
   slowPollMs: number;
-  /** Clock ms per real ms. */
-  rate: number;
 }
 
 /**
- * The requeue delay in real ms: when the earliest in-flight migration
- * should finish (converted from clock to real ms once, here), never
- * sooner than the poll interval nor later than `maxPollMs`; the poll
- * interval while something runs that cannot be timed yet or VMs are busy
- * or arriving; until the earliest retry when only backoff remains; the
- * slow poll when nothing can change without a person (a change of the
- * Eviction, the policy or the Hypervisor wakes the drain earlier).
+ * The wait until the next look: when the earliest in-flight migration
+ * should finish, never sooner than the poll interval nor later than
+ * `maxPollMs`; the poll interval while something runs that cannot be
+ * timed yet or VMs are busy or arriving; until the earliest retry when
+ * only backoff remains; the slow poll when nothing can change without a
+ * person (a change of the Eviction, the policy or the Hypervisor wakes
+ * the drain earlier).
  *
  * @example
  * ```ts
- * import { requeueAfterMs } from "./pacing.ts";
+ * import { nextLookMs } from "./pacing.ts";
  * const base = { untimed: false, inFlight: 1, retryInMs: undefined, watching: false,
- *   pollIntervalMs: 2000, maxPollMs: 60_000, slowPollMs: 20_000, rate: 1 };
- * console.assert(requeueAfterMs({ ...base, dueMs: 30_000 }) === 30_000);
- * console.assert(requeueAfterMs({ ...base, dueMs: 120_000, rate: 4 }) === 30_000);
- * console.assert(requeueAfterMs({ ...base, dueMs: 0 }) === 2000);
+ *   pollMs: 2000, maxPollMs: 60_000, slowPollMs: 20_000 };
+ * console.assert(nextLookMs({ ...base, dueMs: 30_000 }) === 30_000);
+ * console.assert(nextLookMs({ ...base, dueMs: 0 }) === 2000);
  * ```
  */
-export function requeueAfterMs(input: RequeueInput): number {
-  const rate = input.rate > 0 ? input.rate : 1;
-  const poll = input.pollIntervalMs;
-  const clamp = (ms: number) =>
-    Math.round(Math.min(input.maxPollMs, Math.max(poll, ms)));
-  const retry = input.retryInMs === undefined
-    ? undefined
-    : input.retryInMs / rate;
+export function nextLookMs(input: LookInput): number {
+  const { pollMs, retryInMs: retry } = input;
   if (input.inFlight > 0) {
-    if (input.untimed || input.dueMs === undefined) return poll;
-    const due = input.dueMs / rate;
-    return clamp(
-      input.watching ? poll : retry === undefined ? due : Math.min(due, retry),
-    );
+    if (input.untimed || input.dueMs === undefined) return pollMs;
+    const due = input.watching
+      ? pollMs
+      : Math.min(input.dueMs, retry ?? Infinity);
+    return Math.min(input.maxPollMs, Math.max(pollMs, due));
   }
-  if (input.watching) return poll;
+  if (input.watching) return pollMs;
   if (retry !== undefined) {
-    return Math.round(Math.max(poll, Math.min(retry, input.slowPollMs * 10)));
+    return Math.max(pollMs, Math.min(retry, input.slowPollMs * 10));
   }
   return input.slowPollMs;
 }

@@ -5,13 +5,13 @@ import {
   fitDuration,
   LATE_MARGIN,
   lookAt,
+  type LookInput,
+  nextLookMs,
   Pace,
   type PaceView,
   QUEUED_MARGIN,
-  requeueAfterMs,
-  type RequeueInput,
 } from "./pacing.ts";
-import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
+import type { ObservedMigration } from "./snapshot.ts";
 
 const T = Date.parse("2026-12-01T00:00:00Z");
 const nova = (ms: number) =>
@@ -78,22 +78,20 @@ function looked(p: Pace, v: PaceView): void {
   p.learn({ ...v, nowMs: v.nowMs + v.pollMs });
 }
 
-const BASE: RequeueInput = {
+const BASE: LookInput = {
   dueMs: undefined,
   untimed: false,
   inFlight: 0,
   retryInMs: undefined,
   watching: false,
-  pollIntervalMs: 2000,
+  pollMs: 2000,
   maxPollMs: 60_000,
   slowPollMs: 20_000,
-  rate: 1,
 };
 
-Deno.test("requeueAfterMs: table", () => {
-  const rows: Array<[string, Partial<RequeueInput>, number]> = [
+Deno.test("nextLookMs: table", () => {
+  const rows: Array<[string, Partial<LookInput>, number]> = [
     ["due in 30 s", { inFlight: 1, dueMs: 30_000 }, 30_000],
-    ["due, at 4x clock rate", { inFlight: 1, dueMs: 120_000, rate: 4 }, 30_000],
     ["overdue: the poll interval", { inFlight: 1, dueMs: 0 }, 2000],
     ["beyond the max", { inFlight: 1, dueMs: 600_000 }, 60_000],
     ["untimed: the poll interval", { inFlight: 1, untimed: true }, 2000],
@@ -110,43 +108,32 @@ Deno.test("requeueAfterMs: table", () => {
     }, 5000],
     ["nothing in flight, nothing to do", {}, 20_000],
     ["nothing in flight, a retry in 90 s", { retryInMs: 90_000 }, 90_000],
+    ["nothing in flight, a retry past 10 slow polls", {
+      retryInMs: 900_000,
+    }, 200_000],
     ["nothing in flight, arriving VMs", { watching: true }, 2000],
   ];
   for (const [name, input, want] of rows) {
-    assert.equal(requeueAfterMs({ ...BASE, ...input }), want, name);
+    assert.equal(nextLookMs({ ...BASE, ...input }), want, name);
   }
 });
 
-Deno.test("property: with work in flight the wait stays within [poll, max] in real ms", () => {
+Deno.test("property: with work in flight the wait stays within [poll, max]", () => {
   fc.assert(fc.property(
     fc.option(fc.nat(10_000_000), { nil: undefined }),
     fc.boolean(),
     fc.boolean(),
-    fc.integer({ min: 1, max: 100 }),
     fc.option(fc.nat(10_000_000), { nil: undefined }),
-    (dueMs, untimed, watching, rate, retryInMs) => {
-      const d = requeueAfterMs({
+    (dueMs, untimed, watching, retryInMs) => {
+      const d = nextLookMs({
         ...BASE,
         inFlight: 1,
         dueMs,
         untimed,
         watching,
-        rate,
         retryInMs,
       });
-      assert.ok(d >= BASE.pollIntervalMs && d <= BASE.maxPollMs, String(d));
-    },
-  ));
-});
-
-Deno.test("property: a faster clock never waits longer in real time", () => {
-  fc.assert(fc.property(
-    fc.nat(10_000_000),
-    fc.integer({ min: 1, max: 50 }),
-    (dueMs, rate) => {
-      const slow = requeueAfterMs({ ...BASE, inFlight: 1, dueMs, rate: 1 });
-      const fast = requeueAfterMs({ ...BASE, inFlight: 1, dueMs, rate });
-      assert.ok(fast <= slow);
+      assert.ok(d >= BASE.pollMs && d <= BASE.maxPollMs, String(d));
     },
   ));
 });
@@ -379,45 +366,6 @@ Deno.test("Pace: Nova's clock running faster than ours (a simulator's time scale
   // margin); it is C+2100 now
   const due = p.dueInMs(v).dueMs;
   assert.equal(due, Math.round(1000 + 2000 * (1 + LATE_MARGIN) - 2100));
-});
-
-Deno.test("property: the clock ratio is the scale between the clocks, whatever their offsets", () => {
-  fc.assert(fc.property(
-    fc.double({ min: 0.01, max: 100, noNaN: true }),
-    fc.integer({ min: 0, max: 1e9 }),
-    fc.array(fc.integer({ min: 0, max: 600_000 }), {
-      minLength: 2,
-      maxLength: 20,
-    }),
-    (scale, offset, novaOffsets) => {
-      const p = new Pace();
-      const starts = [...new Set(novaOffsets)];
-      const spread = Math.max(...starts) - Math.min(...starts);
-      const issued = new Map(
-        starts.map((n, i) => [`vm${i}`, offset + n / scale]),
-      );
-      p.learn(view(
-        offset + 1e7,
-        starts.map((
-          n,
-          i,
-        ) => [`vm${i}`, {
-          ...record(`vm${i}`, "running", T + n, T + n),
-          id: i,
-        }]),
-        [...issued.keys()],
-        { issuedAt: (id) => issued.get(id) },
-      ));
-      const k = p.clockPerNovaMs();
-      if (starts.length < 2 || spread < 1000) assert.equal(k, undefined);
-      else if (1 / scale > 1e-3 && 1 / scale < 1e3) {
-        assert.ok(
-          Math.abs((k ?? 0) * scale - 1) < 1e-6,
-          `k ${k}, scale ${scale}`,
-        );
-      }
-    },
-  ));
 });
 
 Deno.test("Pace: starts of ours too close together to tell the clocks' rate leave a migration untimed", () => {

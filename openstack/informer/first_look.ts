@@ -13,7 +13,7 @@
  * @module
  */
 
-import { migrationPhase } from "../../openstack/informer/nova_states.ts";
+import { migrationPhase } from "./nova_states.ts";
 
 /**
  * Share of a poll interval after a start from which a look counts as the

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  fitClock,
   MIN_OFFSET_MS,
   NovaClock,
   STEADY_SPAN_MS,
-  steadyOffset,
 } from "./nova_clock.ts";
 
 /** Nova's `Date` (whole seconds) for our time `t`, its clock `offset` away and `rate` as fast. */
@@ -76,12 +76,56 @@ Deno.test("nova clock: property: a steady offset is learned within the header's 
   );
 });
 
-Deno.test("nova clock: steadyOffset takes the median (one late sample does not move it)", () => {
+Deno.test("nova clock: the offset is the median (one late sample does not move it)", () => {
   const samples = [0, 2_000, 4_000, 6_000, 8_000, 11_000].map((t) => ({
     localMs: t,
-    offsetMs: -30_000,
+    novaMs: t - 30_000,
   }));
-  samples.splice(3, 0, { localMs: 5_000, offsetMs: -31_900 });
-  assert.equal(steadyOffset(samples), -30_000);
-  assert.equal(steadyOffset([]), 0);
+  samples.splice(3, 0, { localMs: 5_000, novaMs: 5_000 - 31_900 });
+  assert.equal(fitClock(samples)?.offsetMs, -30_000);
+  assert.deepEqual(fitClock([]), { localPerNovaMs: 1, offsetMs: 0, spanMs: 0 });
+});
+
+Deno.test("nova clock: the rate is one within the header's resolution, else the scale between the clocks", () => {
+  for (const rate of [1, 2, 10, 60, 0.5]) {
+    const clock = new NovaClock();
+    for (let t = 0; t <= 20_000; t += 1_000) {
+      clock.sample(novaDate(t, 0, rate), t);
+    }
+    const k = clock.localPerNovaMs() ?? 0;
+    assert.ok(Math.abs(k * rate - 1) < 0.02, `rate ${rate}: ${k}`);
+    if (rate === 1) assert.equal(k, 1);
+  }
+  const once = new NovaClock();
+  once.sample(5_000, 0);
+  assert.equal(once.localPerNovaMs(), undefined);
+  assert.equal(new NovaClock().localPerNovaMs(), 1);
+});
+
+Deno.test("nova clock: property: readings of a scaled clock convert its times to ours, whatever the offset", () => {
+  fc.assert(fc.property(
+    fc.double({ min: 0.01, max: 100, noNaN: true }),
+    fc.integer({ min: -1e9, max: 1e9 }),
+    fc.array(fc.integer({ min: 1_000, max: 5_000 }), {
+      minLength: 2,
+      maxLength: 20,
+    }),
+    (scale, offset, gaps) => {
+      const clock = new NovaClock();
+      let t = 1_000_000;
+      for (const gap of gaps) {
+        clock.reading(t * scale + offset, t);
+        t += gap;
+      }
+      const got = clock.toLocal(t * scale + offset) ?? NaN;
+      const k = clock.localPerNovaMs() ?? NaN;
+      const span = t - gaps[gaps.length - 1]! - 1_000_000;
+      if (k === 1) {
+        // taken as one rate: Nova drifted within the resolution and MAX_DRIFT
+        assert.ok(Math.abs(scale - 1) * span <= 1000 + 0.05 * span + 1e-6);
+      } else {
+        assert.ok(Math.abs(got - t) <= 1e-6 * t, `${got} vs ${t}`);
+      }
+    },
+  ));
 });

@@ -1,0 +1,155 @@
+/**
+ * Nova's clock against ours: one model, fitted from readings of Nova's
+ * clock at known times of ours (the `Date` header of its answers, and the
+ * `created_at` of the records of our starts). It gives the offset the
+ * planner applies where Nova's times meet ours (a record of our start
+ * looks older than the start when Nova is behind, and `changes-since`
+ * hides the drain's first minutes), and the rate that converts Nova's
+ * durations and times to our clock (1 in production; a simulator's time
+ * scale when its clock runs faster than ours).
+ *
+ * The offset is applied only while the clocks run at one rate: a
+ * drifting offset would move every record by a growing amount, so a
+ * scaled simulator's comparisons keep the planner's skew allowance alone.
+ *
+ * @module
+ */
+
+/** The `Date` header has whole seconds: samples are accurate to about this. */
+export const DATE_RESOLUTION_MS = 1_000;
+
+/**
+ * An offset below this is taken as none: the header's resolution and the
+ * round trip (a scaled simulator's too) make up a few seconds, and the
+ * planner's skew allowance (10 s) covers it.
+ */
+export const MIN_OFFSET_MS = 5_000;
+
+/** The shortest span of our clock over which an offset must have held still. */
+export const STEADY_SPAN_MS = 10_000;
+
+/** The most drift (Nova ms per our ms, minus 1) of clocks taken as one rate. */
+export const MAX_DRIFT = 0.05;
+
+/** Samples kept (one per second of our clock at most). */
+const MAX_SAMPLES = 32;
+
+/** One reading: our clock, and Nova's clock then. */
+interface Sample {
+  localMs: number;
+  novaMs: number;
+}
+
+/**
+ * Nova's clock as a line through readings of it: its offset from ours
+ * and its rate.
+ *
+ * @example
+ * ```ts
+ * import { NovaClock } from "./nova_clock.ts";
+ * const behind = new NovaClock();
+ * // Nova 30 s behind, read over 12 s of our clock
+ * for (let t = 0; t <= 12_000; t += 1_000) behind.sample(t - 30_000, t);
+ * console.assert(behind.offsetMs() === -29_500);
+ * console.assert(behind.localPerNovaMs() === 1);
+ * const scaled = new NovaClock();
+ * for (let t = 0; t <= 4_000; t += 1_000) scaled.reading(20 * t, t);
+ * console.assert(scaled.localPerNovaMs() === 1 / 20 && scaled.offsetMs() === 0);
+ * console.assert(scaled.toLocal(40_000) === 2_000);
+ * ```
+ */
+export class NovaClock {
+  readonly #samples: Sample[] = [];
+
+  /** Nova's `Date` (ms, whole seconds) on an answer received at `localMs`. */
+  sample(novaDateMs: number, localMs: number): void {
+    this.reading(novaDateMs + DATE_RESOLUTION_MS / 2, localMs);
+  }
+
+  /** Nova's clock read `novaMs` at our `localMs` (e.g. a start's record). */
+  reading(novaMs: number, localMs: number): void {
+    if (!Number.isFinite(novaMs) || !Number.isFinite(localMs)) return;
+    const last = this.#samples.at(-1);
+    if (
+      last !== undefined &&
+      Math.abs(localMs - last.localMs) < DATE_RESOLUTION_MS
+    ) return;
+    this.#samples.push({ localMs, novaMs });
+    if (this.#samples.length > MAX_SAMPLES) this.#samples.shift();
+  }
+
+  /**
+   * Our ms per Nova ms: 1 with no reading (one clock assumed) or while
+   * the readings stay within the header's resolution and
+   * {@linkcode MAX_DRIFT} of one rate; else the slope of the line through
+   * them; undefined while they span less than a second of ours (a guess
+   * could be off by a simulator's whole time scale).
+   */
+  localPerNovaMs(): number | undefined {
+    return fitClock(this.#samples)?.localPerNovaMs;
+  }
+
+  /** A time on Nova's clock on ours, or undefined while the rate is unknown. */
+  toLocal(novaMs: number): number | undefined {
+    const fit = fitClock(this.#samples);
+    return fit === undefined
+      ? undefined
+      : (novaMs - fit.offsetMs) * fit.localPerNovaMs;
+  }
+
+  /**
+   * Nova's clock minus ours (ms) for the planner: the fitted offset once
+   * the readings span {@linkcode STEADY_SPAN_MS} at one rate; 0 before,
+   * at another rate (a scaled simulator), or under
+   * {@linkcode MIN_OFFSET_MS}.
+   */
+  offsetMs(): number {
+    const fit = fitClock(this.#samples);
+    if (fit === undefined || fit.localPerNovaMs !== 1) return 0;
+    if (fit.spanMs < STEADY_SPAN_MS) return 0;
+    return Math.abs(fit.offsetMs) < MIN_OFFSET_MS ? 0 : fit.offsetMs;
+  }
+}
+
+/**
+ * The line through `samples`: our ms per Nova ms, and Nova's clock minus
+ * ours scaled (`nova = local / localPerNovaMs + offsetMs`; the median,
+ * so one late reading does not move it), over `spanMs` of ours.
+ *
+ * @example
+ * ```ts
+ * import { fitClock } from "./nova_clock.ts";
+ * const behind = [0, 5_000, 11_000].map((t) => ({ localMs: t, novaMs: t - 300_000 }));
+ * console.assert(fitClock(behind)?.offsetMs === -300_000);
+ * console.assert(fitClock([]) ?.localPerNovaMs === 1);
+ * ```
+ */
+export function fitClock(
+  samples: readonly Sample[],
+): { localPerNovaMs: number; offsetMs: number; spanMs: number } | undefined {
+  if (samples.length === 0) {
+    return { localPerNovaMs: 1, offsetMs: 0, spanMs: 0 };
+  }
+  const locals = samples.map((s) => s.localMs);
+  const spanMs = Math.max(...locals) - Math.min(...locals);
+  if (spanMs < DATE_RESOLUTION_MS) return undefined;
+  const n = samples.length;
+  const mx = locals.reduce((a, b) => a + b, 0) / n;
+  const my = samples.reduce((a, s) => a + s.novaMs, 0) / n;
+  let sxx = 0;
+  let sxy = 0;
+  for (const s of samples) {
+    sxx += (s.localMs - mx) ** 2;
+    sxy += (s.localMs - mx) * (s.novaMs - my);
+  }
+  const slope = sxy / sxx;
+  // drift within the header's resolution and MAX_DRIFT is one rate
+  const one = Math.abs(slope - 1) * spanMs <=
+    DATE_RESOLUTION_MS + MAX_DRIFT * spanMs;
+  if (!one && !(slope > 1e-3 && slope < 1e3)) return undefined;
+  const rate = one ? 1 : slope;
+  const sorted = samples.map((s) => s.novaMs - s.localMs * rate)
+    .sort((a, b) => a - b);
+  const offsetMs = Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0);
+  return { localPerNovaMs: 1 / rate, offsetMs, spanMs };
+}
