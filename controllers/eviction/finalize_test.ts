@@ -115,6 +115,13 @@ class FakeNova {
     );
   }
 
+  /** The servers listed on HOST. */
+  onHost: Server[] = [];
+
+  listServersOnHost(host: string): Promise<Server[]> {
+    return this.#call("listServersOnHost", host, () => this.onHost);
+  }
+
   listMigrations(): Promise<Migration[]> {
     return this.#call("listMigrations", "", () => this.migrations);
   }
@@ -263,8 +270,27 @@ function world(opts: {
   };
 }
 
-function run(w: World): Promise<FinalizeResult | void> {
-  return finalizeEviction(w.ctx, w.deps, w.fin);
+/** One finalizer call, then the answers to the calls it did not await (act.ts). */
+async function run(w: World): Promise<FinalizeResult | void> {
+  const got = await finalizeEviction(w.ctx, w.deps, w.fin);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return got;
+}
+
+/** A server of ours as Nova lists it on HOST. */
+function listed(id: string, extra: Partial<Server> = {}): Server {
+  return {
+    id,
+    name: id,
+    status: "ACTIVE",
+    host: HOST,
+    hypervisorHostname: HOST,
+    taskState: null,
+    vmState: null,
+    powerState: 1,
+    flavor: { ramMb: 1024, vcpus: 1 },
+    ...extra,
+  };
 }
 
 function reasons(w: World): string[] {
@@ -559,6 +585,8 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
     status: EvictionStatus;
     ledger?: number;
     migrations: Migration[];
+    /** The servers Nova lists on the host. */
+    onHost?: Server[];
     /** The requeue, or undefined when done. */
     want: FinalizeResult | undefined;
     /** The inFlightCount written, if any. */
@@ -619,6 +647,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
         }],
       },
       migrations: [],
+      onHost: [listed("a")],
       want: { requeueAfterMs: POLL_MS },
       ledgerAfter: 1,
     },
@@ -633,6 +662,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
         }],
       },
       migrations: [],
+      onHost: [listed("a")],
       want: undefined,
       written: 0,
       ledgerAfter: 0,
@@ -642,6 +672,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
     const w = world({ status: row.status });
     if (row.ledger !== undefined) w.deps.memory.ledger.set(KEY, row.ledger);
     w.nova.migrations = row.migrations;
+    w.nova.onHost = row.onHost ?? [];
     const got = await run(w);
     assert.deepEqual(got, row.want, `${row.name}: result`);
     assert.deepEqual(
@@ -814,10 +845,25 @@ Deno.test("finalizeEviction: confirms only our cold migrations at VERIFY_RESIZE"
       want: undefined,
     },
     {
-      name: "ours, but the server is no longer VERIFY_RESIZE: not confirmed",
+      // The drain's rule (plan_steps.ts confirmNeeded): the record says
+      // whether a confirm is needed; once it moved on, nothing is sent.
+      name:
+        "ours, but confirmed already (by Nova's resize_confirm_window or a person): not confirmed, settled",
       inFlight: [cold("c")],
-      migrations: [finished],
+      migrations: [
+        migration(5, "c", "confirmed", { migrationType: "migration" }),
+      ],
       serverStatus: "ACTIVE",
+      confirmed: false,
+      want: undefined,
+    },
+    {
+      name: "ours, confirming (a confirm under way): not sent again, counted",
+      inFlight: [cold("c")],
+      migrations: [
+        migration(5, "c", "confirming", { migrationType: "migration" }),
+      ],
+      serverStatus: "VERIFY_RESIZE",
       confirmed: false,
       want: { requeueAfterMs: POLL_MS },
     },
