@@ -1,16 +1,14 @@
 /**
  * The finalizer of an Eviction: the drain's last passes, at limit 0. The
- * drain's look (the informer's, observe.ts) and planner (plan.ts) run with
- * no starts and no aborts; while the plan holds migrations in flight, the
- * Eviction keeps its finalizer and its `status.inFlightCount` (budget.ts
- * counts it), our resizes are confirmed as the drain confirms them (act.ts,
- * once.ts), and with `--abort-in-flight` our live migrations are aborted
- * (abort_in_flight.ts). The wait is bounded: a record without progress
- * for `stalledAfterMs` stops counting (settle.ts), and after
- * `giveUpAfterMs` the finalizer stops waiting (a Warning Event and
- * `evictor_eviction_finalizer_gave_up_total`). Then the compute service is
- * re-enabled unless gates.ts keeps it disabled. Waiting is no failure; a
- * failure retries after at most `maxPollMs`.
+ * drain's look (the informer's, observe.ts) and planner run with no starts
+ * and no aborts; while the plan holds migrations in flight, the Eviction
+ * keeps its finalizer and its `status.inFlightCount` (budget.ts counts
+ * it), the plan's confirms go out as the drain's do (act.ts, once.ts), and
+ * a cancel with `--abort-in-flight` aborts ours (abort_in_flight.ts). The
+ * wait is bounded: a record without progress for `stalledAfterMs` stops
+ * counting (settle.ts), and after `giveUpAfterMs` the finalizer stops
+ * waiting. Then the compute service is re-enabled unless gates.ts keeps it
+ * disabled.
  *
  * @module
  */
@@ -20,28 +18,28 @@ import type {
   FinalizeResult,
   HandlerContext,
 } from "../../framework/handler.ts";
-import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { isDeleting } from "../../framework/kind.ts";
 import {
   errText,
   PermanentError,
   TemporaryError,
 } from "../../framework/errors.ts";
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
-import { keepDisabledBecause } from "./gates.ts";
-import { keepLesson } from "./keep_lesson.ts";
-import { type EvictionPassDeps, planOptionsFor } from "./pass.ts";
-import type { ActionNote } from "./once.ts";
-import { listSome } from "./event_notes.ts";
-import { describeSettling, settleLook } from "./settle.ts";
+import { actOnPlan } from "./act.ts";
 import {
   abortRequested,
   type CancelAbort,
   cancelAborts,
 } from "./abort_in_flight.ts";
+import { listSome } from "./event_notes.ts";
+import { keepDisabledBecause } from "./gates.ts";
+import { keepLesson } from "./keep_lesson.ts";
 import { observe } from "./observe.ts";
+import type { ActionNote } from "./once.ts";
+import { type EvictionPassDeps, planOptionsFor } from "./pass.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
-import { actOnPlan } from "./act.ts";
+import { describeSettling, settleLook } from "./settle.ts";
 import type { PendingEvent } from "./report.ts";
 
 /** The finalizer's bounds (drain clock ms), built once by the controller. */
@@ -78,6 +76,32 @@ export function finalizerDeps(
   return b;
 }
 
+/**
+ * The drain's plan for a deleted Eviction: the planner at limit 0, which
+ * starts and aborts nothing.
+ *
+ * @example
+ * ```ts
+ * import { deletedPlan } from "./finalize.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * const vm = { id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } };
+ * const plan = deletedPlan({ host: "h", servers: [vm], migrations: [], departed: [],
+ *   status: undefined, now: new Date(0), options: DEFAULT_PLAN_OPTIONS });
+ * console.assert(plan.start.length === 0 && plan.inFlightCount === 0);
+ * ```
+ */
+export function deletedPlan(
+  input: Omit<PlanInput, "limit" | "limitSource" | "clusterBudgetLeft">,
+): Plan {
+  return planPass({
+    ...input,
+    limit: 0,
+    limitSource: input.status?.limitSource ?? "policy",
+    clusterBudgetLeft: 0,
+    holdStarts: "the Eviction is being deleted",
+  });
+}
+
 type Ctx = HandlerContext<Eviction> & { object: Eviction };
 
 /**
@@ -100,14 +124,10 @@ export async function finalizeEviction(
   const state = deps.memory.of(key);
   try {
     const waiting = await waitForSettled(ctx, deps, fin);
-    if (waiting !== undefined) {
-      state.settle.failures = 0;
-      return waiting;
-    }
-    await restoreService(ctx, deps);
+    if (waiting === undefined) await restoreService(ctx, deps);
     // Only now: a re-enable that keeps failing backs off as a list does.
     state.settle.failures = 0;
-    // The last chance to keep what the drain learned.
+    if (waiting !== undefined) return waiting;
     await keepLesson({
       client: ctx.client,
       eviction: key,
@@ -119,22 +139,15 @@ export async function finalizeEviction(
     });
   } catch (err) {
     if (err instanceof PermanentError) throw err;
-    const failures = ++state.settle.failures;
+    const n = ++state.settle.failures;
+    const delayMs = backoffDelay(n - 1, deps.pollIntervalMs, deps.maxPollMs);
     throw new TemporaryError(
       `finalizer of Eviction ${key} failed: ${errText(err)}`,
-      {
-        delayMs: backoffDelay(
-          failures - 1,
-          deps.pollIntervalMs,
-          deps.maxPollMs,
-        ),
-        cause: err,
-      },
+      { delayMs, cause: err },
     );
   }
   // Its budget and its host are free: out of the budget line before the
-  // others are woken, so that no wake for a freed slot goes to it. Its
-  // memory goes with the Eviction (DrainMemory.forget).
+  // others are woken, so that no wake for a freed slot goes to it.
   deps.memory.budgetWaiters.delete(key);
   deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
   deps.metrics.inFlight.remove({ hypervisor: host });
@@ -157,22 +170,22 @@ async function restoreService(ctx: Ctx, deps: EvictionPassDeps): Promise<void> {
     const message = `${what} left disabled: ${why}`;
     return await ctx.event("Normal", "HypervisorLeftDisabled", message);
   }
-  await deps.nova.setComputeServiceStatus(
-    service.id,
-    true,
-    undefined,
-    ctx.signal,
-  )
-    .catch((err: unknown) => {
-      throw new Error(`re-enabling ${what} failed: ${errText(err)}`, {
-        cause: err,
-      });
-    });
+  try {
+    await deps.nova.setComputeServiceStatus(
+      service.id,
+      true,
+      undefined,
+      ctx.signal,
+    );
+  } catch (err) {
+    const message = `re-enabling ${what} failed: ${errText(err)}`;
+    throw new Error(message, { cause: err });
+  }
   log.info({ serviceId: service.id }, "compute service re-enabled");
   await ctx.event("Normal", "HypervisorReEnabled", `${what} re-enabled`);
 }
 
-/** The other Evictions of the host that stand (not being deleted). */
+/** The names of the other Evictions of the host that stand. */
 function othersOf(ctx: Ctx): string[] {
   const host = ctx.object.spec.hypervisor;
   return ctx.cache(EvictionKind).list((e) =>
@@ -182,40 +195,10 @@ function othersOf(ctx: Ctx): string[] {
 }
 
 /**
- * The drain's plan for a deleted Eviction: the same planner at limit 0,
- * so it starts and aborts nothing; what it holds in flight is what the
- * deletion waits for, and its confirms are the drain's.
- *
- * @example
- * ```ts
- * import { deletedPlan } from "./finalize.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
- * const plan = deletedPlan({
- *   host: "h",
- *   servers: [{ id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } }],
- *   migrations: [], departed: [], status: undefined,
- *   now: new Date("2026-01-01T00:00:00Z"), options: DEFAULT_PLAN_OPTIONS,
- * });
- * console.assert(plan.start.length === 0 && plan.inFlightCount === 0);
- * ```
- */
-export function deletedPlan(
-  input: Omit<PlanInput, "limit" | "limitSource" | "clusterBudgetLeft">,
-): Plan {
-  return planPass({
-    ...input,
-    limit: 0,
-    limitSource: input.status?.limitSource ?? "policy",
-    clusterBudgetLeft: 0,
-    holdStarts: "the Eviction is being deleted",
-  });
-}
-
-/**
- * Looks at the host as the drain does and plans at limit 0: confirms what
- * the plan confirms, aborts ours when the cancel asked, writes the count
- * still settling to `status.inFlightCount` when it changed and to the
- * ledger. A requeue while any counts and the bound is not reached.
+ * One look and plan at limit 0: the plan's confirms and a cancel's aborts
+ * go out, and the count still settling is written to
+ * `status.inFlightCount` (when it changed) and the ledger. A requeue while
+ * any counts and the bound is not reached.
  */
 async function waitForSettled(
   ctx: Ctx,
@@ -237,56 +220,41 @@ async function waitForSettled(
   };
   const seen = await deps.memory.informer.look(key, host, async () => {
     const lookedAtMs = deps.clock.now();
-    const fromMs = (Date.parse(status.startedAt ?? "") || lookedAtMs) -
-      options.clockSkewMs + options.novaClockOffsetMs;
-    const listed = await observe(
-      deps.nova,
-      host,
-      status,
-      new Date(fromMs),
-      state.ram,
-      deps.actConcurrency,
-      log,
-      signal,
+    // the drain's list, from the drain's start (pass_pace.ts changesSince)
+    const from = new Date(
+      (Date.parse(status.startedAt ?? "") || lookedAtMs) -
+        options.clockSkewMs + options.novaClockOffsetMs,
     );
-    return { ...listed, lookedAtMs };
+    const args = [status, from, state.ram, deps.actConcurrency] as const;
+    return {
+      ...await observe(deps.nova, host, ...args, log, signal),
+      lookedAtMs,
+    };
   });
   const { starts, confirms, aborts } = state;
-  const plan = deletedPlan({
-    host,
-    ...seen,
-    status,
-    now: new Date(nowMs),
-    options,
-    starts,
-    confirms,
-    aborts,
-  });
-  const emit = (e: PendingEvent) =>
-    ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
-      log.warn({ err: errText(err), reason: e.reason }, "event failed")
-    );
-  const wake = () => ctx.enqueue(EvictionKind, key);
-  const now = () => deps.clock.now();
-  actOnPlan(plan, state, deps, { emit, wake, log, now }, nowMs, signal);
+  const now = new Date(nowMs);
+  const input = { ...seen, host, status, now, options, starts, confirms };
+  const plan = deletedPlan({ ...input, aborts });
+  const sinks = {
+    emit: (e: PendingEvent) =>
+      ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+        log.warn({ err: errText(err), reason: e.reason }, "event failed")
+      ),
+    wake: () => ctx.enqueue(EvictionKind, key),
+    log,
+    now: () => deps.clock.now(),
+  };
+  actOnPlan(plan, state, deps, sinks, nowMs, signal);
   const inFlight = plan.next.inFlight ?? [];
+  const { migrations } = seen;
   if (abortRequested(ev)) {
     const lookedAtMs = seen.lookedAtMs ?? nowMs;
-    const { migrations } = seen;
-    await abortOurs(
-      ctx,
-      deps,
-      cancelAborts({ host, migrations, inFlight, aborts, lookedAtMs }),
-    );
+    const ask = { host, migrations, inFlight, aborts, lookedAtMs };
+    await abortOurs(ctx, deps, cancelAborts(ask));
   }
-  const look = settleLook({
-    host,
-    inFlight,
-    migrations: seen.migrations,
-    marks: state.settle.marks,
-    nowMs,
-    stalledAfterMs: fin.stalledAfterMs,
-  });
+  const { stalledAfterMs } = fin;
+  const seenNow = { host, inFlight, migrations, nowMs, stalledAfterMs };
+  const look = settleLook({ ...seenNow, marks: state.settle.marks });
   state.settle.marks = look.marks;
   const running = look.counted.length;
   if (running !== before) {
@@ -307,7 +275,7 @@ async function waitForSettled(
     const message = `Eviction ${key} deleted: ${
       describeSettling(look.stalled)
     } from ${host} showed no progress for ${
-      Math.round(fin.stalledAfterMs / 1000)
+      Math.round(stalledAfterMs / 1000)
     } s and no longer count`;
     await ctx.event("Warning", "MigrationsStalled", message);
   }
@@ -322,9 +290,8 @@ async function waitForSettled(
 }
 
 /**
- * Sends a cancel's aborts (`--abort-in-flight`), each noted as once.ts
- * reads it; a failed one is logged and looked at again. One Event names
- * those sent.
+ * Sends a cancel's aborts, each noted as once.ts reads it; a failed one is
+ * logged and looked at again. One Event names those sent.
  */
 async function abortOurs(
   ctx: Ctx,

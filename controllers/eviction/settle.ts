@@ -18,21 +18,16 @@ export type ProgressMarks = ReadonlyMap<
   { sig: string; sinceMs: number }
 >;
 
-/** A migration a deleted drain waits for, with its latest record if listed. */
-export interface Settling {
-  /** Server id. */
-  id: string;
-  /** Its record from the host (the one in progress, else the latest). */
-  record?: ObservedMigration | undefined;
-}
+/** A VM in flight, with its record from the host (in progress, else latest). */
+export type Settling = { id: string; record?: ObservedMigration | undefined };
 
-/** What a deleted drain still waits for. */
+/** The in-flight VMs counted, those stalled, and the marks to keep. */
 export interface SettleLook {
-  /** In flight and counted (against the cluster budget too). */
+  /** Counted (against the cluster budget too). */
   counted: Settling[];
-  /** In flight, but without progress for the bound: not counted. */
+  /** Without progress for the bound: not counted. */
   stalled: Settling[];
-  /** The marks to keep for the next look (VMs with a record in progress). */
+  /** For the next look (VMs with a record in progress). */
   marks: Map<string, { sig: string; sinceMs: number }>;
 }
 
@@ -92,7 +87,7 @@ export function settleLook(input: {
 }
 
 /**
- * Names up to five of them, for an Event.
+ * Names up to five, for an Event.
  *
  * @example
  * ```ts
