@@ -140,6 +140,14 @@ class FakeNova {
     }));
   }
 
+  abortLiveMigration(id: string, migrationId: number): Promise<ActionResult> {
+    return this.#call(
+      "abortLiveMigration",
+      `${id} ${migrationId}`,
+      () => ({ requestId: "req-2" }) as unknown as ActionResult,
+    );
+  }
+
   confirmResize(id: string): Promise<ActionResult> {
     return this.#call(
       "confirmResize",
@@ -934,4 +942,82 @@ Deno.test("finalizeEviction: a failed confirm is no failure of the finalizer; it
     0,
     "not counted a failure",
   );
+});
+
+Deno.test("finalizeEviction: cancelled with --abort-in-flight, aborts our live migrations in progress once, one Event; others' are left", async () => {
+  const w = world({
+    status: {
+      inFlightCount: 3,
+      inFlight: [
+        {
+          id: "a",
+          kind: "live",
+          startedAt: new Date(T0 - 60_000).toISOString(),
+          migrationId: "1",
+        },
+        {
+          id: "b",
+          kind: "live",
+          startedAt: new Date(T0 - 60_000).toISOString(),
+          adopted: true,
+        },
+        cold("c"),
+      ],
+    },
+  });
+  w.ctx.object.metadata!.annotations = {
+    "evictor.kvm.cloud.sap/abort-in-flight": "true",
+  };
+  const moving = (id: string) =>
+    listed(id, { status: "MIGRATING", taskState: "migrating" });
+  w.nova.onHost = [
+    moving("a"),
+    moving("b"),
+    listed("c", { status: "RESIZE", taskState: "resize_migrating" }),
+  ];
+  w.nova.migrations = [
+    migration(1, "a", "running"),
+    migration(2, "b", "running"),
+    migration(3, "c", "migrating", { migrationType: "migration" }),
+  ];
+  assert.deepEqual(await run(w), { requeueAfterMs: POLL_MS }, "still settling");
+  const aborts = () =>
+    w.nova.calls.filter((c) => c.startsWith("abortLiveMigration"));
+  assert.deepEqual(
+    aborts(),
+    ["abortLiveMigration a 1"],
+    "ours only, live only",
+  );
+  assert.deepEqual(reasons(w), ["MigrationsAborted"]);
+  assert.match(
+    w.events[0]![2],
+    /aborted 1 live migrations from node042: a \(migration 1\)/,
+  );
+  // Nova runs the abort on after its answer: a look begun before that
+  // answer sends nothing again; one begun after it may.
+  w.deps.memory.of(KEY).aborts.get("1")!.answeredAtMs = T0 + 5_000;
+  w.clock.ms = T0 + 1_000;
+  await run(w);
+  assert.equal(aborts().length, 1, "not sent again");
+  w.clock.ms = T0 + 6_000;
+  await run(w);
+  assert.equal(
+    aborts().length,
+    2,
+    "a look after the answer still shows it running",
+  );
+  w.nova.migrations = [
+    migration(1, "a", "cancelled"),
+    migration(2, "b", "running"),
+    migration(3, "c", "migrating", { migrationType: "migration" }),
+  ];
+  w.nova.onHost = [
+    listed("a"),
+    moving("b"),
+    listed("c", { status: "RESIZE", taskState: "resize_migrating" }),
+  ];
+  w.clock.ms = T0 + 20_000;
+  assert.deepEqual(await run(w), { requeueAfterMs: POLL_MS });
+  assert.equal(aborts().length, 2, "an ended one is not aborted");
+  assert.equal(w.ctx.object.status?.inFlightCount, 2, "b and c still count");
 });
