@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { Migration } from "../../openstack/mod.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import {
   isAbortable,
   isOurKind,
@@ -74,7 +74,7 @@ export interface CancelAbort {
  */
 export function cancelAborts(input: {
   host: string;
-  migrations: readonly Migration[];
+  migrations: readonly ObservedMigration[];
   inFlight: readonly {
     id: string;
     kind: "live" | "cold";
@@ -94,6 +94,7 @@ export function cancelAborts(input: {
   for (const m of input.migrations) {
     const entry = ours.get(m.instanceUuid);
     if (entry === undefined || m.sourceCompute !== input.host) continue;
+    if (typeof m.id !== "number") continue;
     if (!isOurKind(m.migrationType, "live") || !isAbortable(m.status)) {
       continue;
     }

@@ -1,17 +1,14 @@
 /**
- * The finalizer of an Eviction: when it is deleted, re-enable the compute
- * service that the drain disabled, unless the Hypervisor is in maintenance,
- * someone else disabled the service, or another Eviction of the same
- * hypervisor still stands. First, the migrations it started must settle:
- * while Nova shows migrations in progress from the host, the Eviction keeps
- * its finalizer and its `status.inFlightCount`, so every process still
- * counts them against the cluster budget (budget.ts). The wait is bounded:
- * our cold migrations waiting in VERIFY_RESIZE are confirmed (nobody else
- * would), a record without progress for `stalledAfterMs` stops counting
- * (settle.ts), and after `giveUpAfterMs` the finalizer stops waiting with a
- * Warning Event and `evictor_eviction_finalizer_gave_up_total`. Waiting is
- * not a failure: it requeues without an error; a failure retries after at
- * most `maxPollMs`.
+ * The finalizer of an Eviction: the drain's last passes, at limit 0. The
+ * drain's look (the informer's, observe.ts) and planner run with no starts
+ * and no aborts; while the plan holds migrations in flight, the Eviction
+ * keeps its finalizer and its `status.inFlightCount` (budget.ts counts
+ * it), the plan's confirms go out as the drain's do (act.ts, once.ts), and
+ * a cancel with `--abort-in-flight` aborts ours (abort_in_flight.ts). The
+ * wait is bounded: a record without progress for `stalledAfterMs` stops
+ * counting (settle.ts), and after `giveUpAfterMs` the finalizer stops
+ * waiting. Then the compute service is re-enabled unless gates.ts keeps it
+ * disabled.
  *
  * @module
  */
@@ -21,39 +18,41 @@ import type {
   FinalizeResult,
   HandlerContext,
 } from "../../framework/handler.ts";
-import type { Eviction } from "../../models/mod.ts";
 import { isDeleting } from "../../framework/kind.ts";
 import {
   errText,
   PermanentError,
   TemporaryError,
 } from "../../framework/errors.ts";
+import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
+import { actOnPlan } from "./act.ts";
+import {
+  abortRequested,
+  type CancelAbort,
+  cancelAborts,
+} from "./abort_in_flight.ts";
+import { listSome } from "./event_notes.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import { keepLesson } from "./keep_lesson.ts";
-import type { EvictionPassDeps } from "./pass.ts";
-import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
-import { type ActionNote, maySendAgain } from "./once.ts";
-import type { Migration } from "../../openstack/mod.ts";
-import { listSome } from "./event_notes.ts";
-import { type SettleLook, settleLook, unlistedStarts } from "./settle.ts";
-import { abortRequested, cancelAborts } from "./abort_in_flight.ts";
+import type { ActionNote } from "./once.ts";
+import { type EvictionPassDeps, planOptionsFor } from "./pass.ts";
+import { type Plan, type PlanInput, planPass } from "./plan.ts";
+import { describeSettling, settleLook } from "./settle.ts";
+import type { PendingEvent } from "./report.ts";
 
-/**
- * The finalizer's bounds; built once by the controller (its memory is the
- * drain's, memory.ts SettleState).
- */
+/** The finalizer's bounds (drain clock ms), built once by the controller. */
 export interface FinalizerDeps {
-  /** A record without progress this long stops counting (drain clock ms). */
+  /** A record without progress this long stops counting. */
   stalledAfterMs: number;
-  /** The finalizer stops waiting after this long (drain clock ms). */
+  /** The finalizer stops waiting after this long. */
   giveUpAfterMs: number;
 }
 
 /** Default bounds: 15 minutes without progress, one hour in all. */
-export const DEFAULT_FINALIZER_BOUNDS: Readonly<
-  Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">
-> = Object.freeze({ stalledAfterMs: 15 * 60_000, giveUpAfterMs: 60 * 60_000 });
+export const DEFAULT_FINALIZER_BOUNDS: Readonly<FinalizerDeps> = Object.freeze(
+  { stalledAfterMs: 15 * 60_000, giveUpAfterMs: 60 * 60_000 },
+);
 
 /**
  * Finalizer deps with the default bounds, checked.
@@ -65,7 +64,7 @@ export const DEFAULT_FINALIZER_BOUNDS: Readonly<
  * ```
  */
 export function finalizerDeps(
-  bounds: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">> = {},
+  bounds: Partial<FinalizerDeps> = {},
 ): FinalizerDeps {
   const b = { ...DEFAULT_FINALIZER_BOUNDS, ...bounds };
   for (const [name, v] of Object.entries(b)) {
@@ -77,10 +76,37 @@ export function finalizerDeps(
 }
 
 /**
- * Runs the finalizer of one Eviction: returns a requeue while migrations
- * from the host still settle, nothing once the service is handled. A
- * failure is retried after a delay doubling from the poll interval to
- * `maxPollMs`, never the framework's long backoff.
+ * The drain's plan for a deleted Eviction: the planner at limit 0, which
+ * starts and aborts nothing.
+ *
+ * @example
+ * ```ts
+ * import { deletedPlan } from "./finalize.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * const vm = { id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } };
+ * const plan = deletedPlan({ host: "h", servers: [vm], migrations: [], departed: [],
+ *   status: undefined, now: new Date(0), options: DEFAULT_PLAN_OPTIONS });
+ * console.assert(plan.start.length === 0 && plan.inFlightCount === 0);
+ * ```
+ */
+export function deletedPlan(
+  input: Omit<PlanInput, "limit" | "limitSource" | "clusterBudgetLeft">,
+): Plan {
+  return planPass({
+    ...input,
+    limit: 0,
+    limitSource: input.status?.limitSource ?? "policy",
+    clusterBudgetLeft: 0,
+    holdStarts: "the Eviction is being deleted",
+  });
+}
+
+type Ctx = HandlerContext<Eviction> & { object: Eviction };
+
+/**
+ * Runs the finalizer of one Eviction: a requeue while migrations from the
+ * host settle, nothing once the service is handled. A failure is retried
+ * after a delay doubling from the poll interval to `maxPollMs`.
  *
  * @example
  * ```ts ignore
@@ -88,325 +114,214 @@ export function finalizerDeps(
  * ```
  */
 export async function finalizeEviction(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
+  ctx: Ctx,
   deps: EvictionPassDeps,
   fin: FinalizerDeps,
 ): Promise<FinalizeResult | void> {
+  const { key, object } = ctx;
+  const host = object.spec.hypervisor;
+  const state = deps.memory.of(key);
   try {
-    const settle = deps.memory.of(ctx.key).settle;
     const waiting = await waitForSettled(ctx, deps, fin);
-    if (waiting !== undefined) {
-      settle.failures = 0;
-      return waiting;
-    }
-    await restoreService(ctx, deps);
+    if (waiting === undefined) await restoreService(ctx, deps);
     // Only now: a re-enable that keeps failing backs off as a list does.
-    settle.failures = 0;
-    // The last chance to keep what the drain learned (keep_lesson.ts).
+    state.settle.failures = 0;
+    if (waiting !== undefined) return waiting;
     await keepLesson({
       client: ctx.client,
-      eviction: ctx.key,
-      host: ctx.object.spec.hypervisor,
-      status: ctx.object.status ?? {},
-      marks: deps.memory.of(ctx.key).marks,
-      hypervisor: ctx.cache(HypervisorKind).get(ctx.object.spec.hypervisor),
+      eviction: key,
+      host,
+      status: object.status ?? {},
+      marks: state.marks,
+      hypervisor: ctx.cache(HypervisorKind).get(host),
       log: ctx.logger,
     });
   } catch (err) {
     if (err instanceof PermanentError) throw err;
-    const failures = ++deps.memory.of(ctx.key).settle.failures;
-    const delayMs = backoffDelay(
-      Math.max(0, failures - 1),
-      deps.pollIntervalMs,
-      deps.maxPollMs,
-    );
+    const n = ++state.settle.failures;
+    const delayMs = backoffDelay(n - 1, deps.pollIntervalMs, deps.maxPollMs);
     throw new TemporaryError(
-      `finalizer of Eviction ${ctx.key} failed: ${errText(err)}`,
+      `finalizer of Eviction ${key} failed: ${errText(err)}`,
       { delayMs, cause: err },
     );
   }
-  wakeOthers(ctx, deps);
+  // Its budget and its host are free: out of the budget line before the
+  // others are woken, so that no wake for a freed slot goes to it.
+  deps.memory.budgetWaiters.delete(key);
+  deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
+  deps.metrics.inFlight.remove({ hypervisor: host });
+  for (const name of othersOf(ctx)) ctx.enqueue(EvictionKind, name);
 }
 
-async function restoreService(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
-  deps: EvictionPassDeps,
-): Promise<void> {
-  const { key, object, signal } = ctx;
-  const host = object.spec.hypervisor;
+async function restoreService(ctx: Ctx, deps: EvictionPassDeps): Promise<void> {
+  const host = ctx.object.spec.hypervisor;
   const log = ctx.logger.child({ hypervisor: host });
-  const service = await deps.nova.findComputeService(host, signal);
+  const service = await deps.nova.findComputeService(host, ctx.signal);
   if (service === undefined || service.status !== "disabled") return;
+  const what = `compute service ${service.id} of host ${host}`;
   const why = keepDisabledBecause(
     ctx.cache(HypervisorKind).get(host),
     service.disabledReason,
-    othersOf(ctx, key, host).length > 0,
+    othersOf(ctx).length > 0,
   );
   if (why !== undefined) {
     log.info({ serviceId: service.id, why }, "compute service left disabled");
-    await ctx.event(
-      "Normal",
-      "HypervisorLeftDisabled",
-      `compute service ${service.id} of host ${host} left disabled: ${why}`,
-    );
-    return;
+    const message = `${what} left disabled: ${why}`;
+    return await ctx.event("Normal", "HypervisorLeftDisabled", message);
   }
   try {
     await deps.nova.setComputeServiceStatus(
       service.id,
       true,
       undefined,
-      signal,
+      ctx.signal,
     );
   } catch (err) {
-    throw new Error(
-      `re-enabling compute service ${service.id} of host ${host} failed: ${
-        errText(err)
-      }`,
-      { cause: err },
-    );
+    const message = `re-enabling ${what} failed: ${errText(err)}`;
+    throw new Error(message, { cause: err });
   }
   log.info({ serviceId: service.id }, "compute service re-enabled");
-  await ctx.event(
-    "Normal",
-    "HypervisorReEnabled",
-    `compute service ${service.id} of host ${host} re-enabled`,
-  );
+  await ctx.event("Normal", "HypervisorReEnabled", `${what} re-enabled`);
 }
 
-function othersOf(
-  ctx: HandlerContext<Eviction>,
-  key: string,
-  host: string,
-): Eviction[] {
-  return ctx.cache(EvictionKind).list((e) =>
-    e.metadata?.name !== key && e.spec.hypervisor === host && !isDeleting(e)
-  );
-}
-
-/**
- * A finalized drain frees its budget and its host: the drains waiting for
- * either look again. Its memory goes once the Eviction is gone (the
- * framework calls DrainMemory.forget).
- */
-function wakeOthers(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
-  deps: EvictionPassDeps,
-): void {
-  const { key } = ctx;
+/** The names of the other Evictions of the host that stand. */
+function othersOf(ctx: Ctx): string[] {
   const host = ctx.object.spec.hypervisor;
-  // It waits for nothing now: out of the line before the others are woken,
-  // so that no wake counted by freed slots goes to it.
-  deps.memory.budgetWaiters.delete(key);
-  deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
-  deps.metrics.inFlight.remove({ hypervisor: host });
-  for (const e of othersOf(ctx, key, host)) {
-    const name = e.metadata?.name;
-    if (name !== undefined) ctx.enqueue(EvictionKind, name);
-  }
+  return ctx.cache(EvictionKind).list((e) =>
+    e.metadata?.name !== ctx.key && e.spec.hypervisor === host &&
+    !isDeleting(e)
+  ).flatMap((e) => e.metadata?.name ?? []);
 }
 
 /**
- * Looks at the host's migrations (all of them: a `changes-since` filter
- * misses a queued record, whose `updated_at` Nova does not touch), confirms
- * our cold migrations in VERIFY_RESIZE, writes the count still settling to
- * `status.inFlightCount` when it changed and to the ledger. Returns a
- * requeue while any counts and the bound is not reached.
+ * One look and plan at limit 0: the plan's confirms and a cancel's aborts
+ * go out, and the count still settling is written to
+ * `status.inFlightCount` (when it changed) and the ledger. A requeue while
+ * any counts and the bound is not reached.
  */
 async function waitForSettled(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
+  ctx: Ctx,
   deps: EvictionPassDeps,
   fin: FinalizerDeps,
 ): Promise<FinalizeResult | undefined> {
-  const { key, signal } = ctx;
-  const ev = ctx.object;
+  const { key, signal, object: ev } = ctx;
   const host = ev.spec.hypervisor;
+  const status: EvictionStatus = ev.status ?? {};
+  const before = status.inFlightCount ?? 0;
+  if (Math.max(before, deps.memory.ledger.get(key)) === 0) return undefined;
+  const state = deps.memory.of(key);
   const log = ctx.logger.child({ hypervisor: host });
-  const recorded = Math.max(
-    ev.status?.inFlightCount ?? 0,
-    deps.memory.ledger.get(key),
-  );
-  if (recorded === 0) return undefined;
   const nowMs = deps.clock.now();
-  const settle = deps.memory.of(key).settle;
-  const since = settle.waitingSinceMs ??= nowMs;
-  const migrations = await deps.memory.informer.glance(host, undefined, signal);
-  const look = settleLook({
+  const waitingSince = state.settle.waitingSinceMs ??= nowMs;
+  const options = {
+    ...planOptionsFor(deps.planOptions, deps.flagSettings),
+    novaClockOffsetMs: deps.novaClockOffsetMs(),
+  };
+  // the drain's look, from the drain's start (pass_pace.ts changesSince)
+  const since = new Date(
+    (Date.parse(status.startedAt ?? "") || nowMs) -
+      options.clockSkewMs + options.novaClockOffsetMs,
+  );
+  const seen = await deps.memory.informer.look(key, {
     host,
-    migrations,
-    ourCold: new Set(
-      (ev.status?.inFlight ?? [])
-        .filter((e) => e.kind === "cold" && e.adopted !== true)
-        .map((e) => e.id),
-    ),
-    marks: settle.marks,
-    nowMs,
-    stalledAfterMs: fin.stalledAfterMs,
+    since,
+    status,
+    ram: (id) => state.ram.get(id),
+    starts: state.starts.values(),
+    holding: status.inFlightCount ?? 0,
+    freshSince: nowMs,
+    signal,
   });
-  settle.marks = look.marks;
-  await confirmOurs(ctx, deps, look.confirm, nowMs);
-  if (abortRequested(ev)) await abortOurs(ctx, deps, migrations, nowMs);
-  // A start Nova has not listed yet is running too (its record comes after
-  // the 202): without it a delete right after a start ends the wait early.
-  const unlisted = unlistedStarts({
-    host,
-    inFlight: ev.status?.inFlight ?? [],
-    migrations,
-    nowMs,
-    graceMs: deps.planOptions.gracePeriodMs ??
-      DEFAULT_PLAN_OPTIONS.gracePeriodMs,
-    novaOffsetMs: deps.novaClockOffsetMs(),
-  });
-  const running = look.counted.length + unlisted.length;
-  const before = ev.status?.inFlightCount ?? 0;
+  const { starts, confirms, aborts } = state;
+  const now = new Date(nowMs);
+  const input = { ...seen, host, status, now, options, starts, confirms };
+  const plan = deletedPlan({ ...input, aborts });
+  const sinks = {
+    emit: (e: PendingEvent) =>
+      ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
+        log.warn({ err: errText(err), reason: e.reason }, "event failed")
+      ),
+    wake: () => ctx.enqueue(EvictionKind, key),
+    log,
+    now: () => deps.clock.now(),
+  };
+  actOnPlan(plan, state, deps, sinks, nowMs, signal);
+  const inFlight = plan.next.inFlight ?? [];
+  const { migrations } = seen;
+  if (abortRequested(ev)) {
+    const lookedAtMs = seen.listedAtMs ?? nowMs;
+    const ask = { host, migrations, inFlight, aborts, lookedAtMs };
+    await abortOurs(ctx, deps, cancelAborts(ask));
+  }
+  const { stalledAfterMs } = fin;
+  const seenNow = { host, inFlight, migrations, nowMs, stalledAfterMs };
+  const look = settleLook({ ...seenNow, marks: state.settle.marks });
+  state.settle.marks = look.marks;
+  const running = look.counted.length;
   if (running !== before) {
     // the finalizer's own write (no pass runs on a deleted Eviction)
     await ctx.updateStatus((s) => ({ ...s, inFlightCount: running }));
   }
-  deps.memory.ledger.set(key, running);
-  if (running === 0) {
-    if (look.stalled.length > 0) {
-      await ctx.event(
-        "Warning",
-        "MigrationsStalled",
-        `Eviction ${key} deleted: ${
-          describe(look.stalled)
-        } from ${host} showed no progress for ${
-          Math.round(fin.stalledAfterMs / 1000)
-        } s and no longer count`,
-      );
-    }
-    return undefined;
+  const waitedMs = nowMs - waitingSince;
+  const gaveUp = running > 0 && waitedMs >= fin.giveUpAfterMs;
+  deps.memory.ledger.set(key, gaveUp ? 0 : running);
+  if (gaveUp) {
+    deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
+    const message = `Eviction ${key} deleted: stopped waiting after ${
+      Math.round(waitedMs / 1000)
+    } s for ${describeSettling(look.counted)} from ${host} to settle`;
+    log.warn({}, message);
+    await ctx.event("Warning", "FinalizerGaveUp", message);
+  } else if (running === 0 && look.stalled.length > 0) {
+    const message = `Eviction ${key} deleted: ${
+      describeSettling(look.stalled)
+    } from ${host} showed no progress for ${
+      Math.round(stalledAfterMs / 1000)
+    } s and no longer count`;
+    await ctx.event("Warning", "MigrationsStalled", message);
   }
-  const waitedMs = nowMs - since;
-  if (waitedMs >= fin.giveUpAfterMs) {
-    return await giveUp(ctx, deps, look, waitedMs);
-  }
+  if (gaveUp || running === 0) return undefined;
   const detail = { running, stalled: look.stalled.length };
   // Info when something changed (or on the first look), debug otherwise:
   // waiting is the normal course of a deletion, not a failure.
-  if (running !== before || since === nowMs) {
+  if (running !== before || waitingSince === nowMs) {
     log.info(detail, "deleted drain: migrations settling");
   } else log.debug(detail, "deleted drain: migrations settling");
   return { requeueAfterMs: deps.pollIntervalMs };
 }
 
-async function giveUp(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
-  deps: EvictionPassDeps,
-  look: SettleLook,
-  waitedMs: number,
-): Promise<undefined> {
-  const host = ctx.object.spec.hypervisor;
-  deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
-  deps.memory.ledger.set(ctx.key, 0);
-  const message = `Eviction ${ctx.key} deleted: stopped waiting after ${
-    Math.round(waitedMs / 1000)
-  } s for ${describe(look.counted)} from ${host} to settle`;
-  ctx.logger.warn({ hypervisor: host }, message);
-  await ctx.event("Warning", "FinalizerGaveUp", message);
-  return undefined;
-}
-
-function describe(records: SettleLook["counted"]): string {
-  const shown = records.slice(0, 5).map((m) =>
-    `migration ${m.id} of ${m.instanceUuid} (${m.status})`
-  );
-  const more = records.length > 5 ? ` and ${records.length - 5} more` : "";
-  return `${shown.join(", ")}${more}`;
-}
-
 /**
- * Confirms our cold migrations at VERIFY_RESIZE (the server says so, not
- * only the `finished` record of the look begun at `lookedAtMs`). A
- * confirm sent before is sent again only when that look began after its
- * answer (once.ts); an unknown outcome is looked at again next time.
- */
-async function confirmOurs(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
-  deps: EvictionPassDeps,
-  ids: readonly string[],
-  lookedAtMs: number,
-): Promise<void> {
-  const confirms = deps.memory.of(ctx.key).confirms;
-  const log = ctx.logger.child({ hypervisor: ctx.object.spec.hypervisor });
-  for (const id of ids) {
-    if (!maySendAgain(confirms.get(id), lookedAtMs)) continue;
-    const server = await deps.nova.getServer(id, ctx.signal);
-    if (server.status.toUpperCase() !== "VERIFY_RESIZE") continue;
-    const note: ActionNote = { sentAtMs: deps.clock.now() };
-    confirms.set(id, note);
-    try {
-      const r = await deps.nova.confirmResize(id, ctx.signal);
-      log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
-      await ctx.event(
-        "Normal",
-        "ResizeConfirmed",
-        `confirmed the cold migration of ${id}`,
-      );
-    } catch (err) {
-      log.warn({ serverId: id, err: errText(err) }, "confirmResize failed");
-    } finally {
-      note.answeredAtMs = deps.clock.now();
-    }
-  }
-}
-
-/**
- * Aborts our live migrations still in progress from the host, as a cancel
- * with `--abort-in-flight` asked (abort_in_flight.ts): each sent once per
- * look that began after its answer (once.ts); a failed abort is logged and
- * looked at again (the record may have ended meanwhile). One Event names
- * the migrations aborted by this look.
+ * Sends a cancel's aborts, each noted as once.ts reads it; a failed one is
+ * logged and looked at again. One Event names those sent.
  */
 async function abortOurs(
-  ctx: HandlerContext<Eviction> & { object: Eviction },
+  ctx: Ctx,
   deps: EvictionPassDeps,
-  migrations: readonly Migration[],
-  lookedAtMs: number,
+  todo: readonly CancelAbort[],
 ): Promise<void> {
   const host = ctx.object.spec.hypervisor;
-  const aborts = deps.memory.of(ctx.key).aborts;
   const log = ctx.logger.child({ hypervisor: host });
   const sent: string[] = [];
-  for (
-    const a of cancelAborts({
-      host,
-      migrations,
-      inFlight: ctx.object.status?.inFlight ?? [],
-      aborts,
-      lookedAtMs,
-    })
-  ) {
+  for (const { id, migrationId } of todo) {
     const note: ActionNote = { sentAtMs: deps.clock.now() };
-    aborts.set(String(a.migrationId), note);
+    deps.memory.of(ctx.key).aborts.set(String(migrationId), note);
+    const ids = { serverId: id, migrationId };
     try {
-      const r = await deps.nova.abortLiveMigration(
-        a.id,
-        a.migrationId,
-        ctx.signal,
-      );
-      log.info(
-        { serverId: a.id, migrationId: a.migrationId, requestId: r.requestId },
-        "live migration aborted: the drain was cancelled",
-      );
-      sent.push(`${a.id} (migration ${a.migrationId})`);
+      const r = await deps.nova.abortLiveMigration(id, migrationId, ctx.signal);
+      log.info({ ...ids, requestId: r.requestId }, "aborted: drain cancelled");
+      sent.push(`${id} (migration ${migrationId})`);
     } catch (err) {
-      log.warn(
-        { serverId: a.id, migrationId: a.migrationId, err: errText(err) },
-        "abort on cancel failed",
-      );
+      log.warn({ ...ids, err: errText(err) }, "abort on cancel failed");
     } finally {
       note.answeredAtMs = deps.clock.now();
     }
   }
-  if (sent.length > 0) {
-    await ctx.event(
-      "Normal",
-      "MigrationsAborted",
-      `Eviction ${ctx.key} cancelled with --abort-in-flight: aborted ${sent.length} live migrations from ${host}: ${
-        listSome(sent)
-      }`,
-    );
-  }
+  if (sent.length === 0) return;
+  await ctx.event(
+    "Normal",
+    "MigrationsAborted",
+    `Eviction ${ctx.key} cancelled with --abort-in-flight: aborted ${sent.length} live migrations from ${host}: ${
+      listSome(sent)
+    }`,
+  );
 }

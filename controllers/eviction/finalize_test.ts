@@ -116,6 +116,13 @@ class FakeNova {
     );
   }
 
+  /** The servers listed on HOST. */
+  onHost: Server[] = [];
+
+  listServersOnHost(host: string): Promise<Server[]> {
+    return this.#call("listServersOnHost", host, () => this.onHost);
+  }
+
   listMigrations(): Promise<Migration[]> {
     return this.#call("listMigrations", "", () => this.migrations);
   }
@@ -132,6 +139,14 @@ class FakeNova {
       powerState: 1,
       flavor: { ramMb: 1024, vcpus: 1 },
     }));
+  }
+
+  abortLiveMigration(id: string, migrationId: number): Promise<ActionResult> {
+    return this.#call(
+      "abortLiveMigration",
+      `${id} ${migrationId}`,
+      () => ({ requestId: "req-2" }) as unknown as ActionResult,
+    );
   }
 
   confirmResize(id: string): Promise<ActionResult> {
@@ -269,8 +284,27 @@ function world(opts: {
   };
 }
 
-function run(w: World): Promise<FinalizeResult | void> {
-  return finalizeEviction(w.ctx, w.deps, w.fin);
+/** One finalizer call, then the answers to the calls it did not await (act.ts). */
+async function run(w: World): Promise<FinalizeResult | void> {
+  const got = await finalizeEviction(w.ctx, w.deps, w.fin);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return got;
+}
+
+/** A server of ours as Nova lists it on HOST. */
+function listed(id: string, extra: Partial<Server> = {}): Server {
+  return {
+    id,
+    name: id,
+    status: "ACTIVE",
+    host: HOST,
+    hypervisorHostname: HOST,
+    taskState: null,
+    vmState: null,
+    powerState: 1,
+    flavor: { ramMb: 1024, vcpus: 1 },
+    ...extra,
+  };
 }
 
 function reasons(w: World): string[] {
@@ -565,6 +599,8 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
     status: EvictionStatus;
     ledger?: number;
     migrations: Migration[];
+    /** The servers Nova lists on the host. */
+    onHost?: Server[];
     /** The requeue, or undefined when done. */
     want: FinalizeResult | undefined;
     /** The inFlightCount written, if any. */
@@ -625,6 +661,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
         }],
       },
       migrations: [],
+      onHost: [listed("a")],
       want: { requeueAfterMs: POLL_MS },
       ledgerAfter: 1,
     },
@@ -639,6 +676,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
         }],
       },
       migrations: [],
+      onHost: [listed("a")],
       want: undefined,
       written: 0,
       ledgerAfter: 0,
@@ -648,6 +686,7 @@ Deno.test("finalizeEviction: waits while migrations from the host settle, then r
     const w = world({ status: row.status });
     if (row.ledger !== undefined) w.deps.memory.ledger.set(KEY, row.ledger);
     w.nova.migrations = row.migrations;
+    w.nova.onHost = row.onHost ?? [];
     const got = await run(w);
     assert.deepEqual(got, row.want, `${row.name}: result`);
     assert.deepEqual(
@@ -820,10 +859,25 @@ Deno.test("finalizeEviction: confirms only our cold migrations at VERIFY_RESIZE"
       want: undefined,
     },
     {
-      name: "ours, but the server is no longer VERIFY_RESIZE: not confirmed",
+      // The drain's rule (plan_steps.ts confirmNeeded): the record says
+      // whether a confirm is needed; once it moved on, nothing is sent.
+      name:
+        "ours, but confirmed already (by Nova's resize_confirm_window or a person): not confirmed, settled",
       inFlight: [cold("c")],
-      migrations: [finished],
+      migrations: [
+        migration(5, "c", "confirmed", { migrationType: "migration" }),
+      ],
       serverStatus: "ACTIVE",
+      confirmed: false,
+      want: undefined,
+    },
+    {
+      name: "ours, confirming (a confirm under way): not sent again, counted",
+      inFlight: [cold("c")],
+      migrations: [
+        migration(5, "c", "confirming", { migrationType: "migration" }),
+      ],
+      serverStatus: "VERIFY_RESIZE",
       confirmed: false,
       want: { requeueAfterMs: POLL_MS },
     },
@@ -894,4 +948,82 @@ Deno.test("finalizeEviction: a failed confirm is no failure of the finalizer; it
     0,
     "not counted a failure",
   );
+});
+
+Deno.test("finalizeEviction: cancelled with --abort-in-flight, aborts our live migrations in progress once, one Event; others' are left", async () => {
+  const w = world({
+    status: {
+      inFlightCount: 3,
+      inFlight: [
+        {
+          id: "a",
+          kind: "live",
+          startedAt: new Date(T0 - 60_000).toISOString(),
+          migrationId: "1",
+        },
+        {
+          id: "b",
+          kind: "live",
+          startedAt: new Date(T0 - 60_000).toISOString(),
+          adopted: true,
+        },
+        cold("c"),
+      ],
+    },
+  });
+  w.ctx.object.metadata!.annotations = {
+    "evictor.kvm.cloud.sap/abort-in-flight": "true",
+  };
+  const moving = (id: string) =>
+    listed(id, { status: "MIGRATING", taskState: "migrating" });
+  w.nova.onHost = [
+    moving("a"),
+    moving("b"),
+    listed("c", { status: "RESIZE", taskState: "resize_migrating" }),
+  ];
+  w.nova.migrations = [
+    migration(1, "a", "running"),
+    migration(2, "b", "running"),
+    migration(3, "c", "migrating", { migrationType: "migration" }),
+  ];
+  assert.deepEqual(await run(w), { requeueAfterMs: POLL_MS }, "still settling");
+  const aborts = () =>
+    w.nova.calls.filter((c) => c.startsWith("abortLiveMigration"));
+  assert.deepEqual(
+    aborts(),
+    ["abortLiveMigration a 1"],
+    "ours only, live only",
+  );
+  assert.deepEqual(reasons(w), ["MigrationsAborted"]);
+  assert.match(
+    w.events[0]![2],
+    /aborted 1 live migrations from node042: a \(migration 1\)/,
+  );
+  // Nova runs the abort on after its answer: a look begun before that
+  // answer sends nothing again; one begun after it may.
+  w.deps.memory.of(KEY).aborts.get("1")!.answeredAtMs = T0 + 5_000;
+  w.clock.ms = T0 + 1_000;
+  await run(w);
+  assert.equal(aborts().length, 1, "not sent again");
+  w.clock.ms = T0 + 6_000;
+  await run(w);
+  assert.equal(
+    aborts().length,
+    2,
+    "a look after the answer still shows it running",
+  );
+  w.nova.migrations = [
+    migration(1, "a", "cancelled"),
+    migration(2, "b", "running"),
+    migration(3, "c", "migrating", { migrationType: "migration" }),
+  ];
+  w.nova.onHost = [
+    listed("a"),
+    moving("b"),
+    listed("c", { status: "RESIZE", taskState: "resize_migrating" }),
+  ];
+  w.clock.ms = T0 + 20_000;
+  assert.deepEqual(await run(w), { requeueAfterMs: POLL_MS });
+  assert.equal(aborts().length, 2, "an ended one is not aborted");
+  assert.equal(w.ctx.object.status?.inFlightCount, 2, "b and c still count");
 });

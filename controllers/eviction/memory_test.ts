@@ -27,7 +27,7 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
   for (const key of ["e", "other"]) {
     const s = m.of(key);
     s.ram.set("a", 1024);
-    s.settle.marks = new Map([[1, { sig: "running|", sinceMs: 0 }]]);
+    s.settle.marks = new Map([["a", { sig: "1|running|", sinceMs: 0 }]]);
     s.settle.waitingSinceMs = 5;
     s.settle.failures = 2;
     m.ledger.set(key, 3);

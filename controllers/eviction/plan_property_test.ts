@@ -15,6 +15,8 @@ import type {
 import { type PlanInput, planPass } from "./plan.ts";
 import { at, HOST, novaTime, T0 } from "../../tests/harness/plan_fixtures.ts";
 import { departedIds } from "../../openstack/informer/nova_records.ts";
+import { deletedPlan } from "./finalize.ts";
+import { settleLook } from "./settle.ts";
 
 const IDS = Array.from(
   { length: 14 },
@@ -479,6 +481,46 @@ Deno.test("property: the next status is valid and its counts agree", () => {
           .size,
       );
       assert.equal(next.effectiveLimit, input.limit);
+    }),
+    RUNS,
+  );
+});
+
+Deno.test("property: a deleted drain (finalize.ts, limit 0) and the drain agree on what is in flight, on settled and on confirms", () => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const { limit: _l, limitSource: _s, clusterBudgetLeft: _b, ...rest } =
+        input;
+      const drain = planPass(input);
+      const deleted = deletedPlan(rest);
+      assert.deepEqual(deleted.start, [], "no starts");
+      assert.deepEqual(deleted.abort, [], "no aborts");
+      const started = new Set(drain.start.map((s) => s.id));
+      const ids = (p: typeof drain) =>
+        (p.next.inFlight ?? []).map((e) => e.id).filter((id) =>
+          !started.has(id)
+        ).sort();
+      assert.deepEqual(ids(deleted), ids(drain), "the same VMs in flight");
+      assert.equal(
+        deleted.inFlightCount,
+        drain.inFlightCount - drain.start.length,
+      );
+      assert.deepEqual(deleted.confirmResize, drain.confirmResize);
+      assert.deepEqual(deleted.stuck, drain.stuck);
+      // Settled for the finalizer (its first look: nothing stalled yet)
+      // exactly when the drain holds nothing but its own new starts.
+      const look = settleLook({
+        host: HOST,
+        inFlight: deleted.next.inFlight ?? [],
+        migrations: input.migrations,
+        marks: new Map(),
+        nowMs: input.now.getTime(),
+        stalledAfterMs: 60_000,
+      });
+      assert.equal(
+        look.counted.length === 0,
+        drain.inFlightCount - drain.start.length === 0,
+      );
     }),
     RUNS,
   );

@@ -548,7 +548,8 @@ function stillFinishing(
 /**
  * Stuck and aborts: migrations in flight past the timeout, judged on what
  * was in flight before this pass's starts; live ones of ours on the host
- * with an abortable record are aborted when the policy says so.
+ * with an abortable record are aborted when the policy says so, never at
+ * limit 0 (a deleted drain's plan, finalize.ts, starts and aborts nothing).
  */
 export function stuckAndAborts(
   input: PlanInput,
@@ -582,7 +583,8 @@ export function stuckAndAborts(
     // timeout after its answer still shows the migration running (Nova
     // aborts after answering: the record runs on a while).
     if (
-      options.abortStuckMigrations && entry.kind === "live" &&
+      options.abortStuckMigrations && input.limit > 0 &&
+      entry.kind === "live" &&
       view.onHost.has(entry.id) &&
       record !== undefined && entry.migrationId === String(record.id) &&
       isAbortable(record.status) &&

@@ -1,159 +1,106 @@
 /**
- * What a deleted Eviction still waits for before its finalizer re-enables
- * the host: a pure look at the host's migration records. Records from the
- * host that Nova shows in progress count (against the cluster budget too),
- * and so do our own cold migrations that wait in `finished`
- * (VERIFY_RESIZE), which the finalizer confirms (a `migration` record: a
- * user's `resize` is never ours to confirm). A record on which Nova
- * shows no progress for `stalledAfterMs` stops counting: an unknown or stuck
- * status must not hold a finalizer and a budget slot forever. Progress is
- * measured on our own clock (the record's status or `updated_at` changed
- * since we first saw it so), never against Nova's clock.
+ * How long a deleted drain waits for what the planner holds in flight
+ * (finalize.ts: the drain's plan at limit 0): a migration whose record
+ * from the host shows no progress for `stalledAfterMs` stops counting, so
+ * that an unknown or stuck status holds no finalizer and no budget slot
+ * forever. Progress is a change of the record's status or `updated_at`
+ * since we first saw it so, on our clock, never against Nova's.
  *
  * @module
  */
 
-import { parseNovaTime } from "../../openstack/nova_time.ts";
-import type { Migration } from "../../openstack/mod.ts";
-import {
-  isOurKind,
-  migrationPhase,
-} from "../../openstack/informer/nova_states.ts";
+import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
+import { latestRecords } from "../../openstack/informer/nova_records.ts";
 
-/** When a record's current state was first seen, by record id. */
+/** When each VM's record in progress was first seen in its current state. */
 export type ProgressMarks = ReadonlyMap<
-  number,
+  string,
   { sig: string; sinceMs: number }
 >;
 
-/** The finalizer's look at a deleted drain's host. */
-export interface SettleLook {
-  /** Records that still count: in progress, or ours awaiting confirmation. */
-  counted: Migration[];
-  /** Servers of our cold migrations at `finished`: confirm their resize. */
-  confirm: string[];
-  /** In-progress records without progress for the stall bound: not counted. */
-  stalled: Migration[];
-  /** The progress marks to keep for the next look (records seen now only). */
-  marks: Map<number, { sig: string; sinceMs: number }>;
-}
+/** A VM in flight, with its record from the host (in progress, else latest). */
+export type Settling = { id: string; record?: ObservedMigration | undefined };
 
-/** The state of a record that counts as progress when it changes. */
-function signature(m: Migration): string {
-  return `${m.status.toLowerCase()}|${m.updatedAt ?? ""}`;
+/** The in-flight VMs counted, those stalled, and the marks to keep. */
+export interface SettleLook {
+  /** Counted (against the cluster budget too). */
+  counted: Settling[];
+  /** Without progress for the bound: not counted. */
+  stalled: Settling[];
+  /** For the next look (VMs with a record in progress). */
+  marks: Map<string, { sig: string; sinceMs: number }>;
 }
 
 /**
- * Looks at a deleted drain's host: which records still count, which
- * resizes of ours to confirm, which records are stalled.
+ * Splits the plan's in-flight VMs into counted and stalled; one without a
+ * record in progress (ours awaiting confirmation, a start Nova has not
+ * listed yet) never stalls: the planner releases it by its own rules.
  *
  * @example
  * ```ts
  * import { settleLook } from "./settle.ts";
- * const m = {
- *   id: 1, uuid: "u", instanceUuid: "vm", migrationType: "live-migration",
- *   status: "running", sourceCompute: "h", destCompute: "d", sourceNode: "h",
- *   destNode: "d", destHost: null, createdAt: "2026-01-01T00:00:00",
- *   updatedAt: "2026-01-01T00:00:05",
- * };
- * const look = settleLook({ host: "h", migrations: [m], ourCold: new Set(),
+ * const m = { id: 1, instanceUuid: "vm", migrationType: "live-migration",
+ *   status: "running", sourceCompute: "h", createdAt: "2026-01-01T00:00:00" };
+ * const first = settleLook({ host: "h", inFlight: [{ id: "vm" }], migrations: [m],
  *   marks: new Map(), nowMs: 0, stalledAfterMs: 60_000 });
- * console.assert(look.counted.length === 1);
+ * console.assert(first.counted.length === 1);
+ * const later = settleLook({ host: "h", inFlight: [{ id: "vm" }], migrations: [m],
+ *   marks: first.marks, nowMs: 60_000, stalledAfterMs: 60_000 });
+ * console.assert(later.stalled.length === 1);
  * ```
  */
 export function settleLook(input: {
   host: string;
-  migrations: readonly Migration[];
-  /** Servers whose cold migration this drain started (not adopted). */
-  ourCold: ReadonlySet<string>;
+  inFlight: readonly { id: string }[];
+  migrations: readonly ObservedMigration[];
   marks: ProgressMarks;
   nowMs: number;
   stalledAfterMs: number;
 }): SettleLook {
-  const { host, nowMs, stalledAfterMs } = input;
+  const { nowMs, stalledAfterMs } = input;
   if (!(stalledAfterMs > 0)) {
     throw new RangeError(
       `stalledAfterMs must be a number > 0, got ${stalledAfterMs}`,
     );
   }
-  const look: SettleLook = {
-    counted: [],
-    confirm: [],
-    stalled: [],
-    marks: new Map(),
-  };
-  for (const m of input.migrations) {
-    if (m.sourceCompute !== host) continue;
-    const awaitsConfirm = m.status.toLowerCase() === "finished" &&
-      isOurKind(m.migrationType, "cold") &&
-      input.ourCold.has(m.instanceUuid);
-    if (awaitsConfirm) {
-      // Ours, and holding the source's resources until confirmed: it counts
-      // and is confirmed; it is not a stall (we are the ones to move it on).
-      look.counted.push(m);
-      look.confirm.push(m.instanceUuid);
+  const records = latestRecords(input.migrations, input.host);
+  const look: SettleLook = { counted: [], stalled: [], marks: new Map() };
+  for (const { id } of input.inFlight) {
+    const own = records.get(id);
+    const running = own?.inProgress;
+    if (running === undefined) {
+      look.counted.push({ id, record: own?.latest });
       continue;
     }
-    if (migrationPhase(m.status) !== "in_progress") continue;
-    const sig = signature(m);
-    const before = input.marks.get(m.id);
-    const sinceMs = before !== undefined && before.sig === sig
-      ? before.sinceMs
-      : nowMs;
-    look.marks.set(m.id, { sig, sinceMs });
-    if (nowMs - sinceMs >= stalledAfterMs) look.stalled.push(m);
-    else look.counted.push(m);
+    const sig = `${running.id}|${running.status.toLowerCase()}|${
+      running.updatedAt ?? ""
+    }`;
+    const before = input.marks.get(id);
+    const sinceMs = before?.sig === sig ? before.sinceMs : nowMs;
+    look.marks.set(id, { sig, sinceMs });
+    const into = nowMs - sinceMs >= stalledAfterMs
+      ? look.stalled
+      : look.counted;
+    into.push({ id, record: running });
   }
-  look.confirm.sort();
   return look;
 }
 
 /**
- * Starts of ours that Nova has not listed yet: real Nova answers a live
- * migration's 202 before the conductor writes its record (0.08-0.35 s on
- * Zed), so a deleted Eviction whose start is that fresh has a migration
- * running that no list shows. Such a start (not adopted, within `graceMs`,
- * with no record from `host` created at or after it, less 2 s for Nova's
- * whole-second times) keeps the drain unsettled.
+ * Names up to five, for an Event.
  *
  * @example
  * ```ts
- * import { unlistedStarts } from "./settle.ts";
- * const ids = unlistedStarts({
- *   host: "h",
- *   inFlight: [{ id: "vm1", startedAt: "2026-01-01T00:00:00Z" }],
- *   migrations: [],
- *   nowMs: Date.parse("2026-01-01T00:00:01Z"),
- *   graceMs: 60_000,
- * });
- * console.assert(ids.join() === "vm1");
+ * import { describeSettling } from "./settle.ts";
+ * console.assert(describeSettling([{ id: "a" }]) === "a (not listed yet)");
  * ```
  */
-export function unlistedStarts(input: {
-  host: string;
-  inFlight: readonly {
-    id: string;
-    startedAt: string;
-    adopted?: boolean | undefined;
-  }[];
-  migrations: readonly Migration[];
-  nowMs: number;
-  graceMs: number;
-  /** Nova's clock minus ours (ms; nova_clock.ts). */
-  novaOffsetMs?: number;
-}): string[] {
-  const out: string[] = [];
-  const offset = input.novaOffsetMs ?? 0;
-  for (const e of input.inFlight) {
-    if (e.adopted === true) continue;
-    const started = Date.parse(e.startedAt);
-    if (!(input.nowMs - started < input.graceMs)) continue;
-    const listed = input.migrations.some((m) =>
-      m.instanceUuid === e.id && m.sourceCompute === input.host &&
-      (parseNovaTime(m.createdAt) ?? Number.NEGATIVE_INFINITY) - offset >=
-        started - 2_000
-    );
-    if (!listed) out.push(e.id);
-  }
-  return out.sort();
+export function describeSettling(items: readonly Settling[]): string {
+  const shown = items.slice(0, 5).map(({ id, record: m }) =>
+    m === undefined
+      ? `${id} (not listed yet)`
+      : `migration ${m.id ?? "?"} of ${id} (${m.status})`
+  );
+  const more = items.length > 5 ? ` and ${items.length - 5} more` : "";
+  return `${shown.join(", ")}${more}`;
 }

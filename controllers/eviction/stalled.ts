@@ -1,11 +1,9 @@
 /**
- * A migration that Nova ended while its server still shows the task: the
- * record is terminal (completed, error, ...), yet the server stays
- * MIGRATING (task_state migrating) or in a resize_* task. Real Zed leaves
- * a live migration so when `post_live_migration_at_destination` fails
- * (Neutron answering 401 to an expired token): the record completes, the
- * server keeps task_state migrating on the source, and Nova never moves
- * on by itself. Nothing is copying, so the VM must not hold a slot; Nova
+ * A migration that Nova ended while its server still shows the task. Real
+ * Zed leaves a live migration so when `post_live_migration_at_destination`
+ * fails (Neutron answering 401 to an expired token): the record completes,
+ * the server keeps task_state migrating on the source, and Nova never
+ * moves on by itself. Nothing is copying, so the VM holds no slot; Nova
  * refuses a new start (409) until a person resets its state.
  *
  * @module
@@ -25,12 +23,15 @@ import type {
 } from "../../openstack/informer/snapshot.ts";
 import { recordName } from "../../openstack/informer/nova_records.ts";
 
+/** The start of a `status.skipped` reason for a stalled migration task. */
+export const STALLED_PREFIX = "migration ended, task stuck: ";
+
 /**
- * How long a server may show a migration task after its record ended
- * before the drain reports it: the record's time is Nova's (read on our
- * clock within `clockSkewMs`), and Nova's views may disagree for as long
- * as the drain's settle allowance (`settleMs`). Real Nova clears the task
- * before it ends the record, so only a look that raced it sees both.
+ * How long a server may show a task after its record ended: the record's
+ * time is Nova's (read on our clock within `clockSkewMs`), and Nova's
+ * views may disagree for as long as the drain's settle allowance. Real
+ * Nova clears the task before it ends the record: only a raced look sees
+ * both.
  *
  * @example
  * ```ts
@@ -44,13 +45,11 @@ export function stallBoundMs(options: PlanOptions): number {
 }
 
 /**
- * When the server shows a migration task that its latest record from the
- * host says has ended: that record's end on our clock (epoch ms), else
- * undefined (no task shown, a record of it still in progress, no record,
- * or one of another kind: a new task whose record Nova has not shown yet).
- * A start of ours after that end (`ownStartMs`, our clock) is counted from
- * instead: Nova shows a retry's task before its conductor writes the
- * retry's record, and the older record cannot say that task is stuck.
+ * Since when (our clock) the server shows a task its latest record from
+ * the host says has ended, else undefined (no task, a record in progress,
+ * none, or one of another kind: a new task not recorded yet). A later
+ * start of ours (`ownStartMs`) is counted from instead: Nova shows a
+ * retry's task before it writes the retry's record.
  *
  * @example
  * ```ts
@@ -80,12 +79,10 @@ export function stalledSinceMs(
 }
 
 /**
- * The `status.skipped` reason for a server whose migration task outlived
- * its record by more than {@linkcode stallBoundMs}, else undefined (within
- * the bound it is still counted in flight: Nova may not show the end yet;
- * from a later start of ours, the VM's in-flight `entry`, when there is
- * one). The reason
- * names the server, the record and what a person does.
+ * The `status.skipped` reason for a server whose task outlived its record
+ * by more than {@linkcode stallBoundMs} (from a later start of ours, its
+ * in-flight `entry`), naming the server, the record and what a person
+ * does; else undefined (it still counts in flight).
  *
  * @example
  * ```ts
@@ -107,7 +104,6 @@ export function stalledReason(
   options: PlanOptions,
   entry?: EvictionStatusInFlightItem,
 ): string | undefined {
-  // a start of ours (not one adopted from what Nova showed)
   const ownStartMs = entry === undefined || entry.adopted === true
     ? undefined
     : parseNovaTime(entry.startedAt);
@@ -120,19 +116,14 @@ export function stalledReason(
   );
   if (since === undefined || latest === undefined) return undefined;
   if (nowMs - since <= stallBoundMs(options)) return undefined;
-  const name = server.name === undefined || server.name === ""
-    ? server.id
-    : `${server.name} (${server.id})`;
-  const task = server.taskState ?? "none";
+  const name = server.name ? `${server.name} (${server.id})` : server.id;
   return `${STALLED_PREFIX}server ${name} still shows status ` +
-    `${server.status.toUpperCase()}, task_state ${task}, but its ` +
-    `${recordName(latest)} ended ${latest.status} at ` +
+    `${server.status.toUpperCase()}, task_state ${
+      server.taskState ?? "none"
+    }, but its ${recordName(latest)} ended ${latest.status} at ` +
     `${latest.updatedAt ?? latest.createdAt} (Nova time): Nova is not ` +
     `moving it and will not by itself (a failed post-migration step, see ` +
     `its instance action); a person checks which host runs it and resets ` +
     `its state (nova reset-state --active ${server.id}); the drain then ` +
     `moves it or counts it gone`;
 }
-
-/** The start of a `status.skipped` reason for a stalled migration task. */
-export const STALLED_PREFIX = "migration ended, task stuck: ";
