@@ -17,7 +17,7 @@ import {
   OpenStackError,
   UnavailableError,
 } from "../../openstack/mod.ts";
-import type { DrainState, IssuedStart } from "./memory.ts";
+import type { DrainState, IssuedStart, RecordChange } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
@@ -112,7 +112,8 @@ export function answerOf(
 
 /**
  * Issues the plan's starts, confirms and aborts without waiting for any of
- * them. `nowMs` is the controller clock, recorded as the starts' issue time.
+ * them; returns their notes, for the drain's record (`nowMs`, the
+ * controller clock, is their issue time). The answers fill the notes in.
  *
  * @example
  * ```ts ignore
@@ -126,10 +127,12 @@ export function actOnPlan(
   sinks: ActSinks,
   nowMs: number,
   signal: AbortSignal,
-): void {
-  startAll(plan, state, deps, sinks, nowMs, signal);
-  confirmAll(plan, state, deps, sinks, nowMs, signal);
-  abortAll(plan, state, deps, sinks, nowMs, signal);
+): NonNullable<RecordChange["issued"]> {
+  return {
+    starts: startAll(plan, state, deps, sinks, nowMs, signal),
+    confirms: confirmAll(plan, deps, sinks, nowMs, signal),
+    aborts: abortAll(plan, deps, sinks, nowMs, signal),
+  };
 }
 
 /**
@@ -144,10 +147,11 @@ function startAll(
   sinks: ActSinks,
   nowMs: number,
   signal: AbortSignal,
-): void {
+): IssuedStart[] {
   const { log, emit } = sinks;
   const accepted: { id: string; kind: "live" | "cold" }[] = [];
   const answers: Promise<void>[] = [];
+  const issuedAll: IssuedStart[] = [];
   for (const s of plan.start) {
     const issued: IssuedStart = {
       id: s.id,
@@ -155,7 +159,7 @@ function startAll(
       state: "pending",
       issuedAtMs: nowMs,
     };
-    state.starts.set(s.id, issued);
+    issuedAll.push(issued);
     const call = s.kind === "live"
       ? deps.nova.liveMigrate(s.id, signal)
       : deps.nova.coldMigrate(s.id, signal);
@@ -200,7 +204,6 @@ function startAll(
       },
     ));
   }
-  if (answers.length === 0) return;
   void Promise.allSettled(answers).then(() => {
     if (accepted.length === 0) return;
     emit({
@@ -210,6 +213,7 @@ function startAll(
       series: true,
     });
   });
+  return issuedAll;
 }
 
 /**
@@ -218,16 +222,16 @@ function startAll(
  */
 function confirmAll(
   plan: Plan,
-  state: DrainState,
   deps: ActDeps,
   sinks: ActSinks,
   nowMs: number,
   signal: AbortSignal,
-): void {
+): Map<string, ActionNote> {
   const { log, emit } = sinks;
+  const notes = new Map<string, ActionNote>();
   for (const id of plan.confirmResize) {
     const note: ActionNote = { sentAtMs: nowMs };
-    state.confirms.set(id, note);
+    notes.set(id, note);
     deps.nova.confirmResize(id, signal).then(
       (r) => {
         log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
@@ -241,21 +245,22 @@ function confirmAll(
         log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
     ).finally(() => note.answeredAtMs = sinks.now());
   }
+  return notes;
 }
 
 /** The plan's aborts of stuck live migrations, each noted as the confirms are. */
 function abortAll(
   plan: Plan,
-  state: DrainState,
   deps: ActDeps,
   sinks: ActSinks,
   nowMs: number,
   signal: AbortSignal,
-): void {
+): Map<string, ActionNote> {
   const { log, emit } = sinks;
+  const notes = new Map<string, ActionNote>();
   for (const a of plan.abort) {
     const note: ActionNote = { sentAtMs: nowMs };
-    state.aborts.set(a.migrationId, note);
+    notes.set(a.migrationId, note);
     deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
       (r) => {
         log.warn(
@@ -276,6 +281,7 @@ function abortAll(
         log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
     ).finally(() => note.answeredAtMs = sinks.now());
   }
+  return notes;
 }
 
 /**

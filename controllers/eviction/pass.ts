@@ -1,10 +1,7 @@
 /**
- * What the phases of one drain pass share: its dependencies, the pass's
- * own state, what a phase returns ({@linkcode Step}) and the one status
- * write ({@linkcode record}). A phase reads the pass and returns a Step;
- * the pass applies it (reconcile.ts `apply`) and writes the status once,
- * at its end, the intent write before starts (pass_budget.ts writeIntent)
- * the one exception.
+ * The shape of a pass: what its phases share ({@linkcode Pass}, read-only
+ * to them), what each returns ({@linkcode Step}), the one place a Step is
+ * applied ({@linkcode apply}) and the one status write ({@linkcode record}).
  *
  * @module
  */
@@ -19,7 +16,12 @@ import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { EvictionKind } from "../kinds.ts";
 import type { PendingEvent } from "./report.ts";
-import type { DrainMemory, DrainState } from "./memory.ts";
+import {
+  changeRecord,
+  type DrainMemory,
+  type DrainState,
+  type RecordChange,
+} from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
@@ -28,6 +30,7 @@ import { withDrained } from "./conditions.ts";
 import {
   learnNovaLimit,
   NOVA_LIMIT_TTL_MS,
+  type NovaLimitMemo,
   observedNovaLimit,
 } from "./nova_limit.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
@@ -46,53 +49,38 @@ export interface EvictionClock {
   rate?: number;
 }
 
-/** What a pass needs; built once by `registerEvictionController`. */
+/**
+ * What a pass needs; built once by `registerEvictionController` (the
+ * durations in real ms; controller.ts documents each).
+ */
 export interface EvictionPassDeps {
-  /** Nova, every call counted. */
   nova: CountedNova;
   /** Limit settings from the flags (used without an EvictionPolicy). */
   flagSettings: LimitSettings;
-  /** The shortest wait between passes (real ms). */
   pollIntervalMs: number;
-  /** The longest wait while migrations are in flight (real ms). */
   maxPollMs: number;
-  /** Wait while nothing can move without a person or a change (real ms). */
   slowPollMs: number;
-  /** Wait between checks of a finished drain's host (real ms). */
   finishedCheckMs: number;
-  /** The oldest snapshot a pass may plan from before a direct look (real ms). */
   relistMs: number;
-  /**
-   * How long consecutive fresh looks must find the host empty before the
-   * drain is declared done (real ms, `--drain-settle`).
-   */
   settleMs: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
-  /** Time source. */
   clock: EvictionClock;
-  /**
-   * Per-drain memory, with the ledger of migrations in flight per Eviction
-   * and the drains waiting for budget (one forget).
-   */
   memory: DrainMemory;
-  /** Metrics. */
   metrics: EvictionMetrics;
   /** Nova lookups of one pass at once. */
   actConcurrency: number;
   /**
-   * Every Eviction of the cluster, whatever this process's label selector
-   * (for the cluster budget); without it, the operator's cache. With
-   * `caughtUp` (an informer's), the cross-process check of the budget waits
-   * for the watch to deliver the pass's own intent instead of listing.
+   * Every Eviction of the cloud, whatever this process's label selector;
+   * with `caughtUp`, the budget's cross-process check waits for the watch
+   * to deliver the pass's intent instead of listing.
    */
   allEvictions?: {
     list(): Eviction[];
     caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
   };
-  /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
   waveSettleMs: number;
-  /** Placement for the capacity check, and the wave's shared report; without it there is none. */
+  /** Placement for the capacity check; without it there is none. */
   capacity?: CapacityDeps;
 }
 
@@ -111,74 +99,116 @@ export function planOptionsFor(
 }
 
 /**
- * What a phase decided, for the pass to apply (reconcile.ts `apply`, the
- * one place that changes a pass): a phase reads the pass and returns this.
+ * What a phase decided, for {@linkcode apply}: a phase reads the pass and
+ * returns this; nothing else changes a pass or its drain's record.
  */
 export interface Step {
   /** The status the phase leaves; absent: unchanged. */
   status?: EvictionStatus;
   /** The pass's result, when the phase ends the pass here. */
-  end?: ReconcileResult;
+  end?: ReconcileResult | undefined;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   hold?: string;
   /** A retry annotation's value the phase applied (removed after the write). */
   retry?: string;
+  /** The ledger's count before the pass claimed budget. */
+  claimedFrom?: number;
   /** What must follow the pass's status write (waking the wave's peers). */
   after?: () => void;
+  /** The changes of the drain's record (memory.ts). */
+  record?: RecordChange;
 }
 
-/**
- * What the phases of one pass share, read-only to them: each returns a
- * {@linkcode Step} and the pass applies it; only the status write
- * ({@linkcode record}) updates `ev`.
- */
+/** A phase: reads the pass, returns what it decided. */
+export type Phase = (pass: Pass) => Step | Promise<Step>;
+
+/** The pass the phases share, read-only to them. */
 export interface Pass {
   readonly ctx: HandlerContext<Eviction>;
   readonly deps: EvictionPassDeps;
   /** The Eviction, with the freshest status this process knows. */
-  ev: Eviction;
+  readonly ev: Eviction;
   readonly host: string;
   readonly log: Logger;
   readonly state: DrainState;
-  /** The status so far (the preflight and a retry request change it). */
+  /** The status so far. */
   readonly status: EvictionStatus;
   readonly hypervisor: Hypervisor | undefined;
   /** Clock ms per real ms. */
   readonly rate: number;
-  /** The retry annotation's value this pass applied (removed after the write). */
   readonly retryValue?: string;
-  /** The ledger's count before this pass claimed budget, if it did. */
   readonly claimedFrom?: number;
-  /** Why this pass starts nothing: its wave is not yet disabled. */
   readonly waveHold?: string;
-  /**
-   * What must follow the pass's status write (waking drains that read it,
-   * e.g. the wave's peers waiting for this host to be disabled).
-   */
   readonly afterRecord: readonly (() => void)[];
 }
 
+/** The pass as reconcile.ts holds it: only {@linkcode apply} and {@linkcode record} change it. */
+export type MutablePass = { -readonly [K in keyof Pass]: Pass[K] };
+
 /**
- * Record: writes the status when it changed, through the framework
- * (`ctx.updateStatus`: guarded by the resourceVersion this process knows,
- * no GET first; a 409 re-reads). The framework remembers the written
- * object, so an older cached status can never come back (read-your-writes:
- * `ctx.object`, `ctx.latest`). The only writer of an Eviction's status in a pass:
- * once at its end (reconcile.ts), and before a pass issues starts, with
- * them in it (pass_budget.ts writeIntent), so a restart or a new leader
- * finds every start of ours. The Drained condition is set here, from the
- * status written.
+ * Applies a Step to the pass and its drain's record: the one place a
+ * pass changes (besides its status write's resourceVersion). Returns the
+ * pass's result when the Step ends it.
+ */
+export function apply(
+  pass: MutablePass,
+  step: Step,
+): ReconcileResult | undefined {
+  if (step.status !== undefined) pass.status = step.status;
+  if (step.hold !== undefined) pass.waveHold = step.hold;
+  if (step.retry !== undefined) pass.retryValue = step.retry;
+  if (step.claimedFrom !== undefined) pass.claimedFrom = step.claimedFrom;
+  if (step.after !== undefined) {
+    pass.afterRecord = [...pass.afterRecord, step.after];
+  }
+  if (step.record !== undefined) changeRecord(pass.state, step.record);
+  return step.end;
+}
+
+/**
+ * Runs `phases` in order as one Step: each sees the status, hold and
+ * retry the earlier ones left; the first that ends the pass ends it.
+ */
+export async function inOrder(
+  pass: Pass,
+  phases: readonly Phase[],
+): Promise<Step> {
+  let all: Step = {};
+  for (const phase of phases) {
+    const step = await phase({
+      ...pass,
+      status: all.status ?? pass.status,
+      ...(all.hold === undefined ? {} : { waveHold: all.hold }),
+      ...(all.retry === undefined ? {} : { retryValue: all.retry }),
+    });
+    const after = [all.after, step.after].filter((f) => f !== undefined);
+    all = {
+      ...all,
+      ...step,
+      record: { ...all.record, ...step.record },
+      ...(after.length === 0 ? {} : { after: () => after.forEach((f) => f()) }),
+    };
+    if (step.end !== undefined) break;
+  }
+  return all;
+}
+
+/**
+ * Record: writes the status when it changed (`ctx.updateStatus`, guarded
+ * by the resourceVersion this process knows; the framework keeps what was
+ * written, so an older cached status never comes back), with the Drained
+ * condition read off the rest. Called at a pass's end and for the intent
+ * before starts (phase budget), so a new leader finds every start of ours.
  */
 export async function record(
   pass: Pass,
   status: EvictionStatus,
 ): Promise<void> {
   const { ctx, ev } = pass;
-  // Drained is read off the rest: every write carries it (conditions.ts).
   const next = withDrained(status, new Date(pass.deps.clock.now()));
   if (statusEqual(ev.status, next)) return;
   const written = await ctx.updateStatus(() => next);
-  pass.ev = {
+  (pass as MutablePass).ev = {
     ...ev,
     metadata: {
       ...ev.metadata,
@@ -265,22 +295,29 @@ export function finishedLookMs(
 }
 
 /**
- * Learns Nova's limit on the host's live migrations from what a look shows
- * of them (a queued one while others copy, nova_limit.ts), in the drain's
- * memory: a full look and a glance at the migrations alike. Returns the
- * limit known now.
+ * Nova's limit on the host's live migrations after a look showing
+ * `migrations` (a queued one while others copy, nova_limit.ts): the
+ * drain record's memo, for a Step's `record.novaLimit`.
  */
-export function learnNovaLimitFrom(
+export function novaLimitSeen(
   pass: Pass,
   migrations: readonly ObservedMigration[],
-): number | undefined {
-  const memo = learnNovaLimit(
+): NovaLimitMemo | undefined {
+  return learnNovaLimit(
     pass.state.novaLimit,
     observedNovaLimit(migrations, pass.host),
     pass.deps.clock.now(),
     NOVA_LIMIT_TTL_MS * pass.rate,
   );
-  pass.state.novaLimit = memo;
+}
+
+/** {@linkcode novaLimitSeen}, kept at once (a glance: pass_pace.ts). */
+export function learnNovaLimitFrom(
+  pass: Pass,
+  migrations: readonly ObservedMigration[],
+): number | undefined {
+  const memo = novaLimitSeen(pass, migrations);
+  changeRecord(pass.state, { novaLimit: memo });
   return memo?.limit;
 }
 

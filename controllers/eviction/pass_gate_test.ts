@@ -22,7 +22,7 @@ import {
 } from "../../tests/harness/pass_fixture.ts";
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import type { Step } from "./pass.ts";
+import { apply, type MutablePass, type Step } from "./pass.ts";
 import { gate } from "./pass_gate.ts";
 import { preflight } from "./preflight.ts";
 import { RETRY_ANNOTATION } from "./retry.ts";
@@ -151,7 +151,9 @@ async function run(
 ): Promise<{ fx: PassFixture; step: Step }> {
   const fx = passFixture(s.ev, s.world);
   s.setup?.(fx);
-  return { fx, step: await gate(fx.pass) };
+  const step = await gate(fx.pass);
+  apply({ ...fx.pass } as MutablePass, step);
+  return { fx, step };
 }
 
 // ---------------------------------------------------------------- duplicate
