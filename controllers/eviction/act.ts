@@ -1,10 +1,8 @@
 /**
- * Act: issue the plan's starts, confirms and aborts. Each call is issued
- * and tracked on its own and none is awaited by the pass: a slow or lost
- * answer holds only its own VM's slot, never the others, and never delays
- * the next pass. A start's answer becomes a {@linkcode StartNote} in the
- * drain's memory that the next pass reads; an answer that needs action (a
- * refusal, a 409, no answer at all) wakes the drain at once.
+ * Act: issues the plan's starts, confirms and aborts, none awaited by the
+ * pass: a slow or lost answer holds only its own VM's slot. The answers
+ * fill in the notes the next pass plans with; one that needs action (a
+ * refusal, a 409, none at all) wakes the drain at once.
  *
  * @module
  */
@@ -13,6 +11,7 @@ import { backoffDelay } from "../../framework/backoff.ts";
 import { errText } from "../../framework/errors.ts";
 import type { Logger } from "../../framework/logger.ts";
 import {
+  type ActionResult,
   ConflictError,
   OpenStackError,
   UnavailableError,
@@ -29,21 +28,17 @@ import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 
 /** What acting needs. */
 export interface ActDeps {
-  /** Nova. */
   nova: CountedNova;
-  /** Metrics (migrations started). */
   metrics: EvictionMetrics;
 }
 
 /** Where the answers go. */
 export interface ActSinks {
-  /** Records an Event (errors are the sink's business). */
   emit: (event: PendingEvent) => void;
   /** Runs the drain's next pass soon. */
   wake: () => void;
-  /** Logger. */
   log: Logger;
-  /** The drain's clock (ms), for the backoff of unanswered starts. */
+  /** The drain's clock (ms). */
   now: () => number;
 }
 
@@ -111,13 +106,12 @@ export function answerOf(
 }
 
 /**
- * Issues the plan's starts, confirms and aborts without waiting for any of
- * them; returns their notes, for the drain's record (`nowMs`, the
- * controller clock, is their issue time). The answers fill the notes in.
+ * Issues the plan's calls; returns their notes for the drain's record
+ * (`nowMs`, the controller clock, is their issue time).
  *
  * @example
  * ```ts ignore
- * actOnPlan(plan, state, deps, sinks, nowMs, signal);
+ * const issued = actOnPlan(plan, state, deps, sinks, nowMs, signal);
  * ```
  */
 export function actOnPlan(
@@ -128,17 +122,70 @@ export function actOnPlan(
   nowMs: number,
   signal: AbortSignal,
 ): NonNullable<RecordChange["issued"]> {
+  const { nova } = deps;
+  const { log, emit } = sinks;
+  // a confirm or abort is noted with its answer's time: none is sent again
+  // before a look begun after it (once.ts)
+  const send = (calls: readonly Call[], failed: string) =>
+    new Map(calls.map(({ key, serverId, call, done }) => {
+      const note: ActionNote = { sentAtMs: nowMs };
+      call().then(
+        (r) => done(r.requestId),
+        (err: unknown) => log.warn({ serverId, err: errText(err) }, failed),
+      ).finally(() => note.answeredAtMs = sinks.now());
+      return [key, note];
+    }));
   return {
     starts: startAll(plan, state, deps, sinks, nowMs, signal),
-    confirms: confirmAll(plan, deps, sinks, nowMs, signal),
-    aborts: abortAll(plan, deps, sinks, nowMs, signal),
+    confirms: send(
+      plan.confirmResize.map((id) => ({
+        key: id,
+        serverId: id,
+        call: () => nova.confirmResize(id, signal),
+        done: (requestId) => {
+          log.info({ serverId: id, requestId }, "resize confirmed");
+          emit({
+            type: "Normal",
+            reason: "ResizeConfirmed",
+            message: `confirmed the cold migration of ${id}`,
+          });
+        },
+      })),
+      "confirmResize failed",
+    ),
+    aborts: send(
+      plan.abort.map(({ id, migrationId }) => ({
+        key: migrationId,
+        serverId: id,
+        call: () => nova.abortLiveMigration(id, Number(migrationId), signal),
+        done: (requestId) => {
+          log.warn(
+            { serverId: id, migrationId, requestId },
+            "stuck live migration aborted",
+          );
+          emit({
+            type: "Warning",
+            reason: "MigrationAborted",
+            message: `aborted stuck live migration ${migrationId} of ${id}`,
+          });
+        },
+      })),
+      "abort failed",
+    ),
   };
 }
 
+/** A confirm or abort to send: its note's key, its VM, the call, its success. */
+interface Call {
+  key: string;
+  serverId: string;
+  call: () => Promise<ActionResult>;
+  done: (requestId: string | undefined) => void;
+}
+
 /**
- * The plan's starts, each tracked by its note; none awaited. Once all of
- * them answered, one `MigrationsStarted` Event names those Nova accepted
- * (event_notes.ts); each start is logged and counted on its own.
+ * The plan's starts, each tracked by its note. Once all answered, one
+ * `MigrationsStarted` Event names those Nova accepted.
  */
 function startAll(
   plan: Plan,
@@ -217,77 +264,9 @@ function startAll(
 }
 
 /**
- * The plan's confirms, each noted with its answer's time: the planner
- * sends none again before a look begun after that answer (once.ts).
- */
-function confirmAll(
-  plan: Plan,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): Map<string, ActionNote> {
-  const { log, emit } = sinks;
-  const notes = new Map<string, ActionNote>();
-  for (const id of plan.confirmResize) {
-    const note: ActionNote = { sentAtMs: nowMs };
-    notes.set(id, note);
-    deps.nova.confirmResize(id, signal).then(
-      (r) => {
-        log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
-        emit({
-          type: "Normal",
-          reason: "ResizeConfirmed",
-          message: `confirmed the cold migration of ${id}`,
-        });
-      },
-      (err: unknown) =>
-        log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
-    ).finally(() => note.answeredAtMs = sinks.now());
-  }
-  return notes;
-}
-
-/** The plan's aborts of stuck live migrations, each noted as the confirms are. */
-function abortAll(
-  plan: Plan,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): Map<string, ActionNote> {
-  const { log, emit } = sinks;
-  const notes = new Map<string, ActionNote>();
-  for (const a of plan.abort) {
-    const note: ActionNote = { sentAtMs: nowMs };
-    notes.set(a.migrationId, note);
-    deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
-      (r) => {
-        log.warn(
-          {
-            serverId: a.id,
-            migrationId: a.migrationId,
-            requestId: r.requestId,
-          },
-          "stuck live migration aborted",
-        );
-        emit({
-          type: "Warning",
-          reason: "MigrationAborted",
-          message: `aborted stuck live migration ${a.migrationId} of ${a.id}`,
-        });
-      },
-      (err: unknown) =>
-        log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
-    ).finally(() => note.answeredAtMs = sinks.now());
-  }
-  return notes;
-}
-
-/**
- * Counts an unknown answer to a VM's start and sets when it may be started
- * again; at the UNANSWERED_REPORT_AFTER-th in a row, an Event says Nova is
- * not taking starts. Nothing is charged: observation decides what happened.
+ * Counts an unknown answer to a VM's start and backs it off; at the
+ * UNANSWERED_REPORT_AFTER-th in a row an Event says Nova is not taking
+ * starts. Nothing is charged: observation decides what happened.
  */
 function noteUnanswered(
   state: DrainState,
