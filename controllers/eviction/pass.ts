@@ -165,32 +165,16 @@ export function apply(
   return step.end;
 }
 
-/**
- * Runs `phases` in order as one Step: each sees the status, hold and
- * retry the earlier ones left; the first that ends the pass ends it.
- */
-export async function inOrder(
-  pass: Pass,
+/** Runs `phases` in order, each Step applied; the result of the first that ends the pass. */
+export async function runSteps(
+  pass: MutablePass,
   phases: readonly Phase[],
-): Promise<Step> {
-  let all: Step = {};
+): Promise<ReconcileResult | undefined> {
   for (const phase of phases) {
-    const step = await phase({
-      ...pass,
-      status: all.status ?? pass.status,
-      ...(all.hold === undefined ? {} : { waveHold: all.hold }),
-      ...(all.retry === undefined ? {} : { retryValue: all.retry }),
-    });
-    const after = [all.after, step.after].filter((f) => f !== undefined);
-    all = {
-      ...all,
-      ...step,
-      record: { ...all.record, ...step.record },
-      ...(after.length === 0 ? {} : { after: () => after.forEach((f) => f()) }),
-    };
-    if (step.end !== undefined) break;
+    const end = apply(pass, await phase(pass));
+    if (end !== undefined) return end;
   }
-  return all;
+  return undefined;
 }
 
 /**

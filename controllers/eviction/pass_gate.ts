@@ -1,6 +1,6 @@
 /**
  * Gate, the second phase: what must hold before Nova is read, as steps in
- * this order (pass.ts inOrder): the oldest Eviction of a host drains; a
+ * this order: the oldest Eviction of a host drains; a
  * never-registered host is looked at only at the slow check; capacity and
  * preflight (disable the compute service); the wave's hosts are disabled;
  * a retry request is applied; a finished host is watched cheaply.
@@ -45,23 +45,21 @@ import {
 import {
   emit,
   finishedLookMs,
-  inOrder,
   limitOfDrain,
   type Pass,
+  type Phase,
   type Step,
 } from "./pass.ts";
 
-/** Gate: its steps as one Step, ending the pass where one does. */
-export function gate(pass: Pass): Promise<Step> {
-  return inOrder(pass, [
-    duplicateStep,
-    (p) => ({ end: watchUnregistered(p) }),
-    preflightStep,
-    waveStep,
-    retryStep,
-    (p) => ({ end: watchFinished(p) }),
-  ]);
-}
+/** Gate: its steps, in this order. */
+export const GATE: readonly Phase[] = [
+  duplicateStep,
+  (p) => ({ end: watchUnregistered(p) }),
+  preflightStep,
+  waveStep,
+  retryStep,
+  (p) => ({ end: watchFinished(p) }),
+];
 
 /** Only the oldest Eviction of a hypervisor, of every partition's, drains. */
 function duplicateStep(pass: Pass): Step {

@@ -44,10 +44,11 @@ import {
   type Pass,
   planOptionsFor,
   record,
+  runSteps,
   type Step,
   wakeSiblings,
 } from "./pass.ts";
-import { gate } from "./pass_gate.ts";
+import { GATE } from "./pass_gate.ts";
 import {
   budgetLeftFor,
   claimBeforeLooking,
@@ -151,10 +152,8 @@ function newPass(
 /** The phases up to act, in the order of `mod.ts`. */
 async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const { ctx, deps } = pass;
-  for (const phase of [novaReady, gate]) {
-    const end = apply(pass, await phase(pass));
-    if (end !== undefined) return { result: end };
-  }
+  const stop = await runSteps(pass, [novaReady, ...GATE]);
+  if (stop !== undefined) return { result: stop };
 
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
