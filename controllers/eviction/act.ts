@@ -9,38 +9,23 @@
 
 import { backoffDelay } from "../../framework/backoff.ts";
 import { errText } from "../../framework/errors.ts";
-import type { Logger } from "../../framework/logger.ts";
+import type { EvictionStatus } from "../../models/mod.ts";
 import {
   type ActionResult,
   ConflictError,
   OpenStackError,
   UnavailableError,
 } from "../../openstack/mod.ts";
-import type { DrainState, IssuedStart, RecordChange } from "./memory.ts";
-import type { EvictionMetrics } from "./metrics.ts";
-import type { CountedNova } from "./nova_calls.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
-import type { ActionNote, StartNote } from "./once.ts";
-import { countsOf, type PendingEvent } from "./report.ts";
+import { EvictionKind } from "../kinds.ts";
 import { startedNote } from "./event_notes.ts";
+import { noteMarks } from "./lesson.ts";
+import type { IssuedStart } from "./memory.ts";
+import type { ActionNote, StartNote } from "./once.ts";
+import { emit, type Pass, type Step } from "./pass.ts";
 import type { Plan } from "./plan_types.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
-
-/** What acting needs. */
-export interface ActDeps {
-  nova: CountedNova;
-  metrics: EvictionMetrics;
-}
-
-/** Where the answers go. */
-export interface ActSinks {
-  emit: (event: PendingEvent) => void;
-  /** Runs the drain's next pass soon. */
-  wake: () => void;
-  log: Logger;
-  /** The drain's clock (ms). */
-  now: () => number;
-}
+import { countsOf } from "./report.ts";
 
 /** First wait after an unanswered start (drain clock ms), doubling. */
 export const UNANSWERED_BACKOFF_BASE_MS = 2_000;
@@ -106,24 +91,19 @@ export function answerOf(
 }
 
 /**
- * Issues the plan's calls; returns their notes for the drain's record
- * (`nowMs`, the controller clock, is their issue time).
+ * Act: issues the plan's calls; its Step leaves the plan's status (`next`)
+ * and notes the calls in the drain's record, forgetting the notes the plan
+ * no longer tracks.
  *
  * @example
  * ```ts ignore
- * const issued = actOnPlan(plan, state, deps, sinks, nowMs, signal);
+ * apply(pass, act(pass, plan, next));
  * ```
  */
-export function actOnPlan(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): NonNullable<RecordChange["issued"]> {
+export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
+  const { deps, ctx, log } = pass;
   const { nova } = deps;
-  const { log, emit } = sinks;
+  const nowMs = deps.clock.now();
   // a confirm or abort is noted with its answer's time: none is sent again
   // before a look begun after it (once.ts)
   const send = (calls: readonly Call[], failed: string) =>
@@ -132,46 +112,60 @@ export function actOnPlan(
       call().then(
         (r) => done(r.requestId),
         (err: unknown) => log.warn({ serverId, err: errText(err) }, failed),
-      ).finally(() => note.answeredAtMs = sinks.now());
+      ).finally(() => note.answeredAtMs = deps.clock.now());
       return [key, note];
     }));
+  const confirms = send(
+    plan.confirmResize.map((id) => ({
+      key: id,
+      serverId: id,
+      call: () => nova.confirmResize(id, ctx.signal),
+      done: (requestId) => {
+        log.info({ serverId: id, requestId }, "resize confirmed");
+        emit(pass, {
+          type: "Normal",
+          reason: "ResizeConfirmed",
+          message: `confirmed the cold migration of ${id}`,
+        });
+      },
+    })),
+    "confirmResize failed",
+  );
+  const aborts = send(
+    plan.abort.map(({ id, migrationId }) => ({
+      key: migrationId,
+      serverId: id,
+      call: () => nova.abortLiveMigration(id, Number(migrationId), ctx.signal),
+      done: (requestId) => {
+        log.warn(
+          { serverId: id, migrationId, requestId },
+          "stuck live migration aborted",
+        );
+        emit(pass, {
+          type: "Warning",
+          reason: "MigrationAborted",
+          message: `aborted stuck live migration ${migrationId} of ${id}`,
+        });
+      },
+    })),
+    "abort failed",
+  );
+  const inFlight = plan.next.inFlight ?? [];
   return {
-    starts: startAll(plan, state, deps, sinks, nowMs, signal),
-    confirms: send(
-      plan.confirmResize.map((id) => ({
-        key: id,
-        serverId: id,
-        call: () => nova.confirmResize(id, signal),
-        done: (requestId) => {
-          log.info({ serverId: id, requestId }, "resize confirmed");
-          emit({
-            type: "Normal",
-            reason: "ResizeConfirmed",
-            message: `confirmed the cold migration of ${id}`,
-          });
-        },
-      })),
-      "confirmResize failed",
-    ),
-    aborts: send(
-      plan.abort.map(({ id, migrationId }) => ({
-        key: migrationId,
-        serverId: id,
-        call: () => nova.abortLiveMigration(id, Number(migrationId), signal),
-        done: (requestId) => {
-          log.warn(
-            { serverId: id, migrationId, requestId },
-            "stuck live migration aborted",
-          );
-          emit({
-            type: "Warning",
-            reason: "MigrationAborted",
-            message: `aborted stuck live migration ${migrationId} of ${id}`,
-          });
-        },
-      })),
-      "abort failed",
-    ),
+    status: next,
+    record: {
+      tracked: {
+        servers: new Set(inFlight.map((e) => e.id)),
+        migrations: new Set(inFlight.flatMap((e) => e.migrationId ?? [])),
+      },
+      issued: { starts: startAll(pass, plan, nowMs), confirms, aborts },
+      marks: noteMarks(pass.state.marks, {
+        before: pass.status,
+        started: plan.start.length,
+        ended: plan.done.length + plan.failed.length,
+        nowMs,
+      }),
+    },
   };
 }
 
@@ -187,15 +181,8 @@ interface Call {
  * The plan's starts, each tracked by its note. Once all answered, one
  * `MigrationsStarted` Event names those Nova accepted.
  */
-function startAll(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): IssuedStart[] {
-  const { log, emit } = sinks;
+function startAll(pass: Pass, plan: Plan, nowMs: number): IssuedStart[] {
+  const { deps, log, state, ctx } = pass;
   const accepted: { id: string; kind: "live" | "cold" }[] = [];
   const answers: Promise<void>[] = [];
   const issuedAll: IssuedStart[] = [];
@@ -208,12 +195,12 @@ function startAll(
     };
     issuedAll.push(issued);
     const call = s.kind === "live"
-      ? deps.nova.liveMigrate(s.id, signal)
-      : deps.nova.coldMigrate(s.id, signal);
+      ? deps.nova.liveMigrate(s.id, ctx.signal)
+      : deps.nova.coldMigrate(s.id, ctx.signal);
     answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {
-          answeredAtMs: sinks.now(),
+          answeredAtMs: deps.clock.now(),
         });
         state.startBackoff.delete(s.id);
         if (r.requestId !== undefined) issued.requestId = r.requestId;
@@ -231,9 +218,11 @@ function startAll(
         accepted.push({ id: s.id, kind: s.kind });
       },
       (err: unknown) => {
-        Object.assign(issued, answerOf(err), { answeredAtMs: sinks.now() });
+        Object.assign(issued, answerOf(err), {
+          answeredAtMs: deps.clock.now(),
+        });
         if (issued.state === "unknown") {
-          noteUnanswered(state, s.id, sinks, issued.message);
+          noteUnanswered(pass, s.id, issued.message);
         } else state.startBackoff.delete(s.id);
         log.warn(
           {
@@ -246,14 +235,14 @@ function startAll(
         );
         if (state.starts.get(s.id) === issued) {
           state.woken = true;
-          sinks.wake();
+          ctx.enqueue(EvictionKind, ctx.key);
         }
       },
     ));
   }
   void Promise.allSettled(answers).then(() => {
     if (accepted.length === 0) return;
-    emit({
+    emit(pass, {
       type: "Normal",
       reason: "MigrationsStarted",
       message: startedNote(accepted, countsOf(plan.next)),
@@ -269,18 +258,18 @@ function startAll(
  * starts. Nothing is charged: observation decides what happened.
  */
 function noteUnanswered(
-  state: DrainState,
+  pass: Pass,
   id: string,
-  sinks: ActSinks,
   message: string | undefined,
 ): void {
-  const count = (state.startBackoff.get(id)?.count ?? 0) + 1;
-  state.startBackoff.set(id, {
+  const { startBackoff } = pass.state;
+  const count = (startBackoff.get(id)?.count ?? 0) + 1;
+  startBackoff.set(id, {
     count,
-    retryAtMs: sinks.now() + unansweredBackoffMs(count),
+    retryAtMs: pass.deps.clock.now() + unansweredBackoffMs(count),
   });
   if (count === UNANSWERED_REPORT_AFTER) {
-    sinks.emit({
+    emit(pass, {
       type: "Warning",
       reason: "StartsUnanswered",
       message:

@@ -351,9 +351,8 @@ export async function confirmAcrossProcesses(
     );
     return cut;
   } catch (err) {
-    // Nothing is started; the pass's end writes its status without them.
-    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    wakeForBudgetLeft(pass);
+    // nothing started: the pass's end writes its status without them
+    giveBack(pass, plan);
     throw new TemporaryError(
       `confirming the cluster budget failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
@@ -375,8 +374,7 @@ export async function writeIntent(
   try {
     await record(pass, next);
   } catch (err) {
-    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    wakeForBudgetLeft(pass);
+    giveBack(pass, plan);
     throw new TemporaryError(
       `recording the starts before issuing them failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
@@ -415,11 +413,9 @@ export function wakeForBudgetLeft(pass: Pass): void {
     deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left <= 0) return;
-  const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
-  // the slot goes to the drain with the most left: wake that one now
   const cache = ctx.cache(EvictionKind);
   deps.memory.budgetWaiters.wake(
-    enqueue,
+    (k) => ctx.enqueue(EvictionKind, k),
     left,
     (k) => remainingWork(pass, cache.get(k)),
   );

@@ -20,11 +20,10 @@ import {
 } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { actOnPlan } from "./act.ts";
+import { act } from "./act.ts";
 import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { keepLesson } from "./keep_lesson.ts";
-import { noteMarks } from "./lesson.ts";
 import { withNovaLimit } from "./nova_limit.ts";
 import { novaReady } from "./nova_ready.ts";
 import { observe } from "./observe.ts";
@@ -45,7 +44,6 @@ import {
   planOptionsFor,
   record,
   runSteps,
-  type Step,
   wakeSiblings,
 } from "./pass.ts";
 import { GATE } from "./pass_gate.ts";
@@ -320,46 +318,6 @@ async function observeOrKeep(
       delayMs: deps.pollIntervalMs,
     });
   }
-}
-
-/**
- * Act: issues the plan's calls without waiting for them (act.ts); its Step
- * leaves the plan's status and notes the calls, forgetting the notes the
- * plan no longer tracks.
- */
-function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
-  const { state, deps, ctx } = pass;
-  const inFlight = plan.next.inFlight ?? [];
-  const nowMs = deps.clock.now();
-  const issued = actOnPlan(
-    plan,
-    state,
-    deps,
-    {
-      emit: (e) => emit(pass, e),
-      wake: () => ctx.enqueue(EvictionKind, ctx.key),
-      log: pass.log,
-      now: () => deps.clock.now(),
-    },
-    nowMs,
-    ctx.signal,
-  );
-  return {
-    status: next,
-    record: {
-      tracked: {
-        servers: new Set(inFlight.map((e) => e.id)),
-        migrations: new Set(inFlight.flatMap((e) => e.migrationId ?? [])),
-      },
-      issued,
-      marks: noteMarks(state.marks, {
-        before: pass.status,
-        started: plan.start.length,
-        ended: plan.done.length + plan.failed.length,
-        nowMs,
-      }),
-    },
-  };
 }
 
 /**
