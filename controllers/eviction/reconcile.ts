@@ -150,18 +150,19 @@ function newPass(
 /** The phases up to act, in the order of `mod.ts`. */
 async function runPhases(pass: MutablePass): Promise<PassEnd> {
   const { ctx, deps } = pass;
-  const stop = await runSteps(pass, [novaReady, ...GATE]);
-  if (stop !== undefined) return { result: stop };
-
   const policy = ctx.cache(EvictionPolicyKind).get(POLICY_NAME);
   const settings = effectiveSettings(policy?.spec, deps.flagSettings);
+  const stop = await runSteps(pass, [
+    novaReady,
+    ...GATE,
+    (p) => waitForBudget(p, settings),
+  ]);
+  if (stop !== undefined) return { result: stop };
   const options: PlanOptions = {
     ...planOptionsFor(deps.planOptions, settings),
     settleMs: deps.settleMs * pass.rate,
     novaClockOffsetMs: deps.nova.novaClockOffsetMs(),
   };
-  const waitingForBudget = apply(pass, waitForBudget(pass, settings));
-  if (waitingForBudget !== undefined) return { result: waitingForBudget };
   const fingerprint = fingerprintOf(pass, policy?.metadata?.resourceVersion);
   const early = skipEarly(
     pass,
