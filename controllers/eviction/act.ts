@@ -1,51 +1,31 @@
 /**
- * Act: issue the plan's starts, confirms and aborts. Each call is issued
- * and tracked on its own and none is awaited by the pass: a slow or lost
- * answer holds only its own VM's slot, never the others, and never delays
- * the next pass. A start's answer becomes a {@linkcode StartNote} in the
- * drain's memory that the next pass reads; an answer that needs action (a
- * refusal, a 409, no answer at all) wakes the drain at once.
+ * Act: issues the plan's starts, confirms and aborts, none awaited by the
+ * pass: a slow or lost answer holds only its own VM's slot. The answers
+ * fill in the notes the next pass plans with; one that needs action (a
+ * refusal, a 409, none at all) wakes the drain at once.
  *
  * @module
  */
 
 import { backoffDelay } from "../../framework/backoff.ts";
 import { errText } from "../../framework/errors.ts";
-import type { Logger } from "../../framework/logger.ts";
+import type { EvictionStatus } from "../../models/mod.ts";
 import {
+  type ActionResult,
   ConflictError,
   OpenStackError,
   UnavailableError,
 } from "../../openstack/mod.ts";
-import type { DrainState, IssuedStart } from "./memory.ts";
-import type { EvictionMetrics } from "./metrics.ts";
-import type { NovaClient } from "../../openstack/mod.ts";
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
-import type { ActionNote, StartNote } from "./once.ts";
-import { countsOf, type PendingEvent } from "./report.ts";
+import { EvictionKind } from "../kinds.ts";
 import { startedNote } from "./event_notes.ts";
+import { noteMarks } from "./lesson.ts";
+import type { IssuedStart } from "./memory.ts";
+import type { ActionNote, StartNote } from "./once.ts";
+import { emit, type Pass, type Step } from "./pass.ts";
 import type { Plan } from "./plan_types.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
-
-/** What acting needs. */
-export interface ActDeps {
-  /** Nova. */
-  nova: NovaClient;
-  /** Metrics (migrations started). */
-  metrics: EvictionMetrics;
-}
-
-/** Where the answers go. */
-export interface ActSinks {
-  /** Records an Event (errors are the sink's business). */
-  emit: (event: PendingEvent) => void;
-  /** Runs the drain's next pass soon. */
-  wake: () => void;
-  /** Logger. */
-  log: Logger;
-  /** The drain's clock (ms), for the backoff of unanswered starts. */
-  now: () => number;
-}
+import { countsOf } from "./report.ts";
 
 /** First wait after an unanswered start (drain clock ms), doubling. */
 export const UNANSWERED_BACKOFF_BASE_MS = 2_000;
@@ -111,43 +91,101 @@ export function answerOf(
 }
 
 /**
- * Issues the plan's starts, confirms and aborts without waiting for any of
- * them. `nowMs` is the controller clock, recorded as the starts' issue time.
+ * Act: issues the plan's calls; its Step leaves the plan's status (`next`)
+ * and notes the calls in the drain's record, forgetting the notes the plan
+ * no longer tracks.
  *
  * @example
  * ```ts ignore
- * actOnPlan(plan, state, deps, sinks, nowMs, signal);
+ * apply(pass, act(pass, plan, next));
  * ```
  */
-export function actOnPlan(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): void {
-  startAll(plan, state, deps, sinks, nowMs, signal);
-  confirmAll(plan, state, deps, sinks, nowMs, signal);
-  abortAll(plan, state, deps, sinks, nowMs, signal);
+export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
+  const { deps, ctx, log } = pass;
+  const { nova } = deps;
+  const nowMs = deps.clock.now();
+  // a confirm or abort is noted with its answer's time: none is sent again
+  // before a look begun after it (once.ts)
+  const send = (calls: readonly Call[], failed: string) =>
+    new Map(calls.map(({ key, serverId, call, done }) => {
+      const note: ActionNote = { sentAtMs: nowMs };
+      call().then(
+        (r) => done(r.requestId),
+        (err: unknown) => log.warn({ serverId, err: errText(err) }, failed),
+      ).finally(() => note.answeredAtMs = deps.clock.now());
+      return [key, note];
+    }));
+  const confirms = send(
+    plan.confirmResize.map((id) => ({
+      key: id,
+      serverId: id,
+      call: () => nova.confirmResize(id, ctx.signal),
+      done: (requestId) => {
+        log.info({ serverId: id, requestId }, "resize confirmed");
+        emit(pass, {
+          type: "Normal",
+          reason: "ResizeConfirmed",
+          message: `confirmed the cold migration of ${id}`,
+        });
+      },
+    })),
+    "confirmResize failed",
+  );
+  const aborts = send(
+    plan.abort.map(({ id, migrationId }) => ({
+      key: migrationId,
+      serverId: id,
+      call: () => nova.abortLiveMigration(id, Number(migrationId), ctx.signal),
+      done: (requestId) => {
+        log.warn(
+          { serverId: id, migrationId, requestId },
+          "stuck live migration aborted",
+        );
+        emit(pass, {
+          type: "Warning",
+          reason: "MigrationAborted",
+          message: `aborted stuck live migration ${migrationId} of ${id}`,
+        });
+      },
+    })),
+    "abort failed",
+  );
+  const inFlight = plan.next.inFlight ?? [];
+  return {
+    status: next,
+    record: {
+      tracked: {
+        servers: new Set(inFlight.map((e) => e.id)),
+        migrations: new Set(inFlight.flatMap((e) => e.migrationId ?? [])),
+      },
+      issued: { starts: startAll(pass, plan, nowMs), confirms, aborts },
+      marks: noteMarks(pass.state.marks, {
+        before: pass.status,
+        started: plan.start.length,
+        ended: plan.done.length + plan.failed.length,
+        nowMs,
+      }),
+    },
+  };
+}
+
+/** A confirm or abort to send: its note's key, its VM, the call, its success. */
+interface Call {
+  key: string;
+  serverId: string;
+  call: () => Promise<ActionResult>;
+  done: (requestId: string | undefined) => void;
 }
 
 /**
- * The plan's starts, each tracked by its note; none awaited. Once all of
- * them answered, one `MigrationsStarted` Event names those Nova accepted
- * (event_notes.ts); each start is logged and counted on its own.
+ * The plan's starts, each tracked by its note. Once all answered, one
+ * `MigrationsStarted` Event names those Nova accepted.
  */
-function startAll(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): void {
-  const { log, emit } = sinks;
+function startAll(pass: Pass, plan: Plan, nowMs: number): IssuedStart[] {
+  const { deps, log, state, ctx } = pass;
   const accepted: { id: string; kind: "live" | "cold" }[] = [];
   const answers: Promise<void>[] = [];
+  const issuedAll: IssuedStart[] = [];
   for (const s of plan.start) {
     const issued: IssuedStart = {
       id: s.id,
@@ -155,14 +193,14 @@ function startAll(
       state: "pending",
       issuedAtMs: nowMs,
     };
-    state.starts.set(s.id, issued);
+    issuedAll.push(issued);
     const call = s.kind === "live"
-      ? deps.nova.liveMigrate(s.id, {}, signal)
-      : deps.nova.coldMigrate(s.id, {}, signal);
+      ? deps.nova.liveMigrate(s.id, {}, ctx.signal)
+      : deps.nova.coldMigrate(s.id, {}, ctx.signal);
     answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {
-          answeredAtMs: sinks.now(),
+          answeredAtMs: deps.clock.now(),
         });
         state.startBackoff.delete(s.id);
         if (r.requestId !== undefined) issued.requestId = r.requestId;
@@ -180,9 +218,11 @@ function startAll(
         accepted.push({ id: s.id, kind: s.kind });
       },
       (err: unknown) => {
-        Object.assign(issued, answerOf(err), { answeredAtMs: sinks.now() });
+        Object.assign(issued, answerOf(err), {
+          answeredAtMs: deps.clock.now(),
+        });
         if (issued.state === "unknown") {
-          noteUnanswered(state, s.id, sinks, issued.message);
+          noteUnanswered(pass, s.id, issued.message);
         } else state.startBackoff.delete(s.id);
         log.warn(
           {
@@ -195,107 +235,41 @@ function startAll(
         );
         if (state.starts.get(s.id) === issued) {
           state.woken = true;
-          sinks.wake();
+          ctx.enqueue(EvictionKind, ctx.key);
         }
       },
     ));
   }
-  if (answers.length === 0) return;
   void Promise.allSettled(answers).then(() => {
     if (accepted.length === 0) return;
-    emit({
+    emit(pass, {
       type: "Normal",
       reason: "MigrationsStarted",
       message: startedNote(accepted, countsOf(plan.next)),
       series: true,
     });
   });
+  return issuedAll;
 }
 
 /**
- * The plan's confirms, each noted with its answer's time: the planner
- * sends none again before a look begun after that answer (once.ts).
- */
-function confirmAll(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): void {
-  const { log, emit } = sinks;
-  for (const id of plan.confirmResize) {
-    const note: ActionNote = { sentAtMs: nowMs };
-    state.confirms.set(id, note);
-    deps.nova.confirmResize(id, signal).then(
-      (r) => {
-        log.info({ serverId: id, requestId: r.requestId }, "resize confirmed");
-        emit({
-          type: "Normal",
-          reason: "ResizeConfirmed",
-          message: `confirmed the cold migration of ${id}`,
-        });
-      },
-      (err: unknown) =>
-        log.warn({ serverId: id, err: errText(err) }, "confirmResize failed"),
-    ).finally(() => note.answeredAtMs = sinks.now());
-  }
-}
-
-/** The plan's aborts of stuck live migrations, each noted as the confirms are. */
-function abortAll(
-  plan: Plan,
-  state: DrainState,
-  deps: ActDeps,
-  sinks: ActSinks,
-  nowMs: number,
-  signal: AbortSignal,
-): void {
-  const { log, emit } = sinks;
-  for (const a of plan.abort) {
-    const note: ActionNote = { sentAtMs: nowMs };
-    state.aborts.set(a.migrationId, note);
-    deps.nova.abortLiveMigration(a.id, Number(a.migrationId), signal).then(
-      (r) => {
-        log.warn(
-          {
-            serverId: a.id,
-            migrationId: a.migrationId,
-            requestId: r.requestId,
-          },
-          "stuck live migration aborted",
-        );
-        emit({
-          type: "Warning",
-          reason: "MigrationAborted",
-          message: `aborted stuck live migration ${a.migrationId} of ${a.id}`,
-        });
-      },
-      (err: unknown) =>
-        log.warn({ serverId: a.id, err: errText(err) }, "abort failed"),
-    ).finally(() => note.answeredAtMs = sinks.now());
-  }
-}
-
-/**
- * Counts an unknown answer to a VM's start and sets when it may be started
- * again; at the UNANSWERED_REPORT_AFTER-th in a row, an Event says Nova is
- * not taking starts. Nothing is charged: observation decides what happened.
+ * Counts an unknown answer to a VM's start and backs it off; at the
+ * UNANSWERED_REPORT_AFTER-th in a row an Event says Nova is not taking
+ * starts. Nothing is charged: observation decides what happened.
  */
 function noteUnanswered(
-  state: DrainState,
+  pass: Pass,
   id: string,
-  sinks: ActSinks,
   message: string | undefined,
 ): void {
-  const count = (state.startBackoff.get(id)?.count ?? 0) + 1;
-  state.startBackoff.set(id, {
+  const { startBackoff } = pass.state;
+  const count = (startBackoff.get(id)?.count ?? 0) + 1;
+  startBackoff.set(id, {
     count,
-    retryAtMs: sinks.now() + unansweredBackoffMs(count),
+    retryAtMs: pass.deps.clock.now() + unansweredBackoffMs(count),
   });
   if (count === UNANSWERED_REPORT_AFTER) {
-    sinks.emit({
+    emit(pass, {
       type: "Warning",
       reason: "StartsUnanswered",
       message:

@@ -48,26 +48,23 @@ import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
 import type { MigrationRate } from "../../capacity/makespan.ts";
 import type { DrainCost } from "../../capacity/history.ts";
 
-/** What the eviction controller needs. */
+/**
+ * What the eviction controller needs. Durations are real ms; the values
+ * come checked from the flag parser (app/config.ts).
+ */
 export interface EvictionControllerDeps {
-  /** The Nova client. */
   nova: NovaClient;
   /** Limit settings from the flags, in force while there is no EvictionPolicy `default`. */
   flagSettings: LimitSettings;
-  /**
-   * The shortest wait between two passes of a drain (`--poll-interval`),
-   * real ms; passes are otherwise paced by the expected end of the
-   * earliest running migration.
-   */
+  /** The shortest wait between two passes (`--poll-interval`). */
   pollIntervalMs: number;
-  /** The longest wait while migrations are in flight (default 30 poll intervals), real ms. */
+  /** The longest wait while migrations are in flight (default 30 poll intervals). */
   maxPollMs?: number;
-  /** Wait between checks that a finished drain's host is still empty (default 60 poll intervals), real ms. */
+  /** Between looks at a finished drain's host (default 60 poll intervals). */
   finishedCheckMs?: number;
   /**
    * How long consecutive fresh looks must find a host empty before its
-   * drain is declared done (`--drain-settle`; default 3 poll intervals),
-   * real ms. 0: the first empty look.
+   * drain is done (`--drain-settle`; default 3 poll intervals; 0: the first).
    */
   settleMs?: number;
   /** Overrides of the planner's options (grace period, retries, ...). */
@@ -76,57 +73,28 @@ export interface EvictionControllerDeps {
   maxConcurrentReconciles?: number;
   /** Server lookups of one pass at once (default 8). */
   actConcurrency?: number;
-  /**
-   * Poll interval when nothing can move without a person or a change
-   * (default 10 poll intervals), real ms.
-   */
+  /** While nothing can move without a person or a change (default 10 poll intervals). */
   slowPollMs?: number;
-  /**
-   * With notifications, the oldest a drain's notified view may be before a
-   * pass lists the host afresh (default 30 poll intervals), real ms.
-   */
+  /** With notifications, the oldest view a pass plans from (default 30 poll intervals). */
   relistMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
-  /**
-   * The longest wait of a drain, once its host is disabled, for the other
-   * Evictions of its wave to be disabled too (default 15 s), real ms.
-   */
+  /** The longest wait of a drain for its wave's hosts to be disabled (default 15 s). */
   waveSettleMs?: number;
   /**
    * Label selector of the Evictions that share this cloud across the
-   * operator's partitions: its cluster budget, its waves and its one drain
-   * per hypervisor (default: every Eviction). The test environments, which
-   * run a simulated cloud each against one API server, scope it to their
-   * own Evictions.
+   * operator's partitions (its budget, waves and one drain per host;
+   * default every Eviction): test environments scope it to their own.
    */
   cloudSelector?: string;
   /** Placement, for the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
-  /**
-   * The cost predictions assume before any drain has ended
-   * (`--default-migration-rate`, `--default-migration-overhead`,
-   * `--default-drain-overhead`; default capacity/history.ts DEFAULT_COST).
-   */
+  /** The cost predictions assume before any drain has ended (capacity/history.ts DEFAULT_COST). */
   defaultMigrationRate?: MigrationRate | DrainCost;
-  /**
-   * Bounds of a deleted Eviction's wait for its migrations, on the drain's
-   * clock (default finalize.ts DEFAULT_FINALIZER_BOUNDS).
-   */
+  /** Bounds of a deleted Eviction's wait for its migrations (finalize.ts). */
   finalizer?: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">>;
-  /**
-   * Nova's notifications (`--nova-notifications-url`): each draining host
-   * is kept as a list-and-watch view, its events wake the drain, and
-   * passes that only start plan from the view (pass_look.ts). Without
-   * them the drains poll.
-   */
+  /** Nova's notifications (`--nova-notifications-url`); without them the drains poll. */
   notifications?: NotificationFeed;
-}
-
-function positiveInt(value: number, what: string): void {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new RangeError(`${what} must be an integer >= 1, got ${value}`);
-  }
 }
 
 /**
@@ -149,9 +117,6 @@ export function registerEvictionController(
   operator: Operator,
   deps: EvictionControllerDeps,
 ): void {
-  positiveInt(deps.pollIntervalMs, "pollIntervalMs");
-  const maxConcurrent = deps.maxConcurrentReconciles ?? 4;
-  positiveInt(maxConcurrent, "maxConcurrentReconciles");
   const fin = finalizerDeps(deps.finalizer);
   const pass = passDeps(deps, operator);
 
@@ -177,7 +142,7 @@ export function registerEvictionController(
 
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
-    maxConcurrent,
+    maxConcurrent: deps.maxConcurrentReconciles ?? 4,
     // Our own status writes must not trigger extra passes (extra Nova calls).
     ignoreStatusUpdates: true,
     // One record per drain, forgotten in one call once its Eviction is gone.
@@ -190,39 +155,15 @@ export function registerEvictionController(
   operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }
 
-/**
- * The pass's dependencies from the controller's, checked, with defaults;
- * built once, with the caches they read (the drains' host informer, every
- * Eviction of the cloud), and never changed after.
- */
+/** The pass's dependencies, with defaults; built once. */
 function passDeps(
   deps: EvictionControllerDeps,
   operator: Operator,
 ): EvictionPassDeps {
-  const actConcurrency = deps.actConcurrency ?? 8;
-  positiveInt(actConcurrency, "actConcurrency");
-  const slowPollMs = deps.slowPollMs ?? deps.pollIntervalMs * 10;
-  positiveInt(slowPollMs, "slowPollMs");
-  const maxPollMs = deps.maxPollMs ?? deps.pollIntervalMs * 30;
-  positiveInt(maxPollMs, "maxPollMs");
-  const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
-  positiveInt(finishedCheckMs, "finishedCheckMs");
   const relistMs = deps.relistMs ?? deps.pollIntervalMs * RELIST_POLLS;
-  positiveInt(relistMs, "relistMs");
-  const settleMs = deps.settleMs ?? deps.pollIntervalMs * 3;
-  if (!Number.isFinite(settleMs) || settleMs < 0) {
-    throw new RangeError(`settleMs must be a number >= 0, got ${settleMs}`);
-  }
-  const waveSettleMs = deps.waveSettleMs ?? 15_000;
-  if (!Number.isFinite(waveSettleMs) || waveSettleMs < 0) {
-    throw new RangeError(
-      `waveSettleMs must be a number >= 0, got ${waveSettleMs}`,
-    );
-  }
+  const finishedCheckMs = deps.finishedCheckMs ?? deps.pollIntervalMs * 60;
+  const actConcurrency = deps.actConcurrency ?? 8;
   const rate = deps.clock?.rate ?? 1;
-  if (!(rate > 0) || !Number.isFinite(rate)) {
-    throw new RangeError(`clock.rate must be a number > 0, got ${rate}`);
-  }
   const metrics = new EvictionMetrics(operator.metrics.registry);
   const clock = deps.clock ?? { now: () => Date.now() };
   const timing = {
@@ -248,17 +189,17 @@ function passDeps(
     novaClockOffsetMs: () => novaClock.offsetMs(),
     flagSettings: deps.flagSettings,
     pollIntervalMs: deps.pollIntervalMs,
-    maxPollMs,
-    slowPollMs,
+    maxPollMs: deps.maxPollMs ?? deps.pollIntervalMs * 30,
+    slowPollMs: deps.slowPollMs ?? deps.pollIntervalMs * 10,
     finishedCheckMs,
     relistMs,
-    settleMs,
+    settleMs: deps.settleMs ?? deps.pollIntervalMs * 3,
     planOptions: deps.planOptions ?? {},
     clock,
     memory,
     metrics,
     actConcurrency,
-    waveSettleMs,
+    waveSettleMs: deps.waveSettleMs ?? 15_000,
     allEvictions: watchAllEvictions(operator, memory, deps.cloudSelector),
     ...(deps.placement === undefined ? {} : {
       capacity: {
@@ -271,13 +212,10 @@ function passDeps(
 }
 
 /**
- * The cluster budget counts every Eviction's migrations, whatever this
- * process's label selector: a second, unpartitioned cache of Evictions
- * (of the cloud's, with `cloudSelector`), read by the budget, the waves,
- * the capacity check's wave and the Duplicate check; started with the
- * operator (this process's own cache stands in until then). A drop of any
- * Eviction's count in flight (or its deletion) wakes this process's drains
- * waiting for budget.
+ * Every Eviction of the cloud, whatever this process's label selector (the
+ * budget, waves, capacity and Duplicate read it): an unpartitioned cache
+ * started with the operator (its own cache stands in until then). A drop of
+ * any count in flight wakes this process's drains waiting for budget.
  */
 function watchAllEvictions(
   operator: Operator,
@@ -319,11 +257,8 @@ function watchAllEvictions(
 }
 
 /**
- * The drains' informer: polling, or with Nova's notifications the notified
- * one (openstack/informer/notified_informer.ts), whose events wake the
- * drains of the hosts they concern through the controller's queue, and
- * what it finds wrong with itself is counted (its metrics exist in both
- * modes, so the alerts' series do) and logged.
+ * The drains' informer: polling, or the notified one, whose events wake
+ * the drains of their hosts; its metrics exist in both modes.
  */
 function hostInformer(
   operator: Operator,

@@ -26,7 +26,7 @@ import {
 } from "../../framework/errors.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
-import { actOnPlan } from "./act.ts";
+import { act } from "./act.ts";
 import {
   abortRequested,
   type CancelAbort,
@@ -36,10 +36,14 @@ import { listSome } from "./event_notes.ts";
 import { keepDisabledBecause } from "./gates.ts";
 import { keepLesson } from "./keep_lesson.ts";
 import type { ActionNote } from "./once.ts";
-import { type EvictionPassDeps, planOptionsFor } from "./pass.ts";
+import {
+  apply,
+  type EvictionPassDeps,
+  newPass,
+  planOptionsFor,
+} from "./pass.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { describeSettling, settleLook } from "./settle.ts";
-import type { PendingEvent } from "./report.ts";
 
 /** The finalizer's bounds (drain clock ms), built once by the controller. */
 export interface FinalizerDeps {
@@ -236,16 +240,9 @@ async function waitForSettled(
   const now = new Date(nowMs);
   const input = { ...seen, host, status, now, options, starts, confirms };
   const plan = deletedPlan({ ...input, aborts });
-  const sinks = {
-    emit: (e: PendingEvent) =>
-      ctx.event(e.type, e.reason, e.message).catch((err: unknown) =>
-        log.warn({ err: errText(err), reason: e.reason }, "event failed")
-      ),
-    wake: () => ctx.enqueue(EvictionKind, key),
-    log,
-    now: () => deps.clock.now(),
-  };
-  actOnPlan(plan, state, deps, sinks, nowMs, signal);
+  // the drain's act: confirms once, no starts or aborts at limit 0
+  const pass = newPass(ctx, deps, ev);
+  apply(pass, act(pass, plan, plan.next));
   const inFlight = plan.next.inFlight ?? [];
   const { migrations } = seen;
   if (abortRequested(ev)) {

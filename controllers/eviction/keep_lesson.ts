@@ -1,14 +1,10 @@
 /**
- * The adapter that writes what an ended drain learned (lesson.ts) to its
- * Hypervisor's `status.lastDrain`: a merge patch of that one field, so the
- * Hypervisor status sync's and the upstream agents' fields are untouched.
- * Where the installed CRD prunes that field (the upstream operator's CRD:
- * the answer to the write lacks it), the record goes to the annotation of
- * capacity/last_drain_record.ts instead, which is never pruned.
- * Called after every pass's status write and by the finalizer; it writes
- * only when the drain has ended and the Hypervisor does not hold its
- * lesson yet, so a failed write is retried by the next pass (finished
- * drains keep looking) or by the finalizer.
+ * Keeps what an ended drain learned (lesson.ts) in its Hypervisor's
+ * `status.lastDrain` (a merge patch of that field alone), or where the
+ * installed CRD prunes it (the upstream operator's) in the annotation of
+ * capacity/last_drain_record.ts. Called after every pass's status write
+ * and by the finalizer; it writes only what is not recorded yet, so a
+ * failed write is retried by the next.
  *
  * @module
  */
@@ -27,7 +23,6 @@ import { drainLesson, type DrainMarks, needsRecording } from "./lesson.ts";
 
 /** What {@linkcode keepLesson} needs. */
 export interface KeepLessonInput {
-  /** The API client. */
   client: KubeClient;
   /** The Eviction's name. */
   eviction: string;
@@ -35,18 +30,15 @@ export interface KeepLessonInput {
   host: string;
   /** The Eviction's status as last written. */
   status: EvictionStatus;
-  /** The drain's marks (memory.ts). */
   marks: DrainMarks;
-  /** The Hypervisor as cached, undefined when there is none. */
+  /** The Hypervisor as cached. */
   hypervisor: Hypervisor | undefined;
-  /** Logs the outcome. */
   log: Logger;
 }
 
 /**
- * Writes the drain's lesson to its Hypervisor when it ended and is not
- * recorded yet. Never throws: a failed write is logged and tried again.
- * Returns whether it wrote.
+ * Writes the drain's lesson when it ended and is not recorded yet; never
+ * throws. Returns whether it wrote.
  *
  * @example
  * ```ts ignore

@@ -1,15 +1,9 @@
 /**
- * What a drain learned, kept when it ends: its Hypervisor's
- * `status.lastDrain` (the rate it observed, its time per drain, its
- * prediction), which outlives the Eviction, so that `kubectl evictor plan`
- * and later drains predict from it after the Eviction is deleted
- * (capacity/history.ts reads it).
- *
- * The time per drain is measured, not assumed: from the drain's start to
- * its first migration (capacity check, disabling the service, the wave),
- * plus from its last migration's end to the drain's end (the last
- * confirms, the settle looks). This process knows it only if it saw the
- * first start: a drain it took over from another process records none.
+ * What an ended drain learned, for its Hypervisor's `status.lastDrain`
+ * (read by later drains' predictions, capacity/history.ts). The time per
+ * drain is measured: from its start to its first migration plus from its
+ * last migration's end to its end, known only to the process that saw the
+ * first start.
  *
  * @module
  */
@@ -41,10 +35,9 @@ export interface MarkedPass {
 }
 
 /**
- * The marks after a pass: the first start is the first start of a drain
- * that had none before (nothing migrated, in flight or failed), so a
- * process that takes a drain over mid-way never marks a later start as
- * its first.
+ * The marks after a pass: the first start only of a drain that had none
+ * (nothing migrated, in flight or failed), so a process taking a drain over
+ * never marks a later start as its first.
  *
  * @example
  * ```ts
@@ -121,9 +114,8 @@ export function drainLesson(
 }
 
 /**
- * Whether `lesson` needs writing over the Hypervisor's `recorded` one: not
- * when it is the same, nor when the recorded drain ended later (a newer
- * drain of the host).
+ * Whether `lesson` needs writing over the `recorded` one: not when the same,
+ * nor when the recorded drain ended later.
  *
  * @example
  * ```ts
@@ -137,17 +129,19 @@ export function needsRecording(
   recorded: HypervisorStatusLastDrain | undefined,
 ): boolean {
   if (recorded === undefined) return true;
-  const ended = Date.parse(lesson.endedAt);
-  const before = Date.parse(recorded.endedAt);
-  if (before > ended) return false;
-  const rate = (l: HypervisorStatusLastDrain) =>
-    l.migrationRate === undefined
-      ? ""
-      : `${l.migrationRate.mbPerSecond}/${l.migrationRate.overheadMs}/${l.migrationRate.migrations}`;
-  return recorded.eviction !== lesson.eviction ||
-    Date.parse(recorded.startedAt) !== Date.parse(lesson.startedAt) ||
-    before !== ended || recorded.migrated !== lesson.migrated ||
-    recorded.fixedMs !== lesson.fixedMs ||
-    recorded.predictedMakespanSeconds !== lesson.predictedMakespanSeconds ||
-    rate(recorded) !== rate(lesson);
+  if (Date.parse(recorded.endedAt) > Date.parse(lesson.endedAt)) return false;
+  return sameness(recorded) !== sameness(lesson);
 }
+
+const sameness = (l: HypervisorStatusLastDrain) =>
+  JSON.stringify([
+    l.eviction,
+    Date.parse(l.startedAt),
+    Date.parse(l.endedAt),
+    l.migrated,
+    l.fixedMs,
+    l.predictedMakespanSeconds,
+    l.migrationRate?.mbPerSecond,
+    l.migrationRate?.overheadMs,
+    l.migrationRate?.migrations,
+  ]);

@@ -1,17 +1,12 @@
 /**
- * The one in-process memory of each drain, forgotten in one call when its
- * Eviction is gone (the framework calls {@linkcode DrainMemory.forget}
- * then, framework/handler.ts ForgetHandler): the starts it issued
- * and what Nova answered, the confirms and aborts it sent, the duration model
- * that paces the passes, when the next pass is due, its count in the ledger
- * and place in the budget line, the finalizer's settle marks and the
- * informer's watch of its host. A restart loses it
- * all on purpose: the status and a fresh look at Nova are enough to go on.
+ * The in-process memory of each drain, forgotten in one call when its
+ * Eviction is gone ({@linkcode DrainMemory.forget}). A restart loses it on
+ * purpose: the status and a fresh look at Nova are enough to go on.
  *
  * @module
  */
 
-import type { ActionNote, StartNote } from "./once.ts";
+import { type ActionNote, forgetUntracked, type StartNote } from "./once.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import {
   type MigrationKind,
@@ -29,7 +24,6 @@ import type { ProgressMarks } from "./settle.ts";
 
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
-  /** live or cold. */
   kind: MigrationKind;
   /** Controller clock when it was issued. */
   issuedAtMs: number;
@@ -37,10 +31,7 @@ export interface IssuedStart extends StartNote {
   requestId?: string;
 }
 
-/**
- * What the finalizer of a deleted drain keeps between its runs (a restart
- * starts the stall bounds again, never shortens them).
- */
+/** What the finalizer of a deleted drain keeps between its runs. */
 export interface SettleState {
   /** When each record's current state was first seen (settle.ts). */
   marks: ProgressMarks;
@@ -50,7 +41,11 @@ export interface SettleState {
   failures: number;
 }
 
-/** What one drain remembers. */
+/**
+ * What one drain remembers. A pass changes it only through its Steps
+ * (pass.ts `apply`, {@linkcode changeRecord}); the answers to act's calls
+ * write their own notes, the start backoff and `woken` as they come (act.ts).
+ */
 export interface DrainState {
   /** Starts by server id (the last one per VM). */
   readonly starts: Map<string, IssuedStart>;
@@ -62,11 +57,7 @@ export interface DrainState {
   readonly ram: Map<string, number>;
   /** The duration model (its first samples shared by every drain of the process). */
   readonly pace: Pace;
-  /**
-   * Controller clock before which a pass need not look at Nova, and the
-   * inputs it was computed from: a pass woken earlier by an unrelated
-   * change (a Hypervisor status sync) returns at once.
-   */
+  /** Before when (controller clock) a pass need not look, and from what inputs. */
   due: { atMs: number; fingerprint: string } | undefined;
   /** A start answer came in that the next pass must act on. */
   woken: boolean;
@@ -74,16 +65,9 @@ export interface DrainState {
   lastFinishedCheckMs: number | undefined;
   /** VMs whose starts went unanswered, backing off (act.ts). */
   readonly startBackoff: Map<string, StartBackoff>;
-  /**
-   * Controller clock when this drain first saw each member of its wave
-   * still enabled: the start of that member's bounded wait (wave.ts).
-   */
+  /** When this drain first saw each member of its wave still enabled (wave.ts). */
   readonly waveSeen: Map<string, number>;
-  /**
-   * Controller clock when each VM's migration record was first seen past
-   * Nova's queue (its copy under way): where the migration timeout runs
-   * from ({@linkcode noteCopyStarts}).
-   */
+  /** When each VM's copy was first seen under way ({@linkcode copyStartsSeen}). */
   readonly copyStarted: Map<string, number>;
   /** Controller clock of this process's first pass of the drain. */
   firstSeenMs?: number;
@@ -91,6 +75,65 @@ export interface DrainState {
   marks: DrainMarks;
   /** The finalizer's memory once the Eviction is deleted (finalize.ts). */
   readonly settle: SettleState;
+}
+
+/**
+ * What a pass changes of its drain's record (a Step's `record`): fields
+ * set, maps replaced, `ram` added to; the notes not `tracked` (in flight)
+ * are forgotten before the `issued` ones are added.
+ */
+export interface RecordChange {
+  due?: DrainState["due"];
+  woken?: boolean;
+  lastFinishedCheckMs?: number;
+  firstSeenMs?: number;
+  marks?: DrainMarks;
+  copyStarted?: ReadonlyMap<string, number>;
+  waveSeen?: ReadonlyMap<string, number>;
+  ram?: ReadonlyMap<string, number>;
+  tracked?: { servers: ReadonlySet<string>; migrations: ReadonlySet<string> };
+  issued?: {
+    starts: readonly IssuedStart[];
+    confirms: ReadonlyMap<string, ActionNote>;
+    aborts: ReadonlyMap<string, ActionNote>;
+  };
+}
+
+/**
+ * Applies a pass's change to its drain's record (called by pass.ts `apply`).
+ *
+ * @example
+ * ```ts
+ * import { changeRecord, DrainMemory } from "./memory.ts";
+ * const s = new DrainMemory().of("a");
+ * changeRecord(s, { woken: true, ram: new Map([["vm", 512]]) });
+ * console.assert(s.woken && s.ram.get("vm") === 512);
+ * ```
+ */
+export function changeRecord(state: DrainState, c: RecordChange): void {
+  if ("due" in c) state.due = c.due;
+  if (c.woken !== undefined) state.woken = c.woken;
+  if (c.lastFinishedCheckMs !== undefined) {
+    state.lastFinishedCheckMs = c.lastFinishedCheckMs;
+  }
+  if (c.firstSeenMs !== undefined) state.firstSeenMs = c.firstSeenMs;
+  if (c.marks !== undefined) state.marks = c.marks;
+  if (c.copyStarted !== undefined) replace(state.copyStarted, c.copyStarted);
+  if (c.waveSeen !== undefined) replace(state.waveSeen, c.waveSeen);
+  for (const [id, mb] of c.ram ?? []) state.ram.set(id, mb);
+  if (c.tracked !== undefined) {
+    forgetUntracked(state.starts, c.tracked.servers);
+    forgetUntracked(state.confirms, c.tracked.servers);
+    forgetUntracked(state.aborts, c.tracked.migrations);
+  }
+  for (const s of c.issued?.starts ?? []) state.starts.set(s.id, s);
+  for (const [id, n] of c.issued?.confirms ?? []) state.confirms.set(id, n);
+  for (const [id, n] of c.issued?.aborts ?? []) state.aborts.set(id, n);
+}
+
+function replace<V>(map: Map<string, V>, by: ReadonlyMap<string, V>): void {
+  map.clear();
+  for (const [k, v] of by) map.set(k, v);
 }
 
 /**
@@ -117,10 +160,7 @@ export class DrainMemory {
   readonly ledger = new InFlightLedger();
   /** This process's drains waiting for budget, in line. */
   readonly budgetWaiters = new BudgetWaiters();
-  /**
-   * What the drains know of their hosts (openstack/informer/): shared by
-   * every drain of this process, each drain's host watched by its key.
-   */
+  /** What the drains know of their hosts, each watched by its drain's key. */
   readonly informer: HostInformer;
 
   /**
@@ -156,12 +196,7 @@ export class DrainMemory {
     return s;
   }
 
-  /**
-   * Forgets everything about a drain: its state (settle marks included),
-   * its count in the ledger, its place in the line for budget and its
-   * informer's watch of its host. The framework calls it
-   * once the Eviction is gone (controller.ts registers it).
-   */
+  /** Forgets a drain: its state, ledger count, place in line and host watch. */
   forget(key: string): void {
     this.#states.delete(key);
     this.ledger.delete(key);
@@ -171,40 +206,30 @@ export class DrainMemory {
 }
 
 /**
- * Notes in `copyStarted` the VMs whose record leaving `host` is in
- * progress past Nova's queue, first seen now; forgets those with no such
- * record any more. Returns the map.
+ * When each VM's copy leaving `host` was first seen under way (past Nova's
+ * queue): as `known` has it, now for a copy first seen.
  *
  * @example
  * ```ts
- * import { noteCopyStarts } from "./memory.ts";
- * const copies = new Map<string, number>();
+ * import { copyStartsSeen } from "./memory.ts";
  * const rec = (status: string) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "" });
- * noteCopyStarts(copies, [rec("queued")], "h", 5);
- * console.assert(!copies.has("vm"));
- * noteCopyStarts(copies, [rec("running")], "h", 9);
- * noteCopyStarts(copies, [rec("running")], "h", 12);
- * console.assert(copies.get("vm") === 9);
+ * console.assert(copyStartsSeen(new Map(), [rec("queued")], "h", 5).size === 0);
+ * const seen = copyStartsSeen(new Map(), [rec("running")], "h", 9);
+ * console.assert(copyStartsSeen(seen, [rec("running")], "h", 12).get("vm") === 9);
  * ```
  */
-export function noteCopyStarts(
-  copyStarted: Map<string, number>,
+export function copyStartsSeen(
+  known: ReadonlyMap<string, number>,
   migrations: readonly ObservedMigration[],
   host: string,
   nowMs: number,
 ): Map<string, number> {
-  const copying = new Set<string>();
+  const seen = new Map<string, number>();
   for (const m of migrations) {
-    if (m.sourceCompute !== host) continue;
-    if (migrationPhase(m.status) !== "in_progress") continue;
-    if (waitingInNova(m.status)) continue;
-    copying.add(m.instanceUuid);
-    if (!copyStarted.has(m.instanceUuid)) {
-      copyStarted.set(m.instanceUuid, nowMs);
-    }
+    if (
+      m.sourceCompute === host && migrationPhase(m.status) === "in_progress" &&
+      !waitingInNova(m.status)
+    ) seen.set(m.instanceUuid, known.get(m.instanceUuid) ?? nowMs);
   }
-  for (const id of [...copyStarted.keys()]) {
-    if (!copying.has(id)) copyStarted.delete(id);
-  }
-  return copyStarted;
+  return seen;
 }

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { DrainMemory } from "./memory.ts";
+import { changeRecord, DrainMemory } from "./memory.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
+import { PollingInformer } from "../../openstack/informer/informer.ts";
 import {
   FixedNova,
   HOST,
@@ -57,4 +58,45 @@ Deno.test("DrainMemory: one forget clears every part of the drain's record", () 
   assert.equal(m.budgetWaiters.standing("other"), "waiting");
   assert.equal(informer.woken("other"), true);
   assert.equal(informer.takeWarnings("other").length, 1);
+});
+
+Deno.test("changeRecord: the notes no longer tracked go before the issued ones are added; due may be cleared; maps are replaced", () => {
+  const s = new DrainMemory(
+    new PollingInformer(new NovaLister(new FixedNova(), { now: () => T0 })),
+  ).of("e");
+  const note = { sentAtMs: 1 };
+  s.starts.set("gone", {
+    id: "gone",
+    kind: "live",
+    state: "pending",
+    issuedAtMs: 0,
+  });
+  s.confirms.set("kept", note);
+  s.aborts.set("7", note);
+  s.waveSeen.set("old", 1);
+  s.due = { atMs: 5, fingerprint: "f" };
+  const start = {
+    id: "new",
+    kind: "live" as const,
+    state: "pending" as const,
+    issuedAtMs: 2,
+  };
+  changeRecord(s, {
+    tracked: { servers: new Set(["kept", "new"]), migrations: new Set() },
+    issued: {
+      starts: [start],
+      confirms: new Map(),
+      aborts: new Map([["8", note]]),
+    },
+    due: undefined,
+    waveSeen: new Map([["b", 2]]),
+  });
+  assert.deepEqual([...s.starts.keys()], ["new"]);
+  assert.deepEqual([...s.confirms.keys()], ["kept"]);
+  assert.deepEqual([...s.aborts.keys()], ["8"]);
+  assert.deepEqual([...s.waveSeen], [["b", 2]]);
+  assert.equal(s.due, undefined);
+  changeRecord(s, { woken: true });
+  assert.equal(s.starts.get("new"), start, "a change without notes keeps them");
+  assert.equal(s.woken, true);
 });

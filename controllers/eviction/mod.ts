@@ -4,8 +4,9 @@
  *
  * One pass of a drain (reconcile.ts `reconcileEviction`) runs these phases,
  * in this order. Each phase up to act reads the pass and returns a Step
- * (pass.ts: the status it leaves, the pass's end), which the pass applies
- * in one place (reconcile.ts `apply`); the status is then written once.
+ * (pass.ts: the status it leaves, the pass's end, the drain record's
+ * changes), which the pass applies in one place (pass.ts `apply`); the
+ * status is then written once.
  *
  * 1. **Nova ready** (nova_ready.ts) — the compute microversion is settled;
  *    when Nova and evictor share none, Evicting=False/NovaIncompatible.

@@ -1,13 +1,9 @@
 /**
- * The boundary where a drain gets its Nova client: before a pass, the
- * compute microversion is settled (openstack/microversion.ts). When Nova
- * and evictor share no microversion, or Nova does not support the
- * configured `compute_api_version`, no call of the pass could work (each
- * would be a 406): the Eviction says so in its status, as
- * `Evicting=False` with reason `NovaIncompatible` and the refusal naming
- * both ranges, and the drain looks again at the slow pace. Any other error
- * of the version look is left to the pass, which meets it on its first
- * call and handles it as it handles every Nova error.
+ * Nova ready, the first phase of a pass: the compute microversion is
+ * settled (openstack/microversion.ts). When Nova and evictor share none, no
+ * call could work: `Evicting=False/NovaIncompatible` names both ranges and
+ * the drain looks again at the slow pace. Any other error of the version
+ * look is left to the pass's first call.
  *
  * @module
  */
@@ -16,19 +12,17 @@ import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
+import { statusEqual } from "./status_equal.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
 export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 
 /**
- * Nova ready, the first phase of a pass: settles the Nova microversion.
- * Ends the pass when it must not run (Nova incompatible: the step's
- * status says so); an empty step otherwise.
+ * Settles the Nova microversion; ends the pass when Nova is incompatible.
  *
  * @example
  * ```ts ignore
  * const step = await novaReady(pass);
- * if (step.end !== undefined) return step.end;
  * ```
  */
 export async function novaReady(pass: Pass): Promise<Step> {
@@ -38,28 +32,21 @@ export async function novaReady(pass: Pass): Promise<Step> {
     return {};
   } catch (err) {
     if (!(err instanceof MicroversionError)) return {};
-    const before = pass.status.conditions?.find((c) =>
-      c.type === CONDITION_EVICTING
-    );
-    const unchanged = before?.status === "False" &&
-      before.reason === REASON_NOVA_INCOMPATIBLE &&
-      before.message === err.message;
-    let status = pass.status;
-    if (!unchanged) {
-      status = {
-        ...pass.status,
-        conditions: setCondition(
-          pass.status.conditions ?? [],
-          {
-            type: CONDITION_EVICTING,
-            status: "False",
-            reason: REASON_NOVA_INCOMPATIBLE,
-            message: err.message,
-          },
-          new Date(deps.clock.now()),
-          pass.ev.metadata?.generation,
-        ),
-      };
+    const status = {
+      ...pass.status,
+      conditions: setCondition(
+        pass.status.conditions ?? [],
+        {
+          type: CONDITION_EVICTING,
+          status: "False",
+          reason: REASON_NOVA_INCOMPATIBLE,
+          message: err.message,
+        },
+        new Date(deps.clock.now()),
+        pass.ev.metadata?.generation,
+      ),
+    };
+    if (!statusEqual(pass.status, status)) {
       emit(pass, {
         type: "Warning",
         reason: REASON_NOVA_INCOMPATIBLE,

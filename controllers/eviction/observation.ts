@@ -1,6 +1,5 @@
 /**
- * The planner's options (what a look shows of Nova:
- * openstack/informer/snapshot.ts; the notes of our own actions: once.ts).
+ * The planner's options and their defaults.
  *
  * @module
  */
@@ -9,10 +8,7 @@ import { backoffDelay } from "../../framework/backoff.ts";
 
 /** Tunables of the planner; see {@linkcode DEFAULT_PLAN_OPTIONS}. */
 export interface PlanOptions {
-  /**
-   * How long a trigger recorded in status.inFlight counts as in flight
-   * while Nova shows nothing of it yet.
-   */
+  /** How long a start in status.inFlight counts while Nova shows nothing of it. */
   gracePeriodMs: number;
   /** First retry delay after a failed attempt. */
   retryBaseMs: number;
@@ -23,11 +19,7 @@ export interface PlanOptions {
    * failure is retried beyond them while within `retryWindowMs`.
    */
   maxAttempts: number;
-  /**
-   * How long after its first failure a VM whose failures are transient (no
-   * valid host, a failed migration record) is still retried
-   * (`--migration-retry-window`, default 1 h).
-   */
+  /** How long after its first failure a transient failure is retried (`--migration-retry-window`). */
   retryWindowMs: number;
   /** A migration in flight longer than this is reported as stuck. */
   migrationTimeoutSeconds?: number;
@@ -35,24 +27,13 @@ export interface PlanOptions {
   abortStuckMigrations: boolean;
   /**
    * How far Nova's clock may lag ours when matching a migration record to
-   * the trigger recorded in status (record created_at >= startedAt - skew).
-   * Keep it below retryBaseMs so that the failed record of the previous
-   * attempt is never taken for the new one.
+   * its start (below retryBaseMs, so the previous attempt's failed record
+   * is never taken for the new one).
    */
   clockSkewMs: number;
-  /**
-   * Nova's clock minus ours (ms), as learned from its answers (nova_clock.ts;
-   * 0 or absent: none known). Nova's record times are read on our clock
-   * with it, so a Nova whose clock is far behind ours cannot hide the
-   * records of our starts.
-   */
+  /** Nova's clock minus ours (ms; nova_clock.ts), to read its record times on ours. */
   novaClockOffsetMs?: number;
-  /**
-   * How long consecutive fresh looks must have found the host empty before
-   * the drain is declared done (`--drain-settle`, clock ms). 0: the first
-   * empty look (the planner's default; the controller's is 3 poll
-   * intervals).
-   */
+  /** How long fresh looks must find the host empty before it is done (clock ms; default 0). */
   settleMs?: number;
 }
 

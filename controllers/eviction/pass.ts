@@ -1,10 +1,7 @@
 /**
- * What the phases of one drain pass share: its dependencies, the pass's
- * own state, what a phase returns ({@linkcode Step}) and the one status
- * write ({@linkcode record}). A phase reads the pass and returns a Step;
- * the pass applies it (reconcile.ts `apply`) and writes the status once,
- * at its end, the intent write before starts (pass_budget.ts writeIntent)
- * the one exception.
+ * The shape of a pass: what its phases share ({@linkcode Pass}, read-only
+ * to them), what each returns ({@linkcode Step}), the one place a Step is
+ * applied ({@linkcode apply}) and the one status write ({@linkcode record}).
  *
  * @module
  */
@@ -14,9 +11,14 @@ import type { HandlerContext } from "../../framework/handler.ts";
 import type { Logger } from "../../framework/logger.ts";
 import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
-import { EvictionKind } from "../kinds.ts";
+import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import type { PendingEvent } from "./report.ts";
-import type { DrainMemory, DrainState } from "./memory.ts";
+import {
+  changeRecord,
+  type DrainMemory,
+  type DrainState,
+  type RecordChange,
+} from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
@@ -37,7 +39,10 @@ export interface EvictionClock {
   rate?: number;
 }
 
-/** What a pass needs; built once by `registerEvictionController`. */
+/**
+ * What a pass needs; built once by `registerEvictionController` (the
+ * durations in real ms; controller.ts documents each).
+ */
 export interface EvictionPassDeps {
   /** Nova (its calls counted by the client, openstack/nova_metrics.ts). */
   nova: NovaClient;
@@ -45,47 +50,30 @@ export interface EvictionPassDeps {
   novaClockOffsetMs: () => number;
   /** Limit settings from the flags (used without an EvictionPolicy). */
   flagSettings: LimitSettings;
-  /** The shortest wait between passes (real ms). */
   pollIntervalMs: number;
-  /** The longest wait while migrations are in flight (real ms). */
   maxPollMs: number;
-  /** Wait while nothing can move without a person or a change (real ms). */
   slowPollMs: number;
-  /** Wait between checks of a finished drain's host (real ms). */
   finishedCheckMs: number;
-  /** The oldest snapshot a pass may plan from before a direct look (real ms). */
   relistMs: number;
-  /**
-   * How long consecutive fresh looks must find the host empty before the
-   * drain is declared done (real ms, `--drain-settle`).
-   */
   settleMs: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
-  /** Time source. */
   clock: EvictionClock;
-  /**
-   * Per-drain memory, with the ledger of migrations in flight per Eviction
-   * and the drains waiting for budget (one forget).
-   */
   memory: DrainMemory;
-  /** Metrics. */
   metrics: EvictionMetrics;
   /** Nova lookups of one pass at once. */
   actConcurrency: number;
   /**
-   * Every Eviction of the cluster, whatever this process's label selector
-   * (for the cluster budget); without it, the operator's cache. With
-   * `caughtUp` (an informer's), the cross-process check of the budget waits
-   * for the watch to deliver the pass's own intent instead of listing.
+   * Every Eviction of the cloud, whatever this process's label selector;
+   * with `caughtUp`, the budget's cross-process check waits for the watch
+   * to deliver the pass's intent instead of listing.
    */
   allEvictions?: {
     list(): Eviction[];
     caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
   };
-  /** The longest wait of a drain for its wave's hosts to be disabled (real ms). */
   waveSettleMs: number;
-  /** Placement for the capacity check, and the wave's shared report; without it there is none. */
+  /** Placement for the capacity check; without it there is none. */
   capacity?: CapacityDeps;
 }
 
@@ -104,20 +92,24 @@ export function planOptionsFor(
 }
 
 /**
- * What a phase decided, for the pass to apply (reconcile.ts `apply`, the
- * one place that changes a pass): a phase reads the pass and returns this.
+ * What a phase decided, for {@linkcode apply}: a phase reads the pass and
+ * returns this; nothing else changes a pass or its drain's record.
  */
 export interface Step {
   /** The status the phase leaves; absent: unchanged. */
   status?: EvictionStatus;
   /** The wait until the next look, when the phase ends the pass here. */
-  end?: NextLook;
+  end?: NextLook | undefined;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   hold?: string;
   /** A retry annotation's value the phase applied (removed after the write). */
   retry?: string;
+  /** The ledger's count before the pass claimed budget. */
+  claimedFrom?: number;
   /** What must follow the pass's status write (waking the wave's peers). */
   after?: () => void;
+  /** The changes of the drain's record (memory.ts). */
+  record?: RecordChange;
 }
 
 /**
@@ -186,60 +178,105 @@ export function passTimes(
   ) as unknown as PassTimes;
 }
 
-/**
- * What the phases of one pass share, read-only to them: each returns a
- * {@linkcode Step} and the pass applies it; only the status write
- * ({@linkcode record}) updates `ev`.
- */
+/** A phase: reads the pass, returns what it decided. */
+export type Phase = (pass: Pass) => Step | Promise<Step>;
+
+/** The pass the phases share, read-only to them. */
 export interface Pass {
   readonly ctx: HandlerContext<Eviction>;
   readonly deps: EvictionPassDeps;
   /** The Eviction, with the freshest status this process knows. */
-  ev: Eviction;
+  readonly ev: Eviction;
   readonly host: string;
   readonly log: Logger;
   readonly state: DrainState;
-  /** The status so far (the preflight and a retry request change it). */
+  /** The status so far. */
   readonly status: EvictionStatus;
   readonly hypervisor: Hypervisor | undefined;
   /** Clock ms per real ms. */
   readonly rate: number;
   /** The deps' durations on the controller's clock ({@linkcode passTimes}). */
   readonly times: PassTimes;
-  /** The retry annotation's value this pass applied (removed after the write). */
   readonly retryValue?: string;
-  /** The ledger's count before this pass claimed budget, if it did. */
   readonly claimedFrom?: number;
-  /** Why this pass starts nothing: its wave is not yet disabled. */
   readonly waveHold?: string;
-  /**
-   * What must follow the pass's status write (waking drains that read it,
-   * e.g. the wave's peers waiting for this host to be disabled).
-   */
   readonly afterRecord: readonly (() => void)[];
 }
 
+/** The pass as reconcile.ts holds it: only {@linkcode apply} and {@linkcode record} change it. */
+export type MutablePass = { -readonly [K in keyof Pass]: Pass[K] };
+
 /**
- * Record: writes the status when it changed, through the framework
- * (`ctx.updateStatus`: guarded by the resourceVersion this process knows,
- * no GET first; a 409 re-reads). The framework remembers the written
- * object, so an older cached status can never come back (read-your-writes:
- * `ctx.object`, `ctx.latest`). The only writer of an Eviction's status in a pass:
- * once at its end (reconcile.ts), and before a pass issues starts, with
- * them in it (pass_budget.ts writeIntent), so a restart or a new leader
- * finds every start of ours. The Drained condition is set here, from the
- * status written.
+ * Applies a Step to the pass and its drain's record: the one place a
+ * pass changes (besides its status write's resourceVersion). Returns the
+ * pass's result when the Step ends it.
+ */
+export function apply(
+  pass: MutablePass,
+  step: Step,
+): NextLook | undefined {
+  if (step.status !== undefined) pass.status = step.status;
+  if (step.hold !== undefined) pass.waveHold = step.hold;
+  if (step.retry !== undefined) pass.retryValue = step.retry;
+  if (step.claimedFrom !== undefined) pass.claimedFrom = step.claimedFrom;
+  if (step.after !== undefined) {
+    pass.afterRecord = [...pass.afterRecord, step.after];
+  }
+  if (step.record !== undefined) changeRecord(pass.state, step.record);
+  return step.end;
+}
+
+/** A new pass over `ev`: its drain record, status and Hypervisor as cached. */
+export function newPass(
+  ctx: HandlerContext<Eviction>,
+  deps: EvictionPassDeps,
+  ev: Eviction,
+): MutablePass {
+  const host = ev.spec.hypervisor;
+  const rate = deps.clock.rate ?? 1;
+  return {
+    ctx,
+    deps,
+    ev,
+    host,
+    log: ctx.logger.child({ hypervisor: host }),
+    state: deps.memory.of(ctx.key),
+    status: ev.status ?? {},
+    hypervisor: ctx.cache(HypervisorKind).get(host),
+    rate,
+    times: passTimes(deps, rate),
+    afterRecord: [],
+  };
+}
+
+/** Runs `phases` in order, each Step applied; the result of the first that ends the pass. */
+export async function runSteps(
+  pass: MutablePass,
+  phases: readonly Phase[],
+): Promise<NextLook | undefined> {
+  for (const phase of phases) {
+    const end = apply(pass, await phase(pass));
+    if (end !== undefined) return end;
+  }
+  return undefined;
+}
+
+/**
+ * Record: writes the status when it changed (`ctx.updateStatus`, guarded
+ * by the resourceVersion this process knows; the framework keeps what was
+ * written, so an older cached status never comes back), with the Drained
+ * condition read off the rest. Called at a pass's end and for the intent
+ * before starts (phase budget), so a new leader finds every start of ours.
  */
 export async function record(
   pass: Pass,
   status: EvictionStatus,
 ): Promise<void> {
   const { ctx, ev } = pass;
-  // Drained is read off the rest: every write carries it (conditions.ts).
   const next = withDrained(status, new Date(pass.deps.clock.now()));
   if (statusEqual(ev.status, next)) return;
   const written = await ctx.updateStatus(() => next);
-  pass.ev = {
+  (pass as MutablePass).ev = {
     ...ev,
     metadata: {
       ...ev.metadata,
@@ -296,8 +333,8 @@ export function clusterInFlight(pass: Pass): Map<string, number> {
 }
 
 /**
- * The wait (real ms) after a look at a finished drain, taken at `atMs`
- * (default now): as long as the drain has been finished, between the
+ * The wait (controller clock) after a look at a finished drain, taken at
+ * `atMs` (default now): as long as the drain has been finished, between the
  * poll interval and the slow finished check, so the looks double in
  * spacing (the first ones a poll interval apart); the slow finished check
  * while the informer watches the host.

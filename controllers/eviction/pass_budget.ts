@@ -1,8 +1,7 @@
 /**
- * The cluster budget of a pass: waiting in line, claiming free slots before
- * looking, reserving them with the plan, the intent write before starts
- * (the one status write of a pass besides its end), and confirming across
- * processes after it.
+ * Budget, the phases of a pass that spend the cluster budget: wait in
+ * line, claim before looking, plan and reserve, the intent write before
+ * starts, and the check across processes after it.
  *
  * @module
  */
@@ -20,7 +19,7 @@ import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./gates.ts";
-import { noteCopyStarts } from "./memory.ts";
+import { copyStartsSeen } from "./memory.ts";
 import type { PlanOptions } from "./observation.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
@@ -41,11 +40,9 @@ import {
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 /**
- * Budget: a drain with nothing in flight, while the cluster budget is spent
- * by others, waits without a Nova call (nothing of its own can move); it is
- * woken when budget frees (budget.ts) and by its slow check, and says so
- * (WaitingForBudget: other processes leave it a slot as this one does).
- * Ends the pass when it waits.
+ * Wait for budget: a drain with nothing in flight while others spend the
+ * cluster budget waits without a Nova call (WaitingForBudget, read by every
+ * process), woken when budget frees and by its slow check.
  */
 export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
   const { ctx, deps, state, status } = pass;
@@ -55,8 +52,7 @@ export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
     return {};
   }
   if (state.starts.size > 0 || status.outstandingCount === 0) return {};
-  // Stopped with only VMs for a person: no budget would move them, so it
-  // never waits for budget (nor does any drain leave it a slot).
+  // only VMs for a person: no budget would move them
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
@@ -78,15 +74,15 @@ export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
       pass.ev.metadata?.generation,
     ),
   };
-  state.due = undefined;
   deps.memory.budgetWaiters.add(ctx.key);
-  return { status: waiting, end: { inMs: pass.times.slowPollMs } };
+  return {
+    status: waiting,
+    end: { inMs: pass.times.slowPollMs },
+    record: { due: undefined },
+  };
 }
 
-/**
- * Slots of the cluster budget left for this drain's starts now, from the
- * ledger and the cached statuses (no request).
- */
+/** Slots of the cluster budget left for this drain now (no request). */
 export function budgetLeftFor(
   pass: Pass,
   settings: LimitSettings,
@@ -111,11 +107,9 @@ export function budgetLeftFor(
 }
 
 /**
- * The VMs a drain has left to start (outstanding, not in flight); before
- * its first look, the instances its Hypervisor's status sync counts on
- * the host; unknown, the most (a drain that never looked gets a slot
- * before drains whose work is known, and the same for every drain, so
- * drains that never looked never leave a slot to each other).
+ * The VMs a drain has left to start; before its first look, the instances
+ * its Hypervisor reports; unknown, the most (drains that never looked never
+ * leave a slot to each other).
  */
 function remainingWork(pass: Pass, ev: Eviction | undefined): number {
   const status = ev?.status;
@@ -130,12 +124,8 @@ function remainingWork(pass: Pass, ev: Eviction | undefined): number {
 }
 
 /**
- * The starts the cluster budget allows this drain (`left` free slots,
- * `mine` in flight): a freed slot goes to a waiting drain of a lower
- * limit, or to the waiting drain with the most work left when that one
- * starts without a look at Nova ({@linkcode startsByRemainingWork}): the
- * wave's longest drain is never the last to run, and no hand-over costs a
- * look.
+ * The starts the budget allows this drain with `left` free slots and `mine`
+ * in flight, leaving slots to waiting drains (budget.ts startsByRemainingWork).
  */
 export function allowedStarts(
   pass: Pass,
@@ -150,7 +140,9 @@ export function allowedStarts(
   return startsByRemainingWork(left, mine, want, remaining, waiting);
 }
 
-/** This drain's migrations in flight: the ledger's, or its status's when higher. */
+/**
+ * This drain's migrations in flight: the ledger's, or its status's when higher.
+ */
 export function inFlightOf(pass: Pass): number {
   return Math.max(
     pass.deps.memory.ledger.get(pass.ctx.key),
@@ -159,16 +151,9 @@ export function inFlightOf(pass: Pass): number {
 }
 
 /**
- * The drains that wait for budget with nothing in flight, this process's
- * and every other partition's, with their limits in force, their work
- * left and whether a slot handed to them costs a look at Nova (budget.ts
- * startsByRemainingWork leaves slots for those with lower limits than
- * this drain would hold and for those with more work left that start
- * without a look). This process knows its own waiters and whether its
- * informer vouches for their hosts; another process's say so in their
- * Evicting condition (WaitingForBudget), and are taken to need a look; a
- * drain about to start its first migrations counts as waiting, and looks
- * then in any case (budget.ts aboutToStart).
+ * The drains of every partition waiting for budget with nothing in flight:
+ * their limits, work left and whether a slot handed to them costs a look
+ * (another process's, and a drain about to start, are taken to need one).
  */
 export function waitingDrains(
   pass: Pass,
@@ -200,14 +185,9 @@ export function waitingDrains(
 }
 
 /**
- * Under a cluster budget, a pass claims the free slots it could fill (up
- * to its limit) before it looks at Nova, in the ledger; planning then
- * keeps what it starts and the report frees the rest, waking the drains
- * in line for them. So two passes never look at Nova for the same free
- * slot, the later one finding it spent (two Nova calls for nothing): it
- * waits in line without a look instead. Returns the ledger's count before
- * the claim (to give back when the pass fails before act: giveBack), if it
- * claimed.
+ * Claims the free slots the pass could fill in the ledger before it looks,
+ * so two passes never look at Nova for one slot. Returns the count before
+ * the claim (for giveBack), if it claimed.
  */
 export function claimBeforeLooking(
   pass: Pass,
@@ -227,10 +207,8 @@ export function claimBeforeLooking(
 }
 
 /**
- * Gives back what a pass that failed before act holds of the cluster
- * budget in the ledger: after planning, the starts of its `plan` (never
- * issued); before, the slots claimed before looking (any failure: the
- * look, planning, the intent write). Drains in line are woken for them.
+ * Gives back the budget a pass that failed before act holds: its plan's
+ * starts, or else its claim; drains in line are woken for it.
  */
 export function giveBack(pass: Pass, plan: Plan | undefined): void {
   const { ctx, deps } = pass;
@@ -243,11 +221,9 @@ export function giveBack(pass: Pass, plan: Plan | undefined): void {
 }
 
 /**
- * The planner's input for this pass: its observation, the limit in force
- * (policy, traits, the Eviction's own cap), the start answers in memory
- * and what the drain learned of Nova's limit; no cluster budget yet. The
- * copies first seen under way go into the input, not the drain's memory
- * ({@linkcode keepCopyStarts}).
+ * The planner's input: the observation, the limit in force, the notes in
+ * memory, Nova's limit as the informer knows it; no cluster budget yet. Pure
+ * (it runs twice when a snapshot's plan is refused).
  */
 export function planInputFor(
   pass: Pass,
@@ -276,16 +252,14 @@ export function planInputFor(
     lookedAtMs: seen.listedAtMs,
     startBackoff: pass.state.startBackoff,
     ...(seen.novaLimit === undefined ? {} : { novaLiveLimit: seen.novaLimit }),
-    // Without a cluster budget a queued migration takes no one's slot, and
-    // Nova starts it the moment a copy ends: keep one in Nova's queue.
+    // Without a cluster budget a queued migration takes no one's slot.
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined
       ? 1
       : 0,
-    // On a copy: the input is made twice when a snapshot's plan is refused,
-    // and a copy the snapshot lacks would be first seen again (its timeout
-    // restarted); the chosen plan's is kept once (keepCopyStarts).
-    copyStartedAtMs: noteCopyStarts(
-      new Map(pass.state.copyStarted),
+    // Kept in the record only from the chosen plan's input (reconcile.ts):
+    // a refused snapshot's would restart a copy's timeout.
+    copyStartedAtMs: copyStartsSeen(
+      pass.state.copyStarted,
       seen.migrations,
       host,
       deps.clock.now(),
@@ -296,21 +270,8 @@ export function planInputFor(
 }
 
 /**
- * Keeps in the drain's memory when each copy was first seen under way, as
- * the input of the pass's chosen plan has it (planInputFor leaves the
- * memory as it was).
- */
-export function keepCopyStarts(pass: Pass, input: PlanInput): void {
-  const kept = pass.state.copyStarted;
-  kept.clear();
-  for (const [id, atMs] of input.copyStartedAtMs ?? []) kept.set(id, atMs);
-}
-
-/**
- * Reserve: the pass's plan (from a fresh look or the informer's
- * snapshot) against the cluster budget, read and reserved in one
- * synchronous step, so no other drain's pass can spend the same slot; a
- * plan that would overspend it is made again with the slots left.
+ * Reserve: the plan against the cluster budget, read and reserved in one
+ * synchronous step; a plan that would overspend it is made again.
  */
 export function planAndReserve(
   pass: Pass,
@@ -344,28 +305,16 @@ export function planAndReserve(
   return { plan, input };
 }
 
-/**
- * The longest wait (real ms) for the watch to deliver a pass's own intent
- * before the budget is confirmed by a list instead.
- */
+/** The longest wait (real ms) for the watch to deliver the pass's intent. */
 export const CAUGHT_UP_TIMEOUT_MS = 1000;
 
 /**
- * The cluster budget across processes: another process may reserve from
- * the same free slots at the same moment (its status not yet in our
- * cache). So, with starts under a cluster budget, the pass writes its
- * status first (its intent: the count in flight with its starts), then
- * reads every Eviction as of a moment after that write. Of any two passes,
- * the later reader sees the other's intent; each gives up the starts by
- * which the total it reads exceeds the budget, so the starts that go out
- * never exceed it.
- *
- * That read is the unpartitioned cache once its watch has delivered the
- * intent itself: a watch delivers changes in the order of their versions,
- * so every intent written before ours is in the cache by then (no request;
- * Informer.caughtUp). Without such a cache, or when the watch lags more
- * than {@linkcode CAUGHT_UP_TIMEOUT_MS}, it is a list from the API server
- * (a quorum read).
+ * Across processes: another process may reserve from the same slots at
+ * once. So starts under a cluster budget are written first (the intent),
+ * then every Eviction is read as of after that write: the cache once its
+ * watch delivered the intent (a watch delivers in version order), else a
+ * list. Of two passes the later reader sees the other's intent and gives up
+ * the starts over the budget.
  */
 export async function confirmAcrossProcesses(
   pass: Pass,
@@ -396,9 +345,8 @@ export async function confirmAcrossProcesses(
     );
     return cut;
   } catch (err) {
-    // Nothing is started; the pass's end writes its status without them.
-    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    wakeForBudgetLeft(pass);
+    // nothing started: the pass's end writes its status without them
+    giveBack(pass, plan);
     throw new TemporaryError(
       `confirming the cluster budget failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
@@ -407,12 +355,9 @@ export async function confirmAcrossProcesses(
 }
 
 /**
- * Intent before starts: writes the status with the pass's starts in it,
- * before they are issued, so that a new leader knows them (and confirms
- * our cold ones) and, under a cluster budget, every process counts them.
- * The one status write of a pass besides its end (pass.ts record). When
- * it fails nothing is started: the budget claimed for the starts is given
- * back and the pass is retried after the poll interval.
+ * Intent: writes the status with the starts before they are issued, so a
+ * new leader knows them and every process counts them. When it fails
+ * nothing starts: the claim goes back, the pass retries after a poll.
  */
 export async function writeIntent(
   pass: Pass,
@@ -423,8 +368,7 @@ export async function writeIntent(
   try {
     await record(pass, next);
   } catch (err) {
-    deps.memory.ledger.set(ctx.key, plan.inFlightCount - plan.start.length);
-    wakeForBudgetLeft(pass);
+    giveBack(pass, plan);
     throw new TemporaryError(
       `recording the starts before issuing them failed: ${errText(err)}`,
       { delayMs: deps.pollIntervalMs },
@@ -432,11 +376,7 @@ export async function writeIntent(
   }
 }
 
-/**
- * Every Eviction of the cluster as of a moment after this pass's last
- * status write: the unpartitioned cache once its watch delivered that
- * write, else a list from the API server.
- */
+/** Every Eviction as of after this pass's last status write. */
 export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
   const { ctx, deps } = pass;
   const all = deps.allEvictions;
@@ -452,10 +392,8 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
 }
 
 /**
- * Wakes as many drains waiting for budget as there are free slots now
- * (after this pass's starts): a slot this drain freed or left unused goes
- * to a waiting drain at once, not at its slow check: to those with the
- * most work left first (the ones startsByRemainingWork leaves it to).
+ * Wakes as many waiting drains as there are free slots now, those with
+ * the most work left first.
  */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
@@ -469,11 +407,9 @@ export function wakeForBudgetLeft(pass: Pass): void {
     deps.memory.ledger.get(ctx.key);
   const left = clusterBudgetLeft(clusterMax, inFlight);
   if (left <= 0) return;
-  const enqueue = (k: string) => ctx.enqueue(EvictionKind, k);
-  // the slot goes to the drain with the most left: wake that one now
   const cache = ctx.cache(EvictionKind);
   deps.memory.budgetWaiters.wake(
-    enqueue,
+    (k) => ctx.enqueue(EvictionKind, k),
     left,
     (k) => remainingWork(pass, cache.get(k)),
   );

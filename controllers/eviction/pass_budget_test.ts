@@ -28,7 +28,7 @@ import {
   wakeForBudgetLeft,
   writeIntent,
 } from "./pass_budget.ts";
-import type { Pass } from "./pass.ts";
+import { apply, type MutablePass, type Pass } from "./pass.ts";
 import { planPass } from "./plan.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 
@@ -226,6 +226,7 @@ Deno.test("waitForBudget: waits only under a cluster budget others spend, with n
       });
     }
     const step = waitForBudget(pass, row.s);
+    apply({ ...pass } as MutablePass, step);
     const standing = pass.deps.memory.budgetWaiters.standing(ME);
     if (row.want === "goes on") {
       assert.deepEqual(step, {}, row.name);

@@ -1,9 +1,9 @@
 /**
- * Gate, the first phase of a pass: what must hold before Nova is read
- * (the oldest Eviction of a host drains, capacity, preflight, the wave, a
- * retry request, a finished or never-registered host watched cheaply).
- * Its steps read the pass and return what they decide (a Step: the
- * status they leave, the pass's end); the pass applies it (reconcile.ts).
+ * Gate, the second phase: what must hold before Nova is read, as steps in
+ * this order: the oldest Eviction of a host drains; a
+ * never-registered host is looked at only at the slow check; capacity and
+ * preflight (disable the compute service); the wave's hosts are disabled;
+ * a retry request is applied; a finished host is watched cheaply.
  *
  * @module
  */
@@ -45,54 +45,22 @@ import {
   limitOfDrain,
   type NextLook,
   type Pass,
+  type Phase,
   type Step,
 } from "./pass.ts";
 
-/**
- * Gate: what must hold before Nova is read, as steps in this order: only
- * the oldest Eviction of a hypervisor drains; a host that never
- * registered is looked at only at the slow check; the compute service is
- * disabled first (capacity, preflight); the wave's hosts are disabled; a
- * retry request is applied; a finished drain is watched cheaply. Each
- * later step reads the status the earlier ones left; the returned Step
- * carries the last, and ends the pass when a step did.
- */
-export async function gate(pass: Pass): Promise<Step> {
-  const now = new Date(pass.deps.clock.now());
-  const generation = pass.ev.metadata?.generation;
-  const duplicate = duplicateStep(pass, now, generation);
-  if (duplicate.end !== undefined) return duplicate;
-  const unregistered = watchUnregistered(pass);
-  if (unregistered !== undefined) return { end: unregistered };
-  const preflighted = await preflightStep(pass, now, generation);
-  if (preflighted.end !== undefined) return preflighted;
-  const afterPreflight = withStatus(pass, preflighted.status);
-  const wave = waveGatePhase(afterPreflight, now, generation);
-  if (wave.end !== undefined) return wave;
-  const retry = retryStep(withStatus(afterPreflight, wave.status));
-  const status = retry.status ?? wave.status ?? afterPreflight.status;
-  const gated = { ...wave, ...retry, status };
-  if (retry.retry === undefined && status.finishedAt !== undefined) {
-    const finished = watchFinished(withStatus(pass, status));
-    if (finished !== undefined) return { ...gated, end: finished };
-  }
-  return gated;
-}
+/** Gate: its steps, in this order. */
+export const GATE: readonly Phase[] = [
+  duplicateStep,
+  (p) => ({ end: watchUnregistered(p) }),
+  preflightStep,
+  waveStep,
+  retryStep,
+  (p) => ({ end: watchFinished(p) }),
+];
 
-/** The pass as a later step of the gate sees it: with an earlier step's status. */
-function withStatus(pass: Pass, status: EvictionStatus | undefined): Pass {
-  return status === undefined ? pass : { ...pass, status };
-}
-
-/**
- * Only the oldest Eviction of a hypervisor drains, of every partition's
- * (an older one may be another process's): this one waits, Duplicate.
- */
-function duplicateStep(
-  pass: Pass,
-  now: Date,
-  generation: number | undefined,
-): Step {
+/** Only the oldest Eviction of a hypervisor, of every partition's, drains. */
+function duplicateStep(pass: Pass): Step {
   const { ctx, deps, ev, host } = pass;
   const ahead = drainingAhead(
     ev,
@@ -111,8 +79,8 @@ function duplicateStep(
         message:
           `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
       },
-      now,
-      generation,
+      new Date(deps.clock.now()),
+      ev.metadata?.generation,
     ),
   };
   if (!statusEqual(pass.status, next)) {
@@ -126,17 +94,14 @@ function duplicateStep(
 }
 
 /**
- * Before the compute service is known disabled: the capacity check, then
- * the preflight (disable it; a host Nova never knew is done at once, one
- * it lost fails).
+ * Before the compute service is known disabled: capacity, then the
+ * preflight (a host Nova never knew is done at once, one it lost fails).
  */
-async function preflightStep(
-  pass: Pass,
-  now: Date,
-  generation: number | undefined,
-): Promise<Step> {
+async function preflightStep(pass: Pass): Promise<Step> {
   const { ctx, deps, ev, host } = pass;
   if (pass.status.hypervisorServiceId !== undefined) return {};
+  const now = new Date(deps.clock.now());
+  const generation = ev.metadata?.generation;
   const capacity = await checkCapacityFirst(pass, now, generation);
   if (capacity.end !== undefined) return capacity;
   const status = capacity.status ?? pass.status;
@@ -159,6 +124,7 @@ async function preflightStep(
     }
     // No hot loop: a change of the Hypervisor enqueues this Eviction.
     return {
+      ...capacity,
       status: out.status,
       end: { inMs: pass.times.slowPollMs * 10 },
     };
@@ -172,10 +138,10 @@ async function preflightStep(
       });
     }
     deps.memory.ledger.set(ctx.key, 0);
-    pass.state.lastFinishedCheckMs = deps.clock.now();
     return {
       status: out.status,
       end: { inMs: pass.times.finishedCheckMs },
+      record: { ...capacity.record, lastFinishedCheckMs: now.getTime() },
     };
   }
   if (status.startedAt === undefined) {
@@ -189,7 +155,7 @@ async function preflightStep(
       }`,
     });
   }
-  return { status: out.status };
+  return { ...capacity, status: out.status };
 }
 
 /** A retry annotation re-arms failed VMs (removed after the write). */
@@ -212,12 +178,10 @@ function retryStep(pass: Pass): Step {
 }
 
 /**
- * A drain finished because its host never registered in Nova asks Nova
- * again (capacity, preflight) only at the slow finished check, not on
- * every pass a Hypervisor status sync wakes. Returns the pass's result
- * while the check is not due.
+ * A drain finished because its host never registered asks Nova again only
+ * at the slow finished check, not on every Hypervisor status sync.
  */
-export function watchUnregistered(pass: Pass): NextLook | undefined {
+function watchUnregistered(pass: Pass): NextLook | undefined {
   const { deps, state, status } = pass;
   if (status.finishedAt === undefined) return undefined;
   if (status.hypervisorServiceId !== undefined) return undefined;
@@ -232,32 +196,32 @@ export function watchUnregistered(pass: Pass): NextLook | undefined {
 }
 
 /**
- * Wave (after this drain's own preflight, before every start): waits,
- * bounded per member, while another pending Eviction's compute service is
- * still enabled (wave.ts). A drain with nothing in flight waits without a
- * Nova call; one with migrations in flight goes on watching them and only
- * holds its new starts (the Step's `hold`). The peers waiting in this
- * process are woken once this drain's disabled service is recorded.
+ * Wave: waits, bounded per member, while another pending Eviction's
+ * compute service is still enabled (wave.ts); with migrations in flight it
+ * only holds its starts. Peers waiting in this process are woken once this
+ * drain's disabled service is written.
  */
-export function waveGatePhase(
-  pass: Pass,
-  now: Date,
-  generation: number | undefined,
-): Step {
+function waveStep(pass: Pass): Step {
   const { ctx, deps } = pass;
   if (pass.status.finishedAt !== undefined) return {};
+  const now = new Date(deps.clock.now());
   // every partition's Evictions: another process disables their hosts
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
     e,
   ) => ctx.latest(e));
-  const decision = decideWave(pass, evictions, now);
+  const { decision, seen } = decideWave(pass, evictions, now);
   const conditions = pass.status.conditions ?? [];
   const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
   const update = waveCondition(pass.host, decision, evictions);
   const before = pass.status;
   const status = {
     ...pass.status,
-    conditions: setCondition(conditions, update, now, generation),
+    conditions: setCondition(
+      conditions,
+      update,
+      now,
+      pass.ev.metadata?.generation,
+    ),
   };
   if (current?.status !== update.status || current.reason !== update.reason) {
     emit(pass, {
@@ -269,9 +233,11 @@ export function waveGatePhase(
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
   const idle = (status.inFlight ?? []).length === 0;
-  const step: Step = newlyDisabled
-    ? { status, after: () => wakeWaitingPeers(ctx, evictions) }
-    : { status };
+  const step: Step = {
+    status,
+    record: { waveSeen: seen },
+    ...(newlyDisabled ? { after: () => wakeWaitingPeers(ctx, evictions) } : {}),
+  };
   if (decision.go) return step;
   if (!idle) return { ...step, hold: update.message };
   return {
@@ -281,16 +247,14 @@ export function waveGatePhase(
 }
 
 /**
- * The wave decision on the drain's clock: each member's wait runs from
- * when this drain began waiting (its WaveSettled=False condition) or first
- * saw the member enabled, whichever is later.
+ * The wave decision: each member's wait runs from when this drain began
+ * waiting or first saw the member enabled, whichever is later.
  */
 function decideWave(
   pass: Pass,
   evictions: readonly Eviction[],
   now: Date,
-): WaveDecision {
-  const seen = pass.state.waveSeen;
+): { decision: WaveDecision; seen: Map<string, number> } {
   const nowMs = now.getTime();
   const current = (pass.status.conditions ?? []).find((c) =>
     c.type === CONDITION_WAVE_SETTLED
@@ -299,12 +263,11 @@ function decideWave(
     ? Date.parse(current.lastTransitionTime)
     : Number.NaN;
   const self = { ...pass.ev, status: pass.status };
-  const pending = new Set(pendingMembers(self, evictions));
-  for (const name of [...seen.keys()]) {
-    if (!pending.has(name)) seen.delete(name);
+  const seen = new Map<string, number>();
+  for (const name of pendingMembers(self, evictions)) {
+    seen.set(name, pass.state.waveSeen.get(name) ?? nowMs);
   }
-  for (const name of pending) if (!seen.has(name)) seen.set(name, nowMs);
-  return waveGate({
+  const decision = waveGate({
     self,
     evictions,
     waitingSinceMs: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
@@ -312,10 +275,11 @@ function decideWave(
     nowMs,
     settleMs: pass.times.waveSettleMs,
   });
+  return { decision, seen };
 }
 
 /** Enqueues this process's drains that wait for their wave. */
-export function wakeWaitingPeers(
+function wakeWaitingPeers(
   ctx: HandlerContext<Eviction>,
   evictions: readonly Eviction[],
 ): void {
@@ -331,28 +295,26 @@ export function wakeWaitingPeers(
 }
 
 /**
- * Capacity (before the compute service is disabled, and again at the slow
- * interval while `capacityCheck: Hold` waits): does the wave's VMs fit
- * elsewhere, in Placement's view? The Step ends the pass while it holds.
+ * Capacity, before the service is disabled (and at the slow check while
+ * `capacityCheck: Hold` waits): do the wave's VMs fit elsewhere?
  */
-export async function checkCapacityFirst(
+async function checkCapacityFirst(
   pass: Pass,
   now: Date,
   generation: number | undefined,
 ): Promise<Step> {
   const { ctx, deps, ev, host } = pass;
   if (deps.capacity === undefined) return {};
-  const gathering = gatherWave(pass, now);
-  if (gathering !== undefined) return { end: gathering };
+  const firstSeenMs = pass.state.firstSeenMs ?? now.getTime();
+  const record = { firstSeenMs };
+  const gathering = gatherWave(pass, firstSeenMs, now);
+  if (gathering !== undefined) return { end: gathering, record };
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
   const settings = effectiveSettings(spec, deps.flagSettings);
   // every partition's: their VMs compete for the same room
   const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list();
   const hypervisors = ctx.cache(HypervisorKind);
-  // A host of the wave: its traits and its own drain's cap (this one's
-  // for this host; a host drained by a running Eviction, that one's),
-  // under Nova's limit where a drain of the host learned it (as `kubectl
-  // evictor plan` predicts).
+  // as `kubectl evictor plan` predicts: under Nova's limit where learned
   const limitOf = (name: string) =>
     predictionLimit(
       limitOfDrain(
@@ -387,41 +349,40 @@ export async function checkCapacityFirst(
     setCondition,
   });
   if (phase.event !== undefined) emit(pass, phase.event);
-  if (!phase.hold) return { status: phase.status };
-  return { status: phase.status, end: { inMs: pass.times.slowPollMs } };
+  if (!phase.hold) return { status: phase.status, record };
+  return {
+    status: phase.status,
+    end: { inMs: pass.times.slowPollMs },
+    record,
+  };
 }
 
 /**
- * Evictions created together (one `kubectl apply`, `kubectl evictor
- * drain A B`) reach the cache some milliseconds apart; a capacity check
- * run at once would judge each without the others and count the same
- * free room twice. So a drain's first capacity check waits
- * `waveGatherMs` from when this process first saw it.
+ * Evictions created together reach the cache milliseconds apart: a drain's
+ * first capacity check waits `waveGatherMs` from when this process first
+ * saw it, so it judges the wave whole.
  */
-function gatherWave(pass: Pass, now: Date): NextLook | undefined {
-  const seen = pass.state.firstSeenMs ??= now.getTime();
+function gatherWave(pass: Pass, seen: number, now: Date): NextLook | undefined {
   const leftMs = seen + pass.times.waveGatherMs - now.getTime();
   return leftMs > 0 ? { inMs: leftMs } : undefined;
 }
 
 /**
- * A finished drain stays watched while its Eviction exists: often at
- * first (a VM forced here just after the finish is found within a poll
- * interval or two), then less often ({@linkcode finishedLookMs}), and at
- * once (at most once per poll interval) when the Hypervisor's status sync
- * reports instances on the host, or at once when the informer saw a VM
- * come here. A look reads Nova afresh, and a VM found there reopens the
- * drain.
+ * A finished drain stays watched: looks at doubling spacings (pass.ts
+ * finishedLookMs), at once (at most once per poll interval) when its
+ * Hypervisor reports instances or the informer saw a VM arrive.
  */
-export function watchFinished(pass: Pass): NextLook | undefined {
+function watchFinished(pass: Pass): NextLook | undefined {
   const { deps, state } = pass;
-  const { pollMs } = pass.times;
+  if (pass.retryValue !== undefined || pass.status.finishedAt === undefined) {
+    return undefined;
+  }
   const nowMs = deps.clock.now();
   const last = state.lastFinishedCheckMs;
+  const { pollMs } = pass.times;
   const since = last === undefined ? Infinity : nowMs - last;
   const reported = pass.hypervisor?.status?.numInstances ?? 0;
   deps.memory.ledger.set(pass.ctx.key, 0);
-  // The informer saw a VM come here: look now.
   if (deps.memory.informer.woken(pass.ctx.key)) return undefined;
   const interval = last === undefined
     ? 0

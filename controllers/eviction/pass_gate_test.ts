@@ -22,8 +22,8 @@ import {
 } from "../../tests/harness/pass_fixture.ts";
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
-import type { Step } from "./pass.ts";
-import { gate } from "./pass_gate.ts";
+import { type MutablePass, runSteps, type Step } from "./pass.ts";
+import { GATE } from "./pass_gate.ts";
 import { preflight } from "./preflight.ts";
 import { RETRY_ANNOTATION } from "./retry.ts";
 
@@ -145,6 +145,20 @@ function hypervisor(
 /** The Events as `type reason`. */
 const eventsOf = (fx: PassFixture) =>
   fx.events.map((e) => `${e.type} ${e.reason}`);
+
+/** The gate's steps applied to a copy of the pass, as one Step. */
+async function gate(pass: MutablePass): Promise<Step> {
+  const p = { ...pass };
+  const end = await runSteps(p, GATE);
+  const after = p.afterRecord;
+  return {
+    status: p.status,
+    end,
+    ...(p.waveHold === undefined ? {} : { hold: p.waveHold }),
+    ...(p.retryValue === undefined ? {} : { retry: p.retryValue }),
+    ...(after.length === 0 ? {} : { after: () => after.forEach((f) => f()) }),
+  };
+}
 
 async function run(
   s: Scenario,

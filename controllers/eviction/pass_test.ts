@@ -16,8 +16,11 @@ import {
   clusterInFlight,
   finishedLookMs,
   limitOfDrain,
+  type MutablePass,
+  type Phase,
   planOptionsFor,
   record,
+  runSteps,
   wakeSiblings,
 } from "./pass.ts";
 
@@ -423,4 +426,37 @@ Deno.test("finishedLookMs: the looks at a finished drain double in spacing", () 
     60_000,
     60_000,
   ]);
+});
+
+Deno.test("runSteps: each phase sees what the earlier left; the first end stops the pass; the Steps change the pass and its drain record", async () => {
+  const fx = passFixture(eviction("a", "h1", { migratedCount: 1 }));
+  const pass = { ...fx.pass } as MutablePass;
+  const seen: EvictionStatus[] = [];
+  let woken = 0;
+  const phases: Phase[] = [
+    (p) => {
+      seen.push(p.status);
+      return {
+        status: { ...p.status, migratedCount: 2 },
+        hold: "wave",
+        record: { lastFinishedCheckMs: 7, waveSeen: new Map([["b", 3]]) },
+        after: () => woken++,
+      };
+    },
+    (p) => {
+      seen.push(p.status);
+      assert.equal(p.waveHold, "wave");
+      assert.equal(p.state.lastFinishedCheckMs, 7, "applied before the next");
+      return Promise.resolve({ retry: "all", end: { inMs: 5 } });
+    },
+    () => assert.fail("a phase after the end ran"),
+  ];
+  assert.deepEqual(await runSteps(pass, phases), { requeueAfterMs: 5 });
+  assert.deepEqual(seen.map((s) => s.migratedCount), [1, 2]);
+  assert.equal(pass.status.migratedCount, 2);
+  assert.equal(pass.retryValue, "all");
+  assert.deepEqual([...pass.state.waveSeen], [["b", 3]]);
+  for (const then of pass.afterRecord) then();
+  assert.equal(woken, 1);
+  assert.equal(await runSteps(pass, [() => ({})]), undefined);
 });
