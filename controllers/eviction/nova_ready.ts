@@ -14,7 +14,7 @@
 
 import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
-import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
@@ -38,34 +38,19 @@ export async function novaReady(pass: Pass): Promise<Step> {
     return {};
   } catch (err) {
     if (!(err instanceof MicroversionError)) return {};
-    const before = pass.status.conditions?.find((c) =>
-      c.type === CONDITION_EVICTING
-    );
-    const unchanged = before?.status === "False" &&
-      before.reason === REASON_NOVA_INCOMPATIBLE &&
-      before.message === err.message;
-    let status = pass.status;
-    if (!unchanged) {
-      status = {
-        ...pass.status,
-        conditions: setCondition(
-          pass.status.conditions ?? [],
-          {
-            type: CONDITION_EVICTING,
-            status: "False",
-            reason: REASON_NOVA_INCOMPATIBLE,
-            message: err.message,
-          },
-          new Date(deps.clock.now()),
-          pass.ev.metadata?.generation,
-        ),
-      };
-      emit(pass, {
-        type: "Warning",
+    const { status, event } = changeCondition(
+      pass.status,
+      {
+        type: CONDITION_EVICTING,
+        status: "False",
         reason: REASON_NOVA_INCOMPATIBLE,
         message: err.message,
-      });
-    }
+      },
+      new Date(deps.clock.now()),
+      pass.ev.metadata?.generation,
+      { type: "Warning", reason: REASON_NOVA_INCOMPATIBLE },
+    );
+    if (event !== undefined) emit(pass, event);
     pass.log.warn(
       { err: err.message },
       "Nova shares no compute microversion with evictor: not draining",

@@ -21,7 +21,11 @@ import type {
 import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import {
+  changeCondition,
+  CONDITION_EVICTING,
+  setCondition,
+} from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
 import {
   CONDITION_PREFLIGHT,
@@ -102,29 +106,25 @@ function duplicateStep(
   );
   if (ahead === undefined) return {};
   const other = ahead.metadata?.name ?? "";
-  const next: EvictionStatus = {
-    ...pass.status,
-    conditions: setCondition(
-      pass.status.conditions ?? [],
-      {
-        type: CONDITION_EVICTING,
-        status: "False",
-        reason: REASON_DUPLICATE,
-        message:
-          `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
-      },
-      now,
-      generation,
-    ),
-  };
-  if (!statusEqual(pass.status, next)) {
-    emit(pass, {
+  const { status, event } = changeCondition(
+    pass.status,
+    {
+      type: CONDITION_EVICTING,
+      status: "False",
+      reason: REASON_DUPLICATE,
+      message:
+        `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
+    },
+    now,
+    generation,
+    {
       type: "Warning",
       reason: "DuplicateEviction",
       message: `Eviction ${other} already drains hypervisor ${host}`,
-    });
-  }
-  return { status: next, end: { requeueAfterMs: deps.slowPollMs } };
+    },
+  );
+  if (event !== undefined) emit(pass, event);
+  return { status, end: { requeueAfterMs: deps.slowPollMs } };
 }
 
 /**
@@ -256,21 +256,19 @@ export function waveGatePhase(
     e,
   ) => ctx.latest(e));
   const decision = decideWave(pass, evictions, now);
-  const conditions = pass.status.conditions ?? [];
-  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
-  const update = waveCondition(pass.host, decision, evictions);
   const before = pass.status;
-  const status = {
-    ...pass.status,
-    conditions: setCondition(conditions, update, now, generation),
-  };
-  if (current?.status !== update.status || current.reason !== update.reason) {
-    emit(pass, {
+  const update = waveCondition(pass.host, decision, evictions);
+  const { status, event } = changeCondition(
+    pass.status,
+    update,
+    now,
+    generation,
+    {
       type: "Normal",
       reason: decision.go ? "WaveSettled" : "WaitingForWave",
-      message: update.message,
-    });
-  }
+    },
+  );
+  if (event !== undefined) emit(pass, event);
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
   const idle = (status.inFlight ?? []).length === 0;
