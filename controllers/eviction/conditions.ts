@@ -36,9 +36,7 @@ import type {
 import type { NotificationStanding } from "../../openstack/informer/informer.ts";
 
 export {
-  CONDITION_DRAINED,
   CONDITION_EVICTING,
-  CONDITION_MIGRATING_INSTANCE,
   type ConditionUpdate,
   setCondition,
 } from "../conditions.ts";

@@ -1,6 +1,5 @@
 /**
- * Prometheus metrics of the eviction controller, on the operator's registry
- * (served on `/metrics` with the framework's own).
+ * Prometheus metrics of the eviction controller, on the operator's registry.
  *
  * @module
  */
@@ -11,7 +10,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 export type KindLabel = "live" | "cold" | "unknown";
 
 /**
- * The eviction controller's metrics.
+ * The eviction controller's metrics (each field's meaning is its help).
  *
  * @example
  * ```ts
@@ -26,23 +25,14 @@ export type KindLabel = "live" | "cold" | "unknown";
 export class EvictionMetrics {
   /** The registry the metrics live on. */
   readonly registry: Registry;
-  /** Migrations Nova accepted, by kind. */
   readonly started: Counter<"kind">;
-  /** Migrations whose VM left the host, by kind. */
   readonly succeeded: Counter<"kind">;
-  /** Failed attempts (refused starts, async failures, VMs in ERROR), by kind. */
   readonly failed: Counter<"kind">;
-  /** Migrations in flight, per hypervisor being drained. */
   readonly inFlight: Gauge<"hypervisor">;
-  /** Seconds from trigger to the VM leaving the host, by kind. */
   readonly migrationDuration: Histogram<"kind">;
-  /** Seconds from drain start to an empty host. */
   readonly drainDuration: Histogram;
-  /** Nova API calls made by the controller, by call and outcome. */
   readonly novaCalls: Counter<"call" | "outcome">;
-  /** Deleted Evictions whose finalizer stopped waiting for migrations. */
   readonly finalizerGaveUp: Counter<"hypervisor">;
-  /** Passes that planned from the informer's snapshot, or from a look at Nova. */
   readonly looks: Counter<"source">;
 
   /** Registers the metrics on `registry`. */

@@ -10,6 +10,8 @@
 
 import { lastDrainOf } from "../../capacity/last_drain_record.ts";
 import {
+  CONDITION_PREFLIGHT,
+  CONDITION_WAVE_SETTLED,
   drainEndMs,
   REASON_DUPLICATE,
   REASON_NOT_REGISTERED,
@@ -27,15 +29,10 @@ import {
   setCondition,
 } from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
-import {
-  CONDITION_PREFLIGHT,
-  nothingDrainedMessage,
-  preflight,
-} from "./preflight.ts";
+import { nothingDrainedMessage, preflight } from "./preflight.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import {
-  CONDITION_WAVE_SETTLED,
   pendingMembers,
   waveCondition,
   type WaveDecision,
