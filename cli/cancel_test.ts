@@ -167,7 +167,6 @@ Deno.test("runCancel: usage mistakes name the bad value, before any cluster call
     out: () => {},
     err: () => {},
     interactive: false,
-    sleep: () => Promise.resolve(),
   };
   const rows: Array<[string[], RegExp]> = [
     [[], /^cancel needs a HOST name$/],
