@@ -18,7 +18,7 @@ import {
 } from "../models/mod.ts";
 import { ABORT_IN_FLIGHT_ANNOTATION } from "../controllers/eviction/abort_in_flight.ts";
 import { drainRequested } from "../controllers/hypervisor/decide.ts";
-import { type EvictionChange, watchEvictions } from "./eviction_watch.ts";
+import { type EvictionChange, watchWithin } from "./eviction_watch.ts";
 import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
 import { objectNames, parseCommand, timeoutFlag, usageOf } from "./usage.ts";
 
@@ -402,20 +402,8 @@ async function waitGone(
     listed = true;
     for (const name of [...uids.keys()]) if (!names.has(name)) gone(name);
   };
-  let timedOut = false;
-  const timer = timeoutMs > 0
-    ? setTimeout(() => {
-      timedOut = true;
-      stop.abort();
-    }, timeoutMs)
-    : undefined;
-  try {
-    if (uids.size > 0) {
-      await watchEvictions(kc, api, onChange, stop.signal, onListed);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
+  const timedOut = uids.size > 0 &&
+    await watchWithin(kc, api, onChange, stop, timeoutMs, onListed);
   await said;
   if (!timedOut || uids.size === 0) return code;
   const first = lineEnd();

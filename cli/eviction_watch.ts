@@ -95,6 +95,38 @@ export async function watchEvictions(
   }
 }
 
+/**
+ * {@linkcode watchEvictions} until `stop` aborts or `timeoutMs` (0: never)
+ * passes: the one deadline of the plugin's waits. True when it passed.
+ *
+ * @example
+ * ```ts ignore
+ * const timedOut = await watchWithin(kc, api, onChange, stop, 300_000);
+ * ```
+ */
+export async function watchWithin(
+  kc: k8s.KubeConfig,
+  api: k8s.CustomObjectsApi,
+  onChange: (change: EvictionChange) => void,
+  stop: AbortController,
+  timeoutMs: number,
+  onListed?: (names: ReadonlySet<string>) => void,
+): Promise<boolean> {
+  let timedOut = false;
+  const timer = timeoutMs > 0
+    ? setTimeout(() => {
+      timedOut = true;
+      stop.abort();
+    }, timeoutMs)
+    : undefined;
+  try {
+    await watchEvictions(kc, api, onChange, stop.signal, onListed);
+  } finally {
+    clearTimeout(timer);
+  }
+  return timedOut;
+}
+
 /** What one watch of the Evictions carries from request to request. */
 interface WatchStream {
   watch: k8s.Watch;

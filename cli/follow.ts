@@ -12,7 +12,7 @@ import {
   EvictionResource,
   EvictionSchema,
 } from "../models/mod.ts";
-import { type EvictionChange, watchEvictions } from "./eviction_watch.ts";
+import { type EvictionChange, watchWithin } from "./eviction_watch.ts";
 import { endReport, progressLine, timeoutLine } from "./follow_report.ts";
 
 /** Where following writes. */
@@ -51,7 +51,6 @@ export async function followEvictions(
   const lineEnd = () => (inPlace && shown.size > 0 ? "\n" : "");
   let code = 0;
   let failure: unknown;
-  let timedOut = false;
   const stop = new AbortController();
   const settle = () => {
     if (pending.size === 0) stop.abort();
@@ -100,19 +99,8 @@ export async function followEvictions(
     io.out(`${inPlace ? "\n" : ""}${end.lines.join("\n")}`);
     settle();
   };
-  const timer = timeoutMs > 0
-    ? setTimeout(() => {
-      timedOut = true;
-      stop.abort();
-    }, timeoutMs)
-    : undefined;
-  try {
-    if (pending.size > 0) {
-      await watchEvictions(kc, api, onChange, stop.signal, onListed);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
+  const timedOut = pending.size > 0 &&
+    await watchWithin(kc, api, onChange, stop, timeoutMs, onListed);
   if (failure !== undefined) throw failure;
   if (timedOut && pending.size > 0) {
     const first = lineEnd();

@@ -38,9 +38,7 @@ export function abortRequested(
 
 /** One abort to send. */
 export interface CancelAbort {
-  /** Server id. */
   id: string;
-  /** Nova's migration id. */
   migrationId: number;
 }
 

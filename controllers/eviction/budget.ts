@@ -57,12 +57,8 @@ export function startsByRemainingWork(
   remaining: number,
   waiting: readonly BudgetWaiter[],
 ): number {
-  const counts = [["left", left], ["mine", mine], ["want", want], [
-    "remaining",
-    remaining,
-  ]];
-  for (const [what, n] of counts) {
-    if (!Number.isSafeInteger(n) || (n as number) < 0) {
+  for (const [what, n] of Object.entries({ left, mine, want, remaining })) {
+    if (!Number.isSafeInteger(n) || n < 0) {
       throw new RangeError(`${what} must be an integer >= 0, got ${n}`);
     }
   }

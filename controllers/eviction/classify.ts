@@ -50,7 +50,6 @@ export type VmClass =
 
 /** The verdict on one VM. */
 export interface VmVerdict {
-  /** What the VM is. */
   vm: VmClass;
   /** Its `status.failed` entry from now on (undefined: none). */
   failed: EvictionStatusFailedItem | undefined;
@@ -80,7 +79,6 @@ export interface ClassifyInput {
   lookedAtMs?: number | undefined;
   /** The current time, epoch milliseconds. */
   nowMs: number;
-  /** Planner options. */
   options: PlanOptions;
 }
 
@@ -232,7 +230,6 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
 /** What the steps of {@linkcode classifyServer} read about one VM. */
 interface VmFacts {
   id: string;
-  /** Upper-cased server status. */
   status: string;
   taskState: string | null;
   /** A start of ours (not adopted). */

@@ -39,24 +39,26 @@ export class EvictionMetrics {
   constructor(registry: Registry) {
     this.registry = registry;
     const registers = [registry];
-    this.started = new Counter({
-      name: "evictor_migrations_started_total",
-      help: "Migrations Nova accepted, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.succeeded = new Counter({
-      name: "evictor_migrations_succeeded_total",
-      help: "Migrations whose VM left the drained host, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.failed = new Counter({
-      name: "evictor_migrations_failed_total",
-      help: "Failed migration attempts, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
+    const counter = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+    ) => new Counter<L>({ name, help, labelNames, registers });
+    this.started = counter(
+      "evictor_migrations_started_total",
+      "Migrations Nova accepted, by kind.",
+      ["kind"],
+    );
+    this.succeeded = counter(
+      "evictor_migrations_succeeded_total",
+      "Migrations whose VM left the drained host, by kind.",
+      ["kind"],
+    );
+    this.failed = counter(
+      "evictor_migrations_failed_total",
+      "Failed migration attempts, by kind.",
+      ["kind"],
+    );
     this.inFlight = new Gauge({
       name: "evictor_migrations_in_flight",
       help: "Migrations in flight, per drained hypervisor.",
@@ -76,25 +78,20 @@ export class EvictionMetrics {
       buckets: [60, 300, 900, 1800, 3600, 7200, 14400, 43200],
       registers,
     });
-    this.novaCalls = new Counter({
-      name: "evictor_nova_calls_total",
-      help: "Nova API calls made by the eviction controller.",
-      labelNames: ["call", "outcome"],
-      registers,
-    });
-    this.finalizerGaveUp = new Counter({
-      name: "evictor_eviction_finalizer_gave_up_total",
-      help:
-        "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
-      labelNames: ["hypervisor"],
-      registers,
-    });
-    this.looks = new Counter({
-      name: "evictor_drain_looks_total",
-      help:
-        "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
-      labelNames: ["source"],
-      registers,
-    });
+    this.novaCalls = counter(
+      "evictor_nova_calls_total",
+      "Nova API calls made by the eviction controller.",
+      ["call", "outcome"],
+    );
+    this.finalizerGaveUp = counter(
+      "evictor_eviction_finalizer_gave_up_total",
+      "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
+      ["hypervisor"],
+    );
+    this.looks = counter(
+      "evictor_drain_looks_total",
+      "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
+      ["source"],
+    );
   }
 }

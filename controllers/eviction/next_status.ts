@@ -29,25 +29,17 @@ export function byId<T extends { id: string }>(a: T, b: T): number {
 
 /** The parts of a status that a pass computes. */
 export interface StatusParts {
-  /** Entries of status.inFlight (any order). */
   inFlight: readonly EvictionStatusInFlightItem[];
-  /** Entries of status.failed (any order). */
   failed: readonly EvictionStatusFailedItem[];
-  /** Entries of status.skipped (any order). */
   skipped: readonly EvictionStatusSkippedItem[];
   /** Ids of the VMs still on the host (any order). */
   outstanding: readonly string[];
-  /** Sum of their flavor RAM. */
   outstandingRamMb: number;
   /** VMs migrated this pass. */
   migratedDelta: number;
-  /** The resolved limit. */
   limit: number;
-  /** Where it came from. */
   limitSource: LimitSource;
-  /** metadata.generation, when known. */
   generation: number | undefined;
-  /** The current time. */
   now: Date;
   /** For the Evicting condition. */
   summary: DrainSummary;

@@ -10,7 +10,6 @@
 
 /** What this process knows of a start it issued (lost on a restart: the grace period stands in). */
 export interface StartNote {
-  /** Server id. */
   id: string;
   /** refused: a 4xx but 409; unknown: timeout, reset or 5xx (resolved by a look). */
   state: "pending" | "accepted" | "refused" | "conflict" | "unknown";

@@ -52,23 +52,17 @@ export interface PrevView {
   status: EvictionStatus;
   /** Its in-flight entries, plus the starts this process issued. */
   inFlight: Map<string, EvictionStatusInFlightItem>;
-  /** Its failures by id. */
   failed: Map<string, EvictionStatusFailedItem>;
-  /** Its skipped VMs by id. */
   skipped: Map<string, EvictionStatusSkippedItem>;
   /** Its outstanding ids, plus the starts this process issued. */
   outstanding: Set<string>;
-  /** The start notes. */
   notes: ReadonlyMap<string, StartNote>;
 }
 
 /** What the steps build up. */
 export interface PlanAcc {
-  /** Entries of the next status.inFlight. */
   inFlight: EvictionStatusInFlightItem[];
-  /** Entries of the next status.failed. */
   failed: EvictionStatusFailedItem[];
-  /** Entries of the next status.skipped. */
   skipped: EvictionStatusSkippedItem[];
   /** Failures seen this pass (plan.failed). */
   failures: FailureReport[];
@@ -80,7 +74,6 @@ export interface PlanAcc {
   >;
   /** Ids still on (or heading to) the host. */
   outstanding: string[];
-  /** Their flavor RAM. */
   outstandingRamMb: number;
   /** How the VMs not in flight stand. */
   summary: DrainSummary;

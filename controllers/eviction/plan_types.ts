@@ -23,7 +23,6 @@ export type LimitSource = "policy" | "flags" | "eviction";
 
 /** A failure seen this pass (a counted attempt, or a VM newly in ERROR). */
 export interface FailureReport {
-  /** Server id. */
   id: string;
   /** Why, e.g. Nova's fault message or the failed migration record. */
   reason: string;
@@ -52,13 +51,10 @@ export interface PlanInput {
   status: EvictionStatus | undefined;
   /** Resolved per-host limit: an integer >= 0. */
   limit: number;
-  /** Where the limit came from. */
   limitSource: LimitSource;
   /** New migrations the cluster budget allows now; Infinity when unbounded. */
   clusterBudgetLeft: number;
-  /** The current time. */
   now: Date;
-  /** Planner options. */
   options: PlanOptions;
   /** metadata.generation of the Eviction, copied to observedGeneration. */
   generation?: number;
@@ -91,7 +87,6 @@ export interface PlanInput {
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
 export interface StartBackoff {
-  /** Unknown answers in a row. */
   count: number;
   /** Not started again before this (epoch ms). */
   retryAtMs: number;
@@ -99,7 +94,6 @@ export interface StartBackoff {
 
 /** A migration to start. */
 export interface StartAction {
-  /** Server id. */
   id: string;
   /** live: `os-migrateLive` with host null, block_migration auto; cold: `migrate`. */
   kind: MigrationKind;
@@ -111,17 +105,13 @@ export interface StartAction {
 
 /** A stuck live migration to abort (`DELETE /servers/{id}/migrations/{migrationId}`). */
 export interface AbortAction {
-  /** Server id. */
   id: string;
-  /** The migration record id. */
   migrationId: string;
 }
 
 /** A migration in flight for longer than migrationTimeoutSeconds. */
 export interface StuckReport {
-  /** Server id. */
   id: string;
-  /** live or cold. */
   kind: MigrationKind;
   /** The record, when Nova showed one. */
   migrationId?: string;
@@ -133,11 +123,9 @@ export interface StuckReport {
 
 /** A VM that stays on the host for now, and why. */
 export interface WaitingVm {
-  /** Server id. */
   id: string;
   /** ready (no slot), busy, backoff, or unknown (its GET failed). */
   why: "ready" | "busy" | "backoff" | "unknown";
-  /** Human-readable detail. */
   detail: string;
 }
 

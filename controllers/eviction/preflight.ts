@@ -41,7 +41,6 @@ export interface PreflightInput {
   hypervisor: Hypervisor | undefined;
   /** The Eviction's status so far. */
   status: EvictionStatus;
-  /** The current time. */
   now: Date;
   /** metadata.generation of the Eviction. */
   generation: number | undefined;
