@@ -19,6 +19,7 @@ import {
 import { ABORT_IN_FLIGHT_ANNOTATION } from "../controllers/eviction/abort_in_flight.ts";
 import { drainRequested } from "../controllers/hypervisor/decide.ts";
 import { type EvictionChange, watchWithin } from "./eviction_watch.ts";
+import { ProgressLines } from "./progress.ts";
 import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
 import { objectNames, parseCommand, timeoutFlag, usageOf } from "./usage.ts";
 
@@ -348,10 +349,8 @@ async function waitGone(
     deleted.map((e) => [e.metadata?.name ?? "", e.metadata?.uid]),
   );
   const inFlight = new Map<string, number>();
-  const shown = new Map<string, string>();
   // one Eviction on a terminal: its line is rewritten in place
-  const inPlace = io.interactive && uids.size === 1;
-  const lineEnd = () => (inPlace && shown.size > 0 ? "\n" : "");
+  const progress = new ProgressLines(io.err, io.interactive && uids.size === 1);
   let code = 0;
   let said = Promise.resolve();
   const stop = new AbortController();
@@ -361,7 +360,7 @@ async function waitGone(
   };
   const gone = (name: string) => {
     const uid = uids.get(name);
-    const first = lineEnd();
+    const first = progress.end;
     end(name);
     said = said.then(async () =>
       io.out(
@@ -377,23 +376,12 @@ async function waitGone(
     const now = EvictionSchema.safeParse(object);
     if (!now.success) return;
     if (now.data.metadata?.uid !== uids.get(name)) {
-      io.err(
-        `${lineEnd()}error: ${
-          evictionRef(name)
-        } was created again (someone or the maintenance controller drains ${now.data.spec.hypervisor} anew): see kubectl get hypervisor ${now.data.spec.hypervisor}`,
-      );
+      io.err(`${progress.end}${waitLine("recreated", now.data)}`);
       code = 1;
       return end(name);
     }
-    const n = now.data.status?.inFlightCount ?? 0;
-    inFlight.set(name, n);
-    const line = `${name}: cancelling: ${n} migrations in flight ${
-      n === 0 ? "(re-enabling the compute service)" : "settle first"
-    }`;
-    if (line !== shown.get(name)) {
-      io.err(inPlace ? `\r${line}` : line);
-      shown.set(name, line);
-    }
+    inFlight.set(name, now.data.status?.inFlightCount ?? 0);
+    progress.show(name, waitLine("cancelling", now.data));
   };
   // gone before the watch began: the first list lacks them
   let listed = false;
@@ -406,19 +394,52 @@ async function waitGone(
     await watchWithin(kc, api, onChange, stop, timeoutMs, onListed);
   await said;
   if (!timedOut || uids.size === 0) return code;
-  const first = lineEnd();
-  for (const name of uids.keys()) {
-    io.err(
-      `${
-        name === [...uids.keys()][0] ? first : ""
-      }error: timed out waiting for the deletion of ${
-        evictionRef(name)
-      } after ${timeoutMs / 1000} s: ${
-        inFlight.get(name) ?? 0
-      } migrations in flight (the cancel goes on)`,
-    );
-  }
+  const late = [...uids.keys()].map((name) =>
+    waitLine("timedOut", {
+      metadata: { name },
+      spec: { hypervisor: name, reason: "" },
+      status: { inFlightCount: inFlight.get(name) ?? 0 },
+    }, timeoutMs)
+  );
+  io.err(`${progress.end}${late.join("\n")}`);
   return 1;
+}
+
+/**
+ * What `cancel --wait` says of an Eviction it waits for: progress, created
+ * again under its name, or still there when `timeoutMs` passed.
+ *
+ * @example
+ * ```ts
+ * import { waitLine } from "./cancel.ts";
+ * const e = { metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" }, status: { inFlightCount: 2 } };
+ * console.log(waitLine("cancelling", e)); // n1: cancelling: 2 migrations in flight settle first
+ * ```
+ */
+export function waitLine(
+  what: "cancelling" | "recreated" | "timedOut",
+  e: Eviction,
+  timeoutMs = 0,
+): string {
+  const name = e.metadata?.name ?? "";
+  const n = e.status?.inFlightCount ?? 0;
+  const host = e.spec.hypervisor;
+  switch (what) {
+    case "cancelling":
+      return `${name}: cancelling: ${n} migrations in flight ${
+        n === 0 ? "(re-enabling the compute service)" : "settle first"
+      }`;
+    case "recreated":
+      return `error: ${
+        evictionRef(name)
+      } was created again (someone or the maintenance controller drains ${host} anew): see kubectl get hypervisor ${host}`;
+    case "timedOut":
+      return `error: timed out waiting for the deletion of ${
+        evictionRef(name)
+      } after ${
+        timeoutMs / 1000
+      } s: ${n} migrations in flight (the cancel goes on)`;
+  }
 }
 
 const timeOf = (t: Date | string | undefined) =>
