@@ -84,6 +84,16 @@ export interface ConditionEvent {
   message?: string;
 }
 
+/** A maker of `type`'s updates. */
+function condition(type: string) {
+  return (status: "True" | "False", reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+  });
+}
+
 /** How the VMs not in flight stand, for the Evicting condition. */
 export interface DrainSummary {
   /** Movable now but not started (no slot, cluster budget, starts held). */
@@ -121,12 +131,7 @@ export function evictingCondition(
   const inFlight = status.inFlightCount ?? 0;
   const migrated = status.migratedCount ?? 0;
   const limit = status.effectiveLimit;
-  const is = (value: "True" | "False", reason: string, message: string) => ({
-    type: CONDITION_EVICTING,
-    status: value,
-    reason,
-    message,
-  });
+  const is = condition(CONDITION_EVICTING);
   if (
     outstanding === 0 && inFlight === 0 && status.emptySince !== undefined &&
     status.finishedAt === undefined
@@ -240,12 +245,7 @@ export function migratingInstanceCondition(
 ): ConditionUpdate {
   const failed = status.failed ?? [];
   const inFlight = status.inFlight ?? [];
-  const is = (value: "True" | "False", reason: string, message: string) => ({
-    type: CONDITION_MIGRATING_INSTANCE,
-    status: value,
-    reason,
-    message,
-  });
+  const is = condition(CONDITION_MIGRATING_INSTANCE);
   const more = (n: number, sep: string) =>
     n > 10 ? `${sep} and ${n - 10} more` : "";
   if (failed.length > 0) {
@@ -331,12 +331,8 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
-  const no = (reason: string, message: string): ConditionUpdate => ({
-    type: CONDITION_DRAINED,
-    status: "False",
-    reason,
-    message,
-  });
+  const is = condition(CONDITION_DRAINED);
+  const no = (reason: string, message: string) => is("False", reason, message);
   if (evicting === undefined) {
     return no(REASON_PENDING, "no pass has looked at the host yet");
   }
@@ -347,14 +343,13 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
     (status.inFlightCount ?? 0) === 0 && status.finishedAt !== undefined;
   if (evicting.status === "False" && evicting.reason === REASON_SUCCEEDED) {
     return settledEmpty
-      ? {
-        type: CONDITION_DRAINED,
-        status: "True",
-        reason: REASON_SUCCEEDED,
-        message: `the host is empty and settled since ${status.finishedAt}: ${
+      ? is(
+        "True",
+        REASON_SUCCEEDED,
+        `the host is empty and settled since ${status.finishedAt}: ${
           status.migratedCount ?? 0
         } VMs migrated`,
-      }
+      )
       : no(REASON_DRAINING, "the host looks empty; not yet settled");
   }
   if (evicting.status !== "False") {
@@ -410,23 +405,22 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
 export function notificationsCondition(
   standing: NotificationStanding,
 ): ConditionUpdate {
+  const is = condition(CONDITION_NOVA_NOTIFICATIONS);
   if (standing.trusted) {
-    return {
-      type: CONDITION_NOVA_NOTIFICATIONS,
-      status: "True",
-      reason: REASON_TRUSTED,
-      message: "the drain plans from Nova's notifications about its host",
-    };
+    return is(
+      "True",
+      REASON_TRUSTED,
+      "the drain plans from Nova's notifications about its host",
+    );
   }
   const what = standing.scope === "feed"
     ? "Nova's notification feed is demoted for every host"
     : standing.reason === "deaf"
     ? "Nova's notifications about this host are not heard"
     : "the notified view of this host was found wrong";
-  return {
-    type: CONDITION_NOVA_NOTIFICATIONS,
-    status: "False",
-    reason: standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
-    message: `${what} (${standing.detail}); the drain polls Nova`,
-  };
+  return is(
+    "False",
+    standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
+    `${what} (${standing.detail}); the drain polls Nova`,
+  );
 }
