@@ -1,19 +1,9 @@
 /**
- * `kubectl evictor cancel HOST [HOST...] [--abort-in-flight]
- * [--clear-maintenance] [--dry-run] [--wait] [--timeout DURATION]`: undoes
- * a drain. Deleting the Eviction is the core of it: no pass runs on a
- * deleted Eviction, so no migration starts after the delete; its finalizer
- * lets the copies in flight finish (or, with `--abort-in-flight`, aborts
- * ours through the annotation `evictor.kvm.cloud.sap/abort-in-flight`,
- * set before the delete), then re-enables the compute service, unless the
- * Hypervisor is in maintenance or someone else disabled it
- * (controllers/eviction/finalize.ts), and lets the Eviction go.
- *
- * A drain that Hypervisor maintenance asked for (spec.maintenance manual,
- * auto or termination) comes back the moment its Eviction is gone: the
- * maintenance controller creates it again. Cancel refuses such a host and
- * says so, unless `--clear-maintenance` clears spec.maintenance first.
- * Every host is checked before anything changes.
+ * `kubectl evictor cancel`: undoes a drain by deleting its Eviction (no
+ * pass runs on a deleted one; its finalizer lets the copies in flight
+ * settle, or aborts ours with `--abort-in-flight`, then re-enables the
+ * service). A drain that Hypervisor maintenance asked for would come back
+ * at once: refused unless `--clear-maintenance`.
  *
  * @module
  */
@@ -28,8 +18,10 @@ import {
 } from "../models/mod.ts";
 import { ABORT_IN_FLIGHT_ANNOTATION } from "../controllers/eviction/abort_in_flight.ts";
 import { drainRequested } from "../controllers/hypervisor/decide.ts";
+import { type EvictionChange, watchWithin } from "./eviction_watch.ts";
+import { ProgressLines } from "./progress.ts";
 import { customObjectsApi, type KubeTarget } from "./kube_config.ts";
-import { parseCommand, timeoutFlag, UsageError, usageOf } from "./usage.ts";
+import { objectNames, parseCommand, timeoutFlag, usageOf } from "./usage.ts";
 
 /** Where cancel writes and how it waits (the plugin's io fits it). */
 export interface CancelIo {
@@ -41,8 +33,6 @@ export interface CancelIo {
   err: (line: string) => void;
   /** Rewrites the current line (a TTY) instead of adding one. */
   interactive: boolean;
-  /** Waits between looks. */
-  sleep: (ms: number) => Promise<void>;
 }
 
 /** The flags that change what cancel does. */
@@ -78,12 +68,8 @@ const evictionRef = (name: string) =>
   `eviction.${EvictionResource.group}/${name}`;
 
 /**
- * What cancelling one host takes: annotate its Evictions (with
- * `--abort-in-flight`), clear the Hypervisor's maintenance (with
- * `--clear-maintenance`, when it asks for a drain), delete its Evictions.
- * Refused, with the reason and the way out, when there is no Eviction, or
- * when maintenance asks for the drain and `--clear-maintenance` is not
- * given (the Eviction would come back at once). Pure.
+ * What cancelling one host takes, in order (annotate, clear maintenance,
+ * delete), or why it is refused, with the way out.
  *
  * @example
  * ```ts
@@ -206,18 +192,7 @@ export async function runCancel(
     io.out(usageOf("cancel"));
     return 0;
   }
-  const hosts = [...new Set(positionals)];
-  if (hosts.length === 0) {
-    throw new UsageError("cancel needs a HOST name", "cancel");
-  }
-  for (const h of hosts) {
-    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(h) || h.length > 253) {
-      throw new UsageError(
-        `HOST "${h}" is not valid: expected a Kubernetes object name (lower case letters, digits, "-" and ".")`,
-        "cancel",
-      );
-    }
-  }
+  const hosts = objectNames("cancel", positionals, "HOST");
   const timeoutMs = timeoutFlag("cancel", values.timeout);
   const options: CancelOptions = {
     abortInFlight: values["abort-in-flight"],
@@ -228,25 +203,8 @@ export async function runCancel(
     context: values.context,
   });
   const api = customObjectsApi(kc, warn);
-  const all = await listEvictions(api);
-  // Every host first: a cancel refused for one host changes nothing.
-  const decisions = await Promise.all(hosts.map(async (host) => {
-    const evictions = all.filter((e) =>
-      e.spec.hypervisor === host || e.metadata?.name === host
-    );
-    // HOST may name an Eviction of another host: that host's maintenance
-    const drained = evictions.find((e) => e.spec.hypervisor === host) ??
-      evictions[0];
-    const target: CancelTarget = {
-      host,
-      evictions,
-      hypervisor: await getHypervisor(api, drained?.spec.hypervisor ?? host),
-    };
-    return { target, decision: cancelPlan(target, options) };
-  }));
-  const refused = decisions.flatMap((d) =>
-    d.decision.ok ? [] : [d.decision.error]
-  );
+  const decided = await decideAll(api, hosts, options);
+  const refused = decided.flatMap((d) => d.ok ? [] : [d.error]);
   if (refused.length > 0) {
     for (const r of refused) io.err(`error: ${r}`);
     if (hosts.length > 1) io.err("note: nothing was changed");
@@ -254,29 +212,46 @@ export async function runCancel(
   }
   const dryRun = values["dry-run"];
   const deleted: Eviction[] = [];
-  for (const { target, decision } of decisions) {
-    if (!decision.ok) continue;
-    for (const step of decision.steps) {
+  for (const d of decided) {
+    if (!d.ok) continue;
+    for (const step of d.steps) {
       if (!dryRun) await apply(api, step);
       io.out(stepLine(step, options.abortInFlight, dryRun));
-      if (step.kind === "delete") {
-        const e = target.evictions.find((x) =>
-          x.metadata?.name === step.eviction
-        );
-        if (e !== undefined) deleted.push(e);
-      }
+      if (step.kind !== "delete") continue;
+      const e = d.evictions.find((x) => x.metadata?.name === step.eviction);
+      if (e !== undefined) deleted.push(e);
     }
   }
   if (dryRun || !values.wait) return 0;
-  let code = 0;
-  const started = Date.now();
-  for (const e of deleted) {
-    code = Math.max(
-      code,
-      await waitGone(api, kc, e, io, started, timeoutMs),
+  return await waitGone(kc, api, deleted, io, timeoutMs);
+}
+
+/**
+ * Every host's decision, made before anything changes: a cancel refused
+ * for one host changes nothing.
+ */
+async function decideAll(
+  api: k8s.CustomObjectsApi,
+  hosts: readonly string[],
+  options: CancelOptions,
+): Promise<(CancelDecision & { evictions: readonly Eviction[] })[]> {
+  const all = await listEvictions(api);
+  return await Promise.all(hosts.map(async (host) => {
+    const evictions = all.filter((e) =>
+      e.spec.hypervisor === host || e.metadata?.name === host
     );
-  }
-  return code;
+    // HOST may name an Eviction of another host: that host's maintenance
+    const drained = evictions.find((e) => e.spec.hypervisor === host) ??
+      evictions[0];
+    const hypervisor = await getHypervisor(
+      api,
+      drained?.spec.hypervisor ?? host,
+    );
+    return {
+      ...cancelPlan({ host, evictions, hypervisor }, options),
+      evictions,
+    };
+  }));
 }
 
 const { group, version } = EvictionResource;
@@ -357,69 +332,113 @@ async function apply(api: k8s.CustomObjectsApi, step: CancelStep) {
 }
 
 /**
- * Waits until the Eviction `e` is gone (its finalizer has handled the
- * compute service), showing how many migrations still settle; then says
- * what the finalizer did with the service, as its Event tells.
+ * Waits, on one watch and one deadline for all (as `drain --wait` does),
+ * until each deleted Eviction is gone, showing how many migrations still
+ * settle; then says what its finalizer did with the compute service. An
+ * Eviction created again under the name (a new uid) ends its wait with an
+ * error.
  */
 async function waitGone(
-  api: k8s.CustomObjectsApi,
   kc: k8s.KubeConfig,
-  e: Eviction,
+  api: k8s.CustomObjectsApi,
+  deleted: readonly Eviction[],
   io: CancelIo,
-  started: number,
   timeoutMs: number,
 ): Promise<number> {
+  const uids = new Map(
+    deleted.map((e) => [e.metadata?.name ?? "", e.metadata?.uid]),
+  );
+  const inFlight = new Map<string, number>();
+  // one Eviction on a terminal: its line is rewritten in place
+  const progress = new ProgressLines(io.err, io.interactive && uids.size === 1);
+  let code = 0;
+  let said = Promise.resolve();
+  const stop = new AbortController();
+  const end = (name: string) => {
+    uids.delete(name);
+    if (uids.size === 0) stop.abort();
+  };
+  const gone = (name: string) => {
+    const uid = uids.get(name);
+    const first = progress.end;
+    end(name);
+    said = said.then(async () =>
+      io.out(
+        `${first}${evictionRef(name)} gone: ${await serviceOutcome(kc, uid)}`,
+      )
+    );
+  };
+  const onChange = ({ type, object }: EvictionChange) => {
+    const name = (object["metadata"] as { name?: string } | undefined)?.name ??
+      "";
+    if (!uids.has(name)) return;
+    if (type === "DELETED") return gone(name);
+    const now = EvictionSchema.safeParse(object);
+    if (!now.success) return;
+    if (now.data.metadata?.uid !== uids.get(name)) {
+      io.err(`${progress.end}${waitLine("recreated", now.data)}`);
+      code = 1;
+      return end(name);
+    }
+    inFlight.set(name, now.data.status?.inFlightCount ?? 0);
+    progress.show(name, waitLine("cancelling", now.data));
+  };
+  // gone before the watch began: the first list lacks them
+  let listed = false;
+  const onListed = (names: ReadonlySet<string>) => {
+    if (listed) return;
+    listed = true;
+    for (const name of [...uids.keys()]) if (!names.has(name)) gone(name);
+  };
+  const timedOut = uids.size > 0 &&
+    await watchWithin(kc, api, onChange, stop, timeoutMs, onListed);
+  await said;
+  if (!timedOut || uids.size === 0) return code;
+  const late = [...uids.keys()].map((name) =>
+    waitLine("timedOut", {
+      metadata: { name },
+      spec: { hypervisor: name, reason: "" },
+      status: { inFlightCount: inFlight.get(name) ?? 0 },
+    }, timeoutMs)
+  );
+  io.err(`${progress.end}${late.join("\n")}`);
+  return 1;
+}
+
+/**
+ * What `cancel --wait` says of an Eviction it waits for: progress, created
+ * again under its name, or still there when `timeoutMs` passed.
+ *
+ * @example
+ * ```ts
+ * import { waitLine } from "./cancel.ts";
+ * const e = { metadata: { name: "n1" }, spec: { hypervisor: "n1", reason: "r" }, status: { inFlightCount: 2 } };
+ * console.log(waitLine("cancelling", e)); // n1: cancelling: 2 migrations in flight settle first
+ * ```
+ */
+export function waitLine(
+  what: "cancelling" | "recreated" | "timedOut",
+  e: Eviction,
+  timeoutMs = 0,
+): string {
   const name = e.metadata?.name ?? "";
-  const uid = e.metadata?.uid;
-  let last = "";
-  for (;;) {
-    let now: Eviction | undefined;
-    try {
-      now = EvictionSchema.parse(
-        await api.getClusterCustomObject({
-          group,
-          version,
-          plural: EvictionResource.plural,
-          name,
-        }),
-      );
-    } catch (err) {
-      if (!(err instanceof k8s.ApiException && err.code === 404)) throw err;
-    }
-    if (now !== undefined && now.metadata?.uid !== uid) {
-      io.err(
-        `error: ${
-          evictionRef(name)
-        } was created again (someone or the maintenance controller drains ${now.spec.hypervisor} anew): see kubectl get hypervisor ${now.spec.hypervisor}`,
-      );
-      return 1;
-    }
-    if (now === undefined) {
-      if (io.interactive && last !== "") io.err("");
-      io.out(`${evictionRef(name)} gone: ${await serviceOutcome(kc, uid)}`);
-      return 0;
-    }
-    const inFlight = now.status?.inFlightCount ?? 0;
-    const line = `${name}: cancelling: ${inFlight} migrations in flight ${
-      inFlight === 0 ? "(re-enabling the compute service)" : "settle first"
-    }`;
-    if (line !== last) {
-      io.err(io.interactive ? `\r${line}` : line);
-      last = line;
-    }
-    if (timeoutMs > 0 && Date.now() - started > timeoutMs) {
-      io.err(
-        `${
-          io.interactive ? "\n" : ""
-        }error: timed out waiting for the deletion of ${
-          evictionRef(name)
-        } after ${
-          timeoutMs / 1000
-        } s: ${inFlight} migrations in flight (the cancel goes on)`,
-      );
-      return 1;
-    }
-    await io.sleep(1000);
+  const n = e.status?.inFlightCount ?? 0;
+  const host = e.spec.hypervisor;
+  switch (what) {
+    case "cancelling":
+      return `${name}: cancelling: ${n} migrations in flight ${
+        n === 0 ? "(re-enabling the compute service)" : "settle first"
+      }`;
+    case "recreated":
+      return `error: ${
+        evictionRef(name)
+      } was created again (someone or the maintenance controller drains ${host} anew): see kubectl get hypervisor ${host}`;
+    case "timedOut":
+      return `error: timed out waiting for the deletion of ${
+        evictionRef(name)
+      } after ${
+        timeoutMs / 1000
+      } s: ${n} migrations in flight (the cancel goes on)`;
   }
 }
 

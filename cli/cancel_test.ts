@@ -9,6 +9,7 @@ import {
   type CancelStep,
   runCancel,
   stepLine,
+  waitLine,
 } from "./cancel.ts";
 import { UsageError } from "./usage.ts";
 
@@ -167,7 +168,6 @@ Deno.test("runCancel: usage mistakes name the bad value, before any cluster call
     out: () => {},
     err: () => {},
     interactive: false,
-    sleep: () => Promise.resolve(),
   };
   const rows: Array<[string[], RegExp]> = [
     [[], /^cancel needs a HOST name$/],
@@ -193,4 +193,31 @@ Deno.test("runCancel: usage mistakes name the bad value, before any cluster call
       args.join(" "),
     );
   }
+});
+
+Deno.test("waitLine: progress, created again and the deadline, each naming the Eviction", () => {
+  const e = (inFlightCount: number) => ({
+    metadata: { name: "n1" },
+    spec: { hypervisor: "node042", reason: "r" },
+    status: { inFlightCount },
+  });
+  const cases: [Parameters<typeof waitLine>, string][] = [
+    [
+      ["cancelling", e(2)],
+      "n1: cancelling: 2 migrations in flight settle first",
+    ],
+    [
+      ["cancelling", e(0)],
+      "n1: cancelling: 0 migrations in flight (re-enabling the compute service)",
+    ],
+    [
+      ["recreated", e(0)],
+      "error: eviction.kvm.cloud.sap/n1 was created again (someone or the maintenance controller drains node042 anew): see kubectl get hypervisor node042",
+    ],
+    [
+      ["timedOut", e(3), 90_000],
+      "error: timed out waiting for the deletion of eviction.kvm.cloud.sap/n1 after 90 s: 3 migrations in flight (the cancel goes on)",
+    ],
+  ];
+  for (const [args, want] of cases) assert.equal(waitLine(...args), want);
 });

@@ -12,8 +12,9 @@ import {
   EvictionResource,
   EvictionSchema,
 } from "../models/mod.ts";
-import { type EvictionChange, watchEvictions } from "./eviction_watch.ts";
+import { type EvictionChange, watchWithin } from "./eviction_watch.ts";
 import { endReport, progressLine, timeoutLine } from "./follow_report.ts";
+import { ProgressLines } from "./progress.ts";
 
 /** Where following writes. */
 export interface FollowIo {
@@ -45,13 +46,11 @@ export async function followEvictions(
 ): Promise<number> {
   const pending = new Set(names);
   const latest = new Map<string, Eviction>();
-  const shown = new Map<string, string>();
   // one host on a terminal: its line is rewritten in place
   const inPlace = io.interactive && names.length === 1;
-  const lineEnd = () => (inPlace && shown.size > 0 ? "\n" : "");
+  const progress = new ProgressLines(io.err, inPlace);
   let code = 0;
   let failure: unknown;
-  let timedOut = false;
   const stop = new AbortController();
   const settle = () => {
     if (pending.size === 0) stop.abort();
@@ -75,7 +74,7 @@ export async function followEvictions(
       pending.delete(name);
       code = 1;
       io.err(
-        `${lineEnd()}error: eviction.${EvictionResource.group}/${name} was deleted before its drain ended`,
+        `${progress.end}error: eviction.${EvictionResource.group}/${name} was deleted before its drain ended`,
       );
       settle();
       return;
@@ -88,11 +87,7 @@ export async function followEvictions(
     }
     const e = parsed.data;
     latest.set(name, e);
-    const line = progressLine(name, e);
-    if (line !== shown.get(name)) {
-      io.err(inPlace ? `\r${line}` : line);
-      shown.set(name, line);
-    }
+    progress.show(name, progressLine(name, e));
     const end = endReport(name, e, Date.now());
     if (end === undefined) return;
     pending.delete(name);
@@ -100,29 +95,14 @@ export async function followEvictions(
     io.out(`${inPlace ? "\n" : ""}${end.lines.join("\n")}`);
     settle();
   };
-  const timer = timeoutMs > 0
-    ? setTimeout(() => {
-      timedOut = true;
-      stop.abort();
-    }, timeoutMs)
-    : undefined;
-  try {
-    if (pending.size > 0) {
-      await watchEvictions(kc, api, onChange, stop.signal, onListed);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
+  const timedOut = pending.size > 0 &&
+    await watchWithin(kc, api, onChange, stop, timeoutMs, onListed);
   if (failure !== undefined) throw failure;
   if (timedOut && pending.size > 0) {
-    const first = lineEnd();
-    for (const name of names.filter((n) => pending.has(n))) {
-      io.err(
-        `${name === [...pending][0] ? first : ""}${
-          timeoutLine(name, latest.get(name), timeoutMs)
-        }`,
-      );
-    }
+    const late = names.filter((n) => pending.has(n)).map((name) =>
+      timeoutLine(name, latest.get(name), timeoutMs)
+    );
+    io.err(`${progress.end}${late.join("\n")}`);
     code = 1;
   }
   return code;

@@ -37,6 +37,7 @@ import { warningPrinter } from "./warnings.ts";
 import {
   COMMAND_USAGE,
   type CommandName,
+  objectNames,
   parseCommand,
   timeoutFlag,
   UsageError,
@@ -96,10 +97,7 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
       case "retry":
         return await retry(rest, io, warn);
       case "cancel":
-        return await runCancel(rest, {
-          ...io,
-          sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-        }, warn);
+        return await runCancel(rest, io, warn);
       case "completion":
         return runCompletion(rest, io);
       case "version":
@@ -183,6 +181,29 @@ async function drain(
   io: PluginIo,
   warn: (text: string) => void,
 ): Promise<number> {
+  const request = drainRequest(args, io);
+  if (request === undefined) return 0;
+  const { hypervisors, spec, values } = request;
+  const kc = await io.kubeConfig(target(values));
+  const api = customObjectsApi(kc, warn);
+  // Before anything is created: a wave with a typo in it is no wave.
+  if (!values["allow-unknown"]) await checkHypervisorNames(api, hypervisors);
+  const { code, follow } = await createEvictions(
+    api,
+    hypervisors,
+    spec,
+    values.wait,
+    io,
+  );
+  if (!values.wait || follow.length === 0) return code;
+  return Math.max(
+    code,
+    await followEvictions(kc, api, follow, request.timeoutMs, io),
+  );
+}
+
+/** `drain`'s arguments, checked; undefined when it printed its help. */
+function drainRequest(args: string[], io: PluginIo) {
   const { values, positionals } = parseCommand("drain", args, {
     reason: { type: "string" },
     "max-concurrent": { type: "string" },
@@ -190,19 +211,8 @@ async function drain(
     wait: { type: "boolean", default: false },
     timeout: { type: "string", default: "0" },
   });
-  if (helped("drain", values, io)) return 0;
-  const hypervisors = [...new Set(positionals)];
-  if (hypervisors.length === 0) {
-    throw new UsageError("drain needs a HYPERVISOR name", "drain");
-  }
-  for (const h of hypervisors) {
-    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(h) || h.length > 253) {
-      throw new UsageError(
-        `HYPERVISOR "${h}" is not valid: expected a Kubernetes object name (lower case letters, digits, "-" and ".")`,
-        "drain",
-      );
-    }
-  }
+  if (helped("drain", values, io)) return undefined;
+  const hypervisors = objectNames("drain", positionals, "HYPERVISOR");
   const reason = values.reason?.trim();
   if (!reason) {
     throw new UsageError(
@@ -210,31 +220,34 @@ async function drain(
       "drain",
     );
   }
-  let maxConcurrent: number | undefined;
   const max = values["max-concurrent"];
-  if (max !== undefined) {
-    const n = Number(max);
-    if (!Number.isInteger(n) || n < 1 || n > 64) {
-      throw new UsageError(
-        `--max-concurrent "${max}" is not valid: expected an integer from 1 to 64`,
-        "drain",
-      );
-    }
-    maxConcurrent = n;
+  const n = Number(max);
+  if (max !== undefined && (!Number.isInteger(n) || n < 1 || n > 64)) {
+    throw new UsageError(
+      `--max-concurrent "${max}" is not valid: expected an integer from 1 to 64`,
+      "drain",
+    );
   }
-  const timeoutMs = timeoutFlag("drain", values.timeout);
-  const spec: EvictionSpec = {
-    hypervisor: "",
+  const spec: Omit<EvictionSpec, "hypervisor"> = {
     reason,
-    ...(maxConcurrent === undefined
-      ? {}
-      : { maxConcurrentMigrations: maxConcurrent }),
+    ...(max === undefined ? {} : { maxConcurrentMigrations: n }),
   };
-  const kc = await io.kubeConfig(target(values));
-  const api = customObjectsApi(kc, warn);
-  // Before anything is created: a wave with a typo in it is no wave.
-  if (!values["allow-unknown"]) await checkHypervisorNames(api, hypervisors);
-  // All at once: Evictions that exist together form one wave.
+  const timeoutMs = timeoutFlag("drain", values.timeout);
+  return { hypervisors, spec, values, timeoutMs };
+}
+
+/**
+ * Creates the Evictions all at once (Evictions that exist together form
+ * one wave); with `wait`, one that exists already and still drains is
+ * followed instead (the way back in after Ctrl-C or a --timeout).
+ */
+async function createEvictions(
+  api: k8s.CustomObjectsApi,
+  hypervisors: readonly string[],
+  spec: Omit<EvictionSpec, "hypervisor">,
+  wait: boolean,
+  io: PluginIo,
+): Promise<{ code: number; follow: string[] }> {
   const created = await Promise.allSettled(
     hypervisors.map((hypervisor) =>
       api.createClusterCustomObject({
@@ -259,23 +272,13 @@ async function drain(
       follow.push(hypervisor);
       continue;
     }
-    if (values.wait && isAlreadyExists(r.reason)) {
-      // after Ctrl-C or a --timeout, the way back in: follow it
+    if (wait && isAlreadyExists(r.reason)) {
       // unreadable (RBAC, a newer CRD): refused as before, with why below
       const existing = await runningEviction(api, hypervisor).catch(() =>
         undefined
       );
       if (existing !== undefined) {
-        const differs = specDifferences(existing.spec, { ...spec, hypervisor });
-        io.err(
-          `eviction.${group}/${hypervisor} exists already (created ${
-            ageSince(existing.metadata?.creationTimestamp ?? "", Date.now())
-          } ago, ${stateOf(existing)}): following it${
-            differs.length === 0
-              ? ""
-              : `; its spec differs from this command's: ${differs.join(", ")}`
-          }`,
-        );
+        io.err(followingNote(existing, { ...spec, hypervisor }));
         follow.push(hypervisor);
         continue;
       }
@@ -288,11 +291,19 @@ async function drain(
     );
     code = 1;
   }
-  if (!values.wait || follow.length === 0) return code;
-  return Math.max(
-    code,
-    await followEvictions(kc, api, follow, timeoutMs, io),
-  );
+  return { code, follow };
+}
+
+/** The note that `drain --wait` follows an Eviction that existed already. */
+function followingNote(existing: Eviction, spec: EvictionSpec): string {
+  const differs = specDifferences(existing.spec, spec);
+  return `eviction.${group}/${spec.hypervisor} exists already (created ${
+    ageSince(existing.metadata?.creationTimestamp ?? "", Date.now())
+  } ago, ${stateOf(existing)}): following it${
+    differs.length === 0
+      ? ""
+      : `; its spec differs from this command's: ${differs.join(", ")}`
+  }`;
 }
 
 function isAlreadyExists(e: unknown): boolean {

@@ -189,6 +189,66 @@ export function limitUnderNova(
  * ```
  */
 export async function runPlan(args: string[], io: PlanIo): Promise<number> {
+  const r = planRequest(args, io);
+  if (r === undefined) return 0;
+  const cluster = await readCluster(
+    customObjectsApi(await io.kubeConfig(r.target), io.warn),
+  );
+  const cost = planCost(
+    learnedCost(
+      drainLessons(
+        cluster.evictions,
+        [...cluster.hypervisors.values()],
+        (e) => drainEndMs(e.status),
+      ),
+    ),
+    r.cost,
+  );
+  const settings = effectiveSettings(
+    cluster.policy,
+    freezeSettings("flags", {
+      maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,
+      abortStuckMigrations: false,
+    }),
+  );
+  // as the operator reads it: --os-cloud wins over OS_CLOUD, and
+  // --os-region-name over OS_REGION_NAME over region_name
+  const { cloud, region } = r;
+  const clients = io.openStack?.() ??
+    createOpenStackClients(
+      loadCloudConfig({
+        ...(cloud === undefined ? {} : { cloud, cloudFlagName: "--os-cloud" }),
+        ...(region === undefined ? {} : { regionName: region }),
+      }),
+      { userAgent: PLUGIN_USER_AGENT },
+    );
+  try {
+    const plans = await planHosts(
+      clients,
+      r.hosts,
+      cluster,
+      settings,
+      cost,
+      r.withWave,
+    );
+    const together = shareBudget(
+      plans,
+      settings.spec.clusterMaxConcurrentMigrations,
+      cost,
+    );
+    io.out(
+      r.format === "table"
+        ? renderPlan(together)
+        : renderData({ hosts: together }, r.format),
+    );
+    return 0;
+  } finally {
+    clients.close();
+  }
+}
+
+/** `plan`'s arguments, checked; undefined when it printed its help. */
+function planRequest(args: string[], io: PlanIo) {
   const { values, positionals } = parseCommand("plan", args, {
     output: { type: "string", short: "o", default: "table" },
     "os-cloud": { type: "string" },
@@ -200,7 +260,7 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
   });
   if (values.help) {
     io.out(usageOf("plan"));
-    return 0;
+    return undefined;
   }
   if (positionals.length === 0) {
     throw new UsageError("plan needs at least one HOST", "plan");
@@ -220,76 +280,26 @@ export async function runPlan(args: string[], io: PlanIo): Promise<number> {
       "plan",
     );
   }
-  const mbPerSecond = positiveNumber(
-    "--mb-per-second",
-    values["mb-per-second"],
-  );
-  const overhead = nonNegativeSeconds(
-    "--overhead-seconds",
-    values["overhead-seconds"],
-  );
-  const fixed = nonNegativeSeconds("--fixed-seconds", values["fixed-seconds"]);
-  const hosts = [...new Set(positionals)];
-
-  const cluster = await readCluster(
-    customObjectsApi(
-      await io.kubeConfig({
-        kubeconfig: values.kubeconfig,
-        context: values.context,
-      }),
-      io.warn,
+  const cost = {
+    mbPerSecond: positiveNumber("--mb-per-second", values["mb-per-second"]),
+    overheadSeconds: nonNegativeSeconds(
+      "--overhead-seconds",
+      values["overhead-seconds"],
     ),
-  );
-  const cost = planCost(
-    learnedCost(
-      drainLessons(
-        cluster.evictions,
-        [...cluster.hypervisors.values()],
-        (e) => drainEndMs(e.status),
-      ),
+    fixedSeconds: nonNegativeSeconds(
+      "--fixed-seconds",
+      values["fixed-seconds"],
     ),
-    { mbPerSecond, overheadSeconds: overhead, fixedSeconds: fixed },
-  );
-  const settings = effectiveSettings(
-    cluster.policy,
-    freezeSettings("flags", {
-      maxConcurrentMigrations: DEFAULT_MAX_CONCURRENT_MIGRATIONS,
-      abortStuckMigrations: false,
-    }),
-  );
-  // as the operator reads it: --os-cloud wins over OS_CLOUD, and
-  // --os-region-name over OS_REGION_NAME over region_name
-  const clients = io.openStack?.() ??
-    createOpenStackClients(
-      loadCloudConfig({
-        ...(cloud === undefined ? {} : { cloud, cloudFlagName: "--os-cloud" }),
-        ...(region === undefined ? {} : { regionName: region }),
-      }),
-      { userAgent: PLUGIN_USER_AGENT },
-    );
-  try {
-    const plans = await planHosts(
-      clients,
-      hosts,
-      cluster,
-      settings,
-      cost,
-      values["with-wave"],
-    );
-    const together = shareBudget(
-      plans,
-      settings.spec.clusterMaxConcurrentMigrations,
-      cost,
-    );
-    io.out(
-      format === "table"
-        ? renderPlan(together)
-        : renderData({ hosts: together }, format),
-    );
-    return 0;
-  } finally {
-    clients.close();
-  }
+  };
+  return {
+    hosts: [...new Set(positionals)],
+    format,
+    cloud,
+    region,
+    cost,
+    withWave: values["with-wave"],
+    target: { kubeconfig: values.kubeconfig, context: values.context },
+  };
 }
 
 function nonNegativeSeconds(

@@ -86,3 +86,41 @@ export function renderProgressLine(
     counts.skipped > 0 ? `, ${counts.skipped} skipped` : ""
   }`;
 }
+
+/**
+ * Progress lines on stderr, one per name when it changes; with one name on
+ * a terminal, rewritten in place. `end` is what a line of another kind
+ * must begin with (a newline once a line was rewritten in place).
+ *
+ * @example
+ * ```ts
+ * import { ProgressLines } from "./progress.ts";
+ * const out: string[] = [];
+ * const p = new ProgressLines((l) => out.push(l), true);
+ * p.show("n1", "a"); p.show("n1", "a"); p.show("n1", "b");
+ * console.assert(out.join("|") === "\ra|\rb" && p.end === "\n");
+ * ```
+ */
+export class ProgressLines {
+  readonly #shown = new Map<string, string>();
+  readonly #err: (line: string) => void;
+  readonly #inPlace: boolean;
+
+  /** `inPlace`: rewrite the one line (a terminal following one name). */
+  constructor(err: (line: string) => void, inPlace: boolean) {
+    this.#err = err;
+    this.#inPlace = inPlace;
+  }
+
+  /** Shows `line` for `name` when it differs from the last shown. */
+  show(name: string, line: string): void {
+    if (line === this.#shown.get(name)) return;
+    this.#err(this.#inPlace ? `\r${line}` : line);
+    this.#shown.set(name, line);
+  }
+
+  /** What a line of another kind begins with. */
+  get end(): string {
+    return this.#inPlace && this.#shown.size > 0 ? "\n" : "";
+  }
+}

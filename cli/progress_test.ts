@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { renderBar, renderProgressLine } from "./progress.ts";
+import { ProgressLines, renderBar, renderProgressLine } from "./progress.ts";
 
 Deno.test("renderBar: table", () => {
   const rows: [string, Parameters<typeof renderBar>[0], number, string][] = [
@@ -119,5 +119,20 @@ Deno.test("renderProgressLine: table, a SUSPENDED VM reads as skipped, never as 
   ];
   for (const [name, counts, expected] of rows) {
     assert.equal(renderProgressLine("n1", counts, 4), expected, name);
+  }
+});
+
+Deno.test("ProgressLines: a line only when it changed; in place on a terminal, and the newline another line needs", () => {
+  for (const inPlace of [false, true]) {
+    const out: string[] = [];
+    const p = new ProgressLines((l) => out.push(l), inPlace);
+    assert.equal(p.end, "", "nothing shown yet");
+    p.show("a", "1");
+    p.show("a", "1");
+    p.show("b", "1");
+    p.show("a", "2");
+    const r = inPlace ? "\r" : "";
+    assert.deepEqual(out, [`${r}1`, `${r}1`, `${r}2`]);
+    assert.equal(p.end, inPlace ? "\n" : "");
   }
 });

@@ -260,6 +260,36 @@ function booleanForms(
 }
 
 /**
+ * The command's positionals as Kubernetes object names, each once; none,
+ * or a bad one, is a usage error naming it as `what` (HOST, HYPERVISOR).
+ *
+ * @example
+ * ```ts
+ * import { objectNames } from "./usage.ts";
+ * console.assert(objectNames("cancel", ["n1", "n1", "n2"], "HOST").join() === "n1,n2");
+ * ```
+ */
+export function objectNames(
+  command: CommandName,
+  positionals: readonly string[],
+  what: string,
+): string[] {
+  const names = [...new Set(positionals)];
+  if (names.length === 0) {
+    throw new UsageError(`${command} needs a ${what} name`, command);
+  }
+  for (const n of names) {
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n) || n.length > 253) {
+      throw new UsageError(
+        `${what} "${n}" is not valid: expected a Kubernetes object name (lower case letters, digits, "-" and ".")`,
+        command,
+      );
+    }
+  }
+  return names;
+}
+
+/**
  * The milliseconds of a `--timeout` value (`5m`, `90s`, `1h30m`; a bare
  * number is seconds; 0 waits forever); a bad one is a usage error.
  *

@@ -148,7 +148,7 @@ Deno.test({
       );
 
       await t.step(
-        "cancel --abort-in-flight: ours are aborted, the service is re-enabled at once",
+        "cancel --wait past its --timeout says so and the cancel goes on; --abort-in-flight then aborts ours, the service is re-enabled at once",
         async () => {
           const host = H.abort;
           await e.hypervisor(host);
@@ -163,6 +163,30 @@ Deno.test({
             },
             60_000,
           );
+          // the copies never end: the watch's one deadline ends the wait
+          const late = await kubectlEvictor(
+            api,
+            ["cancel", host, "--wait", "--timeout", "2s"],
+            kube,
+          );
+          assert.equal(late.code, 1, late.stderr);
+          assert.match(
+            late.stderr,
+            new RegExp(
+              `^${host}: cancelling: ${LIMIT} migrations in flight settle first$`,
+              "m",
+            ),
+          );
+          assert.match(
+            late.stderr,
+            new RegExp(
+              `^error: timed out waiting for the deletion of eviction\\.kvm\\.cloud\\.sap/${host} after 2 s: ${LIMIT} migrations in flight \\(the cancel goes on\\)$`,
+              "m",
+            ),
+          );
+          assert.doesNotMatch(late.stdout, / gone: /);
+          const deleting = await e.eviction(host);
+          assert.ok(deleting.metadata?.deletionTimestamp, "being deleted");
           const run = await kubectlEvictor(
             api,
             ["cancel", host, "--abort-in-flight", "--wait", "--timeout", "300"],

@@ -1,13 +1,8 @@
 /**
- * `kubectl evictor cancel --abort-in-flight`: the annotation
- * `evictor.kvm.cloud.sap/abort-in-flight: "true"`, set on an Eviction
- * before (or after) it is deleted, tells its finalizer to abort the live
- * migrations of ours still in progress from the host
- * (`DELETE /servers/{id}/migrations/{mid}`) instead of letting them finish.
- * Through the API server, the request is audited and RBAC-checked.
- * Only ours: a start recorded in status.inFlight, not adopted (a move
- * someone else began is theirs to stop). Cold migrations cannot be aborted
- * in Nova: they settle as before (and are confirmed).
+ * The abort-in-flight annotation (`kubectl evictor cancel
+ * --abort-in-flight`): the finalizer aborts our live migrations still in
+ * progress instead of letting them finish. Only ours: a move someone else
+ * began is theirs to stop; cold ones cannot be aborted in Nova.
  *
  * @module
  */
@@ -24,8 +19,7 @@ export const ABORT_IN_FLIGHT_ANNOTATION =
   "evictor.kvm.cloud.sap/abort-in-flight";
 
 /**
- * Whether the Eviction asks its finalizer to abort ours (the annotation is
- * exactly "true").
+ * Whether the Eviction asks its finalizer to abort ours (exactly "true").
  *
  * @example
  * ```ts
@@ -44,19 +38,14 @@ export function abortRequested(
 
 /** One abort to send. */
 export interface CancelAbort {
-  /** Server id. */
   id: string;
-  /** Nova's migration id. */
   migrationId: number;
 }
 
 /**
- * The aborts a cancelled drain sends now: for each live start of ours (not
- * adopted) a record from `host` of that server, a live migration Nova can
- * still abort (queued, preparing, running), and the same record the start
- * was matched to when status knows it. An abort sent before goes again
- * only when the look (begun at `lookedAtMs`) began after its answer
- * (once.ts). Pure; sorted by server id.
+ * The aborts a cancelled drain sends now: each abortable live record from
+ * `host` of a start of ours (the one status matched, if known), not sent
+ * since the look began (once.ts); sorted by server id.
  *
  * @example
  * ```ts

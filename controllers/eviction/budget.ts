@@ -1,15 +1,8 @@
 /**
- * The cluster budget across processes: what every Eviction in the cluster
- * has in flight (whatever this process's `--label-selector` partition),
- * the drains of this process that wait for budget, woken when it frees
- * instead of polling Nova, and the slots a running drain leaves to waiting
- * drains of lower limits, so that none is starved, and to those with more
- * work left, when handing a slot over costs no look at Nova.
- *
- * An Eviction that is deleted mid-drain keeps its finalizer (finalize.ts)
- * until Nova shows its migrations settled, its `status.inFlightCount`
- * refreshed meanwhile: so its migrations stay counted by every process
- * that watches Evictions, with no other record to create or clean up.
+ * The cluster budget across processes, read from every Eviction's
+ * `status.inFlightCount` (a deleted drain keeps counting until its
+ * finalizer sees its migrations settled): the drains waiting for it, and
+ * the slots a running drain leaves them.
  *
  * @module
  */
@@ -29,30 +22,19 @@ export interface BudgetWaiter {
   limit: number;
   /** Its VMs left to start (its remaining work). */
   remaining: number;
-  /**
-   * Whether a slot handed to it costs no look at Nova it would not make
-   * anyway: it plans its starts from its informer's snapshot, or it is
-   * about to make its first starts (and looks then in any case).
-   */
+  /** A slot handed to it costs no extra look at Nova (snapshot, or first starts). */
   startsWithoutLook: boolean;
 }
 
 /**
  * How many of `want` further starts a drain may take from `left` free
- * budget slots, with `mine` migrations in flight and `remaining` VMs left
- * to start, while drains wait for budget with nothing in flight
- * (`waiting`). It leaves one slot for each waiting drain whose limit is
- * below what this drain would then hold (a HANA host at 1 is never
- * starved by a drain whose migration ends), and one for each that starts
- * without a look and whose remaining work is larger than this drain's
- * before the start (less the starts already allowed): a freed slot goes to
- * the drain with the most left, so the wave's longest drain is never the
- * last to run (largest remaining work first). A start makes this drain's
- * remaining smaller, so a waiter is passed over only while a running drain
- * has more left than it: none is starved. A waiter that would have to look
- * at Nova first is not handed the slot of a drain that has just looked
- * (each such hand-over would cost a look): it starts as slots free that
- * the running drains cannot fill.
+ * budget slots, with `mine` in flight and `remaining` VMs left to start.
+ * It leaves a slot to each waiter whose limit is below what this drain
+ * would then hold (a host at limit 1 is never starved), and to each that
+ * starts without a look and has more work left (largest remaining work
+ * first, so the wave's longest drain is not the last to run). A waiter
+ * that would have to look first is not handed a slot: each hand-over
+ * would cost a look.
  *
  * @throws {RangeError} when a count is not an integer >= 0.
  *
@@ -75,12 +57,8 @@ export function startsByRemainingWork(
   remaining: number,
   waiting: readonly BudgetWaiter[],
 ): number {
-  const counts = [["left", left], ["mine", mine], ["want", want], [
-    "remaining",
-    remaining,
-  ]];
-  for (const [what, n] of counts) {
-    if (!Number.isSafeInteger(n) || (n as number) < 0) {
+  for (const [what, n] of Object.entries({ left, mine, want, remaining })) {
+    if (!Number.isSafeInteger(n) || n < 0) {
       throw new RangeError(`${what} must be an integer >= 0, got ${n}`);
     }
   }
@@ -99,10 +77,8 @@ export function startsByRemainingWork(
 }
 
 /**
- * The drains other than `self` that wait for budget with nothing in
- * flight, from the cluster's Evictions: unfinished ones with
- * `status.inFlightCount` 0 that `waiting(e)` says wait (this process's
- * from its own line, another process's by {@linkcode waitsForBudget}).
+ * The unfinished drains other than `self` with nothing in flight that
+ * `waiting(e)` says wait for budget.
  *
  * @example
  * ```ts
@@ -128,10 +104,8 @@ export function idleWaiters(
 }
 
 /**
- * Whether an Eviction's status says it waits for the cluster budget with
- * nothing in flight (its Evicting condition's reason WaitingForBudget): how
- * a drain of another process (another partition) is seen waiting, so that
- * a freed slot is left to it as to this process's own waiters.
+ * Whether an Eviction says it waits for budget (Evicting WaitingForBudget):
+ * how another process's waiting drain is seen.
  *
  * @example
  * ```ts
@@ -149,13 +123,10 @@ export function waitsForBudget(e: Eviction): boolean {
 }
 
 /**
- * Whether an Eviction is about to start its first migrations: its host is
- * disabled (preflighted), it has moved nothing and holds nothing yet, and
- * it is not left waiting for a person or failed. A wave's drains reach
- * the budget one after the other; counted as waiting, a member about to
- * start is left its share of the first slots instead of finding them all
- * spent by the member that came first (whose second start Nova may only
- * queue behind its first).
+ * Whether an Eviction is about to start its first migrations (preflighted,
+ * nothing moved or held, not stopped). Counted as waiting, a wave's member
+ * is left its share of the first slots instead of finding them spent by
+ * the member that came first (whose second start Nova may only queue).
  *
  * @example
  * ```ts
@@ -180,8 +151,7 @@ export function aboutToStart(e: Eviction): boolean {
 }
 
 /**
- * Migrations in flight per Eviction name, as the cluster's Evictions
- * report them: a finished drain has none; one being deleted still counts.
+ * Migrations in flight per unfinished Eviction (one being deleted counts).
  *
  * @example
  * ```ts
@@ -227,13 +197,9 @@ export function freesBudget(
 }
 
 /**
- * The drains of this process that wait for budget: with nothing in flight
- * (they wait without a Nova call), or with starts the budget held back
- * (paced by their own migrations meanwhile). A waiting drain is enqueued
- * when budget frees (any Eviction's count in flight drops, here or in
- * another process); it stays in line, marked woken, until its pass either
- * runs in full (then {@linkcode BudgetWaiters.delete}) or finds the budget
- * spent again and goes back to waiting, in its old place.
+ * The drains of this process that wait for budget, in line. A woken drain
+ * keeps its place until its pass runs in full ({@linkcode BudgetWaiters.delete})
+ * or finds the budget spent again.
  *
  * @example
  * ```ts
@@ -251,10 +217,7 @@ export class BudgetWaiters {
   readonly #keys = new Map<string, "waiting" | "woken">();
   readonly #seen = new Map<string, number>();
 
-  /**
-   * Records that `key` waits for budget; a drain already in line (woken
-   * or not) keeps its place.
-   */
+  /** `key` waits for budget; one already in line keeps its place. */
   add(key: string): void {
     this.#keys.set(key, "waiting");
   }
@@ -277,10 +240,8 @@ export class BudgetWaiters {
   }
 
   /**
-   * Enqueues the `count` longest-waiting drains (default all), marking
-   * them woken; with `rank`, those of the highest rank first (the
-   * longest-waiting among equals). Waking only as many as slots freed
-   * spares the others a pass that would find none.
+   * Enqueues the `count` longest-waiting drains (by `rank` first), marked
+   * woken: only as many as slots freed, sparing the others a futile pass.
    */
   wake(
     enqueue: (key: string) => void,
@@ -300,10 +261,7 @@ export class BudgetWaiters {
     }
   }
 
-  /**
-   * Feeds one Eviction's change (`after` undefined: deleted); wakes as
-   * many waiters as it frees slots.
-   */
+  /** Feeds one Eviction's change (`after` undefined: deleted); wakes as many as it frees. */
   observe(
     key: string,
     after: Eviction | undefined,

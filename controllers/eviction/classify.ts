@@ -1,5 +1,5 @@
 /**
- * Per-VM classification: what one VM still on the host is, this pass.
+ * What one VM still on the host is, this pass.
  *
  * @module
  */
@@ -50,7 +50,6 @@ export type VmClass =
 
 /** The verdict on one VM. */
 export interface VmVerdict {
-  /** What the VM is. */
   vm: VmClass;
   /** Its `status.failed` entry from now on (undefined: none). */
   failed: EvictionStatusFailedItem | undefined;
@@ -64,10 +63,7 @@ export interface ClassifyInput {
   server: ObservedServer;
   /** Its most recent migration record leaving this host, if any. */
   latest: ObservedMigration | undefined;
-  /**
-   * Its most recent record that is still in progress, if any (usually the
-   * latest; an older one stuck in progress still counts: never trigger twice).
-   */
+  /** Its most recent record still in progress (an old stuck one counts too). */
   inProgress: ObservedMigration | undefined;
   /** Its migration towards this host still in progress, if any. */
   arriving?: ObservedMigration | undefined;
@@ -79,15 +75,10 @@ export interface ClassifyInput {
   skipped?: EvictionStatusSkippedItem | undefined;
   /** What this process knows of the answer to its last start, if anything. */
   note?: StartNote | undefined;
-  /**
-   * Controller clock when the direct look at Nova this pass rests on
-   * began (a snapshot's: its list's); default `nowMs`. Only a look
-   * begun after a start's answer may release it (once.ts).
-   */
+  /** When the look this pass rests on began (default `nowMs`; once.ts). */
   lookedAtMs?: number | undefined;
   /** The current time, epoch milliseconds. */
   nowMs: number;
-  /** Planner options. */
   options: PlanOptions;
 }
 
@@ -95,10 +86,8 @@ export interface ClassifyInput {
 export const UNSUPPORTED_PREFIX = "cannot be live-migrated: ";
 
 /**
- * Whether the record belongs to the trigger recorded in `entry`: the same
- * migration id, or created no earlier than the trigger (minus clock skew),
- * its `created_at` read on our clock (`novaOffsetMs`: Nova's clock minus
- * ours, nova_clock.ts).
+ * Whether the record belongs to the trigger in `entry`: the same migration
+ * id, or created (on our clock) no earlier than the trigger less the skew.
  *
  * @example
  * ```ts
@@ -129,11 +118,9 @@ export function recordMatchesEntry(
 }
 
 /**
- * The `status.inFlight` entry for a VM in flight: the previous one kept
- * (its startedAt and kind never change), or a new one adopted from what
- * Nova shows (after a restart that lost the status write, or a migration
- * someone else started). The record, when given, supplies the migration
- * id and progress.
+ * The `status.inFlight` entry for a VM in flight: the previous one (its
+ * startedAt and kind never change) or a new one from what Nova shows, with
+ * the record's id and progress.
  *
  * @example
  * ```ts
@@ -209,13 +196,9 @@ export function isExhausted(
 
 /**
  * Classifies one VM listed on the host. The order of the checks is the
- * policy: deletion first (nothing to move), an arrival next (wait for it),
- * a migration task that outlived its record (a person must reset it),
- * then anything that says a migration runs (never trigger twice), then the
- * fate of our last start (a definitive refusal or a failed migration of
- * ours is one attempt; no answer, a 5xx or nothing visible after the grace
- * period is never charged: Nova did not process it, so it is planned
- * again), then the VM's own state.
+ * policy: deletion, arrival, a stalled task, anything that says a
+ * migration runs (never trigger twice), the fate of our last start, then
+ * the VM's own state.
  *
  * @example
  * ```ts
@@ -247,10 +230,9 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
 /** What the steps of {@linkcode classifyServer} read about one VM. */
 interface VmFacts {
   id: string;
-  /** Upper-cased server status. */
   status: string;
   taskState: string | null;
-  /** The in-flight entry is a start of ours (not adopted). */
+  /** A start of ours (not adopted). */
   ours: boolean;
   /** The phase of the latest record from the host. */
   phase: ReturnType<typeof migrationPhase> | undefined;
@@ -312,10 +294,7 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   };
 }
 
-/**
- * A migration task that outlived its record (stalled.ts): skipped, its
- * slot freed, never started while the task shows (Nova would 409).
- */
+/** A migration task that outlived its record (stalled.ts): skipped, slot freed. */
 function stalledClass(input: ClassifyInput): VmClass | undefined {
   const { server, latest, inProgress, inFlight, nowMs, options } = input;
   const reason = stalledReason(
@@ -357,10 +336,9 @@ function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
 }
 
 /**
- * The fate of our last start when it settles the class by itself: no
- * answer yet (in flight), Nova cannot move it live (skipped), or an
- * accepted or unanswered start that no direct look begun after its answer
- * (and the grace period) has shown unprocessed (in flight: once.ts).
+ * The fate of our last start when it settles the class: unanswered or not
+ * yet shown unprocessed by a later look (in flight: once.ts), or not
+ * movable live (skipped).
  */
 function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   const { inFlight, note, nowMs, options } = input;
@@ -389,9 +367,7 @@ function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
     return undefined;
   }
   if (server.status.toUpperCase() === "ERROR") return undefined;
-  // Nothing shows it running: only a direct look begun after its answer
-  // (and the grace period) may show that Nova never processed it; a view
-  // listed before that never does, however long ago it was sent (once.ts).
+  // Only a look begun after its answer may show Nova never processed it.
   const startedMs = parseNovaTime(inFlight.startedAt) ?? nowMs;
   const releasable = startReleasableFromMs(
     startedMs,
@@ -413,10 +389,9 @@ interface AttemptOutcome {
 }
 
 /**
- * Did an attempt of ours end this pass? A definitive refusal or a failed
- * migration of ours is one attempt; no answer, a 5xx, a 409, or nothing
- * visible after the grace period is never charged (Nova did not process
- * it, so it is planned again).
+ * Did an attempt of ours end this pass? A refusal or a failed migration is
+ * one attempt; no answer, a 5xx, a 409 or nothing visible is never charged
+ * (Nova did not process it).
  */
 function attemptOutcome(f: VmFacts, input: ClassifyInput): AttemptOutcome {
   const { inFlight, note, latest, server } = input;
@@ -481,11 +456,7 @@ function errorVerdict(
   };
 }
 
-/**
- * The VM's own state, with the attempt that ended (if any) recorded: a
- * person needed, busy, skipped while only live would do, out of attempts,
- * waiting for its retry, or ready.
- */
+/** The VM's own state, with the attempt that ended (if any) recorded. */
 function stateVerdict(
   f: VmFacts,
   input: ClassifyInput,

@@ -1,14 +1,17 @@
 /**
- * The Evicting and MigratingInstance conditions of an Eviction, derived
- * from its next status. Conditions that the planner does not own
- * (PreflightChecksSucceeded, HypervisorDisabled, ...) are kept as they are.
+ * The conditions the drain derives from its next status (Evicting,
+ * MigratingInstance, Drained, NovaNotifications) and {@linkcode changeCondition},
+ * the one way a phase sets a condition and tells its change.
  *
  * @module
  */
 
 import {
   CONDITION_DRAINED,
+  CONDITION_EVICTING,
+  CONDITION_MIGRATING_INSTANCE,
   CONDITION_NOVA_NOTIFICATIONS,
+  type ConditionUpdate,
   REASON_DEAF,
   REASON_DRAINING,
   REASON_FAILED,
@@ -24,6 +27,7 @@ import {
   REASON_VIEW_WRONG,
   REASON_WAITING,
   REASON_WAITING_FOR_PERSON,
+  setCondition,
 } from "../conditions.ts";
 import type {
   EvictionStatus,
@@ -31,20 +35,64 @@ import type {
 } from "../../models/mod.ts";
 import type { NotificationStanding } from "../../openstack/informer/informer.ts";
 
-import {
+export {
   CONDITION_EVICTING,
-  CONDITION_MIGRATING_INSTANCE,
   type ConditionUpdate,
   setCondition,
 } from "../conditions.ts";
 
-export {
-  CONDITION_DRAINED,
-  CONDITION_EVICTING,
-  CONDITION_MIGRATING_INSTANCE,
-  type ConditionUpdate,
-  setCondition,
-} from "../conditions.ts";
+/**
+ * `status` with `update` set and, when the condition's status or reason
+ * changed, `event` (its message defaults to the condition's). A new message
+ * alone is no news: counts in it change every pass.
+ *
+ * @example
+ * ```ts
+ * import { changeCondition } from "./conditions.ts";
+ * const update = { type: "Evicting", status: "False", reason: "Duplicate", message: "m" } as const;
+ * const a = changeCondition({}, update, new Date(0), 1, { type: "Warning", reason: "DuplicateEviction" });
+ * console.assert(a.event?.message === "m");
+ * console.assert(changeCondition(a.status, update, new Date(1), 1, a.event).event === undefined);
+ * ```
+ */
+export function changeCondition(
+  status: EvictionStatus,
+  update: ConditionUpdate,
+  now: Date,
+  generation: number | undefined,
+  event?: ConditionEvent,
+): { status: EvictionStatus; event?: Required<ConditionEvent> } {
+  const conditions = status.conditions ?? [];
+  const before = conditions.find((c) => c.type === update.type);
+  const next = {
+    ...status,
+    conditions: setCondition(conditions, update, now, generation),
+  };
+  const changed = before?.status !== update.status ||
+    before.reason !== update.reason;
+  if (!changed || event === undefined) return { status: next };
+  return {
+    status: next,
+    event: { ...event, message: event.message ?? update.message },
+  };
+}
+
+/** The Event that tells a condition's change (see {@linkcode changeCondition}). */
+export interface ConditionEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message?: string;
+}
+
+/** A maker of `type`'s updates. */
+function condition(type: string) {
+  return (status: "True" | "False", reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+  });
+}
 
 /** How the VMs not in flight stand, for the Evicting condition. */
 export interface DrainSummary {
@@ -58,28 +106,12 @@ export interface DrainSummary {
   needsPerson: number;
   /** Why starts are held (e.g. stale traits); undefined when they are not. */
   held: string | undefined;
-  /**
-   * VMs (among those in backoff) whose starts Nova left unanswered several
-   * times in a row (plan.ts UNANSWERED_REPORT_AFTER).
-   */
+  /** VMs in backoff whose starts Nova left unanswered several times in a row. */
   unanswered?: number;
 }
 
 /**
- * The Evicting condition for a status whose lists and counts are final:
- * - True/Settling: the host has been seen empty (status.emptySince), but
- *   not yet by a look a settle interval later (no finishedAt);
- * - False/Succeeded: nothing left on the host, nothing in flight;
- * - True/Running: migrations in flight;
- * - True/StartsUnanswered: none in flight, and Nova left some VM's starts
- *   unanswered several times in a row (they back off);
- * - True/Waiting: none in flight, but some VM will move without help
- *   (starts held, budget exhausted, retry delay, transient state);
- * - False/Failed: every VM left needs a person, and some VM failed (ERROR,
- *   out of attempts: status.failed);
- * - False/WaitingForPerson: every VM left needs a person and none failed
- *   (status.skipped only: SUSPENDED, RESCUE, SHELVED, refused by Nova); the
- *   message names them.
+ * The Evicting condition for a status whose lists and counts are final.
  *
  * @example
  * ```ts
@@ -99,73 +131,62 @@ export function evictingCondition(
   const inFlight = status.inFlightCount ?? 0;
   const migrated = status.migratedCount ?? 0;
   const limit = status.effectiveLimit;
+  const is = condition(CONDITION_EVICTING);
   if (
     outstanding === 0 && inFlight === 0 && status.emptySince !== undefined &&
     status.finishedAt === undefined
   ) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "True",
-      reason: REASON_SETTLING,
-      message:
-        `the host has been seen empty since ${status.emptySince}; Succeeded once a later look, a settle interval on, finds it empty too`,
-    };
+    return is(
+      "True",
+      REASON_SETTLING,
+      `the host has been seen empty since ${status.emptySince}; Succeeded once a later look, a settle interval on, finds it empty too`,
+    );
   }
   if (outstanding === 0 && inFlight === 0 && summary.busy === 0) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "False",
-      reason: REASON_SUCCEEDED,
-      message: `the host is empty: ${migrated} VMs migrated`,
-    };
+    return is(
+      "False",
+      REASON_SUCCEEDED,
+      `the host is empty: ${migrated} VMs migrated`,
+    );
   }
   if (inFlight > 0) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "True",
-      reason: REASON_RUNNING,
-      message:
-        `${inFlight} in flight${
-          limit === undefined ? "" : ` (limit ${limit})`
-        }, ` +
-        `${outstanding} outstanding, ${migrated} migrated` +
+    const of = limit === undefined ? "" : ` (limit ${limit})`;
+    return is(
+      "True",
+      REASON_RUNNING,
+      `${inFlight} in flight${of}, ${outstanding} outstanding, ${migrated} migrated` +
         personNote(summary),
-    };
+    );
   }
   if ((summary.unanswered ?? 0) > 0) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "True",
-      reason: REASON_STARTS_UNANSWERED,
-      message:
-        `Nova is not taking starts: ${summary.unanswered} VMs' starts went unanswered (5xx, timeout) several times in a row and Nova shows nothing of them; retrying with backoff, nothing charged` +
+    return is(
+      "True",
+      REASON_STARTS_UNANSWERED,
+      `Nova is not taking starts: ${summary.unanswered} VMs' starts went unanswered (5xx, timeout) several times in a row and Nova shows nothing of them; retrying with backoff, nothing charged` +
         personNote(summary),
-    };
+    );
   }
   if (summary.ready > 0 || summary.busy > 0 || summary.backoff > 0) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "True",
-      reason: REASON_WAITING,
-      message: waitingMessage(summary, limit) + personNote(summary),
-    };
+    return is(
+      "True",
+      REASON_WAITING,
+      waitingMessage(summary, limit) + personNote(summary),
+    );
   }
   if ((status.failed ?? []).length === 0) {
-    return {
-      type: CONDITION_EVICTING,
-      status: "False",
-      reason: REASON_WAITING_FOR_PERSON,
-      message: `waiting for a person: ${summary.needsPerson} VMs left on ` +
-        `the host, none failed: ${namedVms(status.skipped ?? [])}`,
-    };
+    return is(
+      "False",
+      REASON_WAITING_FOR_PERSON,
+      `waiting for a person: ${summary.needsPerson} VMs left on the host, none failed: ${
+        namedVms(status.skipped ?? [])
+      }`,
+    );
   }
-  return {
-    type: CONDITION_EVICTING,
-    status: "False",
-    reason: REASON_FAILED,
-    message: `${summary.needsPerson} VMs left on the host need a person ` +
-      `(see status.failed and status.skipped)`,
-  };
+  return is(
+    "False",
+    REASON_FAILED,
+    `${summary.needsPerson} VMs left on the host need a person (see status.failed and status.skipped)`,
+  );
 }
 
 /** Up to five VMs with their reasons, then how many more. */
@@ -204,10 +225,9 @@ function personNote(summary: DrainSummary): string {
 }
 
 /**
- * The MigratingInstance condition: False/Failed while any entry of
- * status.failed remains (sticky: a later success of another VM does not
- * hide it, the upstream bug), True/Migrating while migrations are in
- * flight, False/Succeeded once the drain is done, else False/Idle.
+ * The MigratingInstance condition: False/Failed is sticky while any entry
+ * of status.failed remains (a later success must not hide it, the upstream
+ * bug).
  *
  * @example
  * ```ts
@@ -225,46 +245,37 @@ export function migratingInstanceCondition(
 ): ConditionUpdate {
   const failed = status.failed ?? [];
   const inFlight = status.inFlight ?? [];
+  const is = condition(CONDITION_MIGRATING_INSTANCE);
+  const more = (n: number, sep: string) =>
+    n > 10 ? `${sep} and ${n - 10} more` : "";
   if (failed.length > 0) {
     const shown = failed.slice(0, 10).map((f) =>
       `${f.id} (${f.attempts} attempts): ${f.reason}`
     );
-    const more = failed.length > shown.length
-      ? `; and ${failed.length - shown.length} more`
-      : "";
-    return {
-      type: CONDITION_MIGRATING_INSTANCE,
-      status: "False",
-      reason: REASON_FAILED,
-      message: `${failed.length} VMs failed: ${shown.join("; ")}${more}`,
-    };
+    return is(
+      "False",
+      REASON_FAILED,
+      `${failed.length} VMs failed: ${shown.join("; ")}${
+        more(failed.length, ";")
+      }`,
+    );
   }
   if (inFlight.length > 0) {
     const shown = inFlight.slice(0, 10).map((e) => `${e.id} (${e.kind})`);
-    const more = inFlight.length > shown.length
-      ? `, and ${inFlight.length - shown.length} more`
-      : "";
-    return {
-      type: CONDITION_MIGRATING_INSTANCE,
-      status: "True",
-      reason: REASON_MIGRATING,
-      message: `migrating ${shown.join(", ")}${more}`,
-    };
+    return is(
+      "True",
+      REASON_MIGRATING,
+      `migrating ${shown.join(", ")}${more(inFlight.length, ",")}`,
+    );
   }
   if ((status.outstandingCount ?? 0) === 0) {
-    return {
-      type: CONDITION_MIGRATING_INSTANCE,
-      status: "False",
-      reason: REASON_SUCCEEDED,
-      message: `${status.migratedCount ?? 0} VMs migrated`,
-    };
+    return is(
+      "False",
+      REASON_SUCCEEDED,
+      `${status.migratedCount ?? 0} VMs migrated`,
+    );
   }
-  return {
-    type: CONDITION_MIGRATING_INSTANCE,
-    status: "False",
-    reason: REASON_IDLE,
-    message: "no migration in flight",
-  };
+  return is("False", REASON_IDLE, "no migration in flight");
 }
 
 /**
@@ -303,14 +314,8 @@ export function drainConditions(
 
 /**
  * The Drained condition, read off a status whose Evicting condition is
- * final: True/Succeeded only when the drain Succeeded and settled (Evicting
- * False/Succeeded, nothing outstanding or in flight, status.finishedAt
- * set); otherwise False with why: Pending before the first pass,
- * Draining while the drain goes on (the Evicting reason and message say
- * how), NotInNova when Nova has no such host (nothing was drained), and
- * the Evicting reason when the drain stopped (Failed, WaitingForPerson,
- * PreflightFailed, ...). `kubectl wait --for=condition=Drained` thus
- * returns for a drained host only.
+ * final: True only for a host drained and settled, so that
+ * `kubectl wait --for=condition=Drained` returns for that alone.
  *
  * @example
  * ```ts
@@ -326,12 +331,8 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
-  const no = (reason: string, message: string): ConditionUpdate => ({
-    type: CONDITION_DRAINED,
-    status: "False",
-    reason,
-    message,
-  });
+  const is = condition(CONDITION_DRAINED);
+  const no = (reason: string, message: string) => is("False", reason, message);
   if (evicting === undefined) {
     return no(REASON_PENDING, "no pass has looked at the host yet");
   }
@@ -342,14 +343,13 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
     (status.inFlightCount ?? 0) === 0 && status.finishedAt !== undefined;
   if (evicting.status === "False" && evicting.reason === REASON_SUCCEEDED) {
     return settledEmpty
-      ? {
-        type: CONDITION_DRAINED,
-        status: "True",
-        reason: REASON_SUCCEEDED,
-        message: `the host is empty and settled since ${status.finishedAt}: ${
+      ? is(
+        "True",
+        REASON_SUCCEEDED,
+        `the host is empty and settled since ${status.finishedAt}: ${
           status.migratedCount ?? 0
         } VMs migrated`,
-      }
+      )
       : no(REASON_DRAINING, "the host looks empty; not yet settled");
   }
   if (evicting.status !== "False") {
@@ -359,9 +359,8 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
 }
 
 /**
- * The status with its Drained condition set from the rest of it (the
- * Evicting condition's generation); the last step before a status write.
- * A status without an Evicting condition is returned as it is.
+ * The status with its Drained condition set from the rest of it; the last
+ * step before a status write.
  *
  * @example
  * ```ts
@@ -376,8 +375,7 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
-  // Before the drain says anything, Drained has nothing to add: absent,
-  // it is not True either (and a write of nothing else is not made for it).
+  // Absent, Drained is not True either; no write is made for it alone.
   if (evicting === undefined) return status;
   const generation = evicting.observedGeneration ?? status.observedGeneration;
   return {
@@ -392,12 +390,9 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
 }
 
 /**
- * The NovaNotifications condition for the drain's notified view: True
- * while it is trusted (the drain plans from Nova's notifications); False
- * while it is demoted to polling, reason Deaf (a start of ours on the
- * host was not heard of in time: the feed does not carry this host's
- * events) or ViewWrong (a relist found the view wrong), until it is
- * trusted again.
+ * The NovaNotifications condition: whether the drain plans from Nova's
+ * notifications about its host or polls because they were found deaf or
+ * wrong.
  *
  * @example
  * ```ts
@@ -410,23 +405,22 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
 export function notificationsCondition(
   standing: NotificationStanding,
 ): ConditionUpdate {
+  const is = condition(CONDITION_NOVA_NOTIFICATIONS);
   if (standing.trusted) {
-    return {
-      type: CONDITION_NOVA_NOTIFICATIONS,
-      status: "True",
-      reason: REASON_TRUSTED,
-      message: "the drain plans from Nova's notifications about its host",
-    };
+    return is(
+      "True",
+      REASON_TRUSTED,
+      "the drain plans from Nova's notifications about its host",
+    );
   }
   const what = standing.scope === "feed"
     ? "Nova's notification feed is demoted for every host"
     : standing.reason === "deaf"
     ? "Nova's notifications about this host are not heard"
     : "the notified view of this host was found wrong";
-  return {
-    type: CONDITION_NOVA_NOTIFICATIONS,
-    status: "False",
-    reason: standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
-    message: `${what} (${standing.detail}); the drain polls Nova`,
-  };
+  return is(
+    "False",
+    standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
+    `${what} (${standing.detail}); the drain polls Nova`,
+  );
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
 import {
+  changeCondition,
   drainedCondition,
   type DrainSummary,
   evictingCondition,
@@ -412,4 +413,47 @@ Deno.test("notificationsCondition: True while trusted, False Deaf or ViewWrong w
     assert.equal(c.reason, row.reason);
     assert.match(c.message, row.message);
   }
+});
+
+Deno.test("changeCondition: the Event only when the condition's status or reason changed", () => {
+  const event = { type: "Normal", reason: "Told" } as const;
+  const at = (status: string, reason: string, message: string) => ({
+    conditions: [{
+      type: "WaveSettled",
+      status: status as "True" | "False",
+      reason,
+      message,
+      lastTransitionTime: t0.toISOString(),
+    }],
+  });
+  const update = {
+    type: "WaveSettled",
+    status: "False",
+    reason: "WaitingForWave",
+    message: "2 hosts enabled",
+  } as const;
+  const cases: [string, EvictionStatus, boolean][] = [
+    ["absent before", {}, true],
+    ["status changed", at("True", "WaitingForWave", "2 hosts enabled"), true],
+    ["reason changed", at("False", "SettleBoundPassed", "x"), true],
+    ["message alone changed", at("False", "WaitingForWave", "3 hosts"), false],
+    ["the same", at("False", "WaitingForWave", "2 hosts enabled"), false],
+  ];
+  for (const [name, before, told] of cases) {
+    const r = changeCondition(before, update, t1, 4, event);
+    assert.deepEqual(
+      r.event,
+      told ? { ...event, message: "2 hosts enabled" } : undefined,
+      name,
+    );
+    const c = r.status.conditions?.find((x) => x.type === "WaveSettled");
+    assert.equal(c?.message, "2 hosts enabled", name);
+    assert.equal(c?.observedGeneration, 4, name);
+  }
+  assert.equal(changeCondition({}, update, t1, 4).event, undefined);
+  assert.equal(
+    changeCondition({}, update, t1, 4, { ...event, message: "own" }).event
+      ?.message,
+    "own",
+  );
 });

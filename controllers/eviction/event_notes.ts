@@ -1,11 +1,7 @@
 /**
- * The notes of the summarised Events: a pass's routine starts and
- * finishes make one Event each (`MigrationsStarted`, `MigrationsCompleted`)
- * instead of one per VM, so that `kubectl describe eviction` keeps room
- * for failures and for what a person must do. A note stays under
- * Kubernetes' 1 KiB: its list of VMs ends with "and N more" where it
- * would not fit. The per-VM history stays in the status, the metrics
- * and the log.
+ * The notes of the summarised Events (`MigrationsStarted`,
+ * `MigrationsCompleted`): one per pass, not per VM, so that `kubectl
+ * describe` keeps room for what a person must do; each under 1 KiB.
  *
  * @module
  */
@@ -18,7 +14,7 @@ const bytes = (s: string) => encoder.encode(s).length;
 
 /**
  * `items` joined with ", " within `maxBytes` (UTF-8), the rest counted as
- * "and N more". At least one item is named when there is one.
+ * "and N more"; at least one named.
  *
  * @example
  * ```ts
@@ -69,8 +65,7 @@ function plural(n: number, word: string): string {
 }
 
 /**
- * The note of `MigrationsStarted`: how many of each kind this pass
- * started, which VMs, and where the drain stands.
+ * The note of `MigrationsStarted`.
  *
  * @example
  * ```ts
@@ -99,8 +94,7 @@ export function startedNote(
 }
 
 /**
- * The note of `MigrationsCompleted`: the VMs whose migration this pass
- * found finished (they left the host), and where the drain stands.
+ * The note of `MigrationsCompleted`.
  *
  * @example
  * ```ts

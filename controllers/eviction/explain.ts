@@ -1,11 +1,6 @@
 /**
- * Failure reasons in Nova's words. A migration that fails after its 202
- * (no valid host, a failed copy) shows in its migration record only as
- * `error` or `failed`; Nova says why in the instance action of the start's
- * request (`details`, microversion 2.84+). So, for each failure a pass
- * sees of a start this process issued (its request id is in the drain's
- * memory), the pass reads that action once and appends Nova's reason. A
- * failed read changes nothing: the record's words stay.
+ * Failure reasons in Nova's words: a migration record says only `error`;
+ * the instance action of the start's request says why (microversion 2.84+).
  *
  * @module
  */
@@ -59,9 +54,7 @@ export function withReasons(
 
 /**
  * Nova's reason for each failure of this pass whose start this process
- * issued and Nova accepted, read from the start's instance action (one
- * call per failure, at once). Failures without a known request id, and
- * reads that fail, get none.
+ * issued, read from the start's instance action; a failed read gives none.
  *
  * @example
  * ```ts ignore

@@ -1,7 +1,5 @@
 /**
- * Pure gates of a drain pass: whether starts are held for stale traits,
- * which of several Evictions of one hypervisor drains, and whether the
- * finalizer may re-enable the compute service.
+ * Pure gates of a drain: stale traits, duplicate Evictions, re-enabling.
  *
  * @module
  */
@@ -12,17 +10,16 @@ import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs } from "../compute_service.ts";
 
 /** Maintenance modes in which the compute service stays disabled. */
-export const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
+const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
   "manual",
   "auto",
   "termination",
 ]);
 
 /**
- * Why starts are held for stale traits, or undefined when they are not.
- * Without a Hypervisor object the traits (and so the limit) are unknown:
- * starts wait, as upstream does, rather than drain an exclusive host at the
- * default limit.
+ * Why starts are held for stale traits, or undefined. Without a Hypervisor
+ * starts wait, as upstream does, rather than drain an exclusive host at
+ * the default limit.
  *
  * @example
  * ```ts
@@ -58,11 +55,8 @@ function olderThan(a: Eviction, b: Eviction): boolean {
 }
 
 /**
- * The Eviction that drains `eviction`'s hypervisor ahead of it, if any: the
- * oldest (creation time, then name) of the other Evictions of the same
- * hypervisor that are neither finished nor being deleted. Only the oldest
- * drains; the others wait (the webhook should have refused them, but two
- * can slip past it, e.g. when it was down).
+ * The older unfinished Eviction of the same hypervisor that drains ahead of
+ * `eviction`, if any (two can slip past the webhook, e.g. while it is down).
  *
  * @example
  * ```ts
@@ -94,10 +88,7 @@ export function drainingAhead(
 
 /**
  * Why the finalizer must leave the compute service disabled, or undefined
- * when it may re-enable it: not while the Hypervisor is in maintenance
- * (manual, auto, termination), not when someone else disabled it (its
- * reason lacks evictor's mark), and not while another Eviction of the same
- * hypervisor still stands.
+ * when it may re-enable it.
  *
  * @example
  * ```ts

@@ -1,10 +1,7 @@
 /**
- * The in-process ledger of migrations in flight per Eviction, behind the
- * cluster budget. Reconciles of different Evictions run concurrently; each
- * reads the budget and reserves its starts in one synchronous step (see
- * {@linkcode InFlightLedger.reserve}), so two passes can never both spend
- * the same slot. The informer cache alone cannot do that: a status written
- * a moment ago may not be cached yet.
+ * The in-process ledger of migrations in flight per Eviction: passes read
+ * the budget and reserve in one synchronous step, so two never spend the
+ * same slot (a status written a moment ago may not be cached yet).
  *
  * @module
  */
@@ -47,10 +44,7 @@ export class InFlightLedger {
 
   /**
    * Migrations in flight in every Eviction but `key`: per Eviction the
-   * larger of the ledger's number and the cached status's (`cached`, by
-   * key). The larger is the safe side: the ledger may be ahead of the
-   * cache (a status just written) and the cache ahead of the ledger (after
-   * a restart, before this process reconciled that Eviction).
+   * larger of the ledger's and the cached status's (either may be ahead).
    */
   othersInFlight(key: string, cached: ReadonlyMap<string, number>): number {
     let total = 0;
@@ -64,9 +58,7 @@ export class InFlightLedger {
 
   /**
    * Reads the budget and reserves in one synchronous step: `decide` gets
-   * the migrations in flight elsewhere and returns how many this Eviction
-   * will have in flight once its starts are made; that number is recorded
-   * before anything else can run.
+   * the migrations in flight elsewhere and returns this Eviction's own.
    */
   reserve(
     key: string,

@@ -1,6 +1,5 @@
 /**
- * Prometheus metrics of the eviction controller, on the operator's registry
- * (served on `/metrics` with the framework's own).
+ * Prometheus metrics of the eviction controller, on the operator's registry.
  *
  * @module
  */
@@ -11,7 +10,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 export type KindLabel = "live" | "cold" | "unknown";
 
 /**
- * The eviction controller's metrics.
+ * The eviction controller's metrics (each field's meaning is its help).
  *
  * @example
  * ```ts
@@ -26,45 +25,39 @@ export type KindLabel = "live" | "cold" | "unknown";
 export class EvictionMetrics {
   /** The registry the metrics live on. */
   readonly registry: Registry;
-  /** Migrations Nova accepted, by kind. */
   readonly started: Counter<"kind">;
-  /** Migrations whose VM left the host, by kind. */
   readonly succeeded: Counter<"kind">;
-  /** Failed attempts (refused starts, async failures, VMs in ERROR), by kind. */
   readonly failed: Counter<"kind">;
-  /** Migrations in flight, per hypervisor being drained. */
   readonly inFlight: Gauge<"hypervisor">;
-  /** Seconds from trigger to the VM leaving the host, by kind. */
   readonly migrationDuration: Histogram<"kind">;
-  /** Seconds from drain start to an empty host. */
   readonly drainDuration: Histogram;
-  /** Deleted Evictions whose finalizer stopped waiting for migrations. */
   readonly finalizerGaveUp: Counter<"hypervisor">;
-  /** Passes that planned from the informer's snapshot, or from a look at Nova. */
   readonly looks: Counter<"source">;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
     this.registry = registry;
     const registers = [registry];
-    this.started = new Counter({
-      name: "evictor_migrations_started_total",
-      help: "Migrations Nova accepted, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.succeeded = new Counter({
-      name: "evictor_migrations_succeeded_total",
-      help: "Migrations whose VM left the drained host, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.failed = new Counter({
-      name: "evictor_migrations_failed_total",
-      help: "Failed migration attempts, by kind.",
-      labelNames: ["kind"],
-      registers,
-    });
+    const counter = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+    ) => new Counter<L>({ name, help, labelNames, registers });
+    this.started = counter(
+      "evictor_migrations_started_total",
+      "Migrations Nova accepted, by kind.",
+      ["kind"],
+    );
+    this.succeeded = counter(
+      "evictor_migrations_succeeded_total",
+      "Migrations whose VM left the drained host, by kind.",
+      ["kind"],
+    );
+    this.failed = counter(
+      "evictor_migrations_failed_total",
+      "Failed migration attempts, by kind.",
+      ["kind"],
+    );
     this.inFlight = new Gauge({
       name: "evictor_migrations_in_flight",
       help: "Migrations in flight, per drained hypervisor.",
@@ -84,19 +77,15 @@ export class EvictionMetrics {
       buckets: [60, 300, 900, 1800, 3600, 7200, 14400, 43200],
       registers,
     });
-    this.finalizerGaveUp = new Counter({
-      name: "evictor_eviction_finalizer_gave_up_total",
-      help:
-        "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
-      labelNames: ["hypervisor"],
-      registers,
-    });
-    this.looks = new Counter({
-      name: "evictor_drain_looks_total",
-      help:
-        "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
-      labelNames: ["source"],
-      registers,
-    });
+    this.finalizerGaveUp = counter(
+      "evictor_eviction_finalizer_gave_up_total",
+      "Deleted Evictions whose finalizer stopped waiting for migrations from the host to settle (bound reached).",
+      ["hypervisor"],
+    );
+    this.looks = counter(
+      "evictor_drain_looks_total",
+      "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
+      ["source"],
+    );
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The eviction controller: drains a hypervisor by migrating its VMs in
- * parallel within the resolved limits (`limits/`).
+ * parallel within the resolved limits (docs/drain.md tells the whole).
  *
  * One pass of a drain (reconcile.ts `reconcileEviction`) runs these phases,
  * in this order. Each phase up to act reads the pass and returns a Step
@@ -87,7 +87,4 @@ export {
 export type { EvictionClock } from "./reconcile.ts";
 export { EvictionMetrics } from "./metrics.ts";
 export { type Plan, type PlanInput, planPass } from "./plan.ts";
-export { departedIds } from "../../openstack/informer/nova_records.ts";
 export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
-export { RETRY_ANNOTATION } from "./retry.ts";
-export { drainingAhead, keepDisabledBecause, traitsHold } from "./gates.ts";

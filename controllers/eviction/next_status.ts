@@ -1,6 +1,5 @@
 /**
- * The next status of an Eviction, assembled from the parts a pass computed:
- * canonical order, counts that agree with the lists, conditions set.
+ * The next status of an Eviction, assembled from the parts a pass computed.
  *
  * @module
  */
@@ -15,8 +14,8 @@ import { drainConditions, type DrainSummary } from "./conditions.ts";
 import type { LimitSource } from "./plan_types.ts";
 
 /**
- * Orders entries by id, the canonical order of every status list (equal
- * content then means equal order, so status comparisons stay cheap).
+ * Orders entries by id, the canonical order of every status list (so that
+ * equal content compares equal).
  *
  * @example
  * ```ts
@@ -30,50 +29,31 @@ export function byId<T extends { id: string }>(a: T, b: T): number {
 
 /** The parts of a status that a pass computes. */
 export interface StatusParts {
-  /** Entries of status.inFlight (any order). */
   inFlight: readonly EvictionStatusInFlightItem[];
-  /** Entries of status.failed (any order). */
   failed: readonly EvictionStatusFailedItem[];
-  /** Entries of status.skipped (any order). */
   skipped: readonly EvictionStatusSkippedItem[];
   /** Ids of the VMs still on the host (any order). */
   outstanding: readonly string[];
-  /** Sum of their flavor RAM. */
   outstandingRamMb: number;
   /** VMs migrated this pass. */
   migratedDelta: number;
-  /** The resolved limit. */
   limit: number;
-  /** Where it came from. */
   limitSource: LimitSource;
-  /** metadata.generation, when known. */
   generation: number | undefined;
-  /** The current time. */
   now: Date;
   /** For the Evicting condition. */
   summary: DrainSummary;
-  /**
-   * Starts of ours still without an answer: the host is not seen empty
-   * while one is out (Nova may be placing it). Default 0.
-   */
+  /** Starts of ours without an answer: the host is not seen empty meanwhile. */
   unanswered?: number;
-  /**
-   * How long the host must have been seen empty, by consecutive fresh
-   * looks, before the drain is declared done (clock ms; default 0: the
-   * first empty look).
-   */
+  /** How long consecutive looks must find the host empty before done (default 0). */
   settleMs?: number;
 }
 
 /**
- * A complete status from the previous one and this pass's parts: lists in
- * canonical (id) order, counts that agree with them, conditions set,
- * startedAt kept (or now). emptySince is the first of the consecutive
- * looks that found the host empty (nothing on it, nothing in flight, no
- * start unanswered); finishedAt is set once a look finds it empty at least
- * `settleMs` after emptySince, and kept while it stays empty. Fields the
- * planner does not own (e.g. hypervisorServiceId, other conditions) are
- * kept.
+ * A complete status from the previous one and this pass's parts.
+ * emptySince is the first of the consecutive looks that found the host
+ * empty; finishedAt is set once a look finds it so `settleMs` later, and
+ * kept while it stays empty. Fields the planner does not own are kept.
  *
  * @example
  * ```ts

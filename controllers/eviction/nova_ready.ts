@@ -10,7 +10,7 @@
 
 import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
-import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
 import { statusEqual } from "./status_equal.ts";
 
@@ -32,27 +32,19 @@ export async function novaReady(pass: Pass): Promise<Step> {
     return {};
   } catch (err) {
     if (!(err instanceof MicroversionError)) return {};
-    const status = {
-      ...pass.status,
-      conditions: setCondition(
-        pass.status.conditions ?? [],
-        {
-          type: CONDITION_EVICTING,
-          status: "False",
-          reason: REASON_NOVA_INCOMPATIBLE,
-          message: err.message,
-        },
-        new Date(deps.clock.now()),
-        pass.ev.metadata?.generation,
-      ),
-    };
-    if (!statusEqual(pass.status, status)) {
-      emit(pass, {
-        type: "Warning",
+    const { status, event } = changeCondition(
+      pass.status,
+      {
+        type: CONDITION_EVICTING,
+        status: "False",
         reason: REASON_NOVA_INCOMPATIBLE,
         message: err.message,
-      });
-    }
+      },
+      new Date(deps.clock.now()),
+      pass.ev.metadata?.generation,
+      { type: "Warning", reason: REASON_NOVA_INCOMPATIBLE },
+    );
+    if (event !== undefined) emit(pass, event);
     pass.log.warn(
       { err: err.message },
       "Nova shares no compute microversion with evictor: not draining",

@@ -1,32 +1,17 @@
 /**
- * What this process knows of its own starts, confirms and aborts (the
- * notes in a drain's memory), and the rule that reads them.
- * Non-idempotent actions are sent once (issue 28): a start, a confirm or
- * an abort of ours whose outcome is not yet known is never sent again
- * until a direct look at Nova that began after its answer shows that it
- * is still needed. The informer's snapshot of a host rests on the list it
- * was built from, so one listed before the answer can never release an action,
- * however long ago it was sent: the rule, not a timer, decides.
- *
- * The looks' times are on the controller clock: a fresh observation's is
- * when its list began; a snapshot's is when its own list began
- * (openstack/informer/), whatever events it took in since.
+ * Non-idempotent actions are sent once: a start, confirm or abort of ours
+ * whose outcome is unknown is sent again only when a look at Nova whose
+ * list began after its answer shows it still needed. A snapshot listed
+ * before the answer never releases it, however old: the rule, not a
+ * timer, decides. Times are on the controller clock.
  *
  * @module
  */
 
-/**
- * What this process knows of a start it issued: in-process only (lost on
- * a restart, when the grace period stands in for it).
- */
+/** What this process knows of a start it issued (lost on a restart: the grace period stands in). */
 export interface StartNote {
-  /** Server id. */
   id: string;
-  /**
-   * pending: no answer yet; accepted: 202; refused: a definitive refusal
-   * (a 4xx but 409); conflict: 409 (look at the VM); unknown: no answer
-   * after all (timeout, reset) or a 5xx: resolved by observation.
-   */
+  /** refused: a 4xx but 409; unknown: timeout, reset or 5xx (resolved by a look). */
   state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
   /** Nova's message with its request id (refused, conflict, unknown). */
   message?: string;
@@ -40,11 +25,7 @@ export interface StartNote {
   answeredAtMs?: number;
 }
 
-/**
- * A confirm or an abort this process sent, and when Nova answered it
- * (such an action is not sent again before a look that began
- * after its answer shows it still needed).
- */
+/** A confirm or an abort this process sent, and when Nova answered it. */
 export interface ActionNote {
   /** Controller clock when it was sent. */
   sentAtMs: number;
@@ -53,13 +34,9 @@ export interface ActionNote {
 }
 
 /**
- * The controller clock time from which a direct look may show that a
- * start of ours, made at `startedMs`, was never processed; undefined
- * while its answer is awaited. An accepted start: after its answer and
- * the grace period (`graceMs`); an unknown answer (a 5xx, a timeout):
- * after that answer (the unanswered backoff paces the next try); a start
- * this process knows nothing of (made before a restart): after the grace
- * period.
+ * From when a look may show that a start made at `startedMs` was never
+ * processed; undefined while its answer is awaited. An unknown answer
+ * releases at once (the unanswered backoff paces the next try).
  *
  * @example
  * ```ts
@@ -83,8 +60,7 @@ export function startReleasableFromMs(
 
 /**
  * Whether an action of ours may be sent (again): never sent, or answered
- * and the look this decision rests on began at least `afterMs` after that
- * answer (`lookedAtMs`, controller clock).
+ * at least `afterMs` before the look began.
  *
  * @example
  * ```ts
@@ -107,8 +83,7 @@ export function maySendAgain(
 }
 
 /**
- * Forgets the notes whose keys are no longer tracked (the VM or the
- * migration left the in-flight set): they can decide nothing any more.
+ * Forgets the notes whose keys are no longer tracked.
  *
  * @example
  * ```ts

@@ -16,7 +16,7 @@ import {
 } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
+import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./gates.ts";
 import { copyStartsSeen } from "./memory.ts";
@@ -59,21 +59,18 @@ export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
   if (evicting?.status === "False") return {};
   if (budgetLeftFor(pass, settings, 1) > 0) return {};
   const now = new Date(deps.clock.now());
-  const waiting = {
-    ...status,
-    conditions: setCondition(
-      status.conditions ?? [],
-      {
-        type: CONDITION_EVICTING,
-        status: "True",
-        reason: REASON_WAITING_FOR_BUDGET,
-        message:
-          `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
-      },
-      now,
-      pass.ev.metadata?.generation,
-    ),
-  };
+  const waiting = changeCondition(
+    status,
+    {
+      type: CONDITION_EVICTING,
+      status: "True",
+      reason: REASON_WAITING_FOR_BUDGET,
+      message:
+        `the cluster budget (clusterMaxConcurrentMigrations ${clusterMax}) is spent by other drains; waiting for a migration to finish`,
+    },
+    now,
+    pass.ev.metadata?.generation,
+  ).status;
   deps.memory.budgetWaiters.add(ctx.key);
   return {
     status: waiting,

@@ -10,6 +10,8 @@
 
 import { lastDrainOf } from "../../capacity/last_drain_record.ts";
 import {
+  CONDITION_PREFLIGHT,
+  CONDITION_WAVE_SETTLED,
   drainEndMs,
   REASON_DUPLICATE,
   REASON_NOT_REGISTERED,
@@ -18,17 +20,16 @@ import type { HandlerContext } from "../../framework/handler.ts";
 import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
-import { drainingAhead } from "./gates.ts";
 import {
-  CONDITION_PREFLIGHT,
-  nothingDrainedMessage,
-  preflight,
-} from "./preflight.ts";
+  changeCondition,
+  CONDITION_EVICTING,
+  setCondition,
+} from "./conditions.ts";
+import { drainingAhead } from "./gates.ts";
+import { nothingDrainedMessage, preflight } from "./preflight.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";
 import {
-  CONDITION_WAVE_SETTLED,
   pendingMembers,
   waveCondition,
   type WaveDecision,
@@ -68,29 +69,25 @@ function duplicateStep(pass: Pass): Step {
   );
   if (ahead === undefined) return {};
   const other = ahead.metadata?.name ?? "";
-  const next: EvictionStatus = {
-    ...pass.status,
-    conditions: setCondition(
-      pass.status.conditions ?? [],
-      {
-        type: CONDITION_EVICTING,
-        status: "False",
-        reason: REASON_DUPLICATE,
-        message:
-          `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
-      },
-      new Date(deps.clock.now()),
-      ev.metadata?.generation,
-    ),
-  };
-  if (!statusEqual(pass.status, next)) {
-    emit(pass, {
+  const { status, event } = changeCondition(
+    pass.status,
+    {
+      type: CONDITION_EVICTING,
+      status: "False",
+      reason: REASON_DUPLICATE,
+      message:
+        `Eviction ${other} already drains hypervisor ${host}; this one waits until it is finished or deleted`,
+    },
+    new Date(deps.clock.now()),
+    ev.metadata?.generation,
+    {
       type: "Warning",
       reason: "DuplicateEviction",
       message: `Eviction ${other} already drains hypervisor ${host}`,
-    });
-  }
-  return { status: next, end: { inMs: pass.times.slowPollMs } };
+    },
+  );
+  if (event !== undefined) emit(pass, event);
+  return { status, end: { inMs: pass.times.slowPollMs } };
 }
 
 /**
@@ -210,26 +207,19 @@ function waveStep(pass: Pass): Step {
     e,
   ) => ctx.latest(e));
   const { decision, seen } = decideWave(pass, evictions, now);
-  const conditions = pass.status.conditions ?? [];
-  const current = conditions.find((c) => c.type === CONDITION_WAVE_SETTLED);
-  const update = waveCondition(pass.host, decision, evictions);
   const before = pass.status;
-  const status = {
-    ...pass.status,
-    conditions: setCondition(
-      conditions,
-      update,
-      now,
-      pass.ev.metadata?.generation,
-    ),
-  };
-  if (current?.status !== update.status || current.reason !== update.reason) {
-    emit(pass, {
+  const update = waveCondition(pass.host, decision, evictions);
+  const { status, event } = changeCondition(
+    pass.status,
+    update,
+    now,
+    pass.ev.metadata?.generation,
+    {
       type: "Normal",
       reason: decision.go ? "WaveSettled" : "WaitingForWave",
-      message: update.message,
-    });
-  }
+    },
+  );
+  if (event !== undefined) emit(pass, event);
   const newlyDisabled = before.hypervisorServiceId !== undefined &&
     pass.ev.status?.hypervisorServiceId === undefined;
   const idle = (status.inFlight ?? []).length === 0;

@@ -451,7 +451,7 @@ Deno.test("runSteps: each phase sees what the earlier left; the first end stops 
     },
     () => assert.fail("a phase after the end ran"),
   ];
-  assert.deepEqual(await runSteps(pass, phases), { requeueAfterMs: 5 });
+  assert.deepEqual(await runSteps(pass, phases), { inMs: 5 });
   assert.deepEqual(seen.map((s) => s.migratedCount), [1, 2]);
   assert.equal(pass.status.migratedCount, 2);
   assert.equal(pass.retryValue, "all");

@@ -1,8 +1,6 @@
 /**
- * The pure planner of a drain: from one pass's observation of Nova, the
- * Eviction's status, the resolved limit, the cluster budget and the current
- * time, it decides what to start, confirm and abort, and computes the next
- * status. No I/O, no clock, no randomness.
+ * The pure planner of a drain: what to start, confirm and abort this pass,
+ * and the next status.
  *
  * @module
  */
@@ -29,19 +27,7 @@ import {
 } from "../../openstack/informer/nova_records.ts";
 
 export { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
-export type { DrainSummary } from "./conditions.ts";
-export type { MigrationKind } from "../../openstack/informer/nova_states.ts";
-export type {
-  AbortAction,
-  FailureReport,
-  LimitSource,
-  Plan,
-  PlanInput,
-  StartAction,
-  StartBackoff,
-  StuckReport,
-  WaitingVm,
-} from "./plan_types.ts";
+export type { Plan, PlanInput } from "./plan_types.ts";
 
 function validateInput(input: PlanInput): void {
   if (typeof input.host !== "string" || input.host === "") {
@@ -68,14 +54,9 @@ function validateInput(input: PlanInput): void {
 }
 
 /**
- * Plans one pass of a drain.
- *
- * In flight: status MIGRATING/RESIZE, task_state migrating/resize_*, a
- * migration record in progress (queued ones included), or a trigger in
- * status.inFlight within the grace period. Starts: at most
- * `min(limit - inFlight, clusterBudgetLeft)`, largest flavor RAM first,
- * ACTIVE/PAUSED live, SHUTOFF cold; none while `holdStarts` is set. A VM
- * that anything shows in flight is never started.
+ * Plans one pass of a drain: at most `min(limit - inFlight,
+ * clusterBudgetLeft)` starts, largest flavor RAM first; a VM that anything
+ * shows in flight is never started.
  *
  * @example
  * ```ts
@@ -128,7 +109,6 @@ export function planPass(input: PlanInput): Plan {
     ).sort();
   const unanswered = pendingStarts(prev, acc);
 
-  // Assemble: the next status, and the plan around it.
   const next = assembleStatus(prev.status, {
     inFlight: acc.inFlight,
     failed: acc.failed,

@@ -1,9 +1,6 @@
 /**
- * The named pure steps of the planner (plan.ts planPass), in the order it
- * runs them: fold the start notes into the previous status, the on-host
- * view, classify the VMs on the host, arrivals, departures, stuck
- * migrations and aborts, pick the starts. Each step adds to one
- * {@linkcode PlanAcc}; the planner then assembles the next status.
+ * The planner's steps (plan.ts runs them in order), each adding to one
+ * {@linkcode PlanAcc}.
  *
  * @module
  */
@@ -46,10 +43,7 @@ import {
   type VmRecords,
 } from "../../openstack/informer/nova_records.ts";
 
-/**
- * Unknown answers in a row after which a VM counts as "Nova is not taking
- * starts" (condition reason StartsUnanswered, Event StartsUnanswered).
- */
+/** Unknown answers in a row after which Nova counts as not taking starts. */
 export const UNANSWERED_REPORT_AFTER = 3;
 
 /** The previous status as the steps read it, with the start notes folded in. */
@@ -58,23 +52,17 @@ export interface PrevView {
   status: EvictionStatus;
   /** Its in-flight entries, plus the starts this process issued. */
   inFlight: Map<string, EvictionStatusInFlightItem>;
-  /** Its failures by id. */
   failed: Map<string, EvictionStatusFailedItem>;
-  /** Its skipped VMs by id. */
   skipped: Map<string, EvictionStatusSkippedItem>;
   /** Its outstanding ids, plus the starts this process issued. */
   outstanding: Set<string>;
-  /** The start notes. */
   notes: ReadonlyMap<string, StartNote>;
 }
 
 /** What the steps build up. */
 export interface PlanAcc {
-  /** Entries of the next status.inFlight. */
   inFlight: EvictionStatusInFlightItem[];
-  /** Entries of the next status.failed. */
   failed: EvictionStatusFailedItem[];
-  /** Entries of the next status.skipped. */
   skipped: EvictionStatusSkippedItem[];
   /** Failures seen this pass (plan.failed). */
   failures: FailureReport[];
@@ -86,7 +74,6 @@ export interface PlanAcc {
   >;
   /** Ids still on (or heading to) the host. */
   outstanding: string[];
-  /** Their flavor RAM. */
   outstandingRamMb: number;
   /** How the VMs not in flight stand. */
   summary: DrainSummary;
@@ -116,11 +103,7 @@ export function newAcc(holdStarts: string | undefined): PlanAcc {
   };
 }
 
-/**
- * Fold notes: a start this process issued is ours even when its entry did
- * not reach the status (a write that failed): the note, newer than any
- * entry, says what was started and when.
- */
+/** Fold notes: a start we issued is ours even if its status write failed. */
 export function foldNotes(input: PlanInput): PrevView {
   const prev: EvictionStatus = input.status ?? {};
   const inFlight = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
@@ -262,11 +245,7 @@ function account(
   }
 }
 
-/**
- * A ready VM whose last starts went unanswered, Nova showing nothing of
- * them: it waits, uncharged, instead of being asked again at once. True
- * when it waits.
- */
+/** A ready VM whose starts went unanswered waits, uncharged; true when it does. */
 function startBackoff(input: PlanInput, acc: PlanAcc, id: string): boolean {
   const held = input.startBackoff?.get(id);
   if (held === undefined || held.retryAtMs <= input.now.getTime()) {
@@ -287,11 +266,7 @@ function startBackoff(input: PlanInput, acc: PlanAcc, id: string): boolean {
   return true;
 }
 
-/**
- * Arrivals: VMs heading here, not listed yet, are outstanding (the host is
- * not empty while they come), waited for, drained once they land. Returns
- * every VM with a migration towards the host in progress.
- */
+/** Arrivals: VMs heading here are outstanding until they land; returns them all. */
 export function arrivals(
   prev: PrevView,
   view: HostView,
@@ -330,10 +305,7 @@ export interface Departures {
   confirmResize: string[];
 }
 
-/**
- * Departures: VMs tracked by the previous status, or whose migration from
- * this host is unfinished, that are no longer listed here.
- */
+/** Departures: VMs tracked, or migrating from here, that are no longer listed. */
 export function departures(
   input: PlanInput,
   prev: PrevView,
@@ -365,11 +337,7 @@ export function departures(
   return out;
 }
 
-/**
- * A departed VM whose GET failed: keep what we knew, look again next
- * pass. A kept or adopted in-flight entry holds its slot, the safe side of
- * the limit.
- */
+/** A departed VM whose GET failed: kept as known (its slot held), looked at again. */
 function lookupFailed(
   input: PlanInput,
   prev: PrevView,
@@ -406,8 +374,7 @@ function lookupFailed(
 
 /**
  * Whether our cold migration of `id`, at VERIFY_RESIZE, needs a confirm
- * now: its record (when listed) still `finished`, and no confirm of ours
- * sent that a look begun after its answer has not yet seen (once.ts).
+ * now: its record still `finished` and no confirm unseen by a later look.
  *
  * @example
  * ```ts
@@ -457,12 +424,7 @@ function departed(
       entry !== undefined && entry.adopted !== true &&
       (type === undefined || isOurKind(type, "cold"))
     ) {
-      // Our cold migration waits for confirmation on its destination; the
-      // source still holds the VM's resources, so it stays in flight. A
-      // confirm of ours is sent again only when a look begun after its
-      // answer still shows the record `finished` (Nova's confirm runs on
-      // after the answer: the record says `confirming`, the server stays
-      // VERIFY_RESIZE until it ends).
+      // The source still holds the VM's resources: in flight until confirmed.
       if (confirmNeeded(input, id, latest?.status)) out.confirmResize.push(id);
       acc.inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
       return;
@@ -506,10 +468,8 @@ function departed(
 }
 
 /**
- * A departed VM whose server still shows a migration task: in flight
- * while it finishes (post-migration on the destination), or skipped once
- * the task outlived its record (stalled.ts: a person resets it; the host
- * is not called empty meanwhile). True when either applies.
+ * A departed VM still showing a migration task: in flight while it
+ * finishes, skipped once the task outlived its record (stalled.ts).
  */
 function stillFinishing(
   input: PlanInput,
@@ -546,10 +506,8 @@ function stillFinishing(
 }
 
 /**
- * Stuck and aborts: migrations in flight past the timeout, judged on what
- * was in flight before this pass's starts; live ones of ours on the host
- * with an abortable record are aborted when the policy says so, never at
- * limit 0 (a deleted drain's plan, finalize.ts, starts and aborts nothing).
+ * Stuck: migrations in flight past the timeout; live ones of ours aborted
+ * if the policy says so, never at limit 0 (a deleted drain's plan).
  */
 export function stuckAndAborts(
   input: PlanInput,
@@ -601,12 +559,8 @@ export function stuckAndAborts(
 }
 
 /**
- * Pick starts: largest first (LPT shortens the whole drain), ties by id,
- * as many as the limit and the cluster budget leave free (none while
- * starts are held), and no more live ones than Nova runs at once from the
- * host when the drain has seen it queue (`novaLiveLimit`, plus
- * `novaQueueAhead` left in Nova's queue); each start
- * joins the in-flight list.
+ * Pick starts: largest first (LPT shortens the whole drain), as many as
+ * the limit, the cluster budget and Nova's own live limit leave.
  */
 export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
   const ready = [...acc.ready].sort((a, b) =>
@@ -639,10 +593,8 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
 }
 
 /**
- * The starts of a pass, in the order given (largest first): at most
- * `slots` in all and at most `liveSlots` live ones; a cold migration may
- * take a slot a live one cannot (Nova's per-host limit is on live
- * migrations only).
+ * At most `slots` starts in order, at most `liveSlots` of them live (Nova's
+ * per-host limit is on live migrations only).
  *
  * @example
  * ```ts
@@ -669,11 +621,7 @@ export function splitStarts<T extends { kind: "live" | "cold" }>(
   return { start, left };
 }
 
-/**
- * Starts of ours still without an answer for VMs neither outstanding nor
- * in flight: Nova may be about to place them, so the host is not empty
- * (counted busy).
- */
+/** Unanswered starts of VMs not otherwise counted: the host is not empty (busy). */
 export function pendingStarts(prev: PrevView, acc: PlanAcc): number {
   const counted = new Set([
     ...acc.outstanding,

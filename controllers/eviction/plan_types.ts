@@ -1,7 +1,5 @@
 /**
- * The planner's input and output types (plan.ts planPass), below both the
- * planner and its steps (plan_steps.ts) so that neither imports the other
- * for them.
+ * The planner's input and output types, below plan.ts and plan_steps.ts.
  *
  * @module
  */
@@ -25,7 +23,6 @@ export type LimitSource = "policy" | "flags" | "eviction";
 
 /** A failure seen this pass (a counted attempt, or a VM newly in ERROR). */
 export interface FailureReport {
-  /** Server id. */
   id: string;
   /** Why, e.g. Nova's fault message or the failed migration record. */
   reason: string;
@@ -46,10 +43,7 @@ export interface PlanInput {
   host: string;
   /** The VMs listed on the host this pass. Duplicates (pagination) are ignored. */
   servers: readonly ObservedServer[];
-  /**
-   * Migration records of the host since the drain started, with the host
-   * as source or as destination (`os-migrations?host=` matches both).
-   */
+  /** Migration records from or to the host since the drain started. */
   migrations: readonly ObservedMigration[];
   /** `GET /servers/{id}` answers for the ids of {@linkcode departedIds}. */
   departed: readonly DepartedServer[];
@@ -57,70 +51,42 @@ export interface PlanInput {
   status: EvictionStatus | undefined;
   /** Resolved per-host limit: an integer >= 0. */
   limit: number;
-  /** Where the limit came from. */
   limitSource: LimitSource;
-  /**
-   * How many new migrations may start cluster-wide right now: the cluster
-   * maximum minus everything in flight in all Evictions (this one's
-   * included); Infinity when unbounded.
-   */
+  /** New migrations the cluster budget allows now; Infinity when unbounded. */
   clusterBudgetLeft: number;
-  /** The current time. */
   now: Date;
-  /** Planner options. */
   options: PlanOptions;
   /** metadata.generation of the Eviction, copied to observedGeneration. */
   generation?: number;
-  /**
-   * Set to say why no migration may start this pass (e.g. the Hypervisor's
-   * TraitsUpdated condition is not True, so the limit may be stale).
-   * Everything else (failures, confirmations, aborts, status) still happens.
-   */
+  /** Why no migration may start this pass; everything else still happens. */
   holdStarts?: string;
   /**
-   * Controller clock when this process first saw each in-flight VM's copy
-   * under way (its record past `queued`): the migration timeout runs from
-   * there, else (after a restart) from the start in status.
+   * When this process first saw each in-flight copy under way: the
+   * migration timeout runs from there (after a restart, from the start).
    */
   copyStartedAtMs?: ReadonlyMap<string, number>;
-  /**
-   * Live migrations Nova runs at once from this host, when the drain has
-   * seen it queue (nova_limit.ts): no more live migrations are started
-   * than that, so no slot and no cluster budget is spent on Nova's queue.
-   */
+  /** Nova's own limit on the host's live migrations, when seen: no budget is spent on its queue. */
   novaLiveLimit?: number;
   /**
-   * Live migrations started beyond `novaLiveLimit`, to wait in Nova's
-   * queue (default 0): without a cluster budget one queued migration costs
-   * nothing and Nova starts its copy the moment one ends, sooner than the
-   * next look would.
+   * Live migrations started beyond `novaLiveLimit` (default 0): without a
+   * cluster budget a queued one costs nothing and starts the moment one
+   * ends, sooner than the next look would.
    */
   novaQueueAhead?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
-  /**
-   * Controller clock when the direct look at Nova that `servers`,
-   * `migrations` and `departed` rest on began (a snapshot's: its list's);
-   * default `now`. Only a look begun after the answer to a
-   * start, a confirm or an abort of ours may show it needed again
-   * (once.ts).
-   */
+  /** When the look this input rests on began (default `now`; once.ts). */
   lookedAtMs?: number;
   /** The confirms this process sent, by server id. */
   confirms?: ReadonlyMap<string, ActionNote>;
   /** The aborts this process sent, by migration id. */
   aborts?: ReadonlyMap<string, ActionNote>;
-  /**
-   * VMs whose starts went unanswered (5xx, timeout, reset) with Nova showing
-   * nothing of them: not started again before `retryAtMs` (epoch ms), never
-   * charged; `count` unknown answers in a row.
-   */
+  /** VMs whose starts went unanswered and Nova shows nothing of: never charged. */
   startBackoff?: ReadonlyMap<string, StartBackoff>;
 }
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
 export interface StartBackoff {
-  /** Unknown answers in a row. */
   count: number;
   /** Not started again before this (epoch ms). */
   retryAtMs: number;
@@ -128,7 +94,6 @@ export interface StartBackoff {
 
 /** A migration to start. */
 export interface StartAction {
-  /** Server id. */
   id: string;
   /** live: `os-migrateLive` with host null, block_migration auto; cold: `migrate`. */
   kind: MigrationKind;
@@ -140,17 +105,13 @@ export interface StartAction {
 
 /** A stuck live migration to abort (`DELETE /servers/{id}/migrations/{migrationId}`). */
 export interface AbortAction {
-  /** Server id. */
   id: string;
-  /** The migration record id. */
   migrationId: string;
 }
 
 /** A migration in flight for longer than migrationTimeoutSeconds. */
 export interface StuckReport {
-  /** Server id. */
   id: string;
-  /** live or cold. */
   kind: MigrationKind;
   /** The record, when Nova showed one. */
   migrationId?: string;
@@ -162,11 +123,9 @@ export interface StuckReport {
 
 /** A VM that stays on the host for now, and why. */
 export interface WaitingVm {
-  /** Server id. */
   id: string;
   /** ready (no slot), busy, backoff, or unknown (its GET failed). */
   why: "ready" | "busy" | "backoff" | "unknown";
-  /** Human-readable detail. */
   detail: string;
 }
 
@@ -174,10 +133,7 @@ export interface WaitingVm {
 export interface Plan {
   /** Migrations to start, largest flavor RAM first, then by id. */
   start: StartAction[];
-  /**
-   * Servers in VERIFY_RESIZE on their destination after a cold migration
-   * this drain started: confirm the resize. Nobody else's is ever confirmed.
-   */
+  /** Our cold migrations in VERIFY_RESIZE: confirm them (nobody else's). */
   confirmResize: string[];
   /** Stuck live migrations to abort (only with abortStuckMigrations). */
   abort: AbortAction[];
@@ -199,30 +155,17 @@ export interface Plan {
   waiting: WaitingVm[];
   /** Migrations in flight once the starts are made. */
   inFlightCount: number;
-  /**
-   * The drain is done: the host is empty, nothing is in flight, and looks
-   * at least the settle interval apart have found it so (next.finishedAt).
-   */
+  /** The drain is done: settled empty (next.finishedAt). */
   finished: boolean;
-  /**
-   * Seen empty but not yet settled: when (epoch ms) a look may declare it
-   * done. Undefined otherwise.
-   */
+  /** Seen empty, not yet settled: when a look may declare it done (epoch ms). */
   settleAtMs: number | undefined;
   /** Nothing is in flight and nothing can move without a person. */
   blocked: boolean;
-  /**
-   * VMs with a migration towards the host in progress: they are waited for
-   * (counted outstanding) and drained once they land.
-   */
+  /** VMs migrating towards the host: counted outstanding, drained once they land. */
   arriving: string[];
   /** The earliest time a VM in backoff may be retried (epoch ms), if any. */
   nextRetryAtMs: number | undefined;
-  /**
-   * The complete next status, with an entry in inFlight for every start:
-   * written before the starts are issued, so that a restart never loses
-   * one (the answers come in on later passes, as {@linkcode StartNote}s).
-   */
+  /** The next status, every start in inFlight: written before the starts are issued. */
   next: EvictionStatus;
   /** How the VMs not in flight stand. */
   summary: DrainSummary;

@@ -1,13 +1,14 @@
 /**
- * Preflight of a drain: find the host's compute service, disable it (marked
- * as ours), record it. Runs until it succeeded once (status.hypervisorServiceId
- * set) or the drain ended.
+ * Preflight of a drain: find the host's compute service, disable it
+ * (marked as ours), record it.
  *
  * @module
  */
 
 import {
   CONDITION_EVICTING,
+  CONDITION_HYPERVISOR_DISABLED,
+  CONDITION_PREFLIGHT,
   REASON_ALREADY_DISABLED,
   REASON_DISABLED,
   REASON_FAILED,
@@ -15,21 +16,11 @@ import {
   REASON_NOT_IN_NOVA,
   REASON_NOT_REGISTERED,
   REASON_SUCCEEDED,
+  setCondition,
 } from "../conditions.ts";
 import type { EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs, ourDisabledReason } from "../compute_service.ts";
-import {
-  CONDITION_HYPERVISOR_DISABLED,
-  CONDITION_PREFLIGHT,
-  setCondition,
-} from "../conditions.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
-
-export {
-  CONDITION_HYPERVISOR_DISABLED,
-  CONDITION_HYPERVISOR_REENABLED,
-  CONDITION_PREFLIGHT,
-} from "../conditions.ts";
 
 /** What the preflight found. */
 export type PreflightOutcome =
@@ -50,19 +41,16 @@ export interface PreflightInput {
   hypervisor: Hypervisor | undefined;
   /** The Eviction's status so far. */
   status: EvictionStatus;
-  /** The current time. */
   now: Date;
   /** metadata.generation of the Eviction. */
   generation: number | undefined;
 }
 
 /**
- * Runs the preflight. A host that never registered (no compute service, and
- * the Hypervisor carries no Nova ids) ends at once with nothing drained,
- * Evicting False/NotInNova (not Succeeded: the name may be a typo of a host
- * that has VMs); a registered host that Nova no longer knows fails. An enabled service is
- * disabled with `ourDisabledReason(reason)`; one disabled already is kept
- * as it is (and the finalizer only re-enables services whose reason is ours).
+ * Runs the preflight. A host that never registered ends at once with
+ * nothing drained (NotInNova, not Succeeded: the name may be a typo); a
+ * registered host Nova no longer knows fails. A service disabled already
+ * is kept as it is (the finalizer re-enables only ours).
  *
  * @example
  * ```ts ignore
@@ -152,8 +140,7 @@ function setOne(
 }
 
 /**
- * The Evicting message of a drain that ended because Nova knows no such
- * host; the plugin's `--wait` and `status` show it as it is.
+ * The Evicting message of a drain that ended because Nova knows no such host.
  *
  * @example
  * ```ts
@@ -166,10 +153,7 @@ export function nothingDrainedMessage(host: string): string {
   return `nothing drained: Nova has no compute service named ${host}`;
 }
 
-/**
- * No compute service on the host: never registered (the Hypervisor has no
- * Nova ids), ended at once with nothing drained; registered once, a failure.
- */
+/** No compute service on the host: never registered, done; registered once, failed. */
 function withoutService(input: PreflightInput): PreflightOutcome {
   const { host } = input;
   const nowIso = input.now.toISOString();

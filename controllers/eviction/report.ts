@@ -1,8 +1,6 @@
 /**
  * What a pass tells people: Events on the Eviction and the controller's
- * metrics, for the plan's outcomes (failures, finished and vanished VMs,
- * new and skipped ones, stuck migrations, the end of the drain); and what
- * the requeue model learns from finished migrations.
+ * metrics, for the plan's outcomes.
  *
  * @module
  */
@@ -41,8 +39,7 @@ export interface PassReport {
 
 /**
  * Counts the pass's outcomes in the metrics and returns the Events to
- * record. `finishedNow` says whether this pass found the host empty (a
- * settled finish); `reopened` whether a finished drain found work again.
+ * record, and whether the drain finished (settled) or reopened this pass.
  *
  * @example
  * ```ts ignore
@@ -60,10 +57,7 @@ export function reportPass(
   return { events, ...drainEvents(r, metrics, events) };
 }
 
-/**
- * Failed and finished migrations: metrics and a log line each; an Event
- * per failure, one `MigrationsCompleted` for the pass's finished ones.
- */
+/** Failed and finished migrations; one `MigrationsCompleted` for the finished. */
 function migrationEvents(
   r: PassReport,
   metrics: EvictionMetrics,
@@ -125,45 +119,39 @@ export function countsOf(status: EvictionStatus): NoteCounts {
 /** VMs deleted, found, newly skipped or stuck: an Event each. */
 function instanceEvents(r: PassReport, events: PendingEvent[]): void {
   const { host, plan } = r;
+  const add = (type: "Normal" | "Warning", reason: string, message: string) =>
+    events.push({ type, reason, message });
   for (const id of plan.gone) {
-    events.push({
-      type: "Normal",
-      reason: "InstanceGone",
-      message: `${id} was deleted during the drain`,
-    });
+    add("Normal", "InstanceGone", `${id} was deleted during the drain`);
   }
   for (const id of plan.movedByOthers) {
-    events.push({
-      type: "Normal",
-      reason: "InstanceMovedAway",
-      message:
-        `${id} left host ${host}, moved by someone else (not counted as migrated)`,
-    });
+    add(
+      "Normal",
+      "InstanceMovedAway",
+      `${id} left host ${host}, moved by someone else (not counted as migrated)`,
+    );
   }
   for (const id of plan.newlyFound) {
-    events.push({
-      type: "Normal",
-      reason: "InstanceFound",
-      message: plan.arriving.includes(id)
+    add(
+      "Normal",
+      "InstanceFound",
+      plan.arriving.includes(id)
         ? `${id} is arriving on host ${host}; it is drained once it lands`
         : `${id} appeared on host ${host}; it joins the queue`,
-    });
+    );
   }
   const skippedBefore = new Set((r.before.skipped ?? []).map((s) => s.id));
   for (const s of plan.skipped) {
-    if (skippedBefore.has(s.id)) continue;
-    events.push({
-      type: "Warning",
-      reason: "InstanceSkipped",
-      message: `${s.id}: ${s.reason}`,
-    });
+    if (!skippedBefore.has(s.id)) {
+      add("Warning", "InstanceSkipped", `${s.id}: ${s.reason}`);
+    }
   }
   for (const s of plan.stuck) {
-    events.push({
-      type: "Warning",
-      reason: "MigrationStuck",
-      message: `${s.kind} migration of ${s.id} in flight since ${s.startedAt}`,
-    });
+    add(
+      "Warning",
+      "MigrationStuck",
+      `${s.kind} migration of ${s.id} in flight since ${s.startedAt}`,
+    );
   }
 }
 

@@ -1,11 +1,7 @@
 /**
- * `kubectl evictor retry NAME [VM...]`: the annotation
- * `evictor.kvm.cloud.sap/retry` (comma-separated server ids, or `*` for
- * every failed VM) asks the drain to re-arm failed VMs. Going through the
- * API server makes the request audited and RBAC-checked. The controller
- * consumes it on its next pass: the named VMs lose their failure (a
- * permanent one too: a person asked), an Event names them, and the
- * annotation is removed.
+ * The retry annotation (`kubectl evictor retry`): server ids, or `*`, whose
+ * failures the next pass forgets (a permanent one too: a person asked).
+ * An annotation, so that the request is audited and RBAC-checked.
  *
  * @module
  */
@@ -27,9 +23,8 @@ export interface RetryOutcome {
 }
 
 /**
- * Applies a retry request to a status: the named VMs (all for `*`) leave
- * `status.failed` (and `status.skipped` when Nova had refused to move them
- * live), so the next plan treats them as new. Pure.
+ * Applies a retry request to a status: the named VMs leave `status.failed`
+ * (and `status.skipped` when Nova had refused to move them live).
  *
  * @example
  * ```ts
@@ -78,8 +73,7 @@ export interface JsonPatchOp {
 
 /**
  * The JSON patch that removes the retry annotation only while it still
- * holds `value`, the request this pass applied: a retry issued meanwhile
- * (another value) makes the test fail (422), and stays for the next pass.
+ * holds `value`: a retry issued meanwhile stays for the next pass.
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
 /**
- * Gauges of the Evictions as they stand, computed from the informer cache
- * when `/metrics` is scraped: every replica's cache holds every Eviction,
- * so every replica reports the same values (queries take `max` across
- * pods), and a follower's gauges are as good as the leader's.
+ * Gauges of the Evictions as they stand, from the cache at scrape time:
+ * every replica reports the same values (queries take `max` across pods).
  *
  * @module
  */
@@ -24,10 +22,7 @@ import {
 import { Gauge, type Registry } from "prom-client";
 import type { Eviction, EvictionPolicy } from "../../models/mod.ts";
 
-/**
- * The states an Eviction can be in: the reason of its Evicting condition
- * (`kubectl get evictions` shows it as State), Pending before the first.
- */
+/** The states an Eviction can be in: its Evicting reason, Pending before one. */
 export const EVICTION_STATES = [
   REASON_PENDING,
   REASON_RUNNING,
@@ -179,19 +174,29 @@ function drainGauges(
   registers: Registry[],
   values: () => EvictionGaugeValues,
 ): void {
-  new Gauge({
-    name: "evictor_drain_limit",
-    help:
-      "Migrations a drain may have in flight at once (status.effectiveLimit).",
-    labelNames: ["eviction"],
-    registers,
-    collect() {
-      this.reset();
-      for (const e of values().perEviction) {
-        if (e.limit !== undefined) this.set({ eviction: e.eviction }, e.limit);
-      }
-    },
-  });
+  const perDrain = (
+    name: string,
+    help: string,
+    pick: (e: EvictionSeries) => number | undefined,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["eviction"],
+      registers,
+      collect() {
+        this.reset();
+        for (const e of values().perEviction) {
+          const v = pick(e);
+          if (v !== undefined) this.set({ eviction: e.eviction }, v);
+        }
+      },
+    });
+  perDrain(
+    "evictor_drain_limit",
+    "Migrations a drain may have in flight at once (status.effectiveLimit).",
+    (e) => e.limit,
+  );
   new Gauge({
     name: "evictor_cluster_budget",
     help:
@@ -203,34 +208,14 @@ function drainGauges(
       if (budget !== undefined) this.set(budget);
     },
   });
-  new Gauge({
-    name: "evictor_drain_predicted_makespan_seconds",
-    help:
-      "A drain's predicted makespan, made before its host was disabled (status.predictedMakespanSeconds).",
-    labelNames: ["eviction"],
-    registers,
-    collect() {
-      this.reset();
-      for (const e of values().perEviction) {
-        if (e.predictedSeconds !== undefined) {
-          this.set({ eviction: e.eviction }, e.predictedSeconds);
-        }
-      }
-    },
-  });
-  new Gauge({
-    name: "evictor_drain_elapsed_seconds",
-    help:
-      "Seconds from a drain's start to its end, or to now while it runs: its makespan once ended.",
-    labelNames: ["eviction"],
-    registers,
-    collect() {
-      this.reset();
-      for (const e of values().perEviction) {
-        if (e.elapsedSeconds !== undefined) {
-          this.set({ eviction: e.eviction }, e.elapsedSeconds);
-        }
-      }
-    },
-  });
+  perDrain(
+    "evictor_drain_predicted_makespan_seconds",
+    "A drain's predicted makespan, made before its host was disabled (status.predictedMakespanSeconds).",
+    (e) => e.predictedSeconds,
+  );
+  perDrain(
+    "evictor_drain_elapsed_seconds",
+    "Seconds from a drain's start to its end, or to now while it runs: its makespan once ended.",
+    (e) => e.elapsedSeconds,
+  );
 }

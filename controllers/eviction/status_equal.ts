@@ -1,6 +1,5 @@
 /**
- * Whether two Eviction statuses are the same, so that the reconciler
- * writes status only when a pass changed something.
+ * Whether two Eviction statuses are the same (status is written only when changed).
  *
  * @module
  */
@@ -8,10 +7,8 @@
 import type { EvictionStatus } from "../../models/mod.ts";
 
 /**
- * Structural equality of two statuses. A property that is undefined counts
- * as absent (a status read back from the API server never carries
- * undefined); array order matters (the planner emits every list in a
- * canonical order, so equal content means equal order).
+ * Structural equality of two statuses; undefined counts as absent, array
+ * order matters (every list is in canonical order).
  *
  * @example
  * ```ts

@@ -1,14 +1,8 @@
 /**
- * Waves: Evictions that exist together are preflighted together. A drain
- * starts migrations only while the compute service of every other pending
- * Eviction is disabled, so Nova cannot place a VM on a host that is about
- * to be drained (which would move that VM twice). This holds for every
- * start, not only the first: an Eviction created while a drain runs stops
- * that drain's new starts (its migrations in flight go on) until its own
- * host is disabled. The wait is bounded per member: one whose preflight
- * cannot finish (a capacity hold, Nova down, another partition's process
- * gone) holds the others for at most the settle bound, and is then named
- * in the report as still enabled.
+ * Waves: a drain starts migrations only while every other pending
+ * Eviction's compute service is disabled, so Nova cannot place a VM on a
+ * host about to be drained (moving it twice). The wait is bounded per
+ * member, so one that never disables holds nobody past the bound.
  *
  * @module
  */
@@ -26,17 +20,9 @@ import type { Eviction } from "../../models/mod.ts";
 import type { ConditionUpdate } from "./conditions.ts";
 import { drainingAhead } from "./gates.ts";
 
-/** Condition type: this drain's wave is settled; it may migrate. */
-export { CONDITION_WAVE_SETTLED } from "../conditions.ts";
-
 /** What {@linkcode waveGate} decides. */
 export type WaveDecision =
-  /**
-   * No member holds this drain: every other one is disabled (`AllDisabled`)
-   * or has been seen enabled for the whole bound (`SettleBoundPassed`;
-   * `overdue` names them, so the report can say which hosts Nova may still
-   * place VMs on).
-   */
+  /** No member holds this drain; `overdue` were enabled for the whole bound. */
   | {
     go: true;
     reason: typeof REASON_ALL_DISABLED | typeof REASON_SETTLE_BOUND_PASSED;
@@ -46,11 +32,8 @@ export type WaveDecision =
   | { go: false; pending: string[]; overdue: string[]; waitMs: number };
 
 /**
- * The other members of `self`'s wave that are not yet disabled: every
- * other Eviction that is not finished, not being deleted, not waiting
- * behind another Eviction of its hypervisor, whose preflight has not
- * failed and whose compute service is not yet recorded as disabled.
- * Members already disabled (running drains included) never hold anyone.
+ * The other members of `self`'s wave not yet disabled (unfinished, not
+ * deleted, not a duplicate, preflight not failed).
  *
  * @example
  * ```ts
@@ -89,14 +72,9 @@ function preflightFailed(e: Eviction): boolean {
 }
 
 /**
- * May `self` (whose own compute service is disabled) start migrations?
- * Not while a member of its wave is enabled, for at most `settleMs` per
- * member: a member's wait runs from when this drain began waiting
- * (`waitingSinceMs`) or from when it first saw that member
- * (`firstSeenMs`), whichever is later. So an Eviction created while this
- * drain runs stops its new starts until its host is disabled, bounded the
- * same way, and a member that never disables (a `capacityCheck: Hold`, a
- * process gone) holds nobody past the bound.
+ * May `self` (disabled) start migrations? Not while a member is enabled,
+ * for at most `settleMs` from when this drain began waiting or first saw
+ * that member, whichever is later.
  *
  * @example
  * ```ts
@@ -150,8 +128,7 @@ export function waveGate(input: {
 }
 
 /**
- * The WaveSettled condition for a decision, naming the hosts concerned
- * (a member held by its capacity check marked so).
+ * The WaveSettled condition for a decision, naming the hosts concerned.
  *
  * @example
  * ```ts
