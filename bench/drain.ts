@@ -24,7 +24,7 @@
  * Usage: deno run -A bench/drain.ts [--vms N] [--time-scale N] [--poll-interval-ms N]
  *   [--configs 4x8,8x8,1x8,4x1,8x1,1x1,4x8+delay30,4x1:mixed,4x8:mixed]
  *   [--modes polling,notifications] [--deadline-s 600] [--mixed-vms 40]
- *   [--baseline bench/reports/drain.json] [--trace DIR]
+ *   [--baseline git:HEAD|FILE] [--trace DIR]
  *
  * @module
  */
@@ -58,9 +58,10 @@ const { values } = parseArgs({
     vms: { type: "string", default: "200" },
     // VMs on the mixed host (":mixed" configurations)
     "mixed-vms": { type: "string", default: "40" },
-    // the report the targets compare calls per VM with (read before it is
-    // overwritten; main's committed one unless told otherwise)
-    baseline: { type: "string", default: "bench/reports/drain.json" },
+    // the report the targets compare calls per VM with: a file, or
+    // git:REV for the committed one (read before this run overwrites it;
+    // a rerun with fewer --configs does not become the next one's baseline)
+    baseline: { type: "string", default: "git:HEAD" },
     // simulated seconds per real second: 10 at our limit 1, 40 where only
     // Nova's limit is 1, 5 otherwise (see scaleFor and the report)
     "time-scale": { type: "string" },
@@ -95,10 +96,8 @@ if (!(MIXED_VMS > 0)) {
   throw new RangeError(`--mixed-vms must be > 0, got ${values["mixed-vms"]}`);
 }
 /** The report this run replaces (read now: the run overwrites it), if any. */
-const BASELINE = await Deno.readTextFile(values.baseline).then(
-  (text) => ({ report: JSON.parse(text), path: values.baseline }),
-  () => undefined,
-);
+const BASELINE = await readBaseline(values.baseline, values.json);
+
 if (FIXED_SCALE !== undefined && !(FIXED_SCALE > 0)) {
   throw new RangeError(`--time-scale must be > 0, got ${FIXED_SCALE}`);
 }
@@ -121,6 +120,38 @@ if (values.trace !== undefined) {
       "openstack/nova.ts",
     ],
   );
+}
+
+/**
+ * The report at `source` (a file, or `git:REV` for `json` as committed at
+ * REV), or undefined when there is none; one line naming it when it is not
+ * JSON.
+ */
+async function readBaseline(
+  source: string,
+  json: string,
+): Promise<{ report: unknown; path: string } | undefined> {
+  let text: string;
+  let path = source;
+  if (source.startsWith("git:")) {
+    path = `${source.slice(4)}:${json}`;
+    const out = await new Deno.Command("git", {
+      args: ["show", path],
+      stdout: "piped",
+      stderr: "null",
+    }).output().catch(() => undefined);
+    if (out?.success !== true) return undefined;
+    text = new TextDecoder().decode(out.stdout);
+  } else {
+    const read = await Deno.readTextFile(source).catch(() => undefined);
+    if (read === undefined) return undefined;
+    text = read;
+  }
+  try {
+    return { report: JSON.parse(text), path };
+  } catch (err) {
+    throw new SyntaxError(`--baseline ${source}: not a JSON report: ${err}`);
+  }
 }
 
 /**
@@ -628,7 +659,8 @@ const lines = [
   (BASELINE === undefined
     ? "the report replaced (none was found)"
     : `the report replaced (${BASELINE.path}, ${
-      BASELINE.report?.generatedAt ?? "undated"
+      (BASELINE.report as { generatedAt?: string } | null)?.generatedAt ??
+        "undated"
     })`) +
   ".",
   "",
