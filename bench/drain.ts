@@ -96,7 +96,7 @@ if (!(MIXED_VMS > 0)) {
   throw new RangeError(`--mixed-vms must be > 0, got ${values["mixed-vms"]}`);
 }
 /** The report this run replaces (read now: the run overwrites it), if any. */
-const BASELINE = await readBaseline(values.baseline, values.json);
+const BASELINE = await readBaseline(values.baseline);
 
 if (FIXED_SCALE !== undefined && !(FIXED_SCALE > 0)) {
   throw new RangeError(`--time-scale must be > 0, got ${FIXED_SCALE}`);
@@ -123,18 +123,17 @@ if (values.trace !== undefined) {
 }
 
 /**
- * The report at `source` (a file, or `git:REV` for `json` as committed at
- * REV), or undefined when there is none; one line naming it when it is not
- * JSON.
+ * The report at `source` (a file, or `git:REV` for bench/reports/drain.json
+ * as committed at REV, whatever `--json` writes), or undefined when there
+ * is none; one line naming it when it is not JSON.
  */
 async function readBaseline(
   source: string,
-  json: string,
 ): Promise<{ report: unknown; path: string } | undefined> {
   let text: string;
   let path = source;
   if (source.startsWith("git:")) {
-    path = `${source.slice(4)}:${json}`;
+    path = `${source.slice(4)}:bench/reports/drain.json`;
     const out = await new Deno.Command("git", {
       args: ["show", path],
       stdout: "piped",

@@ -45,6 +45,7 @@ import {
 } from "../tests/harness/process_drain.ts";
 import { type Mode, parseModes } from "./modes.ts";
 import { deadlineMs, withDeadline, within } from "./deadline.ts";
+import { verdictsOf } from "./verdicts.ts";
 import { slotGaps } from "./slot_gaps.ts";
 import { callsByRoute, totalCalls } from "./calls.ts";
 import { type RabbitMq, startRabbitMq } from "../tests/harness/rabbitmq.ts";
@@ -399,13 +400,7 @@ async function wave(
       ...figures,
       // each target against its figure (issue 38: the polling wave at most
       // 5.7 compute calls per VM)
-      verdicts: Object.fromEntries(
-        Object.entries(targets).map(([name, limit]) => {
-          const key = name.replace(/AtMost$/, "") as keyof typeof figures;
-          const value = Number(figures[key]);
-          return [name, { value, met: value <= limit }];
-        }),
-      ),
+      verdicts: verdictsOf(figures, targets),
     };
     if (values.trace !== undefined) {
       await Deno.writeTextFile(
