@@ -332,7 +332,7 @@ async function confirmOurs(
   const log = ctx.logger.child({ hypervisor: ctx.object.spec.hypervisor });
   for (const id of ids) {
     if (!maySendAgain(confirms.get(id), lookedAtMs)) continue;
-    const server = await deps.nova.getServer(id, ctx.signal);
+    const server = await deps.memory.informer.server(id, ctx.signal);
     if (server.status.toUpperCase() !== "VERIFY_RESIZE") continue;
     const note: ActionNote = { sentAtMs: deps.clock.now() };
     confirms.set(id, note);
