@@ -223,6 +223,7 @@ Deno.test("lister against the simulator: a look shows Nova's queue and teaches i
 });
 
 Deno.test("lister against the simulator: a tracked VM gone is deleted (404, looked up); one whose record tells where it went is not looked up", async () => {
+  const clock = new ManualClock();
   await withSim({
     seed: 4,
     timeScale: 1000,
@@ -237,6 +238,11 @@ Deno.test("lister against the simulator: a tracked VM gone is deleted (404, look
       sim.state().servers.find((s) => s.name === name)?.id ?? "";
     sim.deleteServer(id("a"));
     sim.migrateTo(id("b"), "dst");
+    clock.advance(3_600_000);
+    await eventually(async () =>
+      (await nova.getServer(id("b"))).host === "dst"
+    );
+    sim.resetCounters();
     const seen = await new NovaLister(nova, { now: () => 0 }).list({
       host: "src",
       since: new Date(0),
@@ -249,7 +255,7 @@ Deno.test("lister against the simulator: a tracked VM gone is deleted (404, look
     assert.equal(seen.departed.find((d) => d.id === id("a"))?.server, null);
     assert.equal(where.get(id("b")), "dst");
     assert.equal(sim.counters().calls["GET /compute/v2.1/servers/{id}"], 1);
-  });
+  }, { clock });
 });
 
 Deno.test("lister against the simulator: a lookup that fails leaves that VM out and says so; a failed list throws", async () => {
