@@ -10,7 +10,7 @@ import {
   InvalidResponseError,
   NotFoundError,
 } from "./errors.ts";
-import { NovaClient } from "./nova.ts";
+import { type NovaCall, NovaClient } from "./nova.ts";
 import { MicroversionError } from "./microversion.ts";
 import { failureReason } from "./instance_actions.ts";
 import { ManualClock } from "../tests/harness/nova_sim/mod.ts";
@@ -584,4 +584,47 @@ Deno.test("nova: onServerDate hears the Date of each answer (Nova's clock), unti
     await nova.listServersOnHost("node001");
     assert.equal(heard.length, 2);
   });
+});
+
+Deno.test("nova: onCall tells each call with the client's name, method, route template and outcome, until unsubscribed", async () => {
+  // a still clock: the first migration runs on while the second start comes
+  const clock = new ManualClock();
+  await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {
+    const heard: NovaCall[] = [];
+    const stop = nova.onCall((c) => heard.push(c));
+    const id = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
+    await nova.liveMigrate(id);
+    await assert.rejects(nova.liveMigrate(id), ConflictError);
+    await assert.rejects(nova.getServer("no-such-server"));
+    await nova.findComputeService("node001");
+    assert.deepEqual(heard, [
+      {
+        call: "liveMigrate",
+        method: "POST",
+        route: "/servers/{id}/action",
+        outcome: "ok",
+      },
+      {
+        call: "liveMigrate",
+        method: "POST",
+        route: "/servers/{id}/action",
+        outcome: "conflict",
+      },
+      {
+        call: "getServer",
+        method: "GET",
+        route: "/servers/{id}",
+        outcome: "not_found",
+      },
+      {
+        call: "findComputeService",
+        method: "GET",
+        route: "/os-services",
+        outcome: "ok",
+      },
+    ]);
+    stop();
+    await nova.getServer(id);
+    assert.equal(heard.length, 4);
+  }, { clock });
 });

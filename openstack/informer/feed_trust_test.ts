@@ -201,3 +201,56 @@ Deno.test("FeedTrust: a demotion is told once as it happens, and shown until the
   ]);
   assert.equal(trust.demotion("ev", 301)?.scope, "feed");
 });
+
+Deno.test("trustOptionsFor: the bounds of a drain's poll and relist intervals, on its clock", () => {
+  const cases: Array<
+    [
+      string,
+      { pollMs: number; relistMs: number; rate: number },
+      Partial<
+        Record<string, number>
+      >,
+    ]
+  > = [
+    ["defaults: 2 s polls, 60 s relists", {
+      pollMs: 2000,
+      relistMs: 60_000,
+      rate: 1,
+    }, {
+      probeMs: 10_000,
+      hostDemotionMs: 60_000,
+      liveMs: 6000,
+      feedAfter: 3,
+      feedWindowMs: 300_000,
+      feedBackoffMs: 300_000,
+      feedBackoffMaxMs: 3_600_000,
+      pollMs: 2000,
+    }],
+    ["slow polls: a start's event within two of them", {
+      pollMs: 8000,
+      relistMs: 600_000,
+      rate: 1,
+    }, {
+      probeMs: 16_000,
+      feedBackoffMs: 3_000_000,
+      feedBackoffMaxMs: 3_600_000,
+    }],
+    ["a clock 10 times real time: every bound scaled", {
+      pollMs: 2000,
+      relistMs: 60_000,
+      rate: 10,
+    }, {
+      probeMs: 100_000,
+      hostDemotionMs: 600_000,
+      pollMs: 20_000,
+      feedBackoffMaxMs: 36_000_000,
+    }],
+  ];
+  for (const [what, input, want] of cases) {
+    const got = trustOptionsFor(input) as unknown as Record<string, number>;
+    for (const [k, v] of Object.entries(want)) {
+      assert.equal(got[k], v, `${what}: ${k}`);
+    }
+    assert.doesNotThrow(() => new FeedTrust(trustOptionsFor(input)), what);
+  }
+});

@@ -10,7 +10,7 @@
  */
 
 import type { ListRequest, NovaLister } from "./lister.ts";
-import type { Migration } from "../nova_types.ts";
+import type { Migration, Server } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /** A start the drain sent, as the informer checks its cache against it. */
@@ -123,6 +123,8 @@ export interface HostInformer {
     since: Date | undefined,
     signal?: AbortSignal,
   ): Promise<Migration[]>;
+  /** One VM now, however the informer sees its host (throws NotFoundError when deleted). */
+  server(id: string, signal?: AbortSignal): Promise<Server>;
   /** Whether a change on the host woke the drain since its last look. */
   woken(key: string): boolean;
   /**
@@ -184,6 +186,11 @@ export class PollingInformer implements HostInformer {
     signal?: AbortSignal,
   ): Promise<Migration[]> {
     return this.#lister.migrations(host, since, signal);
+  }
+
+  /** Looks the VM up. */
+  server(id: string, signal?: AbortSignal): Promise<Server> {
+    return this.#lister.server(id, signal);
   }
 
   /** Nothing wakes a drain. */

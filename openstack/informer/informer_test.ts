@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { type LookNeed, PollingInformer, relistAgeMs } from "./informer.ts";
 import { NovaLister } from "./lister.ts";
+import { NotFoundError } from "../errors.ts";
 import {
   FixedNova,
   HOST,
@@ -63,6 +64,9 @@ Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's 
     `listServersOnHost ${HOST}`,
     `listMigrations ${HOST} since`,
   ]);
+  nova.elsewhere.set("gone-by", listed("gone-by", { host: "node007" }));
+  assert.equal((await informer.server("gone-by")).host, "node007");
+  await assert.rejects(informer.server("deleted"), NotFoundError);
   assert.equal(informer.woken(), false);
   assert.equal(informer.watching(), false);
   assert.deepEqual(informer.takeWarnings(), []);

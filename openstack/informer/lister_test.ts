@@ -4,6 +4,7 @@ import { Registry } from "prom-client";
 import { nextNovaLimit, NovaLister, withInProgress } from "./lister.ts";
 import type { ObservedMigration } from "./snapshot.ts";
 import { countNovaCalls } from "../nova_metrics.ts";
+import { NotFoundError } from "../errors.ts";
 import { ManualClock } from "../../tests/harness/nova_sim/mod.ts";
 import { eventually, withSim } from "../../tests/harness/openstack_util.ts";
 
@@ -222,6 +223,7 @@ Deno.test("lister against the simulator: a look shows Nova's queue and teaches i
 });
 
 Deno.test("lister against the simulator: a tracked VM gone is deleted (404, looked up); one whose record tells where it went is not looked up", async () => {
+  const clock = new ManualClock();
   await withSim({
     seed: 4,
     timeScale: 1000,
@@ -236,6 +238,11 @@ Deno.test("lister against the simulator: a tracked VM gone is deleted (404, look
       sim.state().servers.find((s) => s.name === name)?.id ?? "";
     sim.deleteServer(id("a"));
     sim.migrateTo(id("b"), "dst");
+    clock.advance(3_600_000);
+    await eventually(async () =>
+      (await nova.getServer(id("b"))).host === "dst"
+    );
+    sim.resetCounters();
     const seen = await new NovaLister(nova, { now: () => 0 }).list({
       host: "src",
       since: new Date(0),
@@ -248,7 +255,7 @@ Deno.test("lister against the simulator: a tracked VM gone is deleted (404, look
     assert.equal(seen.departed.find((d) => d.id === id("a"))?.server, null);
     assert.equal(where.get(id("b")), "dst");
     assert.equal(sim.counters().calls["GET /compute/v2.1/servers/{id}"], 1);
-  });
+  }, { clock });
 });
 
 Deno.test("lister against the simulator: a lookup that fails leaves that VM out and says so; a failed list throws", async () => {
@@ -328,7 +335,35 @@ Deno.test("Nova calls are counted at the client by route: the lister's calls as 
     const text = await registry.metrics();
     assert.match(
       text,
-      /evictor_nova_calls_total\{call="listMigrations",method="GET",route="\/os-migrations",outcome="ok"\} 3/,
+      /evictor_nova_calls_total\{call="listMigrations",method="GET",route="\/os-migrations",outcome="ok"\} [23]$/m,
     );
   });
+});
+
+Deno.test("lister: the lookups of one look run at most `concurrency` at once, each VM once", async () => {
+  const ids = Array.from({ length: 9 }, (_, i) => `vm${i}`);
+  let running = 0;
+  let most = 0;
+  const asked: string[] = [];
+  const nova = {
+    listServersOnHost: () => Promise.resolve([]),
+    listMigrations: () => Promise.resolve([]),
+    getServer: async (id: string) => {
+      asked.push(id);
+      most = Math.max(most, ++running);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+      throw new NotFoundError(`server ${id} not found`);
+    },
+  };
+  const seen = await new NovaLister(nova, { now: () => 0, concurrency: 3 })
+    .list({
+      host: "h",
+      since: new Date(0),
+      status: { outstandingInstances: ids },
+      ram: () => undefined,
+    });
+  assert.equal(most, 3);
+  assert.deepEqual(asked.sort(), ids);
+  assert.deepEqual(seen.departed.map((d) => d.server), ids.map(() => null));
 });

@@ -116,8 +116,8 @@ Deno.test("migrationStepOf: each step's record status, where it runs and whose h
 
 Deno.test("statusRank and recordEnded: later steps rank higher, every end highest, unknown lowest", () => {
   const order = ["queued", "preparing", "running", "post-migrating"];
-  for (let i = 1; i < order.length; i++) {
-    assert.ok(statusRank(order[i]!) > statusRank(order[i - 1]!), order[i]);
+  for (const [i, later] of order.slice(1).entries()) {
+    assert.ok(statusRank(later) > statusRank(order[i] ?? ""), later);
   }
   for (const end of ["completed", "failed", "error", "cancelled"]) {
     assert.ok(recordEnded(end), end);

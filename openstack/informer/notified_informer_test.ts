@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Migration, Server } from "../mod.ts";
-import { NotifiedInformer } from "./notified_informer.ts";
+import { NotifiedInformer, wakesDrain } from "./notified_informer.ts";
 import type { LookNeed } from "./informer.ts";
 import { NovaLister } from "./lister.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
@@ -411,4 +411,80 @@ Deno.test("a demotion is counted once however many drains are told of it; the dr
     "host/deaf",
     "host/deaf",
   ]);
+});
+
+Deno.test("wakesDrain: ends of steps on the host, arrivals at rest and an arrival's first step wake its drain; starts and other hosts' moves do not", () => {
+  const at = (
+    eventType: string,
+    publisher: string,
+    over: Parameters<typeof instance>[1] = {},
+  ) => notification(eventType, 0, publisher, { instance: instance("a", over) });
+  const there = { host: "node007", node: "node007" };
+  const cases: Array<[string, ReturnType<typeof at>, boolean, boolean]> = [
+    // what, event, wakes, wakes when a was listed here
+    [
+      "the source's post.end",
+      at("instance.live_migration_post.end", `nova-compute:${HOST}`),
+      true,
+      true,
+    ],
+    [
+      "a rollback ended on the host",
+      at("instance.live_migration_rollback.end", `nova-compute:${HOST}`),
+      true,
+      true,
+    ],
+    [
+      "a deletion elsewhere of a VM listed here",
+      at("instance.delete.end", "nova-compute:node007", there),
+      false,
+      true,
+    ],
+    [
+      "the update that starts a migration",
+      at("instance.update", "nova-conductor:c", { taskState: "migrating" }),
+      false,
+      false,
+    ],
+    [
+      "an update putting a VM here at rest (an arrival)",
+      at("instance.update", "nova-conductor:c"),
+      true,
+      true,
+    ],
+    [
+      "the destination's post_dest.end (the record runs on)",
+      at(
+        "instance.live_migration_post_dest.end",
+        "nova-compute:node007",
+        there,
+      ),
+      false,
+      false,
+    ],
+    [
+      "an arrival's first step on this host",
+      at("instance.live_migration_pre.start", `nova-compute:${HOST}`, there),
+      true,
+      true,
+    ],
+    [
+      "another host's move",
+      at("instance.live_migration_post.end", "nova-compute:node007", there),
+      false,
+      true,
+    ],
+  ];
+  for (const [what, n, wakes, listedHere] of cases) {
+    assert.equal(wakesDrain(n, HOST), wakes, what);
+    assert.equal(wakesDrain(n, HOST, (id) => id === "a"), listedHere, what);
+  }
+  const failed = notification(
+    "compute_task.migrate_server.error",
+    0,
+    "nova-conductor:c",
+    { task: { instanceUuid: "a", reason: "No valid host was found." } },
+  );
+  assert.equal(wakesDrain(failed, HOST), false, "whose host, unsaid");
+  assert.equal(wakesDrain(failed, HOST, (id) => id === "a"), true);
 });

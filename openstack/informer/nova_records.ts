@@ -203,11 +203,9 @@ export function departureOf(
 /**
  * The VMs of `host` in a live migration whose record the look does not
  * show while another live migration from the host copies: Nova may hold
- * them `queued` (it runs only so many at once), and no notification says
- * so; only a list of the records does. None when `novaLimit` (Nova's
- * limit on the host as the drain learned it from a list) copy already:
- * Nova queues any further one, as the drain expects, and a list would
- * only say so again.
+ * them `queued`, which no notification says. None when `novaLimit` (as
+ * the lists showed it) copy already: Nova queues any further one, as
+ * expected.
  *
  * @example
  * ```ts
