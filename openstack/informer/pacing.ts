@@ -503,15 +503,14 @@ export class Pace {
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
-      const end = this.#endOf(entry, view, perNovaMs, queueing);
       const since = this.#active.get(entry.id)?.sinceMs ??
-        view.issuedAt(entry.id);
+        view.issuedAt(entry.id) ?? Number.NaN;
+      const end = this.#endOf(entry, since, view, perNovaMs, queueing);
       if (end === undefined) untimed = true;
       else model.push(end);
       // no record: not copying as far as anyone told (Nova's queue holds
       // it, or its conductor), so no end is due yet
-      if (status === undefined) continue;
-      if (since === undefined || Number.isNaN(since)) continue;
+      if (status === undefined || Number.isNaN(since)) continue;
       byId.set(entry.id, {
         since,
         end: end ?? since + this.#slotMs(view.ramOf(entry.id)),
@@ -521,9 +520,10 @@ export class Pace {
     return { model, first, untimed, byId };
   }
 
-  /** When a running migration is expected to end (controller clock). */
+  /** When a migration copying since `since` is expected to end. */
   #endOf(
     entry: EvictionStatusInFlightItem,
+    since: number,
     view: PaceView,
     perNovaMs: number | undefined,
     queueing: boolean,
@@ -532,17 +532,14 @@ export class Pace {
     const novaMs = ram === undefined
       ? undefined
       : this.predictMs(entry.kind, ram);
-    const since = this.#active.get(entry.id)?.sinceMs ??
-      view.issuedAt(entry.id);
     if (
-      novaMs === undefined || perNovaMs === undefined ||
-      since === undefined || Number.isNaN(since)
+      novaMs === undefined || perNovaMs === undefined || Number.isNaN(since)
     ) return undefined;
     // While Nova's queue holds more work for this host, a late look
     // costs nothing (the host stays busy) and an early one costs calls.
     const margin = queueing ? QUEUED_MARGIN : this.marginOf(
       entry.kind,
-      ram ?? 0,
+      ram!,
       view.pollMs / perNovaMs,
       view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
     );
