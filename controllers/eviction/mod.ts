@@ -62,7 +62,7 @@
  *    consumed retry annotation is removed.
  * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass
  *    when the earliest running migration should finish (its copy timed
- *    from Nova's start of it, copy_span.ts), in the controller's clock, or
+ *    from Nova's start of it, pacing.ts copySpan), in the controller's clock, or
  *    a poll interval after a start, for a failure that comes at once
  *    (first_look.ts).
  *

@@ -34,11 +34,10 @@ export function fingerprintOf(
 
 /**
  * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed, no start answer or change on its host
- * to act on and no budget
- * freed for starts the budget held back returns at once: no Nova call, and
- * nothing planned from old data. A drain in line for budget stays there,
- * in its place (woken, it waits again when another drain took the slot).
+ * nothing it depends on changed, no start answer, no change on its host
+ * and no budget freed for it returns at once: no Nova call. A drain in
+ * line for budget keeps its place (woken, it waits again when another
+ * drain took the slot).
  */
 export function skipEarly(
   pass: Pass,
@@ -82,24 +81,24 @@ export function paceView(
   };
 }
 
+/** Per VM leaving the host, its migration in progress, else the latest. */
+function paceRecords(
+  latest: ReturnType<typeof latestRecords>,
+): PaceView["records"] {
+  return new Map([...latest].map(([id, r]) => [id, r.inProgress ?? r.latest]));
+}
+
 /**
- * Part of planning: the pacing model learns from this pass's records (how
- * long the migrations that completed took), while the start notes still
- * say which of them this process started and when. Returns those records
- * (per VM leaving the host, the one in progress, else the latest), which
- * time the next look.
+ * Part of planning: the pacing model learns from this pass's records
+ * while the start notes still say which are ours; returns them (they time
+ * the next look).
  */
 export function learn(
   pass: Pass,
   plan: Plan,
   seen: Observation,
 ): PaceView["records"] {
-  const records = new Map(
-    [...latestRecords(seen.migrations, pass.host)].map(([id, r]) => [
-      id,
-      r.inProgress ?? r.latest,
-    ]),
-  );
+  const records = paceRecords(latestRecords(seen.migrations, pass.host));
   pass.state.pace.learn(paceView(pass, plan, records));
   return records;
 }
@@ -187,12 +186,11 @@ export function changesSince(pass: Pass, options: PlanOptions): Date {
 }
 
 /**
- * The pass due only for first looks at starts of ours (first_look.ts):
- * one list of the host's migrations instead of a full look. When it shows
- * nothing to act on, the model learns from it and times the next look,
- * with no status write and nothing planned; otherwise (a migration ended
- * or failed, a start not listed, the list failed, or the informer holds
- * the records already) undefined: a full pass looks.
+ * The polling informer's glance: a pass due only for first looks at our
+ * starts lists the host's migrations instead of a full look; when that
+ * shows nothing to act on, the model learns from it and times the next
+ * look (no write, no plan); else (or when the informer holds the records
+ * already) undefined: a full pass looks.
  */
 export async function glance(
   pass: Pass,
@@ -231,12 +229,10 @@ export async function glance(
     (id) => latest.get(id)?.latest.status,
   );
   if (!quiet) return undefined;
-  const view: PaceView = {
+  const view = {
     ...planned,
     nowMs: deps.clock.now(),
-    records: new Map(
-      [...latest].map(([id, r]) => [id, r.inProgress ?? r.latest]),
-    ),
+    records: paceRecords(latest),
   };
   state.pace.learn(view);
   const inMs = nextLookMs({

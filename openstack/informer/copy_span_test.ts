@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { copySpan } from "./copy_span.ts";
+import { copySpan } from "./pacing.ts";
 
 Deno.test("copySpan: table", () => {
   const rows: Array<

@@ -1,55 +1,34 @@
 /**
- * The first look after a start. Once the duration model can time a
- * migration, the next look is when it should finish: for a long copy that
- * is many seconds away, while a start can fail within a second (the
- * conductor's NoValidHost turns the record `error`), and its slot would
- * idle until that look. So a start is looked at a poll interval after it
- * was issued, and paced by the model from then on. That look costs Nova
- * calls a drain paced by its model did not spend before; when it is due
- * for first looks only, one list of the host's migrations stands in for
- * it ({@linkcode glanceIsQuiet}), and a full look follows only when that
- * list shows something to act on.
+ * The first look after a start. A start can fail within a second (the
+ * conductor's NoValidHost turns the record `error`) while the model would
+ * look only when the copy should end, its slot idle until then; so a start
+ * is looked at a poll interval after it was issued, and paced by the model
+ * from then on. When a look is due for first looks only, one list of the
+ * host's migrations stands in for it ({@linkcode glanceIsQuiet}).
  *
  * @module
  */
 
 import { migrationPhase } from "./nova_states.ts";
 
-/**
- * Share of a poll interval after a start from which a look counts as the
- * start's first look (a timer may fire a little early; a pass woken by
- * something else soon after the start is too early to see the outcome).
- */
+/** Share of a poll interval after a start from which a look counts as its first. */
 export const FIRST_LOOK_SHARE = 0.75;
 
 /**
  * Poll intervals after a start within which it is looked at every poll
- * interval while no look has seen it past the conductor: Nova's conductor
- * may take longer than one poll interval to find no valid host. Past it,
- * the duration model times the start, unless its record is still
- * `accepted` or not written yet ({@linkcode firstLookAt}'s
- * `withConductor`); an earlier attempt's record the latest seen does not
- * hold it.
+ * interval while no look saw it past the conductor (which may take longer
+ * than one to find no valid host).
  */
 export const FIRST_LOOK_WINDOW = 3;
 
 /**
  * When to look next at a start of ours issued at `issuedAtMs` for how it
- * began: one poll interval after it, so that a fast failure (the
- * conductor's NoValidHost: a record `error` within a second or so) is
- * seen and its slot refilled within a poll interval or two, not when the
- * start would have finished copying; then a poll interval after each look
- * (`lastLookMs`, counted from {@linkcode FIRST_LOOK_SHARE} of a poll
- * interval after the start) while none saw it past the conductor
- * (`pastConductor`), within {@linkcode FIRST_LOOK_WINDOW} poll intervals,
- * and for as long as the last look found its record `accepted` or none
- * (`withConductor`: Nova's conductor still deciding or not yet writing the
- * record, which on a loaded cloud may take many poll intervals; a
- * NoValidHost must still be seen within a poll interval of its record's
- * error). Undefined once a look saw it past the conductor, or the window
- * is over with an earlier attempt's record the latest seen: the duration
- * model times it from then on (and once.ts's grace period ends a start
- * Nova never processed). Shared by the starts of a pass.
+ * began: a poll interval after it; then a poll interval after each look
+ * (`lastLookMs`) while none saw it past the conductor (`pastConductor`),
+ * within {@linkcode FIRST_LOOK_WINDOW} poll intervals, or as long as the
+ * last look found its record `accepted` or none (`withConductor`: the
+ * conductor still deciding, for many polls on a loaded cloud). Undefined
+ * once the model times it.
  *
  * @example
  * ```ts
@@ -81,9 +60,8 @@ export function firstLookAt(
 }
 
 /**
- * Whether a record's status shows a start past Nova's conductor (it found
- * a host: the migration waits in the source's queue, copies, or ended):
- * no fast failure of the start is to come. `accepted` is the conductor's.
+ * Whether a record's status shows a start past Nova's conductor (queued,
+ * copying or ended): no fast failure is to come.
  *
  * @example
  * ```ts
@@ -99,12 +77,10 @@ export function pastConductor(status: string | undefined): boolean {
 }
 
 /**
- * Whether a glance at the host's migrations (their latest record per VM,
- * `statusOf`) shows nothing to act on, so that it may stand in for a full
- * look due only for first looks: every migration in flight is still in
- * progress (none failed nor ended: a slot to refill, a failure to record)
- * and each start of ours (`issuedByUs`) is listed, its record saying how
- * it goes. Otherwise a full pass looks.
+ * Whether a glance at the host's migrations (the latest record per VM,
+ * `statusOf`) shows nothing to act on: every migration in flight still in
+ * progress and each start of ours (`issuedByUs`) listed. Otherwise a full
+ * pass looks.
  *
  * @example
  * ```ts

@@ -1,13 +1,9 @@
 /**
- * How long after a migration's predicted end to look at Nova. Durations
- * jitter around the prediction: a look before the end finds nothing (Nova
- * calls spent, and the slot idles until the next look, at least a poll
- * interval later); a look after it idles the slot from the end to the look.
- * The margin that idles a slot least, given how the finished migrations
- * strayed from their predictions, is not a fixed percentile: where the
- * poll interval is long against the spread, waking past the latest end
- * idles less than risking a look a poll interval early; where it is short,
- * an earlier look pays off. Early looks are capped, for Nova's sake.
+ * How long after a migration's predicted end to look at Nova. A look
+ * before the end finds nothing (calls spent, the slot idle until the next
+ * look a poll interval later); one after it idles the slot from the end.
+ * The margin that idles least over how the finished migrations strayed
+ * from their predictions, early looks capped for Nova's sake.
  *
  * @module
  */
@@ -63,10 +59,8 @@ export function marginCost(
 /**
  * The margin (a fraction of the prediction, within
  * {@linkcode MARGIN_RANGE}) that idles a slot least over `samples` with at
- * most `maxEarlyLooks` early looks per migration; of equal ones, the later
- * (fewer looks). Candidates are where the idle time can drop (a look
- * just after a sample's end, or a poll interval or two before it, each
- * plus a hedge) and the range's ends. `fallback` without samples.
+ * most `maxEarlyLooks` early looks per migration; of equal ones the later.
+ * `fallback` without samples.
  *
  * @example
  * ```ts

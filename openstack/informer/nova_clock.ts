@@ -1,16 +1,12 @@
 /**
- * Nova's clock against ours: one model, fitted from readings of Nova's
- * clock at known times of ours (the `Date` header of its answers, and the
- * `created_at` of the records of our starts). It gives the offset the
- * planner applies where Nova's times meet ours (a record of our start
- * looks older than the start when Nova is behind, and `changes-since`
- * hides the drain's first minutes), and the rate that converts Nova's
- * durations and times to our clock (1 in production; a simulator's time
- * scale when its clock runs faster than ours).
- *
- * The offset is applied only while the clocks run at one rate: a
- * drifting offset would move every record by a growing amount, so a
- * scaled simulator's comparisons keep the planner's skew allowance alone.
+ * Nova's clock against ours, one model fitted from readings of it at known
+ * times of ours (the `Date` of its answers, our starts' `created_at`). Its
+ * offset is applied where Nova's times meet ours (when Nova is behind, a
+ * failed record of our start looks older than the start, and
+ * `changes-since` hides the drain's first minutes); its rate converts
+ * Nova's durations and times to our clock (1 in production; a simulator's
+ * time scale). The offset is applied only at one rate: a drifting one
+ * would move every record by a growing amount.
  *
  * @module
  */
@@ -18,11 +14,7 @@
 /** The `Date` header has whole seconds: samples are accurate to about this. */
 export const DATE_RESOLUTION_MS = 1_000;
 
-/**
- * An offset below this is taken as none: the header's resolution and the
- * round trip (a scaled simulator's too) make up a few seconds, and the
- * planner's skew allowance (10 s) covers it.
- */
+/** An offset below this is left to the planner's skew allowance (10 s). */
 export const MIN_OFFSET_MS = 5_000;
 
 /** The shortest span of our clock over which an offset must have held still. */
@@ -41,8 +33,7 @@ interface Sample {
 }
 
 /**
- * Nova's clock as a line through readings of it: its offset from ours
- * and its rate.
+ * Nova's clock as a line through readings of it.
  *
  * @example
  * ```ts
@@ -79,11 +70,9 @@ export class NovaClock {
   }
 
   /**
-   * Our ms per Nova ms: 1 with no reading (one clock assumed) or while
-   * the readings stay within the header's resolution and
-   * {@linkcode MAX_DRIFT} of one rate; else the slope of the line through
-   * them; undefined while they span less than a second of ours (a guess
-   * could be off by a simulator's whole time scale).
+   * Our ms per Nova ms: 1 with no reading or within the header's
+   * resolution and {@linkcode MAX_DRIFT} of it; else the fitted slope;
+   * undefined while the readings span less than a second of ours.
    */
   localPerNovaMs(): number | undefined {
     return fitClock(this.#samples)?.localPerNovaMs;
@@ -98,10 +87,9 @@ export class NovaClock {
   }
 
   /**
-   * Nova's clock minus ours (ms) for the planner: the fitted offset once
-   * the readings span {@linkcode STEADY_SPAN_MS} at one rate; 0 before,
-   * at another rate (a scaled simulator), or under
-   * {@linkcode MIN_OFFSET_MS}.
+   * Nova's clock minus ours (ms) for the planner, once the readings span
+   * {@linkcode STEADY_SPAN_MS} at one rate; 0 before, at another rate, or
+   * under {@linkcode MIN_OFFSET_MS}.
    */
   offsetMs(): number {
     const fit = fitClock(this.#samples);
@@ -112,9 +100,8 @@ export class NovaClock {
 }
 
 /**
- * The line through `samples`: our ms per Nova ms, and Nova's clock minus
- * ours scaled (`nova = local / localPerNovaMs + offsetMs`; the median,
- * so one late reading does not move it), over `spanMs` of ours.
+ * The line `nova = local / localPerNovaMs + offsetMs` through `samples`
+ * (the offset a median: one late reading does not move it).
  *
  * @example
  * ```ts

@@ -1,14 +1,12 @@
 /**
- * When to look again. A drain learns how long its migrations take (a line
- * through duration against flavor RAM, per kind, from the migrations that
- * completed, as Nova's own records time them) and schedules the next pass
- * when the earliest running migration is expected to finish: a freed slot
- * is refilled at once, and Nova is not polled in between.
- *
- * One clock: every absolute time here is the controller's clock (the
- * injected one, which runs at the simulator's rate in tests). Nova's
- * timestamps are only ever subtracted from each other (a duration), never
- * compared with the controller's clock.
+ * The polling informer's schedule: when to ask Nova again. A drain learns
+ * how long its migrations take (a line through duration against flavor
+ * RAM, per kind, from Nova's times of the completed ones) and looks when
+ * the earliest running one should end: a freed slot is refilled at once,
+ * and Nova is not polled in between. Its expected ends also bound how
+ * late an end event may come before the notified informer looks
+ * ({@linkcode Pace.endsBy}). Every absolute time here is the controller's
+ * clock; Nova's are converted by nova_clock.ts.
  *
  * @module
  */
@@ -20,7 +18,6 @@ import {
   type MigrationKind,
   migrationPhase,
 } from "./nova_states.ts";
-import { copySpan } from "./copy_span.ts";
 import { firstLookAt, pastConductor } from "./first_look.ts";
 import type { ObservedMigration } from "./snapshot.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
@@ -42,17 +39,11 @@ const MAX_SAMPLES = 64;
 const SAME_SIZE_SAMPLES = 5;
 /** Wake this much after the expected end while few samples tell the spread. */
 export const LATE_MARGIN = 0.03;
-/**
- * The share of a migration's expected time its end event may come late
- * (a loaded controller or broker) before the view is not trusted to tell
- * it: a look at Nova then (Pace.endsBy).
- */
+/** The share of its expected time a migration's end event may come late. */
 export const LATE_END_SHARE = 0.25;
 /**
- * Poll intervals the end of a migration the model cannot time yet may
- * take past its stand-in end before the view is not trusted to tell it:
- * a drain's first copies would otherwise be looked at as they end, and
- * race their own end events.
+ * Poll intervals an untimed migration's end may come past its stand-in
+ * (a drain's first copies would otherwise race their own end events).
  */
 export const UNTIMED_POLLS = 4;
 /** The margin while Nova queues migrations of the host (it stays busy). */
@@ -120,11 +111,7 @@ export interface PaceView {
   pending: (id: string) => boolean;
   /** The poll interval on the controller's clock (the soonest next look). */
   pollMs: number;
-  /**
-   * The drain's limit. With one slot every look is one migration's, so a
-   * look before its end is a whole pass more (two Nova calls over the three
-   * a migration needs at least): no early looks are planned there.
-   */
+  /** The drain's limit (at 1, an early look is a whole pass more: none planned). */
   limit: number;
 }
 
@@ -132,9 +119,8 @@ export interface PaceView {
 const OWN_SAMPLES = 3;
 
 /**
- * Finished migrations' durations and Nova's clock: what one drain learns,
- * or what the drains of one process learn together (one Nova, one clock): a drain that starts later times its first migrations
- * by what the others saw instead of polling until one of its own ends.
+ * Finished migrations' durations and Nova's clock, of one drain or of all
+ * a process's drains (a later drain times its first migrations by theirs).
  *
  * @example
  * ```ts
@@ -147,13 +133,10 @@ const OWN_SAMPLES = 3;
 export class Durations {
   /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
   readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
-  /**
-   * Nova's clock (nova_clock.ts): the one model that converts Nova's
-   * durations and times to the controller's clock.
-   */
+  /** Nova's clock (nova_clock.ts). */
   readonly clock: NovaClock;
 
-  /** Durations learned against `clock` (Nova's answers' `Date` sample it). */
+  /** Durations timed by `clock`. */
   constructor(clock: NovaClock = new NovaClock()) {
     this.clock = clock;
   }
@@ -167,10 +150,9 @@ export class Durations {
 }
 
 /**
- * The duration model and running migrations of one drain. Its durations
- * are its own once it has {@linkcode OWN_SAMPLES} of a kind, of two sizes
- * (hosts differ), those of `cloud` (every drain of the process) before;
- * the clock conversion is the cloud's.
+ * One drain's duration model and running migrations: its own durations
+ * once it has {@linkcode OWN_SAMPLES} of a kind of two sizes (hosts
+ * differ), `cloud`'s before.
  *
  * @example
  * ```ts
@@ -204,10 +186,8 @@ export class Pace {
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
   /**
-   * Slot times on the controller's clock: from the start of a migration's
-   * copy (our start, or when it left Nova's queue) to the pass that saw it
-   * complete (and refilled its slot), any kind. What a drain's makespan is
-   * made of at the limit Nova runs, poll latency included.
+   * Slot times on our clock: a copy's start (ours, or past Nova's queue)
+   * to the pass that saw it complete, poll latency included.
    */
   readonly #slots: Sample[] = [];
 
@@ -216,11 +196,7 @@ export class Pace {
     this.#cloud = cloud ?? this.#own;
   }
 
-  /**
-   * The samples of `kind` to time by: the drain's own once they are
-   * {@linkcode OWN_SAMPLES} of two sizes at least (one size alone fits a
-   * line through zero, far off for the others), else the cloud's.
-   */
+  /** The samples of `kind` to time by (one size alone fits a line through 0). */
   #samplesOf(kind: MigrationKind): Sample[] {
     const own = this.#own.samples[kind];
     const sizes = new Set(own.map((x) => x.ramMb)).size;
@@ -230,12 +206,9 @@ export class Pace {
   }
 
   /**
-   * The observed migration rate on the controller's clock, a line through
-   * slot time against flavor RAM (see {@linkcode fitDuration}), as a copy
-   * rate and a fixed cost per migration, the time waited in Nova's queue
-   * left out (a prediction runs at Nova's limit, which accounts for that
-   * wait: capacity/makespan.ts predictionLimit); undefined until two migrations
-   * of different sizes this process started have completed.
+   * The observed migration rate: slot time against flavor RAM as a copy
+   * rate and a cost per migration, Nova's queue left out (a prediction
+   * runs at Nova's limit); undefined before two sizes of ours completed.
    */
   slotRate():
     | { mbPerSecond: number; overheadMs: number; migrations: number }
@@ -251,11 +224,7 @@ export class Pace {
     };
   }
 
-  /**
-   * A migration's slot time on our clock as the drain's completed ones
-   * show it (0 before any: a migration the model cannot time may end at
-   * any look).
-   */
+  /** A migration's slot time as the completed ones show it (0 before any). */
   #slotMs(ramMb: number | undefined): number {
     const fit = fitDuration(this.#slots);
     return fit === undefined || ramMb === undefined
@@ -282,13 +251,10 @@ export class Pace {
   }
 
   /**
-   * How late to wake after the expected end of a migration of `ramMb`, as
-   * a fraction of it: the margin that would have idled a slot least over
-   * the finished migrations of that size (of all sizes while fewer than
-   * {@linkcode SAME_SIZE_SAMPLES} of it finished), a look that finds it
-   * running costing the wait until the next one, at least `pollMs` later,
-   * and such early looks at most `maxEarlyLooks` per migration (margin.ts).
-   * {@linkcode LATE_MARGIN} while fewer than 3 finished.
+   * How late to wake after a migration's expected end, as a fraction of
+   * it: margin.ts over the finished migrations of its size (of all while
+   * fewer than {@linkcode SAME_SIZE_SAMPLES}); {@linkcode LATE_MARGIN}
+   * while fewer than 3 finished.
    */
   marginOf(
     kind: MigrationKind,
@@ -313,11 +279,9 @@ export class Pace {
   }
 
   /**
-   * Learns from one pass: notes when migrations started copying, samples
-   * the ones that completed (Nova's completion time minus the copy's start
-   * on Nova's clock, never mixed with ours; the time waited in Nova's
-   * queue kept apart, see copy_span.ts), and notes this look at each of
-   * our starts (its first look, first_look.ts).
+   * Learns from one pass: when migrations began copying, the completed
+   * ones' copy times (Nova's queue kept apart, {@linkcode copySpan}), and
+   * this look at each of our starts (first_look.ts).
    */
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
@@ -360,12 +324,10 @@ export class Pace {
   }
 
   /**
-   * A migration first seen copying: since our start (and its record's
-   * creation) when it never waited in Nova's queue; else since it left
-   * the queue, Nova's `updated_at` of the status past it (a libvirt
-   * compute also updates it with the copy's progress, so that is late by
-   * at most the time between two looks), on our clock by the clocks'
-   * ratio; when that cannot be told, since this look.
+   * A migration first seen copying: since our start, or its first event
+   * when known only from events; when it waited in Nova's queue, since
+   * its record's `updated_at` past it (late by at most a look's spacing);
+   * since this look when the clocks cannot tell.
    */
   #copying(
     view: PaceView,
@@ -407,11 +369,8 @@ export class Pace {
   }
 
   /**
-   * A completed migration: its copy time on Nova's clock (a sample of the
-   * duration model) and its slot time on ours (our start, or its copy's
-   * start past Nova's queue, to this pass: {@linkcode Pace.slotRate}),
-   * each once per record; a migration that went from Nova's queue to its
-   * end between two looks says nothing of its copy and is not sampled.
+   * A completed migration, once per record: its copy time on Nova's clock
+   * (a duration sample) and its slot time on ours ({@linkcode Pace.slotRate}).
    */
   #completed(
     view: PaceView,
@@ -459,10 +418,9 @@ export class Pace {
   }
 
   /**
-   * Controller-clock ms until the earliest running migration is expected
-   * to finish, or a start of ours is due its first look (first_look.ts),
-   * 0 when one is overdue; undefined when nothing runs that the model can
-   * time (no samples yet, or only waiting ones) and no first look is due.
+   * Ms until the earliest expected end or first look due (0 when overdue;
+   * undefined when none), and whether something runs the model cannot
+   * time; sets {@linkcode Pace.endsBy}.
    */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
     const { model, first, untimed, byId } = this.#ends(view);
@@ -483,11 +441,8 @@ export class Pace {
   }
 
   /**
-   * Whether the next look, as {@linkcode Pace.dueInMs} times it, is due
-   * only for first looks at starts of ours: every migration the model
-   * times is expected to end later, none is untimed. A glance at the
-   * host's migrations may then stand in for a full look (first_look.ts
-   * glanceIsQuiet).
+   * Whether the next look is due only for first looks at our starts (every
+   * timed end later, none untimed): a glance may stand in for it.
    */
   firstLooksOnly(view: PaceView): boolean {
     const { model, first, untimed } = this.#ends(view);
@@ -496,24 +451,17 @@ export class Pace {
     return look !== undefined && model.every((end) => end > look);
   }
 
-  /**
-   * A glance planned by the pass that timed the next look (pass_pace.ts):
-   * the view to time from after it. Taken once.
-   */
+  /** A glance planned by the pass that timed the next look: its view. */
   planGlance(view: PaceView | undefined): void {
     this.#glance = view;
   }
 
   /**
-   * By when (controller clock) the end of each migration timed at the
-   * last {@linkcode Pace.dueInMs} should be known: its expected end and
-   * a poll interval or {@linkcode LATE_END_SHARE} of its expected time,
-   * whichever is longer. While the model cannot time it, its start and
-   * the slot time the drain's completed migrations show stand for its
-   * end (its start before the first), and the bound is
-   * {@linkcode UNTIMED_POLLS} poll intervals at least. An informer whose view shows one
-   * still moving later looks at Nova (its end event may be lost), at
-   * spacings that double while it runs on.
+   * By when each running migration's end should be heard of (the trust
+   * rule): its expected end plus a poll interval or
+   * {@linkcode LATE_END_SHARE} of its expected time, whichever is longer;
+   * untimed, its start plus the slot time completed ones show, plus
+   * {@linkcode UNTIMED_POLLS} poll intervals at least.
    */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
@@ -526,12 +474,7 @@ export class Pace {
     return view;
   }
 
-  /**
-   * The expected ends of the migrations the model times, the first looks
-   * due at our starts, whether something runs that it cannot time, and
-   * per migration its start and expected end (when untimed,
-   * {@linkcode Pace.endsBy}'s stand-in).
-   */
+  /** Expected ends, first looks due, whether any is untimed, and per migration its span. */
   #ends(
     view: PaceView,
   ): {
@@ -560,15 +503,14 @@ export class Pace {
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
       if (status === undefined && queueing) continue;
-      const end = this.#endOf(entry, view, perNovaMs, queueing);
       const since = this.#active.get(entry.id)?.sinceMs ??
-        view.issuedAt(entry.id);
+        view.issuedAt(entry.id) ?? Number.NaN;
+      const end = this.#endOf(entry, since, view, perNovaMs, queueing);
       if (end === undefined) untimed = true;
       else model.push(end);
       // no record: not copying as far as anyone told (Nova's queue holds
       // it, or its conductor), so no end is due yet
-      if (status === undefined) continue;
-      if (since === undefined || Number.isNaN(since)) continue;
+      if (status === undefined || Number.isNaN(since)) continue;
       byId.set(entry.id, {
         since,
         end: end ?? since + this.#slotMs(view.ramOf(entry.id)),
@@ -578,9 +520,10 @@ export class Pace {
     return { model, first, untimed, byId };
   }
 
-  /** When a running migration is expected to end (controller clock). */
+  /** When a migration copying since `since` is expected to end. */
   #endOf(
     entry: EvictionStatusInFlightItem,
+    since: number,
     view: PaceView,
     perNovaMs: number | undefined,
     queueing: boolean,
@@ -589,17 +532,14 @@ export class Pace {
     const novaMs = ram === undefined
       ? undefined
       : this.predictMs(entry.kind, ram);
-    const since = this.#active.get(entry.id)?.sinceMs ??
-      view.issuedAt(entry.id);
     if (
-      novaMs === undefined || perNovaMs === undefined ||
-      since === undefined || Number.isNaN(since)
+      novaMs === undefined || perNovaMs === undefined || Number.isNaN(since)
     ) return undefined;
     // While Nova's queue holds more work for this host, a late look
     // costs nothing (the host stays busy) and an early one costs calls.
     const margin = queueing ? QUEUED_MARGIN : this.marginOf(
       entry.kind,
-      ram ?? 0,
+      ram!,
       view.pollMs / perNovaMs,
       view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
     );
@@ -607,10 +547,7 @@ export class Pace {
     return since + novaMs * perNovaMs * (1 + margin);
   }
 
-  /**
-   * Notes this look at our start of `id`: when, and whether it (or an
-   * earlier look at the same start) saw it past Nova's conductor.
-   */
+  /** Notes this look at our start of `id`, and whether it saw it past the conductor. */
   #noteLook(id: string, view: PaceView): void {
     const issued = view.issuedAt(id);
     if (issued === undefined || view.nowMs < issued) return;
@@ -646,10 +583,8 @@ export class Pace {
 }
 
 /**
- * The keys a migration is learned once by: Nova's id of its record, and
- * our start of the VM (the same migration whether the informer's view,
- * which knows no id, or Nova's list shows it); its creation when neither
- * is known.
+ * The keys a migration is learned once by: its record's Nova id and our
+ * start (the view knows no id); its creation when neither is known.
  *
  * @example
  * ```ts
@@ -671,13 +606,9 @@ export function recordKeys(
 }
 
 /**
- * When to look, given the expected ends of the running migrations and the
- * poll interval (the least wait between two looks): at the earliest end,
- * or at the last end within half a poll interval of it, catching those
- * too. The earliest's slot then idles less than half a poll interval
- * longer; the others would idle until the next look, a poll interval
- * after the first: so the later look idles the slots less in total.
- * Undefined without ends.
+ * When to look: at the earliest end, or the last within half a poll
+ * interval of it (idling the earliest's slot less than the others would
+ * idle until a look a poll interval later). Undefined without ends.
  *
  * @example
  * ```ts
@@ -751,4 +682,38 @@ export function nextLookMs(input: LookInput): number {
     return Math.max(pollMs, Math.min(retry, input.slowPollMs * 10));
   }
   return input.slowPollMs;
+}
+
+/**
+ * Splits a migration's time from `startMs` (our start or its record's
+ * creation) to `endMs` at `copyFromMs`, when it was first seen past Nova's
+ * queue (Nova runs `max_concurrent_live_migrations` per host and queues
+ * the rest): the model learns the copy alone, not a rate several times
+ * too slow. Never seen `queued`: all copy; queued without `copyFromMs`
+ * (queue to end between two looks), a non-positive span or a time not
+ * finite: undefined.
+ *
+ * @example
+ * ```ts
+ * import { copySpan } from "./pacing.ts";
+ * console.log(copySpan(0, 30_000, true, 40_000)); // { copyMs: 10000, queuedMs: 30000 }
+ * console.log(copySpan(0, undefined, false, 40_000)); // { copyMs: 40000, queuedMs: 0 }
+ * console.log(copySpan(0, undefined, true, 40_000)); // undefined
+ * ```
+ */
+export function copySpan(
+  startMs: number,
+  copyFromMs: number | undefined,
+  queued: boolean,
+  endMs: number,
+): { copyMs: number; queuedMs: number } | undefined {
+  if (!Number.isFinite(startMs) || !Number.isFinite(endMs)) return undefined;
+  if (!(endMs > startMs)) return undefined;
+  if (!queued) return { copyMs: endMs - startMs, queuedMs: 0 };
+  if (copyFromMs === undefined || !Number.isFinite(copyFromMs)) {
+    return undefined;
+  }
+  const from = Math.min(endMs, Math.max(startMs, copyFromMs));
+  if (!(endMs > from)) return undefined;
+  return { copyMs: endMs - from, queuedMs: from - startMs };
 }

@@ -12,6 +12,7 @@ import {
   QUEUED_MARGIN,
 } from "./pacing.ts";
 import type { ObservedMigration } from "./snapshot.ts";
+import { NovaClock } from "./nova_clock.ts";
 
 const T = Date.parse("2026-12-01T00:00:00Z");
 const nova = (ms: number) =>
@@ -664,4 +665,28 @@ Deno.test("Pace.endsBy: none for a start with no record (Nova's queue holds it s
   const by = p.endsBy().get("q") ?? 0;
   const end = T + 15_000 + 10_000 * (1 + LATE_MARGIN);
   assert.equal(by, end + Math.max(2000, 0.25 * (end - (T + 15_000))));
+});
+
+Deno.test("Pace: starts in one second of Nova's clock are timed once its answers' Date headers tell the rate (one clock model)", () => {
+  const clock = new NovaClock();
+  const p = new Pace(new Durations(clock));
+  p.sample("live", 4096, 10_000);
+  // the first pass's two starts, created in the same whole second
+  const issued = new Map([["a", T], ["b", T + 40]]);
+  const v = view(
+    T + 100,
+    [
+      ["a", { ...record("a", "running", T, T), id: 1 }],
+      ["b", { ...record("b", "running", T, T), id: 2 }],
+    ],
+    ["a", "b"],
+    { issuedAt: (id) => issued.get(id) },
+  );
+  p.learn(v);
+  looked(p, v);
+  assert.equal(p.clockPerNovaMs(), undefined);
+  // Nova's answers over 3 s of ours, in step with our clock
+  for (let t = 0; t <= 3000; t += 1000) clock.sample(T + t, T + t);
+  assert.equal(p.clockPerNovaMs(), 1);
+  assert.equal(p.dueInMs(v).untimed, false);
 });
