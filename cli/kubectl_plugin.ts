@@ -1,14 +1,7 @@
 /**
- * The kubectl plugin: `kubectl evictor drain HYPERVISOR --reason TEXT
- * [--max-concurrent N] [--allow-unknown] [--wait] [--timeout DURATION]`,
- * `kubectl evictor status [HYPERVISOR] [-o ...] [-w]`, `kubectl evictor wait
- * HOST...` (cli/wait_command.ts), `kubectl evictor plan HOST [HOST...]`
- * (cli/plan_command.ts), `kubectl evictor retry NAME [VM...]`, `version`
- * and `completion bash|zsh` (cli/completion_command.ts). Each talks
- * to the cluster kubectl would (`--kubeconfig`, `--context`, `KUBECONFIG`;
- * cli/kube_config.ts); `plan` also reads OpenStack (clouds.yaml / OS_*).
- * Every failure is one `error:` line on stderr and exit code 1 (kubectl's);
- * the API server's warnings are `Warning:` lines on stderr, as kubectl's.
+ * The kubectl plugin's commands (usage.ts says each), on the cluster
+ * kubectl would use. Every failure is one `error:` line on stderr and exit
+ * code 1, as kubectl's.
  *
  * @module
  */

@@ -1,16 +1,6 @@
 /**
- * `kubectl evictor plan HOST [HOST...]`: reads the cluster (EvictionPolicy,
- * Hypervisors, Evictions) and OpenStack (servers, Placement), changes
- * nothing, and prints each host's plan as a table or JSON. The hosts named
- * are checked for capacity together, alone; with `--with-wave` the hosts of
- * unfinished Evictions join the check, as the controller checks a wave, and
- * each plan names them.
- *
- * OpenStack credentials are read as the operator reads them: the cloud
- * `--os-cloud` (else `OS_CLOUD`) names in clouds.yaml
- * (`OS_CLIENT_CONFIG_FILE`, ./, ~/.config/openstack, /etc/openstack), or
- * the `OS_*` variables; the region `--os-region-name`, else
- * `OS_REGION_NAME`, else the cloud's `region_name`.
+ * `kubectl evictor plan`: reads the cluster and OpenStack (credentials as
+ * the operator reads them), changes nothing, and prints each host's plan.
  *
  * @module
  */
