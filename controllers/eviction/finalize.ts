@@ -5,7 +5,7 @@
  * hypervisor still stands. First, the migrations it started must settle:
  * while Nova shows migrations in progress from the host, the Eviction keeps
  * its finalizer and its `status.inFlightCount`, so every process still
- * counts them against the cluster budget (budget.ts). The wait is bounded:
+ * counts them against the cluster budget (budget_share.ts). The wait is bounded:
  * our cold migrations waiting in VERIFY_RESIZE are confirmed (nobody else
  * would), a record without progress for `stalledAfterMs` stops counting
  * (settle.ts), and after `giveUpAfterMs` the finalizer stops waiting with a
@@ -29,10 +29,10 @@ import {
   TemporaryError,
 } from "../../framework/errors.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
-import { keepDisabledBecause } from "./gates.ts";
-import { keepLesson } from "./keep_lesson.ts";
+import { keepDisabledBecause } from "./host_holds.ts";
+import { keepLesson } from "./hypervisor_last_drain.ts";
 import type { EvictionPassDeps } from "./pass.ts";
-import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
 import { type ActionNote, maySendAgain } from "./once.ts";
 import type { Migration } from "../../openstack/mod.ts";
 import { listSome } from "./event_notes.ts";
@@ -102,7 +102,7 @@ export async function finalizeEviction(
     await restoreService(ctx, deps);
     // Only now: a re-enable that keeps failing backs off as a list does.
     settle.failures = 0;
-    // The last chance to keep what the drain learned (keep_lesson.ts).
+    // The last chance to keep what the drain learned (hypervisor_last_drain.ts).
     await keepLesson({
       client: ctx.client,
       eviction: ctx.key,

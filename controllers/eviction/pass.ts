@@ -24,7 +24,7 @@ import {
 } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { CountedNova } from "./nova_calls.ts";
-import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./plan_options.ts";
 import { statusEqual } from "./status_equal.ts";
 import { withDrained } from "./conditions.ts";
 import {
@@ -34,7 +34,7 @@ import {
   observedNovaLimit,
 } from "./nova_limit.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
-import { inFlightByEviction } from "./budget.ts";
+import { inFlightByEviction } from "./budget_share.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
 /** The controller's time source. */

@@ -6,10 +6,10 @@
  */
 
 import type { ReconcileResult } from "../../framework/handler.ts";
-import { traitsHold } from "./gates.ts";
+import { traitsHold } from "./host_holds.ts";
 import { type PaceView, requeueAfterMs } from "./pacing.ts";
 import { glanceIsQuiet } from "./first_look.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { Plan } from "./plan_types.ts";
 import {
   finishedLookMs,

@@ -24,7 +24,7 @@ import {
 import { isDeleting } from "../../framework/kind.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { ConditionUpdate } from "./conditions.ts";
-import { drainingAhead } from "./gates.ts";
+import { drainingAhead } from "./host_holds.ts";
 
 /** Condition type: this drain's wave is settled; it may migrate. */
 export { CONDITION_WAVE_SETTLED } from "../conditions.ts";

@@ -22,7 +22,7 @@ import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { CONDITION_EVICTING, setCondition } from "./conditions.ts";
-import { drainingAhead } from "./gates.ts";
+import { drainingAhead } from "./host_holds.ts";
 import {
   CONDITION_PREFLIGHT,
   nothingDrainedMessage,
