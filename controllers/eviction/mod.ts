@@ -8,8 +8,9 @@
  * changes), which the pass applies in one place (pass.ts `apply`); the
  * status is then written once.
  *
- * 1. **Nova ready** (phase_nova_ready.ts) — the compute microversion is settled;
- *    when Nova and evictor share none, Evicting=False/NovaIncompatible.
+ * 1. **Nova ready** (phase_nova_ready.ts) — the compute microversion is
+ *    settled; when Nova and evictor share none,
+ *    Evicting=False/NovaIncompatible.
  * 2. **gate** (phase_gate.ts) — only the oldest Eviction of a hypervisor
  *    (of every partition) drains (Duplicate); a host that never registered
  *    is asked again only at the slow check; the capacity check, then the
@@ -24,7 +25,8 @@
  *    while the cluster budget is spent waits without a Nova call
  *    (WaitingForBudget, which every process reads: a freed slot is left to
  *    a waiting drain of a lower limit, or with more work left when handing
- *    it over costs no look at Nova, budget_share.ts), woken when budget frees.
+ *    it over costs no look at Nova, budget_share.ts), woken when budget
+ *    frees.
  * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
  *    nothing changed returns at once; one due only for the first looks at
  *    its starts (first_look.ts) reads the host's migrations alone (a
