@@ -3,7 +3,7 @@
  * simulator over HTTP with `max_concurrent_live_migrations` 1 on each
  * host): a wave of two hosts under a cluster budget of 2, evictor's limit 2
  * per host. The wave's drains share the budget from their first starts (a
- * member about to start counts as waiting for budget, budget.ts
+ * member about to start counts as waiting for budget, budget_share.ts
  * aboutToStart): one copy per host at once, not one copy and one queued
  * record on the first host while the second waits. Once the smaller host
  * is empty the other drain may take both slots; Nova queues its second

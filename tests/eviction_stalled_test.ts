@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { EVENTS } from "../framework/events.ts";
-import { DEFAULT_PLAN_OPTIONS } from "../controllers/eviction/observation.ts";
+import { DEFAULT_PLAN_OPTIONS } from "../controllers/eviction/plan_options.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
 import {
   drained,

@@ -21,7 +21,7 @@ import {
   needsPerson,
   startKindOfStatus,
 } from "../../openstack/informer/nova_states.ts";
-import { type PlanOptions, retryDelayMs } from "./observation.ts";
+import { type PlanOptions, retryDelayMs } from "./plan_options.ts";
 import { type StartNote, startReleasableFromMs } from "./once.ts";
 import type {
   ObservedMigration,
@@ -175,7 +175,7 @@ function progressPercent(
  * @example
  * ```ts
  * import { isExhausted } from "./classify.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const f = { id: "a", reason: "r", attempts: 5, lastAttemptAt: "2026-01-01T00:00:00Z",
  *   transient: true, firstFailedAt: "2026-01-01T00:00:00Z" };
  * console.assert(!isExhausted(f, Date.parse("2026-01-01T00:30:00Z"), DEFAULT_PLAN_OPTIONS));
@@ -203,7 +203,7 @@ export function isExhausted(
  * @example
  * ```ts
  * import { classifyServer } from "./classify.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const verdict = classifyServer({
  *   server: { id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1024 } },
  *   latest: undefined, inProgress: undefined, inFlight: undefined, failed: undefined,

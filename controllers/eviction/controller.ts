@@ -34,7 +34,7 @@ import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { registerEvictionGauges } from "./state_metrics.ts";
 import { NovaClock } from "../../openstack/informer/nova_clock.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import {
   type EvictionClock,
   type EvictionPassDeps,

@@ -26,15 +26,15 @@ import {
 } from "../../framework/errors.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
-import { act } from "./act.ts";
+import { act } from "./phase_act.ts";
 import {
   abortRequested,
   type CancelAbort,
   cancelAborts,
 } from "./abort_in_flight.ts";
 import { listSome } from "./event_notes.ts";
-import { keepDisabledBecause } from "./gates.ts";
-import { keepLesson } from "./keep_lesson.ts";
+import { keepDisabledBecause } from "./host_holds.ts";
+import { keepLesson } from "./hypervisor_last_drain.ts";
 import type { ActionNote } from "./once.ts";
 import {
   apply,
@@ -86,7 +86,7 @@ export function finalizerDeps(
  * @example
  * ```ts
  * import { deletedPlan } from "./finalize.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const vm = { id: "a", status: "ACTIVE", host: "h", taskState: null, flavor: { ramMb: 1 } };
  * const plan = deletedPlan({ host: "h", servers: [vm], migrations: [], departed: [],
  *   status: undefined, now: new Date(0), options: DEFAULT_PLAN_OPTIONS });

@@ -17,8 +17,8 @@ import type { StartBackoff } from "./plan_types.ts";
 import { Durations, Pace } from "../../openstack/informer/pacing.ts";
 import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import { InFlightLedger } from "./ledger.ts";
-import type { DrainMarks } from "./lesson.ts";
-import { BudgetWaiters } from "./budget.ts";
+import type { DrainMarks } from "./drain_lesson.ts";
+import { BudgetWaiters } from "./budget_share.ts";
 import type { HostInformer } from "../../openstack/informer/informer.ts";
 import type { ProgressMarks } from "./settle.ts";
 
@@ -44,7 +44,7 @@ export interface SettleState {
 /**
  * What one drain remembers. A pass changes it only through its Steps
  * (pass.ts `apply`, {@linkcode changeRecord}); the answers to act's calls
- * write their own notes, the start backoff and `woken` as they come (act.ts).
+ * write their own notes, the start backoff and `woken` as they come (phase_act.ts).
  */
 export interface DrainState {
   /** Starts by server id (the last one per VM). */
@@ -63,7 +63,7 @@ export interface DrainState {
   woken: boolean;
   /** Controller clock of the last look at Nova of a finished drain. */
   lastFinishedCheckMs: number | undefined;
-  /** VMs whose starts went unanswered, backing off (act.ts). */
+  /** VMs whose starts went unanswered, backing off (phase_act.ts). */
   readonly startBackoff: Map<string, StartBackoff>;
   /** When this drain first saw each member of its wave still enabled (wave.ts). */
   readonly waveSeen: Map<string, number>;
@@ -71,7 +71,7 @@ export interface DrainState {
   readonly copyStarted: Map<string, number>;
   /** Controller clock of this process's first pass of the drain. */
   firstSeenMs?: number;
-  /** When its first migration started and its last ended (lesson.ts). */
+  /** When its first migration started and its last ended (drain_lesson.ts). */
   marks: DrainMarks;
   /** The finalizer's memory once the Eviction is deleted (finalize.ts). */
   readonly settle: SettleState;

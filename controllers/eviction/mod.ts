@@ -8,9 +8,10 @@
  * changes), which the pass applies in one place (pass.ts `apply`); the
  * status is then written once.
  *
- * 1. **Nova ready** (nova_ready.ts) — the compute microversion is settled;
- *    when Nova and evictor share none, Evicting=False/NovaIncompatible.
- * 2. **gate** (pass_gate.ts) — only the oldest Eviction of a hypervisor
+ * 1. **Nova ready** (phase_nova_ready.ts) — the compute microversion is
+ *    settled; when Nova and evictor share none,
+ *    Evicting=False/NovaIncompatible.
+ * 2. **gate** (phase_gate.ts) — only the oldest Eviction of a hypervisor
  *    (of every partition) drains (Duplicate); a host that never registered
  *    is asked again only at the slow check; the capacity check, then the
  *    preflight disables the compute service; before every start the drain
@@ -20,11 +21,12 @@
  *    (retry.ts); a finished drain looks at Nova a poll interval after
  *    Succeeded, then at spacings doubling up to the slow check, and when
  *    the Hypervisor reports instances.
- * 3. **wait for budget** (pass_budget.ts) — a drain with nothing in flight
+ * 3. **wait for budget** (phase_budget.ts) — a drain with nothing in flight
  *    while the cluster budget is spent waits without a Nova call
  *    (WaitingForBudget, which every process reads: a freed slot is left to
  *    a waiting drain of a lower limit, or with more work left when handing
- *    it over costs no look at Nova, budget.ts), woken when budget frees.
+ *    it over costs no look at Nova, budget_share.ts), woken when budget
+ *    frees.
  * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
  *    nothing changed returns at once; one due only for the first looks at
  *    its starts (first_look.ts) reads the host's migrations alone (a
@@ -48,16 +50,16 @@
  *    not move on until a person resets the server) is skipped, its slot
  *    freed. The pacing model learns from the look's records (pass_pace.ts
  *    learn).
- * 7. **intent** (pass_budget.ts writeIntent) — a pass that starts
+ * 7. **intent** (phase_budget.ts writeIntent) — a pass that starts
  *    migrations writes its status, the starts included, before issuing
  *    them (so a new leader knows them): the one write besides record.
- * 8. **act** (act.ts) — starts, confirms and aborts are issued, none
+ * 8. **act** (phase_act.ts) — starts, confirms and aborts are issued, none
  *    awaited: their answers become notes in the drain's memory (memory.ts)
  *    that the next pass plans with; unanswered starts back off per VM.
  * 9. **record** (pass.ts) — the pass's status is written when it changed,
  *    whichever phase ended the pass (also after a failed one); then the
  *    drains that read it are woken (the wave's peers), and what an ended
- *    drain learned is kept beyond its Eviction (keep_lesson.ts).
+ *    drain learned is kept beyond its Eviction (hypervisor_last_drain.ts).
  * 10. **report** (report.ts) — Events and metrics of a full pass; a
  *    consumed retry annotation is removed.
  * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass
@@ -87,4 +89,4 @@ export {
 export type { EvictionClock } from "./reconcile.ts";
 export { EvictionMetrics } from "./metrics.ts";
 export { type Plan, type PlanInput, planPass } from "./plan.ts";
-export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+export { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./plan_options.ts";

@@ -21,10 +21,10 @@ import {
 } from "./memory.ts";
 import type { EvictionMetrics } from "./metrics.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
-import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./plan_options.ts";
 import { statusEqual } from "./status_equal.ts";
 import { withDrained } from "./conditions.ts";
-import { inFlightByEviction } from "./budget.ts";
+import { inFlightByEviction } from "./budget_share.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
 
 /** The controller's time source. */

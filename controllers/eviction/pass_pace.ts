@@ -8,10 +8,10 @@
  */
 
 import type { ReconcileResult } from "../../framework/handler.ts";
-import { traitsHold } from "./gates.ts";
+import { traitsHold } from "./host_holds.ts";
 import { nextLookMs, type PaceView } from "../../openstack/informer/pacing.ts";
 import { glanceIsQuiet } from "../../openstack/informer/first_look.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { Plan } from "./plan_types.ts";
 import { finishedLookMs, type NextLook, type Pass } from "./pass.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";

@@ -11,7 +11,7 @@ import {
   passFixture,
   type PassWorld,
 } from "../../tests/harness/pass_fixture.ts";
-import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./observation.ts";
+import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./plan_options.ts";
 import {
   clusterInFlight,
   finishedLookMs,

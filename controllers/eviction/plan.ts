@@ -8,7 +8,7 @@
 import { CONDITION_EVICTING, stoppedForPerson } from "../conditions.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { assembleStatus, byId } from "./next_status.ts";
-import { validatePlanOptions } from "./observation.ts";
+import { validatePlanOptions } from "./plan_options.ts";
 import {
   arrivals,
   classifyOnHost,
@@ -61,7 +61,7 @@ function validateInput(input: PlanInput): void {
  * @example
  * ```ts
  * import { planPass } from "./plan.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const vm = (id: string, ramMb: number) => ({
  *   id, status: "ACTIVE", host: "node042", taskState: null, flavor: { ramMb },
  * });

@@ -6,7 +6,7 @@ import {
   type EvictionStatusInFlightItem,
   EvictionStatusSchema,
 } from "../../models/mod.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type {
   DepartedServer,
   ObservedMigration,

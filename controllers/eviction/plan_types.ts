@@ -10,7 +10,7 @@ import type {
 } from "../../models/mod.ts";
 import type { DrainSummary } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import type {
   DepartedServer,

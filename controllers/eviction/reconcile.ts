@@ -20,13 +20,13 @@ import {
 } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { act } from "./act.ts";
+import { act } from "./phase_act.ts";
 import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
-import { keepLesson } from "./keep_lesson.ts";
+import { keepLesson } from "./hypervisor_last_drain.ts";
 import { withNovaLimit } from "./nova_limit.ts";
-import { novaReady } from "./nova_ready.ts";
-import type { PlanOptions } from "./observation.ts";
+import { novaReady } from "./phase_nova_ready.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { PaceView } from "../../openstack/informer/pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
 import { lookAtHost } from "./pass_look.ts";
@@ -46,7 +46,7 @@ import {
   runSteps,
   wakeSiblings,
 } from "./pass.ts";
-import { GATE } from "./pass_gate.ts";
+import { GATE } from "./phase_gate.ts";
 import {
   budgetLeftFor,
   claimBeforeLooking,
@@ -57,7 +57,7 @@ import {
   waitForBudget,
   wakeForBudgetLeft,
   writeIntent,
-} from "./pass_budget.ts";
+} from "./phase_budget.ts";
 import {
   changesSince,
   fingerprintOf,

@@ -279,7 +279,7 @@ Deno.test("reconcileEviction: a start answer that comes while the pass looks wak
       negotiate: () => Promise.resolve("2.90"),
       findComputeService: () => Promise.resolve(DISABLED),
       listServersOnHost: () => {
-        // A refused start's answer lands while the pass awaits Nova: act.ts
+        // A refused start's answer lands while the pass awaits Nova: phase_act.ts
         // marks the drain woken and enqueues it.
         if (answerDuringLook) fx.pass.state.woken = true;
         answerDuringLook = false;

@@ -16,7 +16,7 @@ import {
   kindOfMigrationType,
   migrationPhase,
 } from "../../openstack/informer/nova_states.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type {
   ObservedMigration,
   ObservedServer,
@@ -36,7 +36,7 @@ export const STALLED_PREFIX = "migration ended, task stuck: ";
  * @example
  * ```ts
  * import { stallBoundMs } from "./stalled.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * console.assert(stallBoundMs({ ...DEFAULT_PLAN_OPTIONS, settleMs: 6000 }) === 16_000);
  * ```
  */
@@ -87,7 +87,7 @@ export function stalledSinceMs(
  * @example
  * ```ts
  * import { stalledReason } from "./stalled.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const server = { id: "a", status: "MIGRATING", host: "h", taskState: "migrating", flavor: { ramMb: 1 } };
  * const record = { id: 7, instanceUuid: "a", migrationType: "live-migration", status: "completed",
  *   sourceCompute: "h", createdAt: "2026-01-01T00:00:00", updatedAt: "2026-01-01T00:01:00" };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { CONDITION_EVICTING } from "./conditions.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { ObservedServer } from "../../openstack/informer/snapshot.ts";
 import { type PlanInput, planPass } from "./plan.ts";
 import {

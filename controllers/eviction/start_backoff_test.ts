@@ -1,7 +1,7 @@
 // Backoff for starts Nova left unanswered: per VM, on the drain's clock,
 // never charged; reported after several in a row.
 import assert from "node:assert/strict";
-import { unansweredBackoffMs } from "./act.ts";
+import { unansweredBackoffMs } from "./phase_act.ts";
 import { evictingCondition } from "./conditions.ts";
 import { planPass, UNANSWERED_REPORT_AFTER } from "./plan.ts";
 import { at, input, vm } from "../../tests/harness/plan_fixtures.ts";

@@ -18,7 +18,7 @@ import {
 import { isDeleting } from "../../framework/kind.ts";
 import type { Eviction } from "../../models/mod.ts";
 import type { ConditionUpdate } from "./conditions.ts";
-import { drainingAhead } from "./gates.ts";
+import { drainingAhead } from "./host_holds.ts";
 
 /** What {@linkcode waveGate} decides. */
 export type WaveDecision =

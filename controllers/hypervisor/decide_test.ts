@@ -9,7 +9,7 @@ import {
   shouldReEnable,
 } from "./decide.ts";
 import { disabledByUs } from "../compute_service.ts";
-import { keepDisabledBecause } from "../eviction/gates.ts";
+import { keepDisabledBecause } from "../eviction/host_holds.ts";
 
 const MODES: Array<MaintenanceMode | undefined> = [
   undefined,

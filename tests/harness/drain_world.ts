@@ -754,7 +754,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     },
     spec: { hypervisor: HOST, reason: "simulation" },
   });
-  // What the drain keeps in its Hypervisor's status (keep_lesson.ts).
+  // What the drain keeps in its Hypervisor's status (hypervisor_last_drain.ts).
   let lastDrain: HypervisorStatusLastDrain | undefined;
   const hypervisor = (): Hypervisor => ({
     metadata: { name: HOST },

@@ -18,7 +18,7 @@ import {
 } from "../../controllers/eviction/controller.ts";
 import { parseConcurrencyFlags } from "../../limits/flags.ts";
 import { registerMaintenance } from "../../controllers/hypervisor/maintenance.ts";
-import type { PlanOptions } from "../../controllers/eviction/observation.ts";
+import type { PlanOptions } from "../../controllers/eviction/plan_options.ts";
 import {
   EvictionKind,
   EvictionPolicyKind,

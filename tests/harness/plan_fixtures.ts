@@ -3,7 +3,7 @@ import type {
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
 } from "../../models/mod.ts";
-import type { PlanOptions } from "../../controllers/eviction/observation.ts";
+import type { PlanOptions } from "../../controllers/eviction/plan_options.ts";
 import type {
   ObservedMigration,
   ObservedServer,

@@ -12,7 +12,6 @@ import { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
 import { MicroversionError } from "../../openstack/mod.ts";
 import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
-import { statusEqual } from "./status_equal.ts";
 
 /** The reason of `Evicting=False` when no microversion can be agreed. */
 export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";

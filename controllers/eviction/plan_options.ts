@@ -44,7 +44,7 @@ export interface PlanOptions {
  *
  * @example
  * ```ts
- * import { DEFAULT_PLAN_OPTIONS } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
  * const options = { ...DEFAULT_PLAN_OPTIONS, maxAttempts: 3 };
  * console.assert(options.gracePeriodMs === 60_000);
  * ```
@@ -64,7 +64,7 @@ export const DEFAULT_PLAN_OPTIONS: Readonly<PlanOptions> = Object.freeze({
  *
  * @example
  * ```ts
- * import { DEFAULT_PLAN_OPTIONS, validatePlanOptions } from "./observation.ts";
+ * import { DEFAULT_PLAN_OPTIONS, validatePlanOptions } from "./plan_options.ts";
  * validatePlanOptions(DEFAULT_PLAN_OPTIONS);
  * ```
  */
@@ -105,7 +105,7 @@ export function validatePlanOptions(options: PlanOptions): void {
  *
  * @example
  * ```ts
- * import { retryDelayMs } from "./observation.ts";
+ * import { retryDelayMs } from "./plan_options.ts";
  * console.assert(retryDelayMs(1, 1000, 60_000) === 1000);
  * console.assert(retryDelayMs(3, 1000, 60_000) === 4000);
  * console.assert(retryDelayMs(30, 1000, 60_000) === 60_000);

@@ -1,5 +1,5 @@
 /**
- * Keeps what an ended drain learned (lesson.ts) in its Hypervisor's
+ * Keeps what an ended drain learned (drain_lesson.ts) in its Hypervisor's
  * `status.lastDrain` (a merge patch of that field alone), or where the
  * installed CRD prunes it (the upstream operator's) in the annotation of
  * capacity/last_drain_record.ts. Called after every pass's status write
@@ -19,7 +19,11 @@ import {
   lastDrainAnnotation,
   lastDrainOf,
 } from "../../capacity/last_drain_record.ts";
-import { drainLesson, type DrainMarks, needsRecording } from "./lesson.ts";
+import {
+  drainLesson,
+  type DrainMarks,
+  needsRecording,
+} from "./drain_lesson.ts";
 
 /** What {@linkcode keepLesson} needs. */
 export interface KeepLessonInput {

@@ -23,7 +23,7 @@ const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts
- * import { traitsHold } from "./gates.ts";
+ * import { traitsHold } from "./host_holds.ts";
  * console.assert(traitsHold("node042", undefined) !== undefined);
  * const hv = { status: { conditions: [{ type: "TraitsUpdated", status: "True" as const,
  *   reason: "Updated", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" }] } };
@@ -60,7 +60,7 @@ function olderThan(a: Eviction, b: Eviction): boolean {
  *
  * @example
  * ```ts
- * import { drainingAhead } from "./gates.ts";
+ * import { drainingAhead } from "./host_holds.ts";
  * const e = (name: string, t: string) => ({
  *   metadata: { name, creationTimestamp: t }, spec: { hypervisor: "h", reason: "r" },
  * });
@@ -92,7 +92,7 @@ export function drainingAhead(
  *
  * @example
  * ```ts
- * import { keepDisabledBecause } from "./gates.ts";
+ * import { keepDisabledBecause } from "./host_holds.ts";
  * console.assert(keepDisabledBecause(undefined, "evictor: kernel", false) === undefined);
  * console.assert(keepDisabledBecause(undefined, "broken disk", false) !== undefined);
  * ```

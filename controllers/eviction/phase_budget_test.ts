@@ -27,7 +27,7 @@ import {
   waitForBudget,
   wakeForBudgetLeft,
   writeIntent,
-} from "./pass_budget.ts";
+} from "./phase_budget.ts";
 import { apply, type MutablePass, type Pass } from "./pass.ts";
 import { planPass } from "./plan.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";

@@ -7,7 +7,7 @@ import {
   OpenStackError,
   TimeoutError,
 } from "../../openstack/mod.ts";
-import { answerOf } from "./act.ts";
+import { answerOf } from "./phase_act.ts";
 
 Deno.test("answerOf: table", () => {
   const rows: Array<[string, unknown, string, boolean | undefined]> = [

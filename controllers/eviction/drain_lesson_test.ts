@@ -8,7 +8,7 @@ import {
   type DrainMarks,
   needsRecording,
   noteMarks,
-} from "./lesson.ts";
+} from "./drain_lesson.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();

@@ -41,7 +41,7 @@ export interface MarkedPass {
  *
  * @example
  * ```ts
- * import { noteMarks } from "./lesson.ts";
+ * import { noteMarks } from "./drain_lesson.ts";
  * const m = noteMarks({}, { before: {}, started: 2, ended: 0, nowMs: 5000 });
  * console.log(noteMarks(m, { before: { migratedCount: 1 }, started: 1, ended: 1, nowMs: 9000 }));
  * // { firstStartMs: 5000, lastEndMs: 9000 }
@@ -66,7 +66,7 @@ export function noteMarks(marks: DrainMarks, pass: MarkedPass): DrainMarks {
  *
  * @example
  * ```ts
- * import { drainLesson } from "./lesson.ts";
+ * import { drainLesson } from "./drain_lesson.ts";
  * const l = drainLesson("node042", {
  *   startedAt: "2026-01-01T00:00:00.000Z", finishedAt: "2026-01-01T00:01:29.000Z", migratedCount: 3,
  *   observedMigrationRate: { mbPerSecond: 63, overheadMs: 11000, migrations: 3 },
@@ -119,7 +119,7 @@ export function drainLesson(
  *
  * @example
  * ```ts
- * import { needsRecording } from "./lesson.ts";
+ * import { needsRecording } from "./drain_lesson.ts";
  * const l = { eviction: "a", startedAt: "2026-01-01T00:00:00Z", endedAt: "2026-01-01T00:01:00.000Z", migrated: 1 };
  * console.log(needsRecording(l, undefined), needsRecording(l, { ...l })); // true false
  * ```

@@ -18,14 +18,14 @@ import {
 } from "../conditions.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import { effectiveSettings, POLICY_NAME } from "../../limits/resolve.ts";
-import type { Eviction, EvictionStatus } from "../../models/mod.ts";
+import type { Eviction } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import {
   changeCondition,
   CONDITION_EVICTING,
   setCondition,
 } from "./conditions.ts";
-import { drainingAhead } from "./gates.ts";
+import { drainingAhead } from "./host_holds.ts";
 import { nothingDrainedMessage, preflight } from "./preflight.ts";
 import { applyRetry, RETRY_ANNOTATION } from "./retry.ts";
 import { statusEqual } from "./status_equal.ts";

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
-import { drainingAhead, keepDisabledBecause, traitsHold } from "./gates.ts";
+import {
+  drainingAhead,
+  keepDisabledBecause,
+  traitsHold,
+} from "./host_holds.ts";
 
 const T = "2026-11-29T12:00:00Z";
 

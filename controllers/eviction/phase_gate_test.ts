@@ -23,7 +23,7 @@ import {
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import { type MutablePass, runSteps, type Step } from "./pass.ts";
-import { GATE } from "./pass_gate.ts";
+import { GATE } from "./phase_gate.ts";
 import { preflight } from "./preflight.ts";
 import { RETRY_ANNOTATION } from "./retry.ts";
 

@@ -19,7 +19,7 @@ import {
 import { isTransientRefusal } from "../../openstack/informer/nova_states.ts";
 import { EvictionKind } from "../kinds.ts";
 import { startedNote } from "./event_notes.ts";
-import { noteMarks } from "./lesson.ts";
+import { noteMarks } from "./drain_lesson.ts";
 import type { IssuedStart } from "./memory.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
@@ -38,7 +38,7 @@ export const UNANSWERED_BACKOFF_CAP_MS = 120_000;
  *
  * @example
  * ```ts
- * import { unansweredBackoffMs } from "./act.ts";
+ * import { unansweredBackoffMs } from "./phase_act.ts";
  * console.assert(unansweredBackoffMs(1) === 2000);
  * console.assert(unansweredBackoffMs(3) === 8000);
  * console.assert(unansweredBackoffMs(50) === 120_000);
@@ -60,7 +60,7 @@ export function unansweredBackoffMs(count: number): number {
  *
  * @example
  * ```ts
- * import { answerOf } from "./act.ts";
+ * import { answerOf } from "./phase_act.ts";
  * import { ConflictError, OpenStackError } from "../../openstack/mod.ts";
  * console.assert(answerOf(undefined).state === "accepted");
  * console.assert(answerOf(new ConflictError("busy", { status: 409 })).state === "conflict");

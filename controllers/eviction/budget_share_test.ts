@@ -9,7 +9,7 @@ import {
   inFlightByEviction,
   startsByRemainingWork,
   waitsForBudget,
-} from "./budget.ts";
+} from "./budget_share.ts";
 
 const T = "2026-11-29T12:00:00Z";
 

@@ -18,9 +18,9 @@ import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
-import { traitsHold } from "./gates.ts";
+import { traitsHold } from "./host_holds.ts";
 import { copyStartsSeen } from "./memory.ts";
-import type { PlanOptions } from "./observation.ts";
+import type { PlanOptions } from "./plan_options.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
   aboutToStart,
@@ -29,7 +29,7 @@ import {
   inFlightByEviction,
   startsByRemainingWork,
   waitsForBudget,
-} from "./budget.ts";
+} from "./budget_share.ts";
 import {
   clusterInFlight,
   limitOfDrain,
@@ -122,7 +122,7 @@ function remainingWork(pass: Pass, ev: Eviction | undefined): number {
 
 /**
  * The starts the budget allows this drain with `left` free slots and `mine`
- * in flight, leaving slots to waiting drains (budget.ts startsByRemainingWork).
+ * in flight, leaving slots to waiting drains (budget_share.ts startsByRemainingWork).
  */
 export function allowedStarts(
   pass: Pass,
@@ -361,7 +361,7 @@ export async function writeIntent(
   plan: Plan,
   next: EvictionStatus,
 ): Promise<void> {
-  const { ctx, deps } = pass;
+  const { deps } = pass;
   try {
     await record(pass, next);
   } catch (err) {

@@ -40,7 +40,7 @@ export interface BudgetWaiter {
  *
  * @example
  * ```ts
- * import { startsByRemainingWork } from "./budget.ts";
+ * import { startsByRemainingWork } from "./budget_share.ts";
  * const waiter = { limit: 4, remaining: 12, startsWithoutLook: true };
  * // a slot freed by a drain with 3 left, a drain with 12 left waits: it is left to it
  * console.assert(startsByRemainingWork(1, 3, 1, 3, [waiter]) === 0);
@@ -82,7 +82,7 @@ export function startsByRemainingWork(
  *
  * @example
  * ```ts
- * import { idleWaiters } from "./budget.ts";
+ * import { idleWaiters } from "./budget_share.ts";
  * const e = (name: string, inFlightCount: number) => ({
  *   metadata: { name }, spec: { hypervisor: name, reason: "r" }, status: { inFlightCount },
  * });
@@ -109,7 +109,7 @@ export function idleWaiters(
  *
  * @example
  * ```ts
- * import { waitsForBudget } from "./budget.ts";
+ * import { waitsForBudget } from "./budget_share.ts";
  * const c = { type: "Evicting", status: "True" as const, reason: "WaitingForBudget", message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
  * console.assert(waitsForBudget({ metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" }, status: { conditions: [c] } }));
  * ```
@@ -130,7 +130,7 @@ export function waitsForBudget(e: Eviction): boolean {
  *
  * @example
  * ```ts
- * import { aboutToStart } from "./budget.ts";
+ * import { aboutToStart } from "./budget_share.ts";
  * const e = { metadata: { name: "b" }, spec: { hypervisor: "b", reason: "r" },
  *   status: { hypervisorServiceId: "s" } };
  * console.assert(aboutToStart(e));
@@ -155,7 +155,7 @@ export function aboutToStart(e: Eviction): boolean {
  *
  * @example
  * ```ts
- * import { inFlightByEviction } from "./budget.ts";
+ * import { inFlightByEviction } from "./budget_share.ts";
  * const e = (name: string, n: number, finished = false) => ({
  *   metadata: { name }, spec: { hypervisor: name, reason: "r" },
  *   status: { inFlightCount: n, ...(finished ? { finishedAt: "2026-01-01T00:00:00Z" } : {}) },
@@ -183,7 +183,7 @@ export function inFlightByEviction(
  *
  * @example
  * ```ts
- * import { freesBudget } from "./budget.ts";
+ * import { freesBudget } from "./budget_share.ts";
  * console.assert(freesBudget(3, 2));
  * console.assert(freesBudget(1, undefined));
  * console.assert(!freesBudget(2, 2));
@@ -203,7 +203,7 @@ export function freesBudget(
  *
  * @example
  * ```ts
- * import { BudgetWaiters } from "./budget.ts";
+ * import { BudgetWaiters } from "./budget_share.ts";
  * const w = new BudgetWaiters();
  * w.add("a");
  * const woken: string[] = [];
