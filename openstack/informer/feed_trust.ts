@@ -23,13 +23,11 @@ export interface Demotion {
 export interface TrustOptions {
   /** How long a start of ours may wait for its first event. */
   probeMs: number;
-  /** How long a demoted host polls at least. */
   hostDemotionMs: number;
   /** How long after its last event (any host's) the feed counts as live. */
   liveMs: number;
   /** Host demotions within `feedWindowMs` that demote the whole feed. */
   feedAfter: number;
-  /** The window in which host demotions count towards the feed's. */
   feedWindowMs: number;
   /** The feed's first demotion period; it doubles on each repeat. */
   feedBackoffMs: number;
@@ -47,7 +45,6 @@ interface HostTrust {
   heard: Map<string, number>;
   /** A start of ours was heard of since the host's last demotion. */
   proven: boolean;
-  /** Demotions not yet reported. */
   pending: Demotion[];
   /** Refused starts already counted (`id@issuedAtMs`). */
   refused: Set<string>;

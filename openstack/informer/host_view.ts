@@ -86,27 +86,21 @@ export class WatchedHost {
     for (const d of list.departed) this.#known.add(d.id);
   }
 
-  /** Whether VM `id` was on the host at the list. */
   listedHere(id: string): boolean {
     return this.list.servers.some((s) => s.id === id);
   }
 
-  /** Events held (about this host, no duplicates). */
   get eventCount(): number {
     return this.#events.size;
   }
 
-  /** Whether an event is about this host, from it, or about a VM the view knows. */
   concerns(n: NovaNotification): boolean {
     const id = subjectOf(n);
     return n.instance?.host === this.host || n.publisherHost === this.host ||
       (id !== undefined && this.#known.has(id));
   }
 
-  /**
-   * Takes in a new event about the host; returns whether it was kept.
-   * Its timestamp is compared with Nova's own times, never our clock.
-   */
+  /** Takes in a new event about the host; returns whether it was kept. */
   apply(n: NovaNotification): boolean {
     if (this.#events.has(n.messageId)) return false;
     if (!this.concerns(n)) {
@@ -261,7 +255,6 @@ export class WatchedHost {
       let here = this.listedHere(id);
       let listed = here;
       const listedAt = this.#listedChangeMs(id);
-      // the snapshots foldSnapshots takes, in its order
       for (const n of events) {
         if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
         if (n.timestampMs < listedAt) continue;

@@ -92,11 +92,9 @@ export interface HostInformer {
   ): Promise<Migration[]>;
   /** One VM now, however the informer sees its host (throws NotFoundError when deleted). */
   server(id: string, signal?: AbortSignal): Promise<Server>;
-  /** Whether a change on the host woke the drain since its last look. */
   woken(key: string): boolean;
   /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
-  /** What the informer found wrong with itself since the last call. */
   takeWarnings(key: string): InformerWarning[];
   /** The notified view's standing; undefined without notifications or not proven yet. */
   notifications(key: string): NotificationStanding | undefined;

@@ -36,9 +36,8 @@ import type { Migration, Server } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /**
- * Events that end a step a drain waits for. Not the move itself
- * (`post_dest.end`): the record runs on until `post.end`, and a pass woken
- * earlier would only delay the one that can start.
+ * Events that end a step a drain waits for. Not `post_dest.end`: the
+ * record runs on until `post.end`, and an earlier pass only delays it.
  */
 const WAKING: ReadonlySet<string> = new Set([
   "instance.live_migration_post.end",
@@ -218,8 +217,7 @@ export class NotifiedInformer implements HostInformer {
   /** Accepted starts probe the feed; a 409 under a trusted view demotes it. */
   probeStarts(key: string, starts: Iterable<StartProbe>): void {
     const view = this.#watches.get(key)?.view;
-    // Only a start made while the view watched without a gap can be heard
-    // of: one made while the feed was down proves nothing either way.
+    // a start made while the feed had a gap proves nothing either way
     if (view === undefined || !view.trustworthy(this.feed)) return;
     for (const s of starts) {
       if (s.issuedAtMs === undefined || s.answeredAtMs === undefined) continue;
@@ -321,11 +319,9 @@ export class NotifiedInformer implements HostInformer {
   }
 
   /**
-   * Whether `seen` may ground the plan (the trust rule, docs/drain.md). Not
-   * when a VM is here with no list behind it; when an end of ours is
-   * overdue (spacings double while the copy runs on); or when a live
-   * migration has shown no record for a poll interval while another
-   * copies (Nova may hold it `queued`, which no event says).
+   * Whether `seen` may ground the plan (the trust rule, docs/drain.md):
+   * not with a VM here no list vouches for, an end of ours overdue, or a
+   * live migration without a record for a poll interval (maybe `queued`).
    */
   #vouches(
     key: string,
@@ -425,8 +421,7 @@ export class NotifiedInformer implements HostInformer {
       }
     }
     const seen = view.observation(undefined);
-    // Such an event wakes the drain again only where the list may not show
-    // it yet: the view with it says otherwise than the list alone.
+    // wake again only where the list may not show it yet
     if (woke.size > 0) {
       const listed = planFacts(list, watch.host);
       const told = planFacts(seen, watch.host);

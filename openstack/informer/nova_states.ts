@@ -18,9 +18,8 @@ const NEEDS_PERSON_STATUSES: ReadonlySet<string> = new Set([
   "SHELVED",
   "SHELVED_OFFLOADED",
   "UNKNOWN",
-  // A VERIFY_RESIZE VM *listed on this host* was resized onto it (instance
-  // host is the destination after finish_resize); its owner must confirm or
-  // revert. Our own cold migrations show VERIFY_RESIZE on the destination.
+  // A VERIFY_RESIZE VM *listed on this host* was resized onto it: its
+  // owner must confirm or revert (ours show it on the destination).
   "VERIFY_RESIZE",
 ]);
 

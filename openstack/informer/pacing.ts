@@ -253,8 +253,7 @@ export class Pace {
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
       const keys = recordKeys(id, r, view.issuedAt(id));
-      // Nova's record is created as it accepts the start; one known only
-      // from events begins at its first step, after any wait in its queue
+      // only Nova's own record was created as it accepted our start
       if (r.id !== undefined) {
         this.#pairClocks(keys, view.issuedAt(id), r.createdAt);
       }
@@ -264,8 +263,7 @@ export class Pace {
         ? known
         : undefined;
       if (WAITING.has(status)) {
-        // accepted: the conductor schedules it (every migration does);
-        // queued: behind Nova's per-host limit, not yet copying.
+        // with the conductor, or behind Nova's per-host limit: not copying
         this.#active.set(id, {
           recordId: keys[0] ?? "",
           sinceMs: Number.NaN,
@@ -434,8 +432,7 @@ export class Pace {
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
-    // Nova queues migrations on this host (its own per-host limit): a
-    // start not listed yet will wait in that queue too.
+    // Nova queues on this host: a start not listed yet waits there too
     const queueing = [...view.records.values()].some((r) =>
       r.status.toLowerCase() === "queued"
     );
@@ -452,8 +449,7 @@ export class Pace {
       const end = this.#endOf(entry, since, view, perNovaMs, queueing);
       if (end === undefined) untimed = true;
       else model.push(end);
-      // no record: not copying as far as anyone told (Nova's queue holds
-      // it, or its conductor), so no end is due yet
+      // no record: not copying as far as anyone told, no end due yet
       if (status === undefined || Number.isNaN(since)) continue;
       byId.set(entry.id, {
         since,
