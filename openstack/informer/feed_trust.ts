@@ -1,13 +1,6 @@
 /**
- * When the host views of one notification feed may be planned from
- * (docs/drain.md, the view's trust). Every start of ours is a probe: a
- * host's view is trusted once a start on it was heard of, while its last
- * relist agreed and no start is overdue. A relist that finds it wrong, a
- * 409 on a start the view thought possible, or a start unheard of within
- * `probeMs` demotes the host; `feedAfter` host demotions within
- * `feedWindowMs` demote the whole feed for a doubling backoff. Each
- * demotion is told once as it happens (`onDemotion`: the metric) and kept
- * for each drain to report (its Event). Times are on the drain's clock.
+ * When the host views of one notification feed may be planned from (the
+ * view's trust, docs/drain.md). Times are on the drain's clock.
  *
  * @module
  */
@@ -19,13 +12,10 @@ export type DemotionReason = "wrong" | "deaf";
 
 /** A demotion, for the drain to report (an Event and a metric). */
 export interface Demotion {
-  /** One host's view, or the whole feed. */
   scope: "host" | "feed";
-  /** Why. */
   reason: DemotionReason;
-  /** What was found, in words. */
   detail: string;
-  /** Until when (drain clock) it lasts at least. */
+  /** Until when it lasts at least. */
   untilMs: number;
 }
 
@@ -33,45 +23,30 @@ export interface Demotion {
 export interface TrustOptions {
   /** How long a start of ours may wait for its first event. */
   probeMs: number;
-  /** How long a demoted host polls at least. */
   hostDemotionMs: number;
-  /**
-   * How long after the feed's last event (any host's) it counts as live:
-   * a finished drain leaves its host to events only while it is.
-   */
+  /** How long after its last event (any host's) the feed counts as live. */
   liveMs: number;
   /** Host demotions within `feedWindowMs` that demote the whole feed. */
   feedAfter: number;
-  /** The window in which host demotions count towards the feed's. */
   feedWindowMs: number;
   /** The feed's first demotion period; it doubles on each repeat. */
   feedBackoffMs: number;
-  /** The longest feed demotion. */
   feedBackoffMaxMs: number;
-  /**
-   * A poll interval: how long a live migration of the host may show no
-   * record while another copies before the view no longer vouches for
-   * the host (Nova may hold it `queued`, which no event tells), and the
-   * least spacing of looks at a migration shown moving past its end.
-   */
   pollMs: number;
 }
 
 /** One host's trust. */
 interface HostTrust {
-  /** Polling until then at least. */
   demotedUntilMs: number;
-  /** Whether the last relist that could be compared agreed. */
+  /** The last relist that could be compared agreed. */
   agreed: boolean;
-  /** Starts of ours awaiting their first event: VM id -> issued, deadline. */
+  /** Starts of ours awaiting their first event, by VM id. */
   probes: Map<string, { issuedAtMs: number; deadlineMs: number }>;
-  /** When an event about each VM of the host was last received. */
   heard: Map<string, number>;
-  /** Whether a start of ours was heard of since the host's last demotion. */
+  /** A start of ours was heard of since the host's last demotion. */
   proven: boolean;
-  /** Demotions not yet reported. */
   pending: Demotion[];
-  /** Refused starts already counted against the view (`id@issuedAtMs`). */
+  /** Refused starts already counted (`id@issuedAtMs`). */
   refused: Set<string>;
   /** The feed demotion this host has reported last. */
   feedSeen: number;
@@ -99,7 +74,6 @@ interface HostTrust {
 export class FeedTrust {
   readonly #options: TrustOptions;
   readonly #hosts = new Map<string, HostTrust>();
-  /** Times of recent host demotions (within the feed window). */
   #recent: number[] = [];
   #feedUntilMs = -Infinity;
   /** Feed demotions in a row (the backoff's exponent). */
@@ -107,14 +81,10 @@ export class FeedTrust {
   /** Feed demotions so far (what a host has reported is compared with it). */
   #feedSeq = 0;
   #feedLast: Demotion | undefined;
-  /** When the feed last delivered any event. */
   #lastEventMs = -Infinity;
   readonly #onDemotion: (d: Demotion) => void;
 
-  /**
-   * Trust with these bounds; `onDemotion` is told of each demotion once,
-   * as it happens (a host's, or the feed's).
-   */
+  /** `onDemotion` is told of each demotion once, as it happens. */
   constructor(
     options: TrustOptions,
     onDemotion: (d: Demotion) => void = () => {},
@@ -149,12 +119,10 @@ export class FeedTrust {
     return h;
   }
 
-  /** The feed delivered an event (any host's) at `nowMs`. */
   delivered(nowMs: number): void {
     this.#lastEventMs = nowMs;
   }
 
-  /** An event about VM `id` of `key`'s host was received at `nowMs`. */
   heard(key: string, id: string, nowMs: number): void {
     const h = this.#host(key);
     h.heard.set(id, nowMs);
@@ -165,12 +133,7 @@ export class FeedTrust {
     }
   }
 
-  /**
-   * A start of ours of VM `id`, issued at `issuedAtMs` and answered at
-   * `answeredAtMs`, must be heard of within `probeMs` of its answer (Nova
-   * sends `instance.update` as it accepts it). Registering it again
-   * changes nothing.
-   */
+  /** A start of ours must be heard of within `probeMs` of its answer (idempotent). */
   probe(key: string, id: string, issuedAtMs: number, answeredAtMs: number) {
     const h = this.#host(key);
     if (h.probes.get(id)?.issuedAtMs === issuedAtMs) return;
@@ -184,11 +147,7 @@ export class FeedTrust {
     });
   }
 
-  /**
-   * Nova refused (409) a start of VM `id` issued at `issuedAtMs` while the
-   * view was trusted: the view missed a change of that VM, so it is wrong.
-   * Counted once per start.
-   */
+  /** A 409 on a start under a trusted view: it missed a change (counted once). */
   refusedStart(
     key: string,
     id: string,
@@ -204,22 +163,14 @@ export class FeedTrust {
     this.#demote(key, h, "wrong", detail, nowMs);
   }
 
-  /**
-   * A relist of `key`'s host that could be compared with its view (the
-   * feed connected in the same epoch since the view's list): `agreed`, or
-   * not (`detail` says how). A disagreement demotes the host.
-   */
+  /** A relist compared with the view; a disagreement demotes the host. */
   relisted(key: string, agreed: boolean, detail: string, nowMs: number): void {
     const h = this.#host(key);
     h.agreed = agreed;
     if (!agreed) this.#demote(key, h, "wrong", detail, nowMs);
   }
 
-  /**
-   * Whether `key`'s view may be planned from at `nowMs`: the feed not
-   * demoted, the host not demoted, its last relist agreed, and no start
-   * of ours overdue (an overdue one demotes the host now).
-   */
+  /** Whether `key`'s view may be planned from; an overdue probe demotes it now. */
   trusted(key: string, nowMs: number): boolean {
     const h = this.#host(key);
     for (const [id, probe] of h.probes) {
@@ -241,11 +192,7 @@ export class FeedTrust {
     return trusted;
   }
 
-  /**
-   * The demotion in force for `key`'s host at `nowMs`: the host's own
-   * until it is trusted again, else the feed's while the feed is
-   * demoted; undefined when neither is.
-   */
+  /** The demotion in force: the host's own until trusted again, else the feed's. */
   demotion(key: string, nowMs: number): Demotion | undefined {
     this.trusted(key, nowMs);
     const own = this.#hosts.get(key)?.demotion;
@@ -264,21 +211,15 @@ export class FeedTrust {
     return count;
   }
 
-  /**
-   * Whether the feed delivered some event within `liveMs` (a silent feed
-   * looks just like a quiet host): a finished drain whose trusted view is
-   * not live looks at its host at the polling pace.
-   */
+  /** An event came within `liveMs` (a silent feed looks just like a quiet host). */
   live(nowMs: number): boolean {
     return nowMs - this.#lastEventMs <= this.#options.liveMs;
   }
 
-  /** Whether the whole feed is demoted at `nowMs`. */
   feedDemoted(nowMs: number): boolean {
     return nowMs < this.#feedUntilMs;
   }
 
-  /** The demotions of `key`'s host (and the feed's) not yet reported. */
   takeDemotions(key: string): Demotion[] {
     const h = this.#hosts.get(key);
     if (h === undefined) return [];
@@ -291,12 +232,11 @@ export class FeedTrust {
     return out;
   }
 
-  /** Drops the starts of `key`'s host awaiting their first event (the feed had a gap). */
+  /** The feed had a gap: pending probes prove nothing. */
   dropProbes(key: string): void {
     this.#hosts.get(key)?.probes.clear();
   }
 
-  /** Forgets a drain's host. */
   forget(key: string): void {
     this.#hosts.delete(key);
   }
@@ -354,14 +294,8 @@ export class FeedTrust {
 }
 
 /**
- * The trust bounds for a drain polling every `pollMs` and relisting every
- * `relistMs` (real ms) on a clock `rate` times real time: a start's first
- * event within max(10 s, 2 polls); a demoted host polls for a relist
- * interval; the feed is live for 3 polls after its last event; 3 host
- * demotions within 5 relist intervals demote the feed
- * for max(5 relists, 5 min), doubling up to max(that, 1 h); a live
- * migration without a record while another copies is listed after a poll
- * interval.
+ * The trust bounds on the drains' clock for a poll and relist interval
+ * (real ms) and a clock `rate` times real time.
  *
  * @example
  * ```ts

@@ -1,10 +1,7 @@
 /**
- * The first look after a start. A start can fail within a second (the
- * conductor's NoValidHost turns the record `error`) while the model would
- * look only when the copy should end, its slot idle until then; so a start
- * is looked at a poll interval after it was issued, and paced by the model
- * from then on. When a look is due for first looks only, one list of the
- * host's migrations stands in for it ({@linkcode glanceIsQuiet}).
+ * The first look after a start: a start can fail within a second
+ * (NoValidHost), so it is looked at a poll interval after it was issued,
+ * not only when the model expects its copy to end.
  *
  * @module
  */
@@ -14,21 +11,13 @@ import { migrationPhase } from "./nova_states.ts";
 /** Share of a poll interval after a start from which a look counts as its first. */
 export const FIRST_LOOK_SHARE = 0.75;
 
-/**
- * Poll intervals after a start within which it is looked at every poll
- * interval while no look saw it past the conductor (which may take longer
- * than one to find no valid host).
- */
+/** Poll intervals after a start in which it is looked at each poll, until past the conductor. */
 export const FIRST_LOOK_WINDOW = 3;
 
 /**
- * When to look next at a start of ours issued at `issuedAtMs` for how it
- * began: a poll interval after it; then a poll interval after each look
- * (`lastLookMs`) while none saw it past the conductor (`pastConductor`),
- * within {@linkcode FIRST_LOOK_WINDOW} poll intervals, or as long as the
- * last look found its record `accepted` or none (`withConductor`: the
- * conductor still deciding, for many polls on a loaded cloud). Undefined
- * once the model times it.
+ * When to look next at a start of ours for how it began; undefined once
+ * the model times it (`withConductor`: still deciding, which on a loaded
+ * cloud can take many polls).
  *
  * @example
  * ```ts
@@ -60,8 +49,7 @@ export function firstLookAt(
 }
 
 /**
- * Whether a record's status shows a start past Nova's conductor (queued,
- * copying or ended): no fast failure is to come.
+ * A start past Nova's conductor: no fast failure is to come.
  *
  * @example
  * ```ts
@@ -77,10 +65,7 @@ export function pastConductor(status: string | undefined): boolean {
 }
 
 /**
- * Whether a glance at the host's migrations (the latest record per VM,
- * `statusOf`) shows nothing to act on: every migration in flight still in
- * progress and each start of ours (`issuedByUs`) listed. Otherwise a full
- * pass looks.
+ * Whether a glance shows nothing to act on (all in progress, ours listed).
  *
  * @example
  * ```ts

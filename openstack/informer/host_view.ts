@@ -1,11 +1,7 @@
 /**
- * A list-and-watch view of one draining host: one list, then Nova's
- * notifications received since it began, deduplicated by message id and
- * folded in one total order (notified_events.ts `byEventOrder`), so
- * duplicated or reordered events give the same view. Record statuses
- * Nova sends no event for (`queued`, the start of a copy) stay as listed;
- * a migration begun after the list gets a record without an id (a pass
- * that aborts reads Nova afresh).
+ * A list-and-watch view of one draining host: one list, then the events
+ * since, deduplicated and folded in one total order (so duplicated or
+ * reordered events give the same view).
  *
  * @module
  */
@@ -42,15 +38,13 @@ const PARKED_MAX = 1024;
 
 /** When and in which state of the feed a list was taken. */
 export interface ListStamp {
-  /** Controller clock when the list began (its age decides the relist). */
+  /** Controller clock when the list began. */
   atMs: number;
-  /** The feed's epoch when the list began. */
   epoch: number;
-  /** Whether the feed was up when the list began. */
   up: boolean;
 }
 
-/** What a list of the host found (its time is the view's stamp). */
+/** What a list of the host found. */
 export type Listed = Pick<Observation, "servers" | "migrations" | "departed">;
 
 /** Nova's time format: ISO 8601 without a zone (UTC). */
@@ -59,8 +53,6 @@ function novaTime(ms: number): string {
 }
 
 /**
- * One host's list and the events since.
- *
  * @example
  * ```ts
  * import { WatchedHost } from "./host_view.ts";
@@ -77,18 +69,14 @@ function novaTime(ms: number): string {
  * ```
  */
 export class WatchedHost {
-  /** The compute service host. */
   readonly host: string;
-  /** The fresh list the view starts from. */
   readonly list: Readonly<Listed>;
-  /** When it was listed. */
   readonly stamp: Readonly<ListStamp>;
   readonly #events = new Map<string, NovaNotification>();
   readonly #known = new Set<string>();
   /** Events about VMs not (yet) known, newest last: one may become known. */
   readonly #parked = new Map<string, NovaNotification>();
 
-  /** A view of `host` from a fresh list taken at `stamp`. */
   constructor(host: string, list: Listed, stamp: ListStamp) {
     this.host = host;
     this.list = list;
@@ -98,29 +86,21 @@ export class WatchedHost {
     for (const d of list.departed) this.#known.add(d.id);
   }
 
-  /** Whether VM `id` was on the host at the list. */
   listedHere(id: string): boolean {
     return this.list.servers.some((s) => s.id === id);
   }
 
-  /** Events held (received since the list began, about this host, no duplicates). */
   get eventCount(): number {
     return this.#events.size;
   }
 
-  /** Whether an event is about this host, from it, or about a VM the view knows. */
   concerns(n: NovaNotification): boolean {
     const id = subjectOf(n);
     return n.instance?.host === this.host || n.publisherHost === this.host ||
       (id !== undefined && this.#known.has(id));
   }
 
-  /**
-   * Takes an event received since the list began into the view, when it
-   * concerns the host and is new; returns whether it was kept. Nova's
-   * timestamps are compared with Nova's own (the list's `updated`), never
-   * with this process's clock.
-   */
+  /** Takes in a new event about the host; returns whether it was kept. */
   apply(n: NovaNotification): boolean {
     if (this.#events.has(n.messageId)) return false;
     if (!this.concerns(n)) {
@@ -136,10 +116,7 @@ export class WatchedHost {
     return true;
   }
 
-  /**
-   * Keeps a foreign event a while: an event about a VM coming here may
-   * arrive before the one that names this host.
-   */
+  /** An event about a VM coming here may arrive before the one naming this host. */
   #park(n: NovaNotification): void {
     if (subjectOf(n) === undefined) return;
     this.#parked.delete(n.messageId);
@@ -150,7 +127,6 @@ export class WatchedHost {
     }
   }
 
-  /** Takes in the parked events of a VM that has just become known. */
   #adopt(id: string): void {
     for (const [key, n] of this.#parked) {
       if (subjectOf(n) !== id) continue;
@@ -165,10 +141,7 @@ export class WatchedHost {
       feed.epoch === this.stamp.epoch;
   }
 
-  /**
-   * The list with the events folded in; departures for the VMs `status`
-   * tracks, as lister.ts finds them. `ramOf` fills flavors payloads lack.
-   */
+  /** The list with the events folded in; `ramOf` fills flavors payloads lack. */
   observation(
     status: EvictionStatus | undefined,
     ramOf: (id: string) => number | undefined = () => undefined,
@@ -214,9 +187,8 @@ export class WatchedHost {
   }
 
   /**
-   * VMs listed here that the events show elsewhere without any step of a
-   * migration (nor a record in progress when listed): the view missed its
-   * events, and the informer trusts it no more.
+   * VMs listed here that the events show elsewhere without a migration:
+   * the view missed events.
    *
    * @example
    * ```ts
@@ -263,10 +235,8 @@ export class WatchedHost {
   }
 
   /**
-   * VMs the view shows on the host with no list behind their being here
-   * (not listed, or shown leaving since and then back): only a list made
-   * after a VM's last move may ground a start of it (the trust rule,
-   * docs/drain.md), since an event may be forged, replayed or misattributed.
+   * VMs shown on the host with no list behind their being here (the trust
+   * rule: an event may be forged, replayed or misattributed).
    *
    * @example
    * ```ts
@@ -285,7 +255,6 @@ export class WatchedHost {
       let here = this.listedHere(id);
       let listed = here;
       const listedAt = this.#listedChangeMs(id);
-      // the snapshots foldSnapshots takes, in its order
       for (const n of events) {
         if (!isSnapshot(n.eventType) || n.instance === undefined) continue;
         if (n.timestampMs < listedAt) continue;
@@ -297,10 +266,7 @@ export class WatchedHost {
     return unlisted.sort();
   }
 
-  /**
-   * The latest change of VM `id` the list shows (Nova's clock): a snapshot
-   * older than that (delayed past the list) is stale.
-   */
+  /** The list's latest change of `id` (Nova's clock): older snapshots are stale. */
   #listedChangeMs(id: string): number {
     let latest = parseNovaTime(
       this.list.servers.find((s) => s.id === id)?.updated,
@@ -313,7 +279,6 @@ export class WatchedHost {
     return latest;
   }
 
-  /** The held events by the server they name, each list in event order. */
   #bySubject(): Map<string, NovaNotification[]> {
     const out = new Map<string, NovaNotification[]>();
     for (const n of [...this.#events.values()].sort(byEventOrder)) {
@@ -351,7 +316,6 @@ function serverOf(
   };
 }
 
-/** Where a VM that left is, as the planner reads a lookup. */
 function observedOf(s: Server): ObservedServer {
   return {
     id: s.id,
@@ -362,10 +326,7 @@ function observedOf(s: Server): ObservedServer {
   };
 }
 
-/**
- * The VM's host and states from the events that carry a trustworthy
- * snapshot, the latest winning: on the host, moved elsewhere, or deleted.
- */
+/** The VM's host and states from the snapshot events, the latest winning. */
 function foldSnapshots(
   host: string,
   id: string,
@@ -395,11 +356,7 @@ function foldSnapshots(
   }
 }
 
-/**
- * The VM's migration records after the events: each step raises the
- * status of the record it belongs to (never lowers it); a step after the
- * end of the latest record begins a new one.
- */
+/** Each step raises its record's status; a step after the latest record's end begins a new one. */
 function foldRecords(
   id: string,
   events: readonly NovaNotification[],
@@ -448,7 +405,6 @@ function foldRecords(
   }
 }
 
-/** The latest record (created_at, then id), or undefined. */
 function latestOf(
   records: readonly ObservedMigration[],
 ): ObservedMigration | undefined {
@@ -469,14 +425,9 @@ function latestOf(
 const RECORD_TIME_PRECISION_MS = 1000;
 
 /**
- * Whether a record ended before the step `n` (which then begins a new
- * migration). The record's `updated_at` is cut to the second while the
- * event's timestamp is not: a step in the second the record ended in may
- * be its own end (the source's `live_migration_post.end` or
- * `resize_confirm.end` received after a list that shows the record
- * over), so it counts as the record's. A new migration begun in that
- * second is taken from its next step in a later one (Nova's 409 guards
- * a start meanwhile); a late step of the old one is never a new record.
+ * Whether a record ended before step `n`. A listed `updated_at` is cut to
+ * the second: a step in that second may be the record's own end, so it
+ * counts as the record's (a new migration is taken from a later step).
  */
 function endedBefore(m: ObservedMigration, n: NovaNotification): boolean {
   if (!recordEnded(m.status)) return false;
@@ -488,15 +439,12 @@ function endedBefore(m: ObservedMigration, n: NovaNotification): boolean {
     : n.timestampMs >= end + RECORD_TIME_PRECISION_MS;
 }
 
-/**
- * Ties of creation time: Nova's later id first, and a record of the
- * view's own (no id: begun after the list) after every listed one.
- */
+/** Ties of creation time: later id first, the view's own (no id) last. */
 function idRank(m: ObservedMigration): number {
   return m.id === undefined ? Infinity : Number(m.id);
 }
 
-/** A record for a migration the list did not show, from its first event (no id: Nova's is not known). */
+/** A record for a migration the list did not show, from its first event. */
 function newRecord(
   id: string,
   n: NovaNotification,

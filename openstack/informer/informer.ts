@@ -1,10 +1,6 @@
 /**
- * What a drain knows of its host's Nova state, and how fresh. The
- * informer owns its lister (lister.ts), its relist age and its trust; a
- * pass states what it needs ({@linkcode LookNeed}) and never asks where
- * the facts come from. {@linkcode PollingInformer} lists on every look;
- * the notified one (notified_informer.ts) keeps a list and Nova's
- * notifications since, trusted only while proven right.
+ * What a drain knows of its host's Nova state: a pass states what it needs
+ * ({@linkcode LookNeed}), the informer decides whether to list.
  *
  * @module
  */
@@ -15,15 +11,11 @@ import type { Observation } from "./snapshot.ts";
 
 /** A start the drain sent, as the informer checks its cache against it. */
 export interface StartProbe {
-  /** Server id. */
   id: string;
-  /** Nova's answer so far. */
   state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
   /** Nova's message (a refusal's). */
   message?: string;
-  /** Drain clock when it was sent. */
   issuedAtMs?: number;
-  /** Drain clock when its answer came. */
   answeredAtMs?: number;
 }
 
@@ -33,22 +25,14 @@ export interface LookNeed extends ListRequest {
   starts: Iterable<StartProbe>;
   /** Migrations the drain holds: while it holds any, a view is relisted sooner. */
   holding: number;
-  /**
-   * By when (drain clock) the end of each live migration of ours should
-   * have been heard of: a view still showing one moving past it looks.
-   */
+  /** By when each end of ours should be heard of; a view still showing it moving looks. */
   endsBy?: ReadonlyMap<string, number> | undefined;
-  /**
-   * A look resting on a list begun after this (drain clock: e.g. the
-   * `listedAtMs` of a view the pass cannot act on); absent: any view the
-   * informer vouches for.
-   */
+  /** A look resting on a list begun after this; absent: any view vouched for. */
   freshSince?: number;
 }
 
 /** The pace an informer works to: real ms, on a clock `rate` times real time. */
 export interface InformerTiming {
-  /** The drains' poll interval. */
   pollMs: number;
   /** The oldest view a drain that holds migrations plans from. */
   relistMs: number;
@@ -62,12 +46,8 @@ export interface InformerTiming {
 export const RELIST_POLLS = 30;
 
 /**
- * How old (drain clock ms) a view a drain plans from may be: the relist
- * interval while it holds migrations; for a drain that holds none
- * (finished, or waiting for budget: an arrival wakes it) no less than
- * the finished check. A relist costs 2 Nova calls, so a drain at limit L
- * whose migrations take t each pays 1 + 2 x (t / L) / relist calls per
- * VM: <= 1.5 needs relist >= 4 x t / L.
+ * How old (drain clock ms) a planned-from view may be: the relist interval
+ * while the drain holds migrations, else no less than the finished check.
  *
  * @example
  * ```ts
@@ -87,37 +67,24 @@ export type NotificationStanding =
   | { trusted: true }
   | {
     trusted: false;
-    /** Why: a start of ours not heard of in time, or a view found wrong. */
     reason: "deaf" | "wrong";
-    /** The host's view, or the whole feed. */
     scope: "host" | "feed";
-    /** What was found, in words. */
     detail: string;
   };
 
 /** Something the informer found wrong with itself, for the drain to report. */
 export interface InformerWarning {
-  /** The Event's reason. */
   reason: string;
-  /** The Event's message. */
   message: string;
 }
 
 /** What the drains of one process know of their hosts, by drain key. */
 export interface HostInformer {
-  /**
-   * The host as `need` asks: a view the informer vouches for (listed
-   * within {@linkcode relistAgeMs}, `fromView`), else a list, which
-   * becomes the host's view. A look begins: the wakes so far are taken
-   * in by it. Throws when the list fails.
-   */
+  /** A view the informer vouches for (`fromView`), else a list; takes in the wakes so far. */
   look(key: string, need: LookNeed): Promise<Observation>;
   /** Whether a look would be answered from the view now (of any age), changing nothing. */
   cached(key: string): boolean;
-  /**
-   * A glance at the host's migrations (changed since `since`, else
-   * all): one list, no view changed.
-   */
+  /** The host's migrations changed since `since`: one list, no view changed. */
   glance(
     host: string,
     since: Date | undefined,
@@ -125,29 +92,18 @@ export interface HostInformer {
   ): Promise<Migration[]>;
   /** One VM now, however the informer sees its host (throws NotFoundError when deleted). */
   server(id: string, signal?: AbortSignal): Promise<Server>;
-  /** Whether a change on the host woke the drain since its last look. */
   woken(key: string): boolean;
-  /**
-   * Whether the drain will be woken when something comes to its host, so
-   * a drain that holds nothing may look at the slow pace.
-   */
+  /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
-  /** What the informer found wrong with itself since the last call. */
   takeWarnings(key: string): InformerWarning[];
-  /**
-   * Whether the drain's notified view is trusted or demoted; undefined
-   * without notifications, or while neither is known (not proven yet).
-   */
+  /** The notified view's standing; undefined without notifications or not proven yet. */
   notifications(key: string): NotificationStanding | undefined;
-  /** Forgets a drain's host. */
   forget(key: string): void;
-  /** Stops the informer. */
   close(): void;
 }
 
 /**
- * The informer without a feed of changes: it caches nothing, so every
- * look lists and nothing but the drain's own pacing wakes it.
+ * The informer without a feed: every look lists.
  *
  * @example
  * ```ts
@@ -164,22 +120,18 @@ export interface HostInformer {
 export class PollingInformer implements HostInformer {
   readonly #lister: NovaLister;
 
-  /** An informer that lists with `lister`. */
   constructor(lister: NovaLister) {
     this.#lister = lister;
   }
 
-  /** Lists. */
   look(_key: string, need: LookNeed): Promise<Observation> {
     return this.#lister.list(need);
   }
 
-  /** Nothing cached. */
   cached(): boolean {
     return false;
   }
 
-  /** Lists the migrations. */
   glance(
     host: string,
     since: Date | undefined,
@@ -188,34 +140,27 @@ export class PollingInformer implements HostInformer {
     return this.#lister.migrations(host, since, signal);
   }
 
-  /** Looks the VM up. */
   server(id: string, signal?: AbortSignal): Promise<Server> {
     return this.#lister.server(id, signal);
   }
 
-  /** Nothing wakes a drain. */
   woken(): boolean {
     return false;
   }
 
-  /** Nothing watches. */
   watching(): boolean {
     return false;
   }
 
-  /** Nothing goes wrong. */
   takeWarnings(): InformerWarning[] {
     return [];
   }
 
-  /** No notifications. */
   notifications(): undefined {
     return undefined;
   }
 
-  /** Nothing to forget. */
   forget(): void {}
 
-  /** Nothing to stop. */
   close(): void {}
 }

@@ -1,8 +1,6 @@
 /**
- * Metrics of what the drains' informer finds wrong with itself (Nova's
- * notifications: views found wrong or deaf, the feed demoted, events
- * missed), on the operator's registry. Registered in both modes, so the
- * alerts' series exist from the start.
+ * Metrics of what the informer finds wrong with itself, registered in
+ * both modes so the alerts' series exist from the start.
  *
  * @module
  */
@@ -10,8 +8,6 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 
 /**
- * The informer's metrics.
- *
  * @example
  * ```ts
  * import { Registry } from "prom-client";
@@ -23,17 +19,10 @@ import { Counter, Gauge, type Registry } from "prom-client";
  * ```
  */
 export class InformerMetrics {
-  /** The registry the metrics live on. */
   readonly registry: Registry;
-  /** Notified views demoted to polling, by scope (host, feed) and reason (wrong, deaf). */
   readonly demotions: Counter<"scope" | "reason">;
-  /** VMs on which a relist found a host's notified view differing (missed events). */
   readonly viewDiffs: Counter<"hypervisor">;
-  /**
-   * Registers the metrics on `registry`; `feedDemoted` says whether the
-   * notification feed is demoted for every host, `demotedHosts` how many
-   * hosts' views are demoted now by reason (the gauges' sources).
-   */
+  /** `feedDemoted` and `demotedHosts` are the gauges' sources. */
   constructor(
     registry: Registry,
     feedDemoted: () => boolean = () => false,

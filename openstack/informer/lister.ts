@@ -1,13 +1,6 @@
 /**
- * The informer's lister: every call the informer makes to Nova. A look
- * at a host lists its servers (all tenants) and the migrations from or
- * to it since the drain began (once no server is left, also every record
- * still in progress, however old: Nova filters `changes-since` on
- * `updated_at`, which a record queued behind another host's migrations
- * does not touch), then `GET /servers/{id}` for a tracked VM that left
- * the list without a record telling where it went. Every list of the
- * migrations teaches it Nova's limit on the host's live migrations
- * ({@linkcode nextNovaLimit}), a host fact kept with the lister.
+ * The informer's lister: every call the informer makes to Nova, and
+ * Nova's per-host limit learned from every list of migrations.
  *
  * @module
  */
@@ -33,21 +26,17 @@ export type ListingNova = Pick<
 
 /** What a look at a host reads. */
 export interface ListRequest {
-  /** The compute service host. */
   host: string;
   /** The migrations changed since then (Nova's clock: the drain's start). */
   since: Date;
   /** The drain's status: the VMs whose departure a look must tell. */
   status: EvictionStatus;
-  /** The VMs' sizes as last seen. */
   ram: (id: string) => number | undefined;
-  /** Cancels the look. */
   signal?: AbortSignal | undefined;
 }
 
 /** Options of {@linkcode NovaLister}. */
 export interface ListerOptions {
-  /** The drain's clock (ms): when a list begins. */
   now: () => number;
   /** `GET /servers/{id}` of one look at once (default 8). */
   concurrency?: number;
@@ -71,7 +60,6 @@ export class NovaLister {
   readonly #warn: NonNullable<ListerOptions["warn"]>;
   readonly #limits = new Map<string, number>();
 
-  /** A lister over `nova`. */
   constructor(nova: ListingNova, options: ListerOptions) {
     this.#nova = nova;
     this.#now = options.now;
@@ -80,9 +68,11 @@ export class NovaLister {
   }
 
   /**
-   * One look at the host. Throws when a list fails (nothing can be
-   * decided without it); a failed lookup of one VM only leaves that VM
-   * out of `departed` (the planner keeps what it knew of it).
+   * One look at the host: servers, migrations since `since` (with no
+   * server left, also every record in progress however old: Nova filters
+   * `changes-since` on `updated_at`, which a queued record does not
+   * touch), and lookups of tracked VMs that left without a record saying
+   * where. Throws when a list fails; a failed lookup leaves the VM out.
    */
   async list(req: ListRequest): Promise<Observation> {
     const { host, signal } = req;
@@ -126,10 +116,7 @@ export class NovaLister {
     };
   }
 
-  /**
-   * The migrations from or to `host` changed since `since` (every one
-   * without it), a glance that also teaches Nova's limit.
-   */
+  /** The host's migrations changed since `since` (all without it). */
   async migrations(
     host: string,
     since: Date | undefined,
@@ -143,7 +130,7 @@ export class NovaLister {
     return migrations;
   }
 
-  /** One VM now (`GET /servers/{id}`); throws NotFoundError when deleted. */
+  /** Throws NotFoundError when deleted. */
   server(id: string, signal?: AbortSignal): Promise<Server> {
     return this.#nova.getServer(id, signal);
   }
@@ -166,15 +153,10 @@ export class NovaLister {
 }
 
 /**
- * Nova's limit on `host`'s live migrations after a list of its
- * migrations: nova-compute runs at most `max_concurrent_live_migrations`
- * (nova.conf, 1 by default) from one host and holds the rest `queued`,
- * so a list with one queued while others copy shows the limit (the
- * higher of it and the known one: a list between two of Nova's
- * migrations shows fewer copying). A list that shows more copying than
- * the known limit with none queued says Nova's limit was raised: it is
- * known no more. Any other list keeps what is known (a drain that holds
- * to Nova's limit never sees it queue again).
+ * Nova's `max_concurrent_live_migrations` for `host` after a list: one
+ * queued while others copy shows it (the higher of it and the known one);
+ * more copying than known with none queued says it was raised (unknown
+ * again); any other list keeps what is known.
  *
  * @example
  * ```ts
@@ -205,8 +187,7 @@ export function nextNovaLimit(
 }
 
 /**
- * The recent records, and of all records those still in progress that
- * the recent ones lack (by id).
+ * The recent records, plus those of `all` in progress the recent lack.
  *
  * @example
  * ```ts

@@ -1,18 +1,14 @@
 /**
- * How long after a migration's predicted end to look at Nova. A look
- * before the end finds nothing (calls spent, the slot idle until the next
- * look a poll interval later); one after it idles the slot from the end.
- * The margin that idles least over how the finished migrations strayed
- * from their predictions, early looks capped for Nova's sake.
+ * How long after a migration's predicted end to look: an early look
+ * spends calls and idles the slot a poll interval, a late one idles it
+ * from the end; the margin that idles least, early looks capped.
  *
  * @module
  */
 
 /** A finished migration: what the model predicted and what it took (ms). */
 export interface MarginSample {
-  /** The prediction for its size (ms, > 0). */
   predictedMs: number;
-  /** How long it took (ms). */
   actualMs: number;
 }
 
@@ -24,9 +20,8 @@ export const MARGIN_RANGE: readonly [number, number] = [-0.1, 0.25];
 const HEDGE = 0.01;
 
 /**
- * Idle slot time and early looks per migration, on average over `samples`,
- * if each were looked at `margin` (a fraction of its prediction) after its
- * predicted end and then every `pollMs` until it was done.
+ * Mean idle slot time and early looks per migration when looking `margin`
+ * (a fraction of the prediction) past the predicted end, then every `pollMs`.
  *
  * @example
  * ```ts
@@ -57,10 +52,8 @@ export function marginCost(
 }
 
 /**
- * The margin (a fraction of the prediction, within
- * {@linkcode MARGIN_RANGE}) that idles a slot least over `samples` with at
- * most `maxEarlyLooks` early looks per migration; of equal ones the later.
- * `fallback` without samples.
+ * The margin that idles least with at most `maxEarlyLooks` early looks
+ * per migration; of equal ones the later.
  *
  * @example
  * ```ts

@@ -1,27 +1,9 @@
 /**
- * What one of Nova's versioned notifications means to a host's view
- * (host_view.ts): which events carry a snapshot of the instance that can
- * be trusted for its host and states, and which migration record status
- * each step of a migration leaves behind. Checked against Nova Zed's
- * `compute/manager.py` and `conductor/manager.py`:
- *
- * - live: the source sets `queued`, then `preparing` (before
- *   `live_migration_pre` runs on the destination), then `running` (after
- *   it), and `completed` at the end of `_post_live_migration` (after
- *   `live_migration_post.end`); a rollback ends the record `failed`
- *   (`_rollback_live_migration(migration_status='failed')`), or
- *   `cancelled` when the migration was aborted; an abort of a queued one
- *   is `cancelled` with `live_migration_abort.end`; the conductor's
- *   failures (`compute_task.migrate_server.error`, e.g. no valid host)
- *   leave `error`.
- * - cold: `pre-migrating`, `migrating` (`resize.start`), `post-migrating`
- *   (`resize.end`), `finished` (`resize_finish.end`, the VM at
- *   VERIFY_RESIZE on the destination), `confirming`/`confirmed`,
- *   `reverting`/`reverted`.
- *
- * Nova sends no event when a queued migration begins to prepare on the
- * source, nor when the copy starts: those records stay as listed until a
- * later step shows.
+ * What one of Nova's versioned notifications means to a host's view:
+ * which events carry a trustworthy instance snapshot, and which record
+ * status each migration step leaves (checked against Nova Zed's
+ * `compute/manager.py` and `conductor/manager.py`). Nova sends no event
+ * when a queued migration begins to prepare, nor when the copy starts.
  *
  * @module
  */
@@ -50,8 +32,7 @@ const RANK: Readonly<Record<string, number>> = {
 };
 
 /**
- * The rank of a record status: later steps rank higher, the ends highest;
- * a status this table does not know ranks 0 (a notified step replaces it).
+ * The rank of a record status; unknown ones rank 0 (a notified step replaces it).
  *
  * @example
  * ```ts
@@ -79,7 +60,6 @@ export function recordEnded(status: string): boolean {
 
 /** One step of a migration, as a notification tells it. */
 export interface MigrationStep {
-  /** live-migration or migration (cold). */
   migrationType: "live-migration" | "migration";
   /** The record status the step leaves (undefined: no change of its own). */
   status: string | undefined;
@@ -138,9 +118,8 @@ const STEPS: Readonly<Record<string, MigrationStep>> = {
 export const MIGRATE_SERVER_ERROR = "compute_task.migrate_server.error";
 
 /**
- * The migration step an event is, or undefined when it is none.
- * `compute_task.migrate_server.error` is the end of a live or a cold
- * migration: `cold` says which the VM was in.
+ * The migration step an event is, if any; `cold` says which kind
+ * `compute_task.migrate_server.error` ends.
  *
  * @example
  * ```ts
@@ -160,12 +139,8 @@ export function migrationStepOf(
 }
 
 /**
- * Events whose payload is the instance as just saved, so its host and
- * states can be taken as they are: `instance.update` (sent on every save
- * that changes vm_state or task_state), `instance.create.end`,
- * `instance.delete.end` and `instance.live_migration_post_dest.end` (the
- * move done on the destination). Others are snapshots taken where they
- * are sent: `live_migration_post.end` still shows the source host.
+ * Events whose payload is the instance as just saved. Others are taken
+ * where they are sent: `live_migration_post.end` still shows the source.
  */
 const SNAPSHOTS: ReadonlySet<string> = new Set([
   "instance.update",
@@ -175,8 +150,7 @@ const SNAPSHOTS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether the event's instance payload can be taken for the VM's host and
- * states.
+ * Whether the event's payload can be taken for the VM's host and states.
  *
  * @example
  * ```ts
@@ -189,16 +163,13 @@ export function isSnapshot(eventType: string): boolean {
   return SNAPSHOTS.has(eventType);
 }
 
-/** Whether the event says the VM is gone. */
+/** The event says the VM is gone. */
 export function isDeletion(n: NovaNotification): boolean {
   return n.eventType === "instance.delete.end" ||
     n.instance?.vmState?.toLowerCase() === "deleted";
 }
 
-/**
- * The server id an event is about: the instance payload's uuid, or a
- * `compute_task.*` payload's instance uuid.
- */
+/** The server id an event is about. */
 export function subjectOf(n: NovaNotification): string | undefined {
   return n.instance?.uuid ?? n.task?.instanceUuid;
 }
@@ -211,9 +182,8 @@ function tieRank(n: NovaNotification): number {
 }
 
 /**
- * Total order of events: Nova's timestamp, then the step of a migration,
- * then the message id. Folding events in this order makes a view
- * independent of the order they arrived in.
+ * Total order of events (timestamp, migration step, message id): a view
+ * is independent of the order they arrived in.
  *
  * @example
  * ```ts
@@ -247,9 +217,7 @@ const DEFAULT_STATUS: Readonly<Record<string, string>> = {
 };
 
 /**
- * The API status Nova shows for a vm_state and task_state, as
- * `nova/api/openstack/common.py` maps them (the states a drain tells
- * apart: MIGRATING, RESIZE, REBOOT, REBUILD, REVERT_RESIZE).
+ * The API status Nova shows for a vm_state and task_state.
  *
  * @example
  * ```ts

@@ -1,10 +1,8 @@
 /**
- * The informer fed by Nova's notifications (informer.ts): a view of each
- * draining host. A look subscribes first (events are buffered from then
- * on), lists the host, then applies the events buffered since the list
- * began. An event that ends a migration, fails one, or brings a VM to the
- * host wakes its drain at once; a change of the feed's state wakes every
- * drain (down: poll now; up again: relist).
+ * The informer fed by Nova's notifications: a view of each draining host,
+ * listed once and kept by events buffered from before the list began.
+ * Events that free a slot or bring a VM wake the drain; a feed state change
+ * wakes every drain.
  *
  * @module
  */
@@ -38,11 +36,8 @@ import type { Migration, Server } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /**
- * Events that end a step a drain waits for: a record ends (a slot frees),
- * a migration fails, a VM is deleted, a cold one waits to be confirmed.
- * Not the move itself (`post_dest.end`, the update naming the destination):
- * the record runs on until `post.end`, and a pass woken then would find
- * nothing to start, only delay the one that can.
+ * Events that end a step a drain waits for. Not `post_dest.end`: the
+ * record runs on until `post.end`, and an earlier pass only delays it.
  */
 const WAKING: ReadonlySet<string> = new Set([
   "instance.live_migration_post.end",
@@ -56,11 +51,9 @@ const WAKING: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether an event taken into `host`'s view wakes its drain: the end of a
- * migration step on the host (or of a VM `listedHere` at its last list),
- * an update that puts a VM on the host at rest, or the first step here of
- * a migration towards it (a finished drain reopens as an arrival begins).
- * Later moves between other hosts of VMs that left wake nobody here.
+ * Whether an event taken into `host`'s view wakes its drain: a step's end
+ * on the host (or of a VM `listedHere`), a VM at rest on the host, or the
+ * first step of a migration towards it.
  *
  * @example
  * ```ts
@@ -110,7 +103,7 @@ interface Watch {
   lagging: Map<string, { diff: FactDiff; untilMs: number; heard: boolean }>;
 }
 
-/** Whether a relist's difference may be the feed's lag: the view shows the move in progress. */
+/** A relist's difference may be the feed's lag when the view shows the move in progress. */
 function mayLag(d: FactDiff): boolean {
   return d.view === "on moving" ||
     (d.view?.startsWith("left in_progress") ?? false);
@@ -118,19 +111,17 @@ function mayLag(d: FactDiff): boolean {
 
 /** What a finished list found against the view it replaces. */
 export interface Relisted {
-  /** The VMs on which the old, trusted view was wrong (not mere lag). */
+  /** Where the old, trusted view was wrong (not mere lag). */
   diffs: FactDiff[];
-  /** The VMs whose events may still be on their way (judged a poll interval on). */
+  /** Events may still be on their way (judged a poll interval on). */
   lagging: FactDiff[];
-  /** Whether the old view was trustworthy (its diffs are misses). */
+  /** The old view was trustworthy (its diffs are misses). */
   checked: boolean;
 }
 
 /** What the informer tells its owner as it happens (metrics, logs). */
 export interface InformerHooks {
-  /** A relist found the trusted view of `host` differing on these VMs. */
   differed(host: string, diffs: readonly FactDiff[]): void;
-  /** A host's view (or the whole feed) was demoted. */
   demoted(demotion: Demotion): void;
 }
 
@@ -155,19 +146,13 @@ export class NotifiedInformer implements HostInformer {
   /** Drains woken by an event that no look has taken in yet. */
   readonly #woken = new Set<string>();
   readonly #stop: Array<() => void>;
-  /** When each host's view may be planned from (feed_trust.ts). */
   readonly #trust: FeedTrust;
   readonly #hooks: InformerHooks;
   readonly #pollMs: number;
   /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
 
-  /**
-   * Watches `feed` and lists with `lister`; `wake(key)` runs a drain's
-   * pass at once, `now` is the drain's clock (the one Nova's timestamps
-   * are compared with), `timing` the pace the views' relists and trust
-   * keep, `hooks` what it tells as it happens.
-   */
+  /** `wake(key)` runs a drain's pass at once; `now` is the drain's clock. */
   constructor(
     feed: NotificationFeed,
     lister: NovaLister,
@@ -200,17 +185,11 @@ export class NotifiedInformer implements HostInformer {
     ];
   }
 
-  /** The feed's state and epoch now. */
   get feed(): { state: FeedState; epoch: number } {
     return { state: this.#feed.state, epoch: this.#feed.epoch };
   }
 
-  /**
-   * The drain's view when it can be planned from: listed and watched
-   * without a gap, trusted (feed_trust.ts: not demoted, its last relist
-   * agreed, no start of ours unheard of too long), and listed less than
-   * `maxAgeMs` (drain clock) ago; else undefined.
-   */
+  /** The drain's view when trusted (feed_trust.ts) and listed less than `maxAgeMs` ago. */
   trustworthyView(key: string, maxAgeMs: number): WatchedHost | undefined {
     const watch = this.#watches.get(key);
     const view = watch?.view;
@@ -235,16 +214,10 @@ export class NotifiedInformer implements HostInformer {
     return view;
   }
 
-  /**
-   * Every accepted start of the drain is a probe of the feed: its first
-   * event must come within the trust's bound, else the host is demoted.
-   * A start Nova refused as conflicting (409) while the view was trusted
-   * says the view missed a change: it is demoted.
-   */
+  /** Accepted starts probe the feed; a 409 under a trusted view demotes it. */
   probeStarts(key: string, starts: Iterable<StartProbe>): void {
     const view = this.#watches.get(key)?.view;
-    // Only a start made while the view watched without a gap can be heard
-    // of: one made while the feed was down proves nothing either way.
+    // a start made while the feed had a gap proves nothing either way
     if (view === undefined || !view.trustworthy(this.feed)) return;
     for (const s of starts) {
       if (s.issuedAtMs === undefined || s.answeredAtMs === undefined) continue;
@@ -263,11 +236,6 @@ export class NotifiedInformer implements HostInformer {
     }
   }
 
-  /**
-   * Whether the drain's view is trusted, or demoted (the host's own
-   * demotion until it is trusted again, else the feed's); undefined
-   * while neither (not proven yet).
-   */
   notifications(key: string): NotificationStanding | undefined {
     const now = this.#now();
     const d = this.#trust.demotion(key, now);
@@ -282,28 +250,18 @@ export class NotifiedInformer implements HostInformer {
     return this.#trust.trusted(key, now) ? { trusted: true } : undefined;
   }
 
-  /** How many hosts' views are shown demoted now, by reason. */
   demotedHosts(): Record<"wrong" | "deaf", number> {
     return this.#trust.demotedHosts(this.#now());
   }
 
-  /** Whether the feed is demoted for every host now (drains poll). */
   feedDemoted(): boolean {
     return this.#trust.feedDemoted(this.#now());
   }
 
-  /** Whether an event woke the drain since its last look. */
   woken(key: string): boolean {
     return this.#woken.has(key);
   }
 
-  /**
-   * The host's view when `need` takes any and the informer vouches for
-   * it (trusted, listed within {@linkcode relistAgeMs}, telling all a list
-   * would), else a list, which
-   * becomes the view; with `freshSince`, the view's own list when it
-   * began after that, else a list.
-   */
   async look(key: string, need: LookNeed): Promise<Observation> {
     // the wakes so far are taken in by this look; later events wake again
     this.#woken.delete(key);
@@ -337,14 +295,12 @@ export class NotifiedInformer implements HostInformer {
     return listed;
   }
 
-  /** Whether a look would be answered from the view now (of any age), changing nothing. */
   cached(key: string): boolean {
     const view = this.trustworthyView(key, Infinity);
     return view !== undefined &&
       this.#vouches(key, view, view.observation(undefined), undefined).ok;
   }
 
-  /** Lists the host's migrations (no view changed). */
   glance(
     host: string,
     since: Date | undefined,
@@ -353,7 +309,6 @@ export class NotifiedInformer implements HostInformer {
     return this.#lister.migrations(host, since, signal);
   }
 
-  /** Looks the VM up. */
   server(id: string, signal?: AbortSignal): Promise<Server> {
     return this.#lister.server(id, signal);
   }
@@ -364,21 +319,9 @@ export class NotifiedInformer implements HostInformer {
   }
 
   /**
-   * Whether the view of `key`'s host, as `seen`, may ground the drain's
-   * plan, and since when each live migration of the host has shown no
-   * record. Not when:
-   * - a VM is on the host with no list behind its being here
-   *   ({@linkcode WatchedHost.unlisted}): an arrival, or a VM shown coming
-   *   back, is looked at before any start of it (the trust rule);
-   * - a migration of ours is still shown moving past the time its end
-   *   should have been heard of (`endsBy`), and the list behind the view
-   *   is a poll interval old, and older than the copy was late at that
-   *   list: its end may be lost, so the drain looks (at spacings doubling
-   *   while the copy runs on);
-   * - a live migration of the host has shown no record for a poll interval
-   *   while another copies and Nova is not known to run no more (the
-   *   lister's limit): Nova may hold it `queued`, which no event says, and
-   *   a list that shows it teaches Nova's limit.
+   * Whether `seen` may ground the plan (the trust rule, docs/drain.md):
+   * not with a VM here no list vouches for, an end of ours overdue, or a
+   * live migration without a record for a poll interval (maybe `queued`).
    */
   #vouches(
     key: string,
@@ -400,7 +343,7 @@ export class NotifiedInformer implements HostInformer {
     return { ok, untold };
   }
 
-  /** Whether `seen` shows a migration moving past its `endsBy` time, unchecked since. */
+  /** A migration shown moving past its `endsBy` time, unchecked since. */
   #endOverdue(
     view: WatchedHost,
     seen: Observation,
@@ -423,17 +366,11 @@ export class NotifiedInformer implements HostInformer {
     return false;
   }
 
-  /**
-   * Whether the view is trusted and proven live (a start of ours on the
-   * host was heard of, and the feed spoke recently): arrivals wake the
-   * drain, so a finished one may leave its host to the slow check.
-   */
   watching(key: string): boolean {
     return this.trustworthyView(key, Infinity) !== undefined &&
       this.#trust.live(this.#now());
   }
 
-  /** The demotions of the drain's host (and the feed's) not yet reported. */
   takeWarnings(key: string): InformerWarning[] {
     return this.#trust.takeDemotions(key).map((d) => {
       const what = d.scope === "feed"
@@ -464,11 +401,7 @@ export class NotifiedInformer implements HostInformer {
     return stamp;
   }
 
-  /**
-   * The list of `key`'s host is in: its view is rebuilt from it and the
-   * events buffered since the list began, and compared with the view it
-   * replaces (which took the same events).
-   */
+  /** The view rebuilt from the list and the buffered events, judged against the old one. */
   endList(key: string, stamp: ListStamp, list: Listed): Relisted {
     const watch = this.#watches.get(key);
     if (watch?.listing?.stamp !== stamp) {
@@ -488,8 +421,7 @@ export class NotifiedInformer implements HostInformer {
       }
     }
     const seen = view.observation(undefined);
-    // Such an event wakes the drain again only where the list may not show
-    // it yet: the view with it says otherwise than the list alone.
+    // wake again only where the list may not show it yet
     if (woke.size > 0) {
       const listed = planFacts(list, watch.host);
       const told = planFacts(seen, watch.host);
@@ -518,10 +450,7 @@ export class NotifiedInformer implements HostInformer {
     return { diffs, lagging, checked };
   }
 
-  /**
-   * What a relist (or the lag it allowed) found: the view agreed, or was
-   * wrong on `diffs` (counted, and the host demoted).
-   */
+  /** A relist's verdict: agreed, or wrong on `diffs` (counted, host demoted). */
   #judge(
     key: string,
     host: string,
@@ -542,11 +471,7 @@ export class NotifiedInformer implements HostInformer {
     );
   }
 
-  /**
-   * The lagging VMs whose events have not come a poll interval after the
-   * relist that found Nova ahead: the view was wrong on them (an end
-   * event lost).
-   */
+  /** Lagging VMs with no event a poll interval on: the view was wrong on them. */
   #judgeLag(key: string, watch: Watch, now: number): void {
     const due = [...watch.lagging.values()].filter((l) => now >= l.untilMs);
     for (const l of due) watch.lagging.delete(l.diff.id);
@@ -561,11 +486,7 @@ export class NotifiedInformer implements HostInformer {
     );
   }
 
-  /**
-   * An event about VM `id` reached `key`'s view: what a relist found of it
-   * was not lost, only late. Returns whether it is such a late event (the
-   * relist took in what it tells: no reason to wake the drain).
-   */
+  /** Notes an event of `id`; true when a relist already took it in (no wake). */
   #heard(key: string, watch: Watch, id: string, now: number): boolean {
     this.#trust.heard(key, id, now);
     const lag = watch.lagging.get(id);
@@ -574,13 +495,11 @@ export class NotifiedInformer implements HostInformer {
     return true;
   }
 
-  /** A list that failed: its buffer is dropped. */
   abortList(key: string, stamp: ListStamp): void {
     const watch = this.#watches.get(key);
     if (watch?.listing?.stamp === stamp) watch.listing = undefined;
   }
 
-  /** Stops watching for a drain that is gone. */
   forget(key: string): void {
     this.#watches.delete(key);
     this.#woken.delete(key);
@@ -588,7 +507,6 @@ export class NotifiedInformer implements HostInformer {
     this.#trust.forget(key);
   }
 
-  /** Stops listening to the feed. */
   close(): void {
     for (const stop of this.#stop) stop();
     this.#watches.clear();

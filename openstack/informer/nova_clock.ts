@@ -1,11 +1,9 @@
 /**
- * Nova's clock against ours, one model fitted from readings of it at known
- * times of ours (the `Date` of its answers, our starts' `created_at`). Its
- * offset is applied where Nova's times meet ours (when Nova is behind, a
- * failed record of our start looks older than the start, and
- * `changes-since` hides the drain's first minutes); its rate converts
- * Nova's durations and times to our clock (1 in production; a simulator's
- * time scale). The offset is applied only at one rate: a drifting one
+ * Nova's clock against ours, fitted from readings (answers' `Date`, our
+ * starts' `created_at`). The offset matters when Nova is behind (a failed
+ * record of our start looks older than it; `changes-since` hides the
+ * drain's first minutes); the rate is a simulator's time scale, 1 in
+ * production. The offset is applied only at one rate: a drifting one
  * would move every record by a growing amount.
  *
  * @module
@@ -26,15 +24,12 @@ export const MAX_DRIFT = 0.05;
 /** Samples kept (one per second of our clock at most). */
 const MAX_SAMPLES = 32;
 
-/** One reading: our clock, and Nova's clock then. */
 interface Sample {
   localMs: number;
   novaMs: number;
 }
 
 /**
- * Nova's clock as a line through readings of it.
- *
  * @example
  * ```ts
  * import { NovaClock } from "./nova_clock.ts";
@@ -69,16 +64,12 @@ export class NovaClock {
     if (this.#samples.length > MAX_SAMPLES) this.#samples.shift();
   }
 
-  /**
-   * Our ms per Nova ms: 1 with no reading or within the header's
-   * resolution and {@linkcode MAX_DRIFT} of it; else the fitted slope;
-   * undefined while the readings span less than a second of ours.
-   */
+  /** Our ms per Nova ms (1 within {@linkcode MAX_DRIFT}); undefined while unknown. */
   localPerNovaMs(): number | undefined {
     return fitClock(this.#samples)?.localPerNovaMs;
   }
 
-  /** A time on Nova's clock on ours, or undefined while the rate is unknown. */
+  /** A time on Nova's clock on ours. */
   toLocal(novaMs: number): number | undefined {
     const fit = fitClock(this.#samples);
     return fit === undefined
@@ -86,11 +77,7 @@ export class NovaClock {
       : (novaMs - fit.offsetMs) * fit.localPerNovaMs;
   }
 
-  /**
-   * Nova's clock minus ours (ms) for the planner, once the readings span
-   * {@linkcode STEADY_SPAN_MS} at one rate; 0 before, at another rate, or
-   * under {@linkcode MIN_OFFSET_MS}.
-   */
+  /** Nova's clock minus ours, once steady at one rate; else 0. */
   offsetMs(): number {
     const fit = fitClock(this.#samples);
     if (fit === undefined || fit.localPerNovaMs !== 1) return 0;
@@ -100,8 +87,7 @@ export class NovaClock {
 }
 
 /**
- * The line `nova = local / localPerNovaMs + offsetMs` through `samples`
- * (the offset a median: one late reading does not move it).
+ * The line `nova = local / localPerNovaMs + offsetMs` (offset a median).
  *
  * @example
  * ```ts

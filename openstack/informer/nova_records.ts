@@ -1,8 +1,6 @@
 /**
  * What Nova's lists say of a host's VMs, read the same way by the planner
- * and by the notified view (host_view.ts): the latest record of each VM
- * leaving the host, the migrations arriving, where a VM that left is, and
- * which tracked VMs are no longer listed. Pure functions over the lists.
+ * and by the notified view.
  *
  * @module
  */
@@ -14,16 +12,12 @@ import type { ObservedMigration, ObservedServer } from "./snapshot.ts";
 
 /** The records of one VM that matter to the planner. */
 export interface VmRecords {
-  /** The most recent record. */
   latest: ObservedMigration;
-  /** The most recent record still in progress. */
   inProgress: ObservedMigration | undefined;
 }
 
 /**
- * The most recent record, and the most recent one in progress, of each VM
- * leaving `host` (latest created_at, then highest id), keyed by server id.
- * Records of other source hosts (VMs arriving here) are ignored.
+ * The latest record, and latest in progress, of each VM leaving `host`.
  *
  * @example
  * ```ts
@@ -67,9 +61,7 @@ export function latestRecords(
 }
 
 /**
- * The migrations towards `host` still in progress (from another source),
- * by server id: VMs arriving while the host drains. They are work to wait
- * for, never failures.
+ * The migrations towards `host` in progress: work to wait for, never failures.
  *
  * @example
  * ```ts
@@ -105,11 +97,7 @@ function newer(a: ObservedMigration, b: ObservedMigration): boolean {
   return String(a.id) > String(b.id);
 }
 
-/**
- * Ids of VMs not on the host whose record from it is in progress or
- * `finished` (awaiting confirmation): their migration still holds the
- * source's resources, whether or not a status ever tracked them.
- */
+/** VMs off the host whose migration from it still holds its resources. */
 export function unfinishedElsewhere(
   records: ReadonlyMap<string, VmRecords>,
   onHost: { has(id: string): boolean },
@@ -126,12 +114,9 @@ export function unfinishedElsewhere(
 }
 
 /**
- * The ids to look up with `GET /servers/{id}`: those the previous status
- * tracked (outstanding or in flight), and those whose migration record
- * from this host is still in progress or `finished` (a cold migration
- * awaiting confirmation: found even when the status write that tracked it
- * was lost), that are no longer listed on the host. Sorted, for
- * deterministic requests.
+ * The ids to look up with `GET /servers/{id}`: tracked or unfinished
+ * elsewhere (found even when the status write that tracked it was lost),
+ * no longer listed. Sorted, for deterministic requests.
  *
  * @example
  * ```ts
@@ -163,11 +148,8 @@ export function departedIds(
 }
 
 /**
- * Where a VM that left the host is, when its latest record from the host
- * says so: a completed live migration (ACTIVE on the destination), a cold
- * one that finished (VERIFY_RESIZE there) or was confirmed. Undefined when
- * only a `GET /servers/{id}` can tell (a record in progress or failed: the
- * VM may have been deleted).
+ * Where a VM that left is, when its record says so; undefined when only a
+ * lookup can tell (it may have been deleted).
  *
  * @example
  * ```ts
@@ -201,11 +183,8 @@ export function departureOf(
 }
 
 /**
- * The VMs of `host` in a live migration whose record the look does not
- * show while another live migration from the host copies: Nova may hold
- * them `queued`, which no notification says. None when `novaLimit` (as
- * the lists showed it) copy already: Nova queues any further one, as
- * expected.
+ * VMs in a live migration with no record shown while another copies:
+ * Nova may hold them `queued`, which no event says (none at `novaLimit`).
  *
  * @example
  * ```ts
@@ -243,8 +222,7 @@ export function untoldLiveMigrations(
 }
 
 /**
- * How a message names a record: its type and Nova's id, or its type
- * alone for one the informer knows only from notifications.
+ * How a message names a record.
  *
  * @example
  * ```ts

@@ -1,7 +1,6 @@
 /**
- * What Nova's server and migration states mean to a drain. Pure lookups,
- * kept apart from the planner so that the tables are easy to audit against
- * Nova's `vm_states.py`, `task_states.py` and `objects/migration.py`.
+ * What Nova's server and migration states mean to a drain; tables to audit
+ * against Nova's `vm_states.py`, `task_states.py`, `objects/migration.py`.
  *
  * @module
  */
@@ -19,19 +18,16 @@ const NEEDS_PERSON_STATUSES: ReadonlySet<string> = new Set([
   "SHELVED",
   "SHELVED_OFFLOADED",
   "UNKNOWN",
-  // A VERIFY_RESIZE VM *listed on this host* was resized onto it (instance
-  // host is the destination after finish_resize); its owner must confirm or
-  // revert. Our own cold migrations show VERIFY_RESIZE on the destination.
+  // A VERIFY_RESIZE VM *listed on this host* was resized onto it: its
+  // owner must confirm or revert (ours show it on the destination).
   "VERIFY_RESIZE",
 ]);
 
-/** Server statuses of VMs that are being deleted. */
 const DELETED_STATUSES: ReadonlySet<string> = new Set([
   "DELETED",
   "SOFT_DELETED",
 ]);
 
-/** Task states of VMs that are being deleted. */
 const DELETING_TASK_STATES: ReadonlySet<string> = new Set([
   "deleting",
   "soft-deleting",
@@ -73,10 +69,8 @@ const ABORTABLE: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The phase of a migration record status. Statuses this table does not know
- * count as in progress: treating an unknown state as finished could trigger
- * a second migration of the same VM, which is the one thing a drain must
- * never do; a stuck one is reported by the migration timeout instead.
+ * The phase of a migration record status; unknown ones count as in
+ * progress (read as finished, they could start a second migration).
  *
  * @example
  * ```ts
@@ -98,10 +92,8 @@ export function migrationPhase(status: string): MigrationPhase {
 const NOT_YET_COPYING: ReadonlySet<string> = new Set(["accepted", "queued"]);
 
 /**
- * Whether Nova still holds a migration before its copy: `accepted` (the
- * conductor has not scheduled it) or `queued` (behind the source host's
- * `max_concurrent_live_migrations`). Such a record is waiting, not stuck:
- * the migration timeout runs from when its copy began.
+ * Whether Nova holds a migration before its copy (`accepted`, `queued`):
+ * waiting, not stuck; the migration timeout runs from the copy's start.
  *
  * @example
  * ```ts
@@ -115,7 +107,7 @@ export function waitingInNova(status: string): boolean {
 }
 
 /**
- * Whether a live migration in this record status can be aborted by Nova.
+ * Whether Nova can abort a live migration in this record status.
  *
  * @example
  * ```ts
@@ -129,8 +121,7 @@ export function isAbortable(status: string): boolean {
 }
 
 /**
- * The kind of a migration record's `migration_type`: only `live-migration`
- * is live; `migration`, `resize` and `evacuation` move a VM cold.
+ * The kind of a record's `migration_type` (only `live-migration` is live).
  *
  * @example
  * ```ts
@@ -144,9 +135,8 @@ export function kindOfMigrationType(migrationType: string): MigrationKind {
 }
 
 /**
- * Whether a record's migration_type is what a drain's start of `kind`
- * creates: `live-migration` for live, `migration` for cold (a `resize` is
- * always a user's own).
+ * Whether a record's migration_type is what our start of `kind` creates
+ * (a `resize` is always a user's own).
  *
  * @example
  * ```ts
@@ -164,9 +154,7 @@ export function isOurKind(
 }
 
 /**
- * Whether the server's own state says a migration is running: status
- * MIGRATING or RESIZE, or task_state `migrating` or `resize_*`. Returns the
- * kind, or undefined when the server is not migrating.
+ * The kind of migration the server's own state says is running, if any.
  *
  * @example
  * ```ts
@@ -188,7 +176,7 @@ export function inFlightKindOfServer(
 }
 
 /**
- * Whether the VM is being deleted (task_state deleting, or already DELETED).
+ * Whether the VM is being deleted or is deleted.
  *
  * @example
  * ```ts
@@ -206,8 +194,7 @@ export function isBeingDeleted(
 }
 
 /**
- * Whether only a person can make this VM movable (SUSPENDED, RESCUE,
- * SHELVED, SHELVED_OFFLOADED, UNKNOWN, or an incoming VERIFY_RESIZE).
+ * Whether only a person can make this VM movable.
  *
  * @example
  * ```ts
@@ -221,8 +208,7 @@ export function needsPerson(status: string): boolean {
 }
 
 /**
- * How the drain moves a VM in this status: ACTIVE and PAUSED live, SHUTOFF
- * cold; undefined for every other status (not movable right now).
+ * How the drain moves a VM in this status; undefined: not movable now.
  *
  * @example
  * ```ts
@@ -249,11 +235,7 @@ export type ConflictKind =
   | "unsupported";
 
 /**
- * Reads Nova's 409 message on `os-migrateLive` or `migrate`: Nova answers
- * 409 for an instance in the wrong task_state ("... while it is in
- * task_state migrating"), in the wrong vm_state ("... while it is in
- * vm_state stopped"), and for instances the operation is not supported for
- * (`OperationNotSupportedForVTPM`, `...ForSEV`, a locked instance).
+ * Reads Nova's 409 message on `os-migrateLive` or `migrate`.
  *
  * @example
  * ```ts
@@ -271,8 +253,7 @@ export function conflictKind(message: string): ConflictKind {
 }
 
 /**
- * Whether a refusal's cause may go away by itself: Nova's "No valid host
- * was found" (capacity may free up).
+ * Whether a refusal may go away by itself ("No valid host": capacity may free up).
  *
  * @example
  * ```ts

@@ -1,12 +1,8 @@
 /**
- * The polling informer's schedule: when to ask Nova again. A drain learns
- * how long its migrations take (a line through duration against flavor
- * RAM, per kind, from Nova's times of the completed ones) and looks when
- * the earliest running one should end: a freed slot is refilled at once,
- * and Nova is not polled in between. Its expected ends also bound how
- * late an end event may come before the notified informer looks
- * ({@linkcode Pace.endsBy}). Every absolute time here is the controller's
- * clock; Nova's are converted by nova_clock.ts.
+ * The polling informer's schedule: a per-drain duration model (duration
+ * against flavor RAM, per kind) that times the next look at the earliest
+ * expected end, and bounds how late an end event may come. Times are the
+ * controller's clock; nova_clock.ts converts Nova's.
  *
  * @module
  */
@@ -23,7 +19,6 @@ import type { ObservedMigration } from "./snapshot.ts";
 import { bestMargin, MAX_EARLY_LOOKS } from "./margin.ts";
 import { NovaClock } from "./nova_clock.ts";
 
-/** A finished migration: how big, how long (ms). */
 interface Sample {
   ramMb: number;
   durationMs: number;
@@ -41,10 +36,7 @@ const SAME_SIZE_SAMPLES = 5;
 export const LATE_MARGIN = 0.03;
 /** The share of its expected time a migration's end event may come late. */
 export const LATE_END_SHARE = 0.25;
-/**
- * Poll intervals an untimed migration's end may come past its stand-in
- * (a drain's first copies would otherwise race their own end events).
- */
+/** Poll intervals an untimed end may be late (first copies race their end events). */
 export const UNTIMED_POLLS = 4;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
@@ -84,10 +76,7 @@ export function fitDuration(
 interface Active {
   /** The migration record's id (a VM's next attempt has another). */
   recordId: string;
-  /**
-   * Controller clock when its copy was known to run (our start, or when
-   * it left Nova's queue); NaN while it waits.
-   */
+  /** When its copy was known to run (our start, or past Nova's queue); NaN while it waits. */
   sinceMs: number;
   /** Nova's time its copy started, when a record showed it. */
   novaSinceMs: number | undefined;
@@ -97,13 +86,11 @@ interface Active {
 
 /** What {@linkcode Pace.learn} and {@linkcode Pace.dueInMs} look at. */
 export interface PaceView {
-  /** The controller's clock now. */
   nowMs: number;
   /** The drain's in-flight entries after this pass. */
   inFlight: readonly EvictionStatusInFlightItem[];
   /** The latest record leaving the host, per server id. */
   records: ReadonlyMap<string, ObservedMigration>;
-  /** Flavor RAM per server id. */
   ramOf: (id: string) => number | undefined;
   /** Controller clock of our start of a VM, if this process issued one. */
   issuedAt: (id: string) => number | undefined;
@@ -133,15 +120,12 @@ const OWN_SAMPLES = 3;
 export class Durations {
   /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
   readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
-  /** Nova's clock (nova_clock.ts). */
   readonly clock: NovaClock;
 
-  /** Durations timed by `clock`. */
   constructor(clock: NovaClock = new NovaClock()) {
     this.clock = clock;
   }
 
-  /** Records a migration of `ramMb` that ran for `durationMs`. */
   add(kind: MigrationKind, ramMb: number, durationMs: number): void {
     const list = this.samples[kind];
     list.push({ ramMb, durationMs });
@@ -150,9 +134,8 @@ export class Durations {
 }
 
 /**
- * One drain's duration model and running migrations: its own durations
- * once it has {@linkcode OWN_SAMPLES} of a kind of two sizes (hosts
- * differ), `cloud`'s before.
+ * One drain's model: its own durations once it has {@linkcode OWN_SAMPLES}
+ * of two sizes (hosts differ), `cloud`'s before.
  *
  * @example
  * ```ts
@@ -185,13 +168,10 @@ export class Pace {
   readonly #paired = new Set<string>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
-  /**
-   * Slot times on our clock: a copy's start (ours, or past Nova's queue)
-   * to the pass that saw it complete, poll latency included.
-   */
+  /** Slot times on our clock: copy start to the pass that saw it end (poll latency in). */
   readonly #slots: Sample[] = [];
 
-  /** A drain's model; `cloud`: what the process's drains learn together. */
+  /** `cloud`: what the process's drains learn together. */
   constructor(cloud?: Durations) {
     this.#cloud = cloud ?? this.#own;
   }
@@ -205,11 +185,7 @@ export class Pace {
       : this.#cloud.samples[kind];
   }
 
-  /**
-   * The observed migration rate: slot time against flavor RAM as a copy
-   * rate and a cost per migration, Nova's queue left out (a prediction
-   * runs at Nova's limit); undefined before two sizes of ours completed.
-   */
+  /** Slot time as copy rate and per-migration cost, Nova's queue left out; needs two sizes. */
   slotRate():
     | { mbPerSecond: number; overheadMs: number; migrations: number }
     | undefined {
@@ -250,12 +226,7 @@ export class Pace {
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
-  /**
-   * How late to wake after a migration's expected end, as a fraction of
-   * it: margin.ts over the finished migrations of its size (of all while
-   * fewer than {@linkcode SAME_SIZE_SAMPLES}); {@linkcode LATE_MARGIN}
-   * while fewer than 3 finished.
-   */
+  /** How late to wake past an expected end, as a fraction of it (margin.ts). */
   marginOf(
     kind: MigrationKind,
     ramMb: number,
@@ -278,16 +249,11 @@ export class Pace {
     );
   }
 
-  /**
-   * Learns from one pass: when migrations began copying, the completed
-   * ones' copy times (Nova's queue kept apart, {@linkcode copySpan}), and
-   * this look at each of our starts (first_look.ts).
-   */
+  /** Learns copy starts, completed copy times and this look at our starts. */
   learn(view: PaceView): void {
     for (const [id, r] of view.records) {
       const keys = recordKeys(id, r, view.issuedAt(id));
-      // Nova's record is created as it accepts the start; one known only
-      // from events begins at its first step, after any wait in its queue
+      // only Nova's own record was created as it accepted our start
       if (r.id !== undefined) {
         this.#pairClocks(keys, view.issuedAt(id), r.createdAt);
       }
@@ -297,8 +263,7 @@ export class Pace {
         ? known
         : undefined;
       if (WAITING.has(status)) {
-        // accepted: the conductor schedules it (every migration does);
-        // queued: behind Nova's per-host limit, not yet copying.
+        // with the conductor, or behind Nova's per-host limit: not copying
         this.#active.set(id, {
           recordId: keys[0] ?? "",
           sinceMs: Number.NaN,
@@ -323,12 +288,7 @@ export class Pace {
     }
   }
 
-  /**
-   * A migration first seen copying: since our start, or its first event
-   * when known only from events; when it waited in Nova's queue, since
-   * its record's `updated_at` past it (late by at most a look's spacing);
-   * since this look when the clocks cannot tell.
-   */
+  /** A migration first seen copying: since when (past Nova's queue: its `updated_at`). */
   #copying(
     view: PaceView,
     id: string,
@@ -368,10 +328,7 @@ export class Pace {
     };
   }
 
-  /**
-   * A completed migration, once per record: its copy time on Nova's clock
-   * (a duration sample) and its slot time on ours ({@linkcode Pace.slotRate}).
-   */
+  /** Once per record: a duration sample (Nova's clock) and a slot time (ours). */
   #completed(
     view: PaceView,
     id: string,
@@ -403,7 +360,7 @@ export class Pace {
     if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
   }
 
-  /** Our start's record: a reading of Nova's clock at our start (once). */
+  /** Our start's record is a reading of Nova's clock at our start. */
   #pairClocks(
     keys: readonly string[],
     issuedMs: number | undefined,
@@ -417,11 +374,7 @@ export class Pace {
     );
   }
 
-  /**
-   * Ms until the earliest expected end or first look due (0 when overdue;
-   * undefined when none), and whether something runs the model cannot
-   * time; sets {@linkcode Pace.endsBy}.
-   */
+  /** Ms until the earliest end or first look due, whether any is untimed; sets endsBy. */
   dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
     const { model, first, untimed, byId } = this.#ends(view);
     this.#endsBy = new Map(
@@ -440,10 +393,7 @@ export class Pace {
     };
   }
 
-  /**
-   * Whether the next look is due only for first looks at our starts (every
-   * timed end later, none untimed): a glance may stand in for it.
-   */
+  /** The next look is due only for first looks: a glance may stand in for it. */
   firstLooksOnly(view: PaceView): boolean {
     const { model, first, untimed } = this.#ends(view);
     if (untimed || first.length === 0) return false;
@@ -451,30 +401,22 @@ export class Pace {
     return look !== undefined && model.every((end) => end > look);
   }
 
-  /** A glance planned by the pass that timed the next look: its view. */
   planGlance(view: PaceView | undefined): void {
     this.#glance = view;
   }
 
-  /**
-   * By when each running migration's end should be heard of (the trust
-   * rule): its expected end plus a poll interval or
-   * {@linkcode LATE_END_SHARE} of its expected time, whichever is longer;
-   * untimed, its start plus the slot time completed ones show, plus
-   * {@linkcode UNTIMED_POLLS} poll intervals at least.
-   */
+  /** By when each running migration's end should be heard of (the trust rule). */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
   }
 
-  /** The planned glance's view, if any; forgets it. */
+  /** The planned glance's view, once. */
   takeGlance(): PaceView | undefined {
     const view = this.#glance;
     this.#glance = undefined;
     return view;
   }
 
-  /** Expected ends, first looks due, whether any is untimed, and per migration its span. */
   #ends(
     view: PaceView,
   ): {
@@ -490,8 +432,7 @@ export class Pace {
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
-    // Nova queues migrations on this host (its own per-host limit): a
-    // start not listed yet will wait in that queue too.
+    // Nova queues on this host: a start not listed yet waits there too
     const queueing = [...view.records.values()].some((r) =>
       r.status.toLowerCase() === "queued"
     );
@@ -508,8 +449,7 @@ export class Pace {
       const end = this.#endOf(entry, since, view, perNovaMs, queueing);
       if (end === undefined) untimed = true;
       else model.push(end);
-      // no record: not copying as far as anyone told (Nova's queue holds
-      // it, or its conductor), so no end is due yet
+      // no record: not copying as far as anyone told, no end due yet
       if (status === undefined || Number.isNaN(since)) continue;
       byId.set(entry.id, {
         since,
@@ -520,7 +460,6 @@ export class Pace {
     return { model, first, untimed, byId };
   }
 
-  /** When a migration copying since `since` is expected to end. */
   #endOf(
     entry: EvictionStatusInFlightItem,
     since: number,
@@ -543,11 +482,9 @@ export class Pace {
       view.pollMs / perNovaMs,
       view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
     );
-    // Nova's durations on the controller's clock
     return since + novaMs * perNovaMs * (1 + margin);
   }
 
-  /** Notes this look at our start of `id`, and whether it saw it past the conductor. */
   #noteLook(id: string, view: PaceView): void {
     const issued = view.issuedAt(id);
     if (issued === undefined || view.nowMs < issued) return;
@@ -566,7 +503,6 @@ export class Pace {
     });
   }
 
-  /** When to look next at our start of `id` for how it began, if due. */
   #firstLook(id: string, view: PaceView): number | undefined {
     const issued = view.issuedAt(id);
     if (issued === undefined) return undefined;
@@ -583,8 +519,7 @@ export class Pace {
 }
 
 /**
- * The keys a migration is learned once by: its record's Nova id and our
- * start (the view knows no id); its creation when neither is known.
+ * Keys a migration is learned once by (Nova id, our start, else its creation).
  *
  * @example
  * ```ts
@@ -606,9 +541,8 @@ export function recordKeys(
 }
 
 /**
- * When to look: at the earliest end, or the last within half a poll
- * interval of it (idling the earliest's slot less than the others would
- * idle until a look a poll interval later). Undefined without ends.
+ * The earliest end, or the last within half a poll interval of it (idling
+ * one slot briefly beats idling the others a poll interval).
  *
  * @example
  * ```ts
@@ -630,7 +564,7 @@ export function lookAt(
   return look;
 }
 
-/** What {@linkcode nextLookMs} decides from (ms on the controller's clock). */
+/** What {@linkcode nextLookMs} decides from (ms). */
 export interface LookInput {
   /** Until the earliest expected finish, if timed. */
   dueMs: number | undefined;
@@ -642,7 +576,6 @@ export interface LookInput {
   retryInMs: number | undefined;
   /** Work that moves without us: busy or arriving VMs, free slots with ready VMs. */
   watching: boolean;
-  /** The poll interval (the shortest wait). */
   pollMs: number;
   /** Longest wait while anything is in flight. */
   maxPollMs: number;
@@ -651,13 +584,9 @@ export interface LookInput {
 }
 
 /**
- * The wait until the next look: when the earliest in-flight migration
- * should finish, never sooner than the poll interval nor later than
- * `maxPollMs`; the poll interval while something runs that cannot be
- * timed yet or VMs are busy or arriving; until the earliest retry when
- * only backoff remains; the slow poll when nothing can change without a
- * person (a change of the Eviction, the policy or the Hypervisor wakes
- * the drain earlier).
+ * The wait until the next look: the earliest expected end within
+ * [pollMs, maxPollMs]; the slow poll when only a person can change
+ * anything (a watched change wakes the drain earlier).
  *
  * @example
  * ```ts
@@ -685,13 +614,9 @@ export function nextLookMs(input: LookInput): number {
 }
 
 /**
- * Splits a migration's time from `startMs` (our start or its record's
- * creation) to `endMs` at `copyFromMs`, when it was first seen past Nova's
- * queue (Nova runs `max_concurrent_live_migrations` per host and queues
- * the rest): the model learns the copy alone, not a rate several times
- * too slow. Never seen `queued`: all copy; queued without `copyFromMs`
- * (queue to end between two looks), a non-positive span or a time not
- * finite: undefined.
+ * Splits `startMs`..`endMs` at `copyFromMs` (first seen past Nova's
+ * per-host queue), so the model learns the copy alone, not a rate several
+ * times too slow. Undefined when queued and the split is unknown.
  *
  * @example
  * ```ts

@@ -1,7 +1,6 @@
 /**
  * What a relist checks of a host's view: the facts the planner decides
- * by, per VM. Two observations that agree on these plan alike; a VM on
- * which they differ is a missed (or misread) event.
+ * by, per VM (a difference is a missed or misread event).
  *
  * @module
  */
@@ -17,10 +16,8 @@ export interface FactsSource {
 }
 
 /**
- * The planner's facts per VM: `on <status>` or `on moving` for a VM on
- * the host (moving: its state or a record in progress says a migration
- * runs), `left <phase> <destination>` for one whose latest record from
- * the host is over, `arriving` for one on its way here.
+ * The planner's facts per VM: `on <status>`, `on moving`,
+ * `left <phase> <destination>` or `arriving`.
  *
  * @example
  * ```ts
@@ -59,17 +56,13 @@ export function planFacts(
 
 /** A VM on whose facts two observations differ, and the two facts. */
 export interface FactDiff {
-  /** The VM. */
   id: string;
-  /** Its facts in the view (undefined: the view does not know it). */
   view: string | undefined;
-  /** Its facts in the fresh list. */
   fresh: string | undefined;
 }
 
 /**
- * The VMs (sorted) on whose facts two observations of a host differ,
- * with both facts (what the relist logs).
+ * The VMs (sorted) on whose facts two observations of a host differ.
  *
  * @example
  * ```ts
