@@ -105,7 +105,11 @@ export interface RecordChange {
  * @example
  * ```ts
  * import { changeRecord, DrainMemory } from "./memory.ts";
- * const s = new DrainMemory().of("a");
+ * import { PollingInformer } from "../../openstack/informer/informer.ts";
+ * import { NovaLister } from "../../openstack/informer/lister.ts";
+ * import type { NovaClient } from "../../openstack/mod.ts";
+ * const lister = new NovaLister({} as NovaClient, { now: Date.now });
+ * const s = new DrainMemory(new PollingInformer(lister)).of("a");
  * changeRecord(s, { woken: true, ram: new Map([["vm", 512]]) });
  * console.assert(s.woken && s.ram.get("vm") === 512);
  * ```
