@@ -5,11 +5,13 @@ import {
   inFlightKindOfServer,
   isAbortable,
   isBeingDeleted,
+  isOurKind,
   isTransientRefusal,
   kindOfMigrationType,
   migrationPhase,
   needsPerson,
   startKindOfStatus,
+  waitingInNova,
 } from "./nova_states.ts";
 
 const phases: Array<[string, string]> = [
@@ -156,5 +158,150 @@ Deno.test("property: conflictKind — a task_state message is busy, a vm_state o
     else if (lower.includes("vm_state")) assert.equal(kind, "wrong_state");
     else assert.equal(kind, "unsupported");
     assert.equal(conflictKind(`${a} task_state ${b}`), "busy");
+  }));
+});
+
+Deno.test("waitingInNova: accepted and queued wait before the copy; every copying or finished status does not", () => {
+  const rows: Array<[string, boolean]> = [
+    ["accepted", true],
+    ["queued", true],
+    ["QUEUED", true],
+    ["Accepted", true],
+    ["preparing", false],
+    ["running", false],
+    ["post-migrating", false],
+    ["completed", false],
+    ["error", false],
+    ["", false],
+  ];
+  for (const [status, want] of rows) {
+    assert.equal(waitingInNova(status), want, status);
+  }
+});
+
+Deno.test("isOurKind: a live start makes live-migration records, a cold one migration records; resize and evacuation are never ours", () => {
+  const rows: Array<[string, "live" | "cold" | undefined, boolean]> = [
+    ["live-migration", "live", true],
+    ["LIVE-MIGRATION", "live", true],
+    ["migration", "live", false],
+    ["migration", "cold", true],
+    ["Migration", "cold", true],
+    ["live-migration", "cold", false],
+    ["resize", "cold", false],
+    ["resize", "live", false],
+    ["evacuation", "cold", false],
+    ["evacuation", "live", false],
+    // Without a known kind, only a cold start's record (migration) is ours.
+    ["migration", undefined, true],
+    ["live-migration", undefined, false],
+  ];
+  for (const [type, kind, want] of rows) {
+    assert.equal(isOurKind(type, kind), want, `${type}/${kind}`);
+  }
+});
+
+Deno.test("isBeingDeleted and inFlightKindOfServer: absent and mixed-case task states", () => {
+  assert.ok(isBeingDeleted("active", "Deleting"));
+  assert.ok(isBeingDeleted("soft_deleted", undefined));
+  assert.ok(!isBeingDeleted("ACTIVE", undefined));
+  assert.ok(
+    !isBeingDeleted("ERROR", "delete"),
+    "only the task states Nova uses",
+  );
+  assert.equal(inFlightKindOfServer("migrating", undefined), "live");
+  assert.equal(inFlightKindOfServer("ACTIVE", "RESIZE_PREP"), "cold");
+  assert.equal(inFlightKindOfServer("ACTIVE", "resize"), undefined, "no _");
+  assert.equal(inFlightKindOfServer("ACTIVE", undefined), undefined);
+});
+
+Deno.test("property: every status decision ignores case", () => {
+  const statuses = fc.constantFrom(
+    ...phases.map(([s]) => s),
+    "ACTIVE",
+    "PAUSED",
+    "SHUTOFF",
+    "SUSPENDED",
+    "VERIFY_RESIZE",
+    "SOFT_DELETED",
+    "MIGRATING",
+    "RESIZE",
+  );
+  const cased = fc.tuple(statuses, fc.array(fc.boolean(), { maxLength: 30 }))
+    .map(([s, flips]) =>
+      [...s].map((c, i) => flips[i] ? c.toUpperCase() : c.toLowerCase()).join(
+        "",
+      )
+    );
+  fc.assert(fc.property(cased, (s) => {
+    const lower = s.toLowerCase();
+    const upper = s.toUpperCase();
+    assert.equal(migrationPhase(s), migrationPhase(lower));
+    assert.equal(waitingInNova(s), waitingInNova(lower));
+    assert.equal(isAbortable(s), isAbortable(lower));
+    assert.equal(needsPerson(s), needsPerson(upper));
+    assert.equal(startKindOfStatus(s), startKindOfStatus(upper));
+    assert.equal(isBeingDeleted(s, null), isBeingDeleted(upper, null));
+    assert.equal(
+      inFlightKindOfServer(s, s),
+      inFlightKindOfServer(upper, lower),
+    );
+  }));
+});
+
+Deno.test("property: an abortable status is in progress and copying; a waiting one is in progress and never done", () => {
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...phases.map(([s]) => s)),
+      fc.string(),
+      (known, any) => {
+        for (const s of [known, any]) {
+          if (isAbortable(s)) assert.equal(migrationPhase(s), "in_progress", s);
+          if (waitingInNova(s)) {
+            assert.equal(
+              migrationPhase(s),
+              "in_progress",
+              s,
+            );
+          }
+          if (migrationPhase(s) !== "in_progress") {
+            assert.ok(!isAbortable(s) && !waitingInNova(s), s);
+          }
+        }
+      },
+    ),
+  );
+});
+
+Deno.test("property: a startable status never needs a person, is never deleted, and live and cold follow the status alone", () => {
+  const status = fc.oneof(
+    fc.constantFrom(
+      "ACTIVE",
+      "PAUSED",
+      "SHUTOFF",
+      "SUSPENDED",
+      "RESCUE",
+      "SHELVED",
+      "DELETED",
+      "ERROR",
+      "BUILD",
+    ),
+    fc.string(),
+  );
+  fc.assert(fc.property(status, (s) => {
+    const kind = startKindOfStatus(s);
+    if (kind === undefined) return;
+    assert.ok(!needsPerson(s), s);
+    assert.ok(!isBeingDeleted(s, null), s);
+    assert.equal(kind, s.toUpperCase() === "SHUTOFF" ? "cold" : "live", s);
+  }));
+});
+
+Deno.test("property: isTransientRefusal finds `no valid host` anywhere, in any case", () => {
+  fc.assert(fc.property(fc.string(), fc.string(), fc.boolean(), (a, b, up) => {
+    const phrase = up ? "NO VALID HOST" : "No valid host";
+    assert.ok(isTransientRefusal(`${a}${phrase}${b}`));
+    if (!/no valid host/i.test(`${a}${b}`)) {
+      assert.ok(!isTransientRefusal(`${a}${b}`));
+    }
   }));
 });
