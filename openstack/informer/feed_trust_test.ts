@@ -254,3 +254,148 @@ Deno.test("trustOptionsFor: the bounds of a drain's poll and relist intervals, o
     assert.doesNotThrow(() => new FeedTrust(trustOptionsFor(input)), what);
   }
 });
+
+Deno.test("FeedTrust: an event older than the start proves nothing; the deadline runs from the later of issue and answer", () => {
+  const trust = new FeedTrust(OPTIONS);
+  trust.heard("ev", "vm", 4); // before the start: about something else
+  trust.probe("ev", "vm", 5, 20);
+  assert.equal(trust.trusted("ev", 6), false, "not proven by the old event");
+  trust.heard("ev", "vm", 3); // late delivery of an older event
+  assert.equal(trust.trusted("ev", 30), false, "still awaited, not proven");
+  assert.deepEqual(trust.takeDemotions("ev"), [], "answered at 20: due by 30");
+  assert.equal(trust.trusted("ev", 31), false);
+  assert.equal(trust.takeDemotions("ev")[0]?.reason, "deaf");
+});
+
+Deno.test("FeedTrust: probing the same start again keeps its deadline; a new start of the VM replaces it", () => {
+  const trust = proven();
+  trust.probe("ev", "vm", 10, 10);
+  trust.probe("ev", "vm", 10, 15); // the same start, told again
+  assert.equal(trust.trusted("ev", 21), false, "due by 20, not 25");
+  const again = proven();
+  again.probe("ev", "vm", 10, 10);
+  again.probe("ev", "vm", 18, 18); // a second start of the VM
+  assert.equal(again.trusted("ev", 25), true, "the new start: due by 28");
+  assert.equal(again.trusted("ev", 29), false);
+});
+
+Deno.test("FeedTrust: after a gap the pending starts are dropped, never found deaf", () => {
+  const trust = proven();
+  trust.probe("ev", "vm", 10, 10);
+  trust.dropProbes("ev");
+  assert.equal(trust.trusted("ev", 100), true);
+  assert.deepEqual(trust.takeDemotions("ev"), []);
+  trust.dropProbes("never-seen"); // no host: nothing to drop, no throw
+  assert.deepEqual(trust.takeDemotions("never-seen"), []);
+});
+
+Deno.test("FeedTrust: a forgotten host starts over unproven, its demotions gone", () => {
+  const trust = proven();
+  trust.relisted("ev", false, "1 VM differing", 5);
+  trust.forget("ev");
+  assert.deepEqual(trust.takeDemotions("ev"), []);
+  assert.equal(trust.demotion("ev", 6), undefined, "no demotion of its own");
+  assert.equal(trust.trusted("ev", 6), false, "not proven either");
+  trust.probe("ev", "q", 7, 7);
+  trust.heard("ev", "q", 8);
+  assert.equal(trust.trusted("ev", 9), true, "no demotion period left");
+});
+
+Deno.test("FeedTrust: a demoted host that disagrees again stays demoted longer but counts once", () => {
+  const told: string[] = [];
+  const trust = new FeedTrust(OPTIONS, (d) => told.push(d.detail));
+  for (const t of [0, 10, 20]) {
+    trust.probe("ev", `p${t}`, t, t);
+    trust.heard("ev", `p${t}`, t);
+    trust.relisted("ev", false, `at ${t}`, t + 1);
+  }
+  assert.deepEqual(told, ["ev: at 0"], "one demotion, the feed untouched");
+  assert.equal(trust.feedDemoted(22), false);
+  const [d, ...rest] = trust.takeDemotions("ev");
+  assert.equal(rest.length, 0);
+  assert.equal(d?.untilMs, 101, "the first one's period as told");
+  trust.relisted("ev", true, "", 115);
+  trust.probe("ev", "q", 115, 115);
+  trust.heard("ev", "q", 116);
+  assert.equal(trust.trusted("ev", 117), false, "extended to 121");
+  assert.equal(trust.trusted("ev", 121), true);
+});
+
+Deno.test("FeedTrust: host demotions spread wider than the window never demote the feed", () => {
+  const trust = new FeedTrust(OPTIONS);
+  for (const [key, t] of [["a", 0], ["b", 600], ["c", 1200], ["d", 1800]]) {
+    trust.relisted(key as string, false, "x", t as number);
+  }
+  assert.equal(trust.feedDemoted(1801), false, "at most two in any 1000 ms");
+  trust.relisted("e", false, "x", 1900);
+  assert.equal(trust.feedDemoted(1901), true, "c, d, e within the window");
+});
+
+Deno.test("FeedTrust: a feed that behaved a whole window after its demotion starts its backoff over", () => {
+  const trust = new FeedTrust(OPTIONS);
+  const demoteAll = (t: number) => {
+    for (const key of ["a", "b", "c"]) trust.relisted(key, false, "x", t);
+  };
+  demoteAll(0); // 500
+  demoteAll(600); // again soon: 1000, until 1600
+  assert.ok(trust.feedDemoted(1599));
+  demoteAll(2700); // 1100 after it ended: more than the window
+  assert.ok(trust.feedDemoted(3199));
+  assert.ok(!trust.feedDemoted(3200), "back to 500");
+});
+
+Deno.test("FeedTrust: a feed demotion distrusts every host, is reported to those known then, and names its cause", () => {
+  const trust = proven("ev");
+  for (const key of ["a", "b", "c"]) trust.relisted(key, false, "1 VM", 10);
+  assert.equal(trust.trusted("ev", 11), false, "a proven host, distrusted");
+  const feed = trust.takeDemotions("ev").find((d) => d.scope === "feed");
+  assert.equal(
+    feed?.detail,
+    "3 host views demoted within 1 s (last: 1 VM): every drain polls for 1 s",
+  );
+  assert.equal(feed?.untilMs, 510);
+  assert.deepEqual(trust.takeDemotions("ev"), [], "reported once");
+  trust.probe("late", "p", 20, 20);
+  assert.deepEqual(trust.takeDemotions("late"), [], "came after it");
+  assert.equal(trust.demotion("late", 21)?.scope, "feed", "yet shown");
+  assert.equal(trust.trusted("ev", 510), true, "ev's own trust is intact");
+});
+
+Deno.test("FeedTrust: a 409 on each start of a VM counts, one per start", () => {
+  const trust = proven();
+  trust.refusedStart("ev", "vm", 5, "409 a", 6);
+  trust.probe("ev", "q", 200, 200);
+  trust.heard("ev", "q", 201);
+  trust.refusedStart("ev", "vm", 202, "409 b", 203);
+  assert.deepEqual(
+    trust.takeDemotions("ev").map((d) => d.detail),
+    ["ev: 409 a", "ev: 409 b"],
+  );
+});
+
+Deno.test("FeedTrust: every bound must be finite and above zero", () => {
+  for (const bad of [-1, Number.NaN, Infinity]) {
+    assert.throws(
+      () => new FeedTrust({ ...OPTIONS, feedWindowMs: bad }),
+      new RegExp(`trust option feedWindowMs must be a number > 0, got ${bad}`),
+    );
+  }
+});
+
+Deno.test("property: trustOptionsFor scales every bound but the count with the rate", () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 1, max: 60_000 }),
+    fc.integer({ min: 1, max: 3_600_000 }),
+    fc.integer({ min: 1, max: 100 }),
+    (pollMs, relistMs, rate) => {
+      const one = trustOptionsFor({ pollMs, relistMs, rate: 1 });
+      const got = trustOptionsFor({ pollMs, relistMs, rate });
+      for (const k of Object.keys(one) as Array<keyof TrustOptions>) {
+        const want = k === "feedAfter" ? one[k] : one[k] * rate;
+        assert.equal(got[k], want, k);
+      }
+      assert.ok(one.feedBackoffMaxMs >= one.feedBackoffMs);
+      assert.ok(one.probeMs >= 10_000 && one.probeMs >= 2 * pollMs);
+    },
+  ));
+});
