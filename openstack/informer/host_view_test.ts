@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Migration, Server } from "../mod.ts";
-import type { NovaNotification } from "../notification_types.ts";
+import type {
+  NotifiedInstance,
+  NovaNotification,
+} from "../notification_types.ts";
 import { WatchedHost } from "./host_view.ts";
 import { factDiffs, planFacts } from "./view_diff.ts";
 
@@ -350,4 +353,235 @@ Deno.test("property: duplicated and reordered events change nothing", () => {
       assert.deepEqual(other, inOrder);
     },
   ));
+});
+
+Deno.test("apply: keeps what concerns the host once; parks a stranger's event until its VM becomes known", () => {
+  const v = view([listed("a")], []);
+  const here = notification("instance.update", 1, "nova-compute:controller", {
+    instance: instance("n"),
+  });
+  assert.equal(v.apply(here), true, "names the host");
+  assert.equal(v.apply(here), false, "the same message again");
+  const away = notification("instance.update", 2, "nova-compute:node999", {
+    instance: instance("a", { host: "node999", node: "node999" }),
+  });
+  assert.equal(v.concerns(away), true, "a listed VM, wherever it is");
+  assert.equal(v.apply(away), true);
+  const byPublisher = notification(
+    "instance.update",
+    3,
+    `nova-compute:${HOST}`,
+    {
+      instance: instance("p", { host: "node999" }),
+    },
+  );
+  assert.equal(v.concerns(byPublisher), true, "sent by the host");
+  const early = notification("instance.update", 4, "nova-compute:node999", {
+    instance: instance("y", { host: "node999", taskState: "migrating" }),
+  });
+  assert.equal(v.concerns(early), false);
+  assert.equal(v.apply(early), false, "parked, not kept");
+  assert.equal(v.eventCount, 2);
+  v.apply(
+    notification("instance.update", 5, "nova-compute:controller", {
+      instance: instance("y"),
+    }),
+  );
+  assert.equal(v.eventCount, 4, "y's arrival brings its parked event in");
+  assert.equal(v.listedHere("a"), true);
+  assert.equal(v.listedHere("y"), false, "shown, never listed");
+});
+
+Deno.test("apply: at most 1024 strangers' events are parked, the oldest dropped first", () => {
+  const v = view([], []);
+  const parked = Array.from(
+    { length: 1025 },
+    (_, i) =>
+      notification("instance.update", i, "nova-compute:node999", {
+        instance: instance("y", { host: "node999" }),
+      }),
+  );
+  for (const n of parked) v.apply(n);
+  v.apply(parked[1]!); // parked again: now the newest
+  v.apply(
+    notification("instance.update", 2000, "nova-compute:controller", {
+      instance: instance("y"),
+    }),
+  );
+  assert.equal(v.eventCount, 1 + 1024);
+  const seen = v.observation(undefined);
+  assert.deepEqual(seen.servers.map((s) => s.id), ["y"]);
+});
+
+Deno.test("observation: an event fills what its payload lacks from the list, then from ramOf", () => {
+  const a = listed("a", {
+    name: "alpha",
+    flavor: { ramMb: 4096, vcpus: 4 },
+    tenantId: "t1",
+  });
+  // payloads without a flavor
+  const bare = (id: string, o: Partial<NotifiedInstance> = {}) => {
+    const { flavorRamMb: _, ...rest } = instance(id, o);
+    return rest;
+  };
+  const seen = view([a], [
+    notification("instance.update", 1, "nova-compute:controller", {
+      instance: bare("a", { taskState: "migrating" }),
+    }),
+    notification("instance.update", 2, "nova-compute:controller", {
+      instance: bare("n"),
+    }),
+  ]).observation(undefined, (id) => id === "n" ? 2048 : undefined);
+  const byId = new Map(seen.servers.map((s) => [s.id, s]));
+  assert.equal(byId.get("a")?.name, "alpha");
+  assert.deepEqual(byId.get("a")?.flavor, { ramMb: 4096, vcpus: 4 });
+  assert.equal(byId.get("a")?.tenantId, "t1");
+  assert.equal(byId.get("a")?.taskState, "migrating");
+  assert.equal(byId.get("a")?.status, "MIGRATING");
+  assert.deepEqual(byId.get("n")?.flavor, { ramMb: 2048, vcpus: 0 });
+  assert.equal(byId.get("n")?.name, "");
+  assert.equal("tenantId" in (byId.get("n") ?? {}), false);
+  assert.equal(seen.listedAtMs, T0, "the list's time, not the events'");
+});
+
+Deno.test("observation: a cold move whose flavor changed is a user's resize; one keeping it a migration", () => {
+  const moveOf = (ramMb: number) => [
+    notification("instance.resize_prep.start", 1, `nova-compute:${HOST}`, {
+      instance: instance("c", { vmState: "stopped", powerState: 4 }),
+    }),
+    notification("instance.update", 2, "nova-compute:controller", {
+      instance: instance("c", {
+        vmState: "stopped",
+        taskState: "resize_prep",
+        flavorRamMb: ramMb,
+      }),
+    }),
+  ];
+  const shutoff = listed("c", { status: "SHUTOFF", vmState: "stopped" });
+  const types = (ramMb: number, migrations: Migration[] = []) =>
+    view([shutoff], moveOf(ramMb), migrations).observation(undefined)
+      .migrations.map((m) => `${m.id ?? "new"} ${m.migrationType}`);
+  assert.deepEqual(types(1024), ["new migration"]);
+  assert.deepEqual(types(2048), ["new resize"]);
+  const listedRecord = record(9, "c", "confirmed", {
+    migrationType: "migration",
+    createdAt: "2026-11-29T11:00:00",
+    updatedAt: "2026-11-29T11:00:00",
+  });
+  assert.deepEqual(
+    types(2048, [listedRecord]),
+    ["9 migration", "new resize"],
+    "a listed record's type is Nova's: never renamed",
+  );
+});
+
+Deno.test("observation: records of other hosts are dropped; a tracked VM gone with a record departs where it says", () => {
+  const elsewhere = record(2, "x", "running", {
+    sourceCompute: "node001",
+    destCompute: "node002",
+  });
+  const seen = new WatchedHost(HOST, {
+    servers: [],
+    migrations: [record(1, "a", "completed"), elsewhere],
+    departed: [],
+  }, UP).observation(tracked("a"), () => 512);
+  assert.deepEqual(seen.migrations.map((m) => m.id), [1]);
+  assert.equal(seen.departed.length, 1);
+  assert.equal(seen.departed[0]?.server?.host, DEST);
+  assert.equal(seen.departed[0]?.server?.flavor.ramMb, 512);
+});
+
+Deno.test("missedMoves: a listed VM shown elsewhere with no migration step nor open record", () => {
+  const update = (id: string, ms: number, host: string) =>
+    notification("instance.update", ms, "nova-compute:controller", {
+      instance: instance(id, { host, node: host }),
+    });
+  const missed = (
+    servers: Server[],
+    events: NovaNotification[],
+    migrations: Migration[] = [],
+  ) => view(servers, events, migrations).missedMoves();
+  assert.deepEqual(
+    missed([listed("b"), listed("a")], [
+      update("b", 1, DEST),
+      update("a", 2, DEST),
+    ]),
+    ["a", "b"],
+    "sorted",
+  );
+  assert.deepEqual(
+    missed([listed("a")], liveMigration("a", 1, "completed")),
+    [],
+    "its migration was heard",
+  );
+  assert.deepEqual(
+    missed([listed("a")], [update("a", 1, DEST)], [record(1, "a", "running")]),
+    [],
+    "a listed record in progress explains it",
+  );
+  assert.deepEqual(
+    missed([listed("a")], [update("a", 1, DEST)], [
+      record(1, "a", "completed"),
+    ]),
+    ["a"],
+    "an ended record does not",
+  );
+  assert.deepEqual(
+    missed([listed("a")], [update("a", 1, DEST), update("a", 2, HOST)]),
+    [],
+    "back here",
+  );
+  assert.deepEqual(
+    missed([listed("a")], [
+      update("a", 1, DEST),
+      notification("instance.delete.end", 2, `nova-compute:${DEST}`, {
+        instance: instance("a", { host: DEST, vmState: "deleted" }),
+      }),
+    ]),
+    [],
+    "deleted",
+  );
+  assert.deepEqual(
+    missed([], [update("n", 1, HOST), update("n", 2, DEST)]),
+    ["n"],
+    "an arrival the events saw leave again",
+  );
+  assert.deepEqual(missed([], [update("n", 1, DEST)]), [], "never here");
+});
+
+Deno.test("unlisted: a VM the events put here that no list showed here since", () => {
+  const update = (id: string, ms: number, host: string) =>
+    notification("instance.update", ms, "nova-compute:controller", {
+      instance: instance(id, { host, node: host }),
+    });
+  assert.deepEqual(view([listed("a")], [update("a", 1, HOST)]).unlisted(), []);
+  assert.deepEqual(
+    view([], [update("z", 1, HOST), update("y", 2, HOST)]).unlisted(),
+    ["y", "z"],
+  );
+  assert.deepEqual(
+    view([listed("a")], [update("a", 1, DEST), update("a", 2, HOST)])
+      .unlisted(),
+    ["a"],
+    "left and came back: the return is the events' word only",
+  );
+  const later = new Date(T0 + 100).toISOString();
+  assert.deepEqual(
+    view([listed("a", { updated: later })], [
+      update("a", 1, DEST),
+      update("a", 2, HOST),
+    ]).unlisted(),
+    [],
+    "events older than the list's change of the VM are ignored",
+  );
+  assert.deepEqual(
+    view([], [
+      update("z", 1, HOST),
+      notification("instance.delete.end", 2, `nova-compute:${HOST}`, {
+        instance: instance("z", { vmState: "deleted" }),
+      }),
+    ]).unlisted(),
+    [],
+    "gone again",
+  );
 });
