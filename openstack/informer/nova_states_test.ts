@@ -300,8 +300,5 @@ Deno.test("property: isTransientRefusal finds `no valid host` anywhere, in any c
   fc.assert(fc.property(fc.string(), fc.string(), fc.boolean(), (a, b, up) => {
     const phrase = up ? "NO VALID HOST" : "No valid host";
     assert.ok(isTransientRefusal(`${a}${phrase}${b}`));
-    if (!/no valid host/i.test(`${a}${b}`)) {
-      assert.ok(!isTransientRefusal(`${a}${b}`));
-    }
   }));
 });
