@@ -52,7 +52,7 @@ export function routeOf(method: string, path: string): string {
  *   "    at fetch (file:///r/bench/drain.ts:10:3)",
  *   "    at Http.send (file:///r/openstack/http.ts:374:20)",
  *   "    at async listHost (file:///r/controllers/eviction/observe.ts:88:5)",
- *   "    at async look (file:///r/controllers/eviction/pass_look.ts:40:7)",
+ *   "    at async look (file:///r/controllers/eviction/phase_look.ts:40:7)",
  * ].join("\n");
  * const site = callSite(stack, "file:///r/", ["bench/", "openstack/http.ts"], 4);
  * console.assert(site[0] === "listHost (controllers/eviction/observe.ts:88)");

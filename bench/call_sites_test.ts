@@ -43,7 +43,7 @@ Deno.test("callSite: frames under the root, the plumbing and node_modules skippe
     "    at Http.#once (file:///r/openstack/http.ts:374:20)",
     "    at file:///r/node_modules/x/index.js:3:3",
     "    at async NovaClient.#call (file:///r/openstack/nova.ts:274:9)",
-    "    at async glance (file:///r/controllers/eviction/pass_pace.ts:214:18)",
+    "    at async glance (file:///r/controllers/eviction/phase_pace.ts:214:18)",
     "    at ext:core/01_core.js:10:1",
     "    at async runPhases (file:///r/controllers/eviction/reconcile.ts:205:7)",
     "    at file:///r/main.ts:9:1",
@@ -51,14 +51,14 @@ Deno.test("callSite: frames under the root, the plumbing and node_modules skippe
   assert.deepEqual(
     callSite(stack, "file:///r/", ["bench/", "openstack/"], 10),
     [
-      "glance (controllers/eviction/pass_pace.ts:214)",
+      "glance (controllers/eviction/phase_pace.ts:214)",
       "runPhases (controllers/eviction/reconcile.ts:205)",
       "<anonymous> (main.ts:9)",
     ],
   );
   assert.deepEqual(
     callSite(stack, "file:///r/", ["bench/", "openstack/"], 1),
-    ["glance (controllers/eviction/pass_pace.ts:214)"],
+    ["glance (controllers/eviction/phase_pace.ts:214)"],
   );
   assert.deepEqual(callSite(stack, "file:///elsewhere/", [], 10), []);
 });

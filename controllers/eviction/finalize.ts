@@ -221,7 +221,7 @@ async function waitForSettled(
     ...planOptionsFor(deps.planOptions, deps.flagSettings),
     novaClockOffsetMs: deps.novaClockOffsetMs(),
   };
-  // the drain's look, from the drain's start (pass_pace.ts changesSince)
+  // the drain's look, from the drain's start (phase_pace.ts changesSince)
   const since = new Date(
     (Date.parse(status.startedAt ?? "") || nowMs) -
       options.clockSkewMs + options.novaClockOffsetMs,

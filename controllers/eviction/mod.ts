@@ -27,11 +27,11 @@
  *    a waiting drain of a lower limit, or with more work left when handing
  *    it over costs no look at Nova, budget_share.ts), woken when budget
  *    frees.
- * 4. **skip early** (pass_pace.ts) — a pass woken before it is due with
+ * 4. **skip early** (phase_pace.ts) — a pass woken before it is due with
  *    nothing changed returns at once; one due only for the first looks at
  *    its starts (first_look.ts) reads the host's migrations alone (a
  *    glance) and looks in full only when they show something to act on.
- * 5. **look** (pass_look.ts) — the pass states what it needs of the
+ * 5. **look** (phase_look.ts) — the pass states what it needs of the
  *    informer (openstack/informer/, which lists Nova itself: lister.ts):
  *    any view it vouches for, planned from when the plan only starts or
  *    waits, else a look resting on a list begun after that view's. The
@@ -48,7 +48,7 @@
  *    and Nova's own limit (nova_limit.ts) are added. A migration task
  *    that outlived its ended record past a bound (stalled.ts: Nova will
  *    not move on until a person resets the server) is skipped, its slot
- *    freed. The pacing model learns from the look's records (pass_pace.ts
+ *    freed. The pacing model learns from the look's records (phase_pace.ts
  *    learn).
  * 7. **intent** (phase_budget.ts writeIntent) — a pass that starts
  *    migrations writes its status, the starts included, before issuing
@@ -62,7 +62,7 @@
  *    drain learned is kept beyond its Eviction (hypervisor_last_drain.ts).
  * 10. **report** (report.ts) — Events and metrics of a full pass; a
  *    consumed retry annotation is removed.
- * 11. **requeue** (pass_pace.ts, pacing.ts, margin.ts) — the next pass
+ * 11. **requeue** (phase_pace.ts, pacing.ts, margin.ts) — the next pass
  *    when the earliest running migration should finish (its copy timed
  *    from Nova's start of it, pacing.ts copySpan), in the controller's clock, or
  *    a poll interval after a start, for a failure that comes at once

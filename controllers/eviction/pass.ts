@@ -114,7 +114,7 @@ export interface Step {
 
 /**
  * Why a pass ends, as the wait until its next look on the controller's
- * clock; pass_pace.ts `requeue` turns it into the framework's real ms.
+ * clock; phase_pace.ts `requeue` turns it into the framework's real ms.
  */
 export interface NextLook {
   /** Controller-clock ms from now. */

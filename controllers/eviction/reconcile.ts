@@ -29,7 +29,7 @@ import { novaReady } from "./phase_nova_ready.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { PaceView } from "../../openstack/informer/pacing.ts";
 import { type Plan, planPass } from "./plan.ts";
-import { lookAtHost } from "./pass_look.ts";
+import { lookAtHost } from "./phase_look.ts";
 import { reportPass } from "./report.ts";
 import { retryRemovalPatch } from "./retry.ts";
 import {
@@ -66,7 +66,7 @@ import {
   nextLook,
   requeue,
   skipEarly,
-} from "./pass_pace.ts";
+} from "./phase_pace.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
 export type { EvictionClock, EvictionPassDeps } from "./pass.ts";

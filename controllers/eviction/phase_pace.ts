@@ -205,7 +205,7 @@ export async function glance(
   if (state.woken || pass.retryValue !== undefined) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
   // The informer's snapshot shows the records without a call: the full
-  // pass reads it (pass_look.ts), or the informer relists when it is old.
+  // pass reads it (phase_look.ts), or the informer relists when it is old.
   if (deps.memory.informer.cached(ctx.key)) {
     return undefined;
   }

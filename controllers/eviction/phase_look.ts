@@ -44,7 +44,7 @@ export interface Looked {
  *
  * @example
  * ```ts
- * import { plansFromSnapshot } from "./pass_look.ts";
+ * import { plansFromSnapshot } from "./phase_look.ts";
  * const plan = { finished: false, settleAtMs: undefined, confirmResize: [], abort: [], failed: [], stuck: [] };
  * console.assert(plansFromSnapshot(plan));
  * console.assert(!plansFromSnapshot({ ...plan, settleAtMs: 5 }));
@@ -71,7 +71,7 @@ export function plansFromSnapshot(
  *
  * @example
  * ```ts
- * import { releasesOnlyCompleted } from "./pass_look.ts";
+ * import { releasesOnlyCompleted } from "./phase_look.ts";
  * const entry = { id: "a", kind: "live" as const, startedAt: "2026-01-01T00:00:00Z" };
  * const done = { id: -1, instanceUuid: "a", migrationType: "live-migration", status: "completed",
  *   sourceCompute: "h", createdAt: "2026-01-01T00:00:01" };
@@ -103,8 +103,10 @@ export function releasesOnlyCompleted(
 /**
  * Look: any view of the host the informer vouches for, and the plan it
  * gives (`plan`) when that only starts or waits (that plan is then the
- * pass's); else a look resting on a list begun after that view's. What the informer found wrong with itself is reported on
- * the Eviction; a failed list retries after the poll interval.
+ * pass's); else a look resting on a list begun after that view's. What
+ * the informer found wrong with itself is reported on the Eviction; a
+ * failed list retries after the poll interval. The VMs' sizes go into the
+ * drain record with the pass's Step (reconcile.ts).
  */
 export async function lookAtHost(
   pass: Pass,
@@ -137,13 +139,11 @@ export async function lookAtHost(
         options.novaClockOffsetMs,
       )
     ) {
-      for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
       deps.metrics.looks.inc({ source: "view" });
       return { seen, planned };
     }
     seen = await look(pass, { ...need, freshSince: seen.listedAtMs });
   }
-  for (const s of seen.servers) state.ram.set(s.id, s.flavor.ramMb);
   deps.metrics.looks.inc({ source: "nova" });
   return { seen };
 }

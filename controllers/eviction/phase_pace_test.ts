@@ -22,7 +22,7 @@ import {
   nextLook,
   requeue,
   skipEarly,
-} from "./pass_pace.ts";
+} from "./phase_pace.ts";
 import type { NovaClient } from "../../openstack/mod.ts";
 import type { PaceView } from "../../openstack/informer/pacing.ts";
 import type { Pass } from "./pass.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { TemporaryError } from "../../framework/errors.ts";
 import type { LookNeed } from "../../openstack/informer/informer.ts";
-import { lookAtHost, type Planned, plansFromSnapshot } from "./pass_look.ts";
+import { lookAtHost, type Planned, plansFromSnapshot } from "./phase_look.ts";
 import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
 
 Deno.test("a plan from a snapshot may only start, count completions and wait", () => {
