@@ -6,7 +6,7 @@
  */
 
 import type { ListRequest, NovaLister } from "./lister.ts";
-import type { Migration, Server } from "../nova_types.ts";
+import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /** A start the drain sent, as the informer checks its cache against it. */
@@ -90,8 +90,6 @@ export interface HostInformer {
     since: Date | undefined,
     signal?: AbortSignal,
   ): Promise<Migration[]>;
-  /** One VM now, however the informer sees its host (throws NotFoundError when deleted). */
-  server(id: string, signal?: AbortSignal): Promise<Server>;
   woken(key: string): boolean;
   /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
@@ -138,10 +136,6 @@ export class PollingInformer implements HostInformer {
     signal?: AbortSignal,
   ): Promise<Migration[]> {
     return this.#lister.migrations(host, since, signal);
-  }
-
-  server(id: string, signal?: AbortSignal): Promise<Server> {
-    return this.#lister.server(id, signal);
   }
 
   woken(): boolean {

@@ -7,7 +7,6 @@ import {
   relistAgeMs,
 } from "./informer.ts";
 import { NovaLister } from "./lister.ts";
-import { NotFoundError } from "../errors.ts";
 import {
   FixedNova,
   HOST,
@@ -71,9 +70,6 @@ Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's 
     `listServersOnHost ${HOST}`,
     `listMigrations ${HOST} since`,
   ]);
-  nova.elsewhere.set("gone-by", listed("gone-by", { host: "node007" }));
-  assert.equal((await informer.server("gone-by")).host, "node007");
-  await assert.rejects(informer.server("deleted"), NotFoundError);
   assert.equal(informer.woken(), false);
   assert.equal(informer.watching(), false);
   assert.deepEqual(informer.takeWarnings(), []);

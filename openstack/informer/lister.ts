@@ -9,7 +9,7 @@ import pLimit from "p-limit";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { NotFoundError } from "../errors.ts";
 import type { NovaClient } from "../nova.ts";
-import type { Migration, Server } from "../nova_types.ts";
+import type { Migration } from "../nova_types.ts";
 import { migrationPhase, waitingInNova } from "./nova_states.ts";
 import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
 import type {
@@ -128,11 +128,6 @@ export class NovaLister {
     const migrations = await this.#nova.listMigrations(filter, signal);
     this.#learn(host, migrations);
     return migrations;
-  }
-
-  /** Throws NotFoundError when deleted. */
-  server(id: string, signal?: AbortSignal): Promise<Server> {
-    return this.#nova.getServer(id, signal);
   }
 
   /** Nova's limit on the host's live migrations as the lists showed it. */

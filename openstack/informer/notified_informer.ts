@@ -32,7 +32,7 @@ import {
   type StartProbe,
 } from "./informer.ts";
 import type { NovaLister } from "./lister.ts";
-import type { Migration, Server } from "../nova_types.ts";
+import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 
 /**
@@ -307,10 +307,6 @@ export class NotifiedInformer implements HostInformer {
     signal?: AbortSignal,
   ): Promise<Migration[]> {
     return this.#lister.migrations(host, since, signal);
-  }
-
-  server(id: string, signal?: AbortSignal): Promise<Server> {
-    return this.#lister.server(id, signal);
   }
 
   #limitOf(host: string): { novaLimit?: number } {
