@@ -1,13 +1,13 @@
 /**
  * The finalizer of an Eviction: the drain's last passes, at limit 0. The
- * drain's look (the informer's, observe.ts) and planner run with no starts
- * and no aborts; while the plan holds migrations in flight, the Eviction
- * keeps its finalizer and its `status.inFlightCount` (budget.ts counts
- * it), the plan's confirms go out as the drain's do (act.ts, once.ts), and
+ * drain's look (the informer's) and planner run with no starts and no
+ * aborts; while the plan holds migrations in flight, the Eviction keeps its
+ * finalizer and its `status.inFlightCount` (budget_share.ts counts it), the
+ * plan's confirms go out as the drain's do (phase_act.ts, once.ts), and
  * a cancel with `--abort-in-flight` aborts ours (abort_in_flight.ts). The
  * wait is bounded: a record without progress for `stalledAfterMs` stops
  * counting (settle.ts), and after `giveUpAfterMs` the finalizer stops
- * waiting. Then the compute service is re-enabled unless gates.ts keeps it
+ * waiting. Then the compute service is re-enabled unless host_holds.ts keeps it
  * disabled.
  *
  * @module

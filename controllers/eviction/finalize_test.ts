@@ -284,7 +284,7 @@ function world(opts: {
   };
 }
 
-/** One finalizer call, then the answers to the calls it did not await (act.ts). */
+/** One finalizer call, then the answers to the calls it did not await (phase_act.ts). */
 async function run(w: World): Promise<FinalizeResult | void> {
   const got = await finalizeEviction(w.ctx, w.deps, w.fin);
   await new Promise((resolve) => setTimeout(resolve, 0));
