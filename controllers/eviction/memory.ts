@@ -148,9 +148,9 @@ function replace<V>(map: Map<string, V>, by: ReadonlyMap<string, V>): void {
  * import { DrainMemory } from "./memory.ts";
  * import { PollingInformer } from "../../openstack/informer/informer.ts";
  * import { NovaLister } from "../../openstack/informer/lister.ts";
- * const nova = { listServersOnHost: () => Promise.resolve([]),
- *   listMigrations: () => Promise.resolve([]), getServer: () => Promise.reject() };
- * const memory = new DrainMemory(new PollingInformer(new NovaLister(nova, { now: Date.now })));
+ * import type { NovaClient } from "../../openstack/mod.ts";
+ * const lister = new NovaLister({} as NovaClient, { now: Date.now });
+ * const memory = new DrainMemory(new PollingInformer(lister));
  * memory.of("a").ram.set("vm", 1024);
  * memory.forget("a");
  * console.assert(memory.of("a").ram.size === 0);
