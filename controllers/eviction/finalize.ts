@@ -44,6 +44,7 @@ import {
 } from "./pass.ts";
 import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { describeSettling, settleLook } from "./settle.ts";
+import { changesSince } from "./phase_pace.ts";
 
 /** The finalizer's bounds (drain clock ms), built once by the controller. */
 export interface FinalizerDeps {
@@ -221,14 +222,10 @@ async function waitForSettled(
     ...planOptionsFor(deps.planOptions, deps.flagSettings),
     novaClockOffsetMs: deps.novaClockOffsetMs(),
   };
-  // the drain's look, from the drain's start (phase_pace.ts changesSince)
-  const since = new Date(
-    (Date.parse(status.startedAt ?? "") || nowMs) -
-      options.clockSkewMs + options.novaClockOffsetMs,
-  );
+  const pass = newPass(ctx, deps, ev);
   const seen = await deps.memory.informer.look(key, {
     host,
-    since,
+    since: changesSince(pass, options),
     status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
@@ -241,7 +238,6 @@ async function waitForSettled(
   const input = { ...seen, host, status, now, options, starts, confirms };
   const plan = deletedPlan({ ...input, aborts });
   // the drain's act: confirms once, no starts or aborts at limit 0
-  const pass = newPass(ctx, deps, ev);
   apply(pass, act(pass, plan, plan.next));
   const inFlight = plan.next.inFlight ?? [];
   const { migrations } = seen;
@@ -262,21 +258,7 @@ async function waitForSettled(
   const waitedMs = nowMs - waitingSince;
   const gaveUp = running > 0 && waitedMs >= fin.giveUpAfterMs;
   deps.memory.ledger.set(key, gaveUp ? 0 : running);
-  if (gaveUp) {
-    deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
-    const message = `Eviction ${key} deleted: stopped waiting after ${
-      Math.round(waitedMs / 1000)
-    } s for ${describeSettling(look.counted)} from ${host} to settle`;
-    log.warn({}, message);
-    await ctx.event("Warning", "FinalizerGaveUp", message);
-  } else if (running === 0 && look.stalled.length > 0) {
-    const message = `Eviction ${key} deleted: ${
-      describeSettling(look.stalled)
-    } from ${host} showed no progress for ${
-      Math.round(stalledAfterMs / 1000)
-    } s and no longer count`;
-    await ctx.event("Warning", "MigrationsStalled", message);
-  }
+  await reportSettling(ctx, deps, fin, look, gaveUp ? waitedMs : undefined);
   if (gaveUp || running === 0) return undefined;
   const detail = { running, stalled: look.stalled.length };
   // Info when something changed (or on the first look), debug otherwise:
@@ -285,6 +267,36 @@ async function waitForSettled(
     log.info(detail, "deleted drain: migrations settling");
   } else log.debug(detail, "deleted drain: migrations settling");
   return { requeueAfterMs: deps.pollIntervalMs };
+}
+
+/**
+ * The Warning of a deleted drain's look: it gave up after `gaveUpAfterMs`,
+ * or the copies left showed no progress and no longer count.
+ */
+async function reportSettling(
+  ctx: Ctx,
+  deps: EvictionPassDeps,
+  fin: FinalizerDeps,
+  look: ReturnType<typeof settleLook>,
+  gaveUpAfterMs: number | undefined,
+): Promise<void> {
+  const { key } = ctx;
+  const host = ctx.object.spec.hypervisor;
+  if (gaveUpAfterMs !== undefined) {
+    deps.metrics.finalizerGaveUp.inc({ hypervisor: host });
+    const message = `Eviction ${key} deleted: stopped waiting after ${
+      Math.round(gaveUpAfterMs / 1000)
+    } s for ${describeSettling(look.counted)} from ${host} to settle`;
+    ctx.logger.child({ hypervisor: host }).warn({}, message);
+    await ctx.event("Warning", "FinalizerGaveUp", message);
+  } else if (look.counted.length === 0 && look.stalled.length > 0) {
+    const message = `Eviction ${key} deleted: ${
+      describeSettling(look.stalled)
+    } from ${host} showed no progress for ${
+      Math.round(fin.stalledAfterMs / 1000)
+    } s and no longer count`;
+    await ctx.event("Warning", "MigrationsStalled", message);
+  }
 }
 
 /**
