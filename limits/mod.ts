@@ -24,3 +24,4 @@ export * from "./validation.ts";
 export * from "./traits.ts";
 export { MAX_QUOTED_CHARS, quoteValue } from "./quote.ts";
 export * from "./flags.ts";
+export * from "./convergence.ts";

@@ -5,6 +5,7 @@
  */
 
 import { backoffDelay } from "../../framework/backoff.ts";
+import type { ConvergencePolicy } from "../../limits/convergence.ts";
 
 /** Tunables of the planner; see {@linkcode DEFAULT_PLAN_OPTIONS}. */
 export interface PlanOptions {
@@ -25,6 +26,8 @@ export interface PlanOptions {
   migrationTimeoutSeconds?: number;
   /** Abort stuck live migrations (policy `abortStuckMigrations`). */
   abortStuckMigrations: boolean;
+  /** The drain's convergence policy (limits/convergence.ts); absent: the legacy fields alone. */
+  convergence?: ConvergencePolicy;
   /**
    * How far Nova's clock may lag ours when matching a migration record to
    * its start (below retryBaseMs, so the previous attempt's failed record

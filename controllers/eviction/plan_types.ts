@@ -11,6 +11,7 @@ import type {
 import type { DrainSummary } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
 import type { PlanOptions } from "./plan_options.ts";
+import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import type {
   DepartedServer,
@@ -83,6 +84,8 @@ export interface PlanInput {
   aborts?: ReadonlyMap<string, ActionNote>;
   /** VMs whose starts went unanswered and Nova shows nothing of: never charged. */
   startBackoff?: ReadonlyMap<string, StartBackoff>;
+  /** Progress of the live copies in flight, by server id (the informer's reads). */
+  progress?: ReadonlyMap<string, CopyProgress>;
 }
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
