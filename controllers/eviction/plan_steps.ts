@@ -552,7 +552,11 @@ export function stuckAndAborts(
         timeoutMs,
       )
     ) {
-      abort.push({ id: entry.id, migrationId: entry.migrationId });
+      abort.push({
+        id: entry.id,
+        migrationId: entry.migrationId,
+        reason: "stuck",
+      });
     }
   }
   return { stuck, abort };

@@ -11,6 +11,7 @@ import type {
 import type { DrainSummary } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
 import type { PlanOptions } from "./plan_options.ts";
+import type { OnTimeout } from "../../limits/convergence.ts";
 import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import type {
@@ -110,6 +111,43 @@ export interface StartAction {
 export interface AbortAction {
   id: string;
   migrationId: string;
+  /** Past the flat timeout (`stuck`), past its convergence bound (`timeout`), or asked by a person. */
+  reason: "stuck" | "timeout" | "requested";
+  /** Who asked, for `requested`. */
+  requestedBy?: string;
+}
+
+/** A live copy to switch to post-copy or pause (Nova's `force_complete`), sent at most once. */
+export interface ForceCompleteAction {
+  id: string;
+  migrationId: string;
+  reason: "timeout" | "requested";
+  requestedBy?: string;
+}
+
+/** A live copy past its progress or completion bound. */
+export interface NotConvergingReport {
+  id: string;
+  migrationId: string;
+  /** `progress`: no new low of the remaining bytes for the progress timeout; `completion`: past its per-GiB bound. */
+  why: "progress" | "completion";
+  remainingBytes?: number;
+  totalBytes?: number;
+  /** Seconds since the bound was passed. */
+  sinceSeconds: number;
+  onTimeout: OnTimeout;
+  /** When the policy's action is due (ISO), if it is not yet sent. */
+  actAt?: string;
+}
+
+/** What became of a person's request (Eviction status.actions). */
+export interface RequestOutcome {
+  server: string;
+  action: "ForceComplete" | "Abort";
+  requestedBy: string;
+  requestedAt: string;
+  outcome: "Sent" | "NotInFlight" | "Refused";
+  message: string;
 }
 
 /** A migration in flight for longer than migrationTimeoutSeconds. */
@@ -140,6 +178,9 @@ export interface Plan {
   confirmResize: string[];
   /** Stuck live migrations to abort (only with abortStuckMigrations). */
   abort: AbortAction[];
+  forceComplete: ForceCompleteAction[];
+  notConverging: NotConvergingReport[];
+  requestOutcomes: RequestOutcome[];
   /** Migrations in flight past the timeout (aborted or not). */
   stuck: StuckReport[];
   /** VMs that left the host this pass, migrated by a start of ours. */
