@@ -188,6 +188,17 @@ Deno.test("checkLimitSpec: convergence in trait entries and noPauseTraits", asyn
       ],
     },
     {
+      name:
+        "abortStuckMigrations beside convergence: the deprecation, not 'no effect'",
+      spec: {
+        abortStuckMigrations: true,
+        convergence: { completionTimeoutPerGiB: 600 },
+      },
+      warnings: [
+        "spec.abortStuckMigrations: deprecated beside convergence: an onTimeout (spec.convergence, a trait's or the Eviction's) replaces it wherever it is set; set spec.convergence.onTimeout to Abort and remove it",
+      ],
+    },
+    {
       name: "noPauseTraits without ForceComplete anywhere: no warning",
       spec: {
         noPauseTraits: ["CUSTOM_HANA"],

@@ -332,6 +332,13 @@ function checkTraitLimits(
   });
 }
 
+function hasConvergence(spec: Record<string, unknown>): boolean {
+  const traits = spec["traitLimits"];
+  return spec["convergence"] !== undefined ||
+    (Array.isArray(traits) &&
+      traits.some((t) => isRecord(t) && t["convergence"] !== undefined));
+}
+
 function checkNoPauseTraits(list: unknown, c: Collector): void {
   if (list === undefined) return;
   if (!Array.isArray(list) || list.length > MAX_TRAIT_LIMITS) {
@@ -448,7 +455,10 @@ export function checkLimitSpec(spec: unknown): LimitSpecCheck {
   const abort = spec["abortStuckMigrations"];
   if (abort !== undefined && typeof abort !== "boolean") {
     c.deny("abort-type", "spec.abortStuckMigrations", abort, "true or false");
-  } else if (abort === true && timeout === undefined) {
+  } else if (
+    abort === true && timeout === undefined && !hasConvergence(spec)
+  ) {
+    // beside convergence, the deprecation warning says what it does
     c.warn(
       "abort-without-timeout",
       "spec.abortStuckMigrations",
