@@ -270,6 +270,13 @@ export const RUN_FLAGS = {
     env: "EVICTOR_EVICTION_TRAIT_CONCURRENCY",
     help: "TRAIT=N[,TRAIT=N] lower limits for hosts with a trait (repeatable)",
   },
+  "eviction-convergence": {
+    type: "string",
+    multiple: true,
+    env: "EVICTOR_EVICTION_CONVERGENCE",
+    help:
+      "KEY=VALUE[,KEY=VALUE] the default convergence policy without an EvictionPolicy: completionTimeoutPerGiB, progressTimeoutSeconds, onTimeout (Report, Abort, ForceComplete), maxAbortedTries, forceCompleteTimeoutSeconds (repeatable)",
+  },
   "max-concurrent-reconciles": {
     type: "string",
     env: "EVICTOR_MAX_CONCURRENT_RECONCILES",
@@ -706,17 +713,21 @@ function readLeaderElection(
     : false;
 }
 
-/** `--eviction-concurrency` and `--eviction-trait-concurrency`. */
+/** `--eviction-concurrency`, `--eviction-trait-concurrency` and `--eviction-convergence`. */
 function readLimits(
   flags: FlagReader,
 ): { settings: LimitSettings; warnings: Config["limitWarnings"] } {
   const concurrency = flags.source("eviction-concurrency").value;
   const traitConcurrency = flags.source("eviction-trait-concurrency").value;
+  const convergence = flags.source("eviction-convergence").value;
+  const strings = (v: unknown) =>
+    Array.isArray(v)
+      ? v.filter((t): t is string => typeof t === "string")
+      : undefined;
   const limits = parseConcurrencyFlags(
     typeof concurrency === "string" ? concurrency : undefined,
-    Array.isArray(traitConcurrency)
-      ? traitConcurrency.filter((t): t is string => typeof t === "string")
-      : undefined,
+    strings(traitConcurrency),
+    strings(convergence),
   );
   if (!limits.ok) {
     const e: ConcurrencyFlagError = limits.error;
@@ -810,7 +821,13 @@ export function runHelp(): string {
   const lines = Object.entries(RUN_FLAGS).map(
     ([name, spec]: [string, FlagSpec]) => {
       const arg = spec.type === "string"
-        ? ` ${name === "eviction-trait-concurrency" ? "TRAIT=N" : "VALUE"}`
+        ? ` ${
+          name === "eviction-trait-concurrency"
+            ? "TRAIT=N"
+            : name === "eviction-convergence"
+            ? "KEY=VALUE"
+            : "VALUE"
+        }`
         : "";
       const def = spec.default === undefined || spec.default === false
         ? ""

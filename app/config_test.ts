@@ -85,6 +85,20 @@ Deno.test("leader election and concurrency flags", () => {
   assert.deepEqual(c.controllers, ["eviction"]);
 });
 
+Deno.test("--eviction-convergence and its environment twin give the default convergence", () => {
+  const c = loadConfig([
+    "--eviction-convergence=completionTimeoutPerGiB=600,onTimeout=Abort",
+  ], {});
+  assert.deepEqual(c.limits.spec.convergence, {
+    completionTimeoutPerGiB: 600,
+    onTimeout: "Abort",
+  });
+  const e = loadConfig([], {
+    EVICTOR_EVICTION_CONVERGENCE: "progressTimeoutSeconds=300",
+  });
+  assert.deepEqual(e.limits.spec.convergence, { progressTimeoutSeconds: 300 });
+});
+
 Deno.test("bad flags: one error naming the flag, the value and what is expected", () => {
   const rows: [string[], Record<string, string>, Partial<ConfigFlagError>][] = [
     [["--poll-interval", "soon"], {}, {
@@ -129,6 +143,11 @@ Deno.test("bad flags: one error naming the flag, the value and what is expected"
     }],
     [["--eviction-trait-concurrency", "CUSTOM_A"], {}, {
       flag: "--eviction-trait-concurrency",
+    }],
+    [[], { EVICTOR_EVICTION_CONVERGENCE: "onTimeout=Pause" }, {
+      flag: "--eviction-convergence",
+      value: "Pause",
+      expected: "one of Report, Abort, ForceComplete",
     }],
   ];
   for (const [args, env, expected] of rows) {

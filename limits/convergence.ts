@@ -24,18 +24,21 @@ export const ON_TIMEOUT_BY_RISK: readonly OnTimeout[] = Object.freeze([
   "ForceComplete",
 ]);
 
-/** The convergence fields as a policy, a trait entry or an Eviction gives them. */
+/**
+ * The convergence fields as a policy, a trait entry or an Eviction gives them
+ * (the generated models' `convergence` objects are assignable to it).
+ */
 export interface ConvergenceSpec {
   /** Seconds a live copy may take per GiB of the VM's memory. */
-  completionTimeoutPerGiB?: number;
+  completionTimeoutPerGiB?: number | undefined;
   /** Seconds the remaining bytes may go without a new low. */
-  progressTimeoutSeconds?: number;
+  progressTimeoutSeconds?: number | undefined;
   /** What happens past either bound. */
-  onTimeout?: OnTimeout;
+  onTimeout?: OnTimeout | undefined;
   /** Aborted copies of one VM before it is left for a person. */
-  maxAbortedTries?: number;
+  maxAbortedTries?: number | undefined;
   /** Seconds a force-completed copy may still run before it is aborted. */
-  forceCompleteTimeoutSeconds?: number;
+  forceCompleteTimeoutSeconds?: number | undefined;
 }
 
 /** The resolved convergence policy of one drain. */
@@ -62,15 +65,17 @@ export const CONVERGENCE_DEFAULTS = Object.freeze({
 /** The inputs of {@linkcode resolveConvergence}. */
 export interface ConvergenceInputs {
   /** The policy's (or flags') default `convergence`. */
-  defaults?: ConvergenceSpec;
+  defaults?: ConvergenceSpec | undefined;
   /** The legacy flat timeout (`migrationTimeoutSeconds`). */
-  migrationTimeoutSeconds?: number;
+  migrationTimeoutSeconds?: number | undefined;
   /** The legacy `abortStuckMigrations`: `onTimeout` Abort where nothing sets it. */
   abortStuckMigrations: boolean;
   /** The `convergence` of every trait entry the host matches, with its trait. */
-  traits?: readonly { trait: string; convergence?: ConvergenceSpec }[];
+  traits?:
+    | readonly { trait: string; convergence?: ConvergenceSpec | undefined }[]
+    | undefined;
   /** The Eviction's own `spec.convergence`. */
-  eviction?: ConvergenceSpec;
+  eviction?: ConvergenceSpec | undefined;
 }
 
 const riskOf = (a: OnTimeout) => ON_TIMEOUT_BY_RISK.indexOf(a);

@@ -1,7 +1,9 @@
 /**
- * The start-up flags `--eviction-concurrency N` and
- * `--eviction-trait-concurrency TRAIT=N[,TRAIT=N]` (repeatable): the limit
- * settings in force while there is no EvictionPolicy `default`.
+ * The start-up flags `--eviction-concurrency N`,
+ * `--eviction-trait-concurrency TRAIT=N[,TRAIT=N]` (repeatable) and
+ * `--eviction-convergence KEY=VALUE[,KEY=VALUE]` (repeatable; the keys of
+ * the policy's `spec.convergence`): the limit settings in force while there
+ * is no EvictionPolicy `default`.
  *
  * The CLI (app/config.ts) parses its arguments and hands the raw strings
  * to {@linkcode parseConcurrencyFlags}. The values are checked with
@@ -34,10 +36,33 @@ export const CONCURRENCY_FLAG = "--eviction-concurrency";
 /** The flag that sets per-trait limits. */
 export const TRAIT_CONCURRENCY_FLAG = "--eviction-trait-concurrency";
 
-/** Either concurrency flag. */
+/** The flag that sets the default convergence policy (`spec.convergence`). */
+export const CONVERGENCE_FLAG = "--eviction-convergence";
+
+/** Any of the limit flags. */
 export type ConcurrencyFlag =
   | typeof CONCURRENCY_FLAG
-  | typeof TRAIT_CONCURRENCY_FLAG;
+  | typeof TRAIT_CONCURRENCY_FLAG
+  | typeof CONVERGENCE_FLAG;
+
+/** The keys `--eviction-convergence` takes: the fields of `spec.convergence`. */
+export const CONVERGENCE_KEYS: readonly string[] = Object.freeze([
+  "completionTimeoutPerGiB",
+  "progressTimeoutSeconds",
+  "onTimeout",
+  "maxAbortedTries",
+  "forceCompleteTimeoutSeconds",
+]);
+
+/** The expectation of a `--eviction-convergence` entry. */
+export const CONVERGENCE_ENTRY_EXPECTED =
+  `KEY=VALUE[,KEY=VALUE] with each KEY at most once, one of ${
+    CONVERGENCE_KEYS.join(", ")
+  }`;
+
+/** The message of a `--eviction-convergence` entry that is not `KEY=VALUE` with a known, new key (constant). */
+export const CONVERGENCE_ENTRY_MESSAGE =
+  `${CONVERGENCE_FLAG}: an entry is not KEY=VALUE with a known key given once; expected ${CONVERGENCE_ENTRY_EXPECTED}`;
 
 /** The expectation of a `--eviction-trait-concurrency` entry. */
 export const TRAIT_ENTRY_EXPECTED =
@@ -143,6 +168,7 @@ export type ConcurrencyFlagsResult =
 const FlagValuesSchema = z.object({
   concurrency: z.string().optional(),
   traitConcurrency: z.array(z.string()).readonly().optional(),
+  convergence: z.array(z.string()).readonly().optional(),
 });
 
 /** `-?digits` becomes a number, anything else stays the string it is. */
@@ -171,6 +197,8 @@ function typeError(flag: ConcurrencyFlag): ConcurrencyFlagsResult {
   const message = `${flag}: the value is not a string; expected ${
     flag === CONCURRENCY_FLAG
       ? `an integer from 1 to ${MAX_PER_HOST_LIMIT}`
+      : flag === CONVERGENCE_FLAG
+      ? CONVERGENCE_ENTRY_EXPECTED
       : TRAIT_ENTRY_EXPECTED
   }`;
   return {
@@ -188,13 +216,13 @@ function typeError(flag: ConcurrencyFlag): ConcurrencyFlagsResult {
 }
 
 /**
- * Turns the raw values of the two flags (as parseArgs returns them:
+ * Turns the raw values of the flags (as parseArgs returns them:
  * `string | undefined` and `string[] | undefined`) into frozen settings
  * with source `flags`, or a {@linkcode ConcurrencyFlagError}. Without
- * flags the settings are the CRD defaults (limit 1, no trait limits).
- * `TRAIT=N` is split at the last `=`; `N` must be written in decimal
- * digits; empty entries (`A=1,,B=2`, a trailing comma) are errors; nothing
- * is trimmed.
+ * flags the settings are the CRD defaults (limit 1, no trait limits, no
+ * convergence). `TRAIT=N` is split at the last `=`, `KEY=VALUE` at the
+ * first; numbers must be written in decimal digits; empty entries
+ * (`A=1,,B=2`, a trailing comma) are errors; nothing is trimmed.
  *
  * @example
  * ```ts
@@ -203,17 +231,28 @@ function typeError(flag: ConcurrencyFlag): ConcurrencyFlagsResult {
  * console.assert(r.ok && r.settings.spec.traitLimits?.length === 2);
  * const bad = parseConcurrencyFlags("4", ["CUSTOM_A=8"]);
  * console.assert(!bad.ok && bad.error.entry === "CUSTOM_A=8");
+ * const c = parseConcurrencyFlags(undefined, [], ["onTimeout=Abort,completionTimeoutPerGiB=600"]);
+ * console.assert(c.ok && c.settings.spec.convergence?.onTimeout === "Abort");
  * ```
  */
 export function parseConcurrencyFlags(
   concurrency: string | undefined,
   traitConcurrency: readonly string[] | undefined,
+  convergence?: readonly string[] | undefined,
 ): ConcurrencyFlagsResult {
-  const input = FlagValuesSchema.safeParse({ concurrency, traitConcurrency });
+  const input = FlagValuesSchema.safeParse({
+    concurrency,
+    traitConcurrency,
+    convergence,
+  });
   if (!input.success) {
     const first = input.error.issues[0]?.path[0];
     return typeError(
-      first === "concurrency" ? CONCURRENCY_FLAG : TRAIT_CONCURRENCY_FLAG,
+      first === "concurrency"
+        ? CONCURRENCY_FLAG
+        : first === "convergence"
+        ? CONVERGENCE_FLAG
+        : TRAIT_CONCURRENCY_FLAG,
     );
   }
   const entries: Entry[] = [];
@@ -236,11 +275,32 @@ export function parseConcurrencyFlags(
       }
     }
   }
+  const convergenceEntries = new Map<string, string>();
+  for (const value of input.data.convergence ?? []) {
+    for (const raw of value.split(",")) {
+      const at = raw.indexOf("=");
+      const key = raw.slice(0, at);
+      if (
+        at < 0 || !CONVERGENCE_KEYS.includes(key) ||
+        convergenceEntries.has(key)
+      ) {
+        formatProblems.push({
+          flag: CONVERGENCE_FLAG,
+          entry: raw,
+          rule: "flag-entry-format",
+          field: CONVERGENCE_FLAG,
+          value: raw,
+          expected: CONVERGENCE_ENTRY_EXPECTED,
+          message: CONVERGENCE_ENTRY_MESSAGE,
+        });
+      } else convergenceEntries.set(key, raw);
+    }
+  }
   const [firstFormat, ...moreFormat] = formatProblems;
   if (firstFormat !== undefined) {
     return {
       ok: false,
-      error: new ConcurrencyFlagError(TRAIT_ENTRY_MESSAGE, [
+      error: new ConcurrencyFlagError(firstFormat.message, [
         firstFormat,
         ...moreFormat,
       ]),
@@ -257,18 +317,32 @@ export function parseConcurrencyFlags(
       maxConcurrentMigrations: e.maxConcurrentMigrations,
     }));
   }
+  if (convergenceEntries.size > 0) {
+    spec["convergence"] = Object.fromEntries(
+      [...convergenceEntries].map(([key, raw]) => {
+        const text = raw.slice(raw.indexOf("=") + 1);
+        return [key, key === "onTimeout" ? text : NumberTextSchema.parse(text)];
+      }),
+    );
+  }
   const check = checkLimitSpec(spec);
   const origin = (
     traitIndex: number | undefined,
+    field: string,
   ): { flag: ConcurrencyFlag; entry: string } =>
-    traitIndex === undefined
+    field.startsWith("spec.convergence")
+      ? {
+        flag: CONVERGENCE_FLAG,
+        entry: convergenceEntries.get(field.split(".")[2] ?? "") ?? "",
+      }
+      : traitIndex === undefined
       ? { flag: CONCURRENCY_FLAG, entry: rawDefault ?? "" }
       : {
         flag: TRAIT_CONCURRENCY_FLAG,
         entry: entries[traitIndex]?.raw ?? "",
       };
   const toProblem = (v: LimitViolation): FlagProblem => ({
-    ...origin(v.traitIndex),
+    ...origin(v.traitIndex, v.field),
     rule: v.rule,
     field: v.field,
     value: v.value,
@@ -286,7 +360,7 @@ export function parseConcurrencyFlags(
     };
   }
   const warnings = check.warnings.map((w): FlagWarning => ({
-    ...origin(w.traitIndex),
+    ...origin(w.traitIndex, w.field),
     rule: w.rule,
     field: w.field,
     message: w.message,

@@ -3,9 +3,12 @@ import { parseArgs } from "node:util";
 import fc from "fast-check";
 import {
   ConcurrencyFlagError,
+  CONVERGENCE_ENTRY_MESSAGE,
   parseConcurrencyFlags,
   TRAIT_ENTRY_MESSAGE,
 } from "./flags.ts";
+import { checkLimitSpec } from "./validation.ts";
+import { FORCE_COMPLETE_EFFECT } from "./convergence_validation.ts";
 import { resolveLimit } from "./resolve.ts";
 
 function parse(args: string[]) {
@@ -14,11 +17,13 @@ function parse(args: string[]) {
     options: {
       "eviction-concurrency": { type: "string" },
       "eviction-trait-concurrency": { type: "string", multiple: true },
+      "eviction-convergence": { type: "string", multiple: true },
     },
   });
   return parseConcurrencyFlags(
     values["eviction-concurrency"],
     values["eviction-trait-concurrency"],
+    values["eviction-convergence"],
   );
 }
 
@@ -315,4 +320,109 @@ Deno.test("property: flags never throw and messages are one line without raw ent
       }
     },
   ));
+});
+
+Deno.test("flags: --eviction-convergence is the policy's spec.convergence", () => {
+  const r = parse([
+    "--eviction-convergence",
+    "completionTimeoutPerGiB=600,onTimeout=ForceComplete",
+    "--eviction-convergence=maxAbortedTries=3",
+  ]);
+  assert.ok(r.ok);
+  assert.deepEqual(r.settings.spec.convergence, {
+    completionTimeoutPerGiB: 600,
+    onTimeout: "ForceComplete",
+    maxAbortedTries: 3,
+  });
+  assert.deepEqual(r.warnings, [{
+    flag: "--eviction-convergence",
+    entry: "onTimeout=ForceComplete",
+    rule: "force-complete",
+    field: "spec.convergence.onTimeout",
+    message:
+      `spec.convergence.onTimeout: ForceComplete: ${FORCE_COMPLETE_EFFECT}; a force-completed copy still running after forceCompleteTimeoutSeconds is aborted`,
+  }]);
+});
+
+Deno.test("flags: --eviction-convergence errors, one line, the webhook's message for a bad value", async (t) => {
+  const rows: Array<{
+    name: string;
+    args: string[];
+    message: string;
+    entry: string;
+  }> = [
+    {
+      name: "an unknown key",
+      args: ["--eviction-convergence", "timeout=600"],
+      message: CONVERGENCE_ENTRY_MESSAGE,
+      entry: "timeout=600",
+    },
+    {
+      name: "no =",
+      args: ["--eviction-convergence", "onTimeout"],
+      message: CONVERGENCE_ENTRY_MESSAGE,
+      entry: "onTimeout",
+    },
+    {
+      name: "a key twice, over repeated flags",
+      args: [
+        "--eviction-convergence",
+        "onTimeout=Abort",
+        "--eviction-convergence",
+        "onTimeout=Report",
+      ],
+      message: CONVERGENCE_ENTRY_MESSAGE,
+      entry: "onTimeout=Report",
+    },
+    {
+      name: "a zero bound",
+      args: ["--eviction-convergence", "progressTimeoutSeconds=0"],
+      message:
+        "spec.convergence.progressTimeoutSeconds: got 0; expected an integer from 1 to 86400 (seconds)",
+      entry: "progressTimeoutSeconds=0",
+    },
+    {
+      name: "a bound in other units",
+      args: ["--eviction-convergence", "forceCompleteTimeoutSeconds=5m"],
+      message:
+        'spec.convergence.forceCompleteTimeoutSeconds: got "5m"; expected an integer from 1 to 86400 (seconds)',
+      entry: "forceCompleteTimeoutSeconds=5m",
+    },
+    {
+      name: "an unknown action",
+      args: ["--eviction-convergence", "maxAbortedTries=2,onTimeout=abort"],
+      message:
+        'spec.convergence.onTimeout: got "abort"; expected one of Report, Abort, ForceComplete',
+      entry: "onTimeout=abort",
+    },
+  ];
+  for (const row of rows) {
+    await t.step(row.name, () => {
+      const e = error(parse(row.args));
+      assert.equal(e.message, row.message);
+      assert.equal(e.flag, "--eviction-convergence");
+      assert.equal(e.entry, row.entry);
+      assert.ok(!e.message.includes("\n"));
+      if (e.rule !== "flag-entry-format") {
+        // the same message the webhook gives the same spec.convergence
+        const key = row.entry.slice(0, row.entry.indexOf("="));
+        const value = row.entry.slice(row.entry.indexOf("=") + 1);
+        const policy = checkLimitSpec({
+          convergence: {
+            [key]: key === "onTimeout" || !/^-?[0-9]+$/.test(value)
+              ? value
+              : Number(value),
+          },
+        });
+        assert.equal(policy.violations[0]?.message, e.message);
+      }
+    });
+  }
+  const notStrings = parseConcurrencyFlags(undefined, undefined, [
+    7 as unknown as string,
+  ]);
+  assert.equal(
+    error(notStrings).message,
+    "--eviction-convergence: the value is not a string; expected KEY=VALUE[,KEY=VALUE] with each KEY at most once, one of completionTimeoutPerGiB, progressTimeoutSeconds, onTimeout, maxAbortedTries, forceCompleteTimeoutSeconds",
+  );
 });

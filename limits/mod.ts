@@ -25,3 +25,4 @@ export * from "./traits.ts";
 export { MAX_QUOTED_CHARS, quoteValue } from "./quote.ts";
 export * from "./flags.ts";
 export * from "./convergence.ts";
+export * from "./convergence_validation.ts";

@@ -18,6 +18,11 @@
  */
 
 import type { EvictionPolicySpec } from "../models/mod.ts";
+import {
+  type ConvergencePolicy,
+  type ConvergenceSpec,
+  resolveConvergence,
+} from "./convergence.ts";
 
 /** Where the effective limit settings come from. */
 export type SettingsSource = "policy" | "flags";
@@ -133,6 +138,9 @@ export function freezeSettings(
       Object.freeze({
         trait: t.trait,
         maxConcurrentMigrations: t.maxConcurrentMigrations,
+        ...(t.convergence === undefined
+          ? {}
+          : { convergence: Object.freeze({ ...t.convergence }) }),
       })
     );
     Object.freeze(copy.traitLimits);
@@ -142,6 +150,12 @@ export function freezeSettings(
   }
   if (spec.migrationTimeoutSeconds !== undefined) {
     copy.migrationTimeoutSeconds = spec.migrationTimeoutSeconds;
+  }
+  if (spec.convergence !== undefined) {
+    copy.convergence = Object.freeze({ ...spec.convergence });
+  }
+  if (spec.noPauseTraits !== undefined) {
+    copy.noPauseTraits = Object.freeze([...spec.noPauseTraits]) as string[];
   }
   return Object.freeze({ source, spec: Object.freeze(copy) });
 }
@@ -207,6 +221,41 @@ export function resolveLimit(
     requested,
     clamped: requested !== undefined && requested > hostLimit,
   };
+}
+
+/**
+ * The convergence policy of one drain: the settings' default
+ * `convergence`, the `convergence` of every trait entry whose trait the
+ * host has (lowest risk per field), the Eviction's own `spec.convergence`
+ * over them, and the legacy `migrationTimeoutSeconds` /
+ * `abortStuckMigrations` as the flat special case (limits/convergence.ts).
+ *
+ * @example
+ * ```ts
+ * import { drainConvergence, policySettings } from "./resolve.ts";
+ * const settings = policySettings({
+ *   maxConcurrentMigrations: 4,
+ *   abortStuckMigrations: false,
+ *   convergence: { completionTimeoutPerGiB: 600, onTimeout: "Abort" },
+ *   traitLimits: [{ trait: "CUSTOM_HANA", maxConcurrentMigrations: 1, convergence: { onTimeout: "Report" } }],
+ * });
+ * const p = drainConvergence(settings, ["CUSTOM_HANA"], undefined);
+ * console.assert(p.onTimeout === "Report" && p.completionTimeoutPerGiB === 600);
+ * ```
+ */
+export function drainConvergence(
+  settings: LimitSettings,
+  traits: readonly string[] | undefined,
+  eviction: ConvergenceSpec | undefined,
+): ConvergencePolicy {
+  const host = new Set(traits ?? []);
+  return resolveConvergence({
+    defaults: settings.spec.convergence,
+    migrationTimeoutSeconds: settings.spec.migrationTimeoutSeconds,
+    abortStuckMigrations: settings.spec.abortStuckMigrations,
+    traits: (settings.spec.traitLimits ?? []).filter((t) => host.has(t.trait)),
+    eviction,
+  });
 }
 
 /**

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import type { EvictionPolicySpec } from "../models/mod.ts";
 import {
   clusterBudgetLeft,
+  drainConvergence,
   effectiveSettings,
   freezeSettings,
   type LimitSettings,
@@ -372,4 +373,87 @@ Deno.test("property: the cluster budget holds when drains start one after anothe
       }
     },
   ));
+});
+
+Deno.test("freezeSettings keeps the convergence fields, frozen, and drainConvergence reads them", () => {
+  const s = freezeSettings("policy", {
+    maxConcurrentMigrations: 4,
+    abortStuckMigrations: true,
+    migrationTimeoutSeconds: 3600,
+    convergence: { progressTimeoutSeconds: 200, onTimeout: "ForceComplete" },
+    traitLimits: [{
+      trait: "CUSTOM_HANA",
+      maxConcurrentMigrations: 1,
+      convergence: { onTimeout: "Report", maxAbortedTries: 1 },
+    }, { trait: "CUSTOM_B", maxConcurrentMigrations: 2 }],
+    noPauseTraits: ["CUSTOM_HANA"],
+  });
+  assert.deepEqual(s.spec.convergence, {
+    progressTimeoutSeconds: 200,
+    onTimeout: "ForceComplete",
+  });
+  assert.deepEqual(s.spec.traitLimits?.[0]?.convergence, {
+    onTimeout: "Report",
+    maxAbortedTries: 1,
+  });
+  assert.ok(!("convergence" in (s.spec.traitLimits?.[1] ?? {})));
+  assert.deepEqual(s.spec.noPauseTraits, ["CUSTOM_HANA"]);
+  assert.ok(Object.isFrozen(s.spec.convergence));
+  assert.ok(Object.isFrozen(s.spec.traitLimits?.[0]?.convergence));
+  assert.ok(Object.isFrozen(s.spec.noPauseTraits));
+  const rows: Array<{
+    name: string;
+    traits: string[] | undefined;
+    eviction?: { onTimeout: "Abort" };
+    want: { onTimeout: string; source: string; maxAbortedTries: number };
+  }> = [
+    {
+      name: "no matching trait: the policy's default",
+      traits: ["CUSTOM_B"],
+      want: {
+        onTimeout: "ForceComplete",
+        source: "policy",
+        maxAbortedTries: 2,
+      },
+    },
+    {
+      name: "unknown traits: the policy's default",
+      traits: undefined,
+      want: {
+        onTimeout: "ForceComplete",
+        source: "policy",
+        maxAbortedTries: 2,
+      },
+    },
+    {
+      name: "a matching trait's entry",
+      traits: ["CUSTOM_HANA", "CUSTOM_B"],
+      want: {
+        onTimeout: "Report",
+        source: "trait CUSTOM_HANA",
+        maxAbortedTries: 1,
+      },
+    },
+    {
+      name: "the Eviction over both",
+      traits: ["CUSTOM_HANA"],
+      eviction: { onTimeout: "Abort" },
+      want: { onTimeout: "Abort", source: "eviction", maxAbortedTries: 1 },
+    },
+  ];
+  for (const row of rows) {
+    const p = drainConvergence(s, row.traits, row.eviction);
+    assert.deepEqual(
+      {
+        onTimeout: p.onTimeout,
+        source: p.source,
+        maxAbortedTries: p.maxAbortedTries,
+      },
+      row.want,
+      row.name,
+    );
+    assert.equal(p.progressTimeoutSeconds, 200, row.name);
+    // no per-GiB bound anywhere: the legacy flat timeout is the bound
+    assert.equal(p.flatTimeoutSeconds, 3600, row.name);
+  }
 });

@@ -18,6 +18,12 @@ import {
   EvictionPolicySpecSchema,
 } from "../models/mod.ts";
 import { DEFAULT_MAX_CONCURRENT_MIGRATIONS } from "./resolve.ts";
+import {
+  checkConvergence,
+  convergencePolicyWarnings,
+  type ConvergenceRule,
+  type ConvergenceWarningRule,
+} from "./convergence_validation.ts";
 import { quoteValue } from "./quote.ts";
 import {
   isKnownTraitNamespace,
@@ -48,6 +54,10 @@ export type LimitRule =
   | "cluster-budget-range"
   | "timeout-range"
   | "abort-type"
+  | "no-pause-type"
+  | "no-pause-syntax"
+  | "no-pause-duplicate"
+  | ConvergenceRule
   | "schema";
 
 /** Which rule a {@linkcode LimitWarning} is about. */
@@ -55,7 +65,8 @@ export type LimitWarningRule =
   | "trait-namespace"
   | "trait-equals-default"
   | "cluster-budget-below-default"
-  | "abort-without-timeout";
+  | "abort-without-timeout"
+  | ConvergenceWarningRule;
 
 /** A setting that is refused. */
 export interface LimitViolation {
@@ -251,6 +262,7 @@ function checkTraitLimits(
     }
     const trait = item["trait"];
     const limit = item["maxConcurrentMigrations"];
+    const convergence = item["convergence"];
     if (!isTraitName(trait)) {
       c.deny("trait-syntax", `${at}.trait`, trait, TRAIT_NAME_EXPECTED, "", i);
     } else if (!isKnownTraitNamespace(trait)) {
@@ -304,7 +316,8 @@ function checkTraitLimits(
         i,
       );
     } else if (
-      defaultLimit !== undefined && limit === defaultLimit && isTraitName(trait)
+      defaultLimit !== undefined && limit === defaultLimit &&
+      isTraitName(trait) && convergence === undefined
     ) {
       c.warn(
         "trait-equals-default",
@@ -313,6 +326,46 @@ function checkTraitLimits(
           traitLabel(trait)
         } equals the default spec.maxConcurrentMigrations, so it has no effect`,
         i,
+      );
+    }
+    checkConvergence(convergence, `${at}.convergence`, c, i);
+  });
+}
+
+function hasConvergence(spec: Record<string, unknown>): boolean {
+  const traits = spec["traitLimits"];
+  return spec["convergence"] !== undefined ||
+    (Array.isArray(traits) &&
+      traits.some((t) => isRecord(t) && t["convergence"] !== undefined));
+}
+
+function checkNoPauseTraits(list: unknown, c: Collector): void {
+  if (list === undefined) return;
+  if (!Array.isArray(list) || list.length > MAX_TRAIT_LIMITS) {
+    c.deny(
+      "no-pause-type",
+      "spec.noPauseTraits",
+      list,
+      `a list of at most ${MAX_TRAIT_LIMITS} placement trait names`,
+    );
+    return;
+  }
+  const seen = new Map<string, number>();
+  list.forEach((trait: unknown, k) => {
+    const at = `spec.noPauseTraits[${k}]`;
+    if (!isTraitName(trait)) {
+      c.deny("no-pause-syntax", at, trait, TRAIT_NAME_EXPECTED);
+      return;
+    }
+    const first = seen.get(traitKey(trait));
+    if (first === undefined) seen.set(traitKey(trait), k);
+    else {
+      c.deny(
+        "no-pause-duplicate",
+        at,
+        trait,
+        "each trait at most once",
+        `, the same trait as spec.noPauseTraits[${first}]`,
       );
     }
   });
@@ -324,10 +377,15 @@ function checkTraitLimits(
  * settings built from the flags). Refuses what the CRD schema refuses
  * (types, bounds) and what only code can: trait names outside placement's
  * syntax, the same trait twice (also differing only in case), a trait
- * limit above the default. Warns about trait names outside CUSTOM_ and the
- * standard namespaces, a trait limit equal to the default, a cluster
- * budget below the per-host default, and abortStuckMigrations without a
- * timeout. A missing `maxConcurrentMigrations` counts as the CRD default 1.
+ * limit above the default, `convergence` bounds that are not integers in
+ * range or an unknown `onTimeout` (convergence_validation.ts), bad or
+ * repeated `noPauseTraits`. Warns about trait names outside CUSTOM_ and the
+ * standard namespaces, a trait limit equal to the default (unless the entry
+ * sets `convergence`), a cluster budget below the per-host default,
+ * abortStuckMigrations without a timeout, and the risky convergence
+ * choices (ForceComplete, above all for `noPauseTraits`; a per-GiB bound
+ * above Nova's; the legacy fields beside `convergence`). A missing
+ * `maxConcurrentMigrations` counts as the CRD default 1.
  *
  * @example
  * ```ts
@@ -397,13 +455,18 @@ export function checkLimitSpec(spec: unknown): LimitSpecCheck {
   const abort = spec["abortStuckMigrations"];
   if (abort !== undefined && typeof abort !== "boolean") {
     c.deny("abort-type", "spec.abortStuckMigrations", abort, "true or false");
-  } else if (abort === true && timeout === undefined) {
+  } else if (
+    abort === true && timeout === undefined && !hasConvergence(spec)
+  ) {
+    // beside convergence, the deprecation warning says what it does
     c.warn(
       "abort-without-timeout",
       "spec.abortStuckMigrations",
       "spec.abortStuckMigrations: true has no effect without spec.migrationTimeoutSeconds",
     );
   }
+  checkConvergence(spec["convergence"], "spec.convergence", c);
+  checkNoPauseTraits(spec["noPauseTraits"], c);
   if (c.violations.length > 0) return c.refused();
   const parsed = EvictionPolicySpecSchema.safeParse(spec);
   if (!parsed.success) {
@@ -418,7 +481,29 @@ export function checkLimitSpec(spec: unknown): LimitSpecCheck {
     );
     return c.refused();
   }
+  convergencePolicyWarnings(parsed.data, c);
   return { ok: true, spec: parsed.data, violations: [], warnings: c.warnings };
+}
+
+/**
+ * Checks an Eviction's `spec.convergence` (any value) with the policy's
+ * rules: the same refusals and warnings, with the same messages.
+ *
+ * @example
+ * ```ts
+ * import { checkEvictionConvergence } from "./validation.ts";
+ * const r = checkEvictionConvergence({ progressTimeoutSeconds: 0 });
+ * console.assert(r.violations[0]?.message ===
+ *   "spec.convergence.progressTimeoutSeconds: got 0; expected an integer from 1 to 86400 (seconds)");
+ * ```
+ */
+export function checkEvictionConvergence(value: unknown): {
+  readonly violations: readonly LimitViolation[];
+  readonly warnings: readonly LimitWarning[];
+} {
+  const c = new Collector();
+  checkConvergence(value, "spec.convergence", c);
+  return c;
 }
 
 /**

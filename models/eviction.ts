@@ -82,11 +82,40 @@ export const EvictionPrinterColumns: readonly {
   "jsonPath": '.status.conditions[?(@.type=="Evicting")].message',
   "priority": 1,
 }];
+/** This drain's own choice: each field set here overrides what the EvictionPolicy and the host's traits give. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+export const EvictionSpecConvergenceSchema: z.ZodObject<{
+  "completionTimeoutPerGiB": z.ZodOptional<z.ZodNumber>;
+  "progressTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+  "onTimeout": z.ZodOptional<
+    z.ZodEnum<
+      { "Report": "Report"; "Abort": "Abort"; "ForceComplete": "ForceComplete" }
+    >
+  >;
+  "maxAbortedTries": z.ZodOptional<z.ZodNumber>;
+  "forceCompleteTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
+  /** Seconds a live copy may take per GiB of the VM's memory (at least one GiB) before onTimeout acts; replaces the flat migrationTimeoutSeconds. Nova's counterpart is nova.conf [libvirt] live_migration_completion_timeout (800 s per GiB by default, counting disk too): keep this below it, else Nova acts first. */
+  "completionTimeoutPerGiB": z.number().int().min(1).max(86400).optional(),
+  /** Seconds the copy's remaining memory may go without a new low before onTimeout acts (150 when unset). Nova's counterpart was nova.conf [libvirt] live_migration_progress_timeout, removed in Stein. */
+  "progressTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+  /** What happens past either bound. Report: a NotConverging condition, Event and metric only. Abort: the copy is aborted, its slot freed, and the VM retried alone after the host's other VMs. ForceComplete: Nova's force_complete, sent once; Nova pauses the VM until the copy ends, or switches to post-copy where nova.conf [libvirt] live_migration_permit_post_copy is set; the copy is aborted if it still runs forceCompleteTimeoutSeconds later. Nova's counterpart is nova.conf [libvirt] live_migration_timeout_action (abort or force_complete). Several traits: the lowest risk wins (Report, then Abort, then ForceComplete). */
+  "onTimeout": z.enum(["Report", "Abort", "ForceComplete"]).optional(),
+  /** Copies of one VM aborted for not converging before it is left for a person, as a VM in ERROR is (2 when unset). Nova has no counterpart: it never retries. */
+  "maxAbortedTries": z.number().int().min(1).max(100).optional(),
+  /** Seconds a force-completed copy may still run before it is aborted (300 when unset). Nova has no counterpart. */
+  "forceCompleteTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+});
+/** The type of {@linkcode EvictionSpecConvergenceSchema}. */
+export type EvictionSpecConvergence = z.infer<
+  typeof EvictionSpecConvergenceSchema
+>;
+
 /** The `.spec` field of Eviction. */
 export const EvictionSpecSchema: z.ZodObject<{
   "hypervisor": z.ZodString;
   "reason": z.ZodString;
   "maxConcurrentMigrations": z.ZodOptional<z.ZodNumber>;
+  "convergence": z.ZodOptional<typeof EvictionSpecConvergenceSchema>;
 }, z.core.$strip> = z.object({
   /** Name of the Hypervisor (the compute host) to drain. */
   "hypervisor": z.string().min(1).max(255),
@@ -94,6 +123,8 @@ export const EvictionSpecSchema: z.ZodObject<{
   "reason": z.string().min(1).max(255),
   /** Lowers the limit that the EvictionPolicy gives this host; never raises it. */
   "maxConcurrentMigrations": z.number().int().min(1).max(64).optional(),
+  /** This drain's own choice: each field set here overrides what the EvictionPolicy and the host's traits give. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+  "convergence": EvictionSpecConvergenceSchema.optional(),
 });
 /** The type of {@linkcode EvictionSpecSchema}. */
 export type EvictionSpec = z.infer<typeof EvictionSpecSchema>;

@@ -37,17 +37,78 @@ export const EvictionPolicyPrinterColumns: readonly {
   "jsonPath": ".metadata.creationTimestamp",
   "priority": 0,
 }];
+/** Overrides spec.convergence for hosts with this trait, field by field. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+export const EvictionPolicySpecTraitLimitsItemConvergenceSchema: z.ZodObject<{
+  "completionTimeoutPerGiB": z.ZodOptional<z.ZodNumber>;
+  "progressTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+  "onTimeout": z.ZodOptional<
+    z.ZodEnum<
+      { "Report": "Report"; "Abort": "Abort"; "ForceComplete": "ForceComplete" }
+    >
+  >;
+  "maxAbortedTries": z.ZodOptional<z.ZodNumber>;
+  "forceCompleteTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
+  /** Seconds a live copy may take per GiB of the VM's memory (at least one GiB) before onTimeout acts; replaces the flat migrationTimeoutSeconds. Nova's counterpart is nova.conf [libvirt] live_migration_completion_timeout (800 s per GiB by default, counting disk too): keep this below it, else Nova acts first. */
+  "completionTimeoutPerGiB": z.number().int().min(1).max(86400).optional(),
+  /** Seconds the copy's remaining memory may go without a new low before onTimeout acts (150 when unset). Nova's counterpart was nova.conf [libvirt] live_migration_progress_timeout, removed in Stein. */
+  "progressTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+  /** What happens past either bound. Report: a NotConverging condition, Event and metric only. Abort: the copy is aborted, its slot freed, and the VM retried alone after the host's other VMs. ForceComplete: Nova's force_complete, sent once; Nova pauses the VM until the copy ends, or switches to post-copy where nova.conf [libvirt] live_migration_permit_post_copy is set; the copy is aborted if it still runs forceCompleteTimeoutSeconds later. Nova's counterpart is nova.conf [libvirt] live_migration_timeout_action (abort or force_complete). Several traits: the lowest risk wins (Report, then Abort, then ForceComplete). */
+  "onTimeout": z.enum(["Report", "Abort", "ForceComplete"]).optional(),
+  /** Copies of one VM aborted for not converging before it is left for a person, as a VM in ERROR is (2 when unset). Nova has no counterpart: it never retries. */
+  "maxAbortedTries": z.number().int().min(1).max(100).optional(),
+  /** Seconds a force-completed copy may still run before it is aborted (300 when unset). Nova has no counterpart. */
+  "forceCompleteTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+});
+/** The type of {@linkcode EvictionPolicySpecTraitLimitsItemConvergenceSchema}. */
+export type EvictionPolicySpecTraitLimitsItemConvergence = z.infer<
+  typeof EvictionPolicySpecTraitLimitsItemConvergenceSchema
+>;
+
 /** The `.spec.traitLimits[]` field of EvictionPolicy. */
 export const EvictionPolicySpecTraitLimitsItemSchema: z.ZodObject<{
   "trait": z.ZodString;
   "maxConcurrentMigrations": z.ZodNumber;
+  "convergence": z.ZodOptional<
+    typeof EvictionPolicySpecTraitLimitsItemConvergenceSchema
+  >;
 }, z.core.$strip> = z.object({
   "trait": z.string().min(1).max(255),
   "maxConcurrentMigrations": z.number().int().min(1).max(64),
+  /** Overrides spec.convergence for hosts with this trait, field by field. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+  "convergence": EvictionPolicySpecTraitLimitsItemConvergenceSchema.optional(),
 });
 /** The type of {@linkcode EvictionPolicySpecTraitLimitsItemSchema}. */
 export type EvictionPolicySpecTraitLimitsItem = z.infer<
   typeof EvictionPolicySpecTraitLimitsItemSchema
+>;
+
+/** The default for every drain; a host's traits and the Eviction override it. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+export const EvictionPolicySpecConvergenceSchema: z.ZodObject<{
+  "completionTimeoutPerGiB": z.ZodOptional<z.ZodNumber>;
+  "progressTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+  "onTimeout": z.ZodOptional<
+    z.ZodEnum<
+      { "Report": "Report"; "Abort": "Abort"; "ForceComplete": "ForceComplete" }
+    >
+  >;
+  "maxAbortedTries": z.ZodOptional<z.ZodNumber>;
+  "forceCompleteTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
+}, z.core.$strip> = z.object({
+  /** Seconds a live copy may take per GiB of the VM's memory (at least one GiB) before onTimeout acts; replaces the flat migrationTimeoutSeconds. Nova's counterpart is nova.conf [libvirt] live_migration_completion_timeout (800 s per GiB by default, counting disk too): keep this below it, else Nova acts first. */
+  "completionTimeoutPerGiB": z.number().int().min(1).max(86400).optional(),
+  /** Seconds the copy's remaining memory may go without a new low before onTimeout acts (150 when unset). Nova's counterpart was nova.conf [libvirt] live_migration_progress_timeout, removed in Stein. */
+  "progressTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+  /** What happens past either bound. Report: a NotConverging condition, Event and metric only. Abort: the copy is aborted, its slot freed, and the VM retried alone after the host's other VMs. ForceComplete: Nova's force_complete, sent once; Nova pauses the VM until the copy ends, or switches to post-copy where nova.conf [libvirt] live_migration_permit_post_copy is set; the copy is aborted if it still runs forceCompleteTimeoutSeconds later. Nova's counterpart is nova.conf [libvirt] live_migration_timeout_action (abort or force_complete). Several traits: the lowest risk wins (Report, then Abort, then ForceComplete). */
+  "onTimeout": z.enum(["Report", "Abort", "ForceComplete"]).optional(),
+  /** Copies of one VM aborted for not converging before it is left for a person, as a VM in ERROR is (2 when unset). Nova has no counterpart: it never retries. */
+  "maxAbortedTries": z.number().int().min(1).max(100).optional(),
+  /** Seconds a force-completed copy may still run before it is aborted (300 when unset). Nova has no counterpart. */
+  "forceCompleteTimeoutSeconds": z.number().int().min(1).max(86400).optional(),
+});
+/** The type of {@linkcode EvictionPolicySpecConvergenceSchema}. */
+export type EvictionPolicySpecConvergence = z.infer<
+  typeof EvictionPolicySpecConvergenceSchema
 >;
 
 /** The `.spec` field of EvictionPolicy. */
@@ -60,10 +121,12 @@ export const EvictionPolicySpecSchema: z.ZodObject<{
   "migrationTimeoutSeconds": z.ZodOptional<z.ZodNumber>;
   "abortStuckMigrations": z.ZodDefault<z.ZodBoolean>;
   "capacityCheck": z.ZodOptional<z.ZodEnum<{ "Warn": "Warn"; "Hold": "Hold" }>>;
+  "convergence": z.ZodOptional<typeof EvictionPolicySpecConvergenceSchema>;
+  "noPauseTraits": z.ZodOptional<z.ZodArray<z.ZodString>>;
 }, z.core.$strip> = z.object({
   /** Migrations in flight per hypervisor. */
   "maxConcurrentMigrations": z.number().int().min(1).max(64).default(1),
-  /** Lower limits for hosts with a placement trait; the lowest matching one wins. */
+  /** Lower limits for hosts with a placement trait; the lowest matching one wins. An entry's convergence sets that policy for the trait's hosts. */
   "traitLimits": z.array(EvictionPolicySpecTraitLimitsItemSchema).max(256)
     .superRefine(uniqueBy(["trait"])).optional(),
   /** Migrations in flight over all drains together. */
@@ -75,6 +138,12 @@ export const EvictionPolicySpecSchema: z.ZodObject<{
   "abortStuckMigrations": z.boolean().default(false),
   /** Absent means Warn. What a drain does when Placement says its VMs do not all fit elsewhere (condition CapacityChecked=False, Placement's view, a necessary condition). Warn drains anyway with an event; Hold keeps the compute service enabled and starts no migration until they fit, re-checking at the slow poll interval. */
   "capacityCheck": z.enum(["Warn", "Hold"]).optional(),
+  /** The default for every drain; a host's traits and the Eviction override it. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
+  "convergence": EvictionPolicySpecConvergenceSchema.optional(),
+  /** Placement traits of hosts whose VMs must never be paused. The webhook warns when a host with one of them could resolve to onTimeout ForceComplete (Nova pauses a VM it force-completes unless post-copy is permitted); give the trait's entry in traitLimits onTimeout Abort or Report, which win over ForceComplete. */
+  "noPauseTraits": z.array(z.string().min(1).max(255)).max(256).superRefine(
+    uniqueBy([]),
+  ).optional(),
 });
 /** The type of {@linkcode EvictionPolicySpecSchema}. */
 export type EvictionPolicySpec = z.infer<typeof EvictionPolicySpecSchema>;

@@ -156,6 +156,69 @@ const CASES: Case[] = [
       "metadata.name must be 'default': there is one EvictionPolicy per cluster",
   },
   {
+    name: "policy: convergence everywhere, and noPauseTraits",
+    resource: EvictionPolicyResource,
+    schema: EvictionPolicySchema,
+    object: policy("default", {
+      maxConcurrentMigrations: 2,
+      convergence: {
+        completionTimeoutPerGiB: 600,
+        progressTimeoutSeconds: 150,
+        onTimeout: "Abort",
+        maxAbortedTries: 2,
+        forceCompleteTimeoutSeconds: 300,
+      },
+      traitLimits: [{
+        trait: "CUSTOM_HANA_EXCLUSIVE_HOST",
+        maxConcurrentMigrations: 1,
+        convergence: { onTimeout: "Report" },
+      }],
+      noPauseTraits: ["CUSTOM_HANA_EXCLUSIVE_HOST"],
+    }),
+  },
+  {
+    name: "policy: convergence onTimeout unknown",
+    resource: EvictionPolicyResource,
+    schema: EvictionPolicySchema,
+    object: policy("default", { convergence: { onTimeout: "Pause" } }),
+    refused: `spec.convergence.onTimeout: Unsupported value: "Pause"`,
+  },
+  {
+    name: "policy: a trait's progressTimeoutSeconds 0",
+    resource: EvictionPolicyResource,
+    schema: EvictionPolicySchema,
+    object: policy("default", {
+      traitLimits: [{
+        trait: "CUSTOM_A",
+        maxConcurrentMigrations: 1,
+        convergence: { progressTimeoutSeconds: 0 },
+      }],
+    }),
+    refused:
+      "spec.traitLimits[0].convergence.progressTimeoutSeconds: Invalid value: 0",
+  },
+  {
+    name: "eviction: convergence valid",
+    resource: EvictionResource,
+    schema: EvictionSchema,
+    object: eviction("convergence", {
+      hypervisor: "node001",
+      reason: "x",
+      convergence: { completionTimeoutPerGiB: 120, onTimeout: "ForceComplete" },
+    }),
+  },
+  {
+    name: "eviction: convergence maxAbortedTries above 100",
+    resource: EvictionResource,
+    schema: EvictionSchema,
+    object: eviction("tries", {
+      hypervisor: "node001",
+      reason: "x",
+      convergence: { maxAbortedTries: 101 },
+    }),
+    refused: "should be less than or equal to 100",
+  },
+  {
     name: "hypervisor: valid, unknown upstream fields kept",
     resource: HypervisorResource,
     schema: HypervisorSchema,

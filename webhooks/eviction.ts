@@ -14,13 +14,19 @@
  */
 
 import { EvictionSpecSchema } from "../models/mod.ts";
-import { type LimitSettings, resolveLimit } from "../limits/resolve.ts";
+import {
+  drainConvergence,
+  type LimitSettings,
+  resolveLimit,
+} from "../limits/resolve.ts";
 import { quoteValue } from "../limits/quote.ts";
 import {
+  checkEvictionConvergence,
   isRecord,
   MAX_PER_HOST_LIMIT,
   violationMessage,
 } from "../limits/validation.ts";
+import { noPauseEvictionWarning } from "../limits/convergence_validation.ts";
 import { isBeingDeleted, objectName } from "./object_fields.ts";
 import { type AdmissionResult, allow, deny } from "../framework/admission.ts";
 
@@ -65,6 +71,16 @@ function oldReason(oldObj: unknown): unknown {
   return isRecord(spec) ? spec["reason"] : undefined;
 }
 
+function convergenceChanged(
+  spec: Record<string, unknown>,
+  oldObj: unknown,
+): boolean {
+  if (oldObj === undefined) return true;
+  const old = isRecord(oldObj) ? oldObj["spec"] : undefined;
+  return JSON.stringify(spec["convergence"]) !==
+    JSON.stringify(isRecord(old) ? old["convergence"] : undefined);
+}
+
 function clampWarning(
   requested: number,
   hypervisor: string,
@@ -89,10 +105,14 @@ function clampWarning(
 /**
  * Validates an Eviction on CREATE (`oldObj` undefined) or UPDATE.
  * Denies: a second Eviction for a hypervisor that has an unfinished one
- * (naming it; CREATE only); a reason that is only whitespace; a spec the
- * CRD schema refuses. Warns: no Hypervisor object of that name;
- * `spec.maxConcurrentMigrations` above the limit the settings give the
- * host (it is clamped, and the warning says to what); on CREATE, a policy
+ * (naming it; CREATE only); a reason that is only whitespace; a
+ * `spec.convergence` the policy's rules refuse (on UPDATE only when it
+ * changed); a spec the CRD schema refuses. Warns: no Hypervisor object of
+ * that name; `spec.maxConcurrentMigrations` above the limit the settings
+ * give the host (it is clamped, and the warning says to what); a new or
+ * changed `spec.convergence` that is risky (ForceComplete, above all on a
+ * host with a trait of the policy's noPauseTraits; a per-GiB bound above
+ * Nova's); on CREATE, a policy
  * whose capacityCheck is Hold (the drain may wait). Several refusals are
  * joined with ` | ` into one line.
  *
@@ -185,6 +205,12 @@ export function validateEviction(
       ),
     );
   }
+  // On UPDATE only a changed spec.convergence is checked (and warned
+  // about): appending spec.actions must not repeat its warnings.
+  const convergence = convergenceChanged(spec, oldObj)
+    ? checkEvictionConvergence(spec["convergence"])
+    : { violations: [], warnings: [] };
+  messages.push(...convergence.violations.map((v) => v.message));
   if (messages.length === 0) {
     const parsed = EvictionSpecSchema.safeParse(spec);
     if (!parsed.success) {
@@ -227,7 +253,7 @@ export function validateEviction(
       );
     }
   }
-  const warnings: string[] = [];
+  const warnings = convergence.warnings.map((w) => w.message);
   if (hypervisorOk) {
     const traits = context.hypervisorTraits(hypervisor);
     if (traits === undefined) {
@@ -239,6 +265,18 @@ export function validateEviction(
     }
     if (isIntIn(requested, 1, MAX_PER_HOST_LIMIT)) {
       const w = clampWarning(requested, hypervisor, traits, context.settings);
+      if (w !== undefined) warnings.push(w);
+    }
+    if (
+      convergence.violations.length === 0 && traits !== undefined &&
+      convergenceChanged(spec, oldObj)
+    ) {
+      const own = isRecord(spec["convergence"]) ? spec["convergence"] : {};
+      const w = noPauseEvictionWarning(
+        drainConvergence(context.settings, traits, own),
+        traits,
+        context.settings.spec.noPauseTraits,
+      );
       if (w !== undefined) warnings.push(w);
     }
   }

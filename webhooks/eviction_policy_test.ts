@@ -2,6 +2,7 @@ import { allow, deny } from "../framework/admission.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { EvictionPolicySpecSchema } from "../models/mod.ts";
+import { FORCE_COMPLETE_EFFECT } from "../limits/convergence_validation.ts";
 import { policySettings, resolveLimit } from "../limits/resolve.ts";
 import {
   type PolicyContext,
@@ -260,6 +261,37 @@ Deno.test("validateEvictionPolicy: every rule, each message exact", async (t) =>
         "spec.maxConcurrentMigrations: got 0; expected an integer from 1 to 64",
       warnings: [
         'metadata.name: got "old-name"; expected "default", because there is one EvictionPolicy per cluster (already so before this update, so not refused)',
+      ],
+    },
+    {
+      name: "convergence: a zero bound in a trait entry and a bad noPauseTrait",
+      obj: policy({
+        maxConcurrentMigrations: 4,
+        traitLimits: [{
+          ...tl("CUSTOM_HANA_EXCLUSIVE_HOST", 1),
+          convergence: { completionTimeoutPerGiB: 0 },
+        }],
+        noPauseTraits: ["hana"],
+      }),
+      message:
+        `spec.traitLimits[0].convergence.completionTimeoutPerGiB: got 0; expected an integer from 1 to 86400 (seconds per GiB) | spec.noPauseTraits[0]: got "hana"; expected ${NAME}`,
+    },
+    {
+      name:
+        "convergence: ForceComplete for a noPauseTraits host and the legacy timeout warn",
+      obj: policy({
+        maxConcurrentMigrations: 4,
+        migrationTimeoutSeconds: 3600,
+        traitLimits: [{
+          ...tl("CUSTOM_HANA_EXCLUSIVE_HOST", 1),
+          convergence: { onTimeout: "ForceComplete" },
+        }],
+        noPauseTraits: ["CUSTOM_HANA_EXCLUSIVE_HOST"],
+      }),
+      warnings: [
+        `spec.traitLimits[0].convergence.onTimeout: ForceComplete: ${FORCE_COMPLETE_EFFECT}; a force-completed copy still running after forceCompleteTimeoutSeconds is aborted`,
+        `spec.noPauseTraits[0]: VMs on hosts with CUSTOM_HANA_EXCLUSIVE_HOST must never be paused, but hosts with CUSTOM_HANA_EXCLUSIVE_HOST resolve to onTimeout ForceComplete (spec.traitLimits[0].convergence.onTimeout): ${FORCE_COMPLETE_EFFECT}; give CUSTOM_HANA_EXCLUSIVE_HOST an entry in spec.traitLimits with convergence.onTimeout Abort or Report (the lowest risk wins)`,
+        "spec.migrationTimeoutSeconds: deprecated beside convergence: a completionTimeoutPerGiB (spec.convergence, a trait's or the Eviction's) replaces this flat 3600 s timeout wherever it is set; set spec.convergence.completionTimeoutPerGiB and remove it",
       ],
     },
     {

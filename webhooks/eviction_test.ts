@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { freezeSettings, policySettings } from "../limits/resolve.ts";
 import { type EvictionContext, validateEviction } from "./eviction.ts";
+import { FORCE_COMPLETE_EFFECT } from "../limits/convergence_validation.ts";
 
 const HANA = "CUSTOM_HANA_EXCLUSIVE_HOST";
 const HOSTS = new Map<string, readonly string[]>([
@@ -26,6 +27,20 @@ const CONTEXT: EvictionContext = {
     maxConcurrentMigrations: 4,
     traitLimits: [{ trait: HANA, maxConcurrentMigrations: 1 }],
     abortStuckMigrations: false,
+  }),
+};
+
+const FC =
+  `spec.convergence.onTimeout: ForceComplete: ${FORCE_COMPLETE_EFFECT}; a force-completed copy still running after forceCompleteTimeoutSeconds is aborted`;
+const ABOVE_NOVA = (n: number) =>
+  `spec.convergence.completionTimeoutPerGiB: ${n} is above Nova's default live_migration_completion_timeout (800 s per GiB): unless the hosts' nova.conf raises it, Nova acts first (its live_migration_timeout_action, abort by default)`;
+const NO_PAUSE: EvictionContext = {
+  ...CONTEXT,
+  settings: policySettings({
+    maxConcurrentMigrations: 4,
+    traitLimits: [{ trait: HANA, maxConcurrentMigrations: 1 }],
+    abortStuckMigrations: false,
+    noPauseTraits: [HANA],
   }),
 };
 
@@ -200,6 +215,120 @@ Deno.test("validateEviction: every rule, each message exact", async (t) => {
       obj: eviction("node001-b", { hypervisor: "node001", reason: " " }),
       message:
         'spec.reason: got " "; expected a reason that is not only whitespace (it becomes the compute service\'s disabled reason) | spec.hypervisor: got "node001", which already has the unfinished Eviction "node001"; expected at most one unfinished Eviction per hypervisor (wait until "node001" is finished, or delete it)',
+    },
+    {
+      name: "convergence: bad bounds and an unknown action, one line",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: { progressTimeoutSeconds: 0, onTimeout: "pause" },
+      }),
+      message:
+        'spec.convergence.progressTimeoutSeconds: got 0; expected an integer from 1 to 86400 (seconds) | spec.convergence.onTimeout: got "pause"; expected one of Report, Abort, ForceComplete',
+    },
+    {
+      name: "convergence: not an object",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: "Abort",
+      }),
+      message:
+        'spec.convergence: got "Abort"; expected an object with any of completionTimeoutPerGiB, progressTimeoutSeconds, maxAbortedTries, forceCompleteTimeoutSeconds, onTimeout',
+    },
+    {
+      name: "convergence: ForceComplete and a bound above Nova's warn",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: {
+          onTimeout: "ForceComplete",
+          completionTimeoutPerGiB: 801,
+        },
+      }),
+      warnings: [FC, ABOVE_NOVA(801)],
+    },
+    {
+      name: "convergence: ForceComplete on a noPauseTraits host warns louder",
+      obj: eviction("node002", {
+        hypervisor: "node002",
+        reason: "r",
+        convergence: { onTimeout: "ForceComplete" },
+      }),
+      context: NO_PAUSE,
+      warnings: [
+        FC,
+        `spec.convergence: VMs on this host must never be paused (EvictionPolicy spec.noPauseTraits: ${HANA}), but its drain resolves to onTimeout ForceComplete from spec.convergence.onTimeout: ${FORCE_COMPLETE_EFFECT}; set spec.convergence.onTimeout to Abort or Report`,
+      ],
+    },
+    {
+      name:
+        "convergence: the policy's ForceComplete reaching a noPauseTraits host",
+      obj: eviction("node002", { hypervisor: "node002", reason: "r" }),
+      context: {
+        ...NO_PAUSE,
+        settings: policySettings({
+          maxConcurrentMigrations: 4,
+          abortStuckMigrations: false,
+          convergence: { onTimeout: "ForceComplete" },
+          noPauseTraits: [HANA],
+        }),
+      },
+      warnings: [
+        `spec.convergence: VMs on this host must never be paused (EvictionPolicy spec.noPauseTraits: ${HANA}), but its drain resolves to onTimeout ForceComplete from the EvictionPolicy (policy): ${FORCE_COMPLETE_EFFECT}; set spec.convergence.onTimeout to Abort or Report`,
+      ],
+    },
+    {
+      name: "convergence: the Eviction's Abort protects a noPauseTraits host",
+      obj: eviction("node002", {
+        hypervisor: "node002",
+        reason: "r",
+        convergence: { onTimeout: "Abort" },
+      }),
+      context: {
+        ...NO_PAUSE,
+        settings: policySettings({
+          maxConcurrentMigrations: 4,
+          abortStuckMigrations: false,
+          convergence: { onTimeout: "ForceComplete" },
+          noPauseTraits: [HANA],
+        }),
+      },
+    },
+    {
+      name: "convergence: ForceComplete on a host without a noPauseTrait",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: { onTimeout: "ForceComplete" },
+      }),
+      context: NO_PAUSE,
+      warnings: [FC],
+    },
+    {
+      name:
+        "convergence: an update that leaves it as it was repeats no warning",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r2",
+        convergence: { onTimeout: "ForceComplete" },
+      }),
+      old: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: { onTimeout: "ForceComplete" },
+      }),
+    },
+    {
+      name: "convergence: an update that changes it is checked",
+      obj: eviction("node003", {
+        hypervisor: "node003",
+        reason: "r",
+        convergence: { maxAbortedTries: -1 },
+      }),
+      old: eviction("node003", { hypervisor: "node003", reason: "r" }),
+      message:
+        "spec.convergence.maxAbortedTries: got -1; expected an integer from 1 to 100 (tries)",
     },
     {
       name: "an object being deleted is allowed",

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { resolveLimit } from "../limits/resolve.ts";
+import { drainConvergence, resolveLimit } from "../limits/resolve.ts";
 import { policySettings } from "../limits/resolve.ts";
-import { parseConcurrencyFlags } from "../limits/flags.ts";
+import { CONVERGENCE_KEYS, parseConcurrencyFlags } from "../limits/flags.ts";
 import { EvictionPolicySpecSchema } from "../models/mod.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
 
@@ -108,6 +108,61 @@ Deno.test("property: flags and a policy with the same settings agree", () => {
       }
     }),
     { numRuns: 1000 },
+  );
+  assert.ok(allowedRuns > 50, `only ${allowedRuns} allowed runs`);
+});
+
+const convergenceArb = fc.dictionary(
+  fc.constantFrom(...CONVERGENCE_KEYS),
+  fc.oneof(
+    fc.integer({ min: -2, max: 90_000 }).map(String),
+    fc.constantFrom("Report", "Abort", "ForceComplete", "abort", "1.5", ""),
+  ),
+  { maxKeys: 5 },
+);
+
+Deno.test("property: --eviction-convergence and a policy's spec.convergence agree", () => {
+  let allowedRuns = 0;
+  fc.assert(
+    fc.property(convergenceArb, hostTraitsArb, (entries, host) => {
+      const convergence = Object.fromEntries(
+        Object.entries(entries).map(([k, v]) => [
+          k,
+          k !== "onTimeout" && /^-?[0-9]+$/.test(v) ? Number(v) : v,
+        ]),
+      );
+      const spec = Object.keys(entries).length === 0 ? {} : { convergence };
+      const verdict = validateEvictionPolicy(
+        { metadata: { name: "default" }, spec },
+        undefined,
+        { runningEvictions: [] },
+      );
+      const flags = parseConcurrencyFlags(
+        undefined,
+        undefined,
+        Object.entries(entries).map(([k, v]) => `${k}=${v}`),
+      );
+      if (verdict.allowed) {
+        assert.ok(flags.ok, "flags refused what the policy allows");
+        allowedRuns++;
+        assert.deepEqual(
+          flags.warnings.map((w) => w.message),
+          verdict.warnings ?? [],
+        );
+        assert.deepEqual(
+          drainConvergence(flags.settings, host, undefined),
+          drainConvergence(
+            policySettings(EvictionPolicySpecSchema.parse(spec)),
+            host,
+            undefined,
+          ),
+        );
+      } else {
+        assert.ok(!flags.ok, "flags allowed what the policy refuses");
+        assert.equal(flags.error.message, verdict.message);
+      }
+    }),
+    { numRuns: 500 },
   );
   assert.ok(allowedRuns > 50, `only ${allowedRuns} allowed runs`);
 });

@@ -9,7 +9,12 @@
 import { errText } from "../../framework/errors.ts";
 import type { HandlerContext } from "../../framework/handler.ts";
 import type { Logger } from "../../framework/logger.ts";
-import { type LimitSettings, resolveLimit } from "../../limits/resolve.ts";
+import {
+  drainConvergence,
+  type LimitSettings,
+  resolveLimit,
+} from "../../limits/resolve.ts";
+import type { ConvergenceSpec } from "../../limits/convergence.ts";
 import type { Eviction, EvictionStatus, Hypervisor } from "../../models/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
 import type { PendingEvent } from "./report.ts";
@@ -77,18 +82,54 @@ export interface EvictionPassDeps {
   capacity?: CapacityDeps;
 }
 
-/** The planner options of a pass: defaults, the deps' overrides, the policy's. */
+/** The drain a pass plans for, as its convergence policy needs it. */
+export interface DrainOf {
+  /** The Hypervisor's traits (status.traits); undefined when unknown. */
+  traits: readonly string[] | undefined;
+  /** The Eviction's own spec.convergence. */
+  convergence: ConvergenceSpec | undefined;
+}
+
+/**
+ * The planner options of a pass: defaults, the deps' overrides, the
+ * policy's. With `drain`, `convergence` is the drain's resolved policy
+ * (limits/resolve.ts `drainConvergence`); an override's stands only while
+ * neither the settings nor the Eviction set any `convergence`.
+ */
 export function planOptionsFor(
   overrides: Partial<PlanOptions>,
   settings: LimitSettings,
+  drain?: DrainOf,
 ): PlanOptions {
   const timeout = settings.spec.migrationTimeoutSeconds;
+  const own = drain !== undefined && (drain.convergence !== undefined ||
+    settings.spec.convergence !== undefined ||
+    (settings.spec.traitLimits ?? []).some((t) => t.convergence !== undefined));
+  const convergence = drain === undefined ||
+      (!own && overrides.convergence !== undefined)
+    ? overrides.convergence
+    : drainConvergence(settings, drain.traits, drain.convergence);
   return {
     ...DEFAULT_PLAN_OPTIONS,
     ...overrides,
     abortStuckMigrations: settings.spec.abortStuckMigrations,
     ...(timeout === undefined ? {} : { migrationTimeoutSeconds: timeout }),
+    ...(convergence === undefined ? {} : { convergence }),
   };
+}
+
+/**
+ * The planner options of a drain's pass: {@linkcode planOptionsFor} with
+ * its Hypervisor's traits (as cached) and its Eviction's convergence.
+ */
+export function passPlanOptions(
+  pass: Pick<Pass, "deps" | "ev" | "hypervisor">,
+  settings: LimitSettings,
+): PlanOptions {
+  return planOptionsFor(pass.deps.planOptions, settings, {
+    traits: pass.hypervisor?.status?.traits,
+    convergence: pass.ev.spec.convergence,
+  });
 }
 
 /**

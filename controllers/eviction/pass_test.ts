@@ -12,11 +12,13 @@ import {
   type PassWorld,
 } from "../../tests/harness/pass_fixture.ts";
 import { DEFAULT_PLAN_OPTIONS, type PlanOptions } from "./plan_options.ts";
+import { resolveConvergence } from "../../limits/convergence.ts";
 import {
   clusterInFlight,
   finishedLookMs,
   limitOfDrain,
   type MutablePass,
+  passPlanOptions,
   type Phase,
   planOptionsFor,
   record,
@@ -110,6 +112,109 @@ Deno.test("planOptionsFor: takes the defaults, then the overrides, then the poli
       row.name,
     );
   }
+});
+
+Deno.test("passPlanOptions: a host with two traits gets the lowest risk of each field, then the Eviction's own", () => {
+  const policy = settings({
+    maxConcurrentMigrations: 4,
+    migrationTimeoutSeconds: 3600,
+    convergence: { completionTimeoutPerGiB: 300, onTimeout: "ForceComplete" },
+    traitLimits: [
+      {
+        trait: "CUSTOM_HANA",
+        maxConcurrentMigrations: 1,
+        convergence: { onTimeout: "Abort", progressTimeoutSeconds: 600 },
+      },
+      {
+        trait: "CUSTOM_BIG",
+        maxConcurrentMigrations: 2,
+        convergence: {
+          completionTimeoutPerGiB: 900,
+          progressTimeoutSeconds: 120,
+          maxAbortedTries: 1,
+        },
+      },
+      {
+        trait: "CUSTOM_ELSEWHERE",
+        maxConcurrentMigrations: 1,
+        convergence: { onTimeout: "Report", maxAbortedTries: 1 },
+      },
+    ],
+  });
+  const host: Hypervisor = {
+    metadata: { name: "h1" },
+    status: { traits: ["CUSTOM_HANA", "CUSTOM_BIG", "HW_CPU_X86_AVX2"] },
+  } as Hypervisor;
+  const ev = eviction("a", "h1");
+  const options = passPlanOptions(
+    passFixture(ev, { hypervisors: [host] }).pass,
+    policy,
+  );
+  assert.deepEqual(options.convergence, {
+    completionTimeoutPerGiB: 900, // the longer of the traits' bounds
+    progressTimeoutSeconds: 600,
+    onTimeout: "Abort", // Abort before the default's ForceComplete
+    maxAbortedTries: 1,
+    forceCompleteTimeoutSeconds: 300,
+    source: "trait CUSTOM_HANA",
+  });
+  // the legacy fields stay in the options, the flat special case beside it
+  assert.equal(options.migrationTimeoutSeconds, 3600);
+  const own = eviction("a", "h1");
+  own.spec.convergence = { onTimeout: "Report", completionTimeoutPerGiB: 60 };
+  const overridden = passPlanOptions(
+    passFixture(own, { hypervisors: [host] }).pass,
+    policy,
+  );
+  assert.equal(overridden.convergence?.onTimeout, "Report");
+  assert.equal(overridden.convergence?.source, "eviction");
+  assert.equal(overridden.convergence?.completionTimeoutPerGiB, 60);
+  assert.equal(overridden.convergence?.progressTimeoutSeconds, 600);
+  // an unknown host: the policy's default alone
+  const alone = passPlanOptions(passFixture(ev).pass, policy);
+  assert.equal(alone.convergence?.onTimeout, "ForceComplete");
+  assert.equal(alone.convergence?.completionTimeoutPerGiB, 300);
+});
+
+Deno.test("planOptionsFor: the convergence of an override stands only while nothing sets one", () => {
+  const injected = resolveConvergence({
+    abortStuckMigrations: false,
+    defaults: { onTimeout: "Abort", completionTimeoutPerGiB: 10 },
+  });
+  const drain = { traits: ["CUSTOM_A"], convergence: undefined };
+  // nothing set: the override stands
+  assert.equal(
+    planOptionsFor({ convergence: injected }, settings(), drain).convergence,
+    injected,
+  );
+  // no override, nothing set: the legacy fields resolved
+  assert.deepEqual(
+    planOptionsFor(
+      {},
+      settings({ migrationTimeoutSeconds: 600, abortStuckMigrations: true }),
+      drain,
+    ).convergence,
+    resolveConvergence({
+      abortStuckMigrations: true,
+      migrationTimeoutSeconds: 600,
+    }),
+  );
+  // a trait entry's convergence wins over the override
+  const byTrait = planOptionsFor(
+    { convergence: injected },
+    settings({
+      traitLimits: [{
+        trait: "CUSTOM_A",
+        maxConcurrentMigrations: 1,
+        convergence: { onTimeout: "Report" },
+      }],
+    }),
+    drain,
+  ).convergence;
+  assert.equal(byTrait?.onTimeout, "Report");
+  assert.equal(byTrait?.source, "trait CUSTOM_A");
+  // without the drain (the finalizer's look), only the override
+  assert.equal(planOptionsFor({}, settings()).convergence, undefined);
 });
 
 Deno.test("limitOfDrain: lowers the settings' limit by the host's traits and the Eviction's cap", () => {

@@ -41,7 +41,7 @@ import {
   newPass,
   type NextLook,
   type Pass,
-  planOptionsFor,
+  passPlanOptions,
   record,
   runSteps,
   wakeSiblings,
@@ -143,7 +143,7 @@ async function runPhases(pass: MutablePass): Promise<PassEnd> {
   ]);
   if (stop !== undefined) return { wait: stop };
   const options: PlanOptions = {
-    ...planOptionsFor(deps.planOptions, settings),
+    ...passPlanOptions(pass, settings),
     settleMs: pass.times.settleMs,
     novaClockOffsetMs: deps.novaClockOffsetMs(),
   };
