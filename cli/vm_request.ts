@@ -351,8 +351,12 @@ export async function runVmRequest(
         k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch),
       );
     } catch (e) {
-      if (attempt < 3 && isTestFailure(e)) continue;
-      throw e;
+      if (!isTestFailure(e)) throw e;
+      if (attempt < 3) continue;
+      io.err(
+        `error: spec.actions of eviction.${group}/${d.eviction} changed under each of 3 tries (other requests at the same time): nothing sent; try again`,
+      );
+      return 1;
     }
     io.out(requestLine(d.eviction, index, d.item, dryRun));
     if (dryRun || !values.wait) return 0;
@@ -386,12 +390,15 @@ function checkedArgs(
   return [host, vm];
 }
 
-/** A JSON patch whose test failed: the list changed since it was read. */
+/**
+ * A JSON patch that did not apply: its test failed, the list changed since
+ * it was read. The API server says only this (a schema or webhook refusal
+ * names the field).
+ */
 function isTestFailure(e: unknown): boolean {
-  return e instanceof k8s.ApiException &&
-    (e.code === 422 || e.code === 409 || e.code === 500) &&
-    /test operation does not apply|testing value .* failed/i.test(
-      apiMessage(e),
+  return e instanceof k8s.ApiException && e.code === 422 &&
+    apiMessage(e).startsWith(
+      "the server rejected our request due to an error in our request",
     );
 }
 
