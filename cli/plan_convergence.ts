@@ -14,7 +14,6 @@ import {
   type ConvergenceSpec,
   copyTimeoutSeconds,
   type OnTimeout,
-  resolveConvergence,
 } from "../limits/convergence.ts";
 import type { DrainCost } from "../capacity/history.ts";
 import { formatSeconds } from "./plan.ts";

@@ -11,9 +11,11 @@
 import assert from "node:assert/strict";
 import { parseConcurrencyFlags } from "../limits/flags.ts";
 import { startEnvtest } from "./harness/envtest.ts";
+import { startNovaSim } from "./harness/nova_sim/mod.ts";
 import {
   eviction,
   manifest,
+  policy,
   startWebhookOperator,
   webhookConfigurationYaml,
 } from "./_webhook_fixture.ts";
@@ -242,7 +244,10 @@ Deno.test({
         ]);
         assert.notEqual(stale.code, 0);
         // the words the plugin retries on (cli/vm_request.ts isTestFailure)
-        assert.match(stale.stderr, /testing value \/spec\/actions failed/);
+        assert.match(
+          stale.stderr,
+          /the server rejected our request due to an error in our request/,
+        );
         assert.equal((await actionsOf("n1"))?.length, 2);
         // an absent list: the first request's test (null) passes once only
         const absent = [
@@ -281,8 +286,8 @@ Deno.test({
       // the webhook refuses it too, whoever writes it
       const r = await patchAsAlice("n2", [{
         op: "add",
-        path: "/spec/actions/-",
-        value: item(),
+        path: "/spec/actions",
+        value: [...(await actionsOf("n2")) ?? [], item()],
       }]);
       assert.match(r.stderr, /the drain finished at 2026-12-07T09:30:00Z/);
       assertOneLine(
@@ -290,6 +295,85 @@ Deno.test({
         1,
         /abort takes a HOST and a VM, got 1 arguments/,
       );
+    });
+
+    await t.step("status -o wide: then a row per copy in flight", async () => {
+      await setStatus("n3", {
+        inFlight: [{ ...inFlight[0], memoryProcessedPercent: 40 }],
+      });
+      const r = await asAlice(["status", "-o", "wide"]);
+      assert.equal(r.code, 0, r.stderr);
+      const [evictions, copies] = r.stdout.split("\n\n");
+      assert.match(evictions ?? "", /^NAME\s+HYPERVISOR/);
+      assert.match(
+        copies ?? "",
+        /^EVICTION\s+VM\s+KIND\s+AGE\s+COPIED\s+REMAINING\s+RATE\s+ETA\s+CONVERGING\s+DEADLINE$/m,
+      );
+      assert.match(copies ?? "", new RegExp(`^n1\\s+${VM}\\s+live\\s+`, "m"));
+      assert.match(
+        copies ?? "",
+        new RegExp(
+          `^n3\\s+${VM}\\s+live\\s+\\S+\\s+40%\\s+-\\s+-\\s+-\\s+-\\s+-$`,
+          "m",
+        ),
+      );
+    });
+
+    await t.step("plan names the VMs its policy will act on", async () => {
+      const p = await kubectl(
+        ["create", "-f", "-"],
+        manifest(policy({
+          maxConcurrentMigrations: 2,
+          migrationTimeoutSeconds: 600,
+          abortStuckMigrations: true,
+        })),
+      );
+      assert.equal(p.code, 0, p.stderr);
+      const sim = await startNovaSim({
+        hosts: [{ name: "src", ramMb: 262144 }, { name: "dst", ramMb: 262144 }],
+        servers: [
+          { name: "huge", host: "src", ramMb: 131072 },
+          { name: "small", host: "src", ramMb: 2048 },
+          { name: "off", host: "src", ramMb: 65536, status: "SHUTOFF" },
+        ],
+      });
+      try {
+        const args = [
+          "plan",
+          "src",
+          "--mb-per-second",
+          "100",
+          "--overhead-seconds",
+          "5",
+          "--kubeconfig",
+          alice,
+        ];
+        const json = await kubectlEvictor(
+          env,
+          [...args, "-o", "json"],
+          sim.env(),
+        );
+        assert.equal(json.code, 0, json.stderr);
+        const c = JSON.parse(json.stdout).hosts[0].convergence;
+        assert.deepEqual(
+          c.notConverging.map((
+            v: { name: string; predictedSeconds: number; boundSeconds: number },
+          ) => [v.name, v.predictedSeconds, v.boundSeconds]),
+          [["huge", 1316, 600]],
+        );
+        const table = await kubectlEvictor(env, args, sim.env());
+        assert.equal(table.code, 0, table.stderr);
+        assert.match(
+          table.stdout,
+          /^ {2}converge: {2}10m00s per copy \(migrationTimeoutSeconds\), progress timeout 2m30s, onTimeout Abort \(policy\)$/m,
+        );
+        assert.match(
+          table.stdout,
+          /^ {2}not converging: huge \(\S+, 131072 MB\): copy predicted 21m56s, bound 10m00s: aborted and retried alone after the others; left for a person after 2 aborted tries$/m,
+        );
+      } finally {
+        await sim.close();
+      }
     });
 
     await t.step(
