@@ -59,7 +59,8 @@ export function answers(
  * import { pendingRequests } from "./requests.ts";
  * const a = { server: "vm-1", action: "Abort" as const, requestedBy: "alice", requestedAt: "2026-01-01T00:00:00Z" };
  * const b = { ...a, server: "vm-2" };
- * assert.deepEqual(pendingRequests([a, b], [{ ...a, outcome: "Sent" }]), [b]);
+ * const sent = { ...a, outcome: "Sent" };
+ * assert.deepEqual(pendingRequests([a, b], [sent]), [b]);
  * ```
  */
 export function pendingRequests(
