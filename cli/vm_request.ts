@@ -446,6 +446,54 @@ async function whoAmI(
 }
 
 /**
+ * What one change of the Eviction ends a `--wait` with, if anything: the
+ * request's outcome (exit 0 when Sent, else 1 with an `error:` line), or
+ * the Eviction deleted or finished (no pass looks at a finished drain's
+ * requests) before an outcome.
+ *
+ * @example
+ * ```ts
+ * import { waitVerdict } from "./vm_request.ts";
+ * const item = { server: "vm", action: "Abort" as const, requestedBy: "a", requestedAt: "2026-01-01T00:00:00Z" };
+ * const v = waitVerdict("MODIFIED", { status: { actions: [{ ...item, outcome: "Sent", message: "ok" }] } }, item, 0);
+ * console.log(v?.line); // Abort of vm: Sent: ok
+ * ```
+ */
+export function waitVerdict(
+  type: EvictionChange["type"],
+  object: Record<string, unknown>,
+  item: EvictionSpecActionsItem,
+  index: number,
+): { code: number; line: string } | undefined {
+  const name = (object["metadata"] as { name?: string } | undefined)?.name ??
+    "";
+  if (type === "DELETED") {
+    return {
+      code: 1,
+      line:
+        `error: eviction.${group}/${name} was deleted before the request was answered`,
+    };
+  }
+  const o = outcomeOf(object, item, index);
+  if (o !== undefined) {
+    const said = `${item.action} of ${item.server}: ${o.outcome}${
+      o.message ? `: ${o.message}` : ""
+    }`;
+    return o.outcome === "Sent"
+      ? { code: 0, line: said }
+      : { code: 1, line: `error: ${said}` };
+  }
+  const finishedAt = (object["status"] as { finishedAt?: unknown } | undefined)
+    ?.finishedAt;
+  if (typeof finishedAt !== "string") return undefined;
+  return {
+    code: 1,
+    line:
+      `error: the drain of eviction.${group}/${name} finished at ${finishedAt} before the request was answered`,
+  };
+}
+
+/**
  * Waits until the controller records the request's outcome: 0 when Sent,
  * 1 for NotInFlight or Refused (the message says why), a deleted
  * Eviction, or `timeoutMs` passed.
@@ -464,21 +512,10 @@ async function waitOutcome(
   const onChange = ({ type, object }: EvictionChange) => {
     const name = (object["metadata"] as { name?: string } | undefined)?.name;
     if (name !== eviction || code !== undefined) return;
-    if (type === "DELETED") {
-      io.err(
-        `error: eviction.${group}/${eviction} was deleted before the request was answered`,
-      );
-      code = 1;
-    } else {
-      const o = outcomeOf(object, item, index);
-      if (o === undefined) return;
-      const said = `${item.action} of ${item.server}: ${o.outcome}${
-        o.message ? `: ${o.message}` : ""
-      }`;
-      if (o.outcome === "Sent") io.out(said);
-      else io.err(`error: ${said}`);
-      code = o.outcome === "Sent" ? 0 : 1;
-    }
+    const v = waitVerdict(type, object, item, index);
+    if (v === undefined) return;
+    (v.code === 0 ? io.out : io.err)(v.line);
+    code = v.code;
     stop.abort();
   };
   const onListed = (names: ReadonlySet<string>) => {

@@ -6,6 +6,7 @@ import {
   evictionFor,
   outcomeOf,
   requestLine,
+  waitVerdict,
 } from "./vm_request.ts";
 
 const VM = "3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f";
@@ -201,4 +202,54 @@ Deno.test("requestLine: kubectl's words, the index and who asked", () => {
     `eviction.kvm.cloud.sap/n1 patched: spec.actions[2] ForceComplete of ${VM} requested by alice at ${NOW}`,
   );
   assert.match(requestLine("n1", 0, item, true), /patched \(server dry run\)/);
+});
+
+Deno.test("waitVerdict: the outcome ends the wait; so do a deletion and a finished drain", () => {
+  const item = {
+    server: VM,
+    action: "ForceComplete" as const,
+    requestedBy: "alice",
+    requestedAt: NOW,
+  };
+  const obj = (status: Record<string, unknown>) => ({
+    metadata: { name: "n1" },
+    status,
+  });
+  assert.equal(waitVerdict("MODIFIED", obj({}), item, 0), undefined);
+  assert.deepEqual(
+    waitVerdict(
+      "MODIFIED",
+      obj({ actions: [{ ...item, outcome: "Sent", message: "sent" }] }),
+      item,
+      0,
+    ),
+    { code: 0, line: `ForceComplete of ${VM}: Sent: sent` },
+  );
+  assert.deepEqual(
+    waitVerdict(
+      "MODIFIED",
+      obj({ actions: [{ ...item, outcome: "Refused", message: "409" }] }),
+      item,
+      0,
+    ),
+    { code: 1, line: `error: ForceComplete of ${VM}: Refused: 409` },
+  );
+  assert.deepEqual(waitVerdict("DELETED", obj({}), item, 0), {
+    code: 1,
+    line:
+      "error: eviction.kvm.cloud.sap/n1 was deleted before the request was answered",
+  });
+  assert.deepEqual(
+    waitVerdict(
+      "MODIFIED",
+      obj({ finishedAt: "2026-12-07T11:00:00Z" }),
+      item,
+      0,
+    ),
+    {
+      code: 1,
+      line:
+        "error: the drain of eviction.kvm.cloud.sap/n1 finished at 2026-12-07T11:00:00Z before the request was answered",
+    },
+  );
 });
