@@ -19,6 +19,8 @@ import {
 const ARGUMENTS: Partial<Record<CommandName, string>> = {
   drain: "hypervisors",
   plan: "hypervisors",
+  "force-complete": "hypervisors",
+  abort: "hypervisors",
   completion: "shells",
   version: "none",
 };

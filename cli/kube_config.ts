@@ -131,13 +131,31 @@ export function customObjectsApi(
   kc: k8s.KubeConfig,
   warn: (text: string) => void,
 ): k8s.CustomObjectsApi {
+  return pluginApi(kc, warn, k8s.CustomObjectsApi);
+}
+
+/**
+ * Any client-node API class as {@linkcode customObjectsApi} makes its
+ * client: the plugin's User-Agent, warnings to `warn`, one line when the
+ * API server does not answer.
+ *
+ * @example
+ * ```ts ignore
+ * const auth = pluginApi(kc, warn, k8s.AuthenticationV1Api);
+ * ```
+ */
+export function pluginApi<T extends object>(
+  kc: k8s.KubeConfig,
+  warn: (text: string) => void,
+  Api: new (configuration: k8s.Configuration) => T,
+): T {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) {
     throw new KubeconfigError(
       `kubeconfig context "${kc.getCurrentContext()}" names no cluster`,
     );
   }
-  const api = new k8s.CustomObjectsApi(k8s.createConfiguration({
+  const api = new Api(k8s.createConfiguration({
     baseServer: new k8s.ServerConfiguration(cluster.server, {}),
     authMethods: { default: kc },
     middleware: [k8s.setHeaderMiddleware("User-Agent", PLUGIN_USER_AGENT)],

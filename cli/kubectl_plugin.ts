@@ -16,6 +16,7 @@ import { RETRY_ANNOTATION } from "../controllers/eviction/retry.ts";
 import { VERSION } from "../app/version.ts";
 import { type PlanIo, runPlan } from "./plan_command.ts";
 import { runCancel } from "./cancel.ts";
+import { runVmRequest } from "./vm_request.ts";
 import { customObjectsApi } from "./kube_config.ts";
 import { errorLine } from "./error_line.ts";
 import { drainOutcome, stateOf } from "./eviction_state.ts";
@@ -91,6 +92,9 @@ export async function runPlugin(args: string[], io: PluginIo): Promise<number> {
         return await retry(rest, io, warn);
       case "cancel":
         return await runCancel(rest, io, warn);
+      case "force-complete":
+      case "abort":
+        return await runVmRequest(command, rest, io, warn);
       case "completion":
         return runCompletion(rest, io);
       case "version":

@@ -18,6 +18,7 @@ import {
 import type { DrainCost } from "../capacity/history.ts";
 import { predictDrains } from "../capacity/prediction.ts";
 import { alignColumns } from "./columns.ts";
+import type { PlanConvergence } from "./plan_convergence.ts";
 
 /** The class of a VM in a drain. */
 export type PlanClass =
@@ -94,6 +95,8 @@ export interface HostPlan {
   wave?: string[];
   /** VMs, in the drain's order (those that do not start last). */
   vms: PlanVm[];
+  /** The VMs its convergence policy is predicted to act on (cli/plan_convergence.ts). */
+  convergence?: PlanConvergence;
 }
 
 /**
@@ -355,6 +358,7 @@ export function renderPlan(plans: readonly HostPlan[]): string {
           : `; sharing the cluster budget of ${m.sharedBudget} with the other hosts planned`
       }`,
       ...(m.uncertainty === undefined ? [] : [`  range:     ${m.uncertainty}`]),
+      ...(p.convergence === undefined ? [] : convergenceLines(p.convergence)),
       "",
       ...alignColumns([
         ["ORDER", "VM", "ID", "STATUS", "RAM MB", "CLASS", "WHY"],
@@ -372,4 +376,39 @@ export function renderPlan(plans: readonly HostPlan[]): string {
     );
   }
   return out.join("\n").trimEnd();
+}
+
+/**
+ * The lines of a host's convergence prediction: the policy, the basis,
+ * and each VM predicted not to converge with what the policy does.
+ *
+ * @example
+ * ```ts
+ * import { convergenceLines } from "./plan.ts";
+ * console.log(convergenceLines({ policy: "p", basis: "b", notConverging: [] }).length); // 3
+ * ```
+ */
+export function convergenceLines(c: PlanConvergence): string[] {
+  const head = [
+    `  converge:  ${c.policy}`,
+    `             predicted from ${c.basis}`,
+  ];
+  if (c.notConverging.length === 0) {
+    return [
+      ...head,
+      "             every VM is predicted to converge within its bound",
+    ];
+  }
+  return [
+    ...head,
+    ...c.notConverging.map((v) =>
+      `  not converging: ${v.name} (${v.id}, ${v.ramMb} MB): ${
+        v.basis === "status"
+          ? "the drain reports it not converging now"
+          : `copy predicted ${formatSeconds(v.predictedSeconds ?? 0)}, bound ${
+            formatSeconds(v.boundSeconds ?? 0)
+          }`
+      }: ${v.action}`
+    ),
+  ];
 }

@@ -56,6 +56,12 @@ import {
   shareBudget,
 } from "./plan.ts";
 import { planCost } from "./plan_cost.ts";
+import {
+  convergenceInputs,
+  type InFlightReport,
+  predictConvergence,
+} from "./plan_convergence.ts";
+import { resolveConvergence } from "../limits/convergence.ts";
 
 /** The OpenStack clients the plan needs. */
 export interface PlanClients {
@@ -135,6 +141,10 @@ const PLAN_FORMATS = ["table", "json", "yaml"] as const;
 /** The cluster objects a plan reads. */
 interface ClusterView {
   policy: EvictionPolicySpec | undefined;
+  /** The policy's spec as sent (fields this plugin's models may not know yet). */
+  policyRaw: unknown;
+  /** Every Eviction as sent, by name. */
+  evictionRaws: Map<string, Record<string, unknown>>;
   /** Every Hypervisor, by name (their status.lastDrain is history). */
   hypervisors: Map<string, Hypervisor>;
   evictions: Eviction[];
@@ -317,7 +327,10 @@ async function readCluster(api: k8s.CustomObjectsApi): Promise<ClusterView> {
         plural: EvictionPolicyResource.plural,
         name: "default",
       }),
-    (raw) => EvictionPolicySchema.parse(raw),
+    (raw) => ({
+      spec: EvictionPolicySchema.parse(raw).spec,
+      raw: (raw as { spec?: unknown }).spec,
+    }),
   );
   // Every Hypervisor, not only the hosts planned: what ended drains of
   // other hosts learned is kept in their status.lastDrain.
@@ -340,11 +353,23 @@ async function readCluster(api: k8s.CustomObjectsApi): Promise<ClusterView> {
     plural: EvictionResource.plural,
   }) as { items?: unknown[] };
   const evictions: Eviction[] = [];
+  const evictionRaws = new Map<string, Record<string, unknown>>();
   for (const item of list.items ?? []) {
     const parsed = EvictionSchema.safeParse(item);
-    if (parsed.success) evictions.push(parsed.data);
+    if (!parsed.success) continue;
+    evictions.push(parsed.data);
+    evictionRaws.set(
+      parsed.data.metadata?.name ?? "",
+      item as Record<string, unknown>,
+    );
   }
-  return { policy: policy?.spec, hypervisors, evictions };
+  return {
+    policy: policy?.spec,
+    policyRaw: policy?.raw,
+    hypervisors,
+    evictions,
+    evictionRaws,
+  };
 }
 
 /**
@@ -392,7 +417,7 @@ async function planHosts(
       vmsPerHost,
       unplaced: report.assignment.unplaced,
     });
-    plans.push(planHost({
+    const plan = planHost({
       host,
       servers,
       limit: limitUnderNova(
@@ -406,7 +431,36 @@ async function planHosts(
       capacity: { status: verdict.status, message: verdict.message },
       cost,
       ...(withWave ? { wave: pending } : {}),
-    }));
+    });
+    const raw = own === undefined
+      ? undefined
+      : cluster.evictionRaws.get(own.metadata?.name ?? "");
+    plans.push({
+      ...plan,
+      convergence: predictConvergence(
+        plan.vms.map((v) => ({ ...v, live: v.class === "live" })),
+        resolveConvergence(
+          convergenceInputs(
+            cluster.policyRaw,
+            hypervisors.get(host)?.status?.traits ?? [],
+            raw?.["spec"],
+          ),
+        ),
+        cost,
+        inFlightOf(raw),
+      ),
+    });
   }
   return plans;
+}
+
+/** status.inFlight of a raw Eviction (ids with what the drain reports). */
+function inFlightOf(
+  raw: Record<string, unknown> | undefined,
+): InFlightReport[] {
+  const status = raw?.["status"] as { inFlight?: unknown } | undefined;
+  const items = Array.isArray(status?.inFlight) ? status.inFlight : [];
+  return items.filter((f): f is InFlightReport =>
+    typeof f === "object" && f !== null && typeof f.id === "string"
+  );
 }

@@ -26,6 +26,7 @@ import {
 } from "./kube_output.ts";
 import { statusData, statusNames, statusRows } from "./status_output.ts";
 import { alignColumns } from "./columns.ts";
+import { copyRows } from "./copy_progress.ts";
 import { watchEvictions } from "./eviction_watch.ts";
 import {
   parseCommand,
@@ -144,6 +145,7 @@ function printAll(
       const rows = statusRows(evictions, spec.kind === "wide", Date.now());
       io.out(alignColumns(rows).join("\n"));
       if (spec.kind === "table") notes(evictions, io);
+      else copies(raws, io);
       return widthsOf(rows);
     }
     case "name":
@@ -198,6 +200,14 @@ function notes(evictions: readonly Eviction[], io: StatusIo) {
       );
     }
   }
+}
+
+/** `-o wide`: then each copy in flight with its progress, if any. */
+function copies(raws: readonly Record<string, unknown>[], io: StatusIo) {
+  const rows = copyRows(raws, Date.now());
+  if (rows.length < 2) return;
+  io.out("");
+  io.out(alignColumns(rows).join("\n"));
 }
 
 function widthsOf(rows: readonly (readonly string[])[]): number[] {

@@ -18,6 +18,8 @@ export type CommandName =
   | "plan"
   | "retry"
   | "cancel"
+  | "force-complete"
+  | "abort"
   | "version"
   | "completion";
 
@@ -85,6 +87,24 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     before anything changes. --dry-run changes nothing; --wait waits until
     the Evictions are gone (the service handled), at most --timeout (5m, 90s;
     a bare number is seconds).`,
+  "force-complete":
+    `kubectl evictor force-complete HOST VM [--dry-run] [--wait] [--timeout DURATION]
+    Asks the drain of HOST to force-complete the live copy of VM (a server
+    id, or a name) now: Nova's force_complete, which switches the copy to
+    post-copy where live_migration_permit_post_copy allows it and otherwise
+    pauses the VM until the copy completes (a warning on stderr says so).
+    Appends {server, action, requestedBy, requestedAt} to the Eviction's
+    spec.actions, requestedBy being you as the API server knows you (kubectl
+    auth whoami); the controller sends it once and records the outcome in
+    status.actions and an Event. A VM id not in status.inFlight, a cold
+    migration or a finished drain is refused; a name is sent unchecked.
+    --dry-run: the API server (and the webhook) check it, nothing changes.
+    --wait: waits for the outcome (exit 0 when Sent), at most --timeout.`,
+  abort:
+    `kubectl evictor abort HOST VM [--dry-run] [--wait] [--timeout DURATION]
+    Asks the drain of HOST to abort the live copy of VM now: the VM stays on
+    HOST, running, and is migrated again later in the drain. Recorded and
+    checked as force-complete is; the same flags and exit codes.`,
   version: `kubectl evictor version (or kubectl evictor --version)
     Prints the plugin's version (the one its User-Agent carries).`,
   completion: `kubectl evictor completion bash|zsh
@@ -95,13 +115,15 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
 
 const EXIT_CODES = "Exit codes (kubectl's):\n" +
   "  0  done (drain --wait, wait: every host drained and settled empty;\n" +
-  "     cancel --wait: every Eviction gone)\n" +
+  "     cancel --wait: every Eviction gone; force-complete, abort: the request\n" +
+  "     recorded, with --wait: sent to Nova)\n" +
   "  1  anything else: a usage mistake (an unknown flag, a bad value, a missing\n" +
   "     argument), an error (the API server refused, a name matches no\n" +
   "     Hypervisor, ...), or drain --wait/wait did not see a host drained:\n" +
   "     VMs left that need a person, nothing drained because Nova has no\n" +
   "     compute service of that name, the Eviction was deleted, or --timeout\n" +
-  "     passed (the drain goes on); cancel refused a host";
+  "     passed (the drain goes on); cancel refused a host; force-complete or\n" +
+  "     abort refused, or with --wait answered NotInFlight or Refused";
 
 /**
  * The help of one command, or of the plugin.

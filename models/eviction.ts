@@ -110,12 +110,34 @@ export type EvictionSpecConvergence = z.infer<
   typeof EvictionSpecConvergenceSchema
 >;
 
+/** The `.spec.actions[]` field of Eviction. */
+export const EvictionSpecActionsItemSchema: z.ZodObject<{
+  "server": z.ZodString;
+  "action": z.ZodEnum<{ "ForceComplete": "ForceComplete"; "Abort": "Abort" }>;
+  "requestedBy": z.ZodString;
+  "requestedAt": z.ZodISODateTime;
+}, z.core.$strip> = z.object({
+  /** The VM, by Nova server id or name. */
+  "server": z.string().min(1).max(255),
+  /** ForceComplete: Nova's force_complete (post-copy where permitted, else the VM is paused until the copy converges); Abort: the live migration is aborted and the VM stays on the host for now. */
+  "action": z.enum(["ForceComplete", "Abort"]),
+  /** The user who asked (the webhook checks it against the request's user). */
+  "requestedBy": z.string().min(1).max(512),
+  /** When it was asked. */
+  "requestedAt": z.iso.datetime({ offset: true }),
+});
+/** The type of {@linkcode EvictionSpecActionsItemSchema}. */
+export type EvictionSpecActionsItem = z.infer<
+  typeof EvictionSpecActionsItemSchema
+>;
+
 /** The `.spec` field of Eviction. */
 export const EvictionSpecSchema: z.ZodObject<{
   "hypervisor": z.ZodString;
   "reason": z.ZodString;
   "maxConcurrentMigrations": z.ZodOptional<z.ZodNumber>;
   "convergence": z.ZodOptional<typeof EvictionSpecConvergenceSchema>;
+  "actions": z.ZodOptional<z.ZodArray<typeof EvictionSpecActionsItemSchema>>;
 }, z.core.$strip> = z.object({
   /** Name of the Hypervisor (the compute host) to drain. */
   "hypervisor": z.string().min(1).max(255),
@@ -125,6 +147,8 @@ export const EvictionSpecSchema: z.ZodObject<{
   "maxConcurrentMigrations": z.number().int().min(1).max(64).optional(),
   /** This drain's own choice: each field set here overrides what the EvictionPolicy and the host's traits give. What a drain does with a live copy that does not converge (its remaining memory stops falling, or it outlasts its bound). Each field is optional; see docs/configuration.md for how the policy, its traits and an Eviction combine. */
   "convergence": EvictionSpecConvergenceSchema.optional(),
+  /** A person's requests for VMs in flight, appended by kubectl evictor force-complete|abort: the webhook refuses a change or removal of an earlier item and a requestedBy that is not the requesting user; status.actions says what became of each. */
+  "actions": z.array(EvictionSpecActionsItemSchema).max(128).optional(),
 });
 /** The type of {@linkcode EvictionSpecSchema}. */
 export type EvictionSpec = z.infer<typeof EvictionSpecSchema>;

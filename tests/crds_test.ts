@@ -60,6 +60,13 @@ function policy(name: string, spec: Record<string, unknown>) {
   };
 }
 
+const ACTION = {
+  server: "3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f",
+  action: "Abort",
+  requestedBy: "alice",
+  requestedAt: "2026-12-07T10:00:00Z",
+};
+
 const CASES: Case[] = [
   {
     name: "eviction: valid",
@@ -95,6 +102,39 @@ const CASES: Case[] = [
       maxConcurrentMigrations: 0,
     }),
     refused: "should be greater than or equal to 1",
+  },
+  {
+    name: "eviction: a person's request in spec.actions",
+    resource: EvictionResource,
+    schema: EvictionSchema,
+    object: eviction("actions", {
+      hypervisor: "node001",
+      reason: "x",
+      actions: [ACTION],
+    }),
+  },
+  {
+    name: "eviction: spec.actions with an unknown action",
+    resource: EvictionResource,
+    schema: EvictionSchema,
+    object: eviction("actionbad", {
+      hypervisor: "node001",
+      reason: "x",
+      actions: [{ ...ACTION, action: "Restart" }],
+    }),
+    refused: 'spec.actions[0].action: Unsupported value: "Restart"',
+  },
+  {
+    name: "eviction: more than 128 requests",
+    resource: EvictionResource,
+    schema: EvictionSchema,
+    object: eviction("actionsmany", {
+      hypervisor: "node001",
+      reason: "x",
+      actions: Array.from({ length: 129 }, () => ACTION),
+    }),
+    refused: "spec.actions: Too many: 129: must have at most 128 items",
+    zodRefused: "Too big",
   },
   {
     name: "policy: valid",

@@ -34,6 +34,7 @@ import {
 import { objectValidator } from "./admission_review.ts";
 import { evictionContextFrom, policyContextFrom } from "./context.ts";
 import { validateEviction } from "./eviction.ts";
+import { withActionRequests } from "./eviction_requests.ts";
 import { validateEvictionPolicy } from "./eviction_policy.ts";
 
 // The routes get the objects unparsed: the generated schemas would refuse
@@ -137,16 +138,19 @@ export function webhookValidators(
     ),
     eviction: whenSynced(
       caches,
-      objectValidator(validateEviction, () =>
-        evictionContextFrom(
-          caches.evictions.list(),
-          hypervisorTraits,
-          effectiveSettings(
-            caches.policies.get(POLICY_NAME)?.spec,
-            flagSettings,
-          ),
-          caches.policies.get(POLICY_NAME)?.spec.capacityCheck,
-        )),
+      withActionRequests(
+        objectValidator(validateEviction, () =>
+          evictionContextFrom(
+            caches.evictions.list(),
+            hypervisorTraits,
+            effectiveSettings(
+              caches.policies.get(POLICY_NAME)?.spec,
+              flagSettings,
+            ),
+            caches.policies.get(POLICY_NAME)?.spec.capacityCheck,
+          )),
+        Date.now,
+      ),
     ),
   };
 }

@@ -20,6 +20,7 @@ import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./host_holds.ts";
 import { copyStartsSeen } from "./memory.ts";
+import { pendingRequests, type RequestAnswer } from "./requests.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
@@ -232,6 +233,10 @@ export function planInputFor(
   const { deps, ev, host } = pass;
   const hold = traitsHold(host, pass.hypervisor) ?? pass.waveHold;
   const generation = ev.metadata?.generation;
+  const requests = pendingRequests(
+    ev.spec.actions,
+    (pass.status as { actions?: readonly RequestAnswer[] }).actions,
+  );
   return {
     host,
     servers: seen.servers,
@@ -263,6 +268,7 @@ export function planInputFor(
     ),
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),
+    ...(requests.length === 0 ? {} : { requests }),
   };
 }
 

@@ -14,6 +14,7 @@ import type { PlanOptions } from "./plan_options.ts";
 import type { OnTimeout } from "../../limits/convergence.ts";
 import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import type { ActionNote, StartNote } from "./once.ts";
+import type { ConvergenceRequest } from "./requests.ts";
 import type {
   DepartedServer,
   ObservedMigration,
@@ -87,6 +88,8 @@ export interface PlanInput {
   startBackoff?: ReadonlyMap<string, StartBackoff>;
   /** Progress of the live copies in flight, by server id (the informer's reads). */
   progress?: ReadonlyMap<string, CopyProgress>;
+  /** A person's requests (spec.actions) without an outcome in status.actions yet. */
+  requests?: readonly ConvergenceRequest[];
 }
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
