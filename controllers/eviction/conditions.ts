@@ -34,7 +34,7 @@ import type {
   EvictionStatusConditionsItem,
 } from "../../models/mod.ts";
 import type { NotificationStanding } from "../../openstack/informer/informer.ts";
-import type { NotConvergingReport } from "./plan_types.ts";
+import type { OnTimeout } from "../../limits/convergence.ts";
 
 export {
   CONDITION_EVICTING,
@@ -437,6 +437,18 @@ export const REASON_CONVERGING = "Converging";
 
 const GIB = 1024 ** 3;
 
+/** A copy past its bound, as the planner reports it (plan_types.ts NotConvergingReport). */
+export interface NotConvergingCopy {
+  id: string;
+  migrationId: string;
+  why: "progress" | "completion";
+  remainingBytes?: number;
+  totalBytes?: number;
+  sinceSeconds: number;
+  onTimeout: OnTimeout;
+  actAt?: string;
+}
+
 /**
  * The NotConverging condition for the plan's reports: True naming each
  * copy, why, and what its policy does when (CompletionTimeout when any is
@@ -454,7 +466,7 @@ const GIB = 1024 ** 3;
  * ```
  */
 export function notConvergingCondition(
-  reports: readonly NotConvergingReport[],
+  reports: readonly NotConvergingCopy[],
 ): ConditionUpdate {
   const is = condition(CONDITION_NOT_CONVERGING);
   if (reports.length === 0) {
@@ -480,7 +492,7 @@ export function notConvergingCondition(
  * One copy that does not converge, in words: why, what is left, what the
  * policy does when (the condition's message and the NotConverging Event).
  */
-export function notConvergingText(r: NotConvergingReport): string {
+export function notConvergingText(r: NotConvergingCopy): string {
   const gib = (b: number) => `${(b / GIB).toFixed(1)} GiB`;
   const left = r.remainingBytes === undefined
     ? ""
@@ -497,7 +509,7 @@ export function notConvergingText(r: NotConvergingReport): string {
 
 /** What the policy does with a copy that does not converge, and when. */
 function policyText(
-  r: Pick<NotConvergingReport, "onTimeout" | "actAt">,
+  r: Pick<NotConvergingCopy, "onTimeout" | "actAt">,
 ): string {
   const when = r.actAt === undefined ? "" : ` at ${r.actAt}`;
   switch (r.onTimeout) {
