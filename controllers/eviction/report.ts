@@ -192,7 +192,7 @@ function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
       type: "Warning",
       reason: "VmLeftForPerson",
       message:
-        `${f.id} is left for a person after ${tries} aborted copies (the policy's maxAbortedTries): ${f.reason}; kubectl evictor retry re-arms it`,
+        `${f.id} is left for a person after ${tries} aborted copies: ${f.reason}; kubectl evictor retry re-arms it`,
     });
   }
 }

@@ -826,6 +826,6 @@ Deno.test("reportPass: NotConverging once per copy, requests with who asked, VmL
     /^bob asked to abort .* of z .*: not sent: no live copy of it is in flight \(z has no live copy in flight\)$/,
   );
   assert.deepEqual(of("VmLeftForPerson").map((e) => e.message), [
-    "d is left for a person after 3 aborted copies (the policy's maxAbortedTries): 3 copies aborted, none converged; kubectl evictor retry re-arms it",
+    "d is left for a person after 3 aborted copies: 3 copies aborted, none converged; kubectl evictor retry re-arms it",
   ]);
 });
