@@ -323,8 +323,8 @@ export const EvictionStatusSchema: z.ZodObject<{
   "aborted": z.array(EvictionStatusAbortedItemSchema).superRefine(
     uniqueBy(["id"]),
   ).optional(),
-  /** What became of the force-complete and abort requests of spec.actions, the latest 50. */
-  "actions": z.array(EvictionStatusActionsItemSchema).max(50).optional(),
+  /** What became of the force-complete and abort requests of spec.actions, in the order they were made (the latest 128, as many as spec.actions holds). */
+  "actions": z.array(EvictionStatusActionsItemSchema).max(128).optional(),
   /** VMs left alone because they need a person (SUSPENDED, RESCUE, SHELVED) or are being deleted. */
   "skipped": z.array(EvictionStatusSkippedItemSchema).superRefine(
     uniqueBy(["id"]),

@@ -135,8 +135,11 @@ function settledSince(prev: string | undefined, nowIso: string): string {
   return prev !== undefined && !Number.isNaN(Date.parse(prev)) ? prev : nowIso;
 }
 
-/** The latest status.actions kept: the older ones drop off. */
-export const MAX_ACTIONS = 50;
+/**
+ * The latest status.actions kept, as many as spec.actions may hold: an
+ * outcome dropped while its request is listed would make it pending again.
+ */
+export const MAX_ACTIONS = 128;
 
 /** A person's request Nova refused (ActionNote.refused), to report on status.actions. */
 export interface Refusal {
@@ -192,13 +195,8 @@ export function withConvergence(
   const forced = new Set(
     parts.forceComplete.map((f) => `${f.id}/${f.migrationId}`),
   );
+  // what the planner set of these fields wins; the rest is filled in
   const inFlight = (next.inFlight ?? []).map((e) => {
-    const {
-      notConverging: _n,
-      deadlineAt: _d,
-      forceCompleteSentAt: own,
-      ...rest
-    } = e;
     const old = before.get(e.id);
     const same = old !== undefined && old.migrationId === e.migrationId;
     const p = parts.progress?.get(e.id);
@@ -208,17 +206,20 @@ export function withConvergence(
       ? progressFields(old)
       : {};
     const report = reports.get(e.id);
-    const sentAt = own ?? (same ? old.forceCompleteSentAt : undefined) ??
+    const sentAt = (same ? old.forceCompleteSentAt : undefined) ??
       (forced.has(`${e.id}/${e.migrationId}`) ? nowIso : undefined);
     return {
-      ...rest,
       ...read,
       ...(report === undefined ? {} : { notConverging: true }),
       ...(report?.actAt === undefined ? {} : { deadlineAt: report.actAt }),
       ...(sentAt === undefined ? {} : { forceCompleteSentAt: sentAt }),
+      ...e,
     };
   });
-  const aborted = abortedAfter(next.aborted ?? [], parts.abort, nowIso);
+  const aborted = abortedAfter(next.aborted ?? [], parts.abort, nowIso, [
+    ...(prev.inFlight ?? []),
+    ...inFlight,
+  ]);
   const actions = actionsAfter(next.actions ?? [], parts, nowIso);
   const status: EvictionStatus = {
     ...next,
@@ -267,24 +268,34 @@ function progressFields(
   );
 }
 
-/** status.aborted with this pass's aborts counted (one try each), by id. */
+/**
+ * status.aborted with this pass's aborts for not converging (or asked for)
+ * counted: one try per copy, however often its abort is sent, so a count
+ * the planner made already stands.
+ */
 function abortedAfter(
   kept: readonly EvictionStatusAbortedItem[],
   aborts: readonly AbortAction[],
   nowIso: string,
+  inFlight: readonly EvictionStatusInFlightItem[],
 ): EvictionStatusAbortedItem[] {
   const entries = new Map(kept.map((a) => [a.id, a]));
   for (const a of aborts) {
-    const reason = a.reason === "requested"
-      ? `aborted as ${a.requestedBy ?? "a person"} asked`
-      : a.reason === "stuck"
-      ? "in flight past the migration timeout"
-      : "did not converge within its policy's bound";
+    if (a.reason === "stuck") continue;
+    const prior = entries.get(a.id);
+    const copyStart = Date.parse(
+      inFlight.find((e) => e.id === a.id)?.startedAt ?? "",
+    );
+    if (
+      prior !== undefined && Date.parse(prior.lastAbortedAt) >= copyStart
+    ) continue;
     entries.set(a.id, {
       id: a.id,
-      tries: (entries.get(a.id)?.tries ?? 0) + 1,
+      tries: (prior?.tries ?? 0) + 1,
       lastAbortedAt: nowIso,
-      reason,
+      reason: a.reason === "requested"
+        ? `aborted as ${a.requestedBy ?? "a person"} asked`
+        : "did not converge within its policy's bound",
     });
   }
   return [...entries.values()].sort(byId);

@@ -164,7 +164,10 @@ Deno.test("withConvergence: notConverging and deadlineAt follow the plan's repor
   assert.equal(marked.inFlight?.[0]?.notConverging, true);
   assert.equal(marked.inFlight?.[0]?.deadlineAt, at(900).toISOString());
   assert.equal(marked.inFlight?.[1]?.notConverging, undefined);
-  const cleared = withConvergence(marked, marked, parts());
+  // the planner builds its entries afresh each pass
+  const cleared = withConvergence(marked, {
+    inFlight: [live("a"), live("b", "8")],
+  }, parts());
   assert.equal(cleared.inFlight?.[0]?.notConverging, undefined);
   assert.equal(cleared.inFlight?.[0]?.deadlineAt, undefined);
   // a report with its action already sent has no deadline
@@ -174,6 +177,26 @@ Deno.test("withConvergence: notConverging and deadlineAt follow the plan's repor
   });
   assert.equal(sent.inFlight?.[0]?.deadlineAt, undefined);
   assert.equal(sent.inFlight?.[0]?.notConverging, true);
+});
+
+Deno.test("withConvergence: what the planner set on an entry wins over the reads and reports", () => {
+  const planned = {
+    ...live("a"),
+    memoryRemainingBytes: 5,
+    notConverging: true,
+    deadlineAt: at(700).toISOString(),
+    forceCompleteSentAt: at(1).toISOString(),
+  };
+  const out = withConvergence({}, { inFlight: [planned] }, {
+    ...parts({ progress: new Map([["a", read("a", "7")]]) }),
+    notConverging: [report("a")],
+    forceComplete: [{ id: "a", migrationId: "7", reason: "timeout" }],
+  });
+  const e = out.inFlight?.[0];
+  assert.equal(e?.memoryRemainingBytes, 5);
+  assert.equal(e?.memoryTotalBytes, 64 * GIB, "filled in where unset");
+  assert.equal(e?.deadlineAt, at(700).toISOString());
+  assert.equal(e?.forceCompleteSentAt, at(1).toISOString());
 });
 
 Deno.test("withConvergence: forceCompleteSentAt is set when sent and never moves after", () => {
@@ -226,6 +249,21 @@ Deno.test("withConvergence: each abort counts one try of its VM", () => {
     at(200).toISOString(),
   );
   assert.equal(two.aborted?.find((a) => a.id === "a")?.tries, 1);
+  // one try per copy: an abort sent again for the copy it aborted, a
+  // count the planner made already, and a stuck abort count nothing more
+  const copyOfB = { inFlight: [entry("b", 150, { migrationId: "8" })] };
+  for (
+    const [name, abort] of [
+      ["sent again", { id: "b", migrationId: "8", reason: "timeout" }],
+      ["stuck", { id: "a", migrationId: "3", reason: "stuck" }],
+    ] as const
+  ) {
+    const same = withConvergence({ ...two, ...copyOfB }, {
+      ...two,
+      ...copyOfB,
+    }, { ...parts({ now: at(300) }), abort: [abort] });
+    assert.deepEqual(same.aborted, two.aborted, name);
+  }
   assert.equal(withConvergence({}, {}, parts()).aborted, undefined);
 });
 
