@@ -328,3 +328,40 @@ Deno.test("act: Nova's refusal of a person's force-complete or abort is told in 
     assert.equal(h.sim.counters().calls[FORCE], 1, "never resent");
   });
 });
+
+Deno.test("convergenceShown: a Normal Converging Event when NotConverging turns False, none while it stays", () => {
+  const stalled = {
+    id: "vm",
+    migrationId: "7",
+    why: "completion" as const,
+    sinceSeconds: 5,
+    onTimeout: "Report" as const,
+  };
+  const inFlight = [entry("vm", 0, { migrationId: "7" })];
+  const fx = passFixture(eviction("node001", "node001"));
+  const first = convergenceShown(
+    fx.pass,
+    emptyPlan({ notConverging: [stalled], next: { inFlight } }),
+    {},
+  );
+  assert.equal(
+    first.next.conditions?.find((c) => c.type === "NotConverging")?.reason,
+    "CompletionTimeout",
+  );
+  const still = passFixture(eviction("node001", "node001", first.next));
+  convergenceShown(
+    still.pass,
+    emptyPlan({ notConverging: [stalled], next: { ...first.next, inFlight } }),
+    {},
+  );
+  const ended = passFixture(eviction("node001", "node001", first.next));
+  convergenceShown(
+    ended.pass,
+    emptyPlan({ next: { ...first.next, inFlight } }),
+    {},
+  );
+  assert.deepEqual(
+    [fx, still, ended].map((f) => f.events.map((e) => [e.type, e.reason])),
+    [[], [], [["Normal", "Converging"]]],
+  );
+});
