@@ -190,6 +190,13 @@ export const EvictionStatusInFlightItemSchema: z.ZodObject<{
   "migrationId": z.ZodOptional<z.ZodString>;
   "memoryProcessedPercent": z.ZodOptional<z.ZodNumber>;
   "adopted": z.ZodOptional<z.ZodBoolean>;
+  "memoryTotalBytes": z.ZodOptional<z.ZodNumber>;
+  "memoryRemainingBytes": z.ZodOptional<z.ZodNumber>;
+  "bytesPerSecond": z.ZodOptional<z.ZodNumber>;
+  "etaSeconds": z.ZodOptional<z.ZodNumber>;
+  "notConverging": z.ZodOptional<z.ZodBoolean>;
+  "deadlineAt": z.ZodOptional<z.ZodISODateTime>;
+  "forceCompleteSentAt": z.ZodOptional<z.ZodISODateTime>;
 }, z.core.$strip> = z.object({
   "id": z.string(),
   "kind": z.enum(["live", "cold"]),
@@ -198,6 +205,20 @@ export const EvictionStatusInFlightItemSchema: z.ZodObject<{
   "memoryProcessedPercent": z.number().int().min(0).max(100).optional(),
   /** Set when Nova showed this migration but this drain did not start it; such a resize is never confirmed by the drain. */
   "adopted": z.boolean().optional(),
+  /** The VM's memory to copy, from Nova's migration record (read when the copy is due to end, at the progress interval, and before a decision). */
+  "memoryTotalBytes": z.number().int().min(0).optional(),
+  /** Memory still to copy at the last read of the migration record. */
+  "memoryRemainingBytes": z.number().int().min(0).optional(),
+  /** How fast the remaining memory fell between the last two reads (absent until two reads, or when it did not fall). */
+  "bytesPerSecond": z.number().int().min(0).optional(),
+  /** Seconds until the copy ends at that rate. */
+  "etaSeconds": z.number().int().min(0).optional(),
+  /** The copy passed its progress timeout (the remaining memory stopped falling) or its completion timeout (completionTimeoutPerGiB); the NotConverging condition says what the policy does. */
+  "notConverging": z.boolean().optional(),
+  /** When the policy's onTimeout acts on this copy (force-complete or abort), if it will. */
+  "deadlineAt": z.iso.datetime({ offset: true }).optional(),
+  /** When evictor sent Nova's force_complete for this copy; it is sent at most once per migration. */
+  "forceCompleteSentAt": z.iso.datetime({ offset: true }).optional(),
 });
 /** The type of {@linkcode EvictionStatusInFlightItemSchema}. */
 export type EvictionStatusInFlightItem = z.infer<
@@ -225,6 +246,52 @@ export const EvictionStatusFailedItemSchema: z.ZodObject<{
 /** The type of {@linkcode EvictionStatusFailedItemSchema}. */
 export type EvictionStatusFailedItem = z.infer<
   typeof EvictionStatusFailedItemSchema
+>;
+
+/** The `.status.aborted[]` field of Eviction. */
+export const EvictionStatusAbortedItemSchema: z.ZodObject<{
+  "id": z.ZodString;
+  "tries": z.ZodNumber;
+  "lastAbortedAt": z.ZodISODateTime;
+  "reason": z.ZodOptional<z.ZodString>;
+}, z.core.$strip> = z.object({
+  "id": z.string(),
+  /** Copies of this VM aborted so far. */
+  "tries": z.number().int().min(1),
+  "lastAbortedAt": z.iso.datetime({ offset: true }),
+  /** Why the last copy was aborted (the bound it passed, or who asked). */
+  "reason": z.string().optional(),
+});
+/** The type of {@linkcode EvictionStatusAbortedItemSchema}. */
+export type EvictionStatusAbortedItem = z.infer<
+  typeof EvictionStatusAbortedItemSchema
+>;
+
+/** The `.status.actions[]` field of Eviction. */
+export const EvictionStatusActionsItemSchema: z.ZodObject<{
+  "server": z.ZodString;
+  "action": z.ZodEnum<{ "ForceComplete": "ForceComplete"; "Abort": "Abort" }>;
+  "requestedBy": z.ZodString;
+  "requestedAt": z.ZodOptional<z.ZodISODateTime>;
+  "outcome": z.ZodEnum<
+    { "Sent": "Sent"; "NotInFlight": "NotInFlight"; "Refused": "Refused" }
+  >;
+  "message": z.ZodOptional<z.ZodString>;
+  "at": z.ZodISODateTime;
+}, z.core.$strip> = z.object({
+  "server": z.string(),
+  "action": z.enum(["ForceComplete", "Abort"]),
+  "requestedBy": z.string(),
+  /** The request's requestedAt, to match it with spec.actions. */
+  "requestedAt": z.iso.datetime({ offset: true }).optional(),
+  /** Sent to Nova; NotInFlight (no copy of the VM in flight to act on); Refused by Nova (message says why). */
+  "outcome": z.enum(["Sent", "NotInFlight", "Refused"]),
+  "message": z.string().optional(),
+  "at": z.iso.datetime({ offset: true }),
+});
+/** The type of {@linkcode EvictionStatusActionsItemSchema}. */
+export type EvictionStatusActionsItem = z.infer<
+  typeof EvictionStatusActionsItemSchema
 >;
 
 /** The `.status.skipped[]` field of Eviction. */
@@ -270,6 +337,8 @@ export const EvictionStatusSchema: z.ZodObject<{
     z.ZodArray<typeof EvictionStatusInFlightItemSchema>
   >;
   "failed": z.ZodOptional<z.ZodArray<typeof EvictionStatusFailedItemSchema>>;
+  "aborted": z.ZodOptional<z.ZodArray<typeof EvictionStatusAbortedItemSchema>>;
+  "actions": z.ZodOptional<z.ZodArray<typeof EvictionStatusActionsItemSchema>>;
   "skipped": z.ZodOptional<z.ZodArray<typeof EvictionStatusSkippedItemSchema>>;
   "migratedCount": z.ZodOptional<z.ZodNumber>;
   "outstandingCount": z.ZodOptional<z.ZodNumber>;
@@ -305,6 +374,12 @@ export const EvictionStatusSchema: z.ZodObject<{
   "failed": z.array(EvictionStatusFailedItemSchema).superRefine(
     uniqueBy(["id"]),
   ).optional(),
+  /** VMs whose copies evictor aborted for not converging; each goes to the back of the host's queue and is retried alone, and at the policy's maxAbortedTries it is left for a person (status.failed). */
+  "aborted": z.array(EvictionStatusAbortedItemSchema).superRefine(
+    uniqueBy(["id"]),
+  ).optional(),
+  /** What became of the force-complete and abort requests of spec.actions, in the order they were made (the latest 128, as many as spec.actions holds). */
+  "actions": z.array(EvictionStatusActionsItemSchema).max(128).optional(),
   /** VMs left alone because they need a person (SUSPENDED, RESCUE, SHELVED) or are being deleted. */
   "skipped": z.array(EvictionStatusSkippedItemSchema).superRefine(
     uniqueBy(["id"]),

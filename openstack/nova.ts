@@ -647,6 +647,48 @@ export class NovaClient {
   }
 
   /**
+   * Forces an in-progress live migration to complete
+   * (`POST /servers/{id}/migrations/{migrationId}/action`
+   * `{"force_complete": null}`, 2.22+): Nova switches the copy to post-copy
+   * where `live_migration_permit_post_copy` allows it, else pauses the VM
+   * until the copy converges. Never retried: the second one of a pair may
+   * act on a copy already switched.
+   *
+   * @throws {ConflictError} when the server is not migrating.
+   * @throws {BadRequestError} when the migration is not running.
+   */
+  async forceCompleteLiveMigration(
+    serverId: string,
+    migrationId: number,
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
+    if (!Number.isInteger(migrationId) || migrationId < 0) {
+      throw new RangeError(
+        `migrationId must be a non-negative integer, got ${migrationId}`,
+      );
+    }
+    const res = await this.#call({
+      method: "POST",
+      route: "/servers/{id}/migrations/{migrationId}/action",
+      params: { id: serverId, migrationId },
+      body: { force_complete: null },
+      idempotent: false,
+      action: "forceCompleteLiveMigration",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    this.#session.logger.info(
+      {
+        action: "nova.forceCompleteLiveMigration",
+        serverId,
+        migrationId,
+        requestId: res.requestId,
+      },
+      "Nova accepted action",
+    );
+    return { requestId: res.requestId };
+  }
+
+  /**
    * The hypervisor whose hostname is exactly `hostname`, or undefined.
    * (Nova matches the pattern as a substring; this filters exactly.)
    */

@@ -105,3 +105,33 @@ Deno.test("a cut read on a pooled connection is still retried (reads are idempot
     assert.ok(proxy.seen("GET /compute/v2.1/servers/detail") >= 3);
   });
 });
+
+Deno.test("a force_complete cut after sending on a pooled connection reaches Nova once", async () => {
+  await withProxiedNova(async ({ nova, sim, proxy }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    sim.injectMigrationFault(id, "stuck");
+    await nova.liveMigrate(id);
+    let migrationId = -1;
+    for (let i = 0; i < 200 && migrationId < 0; i++) {
+      // reads on the pooled connection until the copy runs
+      const [m] = await nova.listServerMigrations(id);
+      if (m?.status === "running") migrationId = m.id;
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.ok(migrationId >= 0, "the copy runs");
+    proxy.cutNext('"force_complete"');
+    await assert.rejects(
+      nova.forceCompleteLiveMigration(id, migrationId),
+      UnavailableError,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(proxy.seen('"force_complete"'), 1, "sent through the proxy");
+    assert.equal(
+      sim.counters().calls[
+        "POST /compute/v2.1/servers/{id}/migrations/{mid}/action"
+      ],
+      1,
+      "force_complete calls the simulator received",
+    );
+  });
+});

@@ -44,7 +44,7 @@ export interface CancelAbort {
 
 /**
  * The aborts a cancelled drain sends now: each abortable live record from
- * `host` of a start of ours (the one status matched, if known), not sent
+ * `host` of a start of ours not force-completed (the one status matched, if known), not sent
  * since the look began (once.ts); sorted by server id.
  *
  * @example
@@ -69,6 +69,7 @@ export function cancelAborts(input: {
     kind: "live" | "cold";
     migrationId?: string | undefined;
     adopted?: boolean | undefined;
+    forceCompleteSentAt?: string | undefined;
   }[];
   /** The aborts sent, by migration id (memory.ts). */
   aborts: ReadonlyMap<string, ActionNote>;
@@ -76,7 +77,11 @@ export function cancelAborts(input: {
 }): CancelAbort[] {
   const ours = new Map(
     input.inFlight
-      .filter((e) => e.kind === "live" && e.adopted !== true)
+      // a force-completed copy may be in post-copy, past the point of abort
+      .filter((e) =>
+        e.kind === "live" && e.adopted !== true &&
+        e.forceCompleteSentAt === undefined
+      )
       .map((e) => [e.id, e]),
   );
   const out: CancelAbort[] = [];

@@ -72,6 +72,13 @@ Deno.test("cancelAborts: ours, live, from the host, abortable, once per look", (
       want: [["a", 1], ["b", 2]],
     },
     {
+      name:
+        "a copy force-completed is left to end (post-copy cannot be aborted)",
+      migrations: [rec(7, "vm")],
+      inFlight: [{ ...live, forceCompleteSentAt: "2026-01-01T00:00:00Z" }],
+      want: [],
+    },
+    {
       name: "post-migrating is past the point of abort",
       migrations: [rec(7, "vm", { status: "post-migrating" })],
       inFlight: [live],

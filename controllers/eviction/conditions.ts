@@ -1,6 +1,6 @@
 /**
  * The conditions the drain derives from its next status (Evicting,
- * MigratingInstance, Drained, NovaNotifications) and {@linkcode changeCondition},
+ * MigratingInstance, Drained, NovaNotifications, NotConverging) and {@linkcode changeCondition},
  * the one way a phase sets a condition and tells its change.
  *
  * @module
@@ -34,6 +34,7 @@ import type {
   EvictionStatusConditionsItem,
 } from "../../models/mod.ts";
 import type { NotificationStanding } from "../../openstack/informer/informer.ts";
+import type { OnTimeout } from "../../limits/convergence.ts";
 
 export {
   CONDITION_EVICTING,
@@ -423,4 +424,100 @@ export function notificationsCondition(
     standing.reason === "deaf" ? REASON_DEAF : REASON_VIEW_WRONG,
     `${what} (${standing.detail}); the drain polls Nova`,
   );
+}
+
+/** The condition of copies that stopped converging. */
+export const CONDITION_NOT_CONVERGING = "NotConverging";
+/** A copy's remaining memory has not fallen for the progress timeout. */
+export const REASON_PROGRESS_STALLED = "ProgressStalled";
+/** A copy is past its completion timeout (per GiB of memory). */
+export const REASON_COMPLETION_TIMEOUT = "CompletionTimeout";
+/** Every copy in flight converges (or none is in flight). */
+export const REASON_CONVERGING = "Converging";
+
+const GIB = 1024 ** 3;
+
+/** A copy past its bound, as the planner reports it (plan_types.ts NotConvergingReport). */
+export interface NotConvergingCopy {
+  id: string;
+  migrationId: string;
+  why: "progress" | "completion";
+  remainingBytes?: number;
+  totalBytes?: number;
+  sinceSeconds: number;
+  onTimeout: OnTimeout;
+  actAt?: string;
+}
+
+/**
+ * The NotConverging condition for the plan's reports: True naming each
+ * copy, why, and what its policy does when (CompletionTimeout when any is
+ * past its completion bound, else ProgressStalled); False otherwise.
+ *
+ * @example
+ * ```ts
+ * import { notConvergingCondition } from "./conditions.ts";
+ * const c = notConvergingCondition([{ id: "vm", migrationId: "7", why: "progress",
+ *   remainingBytes: 2 * 1024 ** 3, totalBytes: 64 * 1024 ** 3, sinceSeconds: 30,
+ *   onTimeout: "Abort", actAt: "2026-01-01T01:00:00Z" }]);
+ * console.assert(c.status === "True" && c.reason === "ProgressStalled");
+ * console.assert(c.message.includes("aborts it at 2026-01-01T01:00:00Z"));
+ * console.assert(notConvergingCondition([]).reason === "Converging");
+ * ```
+ */
+export function notConvergingCondition(
+  reports: readonly NotConvergingCopy[],
+): ConditionUpdate {
+  const is = condition(CONDITION_NOT_CONVERGING);
+  if (reports.length === 0) {
+    return is(
+      "False",
+      REASON_CONVERGING,
+      "every live copy in flight converges",
+    );
+  }
+  const sorted = [...reports].sort((a, b) => a.id < b.id ? -1 : 1);
+  const shown = sorted.slice(0, 10).map(notConvergingText);
+  const more = sorted.length > 10 ? `; and ${sorted.length - 10} more` : "";
+  return is(
+    "True",
+    reports.some((r) => r.why === "completion")
+      ? REASON_COMPLETION_TIMEOUT
+      : REASON_PROGRESS_STALLED,
+    `${reports.length} live copies do not converge: ${shown.join("; ")}${more}`,
+  );
+}
+
+/**
+ * One copy that does not converge, in words: why, what is left, what the
+ * policy does when (the condition's message and the NotConverging Event).
+ */
+export function notConvergingText(r: NotConvergingCopy): string {
+  const gib = (b: number) => `${(b / GIB).toFixed(1)} GiB`;
+  const left = r.remainingBytes === undefined
+    ? ""
+    : `, ${gib(r.remainingBytes)}${
+      r.totalBytes === undefined ? "" : ` of ${gib(r.totalBytes)}`
+    } left`;
+  const why = r.why === "progress"
+    ? `remaining memory not falling for its progress timeout (passed ${r.sinceSeconds} s ago)`
+    : `past its completion timeout by ${r.sinceSeconds} s`;
+  return `${r.id} (migration ${r.migrationId}): ${why}${left}; ${
+    policyText(r)
+  }`;
+}
+
+/** What the policy does with a copy that does not converge, and when. */
+function policyText(
+  r: Pick<NotConvergingCopy, "onTimeout" | "actAt">,
+): string {
+  const when = r.actAt === undefined ? "" : ` at ${r.actAt}`;
+  switch (r.onTimeout) {
+    case "Report":
+      return "the policy only reports it (onTimeout Report): a person may run kubectl evictor force-complete or abort";
+    case "Abort":
+      return `the policy aborts it${when} (onTimeout Abort) and retries the VM alone, last`;
+    case "ForceComplete":
+      return `the policy force-completes it${when} (onTimeout ForceComplete), and aborts it if it still has not ended forceCompleteTimeoutSeconds later`;
+  }
 }

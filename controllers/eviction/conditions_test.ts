@@ -6,6 +6,7 @@ import {
   type DrainSummary,
   evictingCondition,
   migratingInstanceCondition,
+  notConvergingCondition,
   notificationsCondition,
   setCondition,
   withDrained,
@@ -456,4 +457,51 @@ Deno.test("changeCondition: the Event only when the condition's status or reason
       ?.message,
     "own",
   );
+});
+
+Deno.test("notConvergingCondition: the reason by the bounds passed; each VM named with what its policy does and when", () => {
+  const gib = 1024 ** 3;
+  const r = (
+    id: string,
+    why: "progress" | "completion",
+    onTimeout: "Report" | "Abort" | "ForceComplete",
+  ) => ({
+    id,
+    migrationId: `m-${id}`,
+    why,
+    remainingBytes: 3 * gib,
+    totalBytes: 64 * gib,
+    sinceSeconds: 40,
+    onTimeout,
+    actAt: "2026-01-01T01:00:00Z",
+  });
+  const rows: Array<[string, ReturnType<typeof r>[], string, RegExp[]]> = [
+    ["none", [], "Converging", [/every live copy in flight converges/]],
+    ["progress", [r("a", "progress", "Abort")], "ProgressStalled", [
+      /a \(migration m-a\): remaining memory not falling/,
+      /3\.0 GiB of 64\.0 GiB left/,
+      /aborts it at 2026-01-01T01:00:00Z \(onTimeout Abort\)/,
+    ]],
+    [
+      "completion wins",
+      [r("a", "progress", "Report"), r("b", "completion", "ForceComplete")],
+      "CompletionTimeout",
+      [
+        /^2 live copies/,
+        /only reports it \(onTimeout Report\)/,
+        /b \(migration m-b\): past its completion timeout by 40 s/,
+        /force-completes it at 2026-01-01T01:00:00Z/,
+      ],
+    ],
+  ];
+  for (const [name, reports, reason, texts] of rows) {
+    const c = notConvergingCondition(reports);
+    assert.equal(c.reason, reason, name);
+    assert.equal(c.status, reports.length > 0 ? "True" : "False", name);
+    for (const t of texts) assert.match(c.message, t, name);
+  }
+  const many = notConvergingCondition(
+    Array.from({ length: 12 }, (_, i) => r(`vm${i}`, "progress", "Abort")),
+  );
+  assert.match(many.message, /and 2 more$/);
 });

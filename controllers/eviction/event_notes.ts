@@ -114,3 +114,37 @@ export function completedNote(
     ` ${countsText(counts)}`,
   );
 }
+
+/**
+ * The note of `ForceCompleteRequested` / `AbortRequested`: who asked for
+ * what, and what became of it.
+ *
+ * @example
+ * ```ts
+ * import { requestNote } from "./event_notes.ts";
+ * console.log(requestNote({ server: "vm-a", action: "ForceComplete", requestedBy: "alice",
+ *   requestedAt: "2026-01-01T00:00:00Z", outcome: "Sent", message: "" }));
+ * // alice asked to force-complete the live migration of vm-a (2026-01-01T00:00:00Z): sent to Nova
+ * ```
+ */
+export function requestNote(o: {
+  server: string;
+  action: "ForceComplete" | "Abort";
+  requestedBy: string;
+  requestedAt: string;
+  outcome: "Sent" | "NotInFlight" | "Refused";
+  message: string;
+}): string {
+  const what = o.action === "ForceComplete" ? "force-complete" : "abort";
+  const outcome = o.outcome === "Sent"
+    ? "sent to Nova"
+    : o.outcome === "NotInFlight"
+    ? "not sent: no live copy of it is in flight"
+    : "refused";
+  const why = o.message === "" ? "" : ` (${o.message})`;
+  const note =
+    `${o.requestedBy} asked to ${what} the live migration of ${o.server} (${o.requestedAt}): ${outcome}${why}`;
+  return new TextEncoder().encode(note).length <= MAX_NOTE_BYTES
+    ? note
+    : `${note.slice(0, MAX_NOTE_BYTES - 200)}…`;
+}

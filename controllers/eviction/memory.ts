@@ -53,6 +53,8 @@ export interface DrainState {
   readonly confirms: Map<string, ActionNote>;
   /** The aborts sent, by migration id (once.ts). */
   readonly aborts: Map<string, ActionNote>;
+  /** The force-completes sent, by migration id (once.ts). */
+  readonly forceCompletes: Map<string, ActionNote>;
   /** Flavor RAM of the VMs seen on the host. */
   readonly ram: Map<string, number>;
   /** The duration model (its first samples shared by every drain of the process). */
@@ -96,6 +98,7 @@ export interface RecordChange {
     starts: readonly IssuedStart[];
     confirms: ReadonlyMap<string, ActionNote>;
     aborts: ReadonlyMap<string, ActionNote>;
+    forceCompletes?: ReadonlyMap<string, ActionNote>;
   };
 }
 
@@ -129,10 +132,14 @@ export function changeRecord(state: DrainState, c: RecordChange): void {
     forgetUntracked(state.starts, c.tracked.servers);
     forgetUntracked(state.confirms, c.tracked.servers);
     forgetUntracked(state.aborts, c.tracked.migrations);
+    forgetUntracked(state.forceCompletes, c.tracked.migrations);
   }
   for (const s of c.issued?.starts ?? []) state.starts.set(s.id, s);
   for (const [id, n] of c.issued?.confirms ?? []) state.confirms.set(id, n);
   for (const [id, n] of c.issued?.aborts ?? []) state.aborts.set(id, n);
+  for (const [id, n] of c.issued?.forceCompletes ?? []) {
+    state.forceCompletes.set(id, n);
+  }
 }
 
 function replace<V>(map: Map<string, V>, by: ReadonlyMap<string, V>): void {
@@ -184,6 +191,7 @@ export class DrainMemory {
         starts: new Map(),
         confirms: new Map(),
         aborts: new Map(),
+        forceCompletes: new Map(),
         ram: new Map(),
         pace: new Pace(this.#cloud),
         due: undefined,

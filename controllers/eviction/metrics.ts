@@ -33,6 +33,7 @@ export class EvictionMetrics {
   readonly drainDuration: Histogram;
   readonly finalizerGaveUp: Counter<"hypervisor">;
   readonly looks: Counter<"source">;
+  readonly convergenceActions: Counter<"action" | "reason">;
 
   /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
@@ -86,6 +87,11 @@ export class EvictionMetrics {
       "evictor_drain_looks_total",
       "Drain passes that planned from the informer's snapshot of the host (source view) or read Nova (source nova).",
       ["source"],
+    );
+    this.convergenceActions = counter(
+      "evictor_convergence_actions_total",
+      "Force-completes and aborts of live copies sent to Nova, by action (force_complete, abort) and reason (timeout: the policy's bound; stuck: the flat migration timeout; requested: a person asked).",
+      ["action", "reason"],
     );
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Non-idempotent actions are sent once: a start, confirm or abort of ours
- * whose outcome is unknown is sent again only when a look at Nova whose
+ * Non-idempotent actions are sent once: a start, confirm, abort or
+ * force-complete of ours whose outcome is unknown is sent again only when a look at Nova whose
  * list began after its answer shows it still needed. A snapshot listed
  * before the answer never releases it, however old: the rule, not a
  * timer, decides. Times are on the controller clock.
@@ -25,12 +25,20 @@ export interface StartNote {
   answeredAtMs?: number;
 }
 
-/** A confirm or an abort this process sent, and when Nova answered it. */
+/**
+ * A confirm, abort or force-complete this process sent, and when Nova
+ * answered it. A force-complete is never sent twice for a migration
+ * (status.inFlight[].forceCompleteSentAt says it was, across restarts).
+ */
 export interface ActionNote {
   /** Controller clock when it was sent. */
   sentAtMs: number;
   /** Controller clock when its answer (or its failure) came; undefined: none yet. */
   answeredAtMs?: number;
+  /** The VM it was sent for. */
+  serverId?: string;
+  /** Nova's message when it refused it (a 4xx but 429): reported, never resent blindly. */
+  refused?: string;
 }
 
 /**

@@ -23,7 +23,14 @@ import { noteMarks } from "./drain_lesson.ts";
 import type { IssuedStart } from "./memory.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
-import type { Plan } from "./plan_types.ts";
+import type {
+  AbortAction,
+  ForceCompleteAction,
+  Plan,
+  PlanInput,
+} from "./plan_types.ts";
+import { type Refusal, withConvergence } from "./next_status.ts";
+import { CONDITION_NOT_CONVERGING, REASON_CONVERGING } from "./conditions.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
 import { countsOf } from "./report.ts";
 
@@ -104,14 +111,26 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
   const { deps, ctx, log } = pass;
   const { nova } = deps;
   const nowMs = deps.clock.now();
-  // a confirm or abort is noted with its answer's time: none is sent again
-  // before a look begun after it (once.ts)
+  // a confirm, abort or force-complete is noted with its answer's time:
+  // none is sent again before a look begun after it (once.ts); a refusal
+  // is noted with Nova's words and wakes the drain to report it
   const send = (calls: readonly Call[], failed: string) =>
-    new Map(calls.map(({ key, serverId, call, done }) => {
-      const note: ActionNote = { sentAtMs: nowMs };
+    new Map(calls.map(({ key, serverId, call, done, refused }) => {
+      const note: ActionNote = { sentAtMs: nowMs, serverId };
       call().then(
         (r) => done(r.requestId),
-        (err: unknown) => log.warn({ serverId, err: errText(err) }, failed),
+        (err: unknown) => {
+          log.warn({ serverId, err: errText(err) }, failed);
+          const answer = answerOf(err);
+          if (
+            refused === undefined ||
+            (answer.state !== "refused" && answer.state !== "conflict")
+          ) return;
+          note.refused = answer.message ?? errText(err);
+          refused(note.refused);
+          pass.state.woken = true;
+          ctx.enqueue(EvictionKind, ctx.key);
+        },
       ).finally(() => note.answeredAtMs = deps.clock.now());
       return [key, note];
     }));
@@ -132,23 +151,71 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
     "confirmResize failed",
   );
   const aborts = send(
-    plan.abort.map(({ id, migrationId }) => ({
-      key: migrationId,
-      serverId: id,
-      call: () => nova.abortLiveMigration(id, Number(migrationId), ctx.signal),
+    plan.abort.map((a) => ({
+      key: a.migrationId,
+      serverId: a.id,
+      call: () => {
+        deps.metrics.convergenceActions.inc({
+          action: "abort",
+          reason: a.reason,
+        });
+        return nova.abortLiveMigration(a.id, Number(a.migrationId), ctx.signal);
+      },
       done: (requestId) => {
         log.warn(
-          { serverId: id, migrationId, requestId },
-          "stuck live migration aborted",
+          { serverId: a.id, migrationId: a.migrationId, requestId },
+          "live migration aborted",
         );
         emit(pass, {
           type: "Warning",
           reason: "MigrationAborted",
-          message: `aborted stuck live migration ${migrationId} of ${id}`,
+          message: abortedNote(a),
         });
       },
+      refused: (message: string) =>
+        emit(pass, {
+          type: "Warning",
+          reason: "AbortRefused",
+          message:
+            `Nova refused to abort live migration ${a.migrationId} of ${a.id}: ${message}`,
+        }),
     })),
     "abort failed",
+  );
+  const forceCompletes = send(
+    plan.forceComplete.map((f) => ({
+      key: f.migrationId,
+      serverId: f.id,
+      call: () => {
+        deps.metrics.convergenceActions.inc({
+          action: "force_complete",
+          reason: f.reason,
+        });
+        emit(pass, {
+          type: "Normal",
+          reason: "ForceCompleteSent",
+          message: forceCompleteNote(f),
+        });
+        return nova.forceCompleteLiveMigration(
+          f.id,
+          Number(f.migrationId),
+          ctx.signal,
+        );
+      },
+      done: (requestId) =>
+        log.info(
+          { serverId: f.id, migrationId: f.migrationId, requestId },
+          "force_complete accepted",
+        ),
+      refused: (message: string) =>
+        emit(pass, {
+          type: "Warning",
+          reason: "ForceCompleteRefused",
+          message:
+            `Nova refused force_complete of live migration ${f.migrationId} of ${f.id}: ${message}; it is not sent again`,
+        }),
+    })),
+    "force_complete failed",
   );
   const inFlight = plan.next.inFlight ?? [];
   return {
@@ -158,7 +225,12 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
         servers: new Set(inFlight.map((e) => e.id)),
         migrations: new Set(inFlight.flatMap((e) => e.migrationId ?? [])),
       },
-      issued: { starts: startAll(pass, plan, nowMs), confirms, aborts },
+      issued: {
+        starts: startAll(pass, plan, nowMs),
+        confirms,
+        aborts,
+        forceCompletes,
+      },
       marks: noteMarks(pass.state.marks, {
         before: pass.status,
         started: plan.start.length,
@@ -169,12 +241,34 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
   };
 }
 
-/** A confirm or abort to send: its note's key, its VM, the call, its success. */
+/** The MigrationAborted note: which copy, and why. */
+function abortedNote(a: AbortAction): string {
+  const what = `live migration ${a.migrationId} of ${a.id}`;
+  if (a.reason === "stuck") return `aborted stuck ${what}`;
+  if (a.reason === "requested") {
+    return `aborted ${what} as ${
+      a.requestedBy ?? "a person"
+    } asked; it goes to the back of the host's queue`;
+  }
+  return `aborted ${what}: it did not converge within its policy's bound; it goes to the back of the host's queue and is retried alone`;
+}
+
+/** The ForceCompleteSent note: which copy, why, what Nova does. */
+function forceCompleteNote(f: ForceCompleteAction): string {
+  const why = f.reason === "requested"
+    ? `as ${f.requestedBy ?? "a person"} asked`
+    : "it did not converge within its policy's bound";
+  return `sent force_complete for live migration ${f.migrationId} of ${f.id} (${why}): Nova switches it to post-copy where permitted, else pauses the VM until the copy ends; never sent twice`;
+}
+
+/** A call to send: its note's key, its VM, the call, its success, its refusal. */
 interface Call {
   key: string;
   serverId: string;
   call: () => Promise<ActionResult>;
   done: (requestId: string | undefined) => void;
+  /** Nova refused it (a 4xx but 429), with Nova's message. */
+  refused?: (message: string) => void;
 }
 
 /**
@@ -278,4 +372,59 @@ function noteUnanswered(
         }); retrying with backoff up to ${UNANSWERED_BACKOFF_CAP_MS / 1000} s`,
     });
   }
+}
+
+/**
+ * The plan with its status showing convergence (next_status.ts
+ * `withConvergence`): progress of the copies, their deadlines, the
+ * force-completes and aborts of this pass, the requests' outcomes and
+ * Nova's refusals of earlier ones (the notes' `refused`); a Normal
+ * `Converging` Event when NotConverging turns False.
+ */
+export function convergenceShown(
+  pass: Pass,
+  plan: Plan,
+  input: { progress?: PlanInput["progress"] },
+): Plan {
+  const { state } = pass;
+  const refusals = [
+    ...refusalsOf(state.forceCompletes, "ForceComplete"),
+    ...refusalsOf(state.aborts, "Abort"),
+  ];
+  const next = withConvergence(pass.status, plan.next, {
+    progress: input.progress,
+    notConverging: plan.notConverging,
+    forceComplete: plan.forceComplete,
+    abort: plan.abort,
+    requestOutcomes: plan.requestOutcomes,
+    refusals,
+    now: new Date(pass.deps.clock.now()),
+    generation: pass.ev.metadata?.generation,
+  });
+  const was = pass.status.conditions?.find((c) =>
+    c.type === CONDITION_NOT_CONVERGING
+  );
+  const is = next.conditions?.find((c) => c.type === CONDITION_NOT_CONVERGING);
+  if (was?.status === "True" && is?.status === "False") {
+    emit(pass, {
+      type: "Normal",
+      reason: REASON_CONVERGING,
+      message: is.message,
+    });
+  }
+  return { ...plan, next };
+}
+
+function refusalsOf(
+  notes: ReadonlyMap<string, ActionNote>,
+  action: Refusal["action"],
+): Refusal[] {
+  return [...notes.values()].flatMap((n) =>
+    n.refused === undefined || n.serverId === undefined ? [] : [{
+      server: n.serverId,
+      action,
+      sentAtMs: n.sentAtMs,
+      message: n.refused,
+    }]
+  );
 }

@@ -251,6 +251,7 @@ export function planInputFor(
     starts: pass.state.starts,
     confirms: pass.state.confirms,
     aborts: pass.state.aborts,
+    forceCompletes: pass.state.forceCompletes,
     lookedAtMs: seen.listedAtMs,
     startBackoff: pass.state.startBackoff,
     ...(seen.novaLimit === undefined ? {} : { novaLiveLimit: seen.novaLimit }),

@@ -84,6 +84,8 @@ export interface PlanInput {
   confirms?: ReadonlyMap<string, ActionNote>;
   /** The aborts this process sent, by migration id. */
   aborts?: ReadonlyMap<string, ActionNote>;
+  /** The force-completes this process sent, by migration id (sent at most once). */
+  forceCompletes?: ReadonlyMap<string, ActionNote>;
   /** VMs whose starts went unanswered and Nova shows nothing of: never charged. */
   startBackoff?: ReadonlyMap<string, StartBackoff>;
   /** Progress of the live copies in flight, by server id (the informer's reads). */

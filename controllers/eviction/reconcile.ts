@@ -20,7 +20,7 @@ import {
 } from "../../limits/resolve.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
-import { act } from "./phase_act.ts";
+import { act, convergenceShown } from "./phase_act.ts";
 import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { keepLesson } from "./hypervisor_last_drain.ts";
@@ -212,13 +212,20 @@ async function fullPass(
     });
     held = await confirmAcrossProcesses(pass, reserved, settings, planPass);
     const records = learn(pass, held, seen);
-    const plan = await explained(pass, held, seen.novaLimit);
+    const plan = convergenceShown(
+      pass,
+      await explained(pass, held, seen.novaLimit),
+      reserved.input,
+    );
     // the observed rate goes with the status, for later drains' predictions
     const observed = pass.state.pace.slotRate();
     const next = observed === undefined
       ? plan.next
       : { ...plan.next, observedMigrationRate: observed };
-    if (plan.start.length > 0) await writeIntent(pass, plan, next);
+    // a force_complete is sent at most once: its intent is written first
+    if (plan.start.length > 0 || plan.forceComplete.length > 0) {
+      await writeIntent(pass, plan, next);
+    }
     const before = pass.status;
     apply(pass, act(pass, plan, next));
     acted = true;

@@ -9,7 +9,8 @@ import type { Logger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
 import type { EvictionMetrics, KindLabel } from "./metrics.ts";
 import type { Plan } from "./plan_types.ts";
-import { completedNote, type NoteCounts } from "./event_notes.ts";
+import { completedNote, type NoteCounts, requestNote } from "./event_notes.ts";
+import { notConvergingText } from "./conditions.ts";
 
 /** An Event to record on the Eviction. */
 export interface PendingEvent {
@@ -54,6 +55,7 @@ export function reportPass(
   const events: PendingEvent[] = [];
   migrationEvents(r, metrics, log, events);
   instanceEvents(r, events);
+  convergenceEvents(r, events);
   return { events, ...drainEvents(r, metrics, events) };
 }
 
@@ -152,6 +154,46 @@ function instanceEvents(r: PassReport, events: PendingEvent[]): void {
       "MigrationStuck",
       `${s.kind} migration of ${s.id} in flight since ${s.startedAt}`,
     );
+  }
+}
+
+/**
+ * A copy newly not converging (once per copy, not every pass), each
+ * person's request with who asked and what became of it, and a VM left
+ * for a person at the policy's maxAbortedTries.
+ */
+function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
+  const { plan } = r;
+  const marked = new Set(
+    (r.before.inFlight ?? []).filter((e) => e.notConverging === true).map((
+      e,
+    ) => `${e.id}/${e.migrationId}`),
+  );
+  for (const n of plan.notConverging) {
+    if (marked.has(`${n.id}/${n.migrationId}`)) continue;
+    events.push({
+      type: "Warning",
+      reason: "NotConverging",
+      message: notConvergingText(n),
+    });
+  }
+  for (const o of plan.requestOutcomes) {
+    events.push({
+      type: o.outcome === "Sent" ? "Normal" : "Warning",
+      reason: `${o.action}Requested`,
+      message: requestNote(o),
+    });
+  }
+  const aborted = new Map((r.next.aborted ?? []).map((a) => [a.id, a]));
+  for (const f of plan.failed) {
+    const tries = aborted.get(f.id)?.tries;
+    if (!f.exhausted || tries === undefined) continue;
+    events.push({
+      type: "Warning",
+      reason: "VmLeftForPerson",
+      message:
+        `${f.id} is left for a person after ${tries} aborted copies: ${f.reason}; kubectl evictor retry re-arms it`,
+    });
   }
 }
 

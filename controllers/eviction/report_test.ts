@@ -745,3 +745,87 @@ Deno.test("reportPass: Events and counters match the plan's outcomes (property)"
     { numRuns: 200 },
   );
 });
+
+Deno.test("reportPass: NotConverging once per copy, requests with who asked, VmLeftForPerson at maxAbortedTries", () => {
+  const gib = 1024 ** 3;
+  const report = (id: string, migrationId: string) => ({
+    id,
+    migrationId,
+    why: "progress" as const,
+    remainingBytes: 2 * gib,
+    totalBytes: 16 * gib,
+    sinceSeconds: 10,
+    onTimeout: "Abort" as const,
+    actAt: at(900).toISOString(),
+  });
+  const before: EvictionStatus = {
+    inFlight: [
+      entry("a", 0, { migrationId: "1", notConverging: true }),
+      entry("b", 0, { migrationId: "2" }),
+      entry("c", 0, { migrationId: "3", notConverging: true }),
+    ],
+  };
+  const p = plan({
+    notConverging: [report("a", "1"), report("b", "2"), report("c", "4")],
+    requestOutcomes: [
+      {
+        server: "b",
+        action: "ForceComplete",
+        requestedBy: "alice",
+        requestedAt: at(5).toISOString(),
+        outcome: "Sent",
+        message: "",
+      },
+      {
+        server: "z",
+        action: "Abort",
+        requestedBy: "bob",
+        requestedAt: at(6).toISOString(),
+        outcome: "NotInFlight",
+        message: "z has no live copy in flight",
+      },
+    ],
+    failed: [
+      {
+        id: "d",
+        reason: "3 copies aborted, none converged",
+        attempts: 3,
+        exhausted: true,
+        transient: false,
+      },
+      {
+        id: "e",
+        reason: "ERROR",
+        attempts: 1,
+        exhausted: true,
+        transient: false,
+      },
+    ],
+    next: {
+      aborted: [{ id: "d", tries: 3, lastAbortedAt: at(1).toISOString() }],
+    },
+  });
+  const { events } = run(p, before);
+  const of = (reason: string) => events.filter((e) => e.reason === reason);
+  // a was already marked; c's copy is a new one
+  assert.deepEqual(
+    of("NotConverging").map((e) => e.message.split(" ")[0]),
+    ["b", "c"],
+  );
+  assert.ok(of("NotConverging").every((e) => e.type === "Warning"));
+  const [fc] = of("ForceCompleteRequested");
+  assert.equal(fc?.type, "Normal");
+  assert.match(
+    fc?.message ?? "",
+    /^alice asked to force-complete .* of b .*: sent to Nova$/,
+  );
+  const [ab] = of("AbortRequested");
+  assert.equal(ab?.type, "Warning");
+  assert.match(
+    ab?.message ?? "",
+    /^bob asked to abort .* of z .*: not sent: no live copy of it is in flight \(z has no live copy in flight\)$/,
+  );
+  assert.deepEqual(of("VmLeftForPerson").map((e) => e.message), [
+    "d is left for a person after 3 aborted copies: 3 copies aborted, none converged; kubectl evictor retry re-arms it",
+  ]);
+});

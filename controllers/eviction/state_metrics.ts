@@ -47,6 +47,10 @@ export interface EvictionSeries {
   predictedSeconds: number | undefined;
   /** From startedAt to the drain's end, or to now while it runs. */
   elapsedSeconds: number | undefined;
+  /** Memory left to copy of each live copy in flight, as last read. */
+  remainingBytes: { server: string; bytes: number }[];
+  /** Live copies in flight past their progress or completion bound. */
+  notConverging: number;
 }
 
 /** What the gauges show. */
@@ -81,6 +85,7 @@ export function evictionGaugeValues(
       ?.reason ?? REASON_PENDING;
     byState.set(state, (byState.get(state) ?? 0) + 1);
     const started = Date.parse(e.status?.startedAt ?? "");
+    const inFlight = e.status?.inFlight ?? [];
     const end = drainEndMs(e.status) ?? nowMs;
     return {
       eviction: e.metadata?.name ?? e.spec.hypervisor,
@@ -90,6 +95,12 @@ export function evictionGaugeValues(
       elapsedSeconds: Number.isNaN(started)
         ? undefined
         : Math.max(0, (end - started) / 1000),
+      remainingBytes: inFlight.flatMap((f) =>
+        f.memoryRemainingBytes === undefined
+          ? []
+          : [{ server: f.id, bytes: f.memoryRemainingBytes }]
+      ),
+      notConverging: inFlight.filter((f) => f.notConverging === true).length,
     };
   });
   return {
@@ -133,6 +144,43 @@ export function registerEvictionGauges(
   };
   stateGauges(registers, values);
   drainGauges(registers, values);
+  copyGauges(registers, values);
+}
+
+/** Per live copy: memory left; per drain: copies not converging. */
+function copyGauges(
+  registers: Registry[],
+  values: () => EvictionGaugeValues,
+): void {
+  // from the status at each scrape: a copy's series goes when it ends
+  new Gauge({
+    name: "evictor_migration_remaining_bytes",
+    help:
+      "Memory a live copy in flight still has to copy, as last read from Nova's migration record (status.inFlight[].memoryRemainingBytes).",
+    labelNames: ["eviction", "server"],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of values().perEviction) {
+        for (const r of e.remainingBytes) {
+          this.set({ eviction: e.eviction, server: r.server }, r.bytes);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: "evictor_migrations_not_converging",
+    help:
+      "Live copies in flight past their progress or completion timeout (status.inFlight[].notConverging).",
+    labelNames: ["eviction"],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of values().perEviction) {
+        this.set({ eviction: e.eviction }, e.notConverging);
+      }
+    },
+  });
 }
 
 /** Evictions by state, and each Eviction's state. */

@@ -85,6 +85,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: 4,
       predictedSeconds: 90,
       elapsedSeconds: 60,
+      remainingBytes: [],
+      notConverging: 0,
     },
     {
       eviction: "b",
@@ -92,6 +94,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: 1,
       predictedSeconds: undefined,
       elapsedSeconds: 100,
+      remainingBytes: [],
+      notConverging: 0,
     },
     {
       eviction: "c",
@@ -99,6 +103,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: undefined,
       predictedSeconds: undefined,
       elapsedSeconds: 30,
+      remainingBytes: [],
+      notConverging: 0,
     },
     {
       eviction: "d",
@@ -106,6 +112,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: undefined,
       predictedSeconds: undefined,
       elapsedSeconds: undefined,
+      remainingBytes: [],
+      notConverging: 0,
     },
     {
       eviction: "e",
@@ -113,6 +121,8 @@ Deno.test("evictionGaugeValues: states, limits, predictions and elapsed times", 
       limit: undefined,
       predictedSeconds: undefined,
       elapsedSeconds: 30,
+      remainingBytes: [],
+      notConverging: 0,
     },
   ]);
   assert.equal(v.clusterBudget, 10);
@@ -170,4 +180,48 @@ Deno.test("registerEvictionGauges: the scrape shows the cache as it is then", as
   const second = await registry.metrics();
   assert.ok(!second.includes('eviction="a"'), second);
   assert.ok(second.includes('evictor_evictions{state="Waiting"} 0'));
+});
+
+Deno.test("registerEvictionGauges: each live copy's remaining bytes while it runs, the drain's copies not converging", async () => {
+  const registry = new Registry();
+  const live = (id: string, extra: Record<string, unknown>) => ({
+    id,
+    kind: "live" as const,
+    startedAt: "2026-12-01T00:00:00Z",
+    ...extra,
+  });
+  let evictions: Eviction[] = [
+    ev("a", "Running", {
+      inFlight: [
+        live("vm1", { memoryRemainingBytes: 7_000_000, notConverging: true }),
+        live("vm2", { memoryRemainingBytes: 0 }),
+        live("vm3", {}),
+      ],
+    }),
+    ev("b", "Running", {}),
+  ];
+  let now = T0;
+  registerEvictionGauges(
+    registry,
+    () => ({ evictions, policy: undefined }),
+    () => now,
+  );
+  const first = await registry.metrics();
+  for (
+    const line of [
+      'evictor_migration_remaining_bytes{eviction="a",server="vm1"} 7000000',
+      'evictor_migration_remaining_bytes{eviction="a",server="vm2"} 0',
+      'evictor_migrations_not_converging{eviction="a"} 1',
+      'evictor_migrations_not_converging{eviction="b"} 0',
+    ]
+  ) assert.ok(first.includes(line), `${line} in\n${first}`);
+  assert.ok(!first.includes('server="vm3"'), "no read, no series");
+  // vm1's copy ended: its series goes
+  evictions = [ev("a", "Running", { inFlight: [live("vm2", {})] })];
+  now += 1000;
+  const second = await registry.metrics();
+  assert.ok(!second.includes('server="vm1"'), second);
+  assert.ok(
+    second.includes('evictor_migrations_not_converging{eviction="a"} 0'),
+  );
 });
