@@ -430,6 +430,10 @@ Deno.test("convergence: the API's progress fields, microversion gates and errors
             `Migration ${mid} state of instance ${hot} is running (post-copy). Cannot abort live migration while the migration is in this state.`,
         },
       });
+      const st = sim.state();
+      assert.equal(st.migrations[0]?.switchedTo, "post-copy");
+      assert.equal(st.migrations[0]?.slotAt, 1_700_000_000_000);
+      assert.equal(st.servers.find((x) => x.id === hot)?.dirtyRateMBps, 1500);
     },
     withHost({ permitPostCopy: true }),
     { clock },
