@@ -198,6 +198,8 @@ export interface SlotRecord {
   slotAt: number | undefined;
   /** Its last change (its end, once ended). */
   updatedAt: number;
+  /** force_complete paused it or switched it to post-copy: it converges. */
+  switchedTo?: "paused" | "post-copy" | undefined;
 }
 
 /** Statuses of a record that no longer holds a slot. */
@@ -270,10 +272,11 @@ export interface StallInput {
 
 /**
  * A run that can make no more progress: every slot-holding copy is a
- * non-converging one held past its bound plus the grace, and either the
- * slots are full or only non-converging VMs are left. (With Report that is
- * where a drain ends up; with Abort or ForceComplete the operator should
- * have acted.)
+ * non-converging one, not force-completed (a paused or post-copy one
+ * converges), held past its bound plus the grace, and either the slots are
+ * full or only non-converging VMs are left. (With Report that is where a
+ * drain ends up; with Abort or ForceComplete the operator should have
+ * acted.)
  *
  * @example
  * ```ts
@@ -287,6 +290,7 @@ export function stalled(x: StallInput): boolean {
   if (x.holding.length === 0) return false;
   const pastBound = x.holding.every((r) =>
     x.nonConverging.has(r.serverId) && r.slotAt !== undefined &&
+    r.switchedTo === undefined &&
     x.nowMs >= r.slotAt + (x.prepareS + x.boundS(r.serverId)) * 1000 +
         x.graceMs
   );

@@ -256,6 +256,12 @@ Deno.test("bench convergence: a run stalls when only non-converging copies past 
       convergingLeft: 0,
     }, true],
     ["nothing holds a slot", { holding: [] }, false],
+    ["a force-completed copy converges", {
+      holding: [rec("a", "running", 0, 0), {
+        ...rec("b", "running", 0, 0),
+        switchedTo: "paused",
+      }],
+    }, false],
   ];
   for (const [name, over, want] of table) {
     assert.equal(stalled({ ...base, ...over }), want, name);

@@ -868,11 +868,11 @@ const fmtRow = (r: Row) =>
 const fmtNcRow = (r: Row) =>
   `| ${r.mode} | ${r.hostKind} (${r.vms}) | ${r.limit} | ${r.novaLimit} | ${r.nc?.vms} (${r.nc?.percent} %) | ${r.nc?.onTimeout} | ${r.nc?.outcome} | ${
     r.nc?.stalled ? `(${r.makespanS.toFixed(0)})` : r.makespanS.toFixed(0)
-  } | ${r.lowerBoundS.toFixed(0)} | ${r.ratio.toFixed(3)} | ${
-    r.callsPerVm.toFixed(2)
-  } | ${r.nc?.heldS.toFixed(0)} | ${r.nc?.worstPastBoundS.toFixed(0)}${
-    r.nc?.worstVm === undefined ? "" : ` (${r.nc.worstVm})`
-  } |`;
+  } | ${r.lowerBoundS.toFixed(0)} | ${
+    r.nc?.stalled ? "-" : r.ratio.toFixed(3)
+  } | ${r.callsPerVm.toFixed(2)} | ${r.nc?.heldS.toFixed(0)} | ${
+    r.nc?.worstPastBoundS.toFixed(0)
+  }${r.nc?.worstVm === undefined ? "" : ` (${r.nc.worstVm})`} |`;
 const lines = [
   "# Drain benchmark",
   "",
@@ -979,11 +979,12 @@ const lines = [
     "count the VMs moved. Their slot time: the time their copies held one of",
     "the host's slots; worst past bound: the longest any held past preparing +",
     "its bound (+ forceCompleteTimeoutSeconds with ForceComplete). A run whose",
-    "slots are all held by such copies past their bound plus one progress",
-    `interval (${PROGRESS_INTERVAL_S} s, \`--progress-interval-s\`) and two poll intervals`,
-    "can make no more progress: it stops there as stalled (its makespan in",
-    "parentheses is the time of the stop). Nova's own completion timeout is off",
-    "on these hosts: the policy is what acts.",
+    "slots are all held by such copies, not force-completed, past their bound",
+    `plus one progress interval (${PROGRESS_INTERVAL_S} s, \`--progress-interval-s\`) and two`,
+    "poll intervals can make no more progress: it stops there as stalled (its",
+    "makespan in parentheses is the time of the stop, its ratio not given).",
+    "Nova's own completion timeout is off on these hosts: the policy is what",
+    "acts.",
     "",
   ]),
   "The delayed run: the simulator holds the answer to the start of one VM (the",
