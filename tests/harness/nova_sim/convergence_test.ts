@@ -129,13 +129,15 @@ Deno.test("convergence: what fits in the downtime converges whatever the dirty r
   assert.equal(server("tiny")?.host, "dst");
 });
 
-Deno.test("convergence: force_complete without post-copy pauses the VM until the copy converges, then it runs on the destination", () => {
+Deno.test("convergence: force_complete without post-copy pauses the guest until the copy converges, then it runs on the destination", () => {
   const { world, start, step, progress, server, id, types } = build(CLOUD);
   const m = start("hot");
   step(10_000);
   types.length = 0;
   world.forceCompleteLiveMigration(id("hot"), m.id, "req-fc");
-  assert.equal(server("hot")?.powerState, 3, "paused");
+  assert.equal(m.switchedTo, "paused");
+  // Nova's power-state sync skips a migrating instance: it still shows 1
+  assert.equal(server("hot")?.powerState, 1);
   assert.equal(server("hot")?.taskState, "migrating");
   assert.equal(m.status, "running");
   assert.deepEqual(types, [
@@ -156,7 +158,6 @@ Deno.test("convergence: force_complete without post-copy pauses the VM until the
   assert.equal(server("hot")?.host, "src");
   step(1);
   assert.equal(server("hot")?.host, "dst");
-  assert.equal(server("hot")?.powerState, 1, "runs again");
 });
 
 Deno.test("convergence: force_complete with post-copy permitted runs the VM on the destination, and it can no longer be aborted", () => {
@@ -167,7 +168,6 @@ Deno.test("convergence: force_complete with post-copy permitted runs the VM on t
   step(5000);
   world.forceCompleteLiveMigration(id("hot"), m.id);
   assert.equal(m.status, POST_COPY);
-  assert.equal(server("hot")?.powerState, 1, "not paused");
   assert.throws(
     () => world.abortLiveMigration(id("hot"), m.id, 90),
     (e: unknown) =>
@@ -195,7 +195,7 @@ Deno.test("convergence: force_complete with post-copy permitted runs the VM on t
   assert.equal(m.status, "completed");
 });
 
-Deno.test("convergence: abort rolls a non-converging copy back (a paused VM runs again) and frees the slot", () => {
+Deno.test("convergence: abort rolls a force-completed, non-converging copy back and frees the slot", () => {
   const { world, start, step, server, id, types } = build(CLOUD);
   const m = start("hot");
   const next = world.liveMigrate(id("calm"), null);
@@ -271,7 +271,6 @@ Deno.test("convergence: Nova's timeout action force_complete pauses, or switches
     step(40_500);
     assert.equal(m.switchedTo, permitPostCopy ? "post-copy" : "paused");
     assert.equal(m.status, permitPostCopy ? POST_COPY : "running");
-    assert.equal(server("hot")?.powerState, permitPostCopy ? 1 : 3);
     assert.equal(
       types.some((t) => t.includes("force_complete")),
       false,
@@ -279,7 +278,6 @@ Deno.test("convergence: Nova's timeout action force_complete pauses, or switches
     );
     step(4096);
     assert.equal(server("hot")?.host, "dst");
-    assert.equal(server("hot")?.powerState, 1);
   }
 });
 

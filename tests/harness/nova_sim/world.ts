@@ -1268,10 +1268,12 @@ export class World {
    * (`POST /servers/{id}/migrations/{mid}/action` `force_complete`, 2.22+),
    * as Nova's libvirt driver does: post-copy where the source host permits
    * it (the record goes `running (post-copy)`, the VM runs on the
-   * destination, which pulls the rest at the copy rate), else the VM is
-   * paused (power_state 3, it dirties nothing) until the copy converges,
-   * and runs again on the destination. With `requestId` the instance
-   * action `live_migration_force_complete` is recorded.
+   * destination, which pulls the rest at the copy rate), else the guest is
+   * paused (it dirties nothing) until the copy converges, and runs again on
+   * the destination (Nova's power_state stays running throughout: its
+   * power-state sync skips an instance with a task_state). With
+   * `requestId` the instance action `live_migration_force_complete` is
+   * recorded.
    */
   forceCompleteLiveMigration(
     serverId: string,
@@ -1309,7 +1311,7 @@ export class World {
     this.#action("live_migration_force_complete", "start", s, m.source, now);
     this.#action("live_migration_force_complete", "end", s, m.source, now);
     // The driver only queues the task; the copy's monitor switches.
-    this.#switchOver(m, s, now);
+    this.#switchOver(m, now);
     this.advance();
   }
 
@@ -1360,7 +1362,7 @@ export class World {
    * `run_tasks`): post-copy where permitted, else pause; nothing more once
    * switched.
    */
-  #switchOver(m: SimMigration, s: SimServer, at: number): void {
+  #switchOver(m: SimMigration, at: number): void {
     if (m.switchedTo !== undefined) return;
     const now = this.memoryProgress(m, at);
     // A stuck copy (the fault) moves again once nothing else runs.
@@ -1370,8 +1372,9 @@ export class World {
       m.switchedTo = "post-copy";
       this.#setStatus(m, POST_COPY, at);
     } else {
+      // The guest pauses, but Nova's power_state stays: the compute's
+      // _sync_instance_power_state skips an instance with a task_state.
       m.switchedTo = "paused";
-      s.powerState = 3;
     }
     m.phaseEndsAt = this.#copyEndsAt(m);
   }
@@ -1398,7 +1401,7 @@ export class World {
     const s = this.servers.get(m.serverId);
     if (m.status !== "running" || s === undefined || s.deleted) return;
     if (this.hosts.get(m.source)?.timeoutAction === "force_complete") {
-      this.#switchOver(m, s, at);
+      this.#switchOver(m, at);
       return;
     }
     this.#finishLive(m, s, "cancelled", at);
@@ -1407,8 +1410,8 @@ export class World {
   /**
    * Aborts a live migration (`DELETE /servers/{id}/migrations/{mid}`,
    * 2.24+; queued or preparing ones 2.65+): the VM runs on the source
-   * again (unpaused if force_complete paused it). With `requestId` the
-   * instance action `live_migration_cancel` is recorded.
+   * again (its guest resumed if force_complete paused it). With
+   * `requestId` the instance action `live_migration_cancel` is recorded.
    */
   abortLiveMigration(
     serverId: string,
@@ -1449,8 +1452,6 @@ export class World {
     // A running copy is stopped by the driver and rolled back after the
     // abort ends; a waiting one is dropped with a save between the two.
     if (copying) {
-      // run_recover_tasks: a VM force_complete paused runs again.
-      if (m.switchedTo === "paused") s.powerState = 1;
       this.#action("live_migration_abort", "end", s, m.source, now);
       this.#rollback(m, s, now);
     } else {
@@ -1611,8 +1612,6 @@ export class World {
     // copy then fails: the copy runs in the compute's executor after the
     // event has ended, so a failed copy leaves no details in the action.
     this.#actionEvent(m, "compute_live_migration", m.source, at);
-    // run_recover_tasks: a VM force_complete paused runs again on the source.
-    if (status !== "completed" && m.switchedTo === "paused") s.powerState = 1;
     this.#setStatus(m, status, at);
     m.phaseEndsAt = undefined;
     m.novaTimeoutAt = undefined;
@@ -1734,8 +1733,6 @@ export class World {
         }
         // Real Zed live migrations never show post-migrating: the server
         // is ACTIVE on the destination first, the record completes after.
-        // A VM force_complete paused runs again on the destination.
-        if (m.switchedTo === "paused") s.powerState = 1;
         this.#notifyMoved(m, s, at);
         m.movedAt = at;
         m.phaseEndsAt = at + t.liveCompleteSeconds * 1000;
