@@ -349,6 +349,40 @@ Deno.test("convergence: the API's progress fields, microversion gates and errors
       assert.equal(mig["memory_total_bytes"], 4096 * MIB);
       assert.equal(mig["memory_remaining_bytes"], 4096 * MIB);
       assert.equal(mig["memory_processed_bytes"], 60_000 * MIB);
+      // saved every 5 s: 3 s later the record shows the same
+      clock.advance(3000);
+      const again = await call(
+        sim,
+        token,
+        "GET",
+        `${path}/${mid}`,
+        undefined,
+        "2.80",
+      );
+      assert.equal(
+        (again.json as { migration: Record<string, number> }).migration[
+          "memory_processed_bytes"
+        ],
+        60_000 * MIB,
+      );
+      // a queued copy: nothing saved yet
+      const calm = id("calm");
+      await call(sim, token, "POST", `/servers/${calm}/action`, {
+        "os-migrateLive": { host: null, block_migration: "auto" },
+      });
+      const queued = await call(
+        sim,
+        token,
+        "GET",
+        `/servers/${calm}/migrations`,
+        undefined,
+        "2.23",
+      );
+      const q = (queued.json as { migrations: Record<string, unknown>[] })
+        .migrations[0];
+      assert.equal(q?.["status"], "queued");
+      assert.equal(q?.["memory_total_bytes"], null);
+      assert.equal(q?.["memory_remaining_bytes"], null);
       const listed = await call(sim, token, "GET", path, undefined, "2.23");
       assert.equal(
         (listed.json as { migrations: unknown[] }).migrations.length,

@@ -458,7 +458,8 @@ function serverMigrationView(
   m: SimMigration,
 ): Record<string, unknown> {
   const w = ctx.world;
-  const mem = w.memoryProgress(m, w.now());
+  // the record's fields: null until the copy's monitor first saved them
+  const mem = w.savedProgress(m, w.now());
   const v: Record<string, unknown> = {
     id: m.id,
     uuid: m.uuid,
@@ -471,12 +472,13 @@ function serverMigrationView(
     dest_host: destHost(w, m),
     created_at: novaTime(ctx.world.novaMs(m.createdAt)),
     updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
-    memory_total_bytes: m.memoryTotalBytes,
-    memory_processed_bytes: mem.processed,
-    memory_remaining_bytes: mem.remaining,
-    disk_total_bytes: 0,
-    disk_processed_bytes: 0,
-    disk_remaining_bytes: 0,
+    memory_total_bytes: mem === null ? null : m.memoryTotalBytes,
+    memory_processed_bytes: mem?.processed ?? null,
+    memory_remaining_bytes: mem?.remaining ?? null,
+    // no block migration: libvirt reports no disk to copy
+    disk_total_bytes: mem === null ? null : 0,
+    disk_processed_bytes: mem === null ? null : 0,
+    disk_remaining_bytes: mem === null ? null : 0,
   };
   if (ctx.mv < 59) delete v["uuid"];
   if (ctx.mv >= 80) {

@@ -294,6 +294,9 @@ export interface SimInstanceAction {
  */
 export const POST_COPY = "running (post-copy)";
 
+/** `[libvirt] live_migration_monitor_interval`: stats saved this often (ms). */
+const MONITOR_INTERVAL_MS = 5000;
+
 /** In-progress statuses of live migrations (the simulator's view). */
 export const LIVE_IN_PROGRESS = [
   "queued",
@@ -1885,6 +1888,23 @@ export class World {
       : Math.min(1, (at - m.copyStartedAt) / Math.max(1, m.copyMs));
     const processed = Math.floor(total * fraction);
     return { processed, remaining: total - processed };
+  }
+
+  /**
+   * The progress Nova's API shows (the migration record's fields): the
+   * libvirt monitor saves the job's stats at the copy's start and then
+   * every `live_migration_monitor_interval` (5 s); before the first save
+   * the fields are null.
+   */
+  savedProgress(
+    m: SimMigration,
+    at: number,
+  ): { processed: number; remaining: number } | null {
+    const start = m.copyStartedAt;
+    if (start === undefined || m.type !== "live-migration") return null;
+    const last = start + Math.floor((at - start) / MONITOR_INTERVAL_MS) *
+        MONITOR_INTERVAL_MS;
+    return this.memoryProgress(m, Math.max(start, last));
   }
 
   /** When a tracked copy ends (undefined: it does not converge). */
