@@ -22,7 +22,8 @@ import { Prng } from "../tests/harness/nova_sim/prng.ts";
  * The `convergence` the benchmark's EvictionPolicy carries, `onTimeout`
  * chosen per run. A plain copy takes about 1 s per GiB (1000 MB/s), so 5 s
  * per GiB is a generous completion bound; a copy whose remaining bytes
- * never fall meets the 30 s progress bound first.
+ * never fall meets the 30 s progress bound first. A paused copy of the
+ * largest VM (64 GiB) takes some 66 s: the fallback abort waits 120 s.
  */
 export function benchConvergence(
   onTimeout: OnTimeout,
@@ -32,7 +33,7 @@ export function benchConvergence(
     progressTimeoutSeconds: 30,
     onTimeout,
     maxAbortedTries: 2,
-    forceCompleteTimeoutSeconds: 60,
+    forceCompleteTimeoutSeconds: 120,
   };
 }
 
