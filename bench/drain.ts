@@ -15,6 +15,15 @@
  * as done when `kubectl evictor drain --wait` would say so (a settled
  * Succeeded). Not a test: nothing here fails on a number.
  *
+ * A configuration with `:ncP` (e.g. `4x8:nc10`) gives P % of the VMs a dirty
+ * rate 1.5 times the copy rate (they never converge) and applies an
+ * EvictionPolicy whose `convergence` acts on them with each `--on-timeout`
+ * (Report, Abort, ForceComplete); its row gives the makespan against a
+ * lower bound that counts the policy's bound as each such VM's time, the
+ * slot time their copies held and the worst held past its bound
+ * (bench/convergence.ts). A run whose slots are all held by such copies
+ * past their bound (Report's end) stops there as `stalled`.
+ *
  * Each configuration has a deadline (`--deadline-s`, real seconds, 600 by
  * default): past it the run fails with what was pending (the phase, the
  * Eviction's status, the simulator's migrations, the operator's last log
@@ -25,6 +34,7 @@
  *   [--configs 4x8,8x8,1x8,4x1,8x1,1x1,4x8+delay30,4x1:mixed,4x8:mixed]
  *   [--modes polling,notifications] [--deadline-s 600] [--mixed-vms 40]
  *   [--baseline git:HEAD|FILE] [--trace DIR]
+ *   [--on-timeout Report,Abort,ForceComplete] [--progress-interval-s 30]
  *
  * @module
  */
@@ -51,6 +61,22 @@ import {
   type HostKind,
   type RunFigures,
 } from "./drain_targets.ts";
+import {
+  benchConvergence,
+  convergenceTargets,
+  heldSlots,
+  lowerBoundMs,
+  NON_CONVERGING_DIRTY_FACTOR,
+  nonConvergingIndices,
+  nonConvergingTime,
+  parseOnTimeouts,
+  policyBoundSeconds,
+  stalled,
+  type VmTime,
+} from "./convergence.ts";
+import type { OnTimeout } from "../limits/convergence.ts";
+import type { EvictionPolicySpec } from "../models/mod.ts";
+import { EvictionPolicyKind } from "../controllers/kinds.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -81,8 +107,21 @@ const { values } = parseArgs({
     // a directory: each run's Nova calls with the code that made them, the
     // migrations and the operator's log (where the calls go, and why)
     trace: { type: "string" },
+    // the EvictionPolicy's convergence.onTimeout of ":ncP" configurations,
+    // comma-separated: each such configuration runs once per entry
+    "on-timeout": { type: "string", default: "Report" },
+    // the operator's progress interval (s): the slack past a policy's bound
+    // the targets allow, and the wait before a run counts as stalled
+    "progress-interval-s": { type: "string", default: "30" },
   },
 });
+const ON_TIMEOUTS = parseOnTimeouts(values["on-timeout"]);
+const PROGRESS_INTERVAL_S = Number(values["progress-interval-s"]);
+if (!(PROGRESS_INTERVAL_S > 0)) {
+  throw new RangeError(
+    `--progress-interval-s must be > 0, got ${values["progress-interval-s"]}`,
+  );
+}
 const MODES = parseModes(values.modes);
 const VMS = Number(values.vms);
 const MIXED_VMS = Number(values["mixed-vms"]);
@@ -196,14 +235,22 @@ interface Config {
   /** Simulated seconds the answer to one start is late (0: none). */
   delayS: number;
   hostKind: HostKind;
+  /** Percent of the VMs that do not converge (0: none). */
+  ncPercent: number;
+  /** The policy's onTimeout (runs with non-converging VMs). */
+  onTimeout: OnTimeout;
 }
 
-function parseConfig(text: string): Config {
-  const m = /^(\d+)x(\d+)(?:\+delay(\d+(?:\.\d+)?))?(?::(uniform|mixed))?$/
-    .exec(text.trim());
-  if (m === null || Number(m[1]) < 1 || Number(m[2]) < 1) {
+function parseConfig(text: string): Omit<Config, "onTimeout"> {
+  const m =
+    /^(\d+)x(\d+)(?:\+delay(\d+(?:\.\d+)?))?(?::(uniform|mixed))?(?::nc(\d+))?$/
+      .exec(text.trim());
+  if (
+    m === null || Number(m[1]) < 1 || Number(m[2]) < 1 ||
+    (m[5] !== undefined && !(Number(m[5]) >= 1 && Number(m[5]) <= 100))
+  ) {
     throw new RangeError(
-      `--configs entries are LIMITxNOVA[+delaySECONDS][:mixed] (e.g. 4x8+delay30, 4x1:mixed), got "${text}"`,
+      `--configs entries are LIMITxNOVA[+delaySECONDS][:mixed][:ncPERCENT] (e.g. 4x8+delay30, 4x1:mixed, 4x8:nc10; PERCENT 1-100), got "${text}"`,
     );
   }
   return {
@@ -211,7 +258,24 @@ function parseConfig(text: string): Config {
     novaLimit: Number(m[2]),
     delayS: m[3] === undefined ? 0 : Number(m[3]),
     hostKind: m[4] === "mixed" ? "mixed" : "uniform",
+    ncPercent: m[5] === undefined ? 0 : Number(m[5]),
   };
+}
+
+/** What a run with non-converging VMs shows (issue 39). */
+interface NcFigures {
+  percent: number;
+  onTimeout: OnTimeout;
+  /** Non-converging VMs. */
+  vms: number;
+  /** Slot time their copies held, simulated s. */
+  heldS: number;
+  /** The longest any held past its policy's bound, simulated s. */
+  worstPastBoundS: number;
+  worstVm: string | undefined;
+  /** Succeeded, left N for a person, or stalled with N VMs on the host. */
+  outcome: string;
+  stalled: boolean;
 }
 
 /** The VM whose start answer is delayed: the first of the largest flavor. */
@@ -241,6 +305,8 @@ interface Row {
   realS: number;
   scale: number;
   gaps: SlotGaps;
+  /** Runs with non-converging VMs. */
+  nc: NcFigures | undefined;
 }
 
 /** What a configuration's run is doing, for the report of a missed deadline. */
@@ -252,15 +318,24 @@ interface Progress {
 
 async function run(
   envtest: Awaited<ReturnType<typeof startEnvtest>>,
-  { limit, novaLimit, delayS, hostKind }: Config,
+  { limit, novaLimit, delayS, hostKind, ncPercent, onTimeout }: Config,
   mode: Mode,
   progress: Progress,
 ): Promise<Row> {
   const host = `src-l${limit}-n${novaLimit}${delayS > 0 ? `-d${delayS}` : ""}${
     hostKind === "mixed" ? "-mixed" : ""
-  }${mode === "notifications" ? "-notified" : ""}`;
+  }${ncPercent > 0 ? `-nc${ncPercent}-${onTimeout.toLowerCase()}` : ""}${
+    mode === "notifications" ? "-notified" : ""
+  }`;
   const { ramMb, vms } = HOSTS[hostKind];
   const SCALE = scaleFor(limit, novaLimit);
+  // The non-converging VMs (by name) and the policy that acts on them.
+  const ncIndices = ncPercent > 0
+    ? nonConvergingIndices(vms, ncPercent, 11)
+    : new Set<number>();
+  const vmName = (i: number) => `vm-${host}-${i + 1}`;
+  const ramOf = (i: number) => ramMb[i % ramMb.length] ?? 2048;
+  const convergence = benchConvergence(onTimeout);
   const scenario: ScenarioInput = {
     seed: 11,
     timeScale: SCALE,
@@ -275,7 +350,29 @@ async function run(
       { name: `dst1-${host}`, ramMb: 8_000_000, vcpus: 8192 },
       { name: `dst2-${host}`, ramMb: 8_000_000, vcpus: 8192 },
     ],
-    serverGroups: [{ host, count: vms, namePrefix: "vm", ramMb: [...ramMb] }],
+    // the same VMs as the group would make, some dirtying memory
+    ...(ncPercent > 0
+      ? {
+        servers: Array.from({ length: vms }, (_, i) => ({
+          name: vmName(i),
+          host,
+          ramMb: ramOf(i),
+          ...(ncIndices.has(i)
+            ? {
+              dirtyRateMBps: TIMING.liveMbPerSecond *
+                NON_CONVERGING_DIRTY_FACTOR,
+            }
+            : {}),
+        })),
+      }
+      : {
+        serverGroups: [{
+          host,
+          count: vms,
+          namePrefix: "vm",
+          ramMb: [...ramMb],
+        }],
+      }),
   };
   progress.host = host;
   progress.phase = "starting the simulator and the operator";
@@ -293,6 +390,13 @@ async function run(
   try {
     progress.phase = "creating the Hypervisor";
     await e.hypervisor(host);
+    if (ncPercent > 0) {
+      // The policy sets the limit while it exists (the flag otherwise).
+      const policy: Partial<EvictionPolicySpec> & {
+        convergence: typeof convergence;
+      } = { maxConcurrentMigrations: limit, convergence };
+      await e.policy(policy);
+    }
     const delayedVm = delayS > 0 ? delayedVmOn(host, hostKind) : undefined;
     if (delayedVm !== undefined) {
       // The answer comes late; Nova acts at once (processed): a slow API
@@ -319,26 +423,61 @@ async function run(
     await e.evict(host, host);
     progress.phase = `waiting for the drain of ${host} to settle`;
     let maxInFlight = 0;
+    const ncIds = new Set<string>();
+    const boundOf = new Map<string, number>();
+    for (const sv of e.sim.state().servers) {
+      const i = Number(sv.name.slice(sv.name.lastIndexOf("-") + 1)) - 1;
+      if (!ncIndices.has(i) || sv.name !== vmName(i)) continue;
+      ncIds.add(sv.id);
+      boundOf.set(sv.id, policyBoundSeconds(convergence, sv.ramMb));
+    }
+    const boundS = (id: string) => boundOf.get(id) ?? Infinity;
+    let stalledAt: number | undefined;
     const ev = await waitFor(
       `drain of ${host}`,
       async () => {
         const st = e.sim.state();
-        maxInFlight = Math.max(
-          maxInFlight,
-          st.migrations.filter((m) =>
-            m.source === host &&
-            !["completed", "error", "cancelled"].includes(m.status)
-          ).length,
+        const open = st.migrations.filter((m) =>
+          m.source === host &&
+          !["completed", "error", "cancelled"].includes(m.status)
         );
+        maxInFlight = Math.max(maxInFlight, open.length);
         const x = await e.eviction(host);
-        return drainOutcome(x) === undefined ? undefined : x;
+        if (drainOutcome(x) !== undefined) return x;
+        if (
+          ncIds.size > 0 && stalled({
+            nowMs: st.now,
+            holding: open.filter((m) =>
+              m.slotAt !== undefined && m.status !== "queued"
+            ),
+            nonConverging: ncIds,
+            boundS,
+            prepareS: TIMING.prepareSeconds,
+            graceMs: (PROGRESS_INTERVAL_S + 2 * POLL_VIRTUAL_MS / 1000) * 1000,
+            slots: Math.min(limit, novaLimit),
+            convergingLeft: st.servers.filter((sv) =>
+              sv.host === host && !sv.deleted && !ncIds.has(sv.id)
+            ).length,
+          })
+        ) {
+          stalledAt = st.now;
+          return x;
+        }
+        return undefined;
       },
       3_600_000,
       200,
     );
+    const leftOnHost = e.sim.state().servers.filter((sv) =>
+      sv.host === host && !sv.deleted
+    );
     // A drain that stopped otherwise never succeeds: fail now, not at the
-    // deadline.
-    if (drainOutcome(ev) !== "Succeeded") {
+    // deadline. Non-converging VMs may end left for a person, or stalled.
+    const ncOnly = leftOnHost.every((sv) => ncIds.has(sv.id));
+    if (
+      stalledAt === undefined && drainOutcome(ev) !== "Succeeded" &&
+      !(ncIds.size > 0 && ncOnly)
+    ) {
       const c = ev.status?.conditions?.find((x) => x.type === "Evicting");
       throw new Error(
         `the drain of ${host} ended ${
@@ -351,22 +490,84 @@ async function run(
     if (values.trace !== undefined) await writeTrace(values.trace, host, e);
     const st = e.sim.state();
     const recs = st.migrations.filter((m) => m.source === host);
-    const end = Math.max(...recs.map((m) => m.updatedAt));
+    const end = stalledAt ?? Math.max(...recs.map((m) => m.updatedAt));
     // every VM moves live: preparing, the copy, then the record completes
     const overhead = (TIMING.prepareSeconds + TIMING.liveCompleteSeconds) *
       1000;
     // Full time: what a VM needs from trigger to leaving when nothing waits;
-    // slot time: what it holds one of Nova's per-host slots.
-    const slot = recs.map((m) => m.copyMs + overhead);
-    const full = slot.map((t) =>
-      t + (TIMING.recordDelaySeconds + TIMING.scheduleSeconds) * 1000
+    // slot time: what it holds one of Nova's per-host slots. A VM that
+    // does not converge counts its policy's bound (bench/convergence.ts);
+    // one copy per VM (its first), the copy time from its RAM.
+    const o = {
+      recordDelayS: TIMING.recordDelaySeconds,
+      scheduleS: TIMING.scheduleSeconds,
+      prepareS: TIMING.prepareSeconds,
+      liveCompleteS: TIMING.liveCompleteSeconds,
+    };
+    const firstOf = new Map<string, (typeof recs)[number]>();
+    for (const m of recs) {
+      if (!firstOf.has(m.serverId)) firstOf.set(m.serverId, m);
+    }
+    const times: VmTime[] = [...firstOf.values()].map((m) => {
+      if (!ncIds.has(m.serverId)) {
+        const slotMs = m.copyMs + overhead;
+        return {
+          slotMs,
+          fullMs: slotMs +
+            (TIMING.recordDelaySeconds + TIMING.scheduleSeconds) * 1000,
+          aloneMs: 0,
+        };
+      }
+      return nonConvergingTime(
+        onTimeout,
+        boundS(m.serverId),
+        m.copyMs / 1000,
+        convergence.maxAbortedTries,
+        o,
+      );
+    });
+    // VMs never started (a stalled run) count too: they had to move.
+    for (const sv of leftOnHost) {
+      if (firstOf.has(sv.id)) continue;
+      const copyS = sv.ramMb / TIMING.liveMbPerSecond;
+      times.push(
+        ncIds.has(sv.id)
+          ? nonConvergingTime(
+            onTimeout,
+            boundS(sv.id),
+            copyS,
+            convergence.maxAbortedTries,
+            o,
+          )
+          : nonConvergingTime("Report", copyS, 0, 1, o),
+      );
+    }
+    const lowerBound = lowerBoundMs(times, limit, novaLimit);
+    const held = heldSlots(
+      recs,
+      ncIds,
+      (id) =>
+        boundS(id) +
+        (onTimeout === "ForceComplete"
+          ? convergence.forceCompleteTimeoutSeconds
+          : 0),
+      TIMING.prepareSeconds,
+      end,
     );
-    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-    const lowerBound = Math.max(
-      Math.max(...full),
-      sum(full) / limit,
-      sum(slot) / novaLimit,
-    );
+    const nc: NcFigures | undefined = ncIds.size === 0 ? undefined : {
+      percent: ncPercent,
+      onTimeout,
+      vms: ncIds.size,
+      heldS: held.heldS,
+      worstPastBoundS: held.worstPastBoundS,
+      worstVm: st.servers.find((x) => x.id === held.worstServer)?.name,
+      outcome: stalledAt !== undefined
+        ? `stalled, ${leftOnHost.length} VMs on the host`
+        : drainOutcome(ev) === "Succeeded" && leftOnHost.length === 0
+        ? "Succeeded"
+        : `${drainOutcome(ev)}, ${leftOnHost.length} left for a person`,
+      stalled: stalledAt !== undefined,
+    };
     const byRoute = callsByRoute(e.sim.counters().calls);
     const calls = totalCalls(byRoute);
     const migrated = ev.status?.migratedCount ?? 0;
@@ -386,7 +587,9 @@ async function run(
         (delayedRec.createdAt - start) / 1000,
         (delayedRec.updatedAt - start) / 1000,
       ],
-      twice: migratedTwice(e.sim, [host]).length,
+      // retries of a VM that does not converge are the policy's, not twice
+      twice: migratedTwice(e.sim, [host]).filter((id) => !ncIds.has(id))
+        .length,
       makespanS: (end - start) / 1000,
       lowerBoundS: lowerBound / 1000,
       ratio: (end - start) / lowerBound,
@@ -398,9 +601,14 @@ async function run(
       realS: (Date.now() - realStart) / 1000,
       scale: SCALE,
       gaps: slotGaps(recs, looks),
+      nc,
     };
   } finally {
     progress.phase = "stopping the environment";
+    // The policy is cluster-wide: the next configuration runs on the flag.
+    if (ncPercent > 0) {
+      await e.client.delete(EvictionPolicyKind, "default").catch(() => {});
+    }
     await e.stop();
     progress.phase = "done";
   }
@@ -480,8 +688,17 @@ async function pendingReport(label: string, p: Progress): Promise<string> {
 const envtest = await startEnvtest();
 const rows: Row[] = [];
 try {
-  for (const config of values.configs.split(",")) {
-    const c = parseConfig(config);
+  const configs = values.configs.split(",").flatMap((text) => {
+    const c = parseConfig(text);
+    // onTimeout matters only where VMs do not converge
+    return (c.ncPercent > 0 ? ON_TIMEOUTS : ["Report" as const]).map((
+      onTimeout,
+    ) => ({
+      config: c.ncPercent > 0 ? `${text} ${onTimeout}` : text,
+      c: { ...c, onTimeout },
+    }));
+  });
+  for (const { config, c } of configs) {
     for (const mode of MODES) {
       const progress: Progress = { phase: "starting" };
       const row = await withDeadline(
@@ -500,6 +717,12 @@ try {
       console.error(
         `${mode}: limit ${c.limit}, Nova ${c.novaLimit}${
           c.delayS > 0 ? `, one answer ${c.delayS} s late` : ""
+        }${
+          row.nc === undefined
+            ? ""
+            : `, ${row.nc.vms} VMs not converging, ${c.onTimeout}: ${row.nc.outcome}, their slots held ${
+              row.nc.heldS.toFixed(0)
+            } s, worst ${row.nc.worstPastBoundS.toFixed(0)} s past its bound`
         }: makespan ${row.makespanS.toFixed(0)} s, ` +
           `bound ${row.lowerBoundS.toFixed(0)} s, ratio ${
             row.ratio.toFixed(3)
@@ -517,12 +740,14 @@ try {
 rows.sort((a, b) =>
   a.mode.localeCompare(b.mode) * -1 ||
   a.hostKind.localeCompare(b.hostKind) * -1 ||
+  (a.nc?.percent ?? 0) - (b.nc?.percent ?? 0) ||
+  (a.nc?.onTimeout ?? "").localeCompare(b.nc?.onTimeout ?? "") ||
   a.delayS - b.delayS || a.novaLimit - b.novaLimit || a.limit - b.limit
 );
 const undelayedOf = (r: Row) =>
   rows.find((x) =>
     x.mode === r.mode && x.hostKind === r.hostKind && x.delayS === 0 &&
-    x.limit === r.limit && x.novaLimit === r.novaLimit
+    x.limit === r.limit && x.novaLimit === r.novaLimit && x.nc === undefined
   );
 const entries = rows.map((r) => {
   const base = r.delayS > 0 ? undelayedOf(r) : undefined;
@@ -550,6 +775,19 @@ const entries = rows.map((r) => {
       looks: r.gaps.looks,
       emptyLooks: r.gaps.emptyLooks,
     },
+    ...(r.nc === undefined ? {} : {
+      nonConverging: {
+        percent: r.nc.percent,
+        vms: r.nc.vms,
+        onTimeout: r.nc.onTimeout,
+        policy: benchConvergence(r.nc.onTimeout),
+        outcome: r.nc.outcome,
+        stalled: r.nc.stalled,
+        slotHeldS: Number(r.nc.heldS.toFixed(1)),
+        worstPastBoundS: Number(r.nc.worstPastBoundS.toFixed(1)),
+        worstVm: r.nc.worstVm ?? null,
+      },
+    }),
     ...(r.delayS === 0 ? {} : {
       delayedStart: {
         vm: r.delayedVm,
@@ -602,7 +840,10 @@ const figuresOf = (r: Row): RunFigures => ({
   twice: r.twice,
   meanIdleS: r.gaps.meanIdleMs / 1000,
 });
-const figures = rows.map(figuresOf);
+// runs with non-converging VMs have their own table and targets
+const plain = rows.filter((r) => r.nc === undefined);
+const ncRows = rows.filter((r) => r.nc !== undefined);
+const figures = plain.map(figuresOf);
 const baseline = baselineOf(BASELINE?.report);
 /** The same configuration's calls per VM in the report replaced, if it has it. */
 const callsBefore = (r: Row) => {
@@ -624,6 +865,14 @@ const fmtRow = (r: Row) =>
   } + ${
     (r.gaps.meanPassMs / 1000).toFixed(2)
   } | ${r.gaps.emptyLooks}/${r.gaps.looks} |`;
+const fmtNcRow = (r: Row) =>
+  `| ${r.mode} | ${r.hostKind} (${r.vms}) | ${r.limit} | ${r.novaLimit} | ${r.nc?.vms} (${r.nc?.percent} %) | ${r.nc?.onTimeout} | ${r.nc?.outcome} | ${
+    r.nc?.stalled ? `(${r.makespanS.toFixed(0)})` : r.makespanS.toFixed(0)
+  } | ${r.lowerBoundS.toFixed(0)} | ${
+    r.nc?.stalled ? "-" : r.ratio.toFixed(3)
+  } | ${r.callsPerVm.toFixed(2)} | ${r.nc?.heldS.toFixed(0)} | ${
+    r.nc?.worstPastBoundS.toFixed(0)
+  }${r.nc?.worstVm === undefined ? "" : ` (${r.nc.worstVm})`} |`;
 const lines = [
   "# Drain benchmark",
   "",
@@ -665,14 +914,33 @@ const lines = [
   "",
   "| mode | host (VMs) | our limit | Nova limit | start answer late | makespan (s) | lower bound (s) | ratio | Nova calls | calls / VM | calls / VM before | migrated twice | max in flight | scale | idle slot (s) = wait + pass | empty looks |",
   "| ---- | ---------- | --------- | ---------- | ----------------- | ------------ | --------------- | ----- | ---------- | ---------- | ----------------- | -------------- | ------------- | ----- | --------------------------- | ----------- |",
-  ...rows.map(fmtRow),
+  ...plain.map(fmtRow),
   "",
+  ...(ncRows.length === 0 ? [] : [
+    `Non-converging VMs (\`:ncP\`: P % of the VMs dirty memory at ${NON_CONVERGING_DIRTY_FACTOR} times the copy rate; the EvictionPolicy's convergence: ${
+      JSON.stringify(benchConvergence("Report")).replaceAll('"', "")
+    }, onTimeout per row):`,
+    "",
+    "| mode | host (VMs) | our limit | Nova limit | not converging | onTimeout | outcome | makespan (s) | lower bound (s) | ratio | calls / VM | their slot time (s) | worst past bound (s) |",
+    "| ---- | ---------- | --------- | ---------- | -------------- | --------- | ------- | ------------ | --------------- | ----- | ---------- | ------------------- | -------------------- |",
+    ...ncRows.map(fmtNcRow),
+    "",
+  ]),
   "| target | result (worst run) | verdict |",
   "| ------ | ------------------ | ------- |",
   // a mode or host not run has no verdict (--modes, --configs)
   ...drainTargets(figures, baseline).map((v) =>
     `| ${v.target} | ${v.result} | ${verdict(v.met)} |`
   ),
+  ...convergenceTargets(
+    ncRows.map((r) => ({
+      name: configName(figuresOf(r)) + `:nc${r.nc?.percent}`,
+      onTimeout: r.nc?.onTimeout ?? "Report",
+      worstPastBoundS: r.nc?.worstPastBoundS ?? 0,
+      stalled: r.nc?.stalled ?? false,
+    })),
+    PROGRESS_INTERVAL_S,
+  ).map((v) => `| ${v.target} | ${v.result} | ${verdict(v.met)} |`),
   ...delayed.map((d) => {
     const x = d.delayedStart;
     const added = x?.addedS ?? null;
@@ -702,6 +970,23 @@ const lines = [
   "started before the next one (early wakes, and the passes at the end that",
   "only saw a completion), of all looks.",
   "",
+  ...(ncRows.length === 0 ? [] : [
+    "Non-converging VMs: the lower bound counts each such VM's policy bound",
+    "(the sooner of completionTimeoutPerGiB x its GiB and progressTimeoutSeconds,",
+    "from its copy's start) as its copy: Report as if it left then, Abort as",
+    "maxAbortedTries tries of it, the later ones alone after the others, and",
+    "ForceComplete as the bound then the paused copy of its RAM. Calls per VM",
+    "count the VMs moved. Their slot time: the time their copies held one of",
+    "the host's slots; worst past bound: the longest any held past preparing +",
+    "its bound (+ forceCompleteTimeoutSeconds with ForceComplete). A run whose",
+    "slots are all held by such copies, not force-completed, past their bound",
+    `plus one progress interval (${PROGRESS_INTERVAL_S} s, \`--progress-interval-s\`) and two`,
+    "poll intervals can make no more progress: it stops there as stalled (its",
+    "makespan in parentheses is the time of the stop, its ratio not given).",
+    "Nova's own completion timeout is off on these hosts: the policy is what",
+    "acts.",
+    "",
+  ]),
   "The delayed run: the simulator holds the answer to the start of one VM (the",
   "first 16 GB one) for the stated simulated time (real time = that / scale);",
   "Nova acts at once, only the answer is late. Its makespan is compared with",

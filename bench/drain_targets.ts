@@ -69,7 +69,8 @@ export function configName(
 /**
  * Calls per VM and VMs of each configuration of a drain report
  * (bench/reports/drain.json, older ones without `host` included), by
- * {@linkcode configName}; entries that do not parse are left out.
+ * {@linkcode configName}; entries that do not parse, and runs with
+ * non-converging VMs, are left out.
  *
  * @example
  * ```ts
@@ -94,6 +95,8 @@ export function baselineOf(
       c?.vms,
     ];
     if (mode !== "polling" && mode !== "notifications") continue;
+    // runs with non-converging VMs are no baseline of the plain ones
+    if (c?.nonConverging !== undefined) continue;
     if (![limit, novaLimit, calls, vms].every((x) => typeof x === "number")) {
       continue;
     }

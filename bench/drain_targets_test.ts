@@ -214,3 +214,27 @@ Deno.test("drainTargets: notification calls per VM against the report replaced",
   assert.equal(baselineOf(undefined).size, 0);
   assert.equal(baselineOf({ configurations: "x" }).size, 0);
 });
+
+Deno.test("baselineOf: a run with non-converging VMs is no baseline of the plain configuration", () => {
+  const entry = {
+    mode: "notifications",
+    limit: 4,
+    novaHostLimit: 8,
+    vms: 200,
+    novaCallsPerVm: 1.1,
+  };
+  const b = baselineOf({
+    configurations: [
+      entry,
+      {
+        ...entry,
+        novaCallsPerVm: 3.5,
+        nonConverging: { percent: 10, onTimeout: "Abort" },
+      },
+    ],
+  });
+  assert.deepEqual([...b.entries()], [["notifications 4x8", {
+    callsPerVm: 1.1,
+    vms: 200,
+  }]]);
+});

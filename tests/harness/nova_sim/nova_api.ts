@@ -10,7 +10,6 @@ import { z } from "zod";
 import { json } from "./http_util.ts";
 import { type RequestContext, type Route, route } from "./route.ts";
 import {
-  LIVE_IN_PROGRESS,
   NovaFault,
   novaTime,
   serverStatus,
@@ -395,7 +394,7 @@ function migrationView(
     v["project_id"] = m.projectId;
   }
   if (
-    m.type === "live-migration" && LIVE_IN_PROGRESS.includes(m.status) &&
+    m.type === "live-migration" && NOVA_IN_PROGRESS.includes(m.status) &&
     s !== undefined
   ) {
     v["links"] = [{
@@ -459,7 +458,8 @@ function serverMigrationView(
   m: SimMigration,
 ): Record<string, unknown> {
   const w = ctx.world;
-  const mem = w.memoryProgress(m, w.now());
+  // the record's fields: null until the copy's monitor first saved them
+  const mem = w.savedProgress(m, w.now());
   const v: Record<string, unknown> = {
     id: m.id,
     uuid: m.uuid,
@@ -472,12 +472,13 @@ function serverMigrationView(
     dest_host: destHost(w, m),
     created_at: novaTime(ctx.world.novaMs(m.createdAt)),
     updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
-    memory_total_bytes: m.memoryTotalBytes,
-    memory_processed_bytes: mem.processed,
-    memory_remaining_bytes: mem.remaining,
-    disk_total_bytes: 0,
-    disk_processed_bytes: 0,
-    disk_remaining_bytes: 0,
+    memory_total_bytes: mem === null ? null : m.memoryTotalBytes,
+    memory_processed_bytes: mem?.processed ?? null,
+    memory_remaining_bytes: mem?.remaining ?? null,
+    // no block migration: libvirt reports no disk to copy
+    disk_total_bytes: mem === null ? null : 0,
+    disk_processed_bytes: mem === null ? null : 0,
+    disk_remaining_bytes: mem === null ? null : 0,
   };
   if (ctx.mv < 59) delete v["uuid"];
   if (ctx.mv >= 80) {
@@ -487,12 +488,26 @@ function serverMigrationView(
   return v;
 }
 
+/**
+ * Nova API's in-progress live-migration statuses (server_migrations.py,
+ * migrations.py, the DB's `migration_get_in_progress_by_instance`): a copy
+ * in post-copy is not among them.
+ */
+const NOVA_IN_PROGRESS = ["queued", "preparing", "running", "post-migrating"];
+
 function inProgressLive(w: World, serverId: string): SimMigration[] {
   const now = w.now();
   return w.migrations.filter((m) =>
     m.serverId === serverId && m.type === "live-migration" &&
-    LIVE_IN_PROGRESS.includes(m.status) && m.visibleAt <= now
+    NOVA_IN_PROGRESS.includes(m.status) && m.visibleAt <= now
   );
+}
+
+/** Nova's answer for a route its microversion does not have yet. */
+function requireMicroversion(ctx: RequestContext, minor: number): void {
+  if (ctx.mv < minor) {
+    throw new NovaFault(404, "The resource could not be found.");
+  }
 }
 
 function requireServer(ctx: RequestContext): SimServer {
@@ -506,6 +521,7 @@ function requireServer(ctx: RequestContext): SimServer {
 }
 
 function listServerMigrations(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 23);
   const s = requireServer(ctx);
   return json(200, {
     migrations: inProgressLive(ctx.world, s.id).map((m) =>
@@ -515,21 +531,37 @@ function listServerMigrations(ctx: RequestContext): Response {
 }
 
 function getServerMigration(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 23);
   const s = requireServer(ctx);
-  const mid = Number(ctx.params["mid"]);
-  const m = inProgressLive(ctx.world, s.id).find((x) => x.id === mid);
+  const raw = ctx.params["mid"] ?? "";
+  const now = ctx.world.now();
+  const m = ctx.world.migrations.find((x) =>
+    String(x.id) === raw && x.serverId === s.id && x.visibleAt <= now
+  );
+  // server_migrations.py show: three 404s, in this order.
   if (m === undefined) {
     throw new NovaFault(
       404,
-      `In-progress live migration ${
-        ctx.params["mid"]
-      } is not found for server ${s.id}.`,
+      `In-progress live migration ${raw} is not found for server ${s.id}.`,
+    );
+  }
+  if (m.type !== "live-migration") {
+    throw new NovaFault(
+      404,
+      `Migration ${raw} for server ${s.id} is not live-migration.`,
+    );
+  }
+  if (!NOVA_IN_PROGRESS.includes(m.status)) {
+    throw new NovaFault(
+      404,
+      `Live migration ${raw} for server ${s.id} is not in progress.`,
     );
   }
   return json(200, { migration: serverMigrationView(ctx, m) });
 }
 
 function abortServerMigration(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 24);
   const s = requireServer(ctx);
   const raw = ctx.params["mid"] ?? "";
   if (!/^\d+$/.test(raw)) {
@@ -538,15 +570,17 @@ function abortServerMigration(ctx: RequestContext): Response {
       `Invalid input for field/attribute migration_id. Value: ${raw}.`,
     );
   }
-  ctx.world.abortLiveMigration(s.id, Number(raw), ctx.mv);
+  ctx.world.abortLiveMigration(s.id, Number(raw), ctx.mv, ctx.requestId);
   return json(202, undefined);
 }
 
 /**
  * `POST /servers/{id}/migrations/{mid}/action` with `{"force_complete":
- * null}` (2.22+): a running live migration completes now.
+ * null}` (2.22+): post-copy where the host permits it, else the VM is
+ * paused until the copy converges (World.forceCompleteLiveMigration).
  */
 async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
+  requireMicroversion(ctx, 22);
   const s = requireServer(ctx);
   const raw = ctx.params["mid"] ?? "";
   if (!/^\d+$/.test(raw)) {
@@ -554,9 +588,6 @@ async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
       400,
       `Invalid input for field/attribute migration_id. Value: ${raw}.`,
     );
-  }
-  if (ctx.mv < 22) {
-    throw new NovaFault(404, "The resource could not be found.");
   }
   const body = await ctx.req.json().catch(() => undefined);
   if (
@@ -567,7 +598,7 @@ async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
       "Invalid input for field/attribute force_complete. Value: None.",
     );
   }
-  ctx.world.forceCompleteLiveMigration(s.id, Number(raw));
+  ctx.world.forceCompleteLiveMigration(s.id, Number(raw), ctx.requestId);
   return json(202, undefined);
 }
 

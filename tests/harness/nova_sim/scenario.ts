@@ -143,6 +143,32 @@ export const scenarioSchema = z.strictObject({
     state: z.enum(["up", "down"]).default("up"),
     maxConcurrentLiveMigrations: z.number().int().min(1).default(1),
     zone: name.default("nova"),
+    /**
+     * Live-migration copy rate from this host, MB of guest RAM per virtual
+     * second (default: `timing.liveMbPerSecond`).
+     */
+    copyMbPerSecond: z.number().positive().optional(),
+    /**
+     * `[libvirt] live_migration_downtime` (ms, Nova's default 500): a copy
+     * switches over (ends) once what remains fits in this pause at the
+     * copy rate.
+     */
+    maxDowntimeMs: z.number().int().min(100).default(500),
+    /**
+     * `[libvirt] live_migration_permit_post_copy`: `force_complete` (and the
+     * timeout's `force_complete`) switch the copy to post-copy instead of
+     * pausing the VM.
+     */
+    permitPostCopy: z.boolean().default(false),
+    /**
+     * `[libvirt] live_migration_completion_timeout`: seconds per GiB of RAM
+     * (at least 2 GiB) after which Nova acts on its own; 0 = off. Real
+     * Nova's default is 800; the simulator's is 0 so a `stuckMigration`
+     * stays stuck until the caller acts.
+     */
+    completionTimeoutPerGiB: z.number().int().min(0).default(0),
+    /** `[libvirt] live_migration_timeout_action`: what Nova does then. */
+    timeoutAction: z.enum(["abort", "force_complete"]).default("abort"),
   })).min(1),
   /** Servers, each on a host. */
   servers: z.array(z.strictObject({
@@ -173,6 +199,12 @@ export const scenarioSchema = z.strictObject({
     liveMigrationBlocker: z.enum(["vtpm", "sev"]).optional(),
     /** user_data (base64) shown as `OS-EXT-SRV-ATTR:user_data` (2.3+). */
     userData: z.base64().optional(),
+    /**
+     * Guest memory the VM dirties per second while it runs (MB/s): its live
+     * copy converges only when the host copies faster than this (absent:
+     * the copy takes RAM / copy rate, as without a dirty rate).
+     */
+    dirtyRateMBps: z.number().min(0).optional(),
   })).default([]),
   /** Many generated servers: `count` per host with RAM cycling over `ramMb`. */
   serverGroups: z.array(z.strictObject({

@@ -157,6 +157,10 @@ export interface NovaSimState {
     taskState: string | null;
     ramMb: number;
     deleted: boolean;
+    /** Guest memory dirtied per second (MB/s; 0: none). */
+    dirtyRateMBps: number;
+    /** power_state (1 running, 3 paused, 4 shutdown). */
+    powerState: number;
   }[];
   /** Migration records. */
   migrations: {
@@ -170,6 +174,10 @@ export interface NovaSimState {
     createdAt: number;
     updatedAt: number;
     copyMs: number;
+    /** When it took one of the source's slots (virtual ms), if it did. */
+    slotAt: number | undefined;
+    /** `force_complete` (or Nova's timeout action) paused it or went post-copy. */
+    switchedTo: "paused" | "post-copy" | undefined;
   }[];
 }
 
@@ -826,6 +834,8 @@ export async function startNovaSim(
           taskState: s.taskState,
           ramMb: s.flavor.ramMb,
           deleted: s.deleted,
+          dirtyRateMBps: s.dirtyRateMBps,
+          powerState: s.powerState,
         })),
         migrations: world.migrations.map((m) => ({
           id: m.id,
@@ -838,6 +848,8 @@ export async function startNovaSim(
           createdAt: m.createdAt,
           updatedAt: m.updatedAt,
           copyMs: m.copyMs,
+          slotAt: m.slotAt,
+          switchedTo: m.switchedTo,
         })),
       };
     },

@@ -78,6 +78,16 @@ export interface SimHost {
   hostIp: string;
   /** Service update time (virtual ms). */
   updatedAt: number;
+  /** Live-migration copy rate from this host (MB of RAM per virtual second). */
+  copyMbPerSecond: number;
+  /** `[libvirt] live_migration_downtime` (ms). */
+  maxDowntimeMs: number;
+  /** `[libvirt] live_migration_permit_post_copy`. */
+  permitPostCopy: boolean;
+  /** `[libvirt] live_migration_completion_timeout` (s per GiB; 0 = off). */
+  completionTimeoutPerGiB: number;
+  /** `[libvirt] live_migration_timeout_action`. */
+  timeoutAction: "abort" | "force_complete";
 }
 
 /** Nova vm_state values the simulator uses. */
@@ -135,6 +145,8 @@ export interface SimServer {
   liveMigrationBlocker: LiveMigrationBlocker | null;
   /** user_data as Nova stores it (base64), or null. */
   userData: string | null;
+  /** Guest memory dirtied per second while it runs (MB/s; 0: none). */
+  dirtyRateMBps: number;
 }
 
 /** Why Nova refuses to live-migrate a server. */
@@ -217,6 +229,27 @@ export interface SimMigration {
    * MIGRATING (task_state migrating) on the source until `os-resetState`.
    */
   postFailedAt?: number;
+  /** When it took one of the source's slots (`preparing`, virtual ms). */
+  slotAt?: number;
+  /** Guest memory dirtied while the copy runs, bytes per virtual ms. */
+  dirtyBytesPerMs: number;
+  /**
+   * The pre-copy model's last anchor (remaining and processed bytes at a
+   * virtual time); undefined for a plain copy (no dirty rate, not forced),
+   * which takes `copyMs` as it always did.
+   */
+  track?: { at: number; remaining: number; processed: number };
+  /**
+   * `force_complete` took effect (or Nova's own timeout action did): the VM
+   * paused on the source until the copy converges, or post-copy (the VM
+   * runs on the destination, which pulls the rest).
+   */
+  switchedTo?: "paused" | "post-copy";
+  /**
+   * When Nova's own `live_migration_completion_timeout` acts (virtual ms),
+   * set when the copy starts on a host with the timeout on.
+   */
+  novaTimeoutAt?: number | undefined;
 }
 
 /** One event of an instance action (`os-instance-actions/{request_id}`). */
@@ -253,15 +286,27 @@ export interface SimInstanceAction {
   events: SimActionEvent[];
 }
 
-/** In-progress statuses of live migrations. */
+/**
+ * A live migration's status once it switched to post-copy (libvirt
+ * migration.py `trigger_postcopy_switch`): the VM runs on the destination.
+ * Nova's API does not count it as in progress (server migrations 404 it,
+ * abort and force_complete refuse it).
+ */
+export const POST_COPY = "running (post-copy)";
+
+/** `[libvirt] live_migration_monitor_interval`: stats saved this often (ms). */
+const MONITOR_INTERVAL_MS = 5000;
+
+/** In-progress statuses of live migrations (the simulator's view). */
 export const LIVE_IN_PROGRESS = [
   "queued",
   "preparing",
   "running",
+  POST_COPY,
   "post-migrating",
 ];
 /** Statuses of a live migration that hold a concurrency slot on the source. */
-const LIVE_ACTIVE = ["preparing", "running", "post-migrating"];
+const LIVE_ACTIVE = ["preparing", "running", POST_COPY, "post-migrating"];
 /** In-progress statuses of cold migrations (resources claimed on dest). */
 const COLD_IN_PROGRESS = ["pre-migrating", "migrating", "post-migrating"];
 
@@ -339,6 +384,14 @@ const VM_STATE_OF_STATUS: Record<string, [VmState, number]> = {
   ERROR: ["error", 0],
 };
 
+/** The next thing due of a migration: its phase's end or Nova's timeout. */
+function dueAt(m: SimMigration): number | undefined {
+  const a = m.phaseEndsAt;
+  const b = m.novaTimeoutAt;
+  if (a === undefined) return b;
+  return b === undefined ? a : Math.min(a, b);
+}
+
 /** Input of {@linkcode World.addServer}. */
 export interface NewServer {
   /** Display name. */
@@ -367,6 +420,8 @@ export interface NewServer {
   liveMigrationBlocker?: LiveMigrationBlocker | null;
   /** user_data, base64 (default null). */
   userData?: string | null;
+  /** Guest memory dirtied per second (MB/s, default 0). */
+  dirtyRateMBps?: number;
 }
 
 /**
@@ -451,6 +506,11 @@ export class World {
         serviceIntId: i + 10,
         hostIp: `192.168.${Math.floor(i / 250)}.${(i % 250) + 1}`,
         updatedAt: now,
+        copyMbPerSecond: h.copyMbPerSecond ?? scenario.timing.liveMbPerSecond,
+        maxDowntimeMs: h.maxDowntimeMs,
+        permitPostCopy: h.permitPostCopy,
+        completionTimeoutPerGiB: h.completionTimeoutPerGiB,
+        timeoutAction: h.timeoutAction,
       });
     });
     for (
@@ -474,6 +534,7 @@ export class World {
         locked: s.locked,
         liveMigrationBlocker: s.liveMigrationBlocker ?? null,
         userData: s.userData ?? null,
+        dirtyRateMBps: s.dirtyRateMBps ?? 0,
         ...(s.id === undefined ? {} : { id: s.id }),
         ...(s.flavorName === undefined ? {} : { flavorName: s.flavorName }),
         ...(s.extraSpecs === undefined ? {} : { extraSpecs: s.extraSpecs }),
@@ -574,12 +635,8 @@ export class World {
   nextDueAt(): number | undefined {
     let due = this.#events[0]?.at;
     for (const m of this.migrations) {
-      if (
-        m.phaseEndsAt !== undefined &&
-        (due === undefined || m.phaseEndsAt < due)
-      ) {
-        due = m.phaseEndsAt;
-      }
+      const at = dueAt(m);
+      if (at !== undefined && (due === undefined || at < due)) due = at;
     }
     return due;
   }
@@ -719,6 +776,7 @@ export class World {
       locked: input.locked ?? false,
       liveMigrationBlocker: input.liveMigrationBlocker ?? null,
       userData: input.userData ?? null,
+      dirtyRateMBps: input.dirtyRateMBps ?? 0,
     };
     this.servers.set(id, server);
     if (!this.#building) this.#notifyCreate(server, created);
@@ -965,6 +1023,9 @@ export class World {
       copyStartedAt: undefined,
       fault: this.#takeFault(s.id, type),
       memoryTotalBytes: s.flavor.ramMb * 1024 * 1024,
+      dirtyBytesPerMs: type === "live-migration"
+        ? (s.dirtyRateMBps * 1024 * 1024) / 1000
+        : 0,
       projectId: s.projectId,
       userId: s.userId,
       forced: false,
@@ -1071,7 +1132,11 @@ export class World {
       "live-migration",
       "accepted",
       host,
-      this.#duration(s.flavor.ramMb, this.#scenario.timing.liveMbPerSecond),
+      this.#duration(
+        s.flavor.ramMb,
+        this.hosts.get(s.host ?? "")?.copyMbPerSecond ??
+          this.#scenario.timing.liveMbPerSecond,
+      ),
       now,
     );
     m.forced = host !== null && force;
@@ -1203,65 +1268,170 @@ export class World {
 
   /**
    * Forces a running live migration to complete
-   * (`POST /servers/{id}/migrations/{mid}/action` `force_complete`, 2.22+):
-   * its copy ends now.
+   * (`POST /servers/{id}/migrations/{mid}/action` `force_complete`, 2.22+),
+   * as Nova's libvirt driver does: post-copy where the source host permits
+   * it (the record goes `running (post-copy)`, the VM runs on the
+   * destination, which pulls the rest at the copy rate), else the guest is
+   * paused (it dirties nothing) until the copy converges, and runs again on
+   * the destination (Nova's power_state stays running throughout: its
+   * power-state sync skips an instance with a task_state). With
+   * `requestId` the instance action `live_migration_force_complete` is
+   * recorded.
    */
-  forceCompleteLiveMigration(serverId: string, migrationId: number): void {
+  forceCompleteLiveMigration(
+    serverId: string,
+    migrationId: number,
+    requestId?: string,
+  ): void {
     this.advance();
     const s = this.#server(serverId);
-    const m = this.migrations.find((x) =>
-      x.id === migrationId && x.serverId === serverId
-    );
-    if (m === undefined) {
-      throw new NovaFault(
-        404,
-        `Instance ${serverId} is not migrating with migration ${migrationId}.`,
-      );
-    }
-    if (s.taskState !== "migrating") {
+    // Nova's decorators: the lock, then vm_state active, task_state migrating.
+    if (s.locked) throw new NovaFault(409, `Instance ${s.id} is locked`);
+    if (s.taskState !== "migrating" || s.vmState !== "active") {
       throw new NovaFault(
         409,
-        `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
+        s.vmState !== "active"
+          ? `Cannot 'force_complete' instance ${serverId} while it is in vm_state ${s.vmState}`
+          : `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
-    if (m.type !== "live-migration" || m.status !== "running") {
+    // MigrationNotFoundForInstance and InvalidMigrationState are both a 400.
+    const m = this.#migrationOf(serverId, migrationId, 400);
+    if (m.status !== "running") {
       throw new NovaFault(
         400,
         `Migration ${migrationId} state of instance ${serverId} is ${m.status}. Cannot force complete while the migration is in this state.`,
       );
     }
     const now = this.now();
+    this.#ownAction(
+      s,
+      requestId,
+      "live_migration_force_complete",
+      "compute_live_migration_force_complete",
+      now,
+    );
     this.#action("live_migration_force_complete", "start", s, m.source, now);
     this.#action("live_migration_force_complete", "end", s, m.source, now);
-    // A forced completion of a stuck copy still ends it.
-    if (m.fault === "stuck") m.fault = "none";
-    m.phaseEndsAt = now;
+    // The driver only queues the task; the copy's monitor switches.
+    this.#switchOver(m, now);
     this.advance();
   }
 
-  /** Aborts a live migration (`DELETE /servers/{id}/migrations/{mid}`). */
-  abortLiveMigration(
+  /** The live migration `migrationId` of a server, or Nova's not-found. */
+  #migrationOf(
     serverId: string,
     migrationId: number,
-    microversion: number,
-  ): void {
-    this.advance();
-    const s = this.#server(serverId);
+    status: 400 | 404,
+  ): SimMigration {
     const m = this.migrations.find((x) =>
       x.id === migrationId && x.serverId === serverId
     );
     if (m === undefined) {
       throw new NovaFault(
-        404,
-        `Instance ${serverId} is not migrating with migration ${migrationId}.`,
+        status,
+        `Migration ${migrationId} not found for instance ${serverId}`,
       );
     }
+    return m;
+  }
+
+  /**
+   * Records the instance action of an action on a migration (force
+   * complete, abort) with its one compute event, as Nova's API and the
+   * compute's `wrap_instance_event` do.
+   */
+  #ownAction(
+    s: SimServer,
+    requestId: string | undefined,
+    action: string,
+    event: string,
+    at: number,
+  ): void {
+    if (requestId === undefined) return;
+    const a = this.recordAction(s.id, requestId, action);
+    a.events.push({
+      event,
+      startTime: at,
+      finishTime: at,
+      result: "Success",
+      details: null,
+      host: s.host ?? "",
+    });
+  }
+
+  /**
+   * The libvirt driver's `force-complete` task (libvirt migration.py
+   * `run_tasks`): post-copy where permitted, else pause; nothing more once
+   * switched.
+   */
+  #switchOver(m: SimMigration, at: number): void {
+    if (m.switchedTo !== undefined) return;
+    const now = this.memoryProgress(m, at);
+    // A stuck copy (the fault) moves again once nothing else runs.
+    if (m.fault === "stuck") m.fault = "none";
+    m.track = { at, remaining: now.remaining, processed: now.processed };
+    if (this.hosts.get(m.source)?.permitPostCopy === true) {
+      m.switchedTo = "post-copy";
+      this.#setStatus(m, POST_COPY, at);
+    } else {
+      // The guest pauses, but Nova's power_state stays: the compute's
+      // _sync_instance_power_state skips an instance with a task_state.
+      m.switchedTo = "paused";
+    }
+    m.phaseEndsAt = this.#copyEndsAt(m);
+  }
+
+  /** Arms Nova's own completion timeout as a copy starts. */
+  #armNovaTimeout(m: SimMigration, at: number): void {
+    const perGiB = this.hosts.get(m.source)?.completionTimeoutPerGiB ?? 0;
+    if (perGiB === 0) return;
+    // libvirt driver: int(timeout * data_gb), RAM of at least 2 GiB; the
+    // monitor looks every 0.5 s and acts once elapsed > the bound.
+    const gib = Math.max(2, m.memoryTotalBytes / 2 ** 30);
+    m.novaTimeoutAt = at + Math.trunc(perGiB * gib) * 1000 + 500;
+  }
+
+  /**
+   * Nova's `live_migration_timeout_action` once a copy passed its
+   * completion timeout (never in post-copy): `force_complete` as the
+   * driver's own task (no force-complete notifications, no instance
+   * action: the API was not called), or `abort` of the libvirt job, which
+   * the monitor sees cancelled and rolls back (no abort notifications:
+   * those are the compute manager's, for the API's abort).
+   */
+  #novaTimeout(m: SimMigration, at: number): void {
+    const s = this.servers.get(m.serverId);
+    if (m.status !== "running" || s === undefined || s.deleted) return;
+    if (this.hosts.get(m.source)?.timeoutAction === "force_complete") {
+      this.#switchOver(m, at);
+      return;
+    }
+    this.#finishLive(m, s, "cancelled", at);
+  }
+
+  /**
+   * Aborts a live migration (`DELETE /servers/{id}/migrations/{mid}`,
+   * 2.24+; queued or preparing ones 2.65+): the VM runs on the source
+   * again (its guest resumed if force_complete paused it). With
+   * `requestId` the instance action `live_migration_cancel` is recorded.
+   */
+  abortLiveMigration(
+    serverId: string,
+    migrationId: number,
+    microversion: number,
+    requestId?: string,
+  ): void {
+    this.advance();
+    const s = this.#server(serverId);
+    if (s.locked) throw new NovaFault(409, `Instance ${s.id} is locked`);
     if (s.taskState !== "migrating") {
       throw new NovaFault(
         409,
         `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
+    const m = this.#migrationOf(serverId, migrationId, 404);
     const abortable = microversion >= 65
       ? ["running", "queued", "preparing"]
       : ["running"];
@@ -1274,6 +1444,13 @@ export class World {
     const now = this.now();
     const wasActive = LIVE_ACTIVE.includes(m.status);
     const copying = m.status === "running";
+    this.#ownAction(
+      s,
+      requestId,
+      "live_migration_cancel",
+      "compute_live_migration_abort",
+      now,
+    );
     this.#action("live_migration_abort", "start", s, m.source, now);
     // A running copy is stopped by the driver and rolled back after the
     // abort ends; a waiting one is dropped with a save between the two.
@@ -1288,6 +1465,7 @@ export class World {
     }
     this.#setStatus(m, "cancelled", now);
     m.phaseEndsAt = undefined;
+    m.novaTimeoutAt = undefined;
     if (wasActive) this.#startQueued(m.source, now);
   }
 
@@ -1350,6 +1528,7 @@ export class World {
         m.status !== "queued"
       ) continue;
       this.#setStatus(m, "preparing", at);
+      m.slotAt = at;
       m.phaseEndsAt = at + this.#scenario.timing.prepareSeconds * 1000;
       active++;
       const s = this.servers.get(m.serverId);
@@ -1364,17 +1543,22 @@ export class World {
     const now = this.now();
     for (;;) {
       let next: SimMigration | undefined;
+      let nextAt = now;
       for (const m of this.migrations) {
-        if (m.phaseEndsAt === undefined || m.phaseEndsAt > now) continue;
+        const due = dueAt(m);
+        if (due === undefined || due > now) continue;
         if (
-          next === undefined || (next.phaseEndsAt ?? 0) > m.phaseEndsAt ||
-          ((next.phaseEndsAt ?? 0) === m.phaseEndsAt && m.id < next.id)
-        ) next = m;
+          next === undefined || nextAt > due ||
+          (nextAt === due && m.id < next.id)
+        ) {
+          next = m;
+          nextAt = due;
+        }
       }
       const ev = this.#events[0];
       if (
         ev !== undefined && ev.at <= now &&
-        (next === undefined || ev.at <= (next.phaseEndsAt ?? now))
+        (next === undefined || ev.at <= nextAt)
       ) {
         this.#events.shift();
         this.#eventTime = ev.at;
@@ -1386,7 +1570,12 @@ export class World {
         continue;
       }
       if (next === undefined) return;
-      const at = next.phaseEndsAt ?? now;
+      const at = nextAt;
+      if (next.novaTimeoutAt === at) {
+        next.novaTimeoutAt = undefined;
+        this.#novaTimeout(next, at);
+        continue;
+      }
       next.phaseEndsAt = undefined;
       if (next.type === "live-migration") this.#stepLive(next, at);
       else this.#stepCold(next, at);
@@ -1428,6 +1617,7 @@ export class World {
     this.#actionEvent(m, "compute_live_migration", m.source, at);
     this.#setStatus(m, status, at);
     m.phaseEndsAt = undefined;
+    m.novaTimeoutAt = undefined;
     // A stranded server keeps task_state migrating until os-resetState.
     if (m.postFailedAt === undefined) s.taskState = null;
     s.updated = at;
@@ -1504,8 +1694,13 @@ export class World {
         m.copyStartedAt = at;
         if (m.fault === "stuck") m.phaseEndsAt = undefined;
         else if (m.fault === "delete") m.phaseEndsAt = at + m.copyMs / 2;
-        else m.phaseEndsAt = at + m.copyMs;
+        else if (m.dirtyBytesPerMs > 0) {
+          m.track = { at, remaining: m.memoryTotalBytes, processed: 0 };
+          m.phaseEndsAt = this.#copyEndsAt(m);
+        } else m.phaseEndsAt = at + m.copyMs;
+        this.#armNovaTimeout(m, at);
         return;
+      case POST_COPY:
       case "running":
         if (m.movedAt !== undefined || m.postFailedAt !== undefined) {
           this.#finishLive(m, s, "completed", at);
@@ -1658,7 +1853,12 @@ export class World {
     }
   }
 
-  /** Memory progress of a live migration at virtual time `at`. */
+  /**
+   * Memory progress of a live migration at virtual time `at`, as libvirt's
+   * job info (Nova's `memory_processed_bytes` counts every byte sent,
+   * dirtied pages sent again included, so it passes the total when the
+   * guest dirties memory).
+   */
   memoryProgress(
     m: SimMigration,
     at: number,
@@ -1670,13 +1870,82 @@ export class World {
     ) {
       return { processed: 0, remaining: total };
     }
-    if (m.status !== "running" || m.copyStartedAt === undefined) {
+    if (
+      (m.status !== "running" && m.status !== POST_COPY) ||
+      m.copyStartedAt === undefined
+    ) {
       return { processed: total, remaining: 0 };
+    }
+    if (m.track !== undefined) {
+      const p = this.#tracked(m, at);
+      return {
+        processed: Math.floor(p.processed),
+        remaining: Math.max(0, Math.ceil(p.remaining)),
+      };
     }
     const fraction = m.fault === "stuck"
       ? Math.min(0.9, (at - m.copyStartedAt) / Math.max(1, m.copyMs))
       : Math.min(1, (at - m.copyStartedAt) / Math.max(1, m.copyMs));
     const processed = Math.floor(total * fraction);
     return { processed, remaining: total - processed };
+  }
+
+  /**
+   * The progress Nova's API shows (the migration record's fields): the
+   * libvirt monitor saves the job's stats at the copy's start and then
+   * every `live_migration_monitor_interval` (5 s); before the first save
+   * the fields are null.
+   */
+  savedProgress(
+    m: SimMigration,
+    at: number,
+  ): { processed: number; remaining: number } | null {
+    const start = m.copyStartedAt;
+    if (start === undefined || m.type !== "live-migration") return null;
+    const last = start + Math.floor((at - start) / MONITOR_INTERVAL_MS) *
+        MONITOR_INTERVAL_MS;
+    return this.memoryProgress(m, Math.max(start, last));
+  }
+
+  /** When a tracked copy ends (undefined: it does not converge). */
+  #copyEndsAt(m: SimMigration): number | undefined {
+    return this.#tracked(m, m.track?.at ?? this.now()).endsAt;
+  }
+
+  /**
+   * Pre-copy as a fluid: the host sends `c` bytes per ms, the guest dirties
+   * `d` (none once paused or in post-copy), so what remains falls at c - d
+   * until it fits in the maximum downtime at rate c, then the switch-over
+   * sends that; with d >= c it never falls (it hovers, bounded by the
+   * RAM) and the copy does not end. Without a dirty rate this is the
+   * plain copy: RAM / c.
+   */
+  #tracked(
+    m: SimMigration,
+    at: number,
+  ): { remaining: number; processed: number; endsAt: number | undefined } {
+    const tr = m.track ?? { at, remaining: m.memoryTotalBytes, processed: 0 };
+    const c = m.memoryTotalBytes / Math.max(1, m.copyMs);
+    const d = m.switchedTo === undefined ? m.dirtyBytesPerMs : 0;
+    const fits = c * (this.hosts.get(m.source)?.maxDowntimeMs ?? 500);
+    const above = Math.max(0, tr.remaining - fits);
+    const dt = Math.max(0, at - tr.at);
+    if (above > 0 && d >= c) {
+      return {
+        remaining: Math.min(m.memoryTotalBytes, tr.remaining + (d - c) * dt),
+        processed: tr.processed + c * dt,
+        endsAt: undefined,
+      };
+    }
+    const converged = above === 0 ? 0 : above / (c - d);
+    const length = converged + (tr.remaining - above) / c;
+    const t = Math.min(dt, length);
+    return {
+      remaining: t <= converged
+        ? tr.remaining - (c - d) * t
+        : tr.remaining - above - c * (t - converged),
+      processed: tr.processed + c * t,
+      endsAt: tr.at + length,
+    };
   }
 }

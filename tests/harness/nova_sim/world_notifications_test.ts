@@ -208,7 +208,7 @@ Deno.test("notifications: abort of a running and of a queued migration", () => {
   ]);
 });
 
-Deno.test("notifications: force-complete ends the copy at once", () => {
+Deno.test("notifications: force-complete pauses a stuck copy, which then ends", () => {
   const { world, id, step, summary } = build(CLOUD);
   world.injectMigrationFault(id("v1"), "stuck");
   world.liveMigrate(id("v1"), null);
@@ -218,6 +218,14 @@ Deno.test("notifications: force-complete ends the copy at once", () => {
   assert.deepEqual(summary(), [
     "instance.live_migration_force_complete.start@src host:src task:migrating",
     "instance.live_migration_force_complete.end@src host:src task:migrating",
+  ]);
+  assert.equal(world.migrations[0]?.switchedTo, "paused");
+  // The stuck copy stopped at 90 % of 4096 MB: the rest takes 0.41 s at
+  // 1000 MB/s; the pause sends no notification.
+  step(400);
+  assert.deepEqual(summary(), []);
+  step(10);
+  assert.deepEqual(summary(), [
     "instance.live_migration_post.start@src host:src task:migrating",
     "instance.live_migration_post_dest.start@dst host:src task:migrating",
     "instance.update@controller host:dst task:null",
