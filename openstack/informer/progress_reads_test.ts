@@ -1,0 +1,123 @@
+import assert from "node:assert/strict";
+import { ProgressReads } from "./progress_reads.ts";
+import type { CopyToWatch } from "./progress.ts";
+import type { ServerMigration } from "../nova_types.ts";
+
+const S = 1000;
+
+const record = (id: string, remaining: number): ServerMigration => ({
+  id: Number(id),
+  uuid: "u",
+  serverUuid: `vm${id}`,
+  status: "running",
+  sourceCompute: "h",
+  destCompute: "d",
+  createdAt: "",
+  updatedAt: null,
+  memoryTotalBytes: 1000,
+  memoryProcessedBytes: 1000 - remaining,
+  memoryRemainingBytes: remaining,
+  diskTotalBytes: null,
+  diskProcessedBytes: null,
+  diskRemainingBytes: null,
+});
+
+/** Nova's answers per migration id, in order; "gone" is a 404, "fail" a failed read. */
+function reader(answers: Record<string, (number | "gone" | "fail")[]>) {
+  const asked: string[] = [];
+  const read = (_serverId: string, migrationId: string) => {
+    asked.push(migrationId);
+    const next = answers[migrationId]?.shift();
+    if (next === "fail" || next === undefined) {
+      return Promise.reject(new Error("503"));
+    }
+    return Promise.resolve({
+      atMs: now,
+      migration: next === "gone" ? undefined : record(migrationId, next),
+    });
+  };
+  let now = 0;
+  return {
+    asked,
+    read,
+    at(ms: number) {
+      now = ms;
+    },
+  };
+}
+
+const copy = (id: string, o: Partial<CopyToWatch> = {}): CopyToWatch => ({
+  serverId: `vm${id}`,
+  migrationId: id,
+  sinceMs: 0,
+  ...o,
+});
+
+Deno.test("ProgressReads: reads the copies due, keeps the last progress, reads again an interval later, not before", async () => {
+  const nova = reader({ "1": [800, 600] });
+  const warned: string[] = [];
+  const reads = new ProgressReads(nova.read, (_f, m) => warned.push(m));
+  const need = (
+    nowMs: number,
+    copies = [copy("1"), copy("2", { sinceMs: nowMs })],
+  ) => {
+    nova.at(nowMs);
+    return { copies, nowMs, intervalMs: 30 * S, nextLookAtMs: nowMs + 2 * S };
+  };
+  assert.equal((await reads.read("ev", need(10 * S))).size, 0);
+  assert.deepEqual(nova.asked, []);
+  const first = await reads.read("ev", need(31 * S));
+  assert.deepEqual(nova.asked, ["1"]);
+  assert.equal(first.get("vm1")?.remainingBytes, 800);
+  const kept = await reads.read("ev", need(45 * S));
+  assert.deepEqual(nova.asked, ["1"]);
+  assert.equal(kept.get("vm1")?.remainingBytes, 800);
+  const second = await reads.read("ev", need(61 * S));
+  assert.deepEqual(nova.asked, ["1", "1"]);
+  assert.equal(second.get("vm1")?.remainingBytes, 600);
+  assert.equal(second.get("vm1")?.bytesPerSecond, 7);
+  assert.deepEqual(warned, []);
+});
+
+Deno.test("ProgressReads: a failed read keeps the last progress and is tried an interval later; a 404 ends the copy's reads; a copy not in flight and a forgotten drain are forgotten", async () => {
+  const nova = reader({ "1": [800, "fail", 500, "gone", 300] });
+  const warned: string[] = [];
+  const reads = new ProgressReads(nova.read, (_f, m) => warned.push(m));
+  const need = (
+    nowMs: number,
+    copies = [copy("1", { decideAtMs: 900 * S })],
+  ) => {
+    nova.at(nowMs);
+    return { copies, nowMs, intervalMs: 30 * S, nextLookAtMs: nowMs + 2 * S };
+  };
+  await reads.read("ev", need(30 * S));
+  assert.equal(reads.pendingReadAtMs("ev"), 60 * S);
+  const failed = await reads.read("ev", need(60 * S));
+  assert.equal(failed.get("vm1")?.remainingBytes, 800);
+  assert.equal(warned.length, 1);
+  assert.equal(reads.pendingReadAtMs("ev"), 90 * S);
+  assert.equal(
+    (await reads.read("ev", need(70 * S))).get("vm1")?.readAtMs,
+    30 * S,
+  );
+  assert.equal(
+    (await reads.read("ev", need(90 * S))).get("vm1")?.remainingBytes,
+    500,
+  );
+  // Nova: no longer in progress. Its progress goes, and it is not read again.
+  assert.equal((await reads.read("ev", need(120 * S))).size, 0);
+  assert.equal(reads.pendingReadAtMs("ev"), undefined);
+  await reads.read("ev", need(200 * S));
+  assert.deepEqual(nova.asked, ["1", "1", "1", "1"]);
+  // the copy left the drain's in-flight set: a later copy with its id is new
+  await reads.read("ev", need(210 * S, []));
+  const later = await reads.read(
+    "ev",
+    need(240 * S, [copy("1", { sinceMs: 200 * S })]),
+  );
+  assert.equal(later.get("vm1")?.remainingBytes, 300);
+  assert.equal(later.get("vm1")?.lowestAtMs, 240 * S);
+  assert.deepEqual(nova.asked, ["1", "1", "1", "1", "1"]);
+  reads.forget("ev");
+  assert.equal(reads.pendingReadAtMs("ev"), undefined);
+});
