@@ -248,6 +248,7 @@ export function planInputFor(
     aborts: pass.state.aborts,
     lookedAtMs: seen.listedAtMs,
     startBackoff: pass.state.startBackoff,
+    ...(seen.progress === undefined ? {} : { progress: seen.progress }),
     ...(seen.novaLimit === undefined ? {} : { novaLiveLimit: seen.novaLimit }),
     // Without a cluster budget a queued migration takes no one's slot.
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined

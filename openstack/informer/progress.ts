@@ -14,6 +14,9 @@
 import type { ServerMigration } from "../nova_types.ts";
 import type { CopyProgress } from "./progress_types.ts";
 
+/** The default progress interval (`--migration-progress-interval`). */
+export const DEFAULT_PROGRESS_INTERVAL_MS = 30_000;
+
 /** A live copy in flight, as a pass states it. */
 export interface CopyToWatch {
   serverId: string;
