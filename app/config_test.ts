@@ -236,8 +236,13 @@ Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
   );
 });
 
-Deno.test("--migration-progress-interval: default 30s, at least 1s, one line naming a bad value", () => {
+Deno.test("--migration-progress-interval: default 30s, 0 (off) or at least 1s, one line naming a bad value", () => {
   assert.equal(loadConfig([], {}).migrationProgressIntervalMs, 30_000);
+  assert.equal(
+    loadConfig(["--migration-progress-interval=0s"], {})
+      .migrationProgressIntervalMs,
+    0,
+  );
   assert.equal(
     loadConfig(["--migration-progress-interval=1m"], {})
       .migrationProgressIntervalMs,

@@ -29,7 +29,7 @@ export interface ProgressNeed {
   /** The live copies in flight, with the pacing model's and the policy's times. */
   copies: readonly CopyToWatch[];
   nowMs: number;
-  /** The progress interval: no copy is read twice within it. */
+  /** The progress interval: no copy is read twice within it; 0: no reads at all. */
   intervalMs: number;
   /** When the next look should come (progress.ts `nextLookEstimate`). */
   nextLookAtMs: number;
@@ -82,6 +82,7 @@ export class ProgressReads {
     key: string,
     need: ProgressNeed,
   ): Promise<ReadonlyMap<string, CopyProgress>> {
+    if (!(need.intervalMs > 0)) return new Map();
     const drain = this.#drains.get(key) ?? {
       copies: new Map(),
       pendingAtMs: undefined,

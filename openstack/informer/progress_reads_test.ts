@@ -121,3 +121,17 @@ Deno.test("ProgressReads: a failed read keeps the last progress and is tried an 
   reads.forget("ev");
   assert.equal(reads.pendingReadAtMs("ev"), undefined);
 });
+
+Deno.test("ProgressReads: a progress interval of 0 reads nothing and asks for no look", async () => {
+  const nova = reader({ "1": [800] });
+  const reads = new ProgressReads(nova.read);
+  const seen = await reads.read("ev", {
+    copies: [copy("1", { overdueAtMs: 5 * S, decideAtMs: 10 * S })],
+    nowMs: 100 * S,
+    intervalMs: 0,
+    nextLookAtMs: 102 * S,
+  });
+  assert.equal(seen.size, 0);
+  assert.deepEqual(nova.asked, []);
+  assert.equal(reads.pendingReadAtMs("ev"), undefined);
+});
