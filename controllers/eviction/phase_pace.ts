@@ -179,8 +179,13 @@ export function nextLook(
  * decision is pending (the informer's, openstack/informer/progress.ts),
  * and whether that read is what the look is for (then only a full look
  * will do, never a glance).
+ *
+ * @example
+ * ```ts ignore
+ * const { inMs, due } = byProgressRead(pass, now, 60_000, 1);
+ * ```
  */
-function byProgressRead(
+export function byProgressRead(
   pass: Pass,
   nowMs: number,
   inMs: number,
