@@ -2,6 +2,13 @@ import assert from "node:assert/strict";
 import { ProgressReads } from "./progress_reads.ts";
 import type { CopyToWatch } from "./progress.ts";
 import type { ServerMigration } from "../nova_types.ts";
+import { PollingInformer } from "./informer.ts";
+import { NovaLister } from "./lister.ts";
+import {
+  BASIC_SCENARIO,
+  eventually,
+  withSim,
+} from "../../tests/harness/openstack_util.ts";
 
 const S = 1000;
 
@@ -134,4 +141,53 @@ Deno.test("ProgressReads: a progress interval of 0 reads nothing and asks for no
   assert.equal(seen.size, 0);
   assert.deepEqual(nova.asked, []);
   assert.equal(reads.pendingReadAtMs("ev"), undefined);
+});
+
+Deno.test("PollingInformer.progress against the simulator over HTTP: a copy due is read through the lister, one past Nova's end is dropped, a forgotten drain asks for no look", async () => {
+  await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    sim.injectMigrationFault(id, "stuck");
+    await nova.liveMigrate(id);
+    let mid = "";
+    await eventually(async () => {
+      const [m] = await nova.listServerMigrations(id);
+      mid = m?.status === "running" ? String(m.id) : "";
+      return mid !== "";
+    });
+    let now = 1_000_000;
+    const informer = new PollingInformer(
+      new NovaLister(nova, { now: () => now }),
+    );
+    const need = () => ({
+      copies: [{
+        serverId: id,
+        migrationId: mid,
+        sinceMs: now - 31 * S,
+        decideAtMs: now + 600 * S,
+      }],
+      nowMs: now,
+      intervalMs: 30 * S,
+      nextLookAtMs: now + 2 * S,
+    });
+    const read = await informer.progress("ev", need());
+    const p = read.get(id);
+    assert.equal(p?.migrationId, mid);
+    assert.equal(p?.totalBytes, 8192 * 1024 * 1024);
+    assert.ok((p?.remainingBytes ?? -1) > 0);
+    assert.equal(p?.readAtMs, now);
+    assert.equal(informer.progressDueAtMs("ev"), now + 30 * S);
+    await nova.abortLiveMigration(id, Number(mid));
+    now += 30 * S;
+    assert.equal((await informer.progress("ev", need())).size, 0);
+    assert.equal(informer.progressDueAtMs("ev"), undefined);
+    now += 30 * S;
+    await informer.progress("ev", need());
+    assert.equal(
+      sim.counters().calls["GET /compute/v2.1/servers/{id}/migrations/{mid}"],
+      2,
+      "not read again after Nova's 404",
+    );
+    informer.forget("ev");
+    assert.equal(informer.progressDueAtMs("ev"), undefined);
+  });
 });
