@@ -81,6 +81,8 @@ export interface Config {
   readonly migrationRetryWindowMs: number;
   /** First wait before a failed migration is retried (doubling, capped). */
   readonly migrationRetryBackoffMs: number;
+  /** `--migration-progress-interval`: a live copy's progress is read from Nova at most once in this (ms; 0: never). */
+  readonly migrationProgressIntervalMs: number;
   /** The rate predictions assume before any drain has ended. */
   readonly defaultMigrationRate: DrainCost;
   /**
@@ -323,6 +325,13 @@ export const RUN_FLAGS = {
     help:
       "how long after its first failure a VM failing for a transient cause (no valid host, a failed migration) is retried",
   },
+  "migration-progress-interval": {
+    type: "string",
+    env: "EVICTOR_MIGRATION_PROGRESS_INTERVAL",
+    default: "30s",
+    help:
+      "a live copy's progress (remaining bytes, rate) is read from Nova at most once in this, and only when needed: past its expected end, once it has run this long, or when its policy's decision is due; 0: never (no progress in status, and no progress timeout can act)",
+  },
   "migration-retry-backoff": {
     type: "string",
     env: "EVICTOR_MIGRATION_RETRY_BACKOFF",
@@ -447,12 +456,25 @@ export function loadConfig(
     novaTimeoutMs: flags.duration("nova-timeout", 100),
     migrationRetryWindowMs: flags.duration("migration-retry-window", 0),
     migrationRetryBackoffMs: flags.duration("migration-retry-backoff", 100),
+    migrationProgressIntervalMs: readProgressInterval(flags),
     defaultMigrationRate: readDefaultMigrationRate(flags),
     novaNotifications: readNovaNotifications(flags),
     novaNotificationsRelistMs: readRelist(flags),
     novaNotificationsFeed: readNotificationFeed(flags),
   };
   return deepFreeze(config);
+}
+
+/** `--migration-progress-interval`: 0 (no progress reads) or at least 1 s. */
+function readProgressInterval(flags: FlagReader): number {
+  const ms = flags.duration("migration-progress-interval", 0);
+  if (ms > 0 && ms < 1000) {
+    flags.bad(
+      "migration-progress-interval",
+      "0 (no progress reads) or a duration of at least 1s, like 30s or 1m",
+    );
+  }
+  return ms;
 }
 
 /**

@@ -255,6 +255,34 @@ Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
   );
 });
 
+Deno.test("--migration-progress-interval: default 30s, 0 (off) or at least 1s, one line naming a bad value", () => {
+  assert.equal(loadConfig([], {}).migrationProgressIntervalMs, 30_000);
+  assert.equal(
+    loadConfig(["--migration-progress-interval=0s"], {})
+      .migrationProgressIntervalMs,
+    0,
+  );
+  assert.equal(
+    loadConfig(["--migration-progress-interval=1m"], {})
+      .migrationProgressIntervalMs,
+    60_000,
+  );
+  assert.equal(
+    loadConfig([], { EVICTOR_MIGRATION_PROGRESS_INTERVAL: "10s" })
+      .migrationProgressIntervalMs,
+    10_000,
+  );
+  for (const bad of ["often", "500ms"]) {
+    assert.throws(
+      () => loadConfig(["--migration-progress-interval", bad], {}),
+      (e: unknown) =>
+        e instanceof ConfigFlagError &&
+        e.flag === "--migration-progress-interval" && e.value === bad &&
+        !e.message.includes("\n"),
+    );
+  }
+});
+
 Deno.test("--default-migration-rate, --default-migration-overhead and --default-drain-overhead", () => {
   const defaults = loadConfig([], {}).defaultMigrationRate;
   assert.deepEqual(defaults, {

@@ -104,6 +104,7 @@ export function buildOperator(config: Config, deps: WireDeps): Operator {
         ? {}
         : { notifications: deps.notifications }),
       relistMs: config.novaNotificationsRelistMs,
+      progressIntervalMs: config.migrationProgressIntervalMs,
     });
   }
   if (on.has("hypervisor-sync")) {

@@ -34,6 +34,7 @@ import {
   serverListSchema,
   type ServerMigration,
   serverMigrationListSchema,
+  serverMigrationShowSchema,
   serverShowSchema,
   serviceListSchema,
   serviceShowSchema,
@@ -610,6 +611,46 @@ export class NovaClient {
       signal,
     );
     return body.migrations;
+  }
+
+  /**
+   * One in-progress live migration with its progress counters
+   * (`GET /servers/{id}/migrations/{migrationId}`, 2.23+: below evictor's
+   * floor of 2.59). A read: retried and bounded like the others. Nova
+   * answers 404 once the migration is no longer in progress (or the server
+   * is gone): that is an answer, `undefined`, not an error.
+   *
+   * @example
+   * ```ts ignore
+   * const m = await nova.getServerMigration("vm-uuid", 42);
+   * if (m === undefined) console.log("no longer copying");
+   * else console.log(m.memoryRemainingBytes, "of", m.memoryTotalBytes);
+   * ```
+   */
+  async getServerMigration(
+    serverId: string,
+    migrationId: number | string,
+    signal?: AbortSignal,
+  ): Promise<ServerMigration | undefined> {
+    if (serverId === "" || !/^\d+$/.test(String(migrationId))) {
+      throw new TypeError(
+        `serverId must be non-empty and migrationId a non-negative integer, got "${serverId}" and "${migrationId}"`,
+      );
+    }
+    try {
+      const body = await this.#get(
+        "getServerMigration",
+        "/servers/{id}/migrations/{migrationId}",
+        { id: serverId, migrationId: String(migrationId) },
+        undefined,
+        serverMigrationShowSchema,
+        signal,
+      );
+      return body.migration;
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      throw err;
+    }
   }
 
   /**

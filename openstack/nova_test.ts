@@ -263,6 +263,52 @@ Deno.test("nova: listServerMigrations shows progress and abortLiveMigration canc
   });
 });
 
+Deno.test("nova: getServerMigration reads one copy's progress, counted by route; a 404 once it ended is undefined, not retried", async () => {
+  await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async ({ nova, sim }) => {
+    const id = sim.state().servers.find((s) => s.name === "vm-b")?.id ?? "";
+    sim.injectMigrationFault(id, "stuck");
+    await nova.liveMigrate(id);
+    let mid = -1;
+    await eventually(async () => {
+      const [m] = await nova.listServerMigrations(id);
+      mid = m?.status === "running" ? m.id : -1;
+      return mid >= 0;
+    });
+    const heard: NovaCall[] = [];
+    nova.onCall((c) => heard.push(c));
+    const read = await nova.getServerMigration(id, mid);
+    assert.ok(read);
+    assert.equal(read.id, mid);
+    assert.equal(read.serverUuid, id);
+    assert.equal(read.memoryTotalBytes, 8192 * 1024 * 1024);
+    assert.equal(
+      (read.memoryProcessedBytes ?? -1) + (read.memoryRemainingBytes ?? -1),
+      read.memoryTotalBytes,
+    );
+    await nova.abortLiveMigration(id, mid);
+    const before =
+      sim.counters().calls["GET /compute/v2.1/servers/{id}/migrations/{mid}"] ??
+        0;
+    assert.equal(await nova.getServerMigration(id, mid), undefined);
+    assert.equal(
+      sim.counters().calls["GET /compute/v2.1/servers/{id}/migrations/{mid}"],
+      before + 1,
+    );
+    assert.deepEqual(
+      heard.filter((c) => c.call === "getServerMigration").map((c) => [
+        c.method,
+        c.route,
+        c.outcome,
+      ]),
+      [
+        ["GET", "/servers/{id}/migrations/{migrationId}", "ok"],
+        ["GET", "/servers/{id}/migrations/{migrationId}", "not_found"],
+      ],
+    );
+    await assert.rejects(nova.getServerMigration(id, "x"), TypeError);
+  });
+});
+
 Deno.test("nova: coldMigrate ends in VERIFY_RESIZE until confirmResize", async () => {
   const clock = new ManualClock();
   await withSim(BASIC_SCENARIO, async ({ nova, sim }) => {

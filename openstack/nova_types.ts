@@ -261,6 +261,14 @@ export const serverMigrationListSchema = z.object({
   migrations: z.array(serverMigrationSchema),
 });
 
+/**
+ * `GET /servers/{id}/migrations/{migration_id}` (2.23+): one in-progress
+ * live migration; its `memory_*` counters are null until the copy reports.
+ */
+export const serverMigrationShowSchema = z.object({
+  migration: serverMigrationSchema,
+});
+
 /** Raw hypervisor of `GET /os-hypervisors/detail` (2.53+: UUID ids). */
 export const hypervisorSchema = z.object({
   id: z.string(),

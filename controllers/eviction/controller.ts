@@ -77,6 +77,8 @@ export interface EvictionControllerDeps {
   slowPollMs?: number;
   /** With notifications, the oldest view a pass plans from (default 30 poll intervals). */
   relistMs?: number;
+  /** A live copy's progress is read at most once in this (`--migration-progress-interval`, default 30 s). */
+  progressIntervalMs?: number;
   /** Time source (default the wall clock); tests pass the simulator's. */
   clock?: EvictionClock;
   /** The longest wait of a drain for its wave's hosts to be disabled (default 15 s). */
@@ -193,6 +195,9 @@ function passDeps(
     slowPollMs: deps.slowPollMs ?? deps.pollIntervalMs * 10,
     finishedCheckMs,
     relistMs,
+    ...(deps.progressIntervalMs === undefined
+      ? {}
+      : { progressIntervalMs: deps.progressIntervalMs }),
     settleMs: deps.settleMs ?? deps.pollIntervalMs * 3,
     planOptions: deps.planOptions ?? {},
     clock,

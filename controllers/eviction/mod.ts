@@ -34,8 +34,9 @@
  * 5. **look** (phase_look.ts) — the pass states what it needs of the
  *    informer (openstack/informer/, which lists Nova itself: lister.ts):
  *    any view it vouches for, planned from when the plan only starts or
- *    waits, else a look resting on a list begun after that view's. The
- *    free budget slots are claimed before the look, so that two passes
+ *    waits, else a look resting on a list begun after that view's; with
+ *    it, the live copies' progress, read by the informer only where due
+ *    (openstack/informer/progress.ts). The free budget slots are claimed before the look, so that two passes
  *    never look for one slot (and given back when anything fails before
  *    act).
  * 6. **plan** (plan.ts, plan_steps.ts, classify.ts) — a pure function of

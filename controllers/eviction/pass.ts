@@ -31,6 +31,7 @@ import { statusEqual } from "./status_equal.ts";
 import { withDrained } from "./conditions.ts";
 import { inFlightByEviction } from "./budget_share.ts";
 import type { CapacityDeps } from "../../capacity/gate.ts";
+import { DEFAULT_PROGRESS_INTERVAL_MS } from "../../openstack/informer/progress.ts";
 
 /** The controller's time source. */
 export interface EvictionClock {
@@ -61,6 +62,8 @@ export interface EvictionPassDeps {
   finishedCheckMs: number;
   relistMs: number;
   settleMs: number;
+  /** A live copy's progress is read at most once in this (real ms; default 30 s, openstack/informer/progress.ts). */
+  progressIntervalMs?: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
   clock: EvictionClock;
@@ -173,6 +176,8 @@ export interface PassTimes {
   waveSettleMs: number;
   /** How long a new drain waits for the rest of its wave to appear. */
   waveGatherMs: number;
+  /** No live copy's progress is read twice within this. */
+  progressMs: number;
 }
 
 /** A new drain's wait for the rest of its wave to appear (real ms). */
@@ -201,6 +206,7 @@ export function passTimes(
     | "relistMs"
     | "settleMs"
     | "waveSettleMs"
+    | "progressIntervalMs"
   >,
   rate: number,
 ): PassTimes {
@@ -213,6 +219,7 @@ export function passTimes(
     settleMs: deps.settleMs,
     waveSettleMs: deps.waveSettleMs,
     waveGatherMs: WAVE_GATHER_MS,
+    progressMs: deps.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
   };
   return Object.fromEntries(
     Object.entries(real).map(([k, ms]) => [k, ms * rate]),

@@ -254,6 +254,7 @@ export function planInputFor(
     forceCompletes: pass.state.forceCompletes,
     lookedAtMs: seen.listedAtMs,
     startBackoff: pass.state.startBackoff,
+    ...(seen.progress === undefined ? {} : { progress: seen.progress }),
     ...(seen.novaLimit === undefined ? {} : { novaLiveLimit: seen.novaLimit }),
     // Without a cluster budget a queued migration takes no one's slot.
     novaQueueAhead: settings.spec.clusterMaxConcurrentMigrations === undefined

@@ -20,6 +20,15 @@ import type {
 } from "../../openstack/informer/snapshot.ts";
 import { emit, type Pass } from "./pass.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
+import type { PlanOptions } from "./plan_options.ts";
+import { copyStartsSeen } from "./memory.ts";
+import { copyTimeoutSeconds } from "../../limits/convergence.ts";
+import { latestRecords } from "../../openstack/informer/nova_records.ts";
+import { waitingInNova } from "../../openstack/informer/nova_states.ts";
+import {
+  type CopyToWatch,
+  nextLookEstimate,
+} from "../../openstack/informer/progress.ts";
 
 /** A plan and the input it was made from. */
 export interface Planned {
@@ -112,6 +121,7 @@ export async function lookAtHost(
   pass: Pass,
   plan: (seen: Observation) => Planned,
   since: Date,
+  options?: PlanOptions,
 ): Promise<Looked> {
   const { ctx, deps, host, state } = pass;
   const need: LookNeed = {
@@ -124,7 +134,7 @@ export async function lookAtHost(
     endsBy: state.pace.endsBy(),
     signal: ctx.signal,
   };
-  let seen = await look(pass, need);
+  let seen = await withProgress(pass, await look(pass, need), options);
   if (seen.fromView === true) {
     const planned = plan(seen);
     const { options } = planned.input;
@@ -142,10 +152,89 @@ export async function lookAtHost(
       deps.metrics.looks.inc({ source: "view" });
       return { seen, planned };
     }
+    const { progress } = seen;
     seen = await look(pass, { ...need, freshSince: seen.listedAtMs });
+    if (progress !== undefined) seen = { ...seen, progress };
   }
   deps.metrics.looks.inc({ source: "nova" });
   return { seen };
+}
+
+/**
+ * The live copies of ours in flight that a look shows copying (past Nova's
+ * queue), as the informer's progress schedule takes them: since when, the
+ * pacing model's expected end, the policy's completion bound and progress
+ * timeout (limits/convergence.ts; without a policy the flat timeout).
+ *
+ * @example
+ * ```ts ignore
+ * const copies = copiesToWatch(pass, seen, options);
+ * ```
+ */
+export function copiesToWatch(
+  pass: Pass,
+  seen: Observation,
+  options: PlanOptions | undefined,
+): CopyToWatch[] {
+  const { host, state } = pass;
+  const nowMs = pass.deps.clock.now();
+  const latest = latestRecords(seen.migrations, host);
+  const since = copyStartsSeen(state.copyStarted, seen.migrations, host, nowMs);
+  const ends = state.pace.expectedEnds();
+  const overdue = state.pace.endsBy();
+  const policy = options?.convergence;
+  const out: CopyToWatch[] = [];
+  for (const e of pass.status.inFlight ?? []) {
+    const rec = latest.get(e.id)?.inProgress;
+    const sinceMs = since.get(e.id);
+    if (e.kind !== "live" || rec?.id === undefined || sinceMs === undefined) {
+      continue;
+    }
+    if (waitingInNova(rec.status)) continue;
+    const ram = state.ram.get(e.id) ??
+      seen.servers.find((s) => s.id === e.id)?.flavor.ramMb ?? 0;
+    const boundS = policy === undefined
+      ? options?.migrationTimeoutSeconds
+      : copyTimeoutSeconds(policy, ram);
+    const endAtMs = ends.get(e.id);
+    out.push({
+      serverId: e.id,
+      migrationId: String(rec.id),
+      sinceMs,
+      ...(endAtMs === undefined
+        ? {}
+        : { endAtMs, overdueAtMs: overdue.get(e.id) ?? endAtMs }),
+      ...(boundS === undefined ? {} : { decideAtMs: sinceMs + boundS * 1000 }),
+      ...(policy === undefined
+        ? {}
+        : { stallMs: policy.progressTimeoutSeconds * 1000 }),
+    });
+  }
+  return out;
+}
+
+/** The look with its copies' progress (the informer reads those due; a failed read never fails the look). */
+async function withProgress(
+  pass: Pass,
+  seen: Observation,
+  options: PlanOptions | undefined,
+): Promise<Observation> {
+  const { ctx, deps, times } = pass;
+  const copies = copiesToWatch(pass, seen, options);
+  const nowMs = deps.clock.now();
+  const progress = await deps.memory.informer.progress(ctx.key, {
+    copies,
+    nowMs,
+    intervalMs: times.progressMs,
+    nextLookAtMs: nextLookEstimate(
+      nowMs,
+      copies,
+      times.pollMs,
+      times.maxPollMs,
+    ),
+    signal: ctx.signal,
+  });
+  return progress.size === 0 ? seen : { ...seen, progress };
 }
 
 /** The informer's look; what it found wrong with itself is said on the Eviction. */

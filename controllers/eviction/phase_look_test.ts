@@ -1,7 +1,18 @@
 import assert from "node:assert/strict";
 import { TemporaryError } from "../../framework/errors.ts";
 import type { LookNeed } from "../../openstack/informer/informer.ts";
-import { lookAtHost, type Planned, plansFromSnapshot } from "./phase_look.ts";
+import {
+  copiesToWatch,
+  lookAtHost,
+  type Planned,
+  plansFromSnapshot,
+} from "./phase_look.ts";
+import type { ProgressNeed } from "../../openstack/informer/progress_reads.ts";
+import type { Server } from "../../openstack/mod.ts";
+import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
+import { resolveConvergence } from "../../limits/convergence.ts";
+import { planInputFor } from "./phase_budget.ts";
+import { limitOfDrain } from "./pass.ts";
 import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
 
 Deno.test("a plan from a snapshot may only start, count completions and wait", () => {
@@ -111,4 +122,107 @@ Deno.test("lookAtHost: a failed look retries after the poll interval, and what t
   assert.deepEqual(f.events, [
     { type: "Warning", reason: "NotificationViewDemoted", message: "m" },
   ]);
+});
+
+Deno.test("lookAtHost: the pass states its live copies past Nova's queue (migration id, since when, the policy's bound and progress timeout) and plans with the informer's progress", async () => {
+  const NOW = Date.parse("2026-01-01T01:00:00Z");
+  const rec = (
+    id: number,
+    vm: string,
+    status: string,
+    type = "live-migration",
+  ) => ({
+    id,
+    instanceUuid: vm,
+    migrationType: type,
+    status,
+    sourceCompute: "h",
+    destCompute: "d",
+    createdAt: "2026-01-01T00:59:00",
+  });
+  const server = (id: string, ram: number) =>
+    ({ id, flavor: { ramMb: ram } }) as unknown as Server;
+  const entry = (id: string, kind: "live" | "cold" = "live") => ({
+    id,
+    kind,
+    startedAt: "2026-01-01T00:59:00Z",
+  });
+  const progress = new Map([["a", {
+    serverId: "a",
+    migrationId: "7",
+    totalBytes: 4096,
+    remainingBytes: 100,
+    readAtMs: NOW,
+    lowestRemainingBytes: 100,
+    lowestAtMs: NOW,
+  }]]);
+  const needs: ProgressNeed[] = [];
+  const f = passFixture(
+    eviction("ev", "h", {
+      inFlight: [entry("a"), entry("q"), entry("c", "cold"), entry("n")],
+    }),
+    {
+      nowMs: NOW,
+      informer: {
+        look: () =>
+          Promise.resolve({
+            servers: [server("a", 4096), server("q", 1024)],
+            migrations: [
+              rec(7, "a", "running"),
+              rec(8, "q", "queued"),
+              rec(9, "c", "migrating", "migration"),
+            ],
+            departed: [],
+            listedAtMs: NOW,
+          }),
+        progress: (_key, need) => {
+          needs.push(need);
+          return Promise.resolve(progress);
+        },
+      },
+    },
+  );
+  f.pass.state.copyStarted.set("a", NOW - 90_000);
+  const options = {
+    ...DEFAULT_PLAN_OPTIONS,
+    convergence: resolveConvergence({
+      abortStuckMigrations: false,
+      defaults: { completionTimeoutPerGiB: 100, progressTimeoutSeconds: 60 },
+    }),
+  };
+  const { seen } = await lookAtHost(
+    f.pass,
+    () => assert.fail("a list is planned by the pass"),
+    new Date(5),
+    options,
+  );
+  assert.equal(seen.progress, progress);
+  assert.deepEqual(needs.map((n) => [n.copies, n.intervalMs, n.nowMs]), [[
+    [{
+      serverId: "a",
+      migrationId: "7",
+      sinceMs: NOW - 90_000,
+      decideAtMs: NOW - 90_000 + 400_000,
+      stallMs: 60_000,
+    }],
+    30_000,
+    NOW,
+  ]]);
+  // without a policy: the flat timeout bounds it, no progress timeout
+  const flat = copiesToWatch(f.pass, seen, {
+    ...DEFAULT_PLAN_OPTIONS,
+    migrationTimeoutSeconds: 3600,
+  });
+  assert.deepEqual(flat.map((c) => [c.decideAtMs, c.stallMs]), [[
+    NOW - 90_000 + 3_600_000,
+    undefined,
+  ]]);
+  const input = planInputFor(
+    f.pass,
+    seen,
+    f.pass.deps.flagSettings,
+    options,
+    limitOfDrain(f.pass.deps.flagSettings, new Map(), f.pass.ev.spec),
+  );
+  assert.equal(input.progress, progress);
 });

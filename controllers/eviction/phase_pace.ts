@@ -162,14 +162,40 @@ export function nextLook(
       maxPollMs,
       slowPollMs,
     });
+    const read = byProgressRead(pass, nowMs, inMs, plan.inFlightCount);
+    inMs = read.inMs;
     // Due only for first looks at our starts, with nothing else to do then
     // (no busy VM, no retry, no budget to wait for): a glance will do.
-    const glanceWill = !held && summary.busy === 0 &&
+    const glanceWill = !read.due && !held && summary.busy === 0 &&
       plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
     state.pace.planGlance(glanceWill ? view : undefined);
   }
   state.due = { atMs: nowMs + inMs, fingerprint };
   return { inMs };
+}
+
+/**
+ * The next look no later than the next progress read of a copy whose
+ * decision is pending (the informer's, openstack/informer/progress.ts),
+ * and whether that read is what the look is for (then only a full look
+ * will do, never a glance).
+ *
+ * @example
+ * ```ts ignore
+ * const { inMs, due } = byProgressRead(pass, now, 60_000, 1);
+ * ```
+ */
+export function byProgressRead(
+  pass: Pass,
+  nowMs: number,
+  inMs: number,
+  inFlight: number,
+): { inMs: number; due: boolean } {
+  const at = pass.deps.memory.informer.progressDueAtMs(pass.ctx.key);
+  if (inFlight === 0 || at === undefined || at - nowMs >= inMs) {
+    return { inMs, due: false };
+  }
+  return { inMs: Math.max(pass.times.pollMs, at - nowMs), due: true };
 }
 
 /**
@@ -235,15 +261,23 @@ export async function glance(
     records: paceRecords(latest),
   };
   state.pace.learn(view);
-  const inMs = nextLookMs({
-    ...state.pace.dueInMs(view),
-    inFlight: view.inFlight.length,
-    retryInMs: undefined,
-    watching: false,
-    ...pass.times,
-  });
+  const read = byProgressRead(
+    pass,
+    view.nowMs,
+    nextLookMs({
+      ...state.pace.dueInMs(view),
+      inFlight: view.inFlight.length,
+      retryInMs: undefined,
+      watching: false,
+      ...pass.times,
+    }),
+    view.inFlight.length,
+  );
+  const inMs = read.inMs;
   state.due = { atMs: view.nowMs + inMs, fingerprint };
-  state.pace.planGlance(state.pace.firstLooksOnly(view) ? view : undefined);
+  state.pace.planGlance(
+    !read.due && state.pace.firstLooksOnly(view) ? view : undefined,
+  );
   pass.log.debug({ nextLookMs: inMs }, "glanced at the migrations: quiet");
   return { inMs };
 }

@@ -15,6 +15,7 @@ import {
 } from "../../tests/harness/plan_fixtures.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import {
+  byProgressRead,
   changesSince,
   fingerprintOf,
   glance,
@@ -411,6 +412,7 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
     watching?: boolean;
     rate?: number;
     samples?: boolean;
+    progressDueAtMs?: number;
     issuedAtMs?: number;
     want: number;
     wantDue: boolean;
@@ -524,6 +526,24 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
       wantGlance: true,
     },
     {
+      name:
+        "our start's first look due, a progress read due by then: a full look, no glance",
+      plan: planWith({ inFlightCount: 1 }, { inFlight: [inFlight("a")] }),
+      samples: true,
+      issuedAtMs: NOW,
+      progressDueAtMs: NOW + 400,
+      want: 1_000,
+      wantDue: true,
+      wantGlance: false,
+    },
+    {
+      name: "a progress read due, nothing in flight: the slow poll",
+      plan: planWith({ inFlightCount: 0 }),
+      progressDueAtMs: NOW + 3_000,
+      want: 10_000,
+      wantDue: true,
+    },
+    {
       name: "our start, budget holds further starts: no glance",
       plan: planWith({
         inFlightCount: 1,
@@ -541,7 +561,10 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
       nowMs: NOW,
       deps: { clock: { now: () => NOW, rate: row.rate ?? 1 } },
       ...(row.rate === undefined ? {} : { pass: { rate: row.rate } }),
-      ...(row.watching === true ? { informer: { watching: () => true } } : {}),
+      informer: {
+        ...(row.watching === true ? { watching: () => true } : {}),
+        progressDueAtMs: () => row.progressDueAtMs,
+      },
     });
     if (row.samples === true) {
       pass.state.pace.sample("live", 1024, 60_000);
@@ -576,6 +599,63 @@ Deno.test("requeue: a finished drain looks at the finished pace; a settle time i
         `${row.name}: glance`,
       );
     }
+  }
+});
+
+Deno.test("byProgressRead: the next look by the next progress read of a copy with a decision pending, never sooner than a poll interval", () => {
+  const rows: Array<{
+    name: string;
+    dueAtMs: number | undefined;
+    inMs: number;
+    inFlight: number;
+    want: { inMs: number; due: boolean };
+  }> = [
+    {
+      name: "no read pending",
+      dueAtMs: undefined,
+      inMs: 40_000,
+      inFlight: 1,
+      want: { inMs: 40_000, due: false },
+    },
+    {
+      name: "a read due before the look",
+      dueAtMs: NOW + 25_000,
+      inMs: 40_000,
+      inFlight: 1,
+      want: { inMs: 25_000, due: true },
+    },
+    {
+      name: "a read due after the look",
+      dueAtMs: NOW + 50_000,
+      inMs: 40_000,
+      inFlight: 1,
+      want: { inMs: 40_000, due: false },
+    },
+    {
+      name: "a read overdue: a poll interval",
+      dueAtMs: NOW - 5_000,
+      inMs: 40_000,
+      inFlight: 1,
+      want: { inMs: 1_000, due: true },
+    },
+    {
+      name: "nothing in flight",
+      dueAtMs: NOW + 5_000,
+      inMs: 40_000,
+      inFlight: 0,
+      want: { inMs: 40_000, due: false },
+    },
+  ];
+  for (const row of rows) {
+    const { pass } = passFixture(eviction(ME, HOST), {
+      nowMs: NOW,
+      informer: { progressDueAtMs: () => row.dueAtMs },
+    });
+    assert.deepEqual(
+      byProgressRead(pass, NOW, row.inMs, row.inFlight),
+      row.want,
+      row.name,
+    );
   }
 });
 

@@ -194,6 +194,7 @@ async function fullPass(
       pass,
       planFrom,
       changesSince(pass, options),
+      options,
     );
     const reserved = planAndReserve(
       pass,

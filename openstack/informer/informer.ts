@@ -8,6 +8,8 @@
 import type { ListRequest, NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
+import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
+import type { CopyProgress } from "./progress_types.ts";
 
 /** A start the drain sent, as the informer checks its cache against it. */
 export interface StartProbe {
@@ -94,6 +96,17 @@ export interface HostInformer {
   /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
   takeWarnings(key: string): InformerWarning[];
+  /**
+   * The drain's live copies' progress, by server id: Nova's record read
+   * for the copies due (progress.ts), the last read for the others; a
+   * failed read keeps the last and never fails the pass.
+   */
+  progress(
+    key: string,
+    need: ProgressNeed,
+  ): Promise<ReadonlyMap<string, CopyProgress>>;
+  /** When the next read of a copy with a decision pending is due, as of the last `progress`. */
+  progressDueAtMs(key: string): number | undefined;
   /** The notified view's standing; undefined without notifications or not proven yet. */
   notifications(key: string): NotificationStanding | undefined;
   forget(key: string): void;
@@ -117,9 +130,11 @@ export interface HostInformer {
  */
 export class PollingInformer implements HostInformer {
   readonly #lister: NovaLister;
+  readonly #progress: ProgressReads;
 
   constructor(lister: NovaLister) {
     this.#lister = lister;
+    this.#progress = lister.progressReads();
   }
 
   look(_key: string, need: LookNeed): Promise<Observation> {
@@ -154,7 +169,20 @@ export class PollingInformer implements HostInformer {
     return undefined;
   }
 
-  forget(): void {}
+  progress(
+    key: string,
+    need: ProgressNeed,
+  ): Promise<ReadonlyMap<string, CopyProgress>> {
+    return this.#progress.read(key, need);
+  }
+
+  progressDueAtMs(key: string): number | undefined {
+    return this.#progress.pendingReadAtMs(key);
+  }
+
+  forget(key: string): void {
+    this.#progress.forget(key);
+  }
 
   close(): void {}
 }

@@ -9,8 +9,9 @@ import pLimit from "p-limit";
 import type { EvictionStatus } from "../../models/mod.ts";
 import { NotFoundError } from "../errors.ts";
 import type { NovaClient } from "../nova.ts";
-import type { Migration } from "../nova_types.ts";
+import type { Migration, ServerMigration } from "../nova_types.ts";
 import { migrationPhase, waitingInNova } from "./nova_states.ts";
+import { ProgressReads } from "./progress_reads.ts";
 import { departedIds, departureOf, latestRecords } from "./nova_records.ts";
 import type {
   DepartedServer,
@@ -18,11 +19,10 @@ import type {
   ObservedMigration,
 } from "./snapshot.ts";
 
-/** The Nova calls a lister makes. */
-export type ListingNova = Pick<
-  NovaClient,
-  "listServersOnHost" | "listMigrations" | "getServer"
->;
+/** The Nova calls a lister makes (progress reads where the client has them). */
+export type ListingNova =
+  & Pick<NovaClient, "listServersOnHost" | "listMigrations" | "getServer">
+  & Partial<Pick<NovaClient, "getServerMigration">>;
 
 /** What a look at a host reads. */
 export interface ListRequest {
@@ -128,6 +128,36 @@ export class NovaLister {
     const migrations = await this.#nova.listMigrations(filter, signal);
     this.#learn(host, migrations);
     return migrations;
+  }
+
+  /**
+   * One live copy's record with its progress counters, bounded with the
+   * lookups (`concurrency`); undefined once Nova no longer shows it.
+   */
+  serverMigration(
+    serverId: string,
+    migrationId: string,
+    signal?: AbortSignal,
+  ): Promise<{ atMs: number; migration: ServerMigration | undefined }> {
+    const get = this.#nova.getServerMigration?.bind(this.#nova);
+    if (get === undefined) {
+      return Promise.reject(
+        new TypeError("this Nova client cannot read a migration's progress"),
+      );
+    }
+    return this.#get(async () => {
+      const migration = await get(serverId, migrationId, signal);
+      return { atMs: this.#now(), migration };
+    });
+  }
+
+  /** The progress reads of an informer's drains, made by this lister. */
+  progressReads(): ProgressReads {
+    return new ProgressReads(
+      (serverId, migrationId, signal) =>
+        this.serverMigration(serverId, migrationId, signal),
+      this.#warn,
+    );
   }
 
   /** Nova's limit on the host's live migrations as the lists showed it. */

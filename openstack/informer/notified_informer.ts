@@ -34,6 +34,8 @@ import {
 import type { NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
+import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
+import type { CopyProgress } from "./progress_types.ts";
 
 /**
  * Events that end a step a drain waits for. Not `post_dest.end`: the
@@ -151,6 +153,7 @@ export class NotifiedInformer implements HostInformer {
   readonly #pollMs: number;
   /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
+  readonly #progress: ProgressReads;
 
   /** `wake(key)` runs a drain's pass at once; `now` is the drain's clock. */
   constructor(
@@ -168,6 +171,7 @@ export class NotifiedInformer implements HostInformer {
   ) {
     this.#feed = feed;
     this.#lister = lister;
+    this.#progress = lister.progressReads();
     this.#timing = timing;
     this.#hooks = hooks;
     const trust = trustOptionsFor(timing);
@@ -496,7 +500,19 @@ export class NotifiedInformer implements HostInformer {
     if (watch?.listing?.stamp === stamp) watch.listing = undefined;
   }
 
+  progress(
+    key: string,
+    need: ProgressNeed,
+  ): Promise<ReadonlyMap<string, CopyProgress>> {
+    return this.#progress.read(key, need);
+  }
+
+  progressDueAtMs(key: string): number | undefined {
+    return this.#progress.pendingReadAtMs(key);
+  }
+
   forget(key: string): void {
+    this.#progress.forget(key);
     this.#watches.delete(key);
     this.#woken.delete(key);
     this.#untold.delete(key);

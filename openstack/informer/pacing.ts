@@ -164,6 +164,8 @@ export class Pace {
   #glance: PaceView | undefined;
   /** By when each timed migration's end should be heard of, as last timed. */
   #endsBy: ReadonlyMap<string, number> = new Map();
+  /** Each running migration's expected end, as last timed (undefined: untimed). */
+  #expected: ReadonlyMap<string, number | undefined> = new Map();
   /** Record keys already read as Nova's clock at our start. */
   readonly #paired = new Set<string>();
   /** Migration record ids already sampled (a record stays listed). */
@@ -386,6 +388,9 @@ export class Pace {
         ),
       ]),
     );
+    this.#expected = new Map(
+      [...byId].map(([id, { end, timed }]) => [id, timed ? end : undefined]),
+    );
     const look = lookAt([...model, ...first], view.pollMs);
     return {
       dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
@@ -408,6 +413,11 @@ export class Pace {
   /** By when each running migration's end should be heard of (the trust rule). */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
+  }
+
+  /** Each running migration's expected end as last timed; undefined while untimed. */
+  expectedEnds(): ReadonlyMap<string, number | undefined> {
+    return this.#expected;
   }
 
   /** The planned glance's view, once. */

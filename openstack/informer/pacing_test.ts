@@ -652,6 +652,7 @@ Deno.test("Pace.endsBy: none for a start with no record (Nova's queue holds it s
   p.learn(waiting);
   p.dueInMs(waiting);
   assert.equal(p.endsBy().has("q"), false);
+  assert.equal(p.expectedEnds().has("q"), false);
   // the copy's first step at T+15 s: the view's record, without Nova's id
   const { id: _novaId, ...fromEvents } = record(
     "q",
@@ -665,6 +666,8 @@ Deno.test("Pace.endsBy: none for a start with no record (Nova's queue holds it s
   const by = p.endsBy().get("q") ?? 0;
   const end = T + 15_000 + 10_000 * (1 + LATE_MARGIN);
   assert.equal(by, end + Math.max(2000, 0.25 * (end - (T + 15_000))));
+  // the progress schedule reads the expected end itself (progress.ts)
+  assert.equal(p.expectedEnds().get("q"), end);
 });
 
 Deno.test("Pace: starts in one second of Nova's clock are timed once its answers' Date headers tell the rate (one clock model)", () => {

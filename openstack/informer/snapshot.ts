@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { CopyProgress } from "./progress_types.ts";
 import type { Server } from "../mod.ts";
 
 /** A VM as `GET /servers/detail` (2.90) or `GET /servers/{id}` shows it. */
@@ -58,4 +59,6 @@ export interface Observation {
   novaLimit?: number;
   /** From the informer's view, not a list made for this look. */
   fromView?: boolean;
+  /** The live copies' progress as last read, by server id (informer.ts `progress`). */
+  progress?: ReadonlyMap<string, CopyProgress>;
 }

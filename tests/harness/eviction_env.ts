@@ -59,6 +59,8 @@ export interface DrainEnvOptions {
   pollIntervalMs?: number;
   /** `--drain-settle`, real ms (default the controller's: 3 poll intervals). */
   settleMs?: number;
+  /** `--migration-progress-interval`, real ms (default the controller's: 30 s). */
+  progressIntervalMs?: number;
   /** Planner options in simulator (virtual) time. */
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
@@ -198,6 +200,9 @@ export async function startDrainEnv(
       flagSettings: flags.settings,
       pollIntervalMs: options.pollIntervalMs ?? 100,
       ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+      ...(options.progressIntervalMs === undefined
+        ? {}
+        : { progressIntervalMs: options.progressIntervalMs }),
       planOptions: {
         retryBaseMs: 5_000,
         retryCapMs: 20_000,

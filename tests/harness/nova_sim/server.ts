@@ -101,6 +101,8 @@ export interface ServedCall {
   atMs: number;
   /** Its `User-Agent` header, or null. */
   userAgent: string | null;
+  /** The path's parameters of its template, e.g. `{ id, mid }`. */
+  params: Record<string, string>;
 }
 
 /** Credentials the simulator accepts. */
@@ -496,6 +498,7 @@ export async function startNovaSim(
         search: url.search,
         atMs: clock.now(),
         userAgent: req.headers.get("user-agent"),
+        params: { ...params },
       };
       for (const l of callListeners) l(call);
     }

@@ -1,0 +1,232 @@
+/**
+ * When the informer reads a live copy's progress from Nova
+ * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
+ * A read costs one call per copy, so a copy is read only when it is
+ * needed: past its expected end (the pacing model's), once it has run
+ * longer than a progress interval, or when its policy's decision is due;
+ * never twice within an interval, never when it is expected to end before
+ * the next look (that look sees its end for free). Times are the
+ * controller's clock.
+ *
+ * @module
+ */
+
+import type { ServerMigration } from "../nova_types.ts";
+import type { CopyProgress } from "./progress_types.ts";
+
+/** The default progress interval (`--migration-progress-interval`). */
+export const DEFAULT_PROGRESS_INTERVAL_MS = 30_000;
+
+/** A live copy in flight, as a pass states it. */
+export interface CopyToWatch {
+  serverId: string;
+  /** Nova's id of the migration (what the read names). */
+  migrationId: string;
+  /** When its copy was first seen under way. */
+  sinceMs: number;
+  /** When the pacing model expects it to end; absent while it is untimed. */
+  endAtMs?: number | undefined;
+  /** When its end is overdue (pacing.ts `endsBy`); absent while untimed. */
+  overdueAtMs?: number | undefined;
+  /** When its completion bound is reached (the policy's decision). */
+  decideAtMs?: number | undefined;
+  /** The progress timeout: a decision is due this long after its lowest remaining bytes were first read. */
+  stallMs?: number | undefined;
+}
+
+/** What the schedule knows of a copy's reads. */
+export interface ReadMarks {
+  /** The last read tried (answered or not). */
+  triedAtMs?: number | undefined;
+  /** When its lowest remaining bytes were first read. */
+  lowestAtMs?: number | undefined;
+}
+
+/** When a copy's policy decision is due: its completion bound, or its progress timeout after its lowest read. */
+export function decideAt(copy: CopyToWatch, marks: ReadMarks): number {
+  const stalled = copy.stallMs === undefined || marks.lowestAtMs === undefined
+    ? Infinity
+    : marks.lowestAtMs + copy.stallMs;
+  return Math.min(copy.decideAtMs ?? Infinity, stalled);
+}
+
+/**
+ * The first time at or after which the schedule reads `copy` (the
+ * next-look rule aside): once one of its reasons holds and an interval
+ * has passed since its last read.
+ *
+ * @example
+ * ```ts
+ * import { nextReadAtMs } from "./progress.ts";
+ * const copy = { serverId: "a", migrationId: "1", sinceMs: 0 };
+ * console.assert(nextReadAtMs(copy, {}, 30_000) === 30_000);
+ * console.assert(nextReadAtMs(copy, { triedAtMs: 40_000 }, 30_000) === 70_000);
+ * console.assert(nextReadAtMs({ ...copy, overdueAtMs: 9000 }, {}, 30_000) === 9000);
+ * ```
+ */
+export function nextReadAtMs(
+  copy: CopyToWatch,
+  marks: ReadMarks,
+  intervalMs: number,
+): number {
+  const reason = Math.min(
+    copy.overdueAtMs ?? Infinity,
+    copy.sinceMs + intervalMs,
+    decideAt(copy, marks),
+  );
+  const again = marks.triedAtMs === undefined
+    ? -Infinity
+    : marks.triedAtMs + intervalMs;
+  return Math.max(reason, again);
+}
+
+/** Whether the model expects `copy` to end after now and by `atMs`. */
+function endsBy(copy: CopyToWatch, nowMs: number, atMs: number): boolean {
+  return copy.endAtMs !== undefined && copy.endAtMs > nowMs &&
+    copy.endAtMs <= atMs;
+}
+
+/** What {@linkcode readsDue} decides from. */
+export interface ReadSchedule {
+  nowMs: number;
+  intervalMs: number;
+  /** When the next look should come ({@linkcode nextLookEstimate}). */
+  nextLookAtMs: number;
+  copies: readonly CopyToWatch[];
+  marks: (migrationId: string) => ReadMarks;
+}
+
+/**
+ * The copies to read now.
+ *
+ * @example
+ * ```ts
+ * import { readsDue } from "./progress.ts";
+ * const long = { serverId: "a", migrationId: "1", sinceMs: 0 };
+ * const short = { serverId: "b", migrationId: "2", sinceMs: 0, endAtMs: 50_000, overdueAtMs: 52_000 };
+ * const due = readsDue({ nowMs: 40_000, intervalMs: 30_000, nextLookAtMs: 50_000,
+ *   copies: [long, short], marks: () => ({}) });
+ * console.assert(due.length === 1 && due[0] === long);
+ * ```
+ */
+export function readsDue(s: ReadSchedule): CopyToWatch[] {
+  return s.copies.filter((c) =>
+    !endsBy(c, s.nowMs, s.nextLookAtMs) &&
+    nextReadAtMs(c, s.marks(c.migrationId), s.intervalMs) <= s.nowMs
+  );
+}
+
+/**
+ * When the next look should come, as the copies' expected ends tell it
+ * (the pacing model's next look: the earliest end to come, within
+ * [`pollMs`, `maxPollMs`]; a poll interval while one is untimed).
+ *
+ * @example
+ * ```ts
+ * import { nextLookEstimate } from "./progress.ts";
+ * const c = (endAtMs?: number) => ({ serverId: "a", migrationId: "1", sinceMs: 0, endAtMs });
+ * console.assert(nextLookEstimate(0, [c(40_000), c(90_000)], 2000, 60_000) === 40_000);
+ * console.assert(nextLookEstimate(0, [c(40_000), c()], 2000, 60_000) === 2000);
+ * ```
+ */
+export function nextLookEstimate(
+  nowMs: number,
+  copies: readonly CopyToWatch[],
+  pollMs: number,
+  maxPollMs: number,
+): number {
+  if (copies.some((c) => c.endAtMs === undefined)) return nowMs + pollMs;
+  const ahead = copies.map((c) => c.endAtMs ?? 0).filter((e) => e > nowMs);
+  const first = ahead.length === 0 ? nowMs : Math.min(...ahead);
+  return Math.min(nowMs + maxPollMs, Math.max(nowMs + pollMs, first));
+}
+
+/**
+ * When the next read is due of a copy whose decision is pending (a bound
+ * of its policy is known) and that is not expected to end first: the next
+ * look must come by then.
+ *
+ * @example
+ * ```ts
+ * import { pendingReadAtMs } from "./progress.ts";
+ * const c = { serverId: "a", migrationId: "1", sinceMs: 0, decideAtMs: 600_000 };
+ * console.assert(pendingReadAtMs([c], () => ({ triedAtMs: 40_000 }), 30_000) === 70_000);
+ * console.assert(pendingReadAtMs([{ ...c, endAtMs: 50_000 }], () => ({}), 30_000) === 30_000);
+ * console.assert(pendingReadAtMs([{ ...c, endAtMs: 20_000 }], () => ({}), 30_000) === undefined);
+ * ```
+ */
+export function pendingReadAtMs(
+  copies: readonly CopyToWatch[],
+  marks: (migrationId: string) => ReadMarks,
+  intervalMs: number,
+): number | undefined {
+  let first: number | undefined;
+  for (const c of copies) {
+    const m = marks(c.migrationId);
+    if (decideAt(c, m) === Infinity) continue;
+    const at = nextReadAtMs(c, m, intervalMs);
+    if (c.endAtMs !== undefined && c.endAtMs <= at) continue;
+    first = Math.min(first ?? Infinity, at);
+  }
+  return first;
+}
+
+/** A copy's progress and the first read its net rate is measured from. */
+export interface KeptProgress {
+  progress: CopyProgress;
+  firstRemainingBytes: number;
+  firstAtMs: number;
+}
+
+/**
+ * A copy's progress after a read of its record at `atMs`: the lowest
+ * remaining bytes (and when first read), the net rate since the first
+ * read, the ETA at that rate. Undefined while Nova reports no counters.
+ *
+ * @example
+ * ```ts
+ * import { nextProgress } from "./progress.ts";
+ * const rec = (remaining: number) => ({ id: 7, uuid: "u", serverUuid: "a", status: "running",
+ *   sourceCompute: "h", destCompute: "d", createdAt: "", updatedAt: null,
+ *   memoryTotalBytes: 1000, memoryProcessedBytes: 1000 - remaining, memoryRemainingBytes: remaining,
+ *   diskTotalBytes: null, diskProcessedBytes: null, diskRemainingBytes: null });
+ * const first = nextProgress(undefined, rec(800), 0);
+ * const second = nextProgress(first, rec(600), 10_000);
+ * console.assert(second?.progress.bytesPerSecond === 20 && second.progress.etaSeconds === 30);
+ * ```
+ */
+export function nextProgress(
+  prev: KeptProgress | undefined,
+  m: ServerMigration,
+  atMs: number,
+): KeptProgress | undefined {
+  const total = m.memoryTotalBytes;
+  const remaining = m.memoryRemainingBytes;
+  if (total === null || remaining === null || total <= 0) return prev;
+  const last = prev?.progress;
+  const lower = last === undefined || remaining < last.lowestRemainingBytes;
+  const firstRemainingBytes = prev?.firstRemainingBytes ?? remaining;
+  const firstAtMs = prev?.firstAtMs ?? atMs;
+  const rate = atMs > firstAtMs
+    ? Math.round(
+      (firstRemainingBytes - remaining) / ((atMs - firstAtMs) / 1000),
+    )
+    : undefined;
+  return {
+    firstRemainingBytes,
+    firstAtMs,
+    progress: {
+      serverId: m.serverUuid,
+      migrationId: String(m.id),
+      totalBytes: total,
+      remainingBytes: remaining,
+      readAtMs: atMs,
+      lowestRemainingBytes: lower ? remaining : last.lowestRemainingBytes,
+      lowestAtMs: lower ? atMs : last.lowestAtMs,
+      ...(rate === undefined ? {} : { bytesPerSecond: rate }),
+      ...(rate === undefined || rate <= 0
+        ? {}
+        : { etaSeconds: Math.ceil(remaining / rate) }),
+    },
+  };
+}
