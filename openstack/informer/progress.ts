@@ -2,8 +2,9 @@
  * When the informer reads a live copy's progress from Nova
  * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
  * A read costs one call per copy, so a copy is read only when it is
- * needed: past its expected end (the pacing model's), once it has run
- * longer than a progress interval, or when its policy's decision is due;
+ * needed: past its expected end (the pacing model's), once an untimed
+ * copy has run longer than a progress interval, or when its policy's
+ * decision is due;
  * never twice within an interval, never when it is expected to end before
  * the next look (that look sees its end for free). Times are the
  * controller's clock.
@@ -71,7 +72,8 @@ export function nextReadAtMs(
 ): number {
   const reason = Math.min(
     copy.overdueAtMs ?? Infinity,
-    copy.sinceMs + intervalMs,
+    // A timed copy on schedule needs no read: its end is the look's.
+    copy.endAtMs === undefined ? copy.sinceMs + intervalMs : Infinity,
     decideAt(copy, marks),
   );
   const again = marks.triedAtMs === undefined

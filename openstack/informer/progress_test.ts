@@ -63,11 +63,11 @@ Deno.test("progress: readsDue, table", () => {
       read: false,
     },
     {
-      name: "run long, expected to end after the next look",
+      name: "timed, run long but on schedule: no read (its end is a look's)",
       c: copy({ endAtMs: 90 * S, overdueAtMs: 100 * S }),
       nowMs: 40 * S,
       nextLookAtMs: 45 * S,
-      read: true,
+      read: false,
     },
     {
       name: "read 20 s ago: not again within the interval",
