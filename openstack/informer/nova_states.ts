@@ -38,6 +38,8 @@ const MIGRATION_IN_PROGRESS: ReadonlySet<string> = new Set([
   "queued",
   "preparing",
   "running",
+  // after force_complete where post-copy is permitted: no abort any more
+  "running (post-copy)",
   "post-migrating",
   "accepted",
   // cold migration / resize
@@ -114,6 +116,7 @@ export function waitingInNova(status: string): boolean {
  * import { isAbortable } from "./nova_states.ts";
  * console.assert(isAbortable("running"));
  * console.assert(!isAbortable("post-migrating"));
+ * console.assert(!isAbortable("running (post-copy)"));
  * ```
  */
 export function isAbortable(status: string): boolean {
