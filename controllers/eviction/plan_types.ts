@@ -6,6 +6,7 @@
 
 import type {
   EvictionStatus,
+  EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import type { DrainSummary } from "./conditions.ts";
@@ -87,6 +88,47 @@ export interface PlanInput {
   startBackoff?: ReadonlyMap<string, StartBackoff>;
   /** Progress of the live copies in flight, by server id (the informer's reads). */
   progress?: ReadonlyMap<string, CopyProgress>;
+  /** The force-completes this process sent, by migration id (never sent twice). */
+  forceCompletes?: ReadonlyMap<string, ActionNote>;
+  /** A person's requests not answered yet (spec.actions not in status.actions). */
+  requests?: readonly ConvergenceRequest[];
+}
+
+/**
+ * A person's request to force-complete or abort a VM's copy (Eviction
+ * `spec.actions[]`); requests.ts imports it from here.
+ */
+export interface ConvergenceRequest {
+  server: string;
+  action: "ForceComplete" | "Abort";
+  requestedBy: string;
+  requestedAt: string;
+}
+
+/**
+ * `status.inFlight[]` with the convergence fields of issue 39 (the
+ * generated model gains them with the CRD; until then they ride along).
+ */
+export type InFlightItem = EvictionStatusInFlightItem & {
+  memoryTotalBytes?: number;
+  memoryRemainingBytes?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  notConverging?: boolean;
+  /** When the policy acts on the copy (ISO). */
+  deadlineAt?: string;
+  /** When a force_complete of this migration was planned (ISO): never again. */
+  forceCompleteSentAt?: string;
+};
+
+/** `status.aborted[]`: a VM whose copies were aborted for not converging. */
+export interface AbortedItem {
+  id: string;
+  /** Copies aborted so far. */
+  tries: number;
+  lastAbortedAt: string;
+  /** `timeout` (the policy) or `requested` (a person). */
+  reason: string;
 }
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
