@@ -19,7 +19,6 @@ import {
   inFlightKindOfServer,
   isOurKind,
   kindOfMigrationType,
-  type MigrationKind,
 } from "../../openstack/informer/nova_states.ts";
 import { maySendAgain, type StartNote } from "./once.ts";
 import type {
