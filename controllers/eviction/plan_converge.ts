@@ -471,7 +471,7 @@ function policyStep(
     const abortSent = input.aborts?.has(migrationId) === true ||
       out.abort.some((a) => a.migrationId === migrationId);
     const actAtMs = input.limit === 0 || rule.onTimeout === "Report" ||
-        abortSent
+        abortSent || copy.adopted
       ? undefined
       : fallbackAtMs ?? passed[1];
     out.notConverging.push({

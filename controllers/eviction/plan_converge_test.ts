@@ -314,6 +314,7 @@ Deno.test("converge: each onTimeout and the force-complete fallback", () => {
       name: "someone else's copy (adopted) is reported, never acted on",
       in: copyInput({ onTimeout: "Abort" }, {}, { adopted: true }),
       notConverging: ["a/completion"],
+      check: (p) => assert.equal(p.notConverging[0]?.actAt, undefined),
     },
     {
       name: "without convergence (legacy): progress shown, no new report",
