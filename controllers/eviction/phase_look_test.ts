@@ -18,7 +18,14 @@ Deno.test("a plan from a snapshot may only start, count completions and wait", (
     ["finish", { ...starts, finished: true }],
     ["settle", { ...starts, settleAtMs: 1 }],
     ["confirm", { ...starts, confirmResize: ["a"] }],
-    ["abort", { ...starts, abort: [{ id: "a", migrationId: "7", reason: "stuck" }] }],
+    ["abort", {
+      ...starts,
+      abort: [{ id: "a", migrationId: "7", reason: "stuck" }],
+    }],
+    ["force-complete", {
+      ...starts,
+      forceComplete: [{ id: "a", migrationId: "7", reason: "timeout" }],
+    }],
     ["failure", {
       ...starts,
       failed: [{
