@@ -389,11 +389,19 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
       });
     }
     const copy = copies.get(entry.id);
-    if (rule === undefined || copy === undefined) {
+    if (copy === undefined) {
       out.inFlight.push(entry);
       continue;
     }
-    if (rule.legacy) {
+    if (rule === undefined || rule.legacy) {
+      // A person's force_complete is marked in any mode: never sent twice.
+      const fcMs = sentFc(copy);
+      out.inFlight.push(
+        fcMs === undefined
+          ? entry
+          : { ...entry, forceCompleteSentAt: new Date(fcMs).toISOString() },
+      );
+      if (rule === undefined) continue;
       if (
         pastCompletion && rule.onTimeout === "Abort" &&
         mayAbort(copy, boundMs ?? 0)
@@ -404,7 +412,6 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
           reason: "stuck",
         });
       }
-      out.inFlight.push(entry);
       continue;
     }
     out.inFlight.push(

@@ -622,6 +622,33 @@ Deno.test("converge: an aborted VM is retried alone and last, or left for a pers
   }
 });
 
+Deno.test("converge: without a convergence policy a person's force_complete is still sent once", () => {
+  const legacy = (
+    over: Partial<PlanInput>,
+    extras: Partial<InFlightItem> = {},
+  ) =>
+    input({
+      servers: [migrating],
+      migrations: [running()],
+      status: {
+        inFlight: [entry("a", -10, { migrationId: "7", ...extras })],
+        outstandingInstances: ["a"],
+      },
+      requests: [ask("ForceComplete")],
+      ...over,
+    });
+  const first = planPass(legacy({}));
+  assert.deepEqual(actions(first).forceComplete, ["a/7/requested"]);
+  assert.equal(entryOf(first)?.forceCompleteSentAt, iso(0));
+  // A restart: no note, the mark in status refuses a second request.
+  const again = planPass(legacy({ now: at(5) }, {
+    forceCompleteSentAt: iso(0),
+  }));
+  assert.deepEqual(actions(again).forceComplete, []);
+  assert.equal(again.requestOutcomes[0]?.outcome, "Refused");
+  assert.equal(entryOf(again)?.forceCompleteSentAt, iso(0));
+});
+
 Deno.test("converge: kubectl evictor retry re-arms a VM left after its aborted tries", () => {
   const left = planPass(afterAbort(2)).next;
   const { status } = applyRetry(left, "a");
