@@ -96,10 +96,9 @@ function ruleOf(options: PlanOptions): Rule | undefined {
  * ```
  */
 export function abortedOf(
-  status: EvictionStatus | undefined,
+  status: (EvictionStatus & { aborted?: readonly AbortedItem[] }) | undefined,
 ): Map<string, AbortedItem> {
-  const list = (status as { aborted?: AbortedItem[] } | undefined)?.aborted;
-  return new Map((list ?? []).map((a) => [a.id, a]));
+  return new Map((status?.aborted ?? []).map((a) => [a.id, a]));
 }
 
 /**
