@@ -447,7 +447,10 @@ function policyStep(
     ...(progressPassed ? [["progress", progressAtMs] as const] : []),
   ].sort((a, b) => a[1] - b[1])[0];
   const resendMs = rule.resendAfterMs(0);
-  const policyActs = !copy.adopted && passed !== undefined;
+  // A person's action this pass stands for the policy's.
+  const asked = out.abort.some((a) => a.migrationId === migrationId) ||
+    out.forceComplete.some((f) => f.migrationId === migrationId);
+  const policyActs = !copy.adopted && passed !== undefined && !asked;
   let fcMs = sentFc(copy);
   if (policyActs && rule.onTimeout === "Abort" && mayAbort(copy, resendMs)) {
     out.abort.push({ id: entry.id, migrationId, reason: "timeout" });

@@ -408,6 +408,24 @@ Deno.test("converge: a person's requests, each with one outcome", () => {
       forceComplete: ["a/7/requested"],
     },
     {
+      name:
+        "a person's force_complete and the policy's abort in one pass: only the person's",
+      in: copyInput({ onTimeout: "Abort" }, {
+        requests: [ask("ForceComplete")],
+      }),
+      outcomes: ["a/ForceComplete/Sent"],
+      forceComplete: ["a/7/requested"],
+    },
+    {
+      name:
+        "a person's abort and the policy's force_complete in one pass: only the abort",
+      in: copyInput({ onTimeout: "ForceComplete" }, {
+        requests: [ask("Abort")],
+      }),
+      outcomes: ["a/Abort/Sent"],
+      abort: ["a/7/requested"],
+    },
+    {
       name: "abort: sent and counted as a try",
       in: copyInput(report, { requests: [ask("Abort")] }, {}, -10),
       outcomes: ["a/Abort/Sent"],
