@@ -60,13 +60,16 @@ export interface Looked {
  * ```
  */
 export function plansFromSnapshot(
-  plan: Pick<
-    Plan,
-    "finished" | "settleAtMs" | "confirmResize" | "abort" | "failed" | "stuck"
-  >,
+  plan:
+    & Pick<
+      Plan,
+      "finished" | "settleAtMs" | "confirmResize" | "abort" | "failed" | "stuck"
+    >
+    & Partial<Pick<Plan, "forceComplete">>,
 ): boolean {
   return !plan.finished && plan.settleAtMs === undefined &&
     plan.confirmResize.length === 0 && plan.abort.length === 0 &&
+    (plan.forceComplete ?? []).length === 0 &&
     plan.failed.length === 0 && plan.stuck.length === 0;
 }
 

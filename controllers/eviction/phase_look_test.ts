@@ -33,6 +33,10 @@ Deno.test("a plan from a snapshot may only start, count completions and wait", (
       ...starts,
       abort: [{ id: "a", migrationId: "7", reason: "stuck" }],
     }],
+    ["force-complete", {
+      ...starts,
+      forceComplete: [{ id: "a", migrationId: "7", reason: "timeout" }],
+    }],
     ["failure", {
       ...starts,
       failed: [{

@@ -18,8 +18,8 @@ import {
   onHostView,
   pendingStarts,
   pickStarts,
-  stuckAndAborts,
 } from "./plan_steps.ts";
+import { abortedOf, converge, withAborted } from "./plan_converge.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
 import {
   arrivingRecords,
@@ -90,7 +90,7 @@ export function planPass(input: PlanInput): Plan {
     latest: latestRecords(input.migrations, host),
     incoming: arrivingRecords(input.migrations, host),
   };
-  const acc = newAcc(input.holdStarts);
+  const acc = newAcc(input.holdStarts, abortedOf(input.status));
   classifyOnHost(input, prev, view, records, acc);
   const arriving = arrivals(prev, view, records, acc);
   const { done, movedByOthers, gone, confirmResize } = departures(
@@ -100,7 +100,15 @@ export function planPass(input: PlanInput): Plan {
     records,
     acc,
   );
-  const { stuck, abort } = stuckAndAborts(input, view, records, acc.inFlight);
+  const converged = converge(input, {
+    view,
+    records,
+    inFlight: acc.inFlight,
+    prevInFlight: prev.inFlight,
+    aborted: acc.aborted,
+    outstanding: acc.outstanding,
+  });
+  acc.inFlight = converged.inFlight;
   const start = pickStarts(input, acc);
   const newlyFound = input.status?.outstandingInstances === undefined
     ? []
@@ -109,21 +117,24 @@ export function planPass(input: PlanInput): Plan {
     ).sort();
   const unanswered = pendingStarts(prev, acc);
 
-  const next = assembleStatus(prev.status, {
-    inFlight: acc.inFlight,
-    failed: acc.failed,
-    skipped: acc.skipped,
-    outstanding: acc.outstanding,
-    outstandingRamMb: acc.outstandingRamMb,
-    migratedDelta: done.length,
-    limit: input.limit,
-    limitSource: input.limitSource,
-    generation: input.generation,
-    now,
-    summary: acc.summary,
-    unanswered,
-    settleMs: options.settleMs ?? 0,
-  });
+  const next = withAborted(
+    assembleStatus(prev.status, {
+      inFlight: acc.inFlight,
+      failed: acc.failed,
+      skipped: acc.skipped,
+      outstanding: acc.outstanding,
+      outstandingRamMb: acc.outstandingRamMb,
+      migratedDelta: done.length,
+      limit: input.limit,
+      limitSource: input.limitSource,
+      generation: input.generation,
+      now,
+      summary: acc.summary,
+      unanswered,
+      settleMs: options.settleMs ?? 0,
+    }),
+    converged.aborted,
+  );
   const finished = next.finishedAt !== undefined;
   const settleAtMs = finished || next.emptySince === undefined
     ? undefined
@@ -131,11 +142,11 @@ export function planPass(input: PlanInput): Plan {
   return {
     start,
     confirmResize,
-    abort,
-    forceComplete: [],
-    notConverging: [],
-    requestOutcomes: [],
-    stuck,
+    abort: converged.abort,
+    forceComplete: converged.forceComplete,
+    notConverging: converged.notConverging,
+    requestOutcomes: converged.requestOutcomes,
+    stuck: converged.stuck,
     done,
     movedByOthers,
     gone,

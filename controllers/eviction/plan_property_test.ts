@@ -7,6 +7,7 @@ import {
   EvictionStatusSchema,
 } from "../../models/mod.ts";
 import type { PlanOptions } from "./plan_options.ts";
+import { resolveConvergence } from "../../limits/convergence.ts";
 import type {
   DepartedServer,
   ObservedMigration,
@@ -103,11 +104,40 @@ const optionsArb: fc.Arbitrary<PlanOptions> = fc.record({
   }),
   abortStuckMigrations: fc.boolean(),
   clockSkewMs: fc.integer({ min: 0, max: 5_000 }),
+  // The convergence policy (plan_converge.ts), absent on every other pass.
+  convergence: fc.option(
+    fc.record({
+      completionTimeoutPerGiB: fc.option(fc.integer({ min: 1, max: 900 }), {
+        nil: undefined,
+      }),
+      onTimeout: fc.constantFrom(
+        "Report" as const,
+        "Abort" as const,
+        "ForceComplete" as const,
+      ),
+      progressTimeoutSeconds: fc.integer({ min: 1, max: 600 }),
+      forceCompleteTimeoutSeconds: fc.integer({ min: 1, max: 600 }),
+    }),
+    { nil: undefined },
+  ),
 }).map((o): PlanOptions => {
-  const { migrationTimeoutSeconds, ...rest } = o;
-  return migrationTimeoutSeconds === undefined
-    ? rest
-    : { ...rest, migrationTimeoutSeconds };
+  const { migrationTimeoutSeconds, convergence, ...rest } = o;
+  const policy = convergence === undefined ? undefined : resolveConvergence({
+    abortStuckMigrations: rest.abortStuckMigrations,
+    ...(migrationTimeoutSeconds === undefined
+      ? {}
+      : { migrationTimeoutSeconds }),
+    defaults: Object.fromEntries(
+      Object.entries(convergence).filter(([, v]) => v !== undefined),
+    ),
+  });
+  return {
+    ...rest,
+    ...(migrationTimeoutSeconds === undefined
+      ? {}
+      : { migrationTimeoutSeconds }),
+    ...(policy === undefined ? {} : { convergence: policy }),
+  };
 });
 
 /** One pass's observation with a plausible (and often odd) history. */
@@ -495,6 +525,11 @@ Deno.test("property: a deleted drain (finalize.ts, limit 0) and the drain agree 
       const deleted = deletedPlan(rest);
       assert.deepEqual(deleted.start, [], "no starts");
       assert.deepEqual(deleted.abort, [], "no aborts");
+      assert.deepEqual(deleted.forceComplete, [], "no force-completes");
+      // The same copies past their bound; only the drain has an action due.
+      const due = (p: typeof drain) =>
+        p.notConverging.map(({ actAt: _a, ...n }) => n);
+      assert.deepEqual(due(deleted), due(drain));
       const started = new Set(drain.start.map((s) => s.id));
       const ids = (p: typeof drain) =>
         (p.next.inFlight ?? []).map((e) => e.id).filter((id) =>

@@ -12,16 +12,13 @@ import type {
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import { classifyServer, inFlightEntry, type VmClass } from "./classify.ts";
+import { inFlightEntry, type VmClass } from "./classify.ts";
 import type { DrainSummary } from "./conditions.ts";
 import { byId } from "./next_status.ts";
 import {
   inFlightKindOfServer,
-  isAbortable,
   isOurKind,
   kindOfMigrationType,
-  type MigrationKind,
-  waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
 import { maySendAgain, type StartNote } from "./once.ts";
 import type {
@@ -29,13 +26,13 @@ import type {
   ObservedServer,
 } from "../../openstack/informer/snapshot.ts";
 import type {
-  AbortAction,
+  AbortedItem,
   FailureReport,
   PlanInput,
   StartAction,
-  StuckReport,
   WaitingVm,
 } from "./plan_types.ts";
+import { classifyAborted, type ReadyVm, retryAlone } from "./plan_converge.ts";
 import { stalledReason } from "./stalled.ts";
 import {
   recordName,
@@ -69,9 +66,9 @@ export interface PlanAcc {
   /** VMs that stay on the host for now. */
   waiting: WaitingVm[];
   /** VMs that may start now, before the limit is applied. */
-  ready: Array<
-    { id: string; kind: MigrationKind; ramMb: number; attempt: number }
-  >;
+  ready: ReadyVm[];
+  /** The previous `status.aborted[]` by id (plan_converge.ts). */
+  aborted: ReadonlyMap<string, AbortedItem>;
   /** Ids still on (or heading to) the host. */
   outstanding: string[];
   outstandingRamMb: number;
@@ -82,7 +79,10 @@ export interface PlanAcc {
 }
 
 /** An empty accumulator. */
-export function newAcc(holdStarts: string | undefined): PlanAcc {
+export function newAcc(
+  holdStarts: string | undefined,
+  aborted: ReadonlyMap<string, AbortedItem> = new Map(),
+): PlanAcc {
   return {
     inFlight: [],
     failed: [],
@@ -90,6 +90,7 @@ export function newAcc(holdStarts: string | undefined): PlanAcc {
     failures: [],
     waiting: [],
     ready: [],
+    aborted,
     outstanding: [],
     outstandingRamMb: 0,
     summary: {
@@ -177,7 +178,7 @@ export function classifyOnHost(
 ): void {
   const nowMs = input.now.getTime();
   for (const server of [...view.onHost.values()].sort(byId)) {
-    const verdict = classifyServer({
+    const verdict = classifyAborted({
       server,
       latest: records.latest.get(server.id)?.latest,
       inProgress: records.latest.get(server.id)?.inProgress,
@@ -189,7 +190,7 @@ export function classifyOnHost(
       lookedAtMs: input.lookedAtMs,
       nowMs,
       options: input.options,
-    });
+    }, acc.aborted.get(server.id));
     acc.outstanding.push(server.id);
     acc.outstandingRamMb += server.flavor.ramMb;
     if (verdict.failed !== undefined) acc.failed.push(verdict.failed);
@@ -213,11 +214,15 @@ function account(
       return;
     case "ready": {
       if (startBackoff(input, acc, server.id)) return;
+      const aborted = acc.aborted.get(server.id);
       acc.ready.push({
         id: server.id,
         kind: vm.kind,
         ramMb: server.flavor.ramMb,
         attempt: (failedEntry?.attempts ?? 0) + 1,
+        ...(aborted === undefined
+          ? {}
+          : { abortedAtMs: parseNovaTime(aborted.lastAbortedAt) ?? 0 }),
       });
       return;
     }
@@ -506,68 +511,17 @@ function stillFinishing(
 }
 
 /**
- * Stuck: migrations in flight past the timeout; live ones of ours aborted
- * if the policy says so, never at limit 0 (a deleted drain's plan).
- */
-export function stuckAndAborts(
-  input: PlanInput,
-  view: HostView,
-  records: Records,
-  inFlight: readonly EvictionStatusInFlightItem[],
-): { stuck: StuckReport[]; abort: AbortAction[] } {
-  const { options } = input;
-  const nowMs = input.now.getTime();
-  const stuck: StuckReport[] = [];
-  const abort: AbortAction[] = [];
-  if (options.migrationTimeoutSeconds === undefined) return { stuck, abort };
-  const timeoutMs = options.migrationTimeoutSeconds * 1000;
-  for (const entry of [...inFlight].sort(byId)) {
-    const record = records.latest.get(entry.id)?.inProgress;
-    // Nova's queue is no copy: a queued record is never stuck.
-    if (record !== undefined && waitingInNova(record.status)) continue;
-    const startedMs = input.copyStartedAtMs?.get(entry.id) ??
-      parseNovaTime(entry.startedAt);
-    if (startedMs === undefined || nowMs - startedMs <= timeoutMs) continue;
-    stuck.push({
-      id: entry.id,
-      kind: entry.kind,
-      ...(entry.migrationId === undefined
-        ? {}
-        : { migrationId: entry.migrationId }),
-      startedAt: entry.startedAt,
-      elapsedSeconds: Math.floor((nowMs - startedMs) / 1000),
-    });
-    // An abort of ours is sent again only when a look begun a whole
-    // timeout after its answer still shows the migration running (Nova
-    // aborts after answering: the record runs on a while).
-    if (
-      options.abortStuckMigrations && input.limit > 0 &&
-      entry.kind === "live" &&
-      view.onHost.has(entry.id) &&
-      record !== undefined && entry.migrationId === String(record.id) &&
-      isAbortable(record.status) &&
-      maySendAgain(
-        input.aborts?.get(entry.migrationId),
-        input.lookedAtMs ?? nowMs,
-        timeoutMs,
-      )
-    ) {
-      abort.push({
-        id: entry.id,
-        migrationId: entry.migrationId,
-        reason: "stuck",
-      });
-    }
-  }
-  return { stuck, abort };
-}
-
-/**
  * Pick starts: largest first (LPT shortens the whole drain), as many as
- * the limit, the cluster budget and Nova's own live limit leave.
+ * the limit, the cluster budget and Nova's own live limit leave; a VM
+ * retried after an aborted copy alone and last (plan_converge.ts).
  */
 export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
-  const ready = [...acc.ready].sort((a, b) =>
+  const alone = retryAlone(acc.ready, acc.inFlight, acc.aborted);
+  for (const h of alone.held) {
+    acc.summary.ready++;
+    acc.waiting.push({ id: h.id, why: "ready", detail: h.detail });
+  }
+  const ready = alone.ready.sort((a, b) =>
     b.ramMb - a.ramMb || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
   );
   const slots = input.holdStarts !== undefined ? 0 : Math.max(
@@ -579,7 +533,12 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
     : input.novaLiveLimit + (input.novaQueueAhead ?? 0) -
       acc.inFlight.filter((e) => e.kind === "live").length;
   const picked = splitStarts(ready, slots, liveSlots);
-  const start: StartAction[] = picked.start.map((r) => ({ ...r }));
+  const start: StartAction[] = picked.start.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    ramMb: r.ramMb,
+    attempt: r.attempt,
+  }));
   const nowIso = input.now.toISOString();
   for (const s of start) {
     acc.inFlight.push({ id: s.id, kind: s.kind, startedAt: nowIso });

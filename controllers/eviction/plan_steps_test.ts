@@ -17,10 +17,10 @@ import {
   type PrevView,
   type Records,
   splitStarts,
-  stuckAndAborts,
   UNANSWERED_REPORT_AFTER,
 } from "./plan_steps.ts";
 import type { PlanInput } from "./plan_types.ts";
+import { converge } from "./plan_converge.ts";
 import type { StartNote } from "./once.ts";
 import {
   arrivingRecords,
@@ -110,6 +110,7 @@ Deno.test("newAcc: starts empty and carries the hold into the summary", () => {
         failures: [],
         waiting: [],
         ready: [],
+        aborted: new Map(),
         outstanding: [],
         outstandingRamMb: 0,
         summary: {
@@ -814,7 +815,7 @@ Deno.test("confirmNeeded: a confirm is sent again only after a look begun after 
   }
 });
 
-Deno.test("stuckAndAborts: past the timeout a migration is stuck; only our live one with an abortable record is aborted", () => {
+Deno.test("converge (legacy flat timeout): past the timeout a migration is stuck; only our live one with an abortable record is aborted", () => {
   const timeout = { ...OPTIONS, migrationTimeoutSeconds: 600 };
   const aborting = { ...timeout, abortStuckMigrations: true };
   const old = entry("a", -700, { migrationId: "3" });
@@ -933,7 +934,14 @@ Deno.test("stuckAndAborts: past the timeout a migration is stuck; only our live 
   ];
   for (const row of rows) {
     const { view, records } = stages(row.input);
-    const got = stuckAndAborts(row.input, view, records, row.inFlight);
+    const got = converge(row.input, {
+      view,
+      records,
+      inFlight: row.inFlight,
+      prevInFlight: new Map(),
+      aborted: new Map(),
+      outstanding: [],
+    });
     assert.deepEqual(
       got.stuck.map((s) => [s.id, s.elapsedSeconds]),
       row.stuck,

@@ -6,6 +6,7 @@
 
 import type {
   EvictionStatus,
+  EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
 import type { DrainSummary } from "./conditions.ts";
@@ -90,8 +91,34 @@ export interface PlanInput {
   startBackoff?: ReadonlyMap<string, StartBackoff>;
   /** Progress of the live copies in flight, by server id (the informer's reads). */
   progress?: ReadonlyMap<string, CopyProgress>;
-  /** A person's requests (spec.actions) without an outcome in status.actions yet. */
+  /** A person's requests not answered yet (spec.actions not in status.actions). */
   requests?: readonly ConvergenceRequest[];
+}
+
+/**
+ * `status.inFlight[]` with the convergence fields of issue 39 (the
+ * generated model gains them with the CRD; until then they ride along).
+ */
+export type InFlightItem = EvictionStatusInFlightItem & {
+  memoryTotalBytes?: number;
+  memoryRemainingBytes?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  notConverging?: boolean;
+  /** When the policy acts on the copy (ISO). */
+  deadlineAt?: string;
+  /** When a force_complete of this migration was planned (ISO): never again. */
+  forceCompleteSentAt?: string;
+};
+
+/** `status.aborted[]`: a VM whose copies were aborted for not converging. */
+export interface AbortedItem {
+  id: string;
+  /** Copies aborted so far. */
+  tries: number;
+  lastAbortedAt: string;
+  /** `timeout` (the policy) or `requested` (a person). */
+  reason: string;
 }
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */

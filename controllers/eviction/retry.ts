@@ -8,6 +8,7 @@
 
 import type { EvictionStatus } from "../../models/mod.ts";
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
+import { abortedOf, withAborted } from "./plan_converge.ts";
 
 /** The annotation key. */
 export const RETRY_ANNOTATION = "evictor.kvm.cloud.sap/retry";
@@ -24,7 +25,8 @@ export interface RetryOutcome {
 
 /**
  * Applies a retry request to a status: the named VMs leave `status.failed`
- * (and `status.skipped` when Nova had refused to move them live).
+ * (and `status.skipped` when Nova had refused to move them live, and
+ * `status.aborted` when their copies were aborted for not converging).
  *
  * @example
  * ```ts
@@ -50,12 +52,15 @@ export function applyRetry(
     ? [...retriable]
     : value.split(",").map((v) => v.trim()).filter((v) => v !== "");
   const wanted = new Set(requested.filter((id) => retriable.has(id)));
+  const aborted = [...abortedOf(status).values()].filter((a) =>
+    !wanted.has(a.id)
+  );
   return {
-    status: {
+    status: withAborted({
       ...status,
       failed: failed.filter((f) => !wanted.has(f.id)),
       skipped: skipped.filter((s) => !wanted.has(s.id)),
-    },
+    }, aborted),
     rearmed: [...wanted].sort(),
     ignored: [...new Set(requested.filter((id) => !retriable.has(id)))].sort(),
   };
