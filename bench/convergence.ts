@@ -27,7 +27,7 @@ import { Prng } from "../tests/harness/nova_sim/prng.ts";
  */
 export function benchConvergence(
   onTimeout: OnTimeout,
-): Required<ConvergenceSpec> {
+): { [K in keyof ConvergenceSpec]-?: NonNullable<ConvergenceSpec[K]> } {
   return {
     completionTimeoutPerGiB: 5,
     progressTimeoutSeconds: 30,

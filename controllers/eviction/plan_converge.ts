@@ -85,8 +85,7 @@ function ruleOf(options: PlanOptions): Rule | undefined {
 }
 
 /**
- * The previous `status.aborted[]` by id (the one place that reads it until
- * the generated model has the field).
+ * The previous `status.aborted[]` by id.
  *
  * @example
  * ```ts
@@ -96,7 +95,7 @@ function ruleOf(options: PlanOptions): Rule | undefined {
  * ```
  */
 export function abortedOf(
-  status: (EvictionStatus & { aborted?: readonly AbortedItem[] }) | undefined,
+  status: EvictionStatus | undefined,
 ): Map<string, AbortedItem> {
   return new Map((status?.aborted ?? []).map((a) => [a.id, a]));
 }
@@ -116,11 +115,9 @@ export function withAborted(
   aborted: readonly AbortedItem[],
 ): EvictionStatus {
   const had = abortedOf(status).size > 0;
-  const { aborted: _old, ...rest } = status as EvictionStatus & {
-    aborted?: unknown;
-  };
+  const { aborted: _old, ...rest } = status;
   if (aborted.length === 0 && !had) return rest;
-  return Object.assign(rest, { aborted: [...aborted].sort(byId) });
+  return { ...rest, aborted: [...aborted].sort(byId) };
 }
 
 /** The tries after which an aborted VM is left for a person. */

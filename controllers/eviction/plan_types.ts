@@ -6,6 +6,7 @@
 
 import type {
   EvictionStatus,
+  EvictionStatusAbortedItem,
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
@@ -95,31 +96,12 @@ export interface PlanInput {
   requests?: readonly ConvergenceRequest[];
 }
 
-/**
- * `status.inFlight[]` with the convergence fields of issue 39 (the
- * generated model gains them with the CRD; until then they ride along).
- */
-export type InFlightItem = EvictionStatusInFlightItem & {
-  memoryTotalBytes?: number;
-  memoryRemainingBytes?: number;
-  bytesPerSecond?: number;
-  etaSeconds?: number;
-  notConverging?: boolean;
-  /** When the policy acts on the copy (ISO). */
-  deadlineAt?: string;
-  /** When a force_complete of this migration was planned (ISO): never again. */
-  forceCompleteSentAt?: string;
+/** `status.inFlight[]` and `status.aborted[]` items. */
+export type {
+  EvictionStatusAbortedItem as AbortedItem,
+  EvictionStatusInFlightItem as InFlightItem,
 };
-
-/** `status.aborted[]`: a VM whose copies were aborted for not converging. */
-export interface AbortedItem {
-  id: string;
-  /** Copies aborted so far. */
-  tries: number;
-  lastAbortedAt: string;
-  /** `timeout` (the policy) or `requested` (a person). */
-  reason: string;
-}
+export type { ConvergenceRequest };
 
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
 export interface StartBackoff {
