@@ -505,7 +505,44 @@ function requireServer(ctx: RequestContext): SimServer {
   return s;
 }
 
+/** Nova's 404 for a method below its microversion (no message of its own). */
+function requireMicroversion(ctx: RequestContext, minor: number): void {
+  if (ctx.mv < minor) {
+    throw new NovaFault(404, "The resource could not be found.");
+  }
+}
+
+/**
+ * A migration id of a server that Nova does not know for it: 400 for
+ * `force_complete`, 404 for abort (Nova's MigrationNotFoundForInstance),
+ * after the task-state check that comes first.
+ */
+function requireKnownMigration(
+  ctx: RequestContext,
+  s: SimServer,
+  mid: number,
+  action: string,
+  status: 400 | 404,
+): void {
+  if (ctx.world.migrations.some((m) => m.id === mid && m.serverId === s.id)) {
+    return;
+  }
+  if (s.taskState !== "migrating") {
+    throw new NovaFault(
+      409,
+      s.taskState === null
+        ? `Instance ${s.id} is in an invalid state for '${action}'`
+        : `Cannot '${action}' instance ${s.id} while it is in task_state ${s.taskState}`,
+    );
+  }
+  throw new NovaFault(
+    status,
+    `Migration ${mid} not found for instance ${s.id}`,
+  );
+}
+
 function listServerMigrations(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 23);
   const s = requireServer(ctx);
   return json(200, {
     migrations: inProgressLive(ctx.world, s.id).map((m) =>
@@ -515,9 +552,12 @@ function listServerMigrations(ctx: RequestContext): Response {
 }
 
 function getServerMigration(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 23);
   const s = requireServer(ctx);
   const mid = Number(ctx.params["mid"]);
-  const m = inProgressLive(ctx.world, s.id).find((x) => x.id === mid);
+  const m = ctx.world.migrations.find((x) =>
+    x.id === mid && x.serverId === s.id && x.visibleAt <= ctx.world.now()
+  );
   if (m === undefined) {
     throw new NovaFault(
       404,
@@ -526,10 +566,23 @@ function getServerMigration(ctx: RequestContext): Response {
       } is not found for server ${s.id}.`,
     );
   }
+  if (m.type !== "live-migration") {
+    throw new NovaFault(
+      404,
+      `Migration ${mid} for server ${s.id} is not live-migration.`,
+    );
+  }
+  if (!LIVE_IN_PROGRESS.includes(m.status)) {
+    throw new NovaFault(
+      404,
+      `Live migration ${mid} for server ${s.id} is not in progress.`,
+    );
+  }
   return json(200, { migration: serverMigrationView(ctx, m) });
 }
 
 function abortServerMigration(ctx: RequestContext): Response {
+  requireMicroversion(ctx, 24);
   const s = requireServer(ctx);
   const raw = ctx.params["mid"] ?? "";
   if (!/^\d+$/.test(raw)) {
@@ -538,6 +591,7 @@ function abortServerMigration(ctx: RequestContext): Response {
       `Invalid input for field/attribute migration_id. Value: ${raw}.`,
     );
   }
+  requireKnownMigration(ctx, s, Number(raw), "abort live migration", 404);
   ctx.world.abortLiveMigration(s.id, Number(raw), ctx.mv);
   return json(202, undefined);
 }
@@ -547,6 +601,7 @@ function abortServerMigration(ctx: RequestContext): Response {
  * null}` (2.22+): a running live migration completes now.
  */
 async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
+  requireMicroversion(ctx, 22);
   const s = requireServer(ctx);
   const raw = ctx.params["mid"] ?? "";
   if (!/^\d+$/.test(raw)) {
@@ -554,9 +609,6 @@ async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
       400,
       `Invalid input for field/attribute migration_id. Value: ${raw}.`,
     );
-  }
-  if (ctx.mv < 22) {
-    throw new NovaFault(404, "The resource could not be found.");
   }
   const body = await ctx.req.json().catch(() => undefined);
   if (
@@ -567,6 +619,7 @@ async function serverMigrationAction(ctx: RequestContext): Promise<Response> {
       "Invalid input for field/attribute force_complete. Value: None.",
     );
   }
+  requireKnownMigration(ctx, s, Number(raw), "force_complete", 400);
   ctx.world.forceCompleteLiveMigration(s.id, Number(raw));
   return json(202, undefined);
 }

@@ -1221,7 +1221,9 @@ export class World {
     if (s.taskState !== "migrating") {
       throw new NovaFault(
         409,
-        `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
+        s.taskState === null
+          ? `Instance ${serverId} is in an invalid state for 'force_complete'`
+          : `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
     if (m.type !== "live-migration" || m.status !== "running") {
@@ -1259,7 +1261,9 @@ export class World {
     if (s.taskState !== "migrating") {
       throw new NovaFault(
         409,
-        `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
+        s.taskState === null
+          ? `Instance ${serverId} is in an invalid state for 'abort live migration'`
+          : `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
     const abortable = microversion >= 65
