@@ -238,6 +238,11 @@ class LaneDriver(fake.FakeLiveMigrateDriver):
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
+        # A guest deleted while it copies ends the copy, as libvirt's job
+        # fails with its domain: the monitor rolls back.
+        tasks = self._copies.get(instance.uuid)
+        if tasks is not None:
+            tasks.append("destroyed")
         super(LaneDriver, self).destroy(
             context, instance, network_info,
             block_device_info=block_device_info,
@@ -297,6 +302,9 @@ class LaneDriver(fake.FakeLiveMigrateDriver):
             recover_method(context, instance, dest, migrate_data,
                            migration_status="cancelled")
             return
+        if outcome == "failed":
+            recover_method(context, instance, dest, migrate_data)
+            return
         failing = plan["fail"] is not None and (
             plan["fail_times"] is None or attempt <= plan["fail_times"])
         if failing and outcome != "forced":
@@ -312,7 +320,7 @@ class LaneDriver(fake.FakeLiveMigrateDriver):
     def _monitor(self, instance, migrate_data, copy, tasks):
         """libvirt's _live_migration_monitor over the modelled copy: runs
         queued tasks, applies the completion timeout, saves progress.
-        Gives "completed", "forced" or "cancelled".
+        Gives "completed", "forced", "cancelled" or "failed".
         """
         migration = getattr(migrate_data, "migration", None)
         post_copy = CONF.libvirt.live_migration_permit_post_copy
@@ -328,6 +336,8 @@ class LaneDriver(fake.FakeLiveMigrateDriver):
                 task = tasks.pop(0)
                 if task == "abort":
                     return self._cancelled(instance, forced, post_copy)
+                if task == "destroyed":
+                    return "failed"
                 if forced:
                     LOG.warning("lane driver: copy already forced",
                                 instance=instance)
