@@ -482,11 +482,35 @@ function finished(b: Backend, id: string, mid: number) {
 
 contract("unconverged copy: progress hovers, abort rolls back", [
   { name: "held", host: "node001", size: "small", migration: HELD },
+  { name: "waiter", host: "node001", size: "small" },
 ], async (b) => {
   const id = b.servers.get("held") as string;
   const first = await startHeldCopy(b, id);
   const total = SIZES.small * MIB;
   assert.equal(first.memory_total_bytes, total);
+  // One live migration at a time from node001: the next one queues, and
+  // its record has no figures until its copy's first save.
+  const waiter = b.servers.get("waiter") as string;
+  await b.nova.liveMigrate(waiter);
+  const queued = await until("the second migration queued", async () => {
+    const body = await expectStatus(
+      b,
+      "GET",
+      `/servers/${waiter}/migrations`,
+      200,
+      { microversion: "2.80" },
+    ) as { migrations: ServerMigration[] };
+    const m = body.migrations[0];
+    return m?.status === "queued" ? m : undefined;
+  });
+  assert.deepEqual(
+    [
+      queued.memory_total_bytes,
+      queued.memory_processed_bytes,
+      queued.memory_remaining_bytes,
+    ],
+    [null, null, null],
+  );
   // Past the copy's first pass: the libvirt driver saves every 5 s, so 12 s
   // of looks see at least two saves after the first.
   const samples: ServerMigration[] = [];
@@ -547,6 +571,12 @@ contract("unconverged copy: progress hovers, abort rolls back", [
   assert.equal(server.host, "node001");
   assert.equal(server.status, "ACTIVE");
   assert.equal(server.powerState, 1);
+  // The queued one runs once the slot is free.
+  const next = await until("the queued migration to start", async () => {
+    const m = (await b.nova.listMigrations({ instanceUuid: waiter }))[0];
+    return m && m.status !== "queued" ? m : undefined;
+  });
+  assert.equal((await finished(b, waiter, next.id)).record.status, "completed");
   // What a finished migration answers.
   const gone = await getMigration(b, id, first.id);
   assert.equal(gone.status, 404);
