@@ -55,6 +55,14 @@ export interface LaneMigrationMetadata {
   lane_fail?: "error" | "failed" | "instance-error";
   /** How many attempts fail (default every one), counted per source host. */
   lane_fail_times?: string;
+  /**
+   * `"true"`: the copy does not converge (its remaining bytes hover at about
+   * a third of the memory) until force-complete, abort or libvirt's
+   * completion timeout.
+   */
+  lane_unconverged?: "true" | "false";
+  /** How many attempts do not converge (default every one). */
+  lane_unconverged_times?: string;
 }
 
 /** The packages whose presence means the cloud can start here. */
@@ -83,6 +91,8 @@ export interface OpenStackOptions {
   maxConcurrentLiveMigrations?: number;
   /** Per-host `max_concurrent_live_migrations` over the one above. */
   liveMigrationLimitOf?: Record<string, number>;
+  /** Hosts whose nova.conf sets `[libvirt] live_migration_permit_post_copy`. */
+  permitPostCopyOn?: string[];
   /** Keystone token lifetime in seconds (default 3600). */
   tokenExpirationSeconds?: number;
   /** Give up starting after this long (default 900 s: heavy load is slow). */
@@ -315,6 +325,7 @@ export async function startOpenStack(
       await render("nova-compute.conf", `etc/nova/${host}.conf`, {
         HOST: host,
         MAX_LIVE_MIGRATIONS: String(liveMigrationLimits[host]),
+        POST_COPY: String(options.permitPostCopyOn?.includes(host) ?? false),
       });
     }
     const run = (

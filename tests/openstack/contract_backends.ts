@@ -80,11 +80,14 @@ export async function backendKinds(): Promise<Backend["kind"][]> {
 
 /**
  * The lane's cloud: three computes; node003 runs three live migrations at
- * once (the policy-lowered test), node001 and node002 Nova's default of one.
+ * once (the policy-lowered test), node001 and node002 Nova's default of one;
+ * node002 permits post-copy.
  */
 export const LANE_CLOUD: OpenStackOptions = {
   computes: 3,
   liveMigrationLimitOf: { node003: 3 },
+  // node002's force-complete switches to post-copy; the others' pause.
+  permitPostCopyOn: ["node002"],
   // 2 minutes on a quiet machine; at a load of 35-50 on 2 cores the schemas
   // alone took 6-9 minutes and the default 15 ran out before the hosts
   // were mapped
@@ -211,14 +214,23 @@ async function openSimulator(
   for (const s of sim.state().servers) servers.set(s.name, s.id);
   // The lane's driver fails live migrations by metadata; the simulator by
   // its fault of the same effect (rolled back, or the server in ERROR).
+  // A copy the lane's driver holds unconverged is the simulator's stuck one.
   for (const spec of specs) {
     const fail = spec.migration?.lane_fail;
-    if (fail === undefined) continue;
-    sim.injectMigrationFault(
-      spec.name,
-      fail === "instance-error" ? "error" : "fail",
-      Number(spec.migration?.lane_fail_times ?? 1000),
-    );
+    if (fail !== undefined) {
+      sim.injectMigrationFault(
+        spec.name,
+        fail === "instance-error" ? "error" : "fail",
+        Number(spec.migration?.lane_fail_times ?? 1000),
+      );
+    }
+    if (spec.migration?.lane_unconverged === "true") {
+      sim.injectMigrationFault(
+        spec.name,
+        "stuck",
+        Number(spec.migration?.lane_unconverged_times ?? 1000),
+      );
+    }
   }
   const backend: Backend = {
     kind: "simulator",

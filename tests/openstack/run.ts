@@ -60,6 +60,7 @@ const child = new Deno.Command(Deno.execPath(), {
       new URL("./suspended_test.ts", import.meta.url).pathname,
       new URL("./capacity_test.ts", import.meta.url).pathname,
       new URL("./maintenance_test.ts", import.meta.url).pathname,
+      new URL("./convergence_test.ts", import.meta.url).pathname,
     ]),
   ],
   env: {

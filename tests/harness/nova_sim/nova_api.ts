@@ -480,6 +480,14 @@ function serverMigrationView(
     disk_processed_bytes: mem === null ? null : 0,
     disk_remaining_bytes: mem === null ? null : 0,
   };
+  // Nova's figures are the driver's saves: none before the copy starts.
+  if (m.copyStartedAt === undefined) {
+    for (const k of ["memory", "disk"]) {
+      for (const f of ["total", "processed", "remaining"]) {
+        v[`${k}_${f}_bytes`] = null;
+      }
+    }
+  }
   if (ctx.mv < 59) delete v["uuid"];
   if (ctx.mv >= 80) {
     v["user_id"] = m.userId;

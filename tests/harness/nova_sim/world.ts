@@ -1292,6 +1292,8 @@ export class World {
         409,
         s.vmState !== "active"
           ? `Cannot 'force_complete' instance ${serverId} while it is in vm_state ${s.vmState}`
+          : s.taskState === null
+          ? `Instance ${serverId} is in an invalid state for 'force_complete'`
           : `Cannot 'force_complete' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
@@ -1428,7 +1430,9 @@ export class World {
     if (s.taskState !== "migrating") {
       throw new NovaFault(
         409,
-        `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
+        s.taskState === null
+          ? `Instance ${serverId} is in an invalid state for 'abort live migration'`
+          : `Cannot 'abort live migration' instance ${serverId} while it is in task_state ${s.taskState}`,
       );
     }
     const m = this.#migrationOf(serverId, migrationId, 404);
