@@ -48,11 +48,11 @@ Deno.test("nova: forceCompleteLiveMigration ends a copy held unconverged", async
 Deno.test("nova: forceCompleteLiveMigration refusals are typed with Nova's message", async () => {
   await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async ({ nova, sim }) => {
     const a = sim.state().servers.find((s) => s.name === "vm-a")?.id ?? "";
-    // not migrating: Nova checks the task state first (409, its words)
+    // not migrating: Nova checks the task state first (409; task_state None)
     await assert.rejects(
       nova.forceCompleteLiveMigration(a, 1),
       (err: unknown) =>
-        err instanceof ConflictError && /in task_state/.test(err.message),
+        err instanceof ConflictError && /invalid state/.test(err.message),
     );
     const { id, migrationId } = await stuckCopy(nova, sim, "vm-b");
     await nova.abortLiveMigration(id, migrationId);
