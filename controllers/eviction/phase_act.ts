@@ -376,26 +376,18 @@ function noteUnanswered(
 
 /**
  * The plan with its status showing convergence (next_status.ts
- * `withConvergence`): progress of the copies, their deadlines, the
- * force-completes and aborts of this pass, the requests' outcomes and
- * Nova's refusals of earlier ones (the notes' `refused`); a Normal
- * `Converging` Event when NotConverging turns False.
+ * `withConvergence`): the requests' outcomes, Nova's refusals of earlier
+ * ones (the notes' `refused`) and the NotConverging condition; a Normal
+ * `Converging` Event when it turns False.
  */
-export function convergenceShown(
-  pass: Pass,
-  plan: Plan,
-  input: { progress?: PlanInput["progress"] },
-): Plan {
+export function convergenceShown(pass: Pass, plan: Plan): Plan {
   const { state } = pass;
   const refusals = [
     ...refusalsOf(state.forceCompletes, "ForceComplete"),
     ...refusalsOf(state.aborts, "Abort"),
   ];
-  const next = withConvergence(pass.status, plan.next, {
-    progress: input.progress,
+  const next = withConvergence(plan.next, {
     notConverging: plan.notConverging,
-    forceComplete: plan.forceComplete,
-    abort: plan.abort,
     requestOutcomes: plan.requestOutcomes,
     refusals,
     now: new Date(pass.deps.clock.now()),

@@ -216,7 +216,6 @@ async function fullPass(
     const plan = convergenceShown(
       pass,
       await explained(pass, held, seen.novaLimit),
-      reserved.input,
     );
     // the observed rate goes with the status, for later drains' predictions
     const observed = pass.state.pace.slotRate();
