@@ -6,13 +6,11 @@
 
 import type {
   EvictionStatus,
-  EvictionStatusAbortedItem,
   EvictionStatusActionsItem,
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import {
   CONDITION_NOT_CONVERGING,
   drainConditions,
@@ -21,8 +19,6 @@ import {
   setCondition,
 } from "./conditions.ts";
 import type {
-  AbortAction,
-  ForceCompleteAction,
   LimitSource,
   NotConvergingReport,
   RequestOutcome,

@@ -23,12 +23,7 @@ import { noteMarks } from "./drain_lesson.ts";
 import type { IssuedStart } from "./memory.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
-import type {
-  AbortAction,
-  ForceCompleteAction,
-  Plan,
-  PlanInput,
-} from "./plan_types.ts";
+import type { AbortAction, ForceCompleteAction, Plan } from "./plan_types.ts";
 import { type Refusal, withConvergence } from "./next_status.ts";
 import { CONDITION_NOT_CONVERGING, REASON_CONVERGING } from "./conditions.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
