@@ -25,27 +25,6 @@ const VM = "3f1c2d4e-0b6a-4c1e-9f7a-2d5b8e9c1a0f";
 const NOT_IN_FLIGHT = "99999999-0b6a-4c1e-9f7a-2d5b8e9c1a0f";
 const DENIED = 'admission webhook "evictions.evictor.kvm.cloud.sap" denied';
 
-/**
- * The contract's status.actions, for an API server whose CRD has none yet
- * (else the API server prunes what the test writes as the controller).
- */
-const STATUS_ACTIONS = {
-  type: "array",
-  items: {
-    type: "object",
-    required: ["server", "action", "requestedBy", "outcome"],
-    properties: {
-      server: { type: "string" },
-      action: { type: "string" },
-      requestedBy: { type: "string" },
-      requestedAt: { type: "string", format: "date-time" },
-      outcome: { type: "string" },
-      message: { type: "string" },
-      at: { type: "string", format: "date-time" },
-    },
-  },
-};
-
 async function until(
   what: string,
   done: () => Promise<boolean>,
@@ -71,18 +50,6 @@ Deno.test({
   try {
     const kubectl = async (args: string[], stdin?: string) =>
       await env.kubectl(args, stdin === undefined ? {} : { stdin });
-    // the CRD as it will be once status.actions is in it (contract)
-    const crd = JSON.parse(
-      (await kubectl(["get", "crd", "evictions.kvm.cloud.sap", "-o", "json"]))
-        .stdout,
-    );
-    const status = crd.spec.versions[0].schema.openAPIV3Schema.properties
-      .status.properties;
-    if (status.actions === undefined) {
-      status.actions = STATUS_ACTIONS;
-      const r = await kubectl(["replace", "-f", "-"], JSON.stringify(crd));
-      assert.equal(r.code, 0, r.stderr);
-    }
     for (const name of ["n1", "n2", "n3"]) {
       const r = await kubectl(
         ["create", "-f", "-"],
@@ -398,7 +365,12 @@ Deno.test({
         // as the controller records it: earlier outcomes first, in order
         const earlier = ((await actionsOf("n1")) ?? []).slice(0, before).map((
           a,
-        ) => ({ ...a, outcome: "Refused", message: "not this test's" }));
+        ) => ({
+          ...a,
+          outcome: "Refused",
+          message: "not this test's",
+          at: a["requestedAt"],
+        }));
         await setStatus("n1", {
           actions: [...earlier, {
             server: request?.["server"],
@@ -439,6 +411,7 @@ Deno.test({
             requestedAt: a["requestedAt"],
             outcome: i === n ? "NotInFlight" : "Sent",
             message: i === n ? "the copy had ended" : "sent",
+            at: a["requestedAt"],
           })),
         });
         const r2 = await second;
