@@ -16,7 +16,7 @@ import { runWorld, type WorldSpec } from "../../tests/harness/drain_world.ts";
 import { convergenceWorldArb } from "../../tests/harness/drain_world_arbs.ts";
 import { ABORTED_PREFIX } from "./plan_converge.ts";
 
-const RUNS = Number(Deno.env.get("EVICTOR_SIM_CONVERGENCE_WORLDS") ?? "150");
+const RUNS = Number(Deno.env.get("EVICTOR_SIM_CONVERGENCE_WORLDS") ?? "400");
 const SEED = Number(Deno.env.get("EVICTOR_SIM_SEED") ?? "20261207");
 
 Deno.test("world convergence: invariants hold over random dirty rates and policies", async () => {

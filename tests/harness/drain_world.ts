@@ -531,7 +531,6 @@ class SimNova {
     try {
       this.world.abortLiveMigration(id, migrationId, 80);
       this.aborted.set(migrationId, id);
-      if (TRACE) console.log("abort", migrationId, this.clock.now());
       return Promise.resolve({} as ActionResult);
     } catch (err) {
       return Promise.reject(toOpenStack(err));
@@ -598,7 +597,6 @@ class SimNova {
       `force_complete of migration ${migrationId} (${id}) sent twice`,
     );
     this.forceCompleted.set(migrationId, this.clock.now());
-    if (TRACE) console.log("force_complete", migrationId, this.clock.now());
     return this.#answer(() => {
       this.world.forceCompleteLiveMigration(id, migrationId);
       return {} as ActionResult;
@@ -1093,16 +1091,6 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     // The cache catches up with the store most of the time, not always.
     if (!restarted && prng.next() < 0.7) store.sync();
     restarted = false;
-    if (TRACE) {
-      console.log(
-        `pass ${passes} at ${clock.now() - startMs}`,
-        world.migrations.filter((m) => nova.ours.has(m.id)).map((m) =>
-          `${m.id}:${m.serverId.slice(0, 4)}:${m.status}:${
-            m.copyStartedAt === undefined ? "-" : m.copyStartedAt - startMs
-          }`
-        ).join(" "),
-      );
-    }
     checkCopyBounds();
     let result: { requeueAfterMs?: number | undefined };
     const rvBefore = store.rv;
@@ -1491,8 +1479,6 @@ export function boundSlackMs(
 ): number {
   return 2 * timing.pollMs * timing.rate + 1000 + 5000;
 }
-
-const TRACE = Deno.env.get("WORLD_TRACE") === "1";
 
 /** Lets promise callbacks (start answers) run. */
 async function flush(): Promise<void> {

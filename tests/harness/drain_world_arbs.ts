@@ -2,7 +2,9 @@
  * The random worlds of the drain simulations (fast-check arbitraries):
  * polling worlds (controllers/eviction/world_simulation_test.ts) and
  * worlds whose drain plans from Nova's notifications through a lossy feed
- * (controllers/eviction/world_notified_test.ts).
+ * (controllers/eviction/world_notified_test.ts), and worlds of copies that
+ * do not converge under random policies
+ * (controllers/eviction/world_convergence_test.ts).
  *
  * @module
  */
