@@ -133,3 +133,27 @@ Deno.test("world convergence: a controller restart mid-copy does not restart the
   assert.equal(run.aborts, 1);
   assert.equal(run.status.failed?.length, 1);
 });
+
+Deno.test("world convergence: a start whose record Nova has not shown yet is looked at by its bound, not at the pace's expected end", async () => {
+  // Nova writes each record 8 s after its 202 and runs one copy at a time:
+  // the third start's copy began unseen while the pace, timed by the
+  // aborted copies before it, waited a minute (its bound is 8 s).
+  const run = await runWorld({
+    ...world([[8192, 1500], [8192, 1500], [1024, 0]], {
+      convergence: {
+        completionTimeoutPerGiB: 1,
+        progressTimeoutSeconds: 600,
+        onTimeout: "Abort",
+        maxAbortedTries: 3,
+      },
+      progressIntervalMs: 6000,
+      recordDelaySeconds: 8,
+    }),
+    seed: 5,
+    novaHostLimit: 1,
+  });
+  // 1 s per GiB is too short even for the calm 1 GiB VM: each of the
+  // three is aborted at its bound three times, then left for a person
+  assert.equal(run.aborts, 9);
+  assert.equal(run.status.failed?.length, 3);
+});
