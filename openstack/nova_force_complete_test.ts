@@ -4,11 +4,7 @@ import {
   eventually,
   withSim,
 } from "../tests/harness/openstack_util.ts";
-import {
-  ConflictError,
-  TimeoutError,
-  UnavailableError,
-} from "./errors.ts";
+import { ConflictError, TimeoutError, UnavailableError } from "./errors.ts";
 import { NovaClient } from "./nova.ts";
 
 const FORCE = "POST /compute/v2.1/servers/{id}/migrations/{mid}/action";

@@ -106,23 +106,26 @@ Deno.test({
           message: "",
         }],
       });
-      const progress = new Map([["vm-a", {
-        serverId: "vm-a",
-        migrationId: "7",
-        totalBytes: 512 * GIB,
-        remainingBytes: 10 * GIB,
-        readAtMs: now,
-        lowestRemainingBytes: 10 * GIB,
-        lowestAtMs: now - 600_000,
-        bytesPerSecond: 0,
-      }]]);
-      const pass = async (p: Plan, nowMs: number) => {
+      // what the planner writes of the copies (plan_converge.ts)
+      const planned = [
+        {
+          ...inFlight[0]!,
+          memoryTotalBytes: 512 * GIB,
+          memoryRemainingBytes: 10 * GIB,
+          bytesPerSecond: 0,
+          notConverging: true,
+          deadlineAt: "2026-12-07T12:05:00Z",
+        },
+        { ...inFlight[1]!, forceCompleteSentAt: "2026-12-07T12:00:00.000Z" },
+      ];
+      const pass = async (
+        p: Plan,
+        nowMs: number,
+        planner: EvictionStatus = { inFlight },
+      ) => {
         const before: EvictionStatus = ev.status ?? {};
-        const next = withConvergence(before, { ...before, inFlight }, {
-          progress,
+        const next = withConvergence({ ...before, ...planner }, {
           notConverging: p.notConverging,
-          forceComplete: p.forceComplete,
-          abort: p.abort,
           requestOutcomes: p.requestOutcomes,
           refusals: [],
           now: new Date(nowMs),
@@ -150,7 +153,7 @@ Deno.test({
         }
         return next;
       };
-      const written = await pass(first, now);
+      const written = await pass(first, now, { inFlight: planned });
       // nothing pruned: the API server keeps what the drain wrote
       const read = await client.get<Eviction>(EvictionKind, name);
       assert.deepEqual(read.status?.inFlight, written.inFlight);
@@ -193,6 +196,15 @@ Deno.test({
           abort: [{ id: "vm-a", migrationId: "7", reason: "timeout" }],
         }),
         now + 120_000,
+        {
+          inFlight,
+          aborted: [{
+            id: "vm-a",
+            tries: 1,
+            lastAbortedAt: "2026-12-07T12:02:00.000Z",
+            reason: "did not converge within its policy's bound",
+          }],
+        },
       );
       const again = await api.kubectl(["describe", "eviction", name]);
       assert.equal(again.code, 0, again.stderr);

@@ -6,13 +6,11 @@
 
 import type {
   EvictionStatus,
-  EvictionStatusAbortedItem,
   EvictionStatusActionsItem,
   EvictionStatusFailedItem,
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import {
   CONDITION_NOT_CONVERGING,
   drainConditions,
@@ -21,8 +19,6 @@ import {
   setCondition,
 } from "./conditions.ts";
 import type {
-  AbortAction,
-  ForceCompleteAction,
   LimitSource,
   NotConvergingReport,
   RequestOutcome,
@@ -153,11 +149,7 @@ export interface Refusal {
 
 /** What a pass adds to the status for copies that do (not) converge. */
 export interface ConvergenceParts {
-  /** The informer's reads of the live copies, by server id. */
-  progress: ReadonlyMap<string, CopyProgress> | undefined;
   notConverging: readonly NotConvergingReport[];
-  forceComplete: readonly ForceCompleteAction[];
-  abort: readonly AbortAction[];
   requestOutcomes: readonly RequestOutcome[];
   refusals: readonly Refusal[];
   now: Date;
@@ -165,66 +157,31 @@ export interface ConvergenceParts {
 }
 
 /**
- * `next` with each live copy's progress (the latest read; the previous
- * one kept between reads), its not-converging mark and deadline, when its
- * force_complete was sent (kept once set: it is never sent again),
- * status.aborted counting this pass's aborts, status.actions with this
- * pass's request outcomes (Nova's refusals of earlier ones marked, the
- * latest {@linkcode MAX_ACTIONS} kept) and the NotConverging condition.
+ * `next` (the planner's, with each copy's progress, marks and
+ * status.aborted) with status.actions gaining this pass's request outcomes
+ * (Nova's refusals of earlier ones marked, the latest
+ * {@linkcode MAX_ACTIONS} kept) and the NotConverging condition.
  *
  * @example
  * ```ts
  * import { withConvergence } from "./next_status.ts";
- * const e = { id: "vm", kind: "live" as const, startedAt: "2026-01-01T00:00:00Z", migrationId: "7" };
- * const next = withConvergence({}, { inFlight: [e] }, {
- *   progress: new Map(), notConverging: [], abort: [], requestOutcomes: [], refusals: [],
- *   forceComplete: [{ id: "vm", migrationId: "7", reason: "timeout" }],
+ * const next = withConvergence({}, {
+ *   notConverging: [], refusals: [],
+ *   requestOutcomes: [{ server: "vm", action: "Abort", requestedBy: "alice",
+ *     requestedAt: "2026-01-01T00:59:00Z", outcome: "NotInFlight", message: "not in flight" }],
  *   now: new Date("2026-01-01T01:00:00Z"), generation: 1,
  * });
- * console.assert(next.inFlight?.[0]?.forceCompleteSentAt === "2026-01-01T01:00:00.000Z");
+ * console.assert(next.actions?.[0]?.outcome === "NotInFlight");
  * ```
  */
 export function withConvergence(
-  prev: EvictionStatus,
   next: EvictionStatus,
   parts: ConvergenceParts,
 ): EvictionStatus {
   const nowIso = parts.now.toISOString();
-  const before = new Map((prev.inFlight ?? []).map((e) => [e.id, e]));
-  const reports = new Map(parts.notConverging.map((r) => [r.id, r]));
-  const forced = new Set(
-    parts.forceComplete.map((f) => `${f.id}/${f.migrationId}`),
-  );
-  // what the planner set of these fields wins; the rest is filled in
-  const inFlight = (next.inFlight ?? []).map((e) => {
-    const old = before.get(e.id);
-    const same = old !== undefined && old.migrationId === e.migrationId;
-    const p = parts.progress?.get(e.id);
-    const read = p !== undefined && p.migrationId === e.migrationId
-      ? progressFields(p)
-      : same
-      ? progressFields(old)
-      : {};
-    const report = reports.get(e.id);
-    const sentAt = (same ? old.forceCompleteSentAt : undefined) ??
-      (forced.has(`${e.id}/${e.migrationId}`) ? nowIso : undefined);
-    return {
-      ...read,
-      ...(report === undefined ? {} : { notConverging: true }),
-      ...(report?.actAt === undefined ? {} : { deadlineAt: report.actAt }),
-      ...(sentAt === undefined ? {} : { forceCompleteSentAt: sentAt }),
-      ...e,
-    };
-  });
-  const aborted = abortedAfter(next.aborted ?? [], parts.abort, nowIso, [
-    ...(prev.inFlight ?? []),
-    ...inFlight,
-  ]);
   const actions = actionsAfter(next.actions ?? [], parts, nowIso);
   const status: EvictionStatus = {
     ...next,
-    inFlight,
-    ...(aborted.length === 0 ? {} : { aborted }),
     ...(actions.length === 0 ? {} : { actions }),
   };
   const exists = (next.conditions ?? []).some((c) =>
@@ -240,65 +197,6 @@ export function withConvergence(
       parts.generation,
     ),
   };
-}
-
-/** The progress fields of a read (or of the status entry that kept one). */
-function progressFields(
-  p: CopyProgress | EvictionStatusInFlightItem,
-): Partial<EvictionStatusInFlightItem> {
-  const whole = (n: number | undefined) =>
-    n === undefined || !Number.isFinite(n)
-      ? undefined
-      : Math.max(0, Math.round(n));
-  const fields = "totalBytes" in p
-    ? {
-      memoryTotalBytes: whole(p.totalBytes),
-      memoryRemainingBytes: whole(p.remainingBytes),
-      bytesPerSecond: whole(p.bytesPerSecond),
-      etaSeconds: whole(p.etaSeconds),
-    }
-    : {
-      memoryTotalBytes: p.memoryTotalBytes,
-      memoryRemainingBytes: p.memoryRemainingBytes,
-      bytesPerSecond: p.bytesPerSecond,
-      etaSeconds: p.etaSeconds,
-    };
-  return Object.fromEntries(
-    Object.entries(fields).filter(([, v]) => v !== undefined),
-  );
-}
-
-/**
- * status.aborted with this pass's aborts for not converging (or asked for)
- * counted: one try per copy, however often its abort is sent, so a count
- * the planner made already stands.
- */
-function abortedAfter(
-  kept: readonly EvictionStatusAbortedItem[],
-  aborts: readonly AbortAction[],
-  nowIso: string,
-  inFlight: readonly EvictionStatusInFlightItem[],
-): EvictionStatusAbortedItem[] {
-  const entries = new Map(kept.map((a) => [a.id, a]));
-  for (const a of aborts) {
-    if (a.reason === "stuck") continue;
-    const prior = entries.get(a.id);
-    const copyStart = Date.parse(
-      inFlight.find((e) => e.id === a.id)?.startedAt ?? "",
-    );
-    if (
-      prior !== undefined && Date.parse(prior.lastAbortedAt) >= copyStart
-    ) continue;
-    entries.set(a.id, {
-      id: a.id,
-      tries: (prior?.tries ?? 0) + 1,
-      lastAbortedAt: nowIso,
-      reason: a.reason === "requested"
-        ? `aborted as ${a.requestedBy ?? "a person"} asked`
-        : "did not converge within its policy's bound",
-    });
-  }
-  return [...entries.values()].sort(byId);
 }
 
 /** status.actions with this pass's outcomes and refusals, the latest kept. */

@@ -23,12 +23,7 @@ import { noteMarks } from "./drain_lesson.ts";
 import type { IssuedStart } from "./memory.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
-import type {
-  AbortAction,
-  ForceCompleteAction,
-  Plan,
-  PlanInput,
-} from "./plan_types.ts";
+import type { AbortAction, ForceCompleteAction, Plan } from "./plan_types.ts";
 import { type Refusal, withConvergence } from "./next_status.ts";
 import { CONDITION_NOT_CONVERGING, REASON_CONVERGING } from "./conditions.ts";
 import { UNANSWERED_REPORT_AFTER } from "./plan_steps.ts";
@@ -376,26 +371,18 @@ function noteUnanswered(
 
 /**
  * The plan with its status showing convergence (next_status.ts
- * `withConvergence`): progress of the copies, their deadlines, the
- * force-completes and aborts of this pass, the requests' outcomes and
- * Nova's refusals of earlier ones (the notes' `refused`); a Normal
- * `Converging` Event when NotConverging turns False.
+ * `withConvergence`): the requests' outcomes, Nova's refusals of earlier
+ * ones (the notes' `refused`) and the NotConverging condition; a Normal
+ * `Converging` Event when it turns False.
  */
-export function convergenceShown(
-  pass: Pass,
-  plan: Plan,
-  input: { progress?: PlanInput["progress"] },
-): Plan {
+export function convergenceShown(pass: Pass, plan: Plan): Plan {
   const { state } = pass;
   const refusals = [
     ...refusalsOf(state.forceCompletes, "ForceComplete"),
     ...refusalsOf(state.aborts, "Abort"),
   ];
-  const next = withConvergence(pass.status, plan.next, {
-    progress: input.progress,
+  const next = withConvergence(plan.next, {
     notConverging: plan.notConverging,
-    forceComplete: plan.forceComplete,
-    abort: plan.abort,
     requestOutcomes: plan.requestOutcomes,
     refusals,
     now: new Date(pass.deps.clock.now()),

@@ -157,7 +157,7 @@ async function actOn(
   notes: "forceCompletes" | "aborts",
   migrationId: string,
 ): Promise<{ plan: Plan; note: ActionNote }> {
-  const shown = convergenceShown(fx.pass, plan, {});
+  const shown = convergenceShown(fx.pass, plan);
   apply(fx.pass as MutablePass, act(fx.pass, shown, shown.next));
   const note = fx.pass.state[notes].get(migrationId);
   assert.ok(note, "noted by migration id");
@@ -169,7 +169,11 @@ Deno.test("act: a policy's force_complete goes to Nova once, noted by migration 
   await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async (h) => {
     const { id, migrationId } = await heldCopy(h, "vm-b");
     const fx = simPass(h);
-    const inFlight = [entry(id, 0, { migrationId })];
+    // the planner marks the entry as it plans the force_complete
+    const sentAt = new Date(fx.clock.now()).toISOString();
+    const inFlight = [
+      entry(id, 0, { migrationId, forceCompleteSentAt: sentAt }),
+    ];
     const { plan, note } = await actOn(
       fx,
       emptyPlan({
@@ -183,10 +187,7 @@ Deno.test("act: a policy's force_complete goes to Nova once, noted by migration 
     assert.equal(note.refused, undefined);
     assert.equal(note.serverId, id);
     assert.equal(fx.pass.state.woken, false);
-    assert.equal(
-      plan.next.inFlight?.[0]?.forceCompleteSentAt,
-      new Date(fx.clock.now()).toISOString(),
-    );
+    assert.equal(plan.next.inFlight?.[0]?.forceCompleteSentAt, sentAt);
     assert.deepEqual(fx.events.map((e) => e.reason), ["ForceCompleteSent"]);
     assert.match(
       fx.events[0]?.message ?? "",
@@ -223,7 +224,11 @@ Deno.test("act: a force_complete whose answer is lost is not resent; the status 
       count: 1,
     });
     const fx = simPass(h);
-    const inFlight = [entry(id, 0, { migrationId })];
+    // the planner marks the entry as it plans the force_complete
+    const sentAt = new Date(fx.clock.now()).toISOString();
+    const inFlight = [
+      entry(id, 0, { migrationId, forceCompleteSentAt: sentAt }),
+    ];
     const { plan, note } = await actOn(
       fx,
       emptyPlan({
@@ -236,19 +241,9 @@ Deno.test("act: a force_complete whose answer is lost is not resent; the status 
     assert.equal(note.refused, undefined, "no answer is no refusal");
     assert.equal(fx.pass.state.woken, false);
     assert.equal(h.sim.counters().calls[FORCE], 1, "sent once");
-    // the next pass's status still says it was sent (the planner's guard),
-    // whatever the planner's next entry carries
-    const later = simPass(h, plan.next);
-    later.clock.set(fx.clock.now() + 60_000);
-    const shown = convergenceShown(
-      later.pass,
-      emptyPlan({ next: { inFlight } }),
-      {},
-    );
-    assert.equal(
-      shown.next.inFlight?.[0]?.forceCompleteSentAt,
-      new Date(fx.clock.now()).toISOString(),
-    );
+    // what the planner's guard reads next pass: the status and the note
+    assert.equal(plan.next.inFlight?.[0]?.forceCompleteSentAt, sentAt);
+    assert.ok(fx.pass.state.forceCompletes.has(migrationId));
     await eventually(async () =>
       (await h.nova.listMigrations({ instanceUuid: id }))[0]?.status ===
         "completed"
@@ -305,7 +300,7 @@ Deno.test("act: Nova's refusal of a person's force-complete or abort is told in 
       assert.equal(plan.next.actions?.[0]?.outcome, "Sent", action);
       assert.match(
         note.refused ?? "",
-        /^Cannot '(force_complete|abort live migration)' instance .* while it is in task_state null \(request req-/,
+        /^Instance .* is in an invalid state for '(force_complete|abort live migration)' \(request req-/,
         action,
       );
       const told = fx.events.find((e) => e.reason === reason);
@@ -317,7 +312,6 @@ Deno.test("act: Nova's refusal of a person's force-complete or abort is told in 
       const next = convergenceShown(
         { ...fx.pass, status: plan.next },
         emptyPlan({ next: plan.next }),
-        {},
       ).next;
       assert.deepEqual(
         next.actions?.map((a) => [a.outcome, a.message]),
@@ -342,7 +336,6 @@ Deno.test("convergenceShown: a Normal Converging Event when NotConverging turns 
   const first = convergenceShown(
     fx.pass,
     emptyPlan({ notConverging: [stalled], next: { inFlight } }),
-    {},
   );
   assert.equal(
     first.next.conditions?.find((c) => c.type === "NotConverging")?.reason,
@@ -352,13 +345,11 @@ Deno.test("convergenceShown: a Normal Converging Event when NotConverging turns 
   convergenceShown(
     still.pass,
     emptyPlan({ notConverging: [stalled], next: { ...first.next, inFlight } }),
-    {},
   );
   const ended = passFixture(eviction("node001", "node001", first.next));
   convergenceShown(
     ended.pass,
     emptyPlan({ next: { ...first.next, inFlight } }),
-    {},
   );
   assert.deepEqual(
     [fx, still, ended].map((f) => f.events.map((e) => [e.type, e.reason])),

@@ -644,10 +644,11 @@ function withProgress(
     ...entry,
     memoryTotalBytes: m.totalBytes,
     memoryRemainingBytes: m.remainingBytes,
+    // remaining bytes that rose (dirtied faster than copied) fall at 0/s
     ...(m.bytesPerSecond === undefined
       ? {}
-      : { bytesPerSecond: Math.round(m.bytesPerSecond) }),
-    ...(m.etaSeconds === undefined
+      : { bytesPerSecond: Math.max(0, Math.round(m.bytesPerSecond)) }),
+    ...(m.etaSeconds === undefined || !(m.etaSeconds >= 0)
       ? {}
       : { etaSeconds: Math.round(m.etaSeconds) }),
   };

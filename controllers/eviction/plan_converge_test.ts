@@ -2,7 +2,7 @@
 // each onTimeout, the fallback abort, requests, status.aborted and the
 // retry-alone rule.
 import assert from "node:assert/strict";
-import type { EvictionStatus } from "../../models/mod.ts";
+import { type EvictionStatus, EvictionStatusSchema } from "../../models/mod.ts";
 import {
   type ConvergenceSpec,
   resolveConvergence,
@@ -708,4 +708,19 @@ Deno.test("converge: a live start Nova shows no copy of yet is looked at by its 
     ]).lookByMs,
     undefined,
   );
+});
+
+Deno.test("converge: a copy whose remaining bytes rose is shown at 0 B/s, and the status stays valid for the API server's schema", () => {
+  // Real Zed (lane): the remaining bytes hovered up; a net rate of
+  // -235408 B/s was refused by the CRD (minimum 0) on every status write.
+  const rose = new Map([["a", {
+    ...progress(-100, -10).get("a")!,
+    bytesPerSecond: -235_408,
+    etaSeconds: -12,
+  }]]);
+  const plan = planPass(copyInput({}, { progress: rose }));
+  const e = entryOf(plan);
+  assert.equal(e?.bytesPerSecond, 0);
+  assert.equal(e?.etaSeconds, undefined);
+  assert.equal(EvictionStatusSchema.safeParse(plan.next).success, true);
 });

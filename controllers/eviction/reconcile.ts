@@ -216,15 +216,18 @@ async function fullPass(
     const plan = convergenceShown(
       pass,
       await explained(pass, held, seen.novaLimit),
-      reserved.input,
     );
     // the observed rate goes with the status, for later drains' predictions
     const observed = pass.state.pace.slotRate();
     const next = observed === undefined
       ? plan.next
       : { ...plan.next, observedMigrationRate: observed };
-    // a force_complete is sent at most once: its intent is written first
-    if (plan.start.length > 0 || plan.forceComplete.length > 0) {
+    // a force_complete is sent at most once, and an abort for not
+    // converging counts a try (status.aborted): their intent is written first
+    if (
+      plan.start.length > 0 || plan.forceComplete.length > 0 ||
+      plan.abort.some((a) => a.reason !== "stuck")
+    ) {
       await writeIntent(pass, plan, next);
     }
     const before = pass.status;
