@@ -14,6 +14,7 @@ import {
   waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
 import type { StartBackoff } from "./plan_types.ts";
+import { parseNovaTime } from "../../openstack/nova_time.ts";
 import { Durations, Pace } from "../../openstack/informer/pacing.ts";
 import { NovaClock } from "../../openstack/informer/nova_clock.ts";
 import { InFlightLedger } from "./ledger.ts";
@@ -219,7 +220,11 @@ export class DrainMemory {
 
 /**
  * When each VM's copy leaving `host` was first seen under way (past Nova's
- * queue): as `known` has it, now for a copy first seen.
+ * queue): as `known` has it, now for a copy first seen. A copy whose
+ * record was created before this process's first pass of the drain
+ * (`firstPassMs`; a restarted controller's copies) runs from its record's
+ * creation (Nova's clock less `novaOffsetMs`): a restart never restarts a
+ * copy's bound.
  *
  * @example
  * ```ts
@@ -228,6 +233,8 @@ export class DrainMemory {
  * console.assert(copyStartsSeen(new Map(), [rec("queued")], "h", 5).size === 0);
  * const seen = copyStartsSeen(new Map(), [rec("running")], "h", 9);
  * console.assert(copyStartsSeen(seen, [rec("running")], "h", 12).get("vm") === 9);
+ * const old = { ...rec("running"), createdAt: "1970-01-01T00:00:02.000000" };
+ * console.assert(copyStartsSeen(new Map(), [old], "h", 9, 5).get("vm") === 2000);
  * ```
  */
 export function copyStartsSeen(
@@ -235,13 +242,18 @@ export function copyStartsSeen(
   migrations: readonly ObservedMigration[],
   host: string,
   nowMs: number,
+  firstPassMs = -Infinity,
+  novaOffsetMs = 0,
 ): Map<string, number> {
   const seen = new Map<string, number>();
   for (const m of migrations) {
     if (
-      m.sourceCompute === host && migrationPhase(m.status) === "in_progress" &&
-      !waitingInNova(m.status)
-    ) seen.set(m.instanceUuid, known.get(m.instanceUuid) ?? nowMs);
+      m.sourceCompute !== host || migrationPhase(m.status) !== "in_progress" ||
+      waitingInNova(m.status)
+    ) continue;
+    const createdMs = (parseNovaTime(m.createdAt) ?? Infinity) - novaOffsetMs;
+    const first = createdMs < firstPassMs ? Math.min(nowMs, createdMs) : nowMs;
+    seen.set(m.instanceUuid, known.get(m.instanceUuid) ?? first);
   }
   return seen;
 }

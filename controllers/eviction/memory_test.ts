@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { changeRecord, DrainMemory } from "./memory.ts";
+import { changeRecord, copyStartsSeen, DrainMemory } from "./memory.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
@@ -99,4 +99,31 @@ Deno.test("changeRecord: the notes no longer tracked go before the issued ones a
   changeRecord(s, { woken: true });
   assert.equal(s.starts.get("new"), start, "a change without notes keeps them");
   assert.equal(s.woken, true);
+});
+
+Deno.test("copyStartsSeen: a copy created before this process's first pass runs from its record's creation (a restart never restarts its bound)", () => {
+  const rec = (vm: string, createdAt: string) => ({
+    id: 1,
+    instanceUuid: vm,
+    migrationType: "live-migration",
+    status: "running",
+    sourceCompute: "h",
+    createdAt,
+  });
+  const firstPassMs = Date.parse("2026-12-01T00:01:00Z");
+  const nowMs = firstPassMs + 30_000;
+  const seen = copyStartsSeen(
+    new Map(),
+    [
+      rec("before", "2026-12-01T00:00:20.000000"),
+      rec("after", "2026-12-01T00:01:10.000000"),
+    ],
+    "h",
+    nowMs,
+    firstPassMs,
+    5_000, // Nova's clock 5 s ahead
+  );
+  assert.equal(seen.get("before"), Date.parse("2026-12-01T00:00:15Z"));
+  // started under this process: from when it was first seen under way
+  assert.equal(seen.get("after"), nowMs);
 });

@@ -267,6 +267,8 @@ export function planInputFor(
       seen.migrations,
       host,
       deps.clock.now(),
+      pass.state.firstSeenMs ?? deps.clock.now(),
+      deps.novaClockOffsetMs(),
     ),
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),

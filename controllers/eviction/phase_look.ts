@@ -182,7 +182,14 @@ export function copiesToWatch(
   const { host, state } = pass;
   const nowMs = pass.deps.clock.now();
   const latest = latestRecords(seen.migrations, host);
-  const since = copyStartsSeen(state.copyStarted, seen.migrations, host, nowMs);
+  const since = copyStartsSeen(
+    state.copyStarted,
+    seen.migrations,
+    host,
+    nowMs,
+    state.firstSeenMs ?? nowMs,
+    pass.deps.novaClockOffsetMs(),
+  );
   const ends = state.pace.expectedEnds();
   const overdue = state.pace.endsBy();
   const policy = options?.convergence;

@@ -163,10 +163,15 @@ export function nextLook(
       slowPollMs,
     });
     const read = byProgressRead(pass, nowMs, inMs, plan.inFlightCount);
-    inMs = read.inMs;
+    // A start's bound (Plan.lookByMs) wants a full look: never a glance.
+    const byBound = plan.lookByMs !== undefined &&
+      plan.lookByMs - nowMs < read.inMs;
+    inMs = byBound
+      ? Math.max(pollMs, (plan.lookByMs ?? nowMs) - nowMs)
+      : read.inMs;
     // Due only for first looks at our starts, with nothing else to do then
     // (no busy VM, no retry, no budget to wait for): a glance will do.
-    const glanceWill = !read.due && !held && summary.busy === 0 &&
+    const glanceWill = !read.due && !byBound && !held && summary.busy === 0 &&
       plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
     state.pace.planGlance(glanceWill ? view : undefined);
   }

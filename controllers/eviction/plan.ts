@@ -160,6 +160,9 @@ export function planPass(input: PlanInput): Plan {
     blocked: isBlocked(next),
     arriving,
     nextRetryAtMs: acc.nextRetryAtMs,
+    ...(converged.lookByMs === undefined
+      ? {}
+      : { lookByMs: converged.lookByMs }),
     next,
     summary: acc.summary,
   };

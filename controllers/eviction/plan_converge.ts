@@ -268,6 +268,8 @@ export interface Converged {
   inFlight: InFlightItem[];
   /** The next `status.aborted[]`. */
   aborted: AbortedItem[];
+  /** {@linkcode Plan.lookByMs}. */
+  lookByMs?: number;
 }
 
 /** A live copy of ours that Nova runs and could act on. */
@@ -358,6 +360,22 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
 
   for (const entry of entries) {
     const record = ctx.records.latest.get(entry.id)?.inProgress;
+    const ram = ramOf(ctx.view, entry.id, entry);
+    const boundS = rule?.boundSeconds(ram);
+    const boundMs = boundS === undefined ? undefined : boundS * 1000;
+    // A live start of ours Nova shows no copy of yet (no record, or one
+    // being scheduled): the pace's expected end knows no bound, so the
+    // look comes by the bound from the start, to see the copy begin.
+    if (
+      entry.kind === "live" && entry.adopted !== true &&
+      boundMs !== undefined && rule?.onTimeout !== "Report" &&
+      (record === undefined || record.status.toLowerCase() === "accepted")
+    ) {
+      out.lookByMs = Math.min(
+        out.lookByMs ?? Infinity,
+        (parseNovaTime(entry.startedAt) ?? nowMs) + boundMs,
+      );
+    }
     // Nova's queue is no copy: a queued record is never past its bound.
     if (record !== undefined && waitingInNova(record.status)) {
       out.inFlight.push(entry);
@@ -365,9 +383,6 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
     }
     const startMs = input.copyStartedAtMs?.get(entry.id) ??
       parseNovaTime(entry.startedAt);
-    const ram = ramOf(ctx.view, entry.id, entry);
-    const boundS = rule?.boundSeconds(ram);
-    const boundMs = boundS === undefined ? undefined : boundS * 1000;
     const completionAtMs = startMs === undefined || boundMs === undefined
       ? undefined
       : startMs + boundMs;

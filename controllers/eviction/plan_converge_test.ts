@@ -678,6 +678,38 @@ Deno.test("converge: kubectl evictor retry re-arms a VM left after its aborted t
   assert.deepEqual(plan.start.map((s) => s.id), ["a"]);
 });
 
+Deno.test("converge: a live start Nova shows no copy of yet is looked at by its bound from the start (lookByMs), under Abort and ForceComplete, not Report", () => {
+  const unseen = (
+    spec: ConvergenceSpec,
+    migrations = [] as ReturnType<typeof mig>[],
+  ) =>
+    planPass(input({
+      servers: [migrating],
+      migrations,
+      status: {
+        inFlight: [entry("a", -100)],
+        outstandingInstances: ["a"],
+      },
+      options: { ...OPTIONS, convergence: policy(spec) },
+    }));
+  // 4 GiB at 200 s per GiB from a start 100 s ago: due in 700 s
+  assert.equal(unseen({ onTimeout: "Abort" }).lookByMs, at(700).getTime());
+  assert.equal(
+    unseen({ onTimeout: "ForceComplete" }, [
+      mig(7, "a", "accepted", { createdAt: novaTime(-100) }),
+    ]).lookByMs,
+    at(700).getTime(),
+  );
+  assert.equal(unseen({ onTimeout: "Report" }).lookByMs, undefined);
+  // once Nova shows the copy, its progress reads pace the looks
+  assert.equal(
+    unseen({ onTimeout: "Abort" }, [
+      mig(7, "a", "running", { createdAt: novaTime(-100) }),
+    ]).lookByMs,
+    undefined,
+  );
+});
+
 Deno.test("converge: a copy whose remaining bytes rose is shown at 0 B/s, and the status stays valid for the API server's schema", () => {
   // Real Zed (lane): the remaining bytes hovered up; a net rate of
   // -235408 B/s was refused by the CRD (minimum 0) on every status write.

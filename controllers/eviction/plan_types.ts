@@ -223,6 +223,12 @@ export interface Plan {
   arriving: string[];
   /** The earliest time a VM in backoff may be retried (epoch ms), if any. */
   nextRetryAtMs: number | undefined;
+  /**
+   * Under a policy that acts on copies (Abort, ForceComplete): the earliest
+   * bound, from its start, of a live start Nova shows no copy of yet; the
+   * next look comes no later (epoch ms).
+   */
+  lookByMs?: number;
   /** The next status, every start in inFlight: written before the starts are issued. */
   next: EvictionStatus;
   /** How the VMs not in flight stand. */

@@ -12,7 +12,12 @@ import type { HandlerContext } from "../../framework/handler.ts";
 import type { Kind, KubeObject } from "../../framework/kind.ts";
 import { silentLogger } from "../../framework/logger.ts";
 import type { KubeClient } from "../../framework/client.ts";
-import { policySettings } from "../../limits/resolve.ts";
+import { drainConvergence, policySettings } from "../../limits/resolve.ts";
+import {
+  type ConvergenceSpec,
+  copyTimeoutSeconds,
+} from "../../limits/convergence.ts";
+import { DEFAULT_PROGRESS_INTERVAL_MS } from "../../openstack/informer/progress.ts";
 import type {
   Eviction,
   EvictionPolicy,
@@ -30,6 +35,7 @@ import {
   type NovaClient,
   OpenStackError,
   type Server,
+  type ServerMigration,
   TimeoutError,
 } from "../../openstack/mod.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
@@ -116,7 +122,22 @@ export interface WorldSpec {
     migrationFault: "none" | "fail" | "error" | "delete";
     /** How many of its migrations the fault hits (default 2). */
     faultTimes?: number;
+    /**
+     * Guest memory dirtied per second (MB/s, default 0): at or above the
+     * host's copy rate (1000 MB/s) its copy never converges.
+     */
+    dirtyRateMBps?: number;
   }>;
+  /** The drained host's `live_migration_permit_post_copy` (default false). */
+  permitPostCopy?: boolean;
+  /** The EvictionPolicy's `spec.convergence` (default none). */
+  convergence?: ConvergenceSpec;
+  /** The Eviction's own `spec.convergence` (default none). */
+  evictionConvergence?: ConvergenceSpec;
+  /** The legacy flat policy: `migrationTimeoutSeconds`, `abortStuckMigrations`. */
+  legacy?: { migrationTimeoutSeconds?: number; abortStuckMigrations: boolean };
+  /** `--migration-progress-interval` (real ms; default 30 s). */
+  progressIntervalMs?: number;
   limit: number;
   novaHostLimit: number;
   /** Per start call, cycled. */
@@ -244,6 +265,12 @@ class SimNova {
   observed = false;
   listedTouching: number[] = [];
   calls = 0;
+  /** Progress reads (`GET /servers/{id}/migrations/{mid}`). */
+  progressReads = 0;
+  /** Per migration: when this drain sent its force_complete (simulated ms). */
+  readonly forceCompleted = new Map<number, number>();
+  /** Migrations this drain sent an abort for, with their VM. */
+  readonly aborted = new Map<number, string>();
   /** Start calls (live or cold) made so far. */
   startCalls = 0;
   /** The drain plans from Nova's notifications too. */
@@ -400,6 +427,25 @@ class SimNova {
         JSON.stringify(intent)
       })`,
     );
+    return this.#answer(() => {
+      const m = kind === "live"
+        ? this.world.liveMigrate(id, null)
+        : this.world.coldMigrate(id, null);
+      this.ours.add(m.id);
+      this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
+      return { requestId: `req-${m.id}` } as ActionResult;
+    }, (e) => {
+      if (e.status !== 409) {
+        this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
+      }
+    });
+  }
+
+  /** A non-idempotent call's answer under the next fault of the cycle. */
+  #answer(
+    run: () => ActionResult,
+    refused?: (e: OpenStackError) => void,
+  ): Promise<ActionResult> {
     const fault = this.#faults[this.#startIndex++ % this.#faults.length] ??
       "ok";
     if (fault === "unavailable") {
@@ -417,17 +463,10 @@ class SimNova {
     }
     let result: ActionResult;
     try {
-      const m = kind === "live"
-        ? this.world.liveMigrate(id, null)
-        : this.world.coldMigrate(id, null);
-      this.ours.add(m.id);
-      this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
-      result = { requestId: `req-${m.id}` } as ActionResult;
+      result = run();
     } catch (err) {
       const e = toOpenStack(err);
-      if (e.status !== 409) {
-        this.chargeable.set(id, (this.chargeable.get(id) ?? 0) + 1);
-      }
+      refused?.(e);
       return Promise.reject(e);
     }
     if (fault === "slow") {
@@ -475,12 +514,93 @@ class SimNova {
 
   abortLiveMigration(id: string, migrationId: number): Promise<ActionResult> {
     this.calls++;
+    const m = this.world.migrations.find((x) => x.id === migrationId);
+    // The world as of the pass's look (the clock stands still in a pass):
+    // an abort of a copy already cancelled or ended is one sent twice, or
+    // one a look would have told the drain not to send. A refused one
+    // (Nova's 400 for a copy in post-copy) did nothing: not counted.
+    check(
+      !this.aborted.has(migrationId),
+      `abort of migration ${migrationId} (${id}) sent twice`,
+    );
+    check(
+      m === undefined || !["cancelled", "completed", "error", "failed"]
+        .includes(m.status),
+      `abort of migration ${migrationId} (${id}), which Nova shows ${m?.status}`,
+    );
     try {
       this.world.abortLiveMigration(id, migrationId, 80);
+      this.aborted.set(migrationId, id);
       return Promise.resolve({} as ActionResult);
     } catch (err) {
       return Promise.reject(toOpenStack(err));
     }
+  }
+
+  /**
+   * `GET /servers/{id}/migrations/{mid}` as Nova's API answers it
+   * (nova_api.ts `getServerMigration`): the record's saved progress, or
+   * `undefined` for Nova's 404 once the copy is not in progress.
+   */
+  getServerMigration(
+    id: string,
+    migrationId: number | string,
+  ): Promise<ServerMigration | undefined> {
+    this.calls++;
+    this.progressReads++;
+    this.world.advance();
+    this.#answerDate();
+    const now = this.world.now();
+    const m = this.world.migrations.find((x) =>
+      String(x.id) === String(migrationId) && x.serverId === id &&
+      x.visibleAt <= now
+    );
+    const s = this.world.servers.get(id);
+    if (
+      s === undefined || s.deleted || m === undefined ||
+      m.type !== "live-migration" || !this.inProgress(m) ||
+      m.status === "accepted"
+    ) {
+      return Promise.resolve(undefined);
+    }
+    const mem = this.world.savedProgress(m, now);
+    return Promise.resolve({
+      id: m.id,
+      uuid: m.uuid,
+      serverUuid: m.serverId,
+      status: m.status,
+      sourceCompute: m.source,
+      destCompute: m.dest,
+      createdAt: novaTime(m.createdAt + this.offsetMs),
+      updatedAt: m.touched ? novaTime(m.updatedAt + this.offsetMs) : null,
+      memoryTotalBytes: mem === null ? null : m.memoryTotalBytes,
+      memoryProcessedBytes: mem?.processed ?? null,
+      memoryRemainingBytes: mem?.remaining ?? null,
+      diskTotalBytes: mem === null ? null : 0,
+      diskProcessedBytes: mem === null ? null : 0,
+      diskRemainingBytes: mem === null ? null : 0,
+    });
+  }
+
+  /**
+   * `force_complete` (non-idempotent): checked never to be sent twice for
+   * one migration, answered with the start calls' faults (a 503, a slow
+   * answer, one lost after or before Nova processed it).
+   */
+  forceCompleteLiveMigration(
+    id: string,
+    migrationId: number,
+  ): Promise<ActionResult> {
+    this.calls++;
+    check(
+      !this.forceCompleted.has(migrationId),
+      `force_complete of migration ${migrationId} (${id}) sent twice`,
+    );
+    this.forceCompleted.set(migrationId, this.clock.now());
+    return this.#answer(() => {
+      this.world.forceCompleteLiveMigration(id, migrationId);
+      return {} as ActionResult;
+    });
   }
 
   findComputeService(host: string): Promise<ComputeService | undefined> {
@@ -640,6 +760,12 @@ export interface WorldRun {
   simulatedMs: number;
   /** What the drain kept in its Hypervisor's status.lastDrain. */
   lastDrain: HypervisorStatusLastDrain | undefined;
+  /** Aborts Nova accepted from this drain. */
+  aborts: number;
+  /** force_complete calls this drain sent. */
+  forceCompletes: number;
+  /** Progress reads (`GET /servers/{id}/migrations/{mid}`). */
+  progressReads: number;
 }
 
 /**
@@ -663,7 +789,11 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       recordDelaySeconds: spec.recordDelaySeconds ?? 0.2,
     },
     hosts: [
-      { name: HOST, maxConcurrentLiveMigrations: spec.novaHostLimit },
+      {
+        name: HOST,
+        maxConcurrentLiveMigrations: spec.novaHostLimit,
+        permitPostCopy: spec.permitPostCopy ?? false,
+      },
       ...OTHERS.map((name, i) => ({
         name,
         ramMb: i === 0 ? 16384 : 65536,
@@ -684,6 +814,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       ramMb: v.ramMb,
       status: v.status,
       liveMigrationBlocker: v.blocker ? "vtpm" : null,
+      dirtyRateMBps: v.dirtyRateMBps ?? 0,
     });
     if (v.migrationFault !== "none") {
       world.injectMigrationFault(s.id, v.migrationFault, v.faultTimes ?? 2);
@@ -709,7 +840,16 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   let policyLimit = spec.limit;
   const policy = (): EvictionPolicy => ({
     metadata: { name: "default", resourceVersion: String(policyLimit) },
-    spec: { maxConcurrentMigrations: policyLimit, abortStuckMigrations: false },
+    spec: {
+      maxConcurrentMigrations: policyLimit,
+      abortStuckMigrations: spec.legacy?.abortStuckMigrations ?? false,
+      ...(spec.legacy?.migrationTimeoutSeconds === undefined ? {} : {
+        migrationTimeoutSeconds: spec.legacy.migrationTimeoutSeconds,
+      }),
+      ...(spec.convergence === undefined
+        ? {}
+        : { convergence: spec.convergence }),
+    },
   });
   // one Nova, one clock: the drains time by what its answers show
   const novaClock = new NovaClock();
@@ -733,6 +873,9 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     finishedCheckMs: timing.pollMs * 60,
     relistMs: timing.relistMs,
     settleMs: timing.settleMs,
+    ...(spec.progressIntervalMs === undefined
+      ? {}
+      : { progressIntervalMs: spec.progressIntervalMs }),
     planOptions: {
       retryBaseMs: 5_000,
       retryCapMs: 20_000,
@@ -752,7 +895,13 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       generation: 1,
       creationTimestamp: new Date(clock.now()).toISOString(),
     },
-    spec: { hypervisor: HOST, reason: "simulation" },
+    spec: {
+      hypervisor: HOST,
+      reason: "simulation",
+      ...(spec.evictionConvergence === undefined
+        ? {}
+        : { convergence: spec.evictionConvergence }),
+    },
   });
   // What the drain keeps in its Hypervisor's status (hypervisor_last_drain.ts).
   let lastDrain: HypervisorStatusLastDrain | undefined;
@@ -889,6 +1038,15 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     return ctx;
   };
 
+  // The drain's resolved policy, where it bounds copies (Abort, ForceComplete).
+  const resolved = drainConvergence(
+    policySettings(policy().spec),
+    [],
+    spec.evictionConvergence,
+  );
+  const bounded = resolved.onTimeout === "Report" ? undefined : resolved;
+  const progressMs = (spec.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS) *
+    rate;
   const limitNow = () => Math.min(policyLimit, spec.limit);
   const oursInProgress = () =>
     world.migrations.filter((m) =>
@@ -933,6 +1091,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     // The cache catches up with the store most of the time, not always.
     if (!restarted && prng.next() < 0.7) store.sync();
     restarted = false;
+    checkCopyBounds();
     let result: { requeueAfterMs?: number | undefined };
     const rvBefore = store.rv;
     const startsBefore = nova.startCalls;
@@ -1021,6 +1180,18 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       (status.migratedCount ?? 0) <= oursDone,
       `migratedCount ${status.migratedCount} but ${oursDone} migrations of ours ended`,
     );
+    checkCopyBounds();
+    // 12. Never Succeeded with a copy of ours still running (the pass's
+    // look showed none: 1 checks its list, this the world as it stands).
+    if (evicting?.reason === "Succeeded" && nova.observed) {
+      const running = nova.touching(HOST).filter((m) =>
+        nova.ours.has(m.id)
+      );
+      check(
+        running.length === 0,
+        `Succeeded while copies ${running.map((m) => m.id).join()} ran`,
+      );
+    }
     // 5. No failure charged for a start Nova never processed.
     for (const f of status.failed ?? []) {
       check(
@@ -1053,9 +1224,7 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       wrongSince ??= clock.now();
     }
     for (;;) {
-      const due = nova.answers.filter((a) =>
-        a.atMs <= next
-      ).sort((a, b) =>
+      const due = nova.answers.filter((a) => a.atMs <= next).sort((a, b) =>
         a.atMs - b.atMs
       )[0];
       if (due === undefined) {
@@ -1100,10 +1269,19 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   }
   const status = store.object.status ?? {};
   const evicting = status.conditions?.find((c) => c.type === "Evicting");
+  // 11, at the end: no VM moved twice.
+  const moves = [...nova.completedOurs()].filter(([, n]) => n > 1);
+  check(moves.length === 0, `VMs moved twice: ${JSON.stringify(moves)}`);
+  checkAbortedAccounted(status);
   if (evicting?.reason === "Succeeded") {
     check(
       onHost().length === 0,
       `ended Succeeded with ${onHost().length} servers on the host`,
+    );
+    const copying = nova.touching(HOST).filter((m) => nova.ours.has(m.id));
+    check(
+      copying.length === 0,
+      `ended Succeeded with copies ${copying.map((m) => m.id).join()} running`,
     );
     // 9, its lower side: with nobody else moving VMs (no events) and a
     // drain that saw every answer, each VM our migrations moved is counted.
@@ -1140,7 +1318,61 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
     hostEmpty: onHost().length === 0,
     simulatedMs: clock.now() - startMs,
     lastDrain,
+    aborts: nova.aborted.size,
+    forceCompletes: nova.forceCompleted.size,
+    progressReads: nova.progressReads,
   };
+
+  /**
+   * 13. With onTimeout Abort or ForceComplete, no copy of ours runs (pre-
+   * copy: one in post-copy runs on its destination already, and Nova
+   * cannot abort it) past its policy's bound (plus the force-complete
+   * timeout) plus one progress interval plus {@linkcode boundSlackMs}.
+   */
+  function checkCopyBounds(): void {
+    if (bounded === undefined) return;
+    const now = world.now();
+    for (const m of world.migrations) {
+      if (
+        !nova.ours.has(m.id) || m.type !== "live-migration" ||
+        m.status !== "running" || m.copyStartedAt === undefined
+      ) continue;
+      const ramMb = m.memoryTotalBytes / 2 ** 20;
+      const boundS = copyTimeoutSeconds(bounded, ramMb);
+      if (boundS === undefined) continue;
+      const limitMs = boundS * 1000 +
+        (bounded.onTimeout === "ForceComplete"
+          ? bounded.forceCompleteTimeoutSeconds * 1000
+          : 0) +
+        progressMs + boundSlackMs(timing);
+      check(
+        now - m.copyStartedAt <= limitMs,
+        `copy ${m.id} of ${m.serverId} (${ramMb} MB) running ${
+          now - m.copyStartedAt
+        } ms, past its bound ${limitMs} ms (${bounded.onTimeout})`,
+      );
+    }
+  }
+
+  /**
+   * 14. Every VM with a copy our abort ended is migrated in the end, started
+   * again later, or left for a person (in status.failed): never dropped.
+   */
+  function checkAbortedAccounted(status: EvictionStatus): void {
+    const failed = new Set((status.failed ?? []).map((f) => f.id));
+    for (const [mid, id] of nova.aborted) {
+      const s = world.servers.get(id);
+      if (s === undefined || s.deleted || s.host !== HOST) continue;
+      const again = world.migrations.some((m) =>
+        m.serverId === id && m.id > mid && nova.ours.has(m.id)
+      );
+      check(
+        again || failed.has(id),
+        `${id}'s copy ${mid} was aborted, and it was neither started again ` +
+          `nor left for a person (${evicting?.reason})`,
+      );
+    }
+  }
 
   function applyEvent(ev: WorldSpec["events"][number]): void {
     const list = onHost();
@@ -1232,6 +1464,20 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
       }
     }
   }
+}
+
+/**
+ * The slack of the copy bound (invariant 13) for pass timing: the pass that
+ * sees a deadline passed comes up to a poll interval after it (the drain
+ * polls while copies run), the abort of a force-completed copy may wait
+ * for the fallback's next look (one more poll), Nova's answers date to the
+ * whole second, and its record's progress is the monitor's save, up to
+ * 5 s old.
+ */
+export function boundSlackMs(
+  timing: { pollMs: number; rate: number },
+): number {
+  return 2 * timing.pollMs * timing.rate + 1000 + 5000;
 }
 
 /** Lets promise callbacks (start answers) run. */

@@ -2,12 +2,15 @@
  * The random worlds of the drain simulations (fast-check arbitraries):
  * polling worlds (controllers/eviction/world_simulation_test.ts) and
  * worlds whose drain plans from Nova's notifications through a lossy feed
- * (controllers/eviction/world_notified_test.ts).
+ * (controllers/eviction/world_notified_test.ts), and worlds of copies that
+ * do not converge under random policies
+ * (controllers/eviction/world_convergence_test.ts).
  *
  * @module
  */
 import fc from "fast-check";
 import type { NotifiedSpec, WorldSpec } from "./drain_world.ts";
+import type { ConvergenceSpec } from "../../limits/convergence.ts";
 
 const vmArb = fc.record({
   ramMb: fc.constantFrom(512, 1024, 2048, 4096, 8192),
@@ -110,3 +113,62 @@ export const notifiedWorldArb: fc.Arbitrary<WorldSpec> = fc.record({
   notified: notifiedArb,
   timing: timingArb,
 }).map(({ world, notified, timing }) => ({ ...world, notified, timing }));
+
+const convergenceSpecArb: fc.Arbitrary<ConvergenceSpec> = fc.record({
+  completionTimeoutPerGiB: fc.integer({ min: 1, max: 60 }),
+  progressTimeoutSeconds: fc.integer({ min: 1, max: 200 }),
+  onTimeout: fc.constantFrom<ConvergenceSpec["onTimeout"]>(
+    "Report",
+    "Abort",
+    "ForceComplete",
+  ),
+  maxAbortedTries: fc.integer({ min: 1, max: 3 }),
+  forceCompleteTimeoutSeconds: fc.integer({ min: 1, max: 120 }),
+}, { requiredKeys: [] });
+
+/**
+ * A VM's dirty rate against the host's copy rate (1000 MB/s): none, some,
+ * near it (converges slowly or not at all once the copy's jitter is
+ * against it), at it or above it (never converges).
+ */
+const dirtyArb = fc.constantFrom(0, 0, 0, 200, 900, 980, 1000, 1500);
+
+/**
+ * A drain world whose VMs dirty memory at random rates against the copy
+ * rate, with a random convergence policy (every field optional: on the
+ * EvictionPolicy, the Eviction, or both), the legacy flat policy, post-copy
+ * permitted or not, and a progress interval.
+ */
+export const convergenceWorldArb: fc.Arbitrary<WorldSpec> = fc.record({
+  world: worldSpecArb,
+  dirty: fc.array(dirtyArb, { minLength: 8, maxLength: 8 }),
+  permitPostCopy: fc.boolean(),
+  convergence: fc.option(convergenceSpecArb, { nil: undefined }),
+  evictionConvergence: fc.option(convergenceSpecArb, { nil: undefined }),
+  legacy: fc.option(
+    fc.record({
+      migrationTimeoutSeconds: fc.integer({ min: 1, max: 600 }),
+      abortStuckMigrations: fc.boolean(),
+    }, { requiredKeys: ["abortStuckMigrations"] }),
+    { nil: undefined },
+  ),
+  progressIntervalMs: fc.option(
+    fc.integer({ min: 1, max: 60 }).map((s) => s * 1000),
+    { nil: undefined },
+  ),
+}).map(({ world, dirty, ...rest }) => {
+  const out: WorldSpec = {
+    ...world,
+    vms: world.vms.map((v, i) => ({ ...v, dirtyRateMBps: dirty[i] ?? 0 })),
+    permitPostCopy: rest.permitPostCopy,
+  };
+  if (rest.convergence !== undefined) out.convergence = rest.convergence;
+  if (rest.evictionConvergence !== undefined) {
+    out.evictionConvergence = rest.evictionConvergence;
+  }
+  if (rest.legacy !== undefined) out.legacy = rest.legacy;
+  if (rest.progressIntervalMs !== undefined) {
+    out.progressIntervalMs = rest.progressIntervalMs;
+  }
+  return out;
+});
