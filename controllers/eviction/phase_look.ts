@@ -215,9 +215,10 @@ export function copiesToWatch(
         ? {}
         : { endAtMs, overdueAtMs: overdue.get(e.id) ?? endAtMs }),
       ...(boundS === undefined ? {} : { decideAtMs: sinceMs + boundS * 1000 }),
-      ...(policy === undefined
-        ? {}
-        : { stallMs: policy.progressTimeoutSeconds * 1000 }),
+      ...(policy === undefined ? {} : {
+        stallMs: policy.progressTimeoutSeconds * 1000,
+        acts: policy.onTimeout !== "Report",
+      }),
     });
   }
   return out;

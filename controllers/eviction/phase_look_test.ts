@@ -208,6 +208,7 @@ Deno.test("lookAtHost: the pass states its live copies past Nova's queue (migrat
       sinceMs: NOW - 90_000,
       decideAtMs: NOW - 90_000 + 400_000,
       stallMs: 60_000,
+      acts: false, // Report: no reads before it is overdue
     }],
     30_000,
     NOW,

@@ -3,8 +3,8 @@
  * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
  * A read costs one call per copy, so a copy is read only when it is
  * needed: past its expected end (the pacing model's), once an untimed
- * copy has run longer than a progress interval, or when its policy's
- * decision is due;
+ * copy has run longer than a progress interval, from its start when its
+ * policy acts on a stall, or when its policy's decision is due;
  * never twice within an interval, never when it is expected to end before
  * the next look (that look sees its end for free). Times are the
  * controller's clock.
@@ -33,6 +33,8 @@ export interface CopyToWatch {
   decideAtMs?: number | undefined;
   /** The progress timeout: a decision is due this long after its lowest remaining bytes were first read. */
   stallMs?: number | undefined;
+  /** Its policy acts on a stall (Abort, ForceComplete): read from its start, so a stall is seen within the timeout and an interval. */
+  acts?: boolean | undefined;
 }
 
 /** What the schedule knows of a copy's reads. */
@@ -72,8 +74,13 @@ export function nextReadAtMs(
 ): number {
   const reason = Math.min(
     copy.overdueAtMs ?? Infinity,
-    // A timed copy on schedule needs no read: its end is the look's.
-    copy.endAtMs === undefined ? copy.sinceMs + intervalMs : Infinity,
+    // A timed copy on schedule needs no read (its end is the look's),
+    // unless its policy acts on a stall.
+    copy.acts === true
+      ? copy.sinceMs
+      : copy.endAtMs === undefined
+      ? copy.sinceMs + intervalMs
+      : Infinity,
     decideAt(copy, marks),
   );
   const again = marks.triedAtMs === undefined

@@ -38,6 +38,22 @@ Deno.test("progress: readsDue, table", () => {
       read: false,
     },
     {
+      name:
+        "timed and on schedule, but its policy acts on a stall: read from its start",
+      c: copy({ endAtMs: 90 * S, overdueAtMs: 100 * S, acts: true }),
+      nowMs: 1 * S,
+      nextLookAtMs: 3 * S,
+      read: true,
+    },
+    {
+      name: "acting policy, read 10 s ago: not again within the interval",
+      c: copy({ endAtMs: 90 * S, overdueAtMs: 100 * S, acts: true }),
+      marks: { triedAtMs: 30 * S },
+      nowMs: 40 * S,
+      nextLookAtMs: 45 * S,
+      read: false,
+    },
+    {
       name: "untimed, run longer than an interval",
       c: copy(),
       nowMs: 31 * S,
