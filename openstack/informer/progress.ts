@@ -3,8 +3,8 @@
  * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
  * A read costs one call per copy, so a copy is read only when it is
  * needed: past its expected end (the pacing model's), once an untimed
- * copy has run longer than a progress interval, from its start when its
- * policy acts on a stall, or when its policy's decision is due;
+ * copy has run longer than a progress interval, from its first figures
+ * when its policy acts on a stall, or when its policy's decision is due;
  * never twice within an interval, never when it is expected to end before
  * the next look (that look sees its end for free). Times are the
  * controller's clock.
@@ -17,6 +17,12 @@ import type { CopyProgress } from "./progress_types.ts";
 
 /** The default progress interval (`--migration-progress-interval`). */
 export const DEFAULT_PROGRESS_INTERVAL_MS = 30_000;
+
+/**
+ * How long after a copy starts Nova surely shows its figures: libvirt's
+ * monitor saves them on the migration record every 5 s, none before.
+ */
+const FIRST_FIGURES_MS = 10_000;
 
 /** A live copy in flight, as a pass states it. */
 export interface CopyToWatch {
@@ -33,7 +39,7 @@ export interface CopyToWatch {
   decideAtMs?: number | undefined;
   /** The progress timeout: a decision is due this long after its lowest remaining bytes were first read. */
   stallMs?: number | undefined;
-  /** Its policy acts on a stall (Abort, ForceComplete): read from its start, so a stall is seen within the timeout and an interval. */
+  /** Its policy acts on a stall (Abort, ForceComplete): read from its first figures on, so a stall is seen within the timeout and an interval. */
   acts?: boolean | undefined;
 }
 
@@ -77,7 +83,7 @@ export function nextReadAtMs(
     // A timed copy on schedule needs no read (its end is the look's),
     // unless its policy acts on a stall.
     copy.acts === true
-      ? copy.sinceMs
+      ? copy.sinceMs + Math.min(intervalMs, FIRST_FIGURES_MS)
       : copy.endAtMs === undefined
       ? copy.sinceMs + intervalMs
       : Infinity,

@@ -39,11 +39,18 @@ Deno.test("progress: readsDue, table", () => {
     },
     {
       name:
-        "timed and on schedule, but its policy acts on a stall: read from its start",
+        "timed and on schedule, but its policy acts on a stall: read once Nova has its figures",
       c: copy({ endAtMs: 90 * S, overdueAtMs: 100 * S, acts: true }),
-      nowMs: 1 * S,
-      nextLookAtMs: 3 * S,
+      nowMs: 10 * S,
+      nextLookAtMs: 13 * S,
       read: true,
+    },
+    {
+      name: "acting policy, before Nova's first figures: no read",
+      c: copy({ endAtMs: 90 * S, overdueAtMs: 100 * S, acts: true }),
+      nowMs: 5 * S,
+      nextLookAtMs: 8 * S,
+      read: false,
     },
     {
       name: "acting policy, read 10 s ago: not again within the interval",
