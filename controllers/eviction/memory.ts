@@ -218,23 +218,28 @@ export class DrainMemory {
   }
 }
 
+/** Keys of {@linkcode copyStartsSeen}'s map for copies seen waiting in Nova's queue. */
+const WAITING = "waiting:";
+
 /**
- * When each VM's copy leaving `host` was first seen under way (past Nova's
- * queue): as `known` has it, now for a copy first seen. A copy whose
- * record was created before this process's first pass of the drain
- * (`firstPassMs`; a restarted controller's copies) runs from its record's
- * creation (Nova's clock less `novaOffsetMs`): a restart never restarts a
- * copy's bound.
+ * When each VM's copy leaving `host` began, as far as this process can
+ * tell: as `known` has it; for a copy first seen under way, its record's
+ * creation (Nova's clock less `novaOffsetMs`, at most now) unless a look
+ * of this process saw it waiting in Nova's queue, then now. A restart
+ * thus never restarts a copy's bound, a record Nova shows late does not
+ * lengthen it, and a copy long queued is not timed from its queueing. The
+ * map also keeps, under `waiting:ID`, the copies seen waiting.
  *
  * @example
  * ```ts
  * import { copyStartsSeen } from "./memory.ts";
- * const rec = (status: string) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "" });
- * console.assert(copyStartsSeen(new Map(), [rec("queued")], "h", 5).size === 0);
+ * const rec = (status: string) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "1970-01-01T00:00:02.000000" });
+ * const queued = copyStartsSeen(new Map(), [rec("queued")], "h", 5);
+ * console.assert(queued.get("vm") === undefined);
+ * console.assert(copyStartsSeen(queued, [rec("running")], "h", 9).get("vm") === 9);
  * const seen = copyStartsSeen(new Map(), [rec("running")], "h", 9);
- * console.assert(copyStartsSeen(seen, [rec("running")], "h", 12).get("vm") === 9);
- * const old = { ...rec("running"), createdAt: "1970-01-01T00:00:02.000000" };
- * console.assert(copyStartsSeen(new Map(), [old], "h", 9, 5).get("vm") === 2000);
+ * console.assert(seen.get("vm") === 2000);
+ * console.assert(copyStartsSeen(seen, [rec("running")], "h", 12).get("vm") === 2000);
  * ```
  */
 export function copyStartsSeen(
@@ -242,18 +247,21 @@ export function copyStartsSeen(
   migrations: readonly ObservedMigration[],
   host: string,
   nowMs: number,
-  firstPassMs = -Infinity,
   novaOffsetMs = 0,
 ): Map<string, number> {
   const seen = new Map<string, number>();
   for (const m of migrations) {
     if (
-      m.sourceCompute !== host || migrationPhase(m.status) !== "in_progress" ||
-      waitingInNova(m.status)
+      m.sourceCompute !== host || migrationPhase(m.status) !== "in_progress"
     ) continue;
+    const id = m.instanceUuid;
+    if (waitingInNova(m.status)) {
+      seen.set(WAITING + id, known.get(WAITING + id) ?? nowMs);
+      continue;
+    }
     const createdMs = (parseNovaTime(m.createdAt) ?? Infinity) - novaOffsetMs;
-    const first = createdMs < firstPassMs ? Math.min(nowMs, createdMs) : nowMs;
-    seen.set(m.instanceUuid, known.get(m.instanceUuid) ?? first);
+    const first = known.has(WAITING + id) ? nowMs : Math.min(nowMs, createdMs);
+    seen.set(id, known.get(id) ?? first);
   }
   return seen;
 }

@@ -101,29 +101,36 @@ Deno.test("changeRecord: the notes no longer tracked go before the issued ones a
   assert.equal(s.woken, true);
 });
 
-Deno.test("copyStartsSeen: a copy created before this process's first pass runs from its record's creation (a restart never restarts its bound)", () => {
-  const rec = (vm: string, createdAt: string) => ({
+Deno.test("copyStartsSeen: a copy runs from its record's creation (a restart never restarts its bound), unless this process saw it queued", () => {
+  const rec = (vm: string, createdAt: string, status = "running") => ({
     id: 1,
     instanceUuid: vm,
     migrationType: "live-migration",
-    status: "running",
+    status,
     sourceCompute: "h",
     createdAt,
   });
-  const firstPassMs = Date.parse("2026-12-01T00:01:00Z");
-  const nowMs = firstPassMs + 30_000;
-  const seen = copyStartsSeen(
+  const nowMs = Date.parse("2026-12-01T00:01:30Z");
+  const queued = copyStartsSeen(
     new Map(),
+    [rec("long-queued", "2026-12-01T00:00:10.000000", "queued")],
+    "h",
+    nowMs - 40_000,
+  );
+  const seen = copyStartsSeen(
+    queued,
     [
       rec("before", "2026-12-01T00:00:20.000000"),
-      rec("after", "2026-12-01T00:01:10.000000"),
+      rec("long-queued", "2026-12-01T00:00:10.000000"),
+      rec("ahead", "2026-12-01T00:05:00.000000"),
     ],
     "h",
     nowMs,
-    firstPassMs,
     5_000, // Nova's clock 5 s ahead
   );
   assert.equal(seen.get("before"), Date.parse("2026-12-01T00:00:15Z"));
-  // started under this process: from when it was first seen under way
-  assert.equal(seen.get("after"), nowMs);
+  // seen waiting in Nova's queue: from when it was first seen under way
+  assert.equal(seen.get("long-queued"), nowMs);
+  // a creation time past now (clocks) is now
+  assert.equal(seen.get("ahead"), nowMs);
 });

@@ -267,7 +267,6 @@ export function planInputFor(
       seen.migrations,
       host,
       deps.clock.now(),
-      pass.state.firstSeenMs ?? deps.clock.now(),
       deps.novaClockOffsetMs(),
     ),
     ...(generation === undefined ? {} : { generation }),

@@ -187,7 +187,6 @@ export function copiesToWatch(
     seen.migrations,
     host,
     nowMs,
-    state.firstSeenMs ?? nowMs,
     pass.deps.novaClockOffsetMs(),
   );
   const ends = state.pace.expectedEnds();
