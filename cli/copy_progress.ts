@@ -8,7 +8,7 @@
  * @module
  */
 import { ageSince } from "./age.ts";
-import { formatSeconds } from "./plan.ts";
+import { formatSeconds } from "./duration.ts";
 
 /** One copy in flight as status.inFlight gives it (fields may be absent). */
 interface InFlightSeen {

@@ -83,3 +83,23 @@ export function formatDuration(ms: number): string {
     s > 0 ? `${Number(s.toFixed(3))}s` : ""
   }`;
 }
+
+/**
+ * Seconds as `1h02m03s`, `4m05s` or `7s`.
+ *
+ * @example
+ * ```ts
+ * import { formatSeconds } from "./duration.ts";
+ * console.log(formatSeconds(3723)); // 1h02m03s
+ * ```
+ */
+export function formatSeconds(total: number): string {
+  const s = Math.max(0, Math.round(total));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  const two = (n: number) => String(n).padStart(2, "0");
+  if (h > 0) return `${h}h${two(m)}m${two(sec)}s`;
+  if (m > 0) return `${m}m${two(sec)}s`;
+  return `${sec}s`;
+}

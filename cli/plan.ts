@@ -18,6 +18,7 @@ import {
 import type { DrainCost } from "../capacity/history.ts";
 import { predictDrains } from "../capacity/prediction.ts";
 import { alignColumns } from "./columns.ts";
+import { formatSeconds } from "./duration.ts";
 import type { PlanConvergence } from "./plan_convergence.ts";
 
 /** The class of a VM in a drain. */
@@ -275,26 +276,6 @@ function predicted(
       },
     };
   });
-}
-
-/**
- * Seconds as `1h02m03s`, `4m05s` or `7s`.
- *
- * @example
- * ```ts
- * import { formatSeconds } from "./plan.ts";
- * console.log(formatSeconds(3723)); // 1h02m03s
- * ```
- */
-export function formatSeconds(total: number): string {
-  const s = Math.max(0, Math.round(total));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  const two = (n: number) => String(n).padStart(2, "0");
-  if (h > 0) return `${h}h${two(m)}m${two(sec)}s`;
-  if (m > 0) return `${m}m${two(sec)}s`;
-  return `${sec}s`;
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   type OnTimeout,
 } from "../limits/convergence.ts";
 import type { DrainCost } from "../capacity/history.ts";
-import { formatSeconds } from "./plan.ts";
+import { formatSeconds } from "./duration.ts";
 
 /** A VM the policy is predicted to act on. */
 export interface NotConvergingVm {

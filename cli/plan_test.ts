@@ -4,9 +4,9 @@ import type { Server } from "../openstack/mod.ts";
 import { type DrainLesson, learnedCost } from "../capacity/history.ts";
 import { limitUnderNova, runPlan } from "./plan_command.ts";
 import { planCost } from "./plan_cost.ts";
+import { formatSeconds } from "./duration.ts";
 import {
   classOf,
-  formatSeconds,
   type HostPlan,
   type PlanCost,
   planHost,

@@ -41,7 +41,7 @@ import type {
   RequestOutcome,
   StuckReport,
 } from "./plan_types.ts";
-import type { HostView, Records } from "./plan_steps.ts";
+import type { HostView, Records } from "./plan_types.ts";
 
 /** The one rule for copies past their bound, from the options. */
 interface Rule {

@@ -32,6 +32,8 @@ import type {
   StartAction,
   WaitingVm,
 } from "./plan_types.ts";
+import type { HostView, Records } from "./plan_types.ts";
+export type { HostView, Records };
 import { classifyAborted, type ReadyVm, retryAlone } from "./plan_converge.ts";
 import { stalledReason } from "./stalled.ts";
 import {
@@ -134,14 +136,6 @@ export function foldNotes(input: PlanInput): PrevView {
   };
 }
 
-/** The on-host view: the VMs on the host and the lookups of those that left. */
-export interface HostView {
-  /** GET answers by id (null: deleted), first answer per id. */
-  departedById: Map<string, ObservedServer | null>;
-  /** The list, plus any looked-up VM still here (the list and the GET raced). */
-  onHost: Map<string, ObservedServer>;
-}
-
 /** On-host view: the list (duplicates ignored) and the lookups. */
 export function onHostView(input: PlanInput): HostView {
   const departedById = new Map<string, ObservedServer | null>();
@@ -158,14 +152,6 @@ export function onHostView(input: PlanInput): HostView {
     }
   }
   return { departedById, onHost };
-}
-
-/** The host's migration records, latest per VM, and those arriving here. */
-export interface Records {
-  /** Per VM, its latest record from the host and the one in progress. */
-  latest: ReadonlyMap<string, VmRecords>;
-  /** Per VM, the migration towards the host in progress. */
-  incoming: ReadonlyMap<string, ObservedMigration>;
 }
 
 /** Classify: every VM on the host, by id, into the accumulator. */

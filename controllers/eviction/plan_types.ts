@@ -16,6 +16,7 @@ import type { PlanOptions } from "./plan_options.ts";
 import type { OnTimeout } from "../../limits/convergence.ts";
 import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import type { ActionNote, StartNote } from "./once.ts";
+import type { VmRecords } from "../../openstack/informer/nova_records.ts";
 import type { ConvergenceRequest } from "./requests.ts";
 import type {
   DepartedServer,
@@ -233,4 +234,20 @@ export interface Plan {
   next: EvictionStatus;
   /** How the VMs not in flight stand. */
   summary: DrainSummary;
+}
+
+/** The on-host view: the VMs on the host and the lookups of those that left. */
+export interface HostView {
+  /** GET answers by id (null: deleted), first answer per id. */
+  departedById: Map<string, ObservedServer | null>;
+  /** The list, plus any looked-up VM still here (the list and the GET raced). */
+  onHost: Map<string, ObservedServer>;
+}
+
+/** The host's migration records, latest per VM, and those arriving here. */
+export interface Records {
+  /** Per VM, its latest record from the host and the one in progress. */
+  latest: ReadonlyMap<string, VmRecords>;
+  /** Per VM, the migration towards the host in progress. */
+  incoming: ReadonlyMap<string, ObservedMigration>;
 }
