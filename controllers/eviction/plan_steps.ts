@@ -39,7 +39,6 @@ import { stalledReason } from "./stalled.ts";
 import {
   recordName,
   unfinishedElsewhere,
-  type VmRecords,
 } from "../../openstack/informer/nova_records.ts";
 
 /** Unknown answers in a row after which Nova counts as not taking starts. */
