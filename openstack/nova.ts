@@ -662,29 +662,13 @@ export class NovaClient {
     migrationId: number,
     signal?: AbortSignal,
   ): Promise<ActionResult> {
-    if (!Number.isInteger(migrationId) || migrationId < 0) {
-      throw new RangeError(
-        `migrationId must be a non-negative integer, got ${migrationId}`,
-      );
-    }
-    const res = await this.#call({
-      method: "DELETE",
-      route: "/servers/{id}/migrations/{migrationId}",
-      params: { id: serverId, migrationId },
-      idempotent: false,
-      action: "abortLiveMigration",
-      ...(signal === undefined ? {} : { signal }),
-    });
-    this.#session.logger.info(
-      {
-        action: "nova.abortLiveMigration",
-        serverId,
-        migrationId,
-        requestId: res.requestId,
-      },
-      "Nova accepted action",
+    return await this.#migrationAction(
+      "abortLiveMigration",
+      serverId,
+      migrationId,
+      { method: "DELETE", route: "/servers/{id}/migrations/{migrationId}" },
+      signal,
     );
-    return { requestId: res.requestId };
   }
 
   /**
@@ -703,23 +687,42 @@ export class NovaClient {
     migrationId: number,
     signal?: AbortSignal,
   ): Promise<ActionResult> {
+    return await this.#migrationAction(
+      "forceCompleteLiveMigration",
+      serverId,
+      migrationId,
+      {
+        method: "POST",
+        route: "/servers/{id}/migrations/{migrationId}/action",
+        body: { force_complete: null },
+      },
+      signal,
+    );
+  }
+
+  /** One non-idempotent action on a live migration (never retried), logged once accepted. */
+  async #migrationAction(
+    action: string,
+    serverId: string,
+    migrationId: number,
+    request: { method: "POST" | "DELETE"; route: string; body?: unknown },
+    signal?: AbortSignal,
+  ): Promise<ActionResult> {
     if (!Number.isInteger(migrationId) || migrationId < 0) {
       throw new RangeError(
         `migrationId must be a non-negative integer, got ${migrationId}`,
       );
     }
     const res = await this.#call({
-      method: "POST",
-      route: "/servers/{id}/migrations/{migrationId}/action",
+      ...request,
       params: { id: serverId, migrationId },
-      body: { force_complete: null },
       idempotent: false,
-      action: "forceCompleteLiveMigration",
+      action,
       ...(signal === undefined ? {} : { signal }),
     });
     this.#session.logger.info(
       {
-        action: "nova.forceCompleteLiveMigration",
+        action: `nova.${action}`,
         serverId,
         migrationId,
         requestId: res.requestId,
