@@ -19,36 +19,9 @@ import { withConvergence } from "../controllers/eviction/next_status.ts";
 import type { Plan } from "../controllers/eviction/plan_types.ts";
 import { reportPass } from "../controllers/eviction/report.ts";
 import { sharedEnvtest } from "./harness/envtest.ts";
+import { emptyPlan } from "./harness/plan_fixtures.ts";
 
 const GIB = 1024 ** 3;
-
-function plan(over: Partial<Plan>): Plan {
-  return {
-    start: [],
-    confirmResize: [],
-    abort: [],
-    forceComplete: [],
-    notConverging: [],
-    requestOutcomes: [],
-    stuck: [],
-    done: [],
-    movedByOthers: [],
-    gone: [],
-    failed: [],
-    skipped: [],
-    newlyFound: [],
-    waiting: [],
-    inFlightCount: 0,
-    finished: false,
-    settleAtMs: undefined,
-    blocked: false,
-    arriving: [],
-    nextRetryAtMs: undefined,
-    next: {},
-    summary: { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
-    ...over,
-  };
-}
 
 Deno.test({
   name:
@@ -80,7 +53,7 @@ Deno.test({
           migrationId: "8",
         },
       ];
-      const first = plan({
+      const first = emptyPlan({
         notConverging: [{
           id: "vm-a",
           migrationId: "7",
@@ -187,12 +160,12 @@ Deno.test({
 
       // the next pass: vm-a still stalled, the request done: no new Event
       await pass(
-        plan({ notConverging: first.notConverging }),
+        emptyPlan({ notConverging: first.notConverging }),
         now + 60_000,
       );
       // the one after: vm-a's copy aborted once, nothing stalled any more
       await pass(
-        plan({
+        emptyPlan({
           abort: [{ id: "vm-a", migrationId: "7", reason: "timeout" }],
         }),
         now + 120_000,

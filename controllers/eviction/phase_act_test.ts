@@ -17,7 +17,7 @@ import {
   withSim,
 } from "../../tests/harness/openstack_util.ts";
 import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
-import { entry } from "../../tests/harness/plan_fixtures.ts";
+import { emptyPlan, entry } from "../../tests/harness/plan_fixtures.ts";
 import { apply, type MutablePass } from "./pass.ts";
 import type { ActionNote } from "./once.ts";
 import type { Plan } from "./plan_types.ts";
@@ -90,35 +90,6 @@ Deno.test("property: only a 4xx but 409 and 429 is a refusal; no answer or a 5xx
     },
   ));
 });
-
-/** A plan with no outcomes; `over` sets those a test needs. */
-function emptyPlan(over: Partial<Plan> = {}): Plan {
-  return {
-    start: [],
-    confirmResize: [],
-    abort: [],
-    forceComplete: [],
-    notConverging: [],
-    requestOutcomes: [],
-    stuck: [],
-    done: [],
-    movedByOthers: [],
-    gone: [],
-    failed: [],
-    skipped: [],
-    newlyFound: [],
-    waiting: [],
-    inFlightCount: 0,
-    finished: false,
-    settleAtMs: undefined,
-    blocked: false,
-    arriving: [],
-    nextRetryAtMs: undefined,
-    next: {},
-    summary: { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
-    ...over,
-  };
-}
 
 const FORCE = "POST /compute/v2.1/servers/{id}/migrations/{mid}/action";
 

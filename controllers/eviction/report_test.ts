@@ -3,39 +3,16 @@ import fc from "fast-check";
 import { type Counter, type Histogram, Registry } from "prom-client";
 import { createLogger, silentLogger } from "../../framework/logger.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { at, entry, HOST, T0 } from "../../tests/harness/plan_fixtures.ts";
+import {
+  at,
+  emptyPlan,
+  entry,
+  HOST,
+  T0,
+} from "../../tests/harness/plan_fixtures.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import type { Plan } from "./plan_types.ts";
 import { type PendingEvent, reportPass } from "./report.ts";
-
-/** A plan with no outcomes at all; `over` sets the ones a row needs. */
-function plan(over: Partial<Plan> = {}): Plan {
-  return {
-    start: [],
-    confirmResize: [],
-    abort: [],
-    forceComplete: [],
-    notConverging: [],
-    requestOutcomes: [],
-    stuck: [],
-    done: [],
-    movedByOthers: [],
-    gone: [],
-    failed: [],
-    skipped: [],
-    newlyFound: [],
-    waiting: [],
-    inFlightCount: 0,
-    finished: false,
-    settleAtMs: undefined,
-    blocked: false,
-    arriving: [],
-    nextRetryAtMs: undefined,
-    next: {},
-    summary: { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
-    ...over,
-  };
-}
 
 function run(
   p: Plan,
@@ -83,10 +60,10 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     before?: EvictionStatus;
     want: PendingEvent[];
   }[] = [
-    { name: "an empty plan says nothing", plan: plan(), want: [] },
+    { name: "an empty plan says nothing", plan: emptyPlan(), want: [] },
     {
       name: "a transient failure with retries left",
-      plan: plan({
+      plan: emptyPlan({
         failed: [{
           id: "vm-a",
           reason: "no valid host",
@@ -103,7 +80,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a permanent failure out of attempts",
-      plan: plan({
+      plan: emptyPlan({
         failed: [{
           id: "vm-b",
           reason: "VM in ERROR",
@@ -120,7 +97,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a finished migration",
-      plan: plan({ done: ["vm-c"] }),
+      plan: emptyPlan({ done: ["vm-c"] }),
       want: [{
         type: "Normal",
         reason: "MigrationsCompleted",
@@ -131,7 +108,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a deleted VM",
-      plan: plan({ gone: ["vm-d"] }),
+      plan: emptyPlan({ gone: ["vm-d"] }),
       want: [{
         type: "Normal",
         reason: "InstanceGone",
@@ -140,7 +117,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a VM moved by someone else",
-      plan: plan({ movedByOthers: ["vm-e"] }),
+      plan: emptyPlan({ movedByOthers: ["vm-e"] }),
       want: [{
         type: "Normal",
         reason: "InstanceMovedAway",
@@ -150,7 +127,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a newly found VM on the host joins the queue",
-      plan: plan({ newlyFound: ["vm-f"] }),
+      plan: emptyPlan({ newlyFound: ["vm-f"] }),
       want: [{
         type: "Normal",
         reason: "InstanceFound",
@@ -159,7 +136,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a newly found VM still arriving is drained once it lands",
-      plan: plan({ newlyFound: ["vm-g"], arriving: ["vm-g"] }),
+      plan: emptyPlan({ newlyFound: ["vm-g"], arriving: ["vm-g"] }),
       want: [{
         type: "Normal",
         reason: "InstanceFound",
@@ -169,7 +146,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a newly skipped VM",
-      plan: plan({ skipped: [{ id: "vm-h", reason: "SHELVED" }] }),
+      plan: emptyPlan({ skipped: [{ id: "vm-h", reason: "SHELVED" }] }),
       want: [{
         type: "Warning",
         reason: "InstanceSkipped",
@@ -178,7 +155,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a VM skipped already before the pass is not reported again",
-      plan: plan({
+      plan: emptyPlan({
         skipped: [
           { id: "vm-h", reason: "SHELVED" },
           { id: "vm-i", reason: "RESCUE" },
@@ -193,7 +170,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     },
     {
       name: "a stuck migration",
-      plan: plan({
+      plan: emptyPlan({
         stuck: [{
           id: "vm-j",
           kind: "cold",
@@ -212,7 +189,7 @@ Deno.test("reportPass: the Events each outcome of a plan produces", () => {
     {
       name:
         "several outcomes: failures, finishes, gone, moved, found, skipped, stuck in that order",
-      plan: plan({
+      plan: emptyPlan({
         stuck: [{
           id: "s",
           kind: "live",
@@ -292,7 +269,7 @@ Deno.test("reportPass: the kind label a failure or a finish is counted under", a
   }[] = [
     {
       name: "in flight before the pass: its recorded kind",
-      plan: plan({
+      plan: emptyPlan({
         done: ["vm-a"],
         failed: [{
           id: "vm-b",
@@ -309,7 +286,7 @@ Deno.test("reportPass: the kind label a failure or a finish is counted under", a
     },
     {
       name: "started this pass (a refused start): the start's kind",
-      plan: plan({
+      plan: emptyPlan({
         start: [{ id: "vm-c", kind: "cold", ramMb: 2048, attempt: 1 }],
         failed: [{
           id: "vm-c",
@@ -324,7 +301,7 @@ Deno.test("reportPass: the kind label a failure or a finish is counted under", a
     },
     {
       name: "the in-flight record wins over a start of the same VM",
-      plan: plan({
+      plan: emptyPlan({
         start: [{ id: "vm-d", kind: "cold", ramMb: 2048, attempt: 2 }],
         failed: [{
           id: "vm-d",
@@ -339,7 +316,7 @@ Deno.test("reportPass: the kind label a failure or a finish is counted under", a
     },
     {
       name: "known to neither (a VM newly in ERROR, a lost record): unknown",
-      plan: plan({
+      plan: emptyPlan({
         done: ["vm-e"],
         failed: [{
           id: "vm-f",
@@ -354,7 +331,7 @@ Deno.test("reportPass: the kind label a failure or a finish is counted under", a
     },
     {
       name: "each outcome counted once per VM",
-      plan: plan({ done: ["vm-g", "vm-h", "vm-i"] }),
+      plan: emptyPlan({ done: ["vm-g", "vm-h", "vm-i"] }),
       before: {
         inFlight: [
           entry("vm-g", -5),
@@ -421,7 +398,12 @@ Deno.test("reportPass: the migration duration observed for a finished VM", async
     },
   ];
   for (const row of rows) {
-    const { metrics } = run(plan({ done: ["vm-a"] }), row.before, {}, row.now);
+    const { metrics } = run(
+      emptyPlan({ done: ["vm-a"] }),
+      row.before,
+      {},
+      row.now,
+    );
     assert.deepEqual(
       await observed(metrics.migrationDuration, row.want.kind),
       { count: row.want.count, sum: row.want.sum },
@@ -554,7 +536,7 @@ Deno.test("reportPass: finishedNow and reopened follow the finishedAt transition
     },
   ];
   for (const row of rows) {
-    const got = run(plan({ next: row.next }), row.before, row.next, T0);
+    const got = run(emptyPlan({ next: row.next }), row.before, row.next, T0);
     assert.equal(
       got.finishedNow,
       row.want.finishedNow,
@@ -580,7 +562,7 @@ Deno.test("reportPass: a failure is logged as a warning naming the VM and its at
     level: "info",
     destination: { write: (l) => lines.push(l) },
   });
-  const p = plan({
+  const p = emptyPlan({
     done: ["vm-ok"],
     failed: [{
       id: "vm-x",
@@ -662,7 +644,7 @@ Deno.test("reportPass: Events and counters match the plan's outcomes (property)"
   });
   await fc.assert(
     fc.asyncProperty(arb, async (a) => {
-      const p = plan({
+      const p = emptyPlan({
         failed: a.failed,
         done: a.done,
         gone: a.gone,
@@ -765,7 +747,7 @@ Deno.test("reportPass: NotConverging once per copy, requests with who asked, VmL
       entry("c", 0, { migrationId: "3", notConverging: true }),
     ],
   };
-  const p = plan({
+  const p = emptyPlan({
     notConverging: [report("a", "1"), report("b", "2"), report("c", "4")],
     requestOutcomes: [
       {

@@ -9,6 +9,7 @@ import type {
   ObservedServer,
 } from "../../openstack/informer/snapshot.ts";
 import type { PlanInput } from "../../controllers/eviction/plan.ts";
+import type { Plan } from "../../controllers/eviction/plan_types.ts";
 
 export const HOST = "node042";
 export const T0 = new Date("2026-11-29T12:00:00Z");
@@ -109,5 +110,34 @@ export function input(overrides: Partial<PlanInput> = {}): PlanInput {
     now: T0,
     options: OPTIONS,
     ...overrides,
+  };
+}
+
+/** A plan with no outcomes; `over` sets those a test needs. */
+export function emptyPlan(over: Partial<Plan> = {}): Plan {
+  return {
+    start: [],
+    confirmResize: [],
+    abort: [],
+    forceComplete: [],
+    notConverging: [],
+    requestOutcomes: [],
+    stuck: [],
+    done: [],
+    movedByOthers: [],
+    gone: [],
+    failed: [],
+    skipped: [],
+    newlyFound: [],
+    waiting: [],
+    inFlightCount: 0,
+    finished: false,
+    settleAtMs: undefined,
+    blocked: false,
+    arriving: [],
+    nextRetryAtMs: undefined,
+    next: {},
+    summary: { ready: 0, busy: 0, backoff: 0, needsPerson: 0, held: undefined },
+    ...over,
   };
 }
