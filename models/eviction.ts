@@ -195,6 +195,7 @@ export const EvictionStatusInFlightItemSchema: z.ZodObject<{
   "bytesPerSecond": z.ZodOptional<z.ZodNumber>;
   "etaSeconds": z.ZodOptional<z.ZodNumber>;
   "notConverging": z.ZodOptional<z.ZodBoolean>;
+  "copyStartedAt": z.ZodOptional<z.ZodISODateTime>;
   "deadlineAt": z.ZodOptional<z.ZodISODateTime>;
   "forceCompleteSentAt": z.ZodOptional<z.ZodISODateTime>;
 }, z.core.$strip> = z.object({
@@ -215,6 +216,8 @@ export const EvictionStatusInFlightItemSchema: z.ZodObject<{
   "etaSeconds": z.number().int().min(0).optional(),
   /** The copy passed its progress timeout (the remaining memory stopped falling) or its completion timeout (completionTimeoutPerGiB); the NotConverging condition says what the policy does. */
   "notConverging": z.boolean().optional(),
+  /** When Nova began to copy the VM's memory (its record turned running), as first seen; the completion timeout runs from here, across a restart of evictor. */
+  "copyStartedAt": z.iso.datetime({ offset: true }).optional(),
   /** When the policy's onTimeout acts on this copy (force-complete or abort), if it will. */
   "deadlineAt": z.iso.datetime({ offset: true }).optional(),
   /** When evictor sent Nova's force_complete for this copy; it is sent at most once per migration. */

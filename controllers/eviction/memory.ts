@@ -7,11 +7,12 @@
  */
 
 import { type ActionNote, forgetUntracked, type StartNote } from "./once.ts";
+import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import {
+  beforeCopy,
   type MigrationKind,
   migrationPhase,
-  waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
 import type { StartBackoff } from "./plan_types.ts";
 import { parseNovaTime } from "../../openstack/nova_time.ts";
@@ -218,28 +219,26 @@ export class DrainMemory {
   }
 }
 
-/** Keys of {@linkcode copyStartsSeen}'s map for copies seen waiting in Nova's queue. */
-const WAITING = "waiting:";
-
 /**
- * When each VM's copy leaving `host` began, as far as this process can
- * tell: as `known` has it; for a copy first seen under way, its record's
- * creation (Nova's clock less `novaOffsetMs`, at most now) unless a look
- * of this process saw it waiting in Nova's queue, then now. A restart
- * thus never restarts a copy's bound, a record Nova shows late does not
- * lengthen it, and a copy long queued is not timed from its queueing. The
- * map also keeps, under `waiting:ID`, the copies seen waiting.
+ * When each VM's copy leaving `host` began (controller clock): as `known`
+ * has it, else as the drain's status wrote it for the same migration (so a
+ * restart never restarts a copy's bound), else, first seen copying, when
+ * Nova's record last changed (its turn to `running` or later; Nova's clock
+ * less `novaOffsetMs`, at most now). The estimate is never before the copy
+ * began: a copy is never cut short of its bound, whether Nova held it
+ * queued or prepared it for long, nor lengthened by a look that came late.
+ * A copy not yet begun ({@linkcode beforeCopy}) has no start.
  *
  * @example
  * ```ts
  * import { copyStartsSeen } from "./memory.ts";
- * const rec = (status: string) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "1970-01-01T00:00:02.000000" });
- * const queued = copyStartsSeen(new Map(), [rec("queued")], "h", 5);
- * console.assert(queued.get("vm") === undefined);
- * console.assert(copyStartsSeen(queued, [rec("running")], "h", 9).get("vm") === 9);
- * const seen = copyStartsSeen(new Map(), [rec("running")], "h", 9);
- * console.assert(seen.get("vm") === 2000);
- * console.assert(copyStartsSeen(seen, [rec("running")], "h", 12).get("vm") === 2000);
+ * const rec = (status: string, updatedAt: string | null) => ({ id: 1, instanceUuid: "vm", migrationType: "live-migration", status, sourceCompute: "h", createdAt: "1970-01-01T00:00:01.000000", updatedAt });
+ * console.assert(copyStartsSeen(new Map(), [rec("preparing", "1970-01-01T00:00:02.000000")], "h", 5).size === 0);
+ * const seen = copyStartsSeen(new Map(), [rec("running", "1970-01-01T00:00:04.000000")], "h", 9);
+ * console.assert(seen.get("vm") === 4000);
+ * console.assert(copyStartsSeen(seen, [rec("running", "1970-01-01T00:00:08.000000")], "h", 12).get("vm") === 4000);
+ * const written = [{ id: "vm", migrationId: "1", copyStartedAt: "1970-01-01T00:00:03.000Z" }];
+ * console.assert(copyStartsSeen(new Map(), [rec("running", "1970-01-01T00:00:08.000000")], "h", 12, 0, written).get("vm") === 3000);
  * ```
  */
 export function copyStartsSeen(
@@ -248,20 +247,25 @@ export function copyStartsSeen(
   host: string,
   nowMs: number,
   novaOffsetMs = 0,
+  written: readonly Pick<
+    EvictionStatusInFlightItem,
+    "id" | "migrationId" | "copyStartedAt"
+  >[] = [],
 ): Map<string, number> {
   const seen = new Map<string, number>();
   for (const m of migrations) {
     if (
-      m.sourceCompute !== host || migrationPhase(m.status) !== "in_progress"
+      m.sourceCompute !== host || migrationPhase(m.status) !== "in_progress" ||
+      beforeCopy(m.status)
     ) continue;
     const id = m.instanceUuid;
-    if (waitingInNova(m.status)) {
-      seen.set(WAITING + id, known.get(WAITING + id) ?? nowMs);
-      continue;
-    }
-    const createdMs = (parseNovaTime(m.createdAt) ?? Infinity) - novaOffsetMs;
-    const first = known.has(WAITING + id) ? nowMs : Math.min(nowMs, createdMs);
-    seen.set(id, known.get(id) ?? first);
+    const entry = written.find((e) =>
+      e.id === id && e.migrationId === String(m.id)
+    );
+    const updatedMs = parseNovaTime(m.updatedAt);
+    const first = parseNovaTime(entry?.copyStartedAt) ??
+      (updatedMs === undefined ? nowMs : updatedMs - novaOffsetMs);
+    seen.set(id, known.get(id) ?? Math.min(nowMs, first));
   }
   return seen;
 }

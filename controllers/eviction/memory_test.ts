@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { changeRecord, copyStartsSeen, DrainMemory } from "./memory.ts";
 import { NotifiedInformer } from "../../openstack/informer/notified_informer.ts";
 import { MemoryFeed } from "../../tests/harness/memory_feed.ts";
@@ -101,36 +102,124 @@ Deno.test("changeRecord: the notes no longer tracked go before the issued ones a
   assert.equal(s.woken, true);
 });
 
-Deno.test("copyStartsSeen: a copy runs from its record's creation (a restart never restarts its bound), unless this process saw it queued", () => {
-  const rec = (vm: string, createdAt: string, status = "running") => ({
-    id: 1,
+Deno.test("copyStartsSeen: a copy runs from its record's turn to running as first seen (never sooner), from what the status wrote after a restart, and not at all before it copies", () => {
+  const rec = (
+    vm: string,
+    status: string,
+    updatedAt: string | null,
+    id = 1,
+  ) => ({
+    id,
     instanceUuid: vm,
     migrationType: "live-migration",
     status,
     sourceCompute: "h",
-    createdAt,
+    createdAt: "2026-12-01T00:00:01.000000",
+    updatedAt,
   });
   const nowMs = Date.parse("2026-12-01T00:01:30Z");
-  const queued = copyStartsSeen(
-    new Map(),
-    [rec("long-queued", "2026-12-01T00:00:10.000000", "queued")],
-    "h",
-    nowMs - 40_000,
-  );
-  const seen = copyStartsSeen(
-    queued,
-    [
-      rec("before", "2026-12-01T00:00:20.000000"),
-      rec("long-queued", "2026-12-01T00:00:10.000000"),
-      rec("ahead", "2026-12-01T00:05:00.000000"),
-    ],
-    "h",
-    nowMs,
-    5_000, // Nova's clock 5 s ahead
-  );
-  assert.equal(seen.get("before"), Date.parse("2026-12-01T00:00:15Z"));
-  // seen waiting in Nova's queue: from when it was first seen under way
-  assert.equal(seen.get("long-queued"), nowMs);
-  // a creation time past now (clocks) is now
-  assert.equal(seen.get("ahead"), nowMs);
+  const offsetMs = 5_000; // Nova's clock 5 s ahead
+  const cases: {
+    name: string;
+    record: ReturnType<typeof rec>;
+    known?: number;
+    written?: { id: string; migrationId?: string; copyStartedAt?: string };
+    want: number | undefined;
+  }[] = [
+    {
+      name: "queued in Nova: no copy yet",
+      record: rec("vm", "queued", "2026-12-01T00:00:05.000000"),
+      want: undefined,
+    },
+    {
+      name: "preparing the destination: no copy yet",
+      record: rec("vm", "preparing", "2026-12-01T00:00:05.000000"),
+      want: undefined,
+    },
+    {
+      name: "first seen running: from its update, in our clock",
+      record: rec("vm", "running", "2026-12-01T00:00:45.000000"),
+      want: Date.parse("2026-12-01T00:00:40Z"),
+    },
+    {
+      name: "an update past now (clocks): now",
+      record: rec("vm", "running", "2026-12-01T00:05:00.000000"),
+      want: nowMs,
+    },
+    {
+      name: "no update time: now",
+      record: rec("vm", "running", null),
+      want: nowMs,
+    },
+    {
+      name: "known: kept, though Nova saved progress since",
+      record: rec("vm", "running", "2026-12-01T00:01:29.000000"),
+      known: Date.parse("2026-12-01T00:00:20Z"),
+      want: Date.parse("2026-12-01T00:00:20Z"),
+    },
+    {
+      name: "after a restart: as the status wrote it for this migration",
+      record: rec("vm", "running", "2026-12-01T00:01:29.000000"),
+      written: {
+        id: "vm",
+        migrationId: "1",
+        copyStartedAt: "2026-12-01T00:00:30.000Z",
+      },
+      want: Date.parse("2026-12-01T00:00:30Z"),
+    },
+    {
+      name: "written for an earlier migration of the VM: not this copy's",
+      record: rec("vm", "running", "2026-12-01T00:01:29.000000", 2),
+      written: {
+        id: "vm",
+        migrationId: "1",
+        copyStartedAt: "2026-12-01T00:00:30.000Z",
+      },
+      want: Date.parse("2026-12-01T00:01:24Z"),
+    },
+  ];
+  for (const c of cases) {
+    const known = new Map(c.known === undefined ? [] : [["vm", c.known]]);
+    const seen = copyStartsSeen(
+      known,
+      [c.record],
+      "h",
+      nowMs,
+      offsetMs,
+      c.written === undefined ? [] : [c.written],
+    );
+    assert.equal(seen.get("vm"), c.want, c.name);
+  }
+});
+
+Deno.test("copyStartsSeen: property: a copy's start is never before Nova's record turned running, nor after now", () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 0, max: 600_000 }), // running since, ms after t0
+    fc.integer({ min: 0, max: 600_000 }), // later saves
+    fc.integer({ min: 0, max: 600_000 }), // look after the last save
+    fc.integer({ min: -10_000, max: 10_000 }), // Nova's clock ahead
+    (runningAt, saves, lookAfter, offsetMs) => {
+      const t0 = Date.parse("2026-12-01T00:00:00Z");
+      const updatedNova = t0 + runningAt + saves + offsetMs;
+      const nowMs = t0 + runningAt + saves + lookAfter;
+      const seen = copyStartsSeen(
+        new Map(),
+        [{
+          id: 1,
+          instanceUuid: "vm",
+          migrationType: "live-migration",
+          status: "running",
+          sourceCompute: "h",
+          createdAt: "2026-12-01T00:00:00.000000",
+          updatedAt: new Date(updatedNova).toISOString().replace("Z", ""),
+        }],
+        "h",
+        nowMs,
+        offsetMs,
+      );
+      const start = seen.get("vm");
+      assert.ok(start !== undefined);
+      assert.ok(start >= t0 + runningAt && start <= nowMs);
+    },
+  ));
 });

@@ -268,6 +268,7 @@ export function planInputFor(
       host,
       deps.clock.now(),
       deps.novaClockOffsetMs(),
+      pass.status.inFlight,
     ),
     ...(generation === undefined ? {} : { generation }),
     ...(hold === undefined ? {} : { holdStarts: hold }),

@@ -24,7 +24,6 @@ import type { PlanOptions } from "./plan_options.ts";
 import { copyStartsSeen } from "./memory.ts";
 import { copyTimeoutSeconds } from "../../limits/convergence.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
-import { waitingInNova } from "../../openstack/informer/nova_states.ts";
 import {
   type CopyToWatch,
   nextLookEstimate,
@@ -188,6 +187,7 @@ export function copiesToWatch(
     host,
     nowMs,
     pass.deps.novaClockOffsetMs(),
+    pass.status.inFlight,
   );
   const ends = state.pace.expectedEnds();
   const overdue = state.pace.endsBy();
@@ -199,7 +199,6 @@ export function copiesToWatch(
     if (e.kind !== "live" || rec?.id === undefined || sinceMs === undefined) {
       continue;
     }
-    if (waitingInNova(rec.status)) continue;
     const ram = state.ram.get(e.id) ??
       seen.servers.find((s) => s.id === e.id)?.flavor.ramMb ?? 0;
     const boundS = policy === undefined

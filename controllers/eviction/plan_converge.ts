@@ -13,6 +13,7 @@
 import type { EvictionStatus } from "../../models/mod.ts";
 import { parseNovaTime } from "../../openstack/nova_time.ts";
 import {
+  beforeCopy,
   isAbortable,
   waitingInNova,
 } from "../../openstack/informer/nova_states.ts";
@@ -315,7 +316,10 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
     aborted: [],
   };
   const entries = [...ctx.inFlight].sort(byId).map((e) =>
-    withProgress(e, input.progress?.get(e.id))
+    withCopyStart(
+      withProgress(e, input.progress?.get(e.id)),
+      input.copyStartedAtMs?.get(e.id),
+    )
   );
   const copies = new Map<string, Copy>();
   for (const entry of entries) {
@@ -376,8 +380,8 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
         (parseNovaTime(entry.startedAt) ?? nowMs) + boundMs,
       );
     }
-    // Nova's queue is no copy: a queued record is never past its bound.
-    if (record !== undefined && waitingInNova(record.status)) {
+    // Nova's queue and preparation are no copy: never past its bound.
+    if (record !== undefined && beforeCopy(record.status)) {
       out.inFlight.push(entry);
       continue;
     }
@@ -652,6 +656,16 @@ function withProgress(
       ? {}
       : { etaSeconds: Math.round(m.etaSeconds) }),
   };
+}
+
+/** The entry with its copy's start, written for a restarted process to time it from. */
+function withCopyStart(
+  entry: InFlightItem,
+  startMs: number | undefined,
+): InFlightItem {
+  return startMs === undefined
+    ? entry
+    : { ...entry, copyStartedAt: new Date(startMs).toISOString() };
 }
 
 /** The VM's flavor RAM, else its copy's memory, else 0 (one GiB's bound). */

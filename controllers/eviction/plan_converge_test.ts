@@ -239,11 +239,11 @@ Deno.test("converge: each onTimeout and the force-complete fallback", () => {
       notConverging: ["a/completion"],
     },
     {
-      name: "ForceComplete: only a running copy (preparing: wait)",
+      name:
+        "ForceComplete: a migration still preparing has not begun to copy: not past its bound, nothing sent",
       in: copyInput({ onTimeout: "ForceComplete" }, {
         migrations: [running("preparing")],
       }),
-      notConverging: ["a/completion"],
     },
     {
       name: "limit 0 (a deleted drain): reported, nothing sent, no action due",
@@ -303,6 +303,14 @@ Deno.test("converge: each onTimeout and the force-complete fallback", () => {
         -300,
       ),
       fields: { deadlineAt: iso(500) },
+    },
+    {
+      name:
+        "the bound runs from the copy's start, not the drain's; that start is written for a restart",
+      in: copyInput({ onTimeout: "Abort" }, {
+        copyStartedAtMs: new Map([["a", at(-500).getTime()]]),
+      }),
+      fields: { deadlineAt: iso(300), copyStartedAt: iso(-500) },
     },
     {
       name: "a copy Nova still holds queued has no bound",

@@ -109,6 +109,23 @@ export function waitingInNova(status: string): boolean {
 }
 
 /**
+ * Whether Nova has not yet begun to copy the VM's memory: waiting
+ * (`accepted`, `queued`) or `preparing` the destination. Nova sets
+ * `running` as the copy begins, and its completion timeout runs from
+ * there; so does ours.
+ *
+ * @example
+ * ```ts
+ * import { beforeCopy } from "./nova_states.ts";
+ * console.assert(beforeCopy("preparing"));
+ * console.assert(!beforeCopy("running"));
+ * ```
+ */
+export function beforeCopy(status: string): boolean {
+  return waitingInNova(status) || status.toLowerCase() === "preparing";
+}
+
+/**
  * Whether Nova can abort a live migration in this record status.
  *
  * @example

@@ -271,6 +271,13 @@ class SimNova {
   readonly forceCompleted = new Map<number, number>();
   /** Migrations this drain sent an abort for, with their VM. */
   readonly aborted = new Map<number, string>();
+  /**
+   * 15. How long a copy of `ramMb` runs before the policy may abort it
+   * (its bound, or its progress timeout if sooner); undefined without a
+   * policy that aborts. Checked at each abort, less 2 s: Nova's timestamps
+   * date to the whole second and its clock's offset is estimated.
+   */
+  abortNoSoonerMs: ((ramMb: number) => number) | undefined;
   /** Start calls (live or cold) made so far. */
   startCalls = 0;
   /** The drain plans from Nova's notifications too. */
@@ -528,6 +535,18 @@ class SimNova {
         .includes(m.status),
       `abort of migration ${migrationId} (${id}), which Nova shows ${m?.status}`,
     );
+    if (this.abortNoSoonerMs !== undefined && m !== undefined) {
+      const ranMs = m.copyStartedAt === undefined
+        ? undefined
+        : this.world.now() - m.copyStartedAt;
+      const soonestMs = this.abortNoSoonerMs(m.memoryTotalBytes / 2 ** 20);
+      check(
+        ranMs !== undefined && ranMs >= soonestMs - 2000,
+        `abort of migration ${migrationId} (${id}) ${
+          ranMs === undefined ? "before its copy began" : `${ranMs} ms into it`
+        }: its policy allows ${soonestMs} ms`,
+      );
+    }
     try {
       this.world.abortLiveMigration(id, migrationId, 80);
       this.aborted.set(migrationId, id);
@@ -1047,6 +1066,13 @@ export async function runWorld(spec: WorldSpec): Promise<WorldRun> {
   const bounded = resolved.onTimeout === "Report" ? undefined : resolved;
   const progressMs = (spec.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS) *
     rate;
+  nova.abortNoSoonerMs = bounded === undefined
+    ? undefined
+    : (ramMb) =>
+      1000 * Math.min(
+        copyTimeoutSeconds(bounded, ramMb) ?? Infinity,
+        bounded.progressTimeoutSeconds,
+      );
   const limitNow = () => Math.min(policyLimit, spec.limit);
   const oursInProgress = () =>
     world.migrations.filter((m) =>

@@ -376,7 +376,11 @@ function migrationView(
   const v: Record<string, unknown> = {
     id: m.id,
     created_at: novaTime(ctx.world.novaMs(m.createdAt)),
-    updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
+    updated_at: m.touched
+      ? novaTime(
+        ctx.world.novaMs(ctx.world.recordUpdatedAt(m, ctx.world.now())),
+      )
+      : null,
     dest_compute: m.dest,
     dest_host: destHost(w, m),
     dest_node: m.scheduled ? m.dest : null,
@@ -437,8 +441,14 @@ function listMigrations(ctx: RequestContext): Response {
     .filter((m) => type === null || m.type === type)
     .filter((m) => status === null || m.status === status)
     .filter((m) => source === null || m.source === source)
-    .filter((m) => since === undefined || (m.touched && m.updatedAt >= since))
-    .filter((m) => before === undefined || (m.touched && m.updatedAt <= before))
+    .filter((m) =>
+      since === undefined ||
+      (m.touched && ctx.world.recordUpdatedAt(m, now) >= since)
+    )
+    .filter((m) =>
+      before === undefined ||
+      (m.touched && ctx.world.recordUpdatedAt(m, now) <= before)
+    )
     .sort((a, b) => b.createdAt - a.createdAt || b.id - a.id);
   if (ctx.mv < 59) {
     return json(200, { migrations: items.map((m) => migrationView(ctx, m)) });
@@ -471,7 +481,11 @@ function serverMigrationView(
     dest_node: m.scheduled ? m.dest : null,
     dest_host: destHost(w, m),
     created_at: novaTime(ctx.world.novaMs(m.createdAt)),
-    updated_at: m.touched ? novaTime(ctx.world.novaMs(m.updatedAt)) : null,
+    updated_at: m.touched
+      ? novaTime(
+        ctx.world.novaMs(ctx.world.recordUpdatedAt(m, ctx.world.now())),
+      )
+      : null,
     memory_total_bytes: mem === null ? null : m.memoryTotalBytes,
     memory_processed_bytes: mem?.processed ?? null,
     memory_remaining_bytes: mem?.remaining ?? null,

@@ -1911,6 +1911,22 @@ export class World {
     return this.memoryProgress(m, Math.max(start, last));
   }
 
+  /**
+   * When Nova last wrote the record: its last change of status, or the
+   * copy monitor's last save of its figures (libvirt's `save_stats`, every
+   * monitor interval from the copy's start while it runs).
+   */
+  recordUpdatedAt(m: SimMigration, at: number): number {
+    const start = m.copyStartedAt;
+    if (
+      start === undefined || m.type !== "live-migration" ||
+      !m.status.startsWith("running") || at < start
+    ) return m.updatedAt;
+    const last = start + Math.floor((at - start) / MONITOR_INTERVAL_MS) *
+        MONITOR_INTERVAL_MS;
+    return Math.max(m.updatedAt, last);
+  }
+
   /** When a tracked copy ends (undefined: it does not converge). */
   #copyEndsAt(m: SimMigration): number | undefined {
     return this.#tracked(m, m.track?.at ?? this.now()).endsAt;
