@@ -165,22 +165,26 @@ export function nextLookEstimate(
  * ```ts
  * import { pendingReadAtMs } from "./progress.ts";
  * const c = { serverId: "a", migrationId: "1", sinceMs: 0, decideAtMs: 600_000 };
- * console.assert(pendingReadAtMs([c], () => ({ triedAtMs: 40_000 }), 30_000) === 70_000);
- * console.assert(pendingReadAtMs([{ ...c, endAtMs: 50_000 }], () => ({}), 30_000) === 30_000);
- * console.assert(pendingReadAtMs([{ ...c, endAtMs: 20_000 }], () => ({}), 30_000) === undefined);
+ * console.assert(pendingReadAtMs([c], () => ({ triedAtMs: 40_000 }), 30_000, 40_000) === 70_000);
+ * console.assert(pendingReadAtMs([{ ...c, endAtMs: 50_000 }], () => ({}), 30_000, 0) === 30_000);
+ * console.assert(pendingReadAtMs([{ ...c, endAtMs: 20_000 }], () => ({}), 30_000, 0) === undefined);
  * ```
  */
 export function pendingReadAtMs(
   copies: readonly CopyToWatch[],
   marks: (migrationId: string) => ReadMarks,
   intervalMs: number,
+  nowMs: number,
 ): number | undefined {
   let first: number | undefined;
   for (const c of copies) {
     const m = marks(c.migrationId);
     if (decideAt(c, m) === Infinity) continue;
     const at = nextReadAtMs(c, m, intervalMs);
-    if (c.endAtMs !== undefined && c.endAtMs <= at) continue;
+    // Its end's look comes first; one past its end needs a look to read.
+    if (c.endAtMs !== undefined && c.endAtMs > nowMs && c.endAtMs <= at) {
+      continue;
+    }
     first = Math.min(first ?? Infinity, at);
   }
   return first;
@@ -195,8 +199,9 @@ export interface KeptProgress {
 
 /**
  * A copy's progress after a read of its record at `atMs`: the lowest
- * remaining bytes (and when first read), the net rate since the first
- * read, the ETA at that rate. Undefined while Nova reports no counters.
+ * remaining bytes (and when first read; all of it counts as read at
+ * `copyStartMs`), the net rate since the first read, the ETA at that rate.
+ * Undefined while Nova reports no counters.
  *
  * @example
  * ```ts
@@ -208,17 +213,25 @@ export interface KeptProgress {
  * const first = nextProgress(undefined, rec(800), 0);
  * const second = nextProgress(first, rec(600), 10_000);
  * console.assert(second?.progress.bytesPerSecond === 20 && second.progress.etaSeconds === 30);
+ * // all of it still to send 10 s into the copy: no progress since its start
+ * console.assert(nextProgress(undefined, rec(1000), 10_000, 0)?.progress.lowestAtMs === 0);
  * ```
  */
 export function nextProgress(
   prev: KeptProgress | undefined,
   m: ServerMigration,
   atMs: number,
+  copyStartMs?: number,
 ): KeptProgress | undefined {
   const total = m.memoryTotalBytes;
   const remaining = m.memoryRemainingBytes;
   if (total === null || remaining === null || total <= 0) return prev;
-  const last = prev?.progress;
+  // The copy began with all of it to send: a first read that still shows
+  // all of it shows no progress since the copy's start.
+  const last = prev?.progress ?? (copyStartMs === undefined ? undefined : {
+    lowestRemainingBytes: total,
+    lowestAtMs: Math.min(copyStartMs, atMs),
+  });
   const lower = last === undefined || remaining < last.lowestRemainingBytes;
   const firstRemainingBytes = prev?.firstRemainingBytes ?? remaining;
   const firstAtMs = prev?.firstAtMs ?? atMs;

@@ -112,7 +112,7 @@ export class ProgressReads {
           t.kept = undefined;
           return;
         }
-        t.kept = nextProgress(t.kept, migration, atMs);
+        t.kept = nextProgress(t.kept, migration, atMs, c.sinceMs);
         t.lowestAtMs = t.kept?.progress.lowestAtMs;
       } catch (err) {
         this.#warn(
@@ -131,6 +131,7 @@ export class ProgressReads {
       ),
       marks,
       need.intervalMs,
+      need.nowMs,
     );
     const out = new Map<string, CopyProgress>();
     for (const c of need.copies) {
