@@ -44,12 +44,15 @@ export interface ForecastInput {
   durationMs: (kind: "live" | "cold", ramMb: number) => number;
   /** What the convergence policy does with a copy past its bound; undefined: nothing. */
   onTimeout: OnTimeout | undefined;
+  /** VMs on the host left for a person (skipped, in ERROR, out of attempts). */
+  needsPerson?: number;
 }
 
 /**
  * When the drain is predicted to end, ms; undefined when it cannot be
  * told: a copy not converging that the policy only reports, a copy whose
- * size is unknown, or VMs to start with no slot (limit 0).
+ * size is unknown, VMs to start with no slot (limit 0), or nothing left
+ * but VMs that need a person.
  *
  * Each copy in flight ends at its measured ETA, else at the pacing
  * model's expected end, else its start plus its learned duration (never
@@ -83,6 +86,11 @@ export function forecastFinishMs(input: ForecastInput): number | undefined {
     if (end === undefined) return undefined;
     ends.push({ end: Math.max(nowMs, end), retry: isRetry(e, abortedById) });
   }
+  // only VMs a person must see to left: the drain ends when they act
+  if (
+    ends.length === 0 && input.toStart.length === 0 &&
+    (input.needsPerson ?? 0) > 0
+  ) return undefined;
   const queue: number[] = [];
   for (const vm of input.toStart) {
     const s = input.durationMs(vm.kind, vm.ramMb);

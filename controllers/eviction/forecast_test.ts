@@ -120,6 +120,11 @@ Deno.test("forecastFinishMs: table (seconds after now; undefined: absent)", () =
       limit: 0,
       inFlight: [copy("a", { etaSeconds: 4 })],
     }, 4],
+    ["only VMs that need a person left: absent", { needsPerson: 1 }, undefined],
+    ["VMs that need a person beside others: the others' end", {
+      needsPerson: 1,
+      toStart: [vm("b", 1000)],
+    }, 10],
     ["a copy of unknown size and no ETA: absent", {
       inFlight: [copy("a")],
       ramOf: () => undefined,

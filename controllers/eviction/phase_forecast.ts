@@ -64,8 +64,8 @@ export function onTimeoutOf(options: PlanOptions): OnTimeout | undefined {
  * The plan with status.predictedFinishAt: the VMs to start are those the
  * plan has waiting (ready, busy, in backoff, arriving), at their flavor
  * RAM, each moved as its status says (live unless shut off); a VM left for
- * a person is not waited for. The limit is Nova's per-host live limit
- * where that is lower.
+ * a person is not waited for, and with only those left no end is known.
+ * The limit is Nova's per-host live limit where that is lower.
  */
 export function forecastShown(
   pass: Pass,
@@ -99,6 +99,7 @@ export function forecastShown(
     ramOf,
     durationMs: learnedDurationMs(state.pace),
     onTimeout: onTimeoutOf(options),
+    needsPerson: plan.summary.needsPerson,
   });
   return { ...plan, next: withForecast(next, forecastMs, new Date(nowMs)) };
 }
