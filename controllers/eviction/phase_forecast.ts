@@ -65,7 +65,8 @@ export function onTimeoutOf(options: PlanOptions): OnTimeout | undefined {
  * plan has waiting (ready, busy, in backoff, arriving), at their flavor
  * RAM, each moved as its status says (live unless shut off); a VM left for
  * a person is not waited for, and with only those left no end is known.
- * The limit is Nova's per-host live limit where that is lower.
+ * The limit is Nova's per-host live limit where that is lower. A host
+ * seen empty ends at its settle time.
  */
 export function forecastShown(
   pass: Pass,
@@ -86,7 +87,8 @@ export function forecastShown(
     const kind = status === undefined ? "live" : startKindOfStatus(status);
     return [{ id: w.id, kind: kind ?? "live", ramMb }];
   });
-  const forecastMs = forecastFinishMs({
+  // seen empty: the drain ends when the settle looks agree
+  const forecastMs = plan.settleAtMs ?? forecastFinishMs({
     nowMs,
     limit: Math.min(
       next.effectiveLimit ?? 0,

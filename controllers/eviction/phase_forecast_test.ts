@@ -64,6 +64,8 @@ Deno.test("pass: status.predictedFinishAt is written and moves with a copy's mea
     }],
     inFlightCount: 1,
   });
+  let servers = [server("a", 1024, true), server("b", 2048, false)];
+  let migrations = [RUNNING];
   let eta = 60;
   const progress = (): ReadonlyMap<string, CopyProgress> =>
     new Map([["a", {
@@ -82,9 +84,8 @@ Deno.test("pass: status.predictedFinishAt is written and moves with a copy's mea
     nova: {
       negotiate: () => Promise.resolve("2.90"),
       findComputeService: () => Promise.resolve(DISABLED),
-      listServersOnHost: () =>
-        Promise.resolve([server("a", 1024, true), server("b", 2048, false)]),
-      listMigrations: () => Promise.resolve([RUNNING]),
+      listServersOnHost: () => Promise.resolve(servers),
+      listMigrations: () => Promise.resolve(migrations),
     },
     deps: {
       flagSettings: {
@@ -125,4 +126,29 @@ Deno.test("pass: status.predictedFinishAt is written and moves with a copy's mea
     iso(318),
     "5 s off: the written value kept",
   );
+
+  // both gone (b moved by a person meanwhile): settling, then ended
+  servers = [];
+  const completed = {
+    ...RUNNING,
+    status: "completed",
+    updatedAt: "2026-01-01T01:05:00.000000",
+  };
+  migrations = [completed, {
+    ...completed,
+    id: 8,
+    uuid: "m-8",
+    instanceUuid: "b",
+    createdAt: "2026-01-01T01:04:00.000000",
+  }];
+  const settling = await passAt(400, 0);
+  assert.equal(settling.finishedAt, undefined);
+  assert.equal(
+    settling.predictedFinishAt,
+    iso(403),
+    "seen empty: at the settle time (3 s)",
+  );
+  const done = await passAt(404, 0);
+  assert.notEqual(done.finishedAt, undefined);
+  assert.ok(!("predictedFinishAt" in done), "removed when the drain ends");
 });
