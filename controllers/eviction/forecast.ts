@@ -76,7 +76,15 @@ export interface ForecastInput {
  * console.assert(t === 10_000 + 4096 * 5); // b starts when a's copy ends
  * ```
  */
-export function forecastFinishMs(input: ForecastInput): number | undefined {
+export function forecastFinishMs(given: ForecastInput): number | undefined {
+  // a fitted line may give a small VM a time below 0: none, then
+  const input: ForecastInput = {
+    ...given,
+    durationMs: (kind, ramMb) => {
+      const ms = given.durationMs(kind, ramMb);
+      return Number.isFinite(ms) && ms > 0 ? ms : 0;
+    },
+  };
   const { nowMs } = input;
   const abortedById = new Map(input.aborted.map((a) => [a.id, a]));
   const retries: number[] = [];

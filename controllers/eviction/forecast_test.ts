@@ -125,6 +125,10 @@ Deno.test("forecastFinishMs: table (seconds after now; undefined: absent)", () =
       needsPerson: 1,
       toStart: [vm("b", 1000)],
     }, 10],
+    ["a duration below 0 counts as none", {
+      toStart: [vm("b", 1000)],
+      durationMs: () => -5000,
+    }, 0],
     ["a copy of unknown size and no ETA: absent", {
       inFlight: [copy("a")],
       ramOf: () => undefined,
