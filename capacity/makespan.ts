@@ -76,6 +76,16 @@ export interface WaveHost {
   ramMb: readonly number[];
   /** Its migration limit in force. */
   limit: number;
+  /**
+   * Seconds each migration already running on it still takes: each holds
+   * one of its slots until then (none: the drain starts with all free).
+   */
+  busySeconds?: readonly number[] | undefined;
+  /**
+   * Each VM's migration time, seconds, where a model other than the wave's
+   * rate gives it (a live forecast); it stands for `ramMb` and the rate.
+   */
+  migrationSeconds?: readonly number[] | undefined;
 }
 
 /** Input of {@linkcode predictWave}. */
@@ -102,7 +112,7 @@ export interface WaveInput {
  * own, as if it ran alone: the budget can only make a drain longer.
  *
  * @throws {RangeError} when a limit or the budget is not an integer >= 1,
- * a rate is not positive, or a RAM amount is negative.
+ * a rate is not positive, or a RAM amount or a time in seconds is negative.
  *
  * @example
  * ```ts
@@ -137,21 +147,28 @@ export function predictWave(input: WaveInput): Map<string, Makespan> {
         throw new RangeError(`RAM amounts must be >= 0 MB, got ${r}`);
       }
     }
-    const queue = h.ramMb.map((r) => r / mbPerSecond + overheadSeconds)
+    const busy = seconds(h.busySeconds ?? [], "busySeconds");
+    const queue = (h.migrationSeconds === undefined
+      ? h.ramMb.map((r) =>
+        r / mbPerSecond + overheadSeconds
+      )
+      : seconds(h.migrationSeconds, "migrationSeconds"))
       .sort((a, b) => b - a);
     const total = queue.reduce((a, b) => a + b, 0);
     return {
       ...h,
       queue,
+      busy,
       next: 0,
       left: total,
-      running: 0,
-      end: 0,
-      bound: Math.max(queue[0] ?? 0, total / h.limit),
+      running: busy.length,
+      end: Math.max(0, ...busy),
+      bound: Math.max(queue[0] ?? 0, total / h.limit, ...busy),
     };
   });
   const cap = budget ?? Number.POSITIVE_INFINITY;
-  const running: { end: number; host: (typeof hosts)[number] }[] = [];
+  const running: { end: number; host: (typeof hosts)[number] }[] = hosts
+    .flatMap((h) => h.busy.map((end) => ({ end, host: h })));
   let now = 0;
   for (;;) {
     while (running.length < cap) {
@@ -182,6 +199,16 @@ export function predictWave(input: WaveInput): Map<string, Makespan> {
       lowerBoundSeconds: h.bound,
     }]),
   );
+}
+
+/** `list` checked: every entry a finite number of seconds >= 0. */
+function seconds(list: readonly number[], name: string): number[] {
+  for (const t of list) {
+    if (!(t >= 0) || !Number.isFinite(t)) {
+      throw new RangeError(`${name} must be >= 0 s, got ${t}`);
+    }
+  }
+  return [...list];
 }
 
 /** A finished drain: what was predicted and how long it took. */

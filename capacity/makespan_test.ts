@@ -5,6 +5,7 @@ import {
   DEFAULT_RATE,
   predictMakespan,
   predictWave,
+  type WaveHost,
 } from "./makespan.ts";
 
 Deno.test("predictMakespan: table", () => {
@@ -192,6 +193,82 @@ Deno.test("property: under a budget each host takes at least as long as alone, a
         end = Math.max(end, together.predictedSeconds);
       }
       assert.ok(end >= work / budget - 1e-9);
+    },
+  ));
+});
+
+Deno.test("predictWave: running slots and given migration times", () => {
+  const cases: [string, WaveHost, number][] = [
+    // name, host, predicted seconds (1000 MB/s, no overhead)
+    [
+      "busy slots only",
+      { host: "", ramMb: [], limit: 2, busySeconds: [3, 7] },
+      7,
+    ],
+    // the 4 s VM waits for the slot free at 3 s
+    ["queue after the first free slot", {
+      host: "",
+      ramMb: [4000],
+      limit: 2,
+      busySeconds: [3, 7],
+    }, 7],
+    ["queue longer than the busy slots", {
+      host: "",
+      ramMb: [6000],
+      limit: 2,
+      busySeconds: [3, 7],
+    }, 9],
+    // limit lowered below the slots running: the queue waits for two to end
+    ["more running than the limit", {
+      host: "",
+      ramMb: [1000],
+      limit: 1,
+      busySeconds: [2, 5],
+    }, 6],
+    ["given times stand for RAM and rate", {
+      host: "",
+      ramMb: [1, 1],
+      migrationSeconds: [10, 4],
+      limit: 1,
+    }, 14],
+  ];
+  for (const [name, host, predicted] of cases) {
+    const m = predictWave({
+      hosts: [host],
+      mbPerSecond: 1000,
+      overheadSeconds: 0,
+    });
+    assert.equal(m.get("")?.predictedSeconds, predicted, name);
+  }
+  assert.throws(
+    () =>
+      predictWave({
+        hosts: [{ host: "", ramMb: [], limit: 1, busySeconds: [-1] }],
+        mbPerSecond: 1000,
+        overheadSeconds: 0,
+      }),
+    /busySeconds must be >= 0 s, got -1/,
+  );
+});
+
+Deno.test("property: running slots never make a drain end sooner, nor before the last of them", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 16_000 }), { maxLength: 12 }),
+    fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 4 }),
+    fc.integer({ min: 1, max: 4 }),
+    (ramMb, busySeconds, limit) => {
+      const rate = { mbPerSecond: 1000, overheadSeconds: 5 };
+      const idle = predictWave({
+        hosts: [{ host: "", ramMb, limit }],
+        ...rate,
+      });
+      const busy = predictWave({
+        hosts: [{ host: "", ramMb, limit, busySeconds }],
+        ...rate,
+      });
+      const t = busy.get("")?.predictedSeconds ?? NaN;
+      assert.ok(t >= (idle.get("")?.predictedSeconds ?? NaN));
+      assert.ok(t >= Math.max(0, ...busySeconds));
     },
   ));
 });

@@ -27,6 +27,7 @@ import {
 import { statusData, statusNames, statusRows } from "./status_output.ts";
 import { alignColumns } from "./columns.ts";
 import { copyRows } from "./copy_progress.ts";
+import { forecastLine } from "./forecast_line.ts";
 import { watchEvictions } from "./eviction_watch.ts";
 import {
   parseCommand,
@@ -142,8 +143,11 @@ function printAll(
         io.err("No evictions found.");
         return [];
       }
-      const rows = statusRows(evictions, spec.kind === "wide", Date.now());
+      const nowMs = Date.now();
+      const rows = statusRows(evictions, spec.kind === "wide", nowMs);
       io.out(alignColumns(rows).join("\n"));
+      const ends = evictions.flatMap((e) => forecastLine(e, nowMs) ?? []);
+      if (ends.length > 0) io.out(["", ...ends].join("\n"));
       if (spec.kind === "table") notes(evictions, io);
       else copies(raws, io);
       return widthsOf(rows);

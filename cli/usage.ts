@@ -47,7 +47,9 @@ export const COMMAND_USAGE: Readonly<Record<CommandName, string>> = {
     `kubectl evictor status [HYPERVISOR] [-o table|wide|name|json|yaml|jsonpath=TEMPLATE|custom-columns=SPEC|summary-json|summary-yaml] [-w] [--timeout DURATION]
     Prints the Evictions (or one) with the columns of kubectl get evictions
     (wide: with the limit's source, the start, the failed VMs and the
-    Evicting condition's message; dates as ages), their names
+    Evicting condition's message; dates as ages) and under them, per drain
+    with a forecast end (status.predictedFinishAt), a line "NAME: ends
+    ~HH:MM:SS (in Nm)" (UTC); or their names
     (eviction.kvm.cloud.sap/NAME), JSON/YAML as kubectl prints them (a List,
     or the one Eviction named), kubectl's jsonpath and custom-columns (the
     template runs against the List, or the one Eviction), or the summary shape

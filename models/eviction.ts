@@ -355,6 +355,7 @@ export const EvictionStatusSchema: z.ZodObject<{
   "finishedAt": z.ZodOptional<z.ZodISODateTime>;
   "emptySince": z.ZodOptional<z.ZodISODateTime>;
   "predictedMakespanSeconds": z.ZodOptional<z.ZodNumber>;
+  "predictedFinishAt": z.ZodOptional<z.ZodISODateTime>;
   "observedMigrationRate": z.ZodOptional<
     typeof EvictionStatusObservedMigrationRateSchema
   >;
@@ -402,6 +403,8 @@ export const EvictionStatusSchema: z.ZodObject<{
   "emptySince": z.iso.datetime({ offset: true }).optional(),
   /** The drain's predicted duration when it started (largest RAM first on the limit, or on Nova's per-host limit where a drain of the host learned a lower one, at the observed or default migration rate); compare with finishedAt - startedAt. */
   "predictedMakespanSeconds": z.number().int().min(0).optional(),
+  /** When the drain is predicted to end: each copy in flight ends at its measured ETA (remaining bytes over the measured rate, status.inFlight[].etaSeconds), else at the pacing model's expected end; a copy not converging ends when its policy acts (Abort: then its VM is retried alone after the others; ForceComplete: its deadline plus a paused copy of its memory); the VMs still to start go largest first onto the limit at the learned duration. Absent while a copy that does not converge is only reported (onTimeout Report) or nothing is known. */
+  "predictedFinishAt": z.iso.datetime({ offset: true }).optional(),
   /** The migration rate this drain observed on evictor's clock, from the start of each migration's copy (evictor's start, or when the migration left Nova's queue, the time queued left out) to the pass that saw it complete (a line through those times against flavor RAM); later drains predict their makespan from it, at the limit Nova runs. */
   "observedMigrationRate": EvictionStatusObservedMigrationRateSchema.optional(),
   "observedGeneration": z.number().int().min(0).optional(),

@@ -21,6 +21,7 @@ import {
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
 import { EvictionKind, EvictionPolicyKind, HypervisorKind } from "../kinds.ts";
 import { act, convergenceShown } from "./phase_act.ts";
+import { forecastShown } from "./phase_forecast.ts";
 import { notificationsCondition, setCondition } from "./conditions.ts";
 import { novaReasons, withReasons } from "./explain.ts";
 import { keepLesson } from "./hypervisor_last_drain.ts";
@@ -213,9 +214,11 @@ async function fullPass(
     });
     held = await confirmAcrossProcesses(pass, reserved, settings, planPass);
     const records = learn(pass, held, seen);
-    const plan = convergenceShown(
+    const plan = forecastShown(
       pass,
-      await explained(pass, held, seen.novaLimit),
+      convergenceShown(pass, await explained(pass, held, seen.novaLimit)),
+      seen,
+      options,
     );
     // the observed rate goes with the status, for later drains' predictions
     const observed = pass.state.pace.slotRate();
