@@ -7,13 +7,13 @@
  */
 
 import { DEFAULT_RATE } from "../../capacity/makespan.ts";
-import type { OnTimeout } from "../../limits/convergence.ts";
 import { startKindOfStatus } from "../../openstack/informer/nova_states.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 import type { Pace } from "../../openstack/informer/pacing.ts";
 import { forecastFinishMs, type QueuedVm } from "./forecast.ts";
 import { withForecast } from "./forecast_status.ts";
 import type { Pass } from "./pass.ts";
+import { ruleOf } from "./plan_converge.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { Plan } from "./plan_types.ts";
 
@@ -40,24 +40,6 @@ export function learnedDurationMs(
     return (ramMb / DEFAULT_RATE.mbPerSecond + DEFAULT_RATE.overheadSeconds) *
       1000;
   };
-}
-
-/**
- * What the drain's rule does with a copy past its bound (plan_converge.ts
- * reads the options the same way); undefined: it has no bound.
- *
- * @example
- * ```ts
- * import { onTimeoutOf } from "./phase_forecast.ts";
- * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
- * console.assert(onTimeoutOf(DEFAULT_PLAN_OPTIONS) === undefined);
- * console.assert(onTimeoutOf({ ...DEFAULT_PLAN_OPTIONS, migrationTimeoutSeconds: 60, abortStuckMigrations: true }) === "Abort");
- * ```
- */
-export function onTimeoutOf(options: PlanOptions): OnTimeout | undefined {
-  if (options.convergence !== undefined) return options.convergence.onTimeout;
-  if (options.migrationTimeoutSeconds === undefined) return undefined;
-  return options.abortStuckMigrations ? "Abort" : "Report";
 }
 
 /**
@@ -100,7 +82,7 @@ export function forecastShown(
     aborted: next.aborted ?? [],
     ramOf,
     durationMs: learnedDurationMs(state.pace),
-    onTimeout: onTimeoutOf(options),
+    onTimeout: ruleOf(options)?.onTimeout,
     needsPerson: plan.summary.needsPerson,
   });
   return { ...plan, next: withForecast(next, forecastMs, new Date(nowMs)) };

@@ -45,7 +45,7 @@ import type {
 import type { HostView, Records } from "./plan_types.ts";
 
 /** The one rule for copies past their bound, from the options. */
-interface Rule {
+export interface Rule {
   /** Seconds a copy of `ramMb` may take; undefined: no bound. */
   boundSeconds: (ramMb: number) => number | undefined;
   /** How long the remaining bytes may go without a new low (ms). */
@@ -58,7 +58,18 @@ interface Rule {
   legacy: boolean;
 }
 
-function ruleOf(options: PlanOptions): Rule | undefined {
+/**
+ * The drain's rule for copies past their bound; undefined: no bound.
+ *
+ * @example
+ * ```ts
+ * import { ruleOf } from "./plan_converge.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
+ * console.assert(ruleOf(DEFAULT_PLAN_OPTIONS) === undefined);
+ * console.assert(ruleOf({ ...DEFAULT_PLAN_OPTIONS, migrationTimeoutSeconds: 60, abortStuckMigrations: true })?.onTimeout === "Abort");
+ * ```
+ */
+export function ruleOf(options: PlanOptions): Rule | undefined {
   const c = options.convergence;
   if (c !== undefined) {
     const progressMs = c.progressTimeoutSeconds * 1000;
