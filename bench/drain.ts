@@ -381,6 +381,11 @@ async function run(
     scenario,
     concurrency: String(limit),
     pollIntervalMs: Math.max(1, Math.round(POLL_VIRTUAL_MS / SCALE)),
+    // the interval the targets allow, in simulated time as the poll's
+    progressIntervalMs: Math.max(
+      1,
+      Math.round(PROGRESS_INTERVAL_S * 1000 / SCALE),
+    ),
     maxConcurrentReconciles: 1,
     ...(mode === "notifications" ? { notifications: {} } : {}),
   });
