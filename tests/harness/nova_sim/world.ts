@@ -1914,7 +1914,9 @@ export class World {
   /**
    * When Nova last wrote the record: its last change of status, or the
    * copy monitor's last save of its figures (libvirt's `save_stats`, every
-   * monitor interval from the copy's start while it runs).
+   * monitor interval from the copy's start while it runs). A save that
+   * changes no figure writes nothing (oslo's `save()` of an unchanged
+   * object): a copy whose figures stand still keeps its time.
    */
   recordUpdatedAt(m: SimMigration, at: number): number {
     const start = m.copyStartedAt;
@@ -1924,6 +1926,15 @@ export class World {
     ) return m.updatedAt;
     const last = start + Math.floor((at - start) / MONITOR_INTERVAL_MS) *
         MONITOR_INTERVAL_MS;
+    const before = last - MONITOR_INTERVAL_MS;
+    // the tracked model runs forward from its mark only
+    if (before >= start && before >= (m.track?.at ?? -Infinity)) {
+      const now = this.memoryProgress(m, last);
+      const then = this.memoryProgress(m, before);
+      if (
+        now.processed === then.processed && now.remaining === then.remaining
+      ) return m.updatedAt;
+    }
     return Math.max(m.updatedAt, last);
   }
 
