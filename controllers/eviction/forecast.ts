@@ -13,6 +13,7 @@ import type {
 } from "../../models/mod.ts";
 import type { OnTimeout } from "../../limits/convergence.ts";
 import { predictWave } from "../../capacity/makespan.ts";
+import { isRetry } from "./plan_converge.ts";
 
 /** Bytes per MB of flavor RAM (Nova's MB are MiB). */
 const MIB = 1024 * 1024;
@@ -44,6 +45,8 @@ export interface ForecastInput {
   durationMs: (kind: "live" | "cold", ramMb: number) => number;
   /** What the convergence policy does with a copy past its bound; undefined: nothing. */
   onTimeout: OnTimeout | undefined;
+  /** Aborted copies after which a VM is left for a person, not retried (default: no limit). */
+  maxAbortedTries?: number;
   /** VMs on the host left for a person (skipped, in ERROR, out of attempts). */
   needsPerson?: number;
 }
@@ -146,7 +149,11 @@ function endOf(
     const deadline = msOf(e.deadlineAt) ?? nowMs;
     if (input.onTimeout === "Abort") {
       if (ramMb === undefined) return undefined;
-      retries.push(input.durationMs(e.kind, ramMb));
+      // this abort's try: retried after it unless it is the last allowed
+      const tries = (input.aborted.find((a) => a.id === e.id)?.tries ?? 0) + 1;
+      if (tries < (input.maxAbortedTries ?? Infinity)) {
+        retries.push(input.durationMs(e.kind, ramMb));
+      }
       return deadline;
     }
     if (input.onTimeout === "ForceComplete") {
@@ -172,17 +179,6 @@ function endOf(
     msOf(e.startedAt);
   if (ramMb === undefined || since === undefined) return undefined;
   return since + input.durationMs(e.kind, ramMb);
-}
-
-/** A copy started after its VM's last abort: a retry, run alone. */
-function isRetry(
-  e: EvictionStatusInFlightItem,
-  aborted: ReadonlyMap<string, EvictionStatusAbortedItem>,
-): boolean {
-  const a = aborted.get(e.id);
-  if (a === undefined) return false;
-  return (msOf(e.startedAt) ?? -Infinity) >
-    (msOf(a.lastAbortedAt) ?? Infinity);
 }
 
 /** A status time in ms; undefined when absent or not a time. */

@@ -83,6 +83,16 @@ Deno.test("forecastFinishMs: table (seconds after now; undefined: absent)", () =
     ["Abort past its deadline: now, then retried", {
       inFlight: [copy("a", { notConverging: true, deadlineAt: at(-30) })],
     }, 10],
+    ["Abort of its last allowed try: no retry, it ends at the deadline", {
+      inFlight: [copy("a", { notConverging: true, deadlineAt: at(30) })],
+      aborted: [{
+        id: "a",
+        tries: 1,
+        lastAbortedAt: at(-100),
+        reason: "timeout",
+      }],
+      maxAbortedTries: 2,
+    }, 30],
     ["ForceComplete sent: the rest at the measured rate", {
       onTimeout: "ForceComplete",
       inFlight: [copy("a", {

@@ -13,14 +13,13 @@ import type { Pace } from "../../openstack/informer/pacing.ts";
 import { forecastFinishMs, type QueuedVm } from "./forecast.ts";
 import { withForecast } from "./forecast_status.ts";
 import type { Pass } from "./pass.ts";
-import { ruleOf } from "./plan_converge.ts";
+import { maxTries, ruleOf } from "./plan_converge.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { Plan } from "./plan_types.ts";
 
 /**
  * A copy's learned duration on the controller's clock, ms: the pacing
- * model's (Nova's clock, converted), else the default rate before it has
- * samples.
+ * model's, else the default rate before it has samples.
  *
  * @example
  * ```ts
@@ -33,10 +32,8 @@ export function learnedDurationMs(
   pace: Pace,
 ): (kind: "live" | "cold", ramMb: number) => number {
   return (kind, ramMb) => {
-    const novaMs = pace.predictMs(kind, ramMb);
-    if (novaMs !== undefined && novaMs > 0) {
-      return novaMs * (pace.clockPerNovaMs() ?? 1);
-    }
+    const learned = pace.predictLocalMs(kind, ramMb);
+    if (learned !== undefined && learned > 0) return learned;
     return (ramMb / DEFAULT_RATE.mbPerSecond + DEFAULT_RATE.overheadSeconds) *
       1000;
   };
@@ -83,6 +80,7 @@ export function forecastShown(
     ramOf,
     durationMs: learnedDurationMs(state.pace),
     onTimeout: ruleOf(options)?.onTimeout,
+    maxAbortedTries: maxTries(options),
     needsPerson: plan.summary.needsPerson,
   });
   return { ...plan, next: withForecast(next, forecastMs, new Date(nowMs)) };

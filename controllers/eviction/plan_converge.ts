@@ -132,8 +132,17 @@ export function withAborted(
   return { ...rest, aborted: [...aborted].sort(byId) };
 }
 
-/** The tries after which an aborted VM is left for a person. */
-function maxTries(options: PlanOptions): number {
+/**
+ * The tries after which an aborted VM is left for a person.
+ *
+ * @example
+ * ```ts
+ * import { maxTries } from "./plan_converge.ts";
+ * import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";
+ * console.assert(maxTries(DEFAULT_PLAN_OPTIONS) === 2);
+ * ```
+ */
+export function maxTries(options: PlanOptions): number {
   return options.convergence?.maxAbortedTries ??
     CONVERGENCE_DEFAULTS.maxAbortedTries;
 }
@@ -235,12 +244,7 @@ export function retryAlone(
   inFlight: readonly { id: string; startedAt: string }[],
   aborted: ReadonlyMap<string, AbortedItem>,
 ): { ready: ReadyVm[]; held: { id: string; detail: string }[] } {
-  const alone = inFlight.find((e) => {
-    const a = aborted.get(e.id);
-    return a !== undefined &&
-      (parseNovaTime(e.startedAt) ?? -Infinity) >
-        (parseNovaTime(a.lastAbortedAt) ?? Infinity);
-  });
+  const alone = inFlight.find((e) => isRetry(e, aborted));
   if (alone !== undefined) {
     return {
       ready: [],
@@ -267,6 +271,28 @@ export function retryAlone(
       } time(s) for not converging: retried alone once the host's other VMs are done`,
     })),
   };
+}
+
+/**
+ * Whether an in-flight copy is the retry of a VM whose copy was aborted
+ * (started after its last abort): it runs alone.
+ *
+ * @example
+ * ```ts
+ * import { isRetry } from "./plan_converge.ts";
+ * const aborted = new Map([["a", { id: "a", tries: 1, lastAbortedAt: "2026-01-01T00:00:00Z", reason: "timeout" }]]);
+ * console.assert(isRetry({ id: "a", startedAt: "2026-01-01T00:01:00Z" }, aborted));
+ * console.assert(!isRetry({ id: "a", startedAt: "2025-12-31T23:59:00Z" }, aborted));
+ * ```
+ */
+export function isRetry(
+  entry: { id: string; startedAt: string },
+  aborted: ReadonlyMap<string, AbortedItem>,
+): boolean {
+  const a = aborted.get(entry.id);
+  return a !== undefined &&
+    (parseNovaTime(entry.startedAt) ?? -Infinity) >
+      (parseNovaTime(a.lastAbortedAt) ?? Infinity);
 }
 
 /** What {@linkcode converge} decided. */

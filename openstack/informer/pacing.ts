@@ -228,6 +228,18 @@ export class Pace {
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
+  /**
+   * {@linkcode predictMs} on the controller's clock (Nova's ms converted),
+   * or undefined without a model or before Nova's clock is paired.
+   */
+  predictLocalMs(kind: MigrationKind, ramMb: number): number | undefined {
+    const novaMs = this.predictMs(kind, ramMb);
+    const perNovaMs = this.clockPerNovaMs();
+    return novaMs === undefined || perNovaMs === undefined
+      ? undefined
+      : novaMs * perNovaMs;
+  }
+
   /** How late to wake past an expected end, as a fraction of it (margin.ts). */
   marginOf(
     kind: MigrationKind,
@@ -478,11 +490,11 @@ export class Pace {
     queueing: boolean,
   ): number | undefined {
     const ram = view.ramOf(entry.id);
-    const novaMs = ram === undefined
+    const localMs = ram === undefined
       ? undefined
-      : this.predictMs(entry.kind, ram);
+      : this.predictLocalMs(entry.kind, ram);
     if (
-      novaMs === undefined || perNovaMs === undefined || Number.isNaN(since)
+      localMs === undefined || perNovaMs === undefined || Number.isNaN(since)
     ) return undefined;
     // While Nova's queue holds more work for this host, a late look
     // costs nothing (the host stays busy) and an early one costs calls.
@@ -492,7 +504,7 @@ export class Pace {
       view.pollMs / perNovaMs,
       view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
     );
-    return since + novaMs * perNovaMs * (1 + margin);
+    return since + localMs * (1 + margin);
   }
 
   #noteLook(id: string, view: PaceView): void {
