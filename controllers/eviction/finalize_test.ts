@@ -32,6 +32,11 @@ import type {
   Server,
 } from "../../openstack/mod.ts";
 import { EvictionKind, HypervisorKind } from "../kinds.ts";
+import {
+  disabledService,
+  hostServer,
+  liveMigration,
+} from "../../tests/harness/nova_objects.ts";
 import { DrainMemory } from "./memory.ts";
 import { EvictionMetrics } from "./metrics.ts";
 import { NovaLister } from "../../openstack/informer/lister.ts";
@@ -55,34 +60,18 @@ function migration(
   status: string,
   extra: Partial<Migration> = {},
 ): Migration {
-  return {
-    id,
-    uuid: `m-${id}`,
-    instanceUuid: vm,
-    migrationType: "live-migration",
-    status,
-    sourceCompute: HOST,
-    destCompute: "node043",
-    sourceNode: HOST,
-    destNode: "node043",
-    destHost: null,
+  return liveMigration(id, vm, HOST, status, {
     createdAt: novaAt(-60_000),
     updatedAt: novaAt(-30_000),
     ...extra,
-  };
+  });
 }
 
 function service(extra: Partial<ComputeService> = {}): ComputeService {
-  return {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
-    status: "disabled",
-    state: "up",
+  return disabledService(HOST, {
     disabledReason: "evictor: kernel update",
-    forcedDown: false,
     ...extra,
-  };
+  });
 }
 
 /** A Nova client fake: what the finalizer calls, recorded; failures on demand. */
@@ -293,18 +282,7 @@ async function run(w: World): Promise<FinalizeResult | void> {
 
 /** A server of ours as Nova lists it on HOST. */
 function listed(id: string, extra: Partial<Server> = {}): Server {
-  return {
-    id,
-    name: id,
-    status: "ACTIVE",
-    host: HOST,
-    hypervisorHostname: HOST,
-    taskState: null,
-    vmState: null,
-    powerState: 1,
-    flavor: { ramMb: 1024, vcpus: 1 },
-    ...extra,
-  };
+  return hostServer(id, HOST, { extra: { vmState: null, ...extra } });
 }
 
 function reasons(w: World): string[] {

@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import type { EvictionStatus } from "../../models/mod.ts";
-import type { ComputeService } from "../../openstack/mod.ts";
-import type { Migration, Server } from "../../openstack/nova_types.ts";
 import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import { eviction, passFixture } from "../../tests/harness/pass_fixture.ts";
+import {
+  disabledService,
+  hostServer,
+  liveMigration,
+} from "../../tests/harness/nova_objects.ts";
 import { reconcileEviction } from "./reconcile.ts";
 
 const ME = "mine";
@@ -11,42 +14,10 @@ const HOST = "node042";
 const NOW = Date.parse("2026-01-01T01:00:00Z");
 const iso = (s: number) => new Date(NOW + s * 1000).toISOString();
 
-const DISABLED: ComputeService = {
-  id: "svc-1",
-  binary: "nova-compute",
-  host: HOST,
-  status: "disabled",
-  state: "up",
-  disabledReason: "evictor: test",
-  forcedDown: false,
-};
-
-const server = (id: string, ramMb: number, copying: boolean): Server => ({
-  id,
-  name: id,
-  status: copying ? "MIGRATING" : "ACTIVE",
-  host: HOST,
-  hypervisorHostname: HOST,
-  taskState: copying ? "migrating" : null,
-  vmState: "active",
-  powerState: 1,
-  flavor: { ramMb, vcpus: 1 },
-});
-
-const RUNNING: Migration = {
-  id: 7,
-  uuid: "m-7",
-  instanceUuid: "a",
-  migrationType: "live-migration",
-  status: "running",
-  sourceCompute: HOST,
-  destCompute: "node043",
-  sourceNode: HOST,
-  destNode: "node043",
-  destHost: null,
-  createdAt: "2026-01-01T00:59:40.000000",
-  updatedAt: null,
-};
+const DISABLED = disabledService(HOST);
+const server = (id: string, ramMb: number, copying: boolean) =>
+  hostServer(id, HOST, { ramMb, copying });
+const RUNNING = liveMigration(7, "a", HOST, "running");
 
 Deno.test("pass: status.predictedFinishAt is written and moves with a copy's measured ETA (kept while it moves little)", async () => {
   // a copies at limit 1; b (2048 MB) waits for its slot, then takes

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { TemporaryError } from "../../framework/errors.ts";
 import type { Eviction, EvictionStatus } from "../../models/mod.ts";
-import { type ComputeService, MicroversionError } from "../../openstack/mod.ts";
+import { MicroversionError } from "../../openstack/mod.ts";
 import {
   CONDITION_EVICTING,
   CONDITION_PREFLIGHT,
@@ -13,8 +13,12 @@ import {
   passFixture,
   type PassWorld,
 } from "../../tests/harness/pass_fixture.ts";
+import {
+  disabledService,
+  hostServer,
+  liveMigration,
+} from "../../tests/harness/nova_objects.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
-import type { Migration, Server } from "../../openstack/nova_types.ts";
 import { reconcileEviction } from "./reconcile.ts";
 
 const ME = "mine";
@@ -34,15 +38,7 @@ function run(ev: Eviction, world: PassWorld = {}) {
 }
 
 /** The host's compute service, disabled by the drain. */
-const DISABLED: ComputeService = {
-  id: "svc-1",
-  binary: "nova-compute",
-  host: HOST,
-  status: "disabled",
-  state: "up",
-  disabledReason: "evictor: test",
-  forcedDown: false,
-};
+const DISABLED = disabledService(HOST);
 
 Deno.test("reconcileEviction: a gone or deleting Eviction returns {} with no Nova call and no write", async () => {
   const deleting = eviction(ME, HOST);
@@ -153,15 +149,10 @@ Deno.test("reconcileEviction: a duplicate Eviction writes Duplicate once and mak
 });
 
 Deno.test("reconcileEviction: a failing phase still writes what the pass kept, and rethrows", async () => {
-  const service: ComputeService = {
-    id: "svc-1",
-    binary: "nova-compute",
-    host: HOST,
+  const service = disabledService(HOST, {
     status: "enabled",
-    state: "up",
     disabledReason: null,
-    forcedDown: false,
-  };
+  });
   const rows: Array<{
     name: string;
     writeFails: boolean;
@@ -342,31 +333,8 @@ Deno.test("reconcileEviction: a throw from planning gives back the budget claime
 });
 
 Deno.test("reconcileEviction: a stuck migration is aborted at its timeout after a refused snapshot plan", async () => {
-  const copying: Server = {
-    id: "a",
-    name: "a",
-    status: "MIGRATING",
-    host: HOST,
-    hypervisorHostname: HOST,
-    taskState: "migrating",
-    vmState: "active",
-    powerState: 1,
-    flavor: { ramMb: 1024, vcpus: 1 },
-  };
-  const running: Migration = {
-    id: 7,
-    uuid: "m-7",
-    instanceUuid: "a",
-    migrationType: "live-migration",
-    status: "running",
-    sourceCompute: HOST,
-    destCompute: "node043",
-    sourceNode: HOST,
-    destNode: "node043",
-    destHost: null,
-    createdAt: "2026-01-01T00:59:40.000000",
-    updatedAt: null,
-  };
+  const copying = hostServer("a", HOST, { copying: true });
+  const running = liveMigration(7, "a", HOST, "running");
   const started = new Date(NOW - 20_000).toISOString();
   const ev = eviction(ME, HOST, {
     startedAt: new Date(NOW - 3_600_000).toISOString(),
@@ -484,31 +452,10 @@ Deno.test("reconcileEviction: a drain whose host's notifications are found deaf 
 });
 
 Deno.test("reconcileEviction: Nova's limit, once shown, holds with no relearning: one NovaLimited Event and the condition True over half an hour", async () => {
-  const vm = (id: string, taskState: string | null): Server => ({
-    id,
-    name: id,
-    status: taskState === null ? "ACTIVE" : "MIGRATING",
-    host: HOST,
-    hypervisorHostname: HOST,
-    taskState,
-    vmState: "active",
-    powerState: 1,
-    flavor: { ramMb: 1024, vcpus: 1 },
-  });
-  const rec = (id: number, server: string, status: string): Migration => ({
-    id,
-    uuid: `m-${id}`,
-    instanceUuid: server,
-    migrationType: "live-migration",
-    status,
-    sourceCompute: HOST,
-    destCompute: "node043",
-    sourceNode: HOST,
-    destNode: "node043",
-    destHost: null,
-    createdAt: "2026-01-01T00:59:40.000000",
-    updatedAt: null,
-  });
+  const vm = (id: string, taskState: string | null) =>
+    hostServer(id, HOST, { copying: taskState !== null });
+  const rec = (id: number, server: string, status: string) =>
+    liveMigration(id, server, HOST, status);
   // Nova copies a and holds b queued at first; then only a copies, long.
   let migrations = [rec(1, "a", "running"), rec(2, "b", "queued")];
   const ev = eviction(ME, HOST, {
