@@ -437,15 +437,18 @@ export const REASON_CONVERGING = "Converging";
 
 const GIB = 1024 ** 3;
 
-/** A copy past its bound, as the planner reports it (plan_types.ts NotConvergingReport). */
+/** A live copy past its bound, as the planner reports it. */
 export interface NotConvergingCopy {
   id: string;
   migrationId: string;
+  /** `progress`: no new low of the remaining bytes for the progress timeout; `completion`: past its per-GiB bound. */
   why: "progress" | "completion";
   remainingBytes?: number;
   totalBytes?: number;
+  /** Seconds since the bound was passed. */
   sinceSeconds: number;
   onTimeout: OnTimeout;
+  /** When the policy's action is due (ISO), if it is not yet sent. */
   actAt?: string;
 }
 

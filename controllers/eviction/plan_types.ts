@@ -10,7 +10,7 @@ import type {
   EvictionStatusInFlightItem,
   EvictionStatusSkippedItem,
 } from "../../models/mod.ts";
-import type { DrainSummary } from "./conditions.ts";
+import type { DrainSummary, NotConvergingCopy } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { OnTimeout } from "../../limits/convergence.ts";
@@ -140,20 +140,8 @@ export interface ForceCompleteAction {
   requestedBy?: string;
 }
 
-/** A live copy past its progress or completion bound. */
-export interface NotConvergingReport {
-  id: string;
-  migrationId: string;
-  /** `progress`: no new low of the remaining bytes for the progress timeout; `completion`: past its per-GiB bound. */
-  why: "progress" | "completion";
-  remainingBytes?: number;
-  totalBytes?: number;
-  /** Seconds since the bound was passed. */
-  sinceSeconds: number;
-  onTimeout: OnTimeout;
-  /** When the policy's action is due (ISO), if it is not yet sent. */
-  actAt?: string;
-}
+/** A live copy past its progress or completion bound (conditions.ts reports it). */
+export type NotConvergingReport = NotConvergingCopy;
 
 /** What became of a person's request (Eviction status.actions). */
 export interface RequestOutcome {
