@@ -136,22 +136,33 @@ async function actOn(
   return { plan: shown, note };
 }
 
+/** Acts on a plan with the policy's force_complete of one copy, marked in its entry as the planner marks it. */
+async function forceCompleteOnce(
+  fx: ReturnType<typeof simPass>,
+  id: string,
+  migrationId: string,
+): Promise<{ plan: Plan; note: ActionNote; sentAt: string }> {
+  const sentAt = new Date(fx.clock.now()).toISOString();
+  const inFlight = [entry(id, 0, { migrationId, forceCompleteSentAt: sentAt })];
+  const acted = await actOn(
+    fx,
+    emptyPlan({
+      forceComplete: [{ id, migrationId, reason: "timeout" }],
+      next: { inFlight },
+    }),
+    "forceCompletes",
+    migrationId,
+  );
+  return { ...acted, sentAt };
+}
+
 Deno.test("act: a policy's force_complete goes to Nova once, noted by migration id and shown in status", async () => {
   await withSim({ ...BASIC_SCENARIO, timeScale: 50 }, async (h) => {
     const { id, migrationId } = await heldCopy(h, "vm-b");
     const fx = simPass(h);
-    // the planner marks the entry as it plans the force_complete
-    const sentAt = new Date(fx.clock.now()).toISOString();
-    const inFlight = [
-      entry(id, 0, { migrationId, forceCompleteSentAt: sentAt }),
-    ];
-    const { plan, note } = await actOn(
+    const { plan, note, sentAt } = await forceCompleteOnce(
       fx,
-      emptyPlan({
-        forceComplete: [{ id, migrationId, reason: "timeout" }],
-        next: { inFlight },
-      }),
-      "forceCompletes",
+      id,
       migrationId,
     );
     assert.equal(h.sim.counters().calls[FORCE], 1);
@@ -195,18 +206,9 @@ Deno.test("act: a force_complete whose answer is lost is not resent; the status 
       count: 1,
     });
     const fx = simPass(h);
-    // the planner marks the entry as it plans the force_complete
-    const sentAt = new Date(fx.clock.now()).toISOString();
-    const inFlight = [
-      entry(id, 0, { migrationId, forceCompleteSentAt: sentAt }),
-    ];
-    const { plan, note } = await actOn(
+    const { plan, note, sentAt } = await forceCompleteOnce(
       fx,
-      emptyPlan({
-        forceComplete: [{ id, migrationId, reason: "timeout" }],
-        next: { inFlight },
-      }),
-      "forceCompletes",
+      id,
       migrationId,
     );
     assert.equal(note.refused, undefined, "no answer is no refusal");

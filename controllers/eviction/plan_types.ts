@@ -13,7 +13,6 @@ import type {
 import type { DrainSummary, NotConvergingCopy } from "./conditions.ts";
 import type { MigrationKind } from "../../openstack/informer/nova_states.ts";
 import type { PlanOptions } from "./plan_options.ts";
-import type { OnTimeout } from "../../limits/convergence.ts";
 import type { CopyProgress } from "../../openstack/informer/progress_types.ts";
 import type { ActionNote, StartNote } from "./once.ts";
 import type { VmRecords } from "../../openstack/informer/nova_records.ts";
