@@ -71,7 +71,7 @@ export interface DrainState {
   readonly startBackoff: Map<string, StartBackoff>;
   /** When this drain first saw each member of its wave still enabled (wave.ts). */
   readonly waveSeen: Map<string, number>;
-  /** When each VM's copy was first seen under way ({@linkcode copyStartsSeen}). */
+  /** When each VM's copy began ({@linkcode copyStartsSeen}). */
   readonly copyStarted: Map<string, number>;
   /** Controller clock of this process's first pass of the drain. */
   firstSeenMs?: number;

@@ -66,8 +66,8 @@ export interface PlanInput {
   /** Why no migration may start this pass; everything else still happens. */
   holdStarts?: string;
   /**
-   * When this process first saw each in-flight copy under way: the
-   * migration timeout runs from there (after a restart, from the start).
+   * When each in-flight copy began (memory.ts `copyStartsSeen`): the
+   * migration timeout runs from there; written to the status for a restart.
    */
   copyStartedAtMs?: ReadonlyMap<string, number>;
   /** Nova's own limit on the host's live migrations, when seen: no budget is spent on its queue. */
