@@ -340,9 +340,6 @@ export interface ConvergeContext {
  */
 export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
   const rule = ruleOf(input.options);
-  const nowMs = input.now.getTime();
-  const nowIso = input.now.toISOString();
-  const lookedAtMs = input.lookedAtMs ?? nowMs;
   const out: Converged = {
     stuck: [],
     abort: [],
@@ -358,6 +355,25 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
       input.copyStartedAtMs?.get(e.id),
     )
   );
+  const copies = copiesOf(entries, ctx);
+  const guard = guardsOf(input, ctx, out);
+  for (const r of input.requests ?? []) {
+    out.requestOutcomes.push(request(r, copies.get(r.server), guard, out));
+  }
+  for (const entry of entries) {
+    out.inFlight.push(
+      entryStep(input, ctx, rule, entry, copies.get(entry.id), guard, out),
+    );
+  }
+  out.aborted = nextAborted(ctx, out.abort, input.now.toISOString());
+  return out;
+}
+
+/** The live copies of ours Nova runs (past its queue) and could act on, by VM. */
+function copiesOf(
+  entries: readonly InFlightItem[],
+  ctx: ConvergeContext,
+): Map<string, Copy> {
   const copies = new Map<string, Copy>();
   for (const entry of entries) {
     const record = ctx.records.latest.get(entry.id)?.inProgress;
@@ -374,104 +390,116 @@ export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
       });
     }
   }
-  const sentFc = (c: Copy): number | undefined => {
-    const prev = ctx.prevInFlight.get(c.entry.id);
-    const fromStatus = prev?.migrationId === c.migrationId
-      ? parseNovaTime(prev.forceCompleteSentAt)
-      : undefined;
-    const note = input.forceCompletes?.get(c.migrationId)?.sentAtMs;
-    const planned =
-      out.forceComplete.some((f) => f.migrationId === c.migrationId)
-        ? nowMs
-        : undefined;
-    const known = [fromStatus, note, planned].filter((t) => t !== undefined);
-    return known.length === 0 ? undefined : Math.min(...known);
-  };
+  return copies;
+}
+
+/** The once rules a pass's actions go through. */
+interface Guards {
+  /** Whether this drain sends anything (not at limit 0: a deleted drain). */
+  acting: boolean;
+  /** When a force_complete of the copy was sent (status, note or this plan), if ever. */
+  sentFc: (c: Copy) => number | undefined;
+  /** Whether an abort of the copy may be sent now, `afterMs` after an answered one. */
+  mayAbort: (c: Copy, afterMs: number) => boolean;
+}
+
+function guardsOf(
+  input: PlanInput,
+  ctx: ConvergeContext,
+  out: Converged,
+): Guards {
+  const nowMs = input.now.getTime();
+  const lookedAtMs = input.lookedAtMs ?? nowMs;
   const acting = input.limit > 0;
-  const mayAbort = (c: Copy, afterMs: number) =>
-    acting && isAbortable(c.recordStatus) &&
-    !out.abort.some((a) => a.migrationId === c.migrationId) &&
-    maySendAgain(input.aborts?.get(c.migrationId), lookedAtMs, afterMs);
+  return {
+    acting,
+    sentFc: (c) => {
+      const prev = ctx.prevInFlight.get(c.entry.id);
+      const fromStatus = prev?.migrationId === c.migrationId
+        ? parseNovaTime(prev.forceCompleteSentAt)
+        : undefined;
+      const note = input.forceCompletes?.get(c.migrationId)?.sentAtMs;
+      const planned =
+        out.forceComplete.some((f) => f.migrationId === c.migrationId)
+          ? nowMs
+          : undefined;
+      const known = [fromStatus, note, planned].filter((t) => t !== undefined);
+      return known.length === 0 ? undefined : Math.min(...known);
+    },
+    mayAbort: (c, afterMs) =>
+      acting && isAbortable(c.recordStatus) &&
+      !out.abort.some((a) => a.migrationId === c.migrationId) &&
+      maySendAgain(input.aborts?.get(c.migrationId), lookedAtMs, afterMs),
+  };
+}
 
-  for (const r of input.requests ?? []) {
-    out.requestOutcomes.push(
-      request(r, copies.get(r.server), acting, sentFc, mayAbort, out),
+/** One in-flight entry: its bound, its stuck report, and the rule's step on its copy. */
+function entryStep(
+  input: PlanInput,
+  ctx: ConvergeContext,
+  rule: Rule | undefined,
+  entry: InFlightItem,
+  copy: Copy | undefined,
+  guard: Guards,
+  out: Converged,
+): InFlightItem {
+  const nowMs = input.now.getTime();
+  const record = ctx.records.latest.get(entry.id)?.inProgress;
+  const boundS = rule?.boundSeconds(ramOf(ctx.view, entry.id, entry));
+  const boundMs = boundS === undefined ? undefined : boundS * 1000;
+  // A live start of ours Nova shows no copy of yet (no record, or one
+  // being scheduled): the pace's expected end knows no bound, so the
+  // look comes by the bound from the start, to see the copy begin.
+  if (
+    entry.kind === "live" && entry.adopted !== true &&
+    boundMs !== undefined && rule?.onTimeout !== "Report" &&
+    (record === undefined || record.status.toLowerCase() === "accepted")
+  ) {
+    out.lookByMs = Math.min(
+      out.lookByMs ?? Infinity,
+      (parseNovaTime(entry.startedAt) ?? nowMs) + boundMs,
     );
   }
-
-  for (const entry of entries) {
-    const record = ctx.records.latest.get(entry.id)?.inProgress;
-    const ram = ramOf(ctx.view, entry.id, entry);
-    const boundS = rule?.boundSeconds(ram);
-    const boundMs = boundS === undefined ? undefined : boundS * 1000;
-    // A live start of ours Nova shows no copy of yet (no record, or one
-    // being scheduled): the pace's expected end knows no bound, so the
-    // look comes by the bound from the start, to see the copy begin.
-    if (
-      entry.kind === "live" && entry.adopted !== true &&
-      boundMs !== undefined && rule?.onTimeout !== "Report" &&
-      (record === undefined || record.status.toLowerCase() === "accepted")
-    ) {
-      out.lookByMs = Math.min(
-        out.lookByMs ?? Infinity,
-        (parseNovaTime(entry.startedAt) ?? nowMs) + boundMs,
-      );
-    }
-    // Nova's queue and preparation are no copy: never past its bound.
-    if (record !== undefined && beforeCopy(record.status)) {
-      out.inFlight.push(entry);
-      continue;
-    }
-    const startMs = input.copyStartedAtMs?.get(entry.id) ??
-      parseNovaTime(entry.startedAt);
-    const completionAtMs = startMs === undefined || boundMs === undefined
-      ? undefined
-      : startMs + boundMs;
-    const pastCompletion = completionAtMs !== undefined &&
-      nowMs > completionAtMs;
-    if (pastCompletion && startMs !== undefined) {
-      out.stuck.push({
-        id: entry.id,
-        kind: entry.kind,
-        ...(entry.migrationId === undefined
-          ? {}
-          : { migrationId: entry.migrationId }),
-        startedAt: entry.startedAt,
-        elapsedSeconds: Math.floor((nowMs - startMs) / 1000),
-      });
-    }
-    const copy = copies.get(entry.id);
-    if (copy === undefined) {
-      out.inFlight.push(entry);
-      continue;
-    }
-    if (rule === undefined || rule.legacy) {
-      // A person's force_complete is marked in any mode: never sent twice.
-      const fcMs = sentFc(copy);
-      out.inFlight.push(
-        fcMs === undefined
-          ? entry
-          : { ...entry, forceCompleteSentAt: new Date(fcMs).toISOString() },
-      );
-      if (rule === undefined) continue;
-      if (
-        pastCompletion && rule.onTimeout === "Abort" &&
-        mayAbort(copy, boundMs ?? 0)
-      ) {
-        out.abort.push({
-          id: entry.id,
-          migrationId: copy.migrationId,
-          reason: "stuck",
-        });
-      }
-      continue;
-    }
-    out.inFlight.push(
-      policyStep(input, rule, copy, completionAtMs, sentFc, mayAbort, out),
-    );
+  // Nova's queue and preparation are no copy: never past its bound.
+  if (record !== undefined && beforeCopy(record.status)) return entry;
+  const startMs = input.copyStartedAtMs?.get(entry.id) ??
+    parseNovaTime(entry.startedAt);
+  const completionAtMs = startMs === undefined || boundMs === undefined
+    ? undefined
+    : startMs + boundMs;
+  const pastCompletion = completionAtMs !== undefined &&
+    nowMs > completionAtMs;
+  if (pastCompletion && startMs !== undefined) {
+    out.stuck.push({
+      id: entry.id,
+      kind: entry.kind,
+      ...(entry.migrationId === undefined
+        ? {}
+        : { migrationId: entry.migrationId }),
+      startedAt: entry.startedAt,
+      elapsedSeconds: Math.floor((nowMs - startMs) / 1000),
+    });
   }
-  out.aborted = nextAborted(ctx, out.abort, nowIso);
-  return out;
+  if (copy === undefined) return entry;
+  if (rule !== undefined && !rule.legacy) {
+    return policyStep(input, rule, copy, completionAtMs, guard, out);
+  }
+  // The flat timeout: aborted as stuck with abortStuckMigrations.
+  if (
+    rule?.onTimeout === "Abort" && pastCompletion &&
+    guard.mayAbort(copy, boundMs ?? 0)
+  ) {
+    out.abort.push({
+      id: entry.id,
+      migrationId: copy.migrationId,
+      reason: "stuck",
+    });
+  }
+  // A person's force_complete is marked in any mode: never sent twice.
+  const fcMs = guard.sentFc(copy);
+  return fcMs === undefined
+    ? entry
+    : { ...entry, forceCompleteSentAt: new Date(fcMs).toISOString() };
 }
 
 /** The policy on one live copy of a convergence drain: its report, action and fields. */
@@ -480,8 +508,7 @@ function policyStep(
   rule: Rule,
   copy: Copy,
   completionAtMs: number | undefined,
-  sentFc: (c: Copy) => number | undefined,
-  mayAbort: (c: Copy, afterMs: number) => boolean,
+  { sentFc, mayAbort }: Guards,
   out: Converged,
 ): InFlightItem {
   const nowMs = input.now.getTime();
@@ -566,9 +593,7 @@ function policyStep(
 function request(
   r: ConvergenceRequest,
   copy: Copy | undefined,
-  acting: boolean,
-  sentFc: (c: Copy) => number | undefined,
-  mayAbort: (c: Copy, afterMs: number) => boolean,
+  { acting, sentFc, mayAbort }: Guards,
   out: Converged,
 ): RequestOutcome {
   const answer = (outcome: RequestOutcome["outcome"], message: string) => ({
