@@ -514,18 +514,12 @@ function policyStep(
   const nowMs = input.now.getTime();
   const { entry, migrationId } = copy;
   const p = matching(input.progress?.get(entry.id), migrationId);
-  const progressAtMs = p === undefined || rule.progressMs === undefined
-    ? undefined
-    : p.lowestAtMs + rule.progressMs;
-  // Only a read shows the remaining bytes stopped falling: never assumed.
-  const progressPassed = progressAtMs !== undefined && p !== undefined &&
-    p.readAtMs >= progressAtMs;
-  const completionPassed = completionAtMs !== undefined &&
-    nowMs > completionAtMs;
-  const passed = [
-    ...(completionPassed ? [["completion", completionAtMs] as const] : []),
-    ...(progressPassed ? [["progress", progressAtMs] as const] : []),
-  ].sort((a, b) => a[1] - b[1])[0];
+  const { progressAtMs, passed } = boundsPassed(
+    nowMs,
+    rule,
+    p,
+    completionAtMs,
+  );
   const resendMs = rule.resendAfterMs(0);
   // A person's action this pass stands for the policy's.
   const asked = out.abort.some((a) => a.migrationId === migrationId) ||
@@ -563,19 +557,9 @@ function policyStep(
         abortSent || copy.adopted
       ? undefined
       : fallbackAtMs ?? passed[1];
-    out.notConverging.push({
-      id: entry.id,
-      migrationId,
-      why: passed[0],
-      ...(p === undefined
-        ? {}
-        : { remainingBytes: p.remainingBytes, totalBytes: p.totalBytes }),
-      sinceSeconds: Math.max(0, Math.floor((nowMs - passed[1]) / 1000)),
-      onTimeout: rule.onTimeout,
-      ...(actAtMs === undefined
-        ? {}
-        : { actAt: new Date(actAtMs).toISOString() }),
-    });
+    out.notConverging.push(
+      notConvergingReport(copy, rule, p, passed, nowMs, actAtMs),
+    );
   }
   return {
     ...entry,
@@ -586,6 +570,55 @@ function policyStep(
     ...(fcMs === undefined
       ? {}
       : { forceCompleteSentAt: new Date(fcMs).toISOString() }),
+  };
+}
+
+/** Which of a copy's bounds it passed first (when), and when its progress timeout falls. */
+function boundsPassed(
+  nowMs: number,
+  rule: Rule,
+  p: CopyProgress | undefined,
+  completionAtMs: number | undefined,
+): {
+  progressAtMs: number | undefined;
+  passed: readonly ["completion" | "progress", number] | undefined;
+} {
+  const progressAtMs = p === undefined || rule.progressMs === undefined
+    ? undefined
+    : p.lowestAtMs + rule.progressMs;
+  // Only a read shows the remaining bytes stopped falling: never assumed.
+  const progressPassed = progressAtMs !== undefined && p !== undefined &&
+    p.readAtMs >= progressAtMs;
+  const completionPassed = completionAtMs !== undefined &&
+    nowMs > completionAtMs;
+  const passed = [
+    ...(completionPassed ? [["completion", completionAtMs] as const] : []),
+    ...(progressPassed ? [["progress", progressAtMs] as const] : []),
+  ].sort((a, b) => a[1] - b[1])[0];
+  return { progressAtMs, passed };
+}
+
+/** The report of a copy past its bound (`passed`: which, since when). */
+function notConvergingReport(
+  copy: Copy,
+  rule: Rule,
+  p: CopyProgress | undefined,
+  passed: readonly ["completion" | "progress", number],
+  nowMs: number,
+  actAtMs: number | undefined,
+): NotConvergingReport {
+  return {
+    id: copy.entry.id,
+    migrationId: copy.migrationId,
+    why: passed[0],
+    ...(p === undefined
+      ? {}
+      : { remainingBytes: p.remainingBytes, totalBytes: p.totalBytes }),
+    sinceSeconds: Math.max(0, Math.floor((nowMs - passed[1]) / 1000)),
+    onTimeout: rule.onTimeout,
+    ...(actAtMs === undefined
+      ? {}
+      : { actAt: new Date(actAtMs).toISOString() }),
   };
 }
 
