@@ -103,113 +103,12 @@ export function answerOf(
  * ```
  */
 export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
-  const { deps, ctx, log } = pass;
-  const { nova } = deps;
-  const nowMs = deps.clock.now();
-  // a confirm, abort or force-complete is noted with its answer's time:
-  // none is sent again before a look begun after it (once.ts); a refusal
-  // is noted with Nova's words and wakes the drain to report it
-  const send = (calls: readonly Call[], failed: string) =>
-    new Map(calls.map(({ key, serverId, call, done, refused }) => {
-      const note: ActionNote = { sentAtMs: nowMs, serverId };
-      call().then(
-        (r) => done(r.requestId),
-        (err: unknown) => {
-          log.warn({ serverId, err: errText(err) }, failed);
-          const answer = answerOf(err);
-          if (
-            refused === undefined ||
-            (answer.state !== "refused" && answer.state !== "conflict")
-          ) return;
-          note.refused = answer.message ?? errText(err);
-          refused(note.refused);
-          pass.state.woken = true;
-          ctx.enqueue(EvictionKind, ctx.key);
-        },
-      ).finally(() => note.answeredAtMs = deps.clock.now());
-      return [key, note];
-    }));
-  const confirms = send(
-    plan.confirmResize.map((id) => ({
-      key: id,
-      serverId: id,
-      call: () => nova.confirmResize(id, ctx.signal),
-      done: (requestId) => {
-        log.info({ serverId: id, requestId }, "resize confirmed");
-        emit(pass, {
-          type: "Normal",
-          reason: "ResizeConfirmed",
-          message: `confirmed the cold migration of ${id}`,
-        });
-      },
-    })),
-    "confirmResize failed",
-  );
-  const aborts = send(
-    plan.abort.map((a) => ({
-      key: a.migrationId,
-      serverId: a.id,
-      call: () => {
-        deps.metrics.convergenceActions.inc({
-          action: "abort",
-          reason: a.reason,
-        });
-        return nova.abortLiveMigration(a.id, Number(a.migrationId), ctx.signal);
-      },
-      done: (requestId) => {
-        log.warn(
-          { serverId: a.id, migrationId: a.migrationId, requestId },
-          "live migration aborted",
-        );
-        emit(pass, {
-          type: "Warning",
-          reason: "MigrationAborted",
-          message: abortedNote(a),
-        });
-      },
-      refused: (message: string) =>
-        emit(pass, {
-          type: "Warning",
-          reason: "AbortRefused",
-          message:
-            `Nova refused to abort live migration ${a.migrationId} of ${a.id}: ${message}`,
-        }),
-    })),
-    "abort failed",
-  );
+  const nowMs = pass.deps.clock.now();
+  const send = sender(pass, nowMs);
+  const confirms = send(confirmCalls(pass, plan), "confirmResize failed");
+  const aborts = send(abortCalls(pass, plan), "abort failed");
   const forceCompletes = send(
-    plan.forceComplete.map((f) => ({
-      key: f.migrationId,
-      serverId: f.id,
-      call: () => {
-        deps.metrics.convergenceActions.inc({
-          action: "force_complete",
-          reason: f.reason,
-        });
-        emit(pass, {
-          type: "Normal",
-          reason: "ForceCompleteSent",
-          message: forceCompleteNote(f),
-        });
-        return nova.forceCompleteLiveMigration(
-          f.id,
-          Number(f.migrationId),
-          ctx.signal,
-        );
-      },
-      done: (requestId) =>
-        log.info(
-          { serverId: f.id, migrationId: f.migrationId, requestId },
-          "force_complete accepted",
-        ),
-      refused: (message: string) =>
-        emit(pass, {
-          type: "Warning",
-          reason: "ForceCompleteRefused",
-          message:
-            `Nova refused force_complete of live migration ${f.migrationId} of ${f.id}: ${message}; it is not sent again`,
-        }),
-    })),
+    forceCompleteCalls(pass, plan),
     "force_complete failed",
   );
   const inFlight = plan.next.inFlight ?? [];
@@ -234,6 +133,131 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
       }),
     },
   };
+}
+
+/**
+ * Sends calls, each noted with its answer's time: none is sent again
+ * before a look begun after it (once.ts); a refusal is noted with Nova's
+ * words and wakes the drain to report it.
+ */
+function sender(
+  pass: Pass,
+  nowMs: number,
+): (calls: readonly Call[], failed: string) => Map<string, ActionNote> {
+  const { deps, ctx, log } = pass;
+  return (calls, failed) =>
+    new Map(calls.map(({ key, serverId, call, done, refused }) => {
+      const note: ActionNote = { sentAtMs: nowMs, serverId };
+      call().then(
+        (r) => done(r.requestId),
+        (err: unknown) => {
+          log.warn({ serverId, err: errText(err) }, failed);
+          const answer = answerOf(err);
+          if (
+            refused === undefined ||
+            (answer.state !== "refused" && answer.state !== "conflict")
+          ) return;
+          note.refused = answer.message ?? errText(err);
+          refused(note.refused);
+          pass.state.woken = true;
+          ctx.enqueue(EvictionKind, ctx.key);
+        },
+      ).finally(() => note.answeredAtMs = deps.clock.now());
+      return [key, note];
+    }));
+}
+
+/** The plan's confirms of our cold migrations. */
+function confirmCalls(pass: Pass, plan: Plan): Call[] {
+  const { deps, ctx, log } = pass;
+  return plan.confirmResize.map((id) => ({
+    key: id,
+    serverId: id,
+    call: () => deps.nova.confirmResize(id, ctx.signal),
+    done: (requestId) => {
+      log.info({ serverId: id, requestId }, "resize confirmed");
+      emit(pass, {
+        type: "Normal",
+        reason: "ResizeConfirmed",
+        message: `confirmed the cold migration of ${id}`,
+      });
+    },
+  }));
+}
+
+/** The plan's aborts, by migration id. */
+function abortCalls(pass: Pass, plan: Plan): Call[] {
+  const { deps, ctx, log } = pass;
+  return plan.abort.map((a) => ({
+    key: a.migrationId,
+    serverId: a.id,
+    call: () => {
+      deps.metrics.convergenceActions.inc({
+        action: "abort",
+        reason: a.reason,
+      });
+      return deps.nova.abortLiveMigration(
+        a.id,
+        Number(a.migrationId),
+        ctx.signal,
+      );
+    },
+    done: (requestId) => {
+      log.warn(
+        { serverId: a.id, migrationId: a.migrationId, requestId },
+        "live migration aborted",
+      );
+      emit(pass, {
+        type: "Warning",
+        reason: "MigrationAborted",
+        message: abortedNote(a),
+      });
+    },
+    refused: (message: string) =>
+      emit(pass, {
+        type: "Warning",
+        reason: "AbortRefused",
+        message:
+          `Nova refused to abort live migration ${a.migrationId} of ${a.id}: ${message}`,
+      }),
+  }));
+}
+
+/** The plan's force_completes, by migration id. */
+function forceCompleteCalls(pass: Pass, plan: Plan): Call[] {
+  const { deps, ctx, log } = pass;
+  return plan.forceComplete.map((f) => ({
+    key: f.migrationId,
+    serverId: f.id,
+    call: () => {
+      deps.metrics.convergenceActions.inc({
+        action: "force_complete",
+        reason: f.reason,
+      });
+      emit(pass, {
+        type: "Normal",
+        reason: "ForceCompleteSent",
+        message: forceCompleteNote(f),
+      });
+      return deps.nova.forceCompleteLiveMigration(
+        f.id,
+        Number(f.migrationId),
+        ctx.signal,
+      );
+    },
+    done: (requestId) =>
+      log.info(
+        { serverId: f.id, migrationId: f.migrationId, requestId },
+        "force_complete accepted",
+      ),
+    refused: (message: string) =>
+      emit(pass, {
+        type: "Warning",
+        reason: "ForceCompleteRefused",
+        message:
+          `Nova refused force_complete of live migration ${f.migrationId} of ${f.id}: ${message}; it is not sent again`,
+      }),
+  }));
 }
 
 /** The MigrationAborted note: which copy, and why. */
