@@ -18,8 +18,15 @@ import {
   onHostView,
   pendingStarts,
   pickStarts,
+  type PlanAcc,
+  type PrevView,
 } from "./plan_steps.ts";
-import { abortedOf, converge, withAborted } from "./plan_converge.ts";
+import {
+  abortedOf,
+  converge,
+  type Converged,
+  withAborted,
+} from "./plan_converge.ts";
 import type { Plan, PlanInput } from "./plan_types.ts";
 import {
   arrivingRecords,
@@ -83,7 +90,7 @@ function validateInput(input: PlanInput): void {
  */
 export function planPass(input: PlanInput): Plan {
   validateInput(input);
-  const { host, options, now } = input;
+  const { host, options } = input;
   const prev = foldNotes(input);
   const view = onHostView(input);
   const records = {
@@ -115,26 +122,7 @@ export function planPass(input: PlanInput): Plan {
     : [...view.onHost.keys()].filter((id) =>
       !prev.outstanding.has(id) && !prev.inFlight.has(id)
     ).sort();
-  const unanswered = pendingStarts(prev, acc);
-
-  const next = withAborted(
-    assembleStatus(prev.status, {
-      inFlight: acc.inFlight,
-      failed: acc.failed,
-      skipped: acc.skipped,
-      outstanding: acc.outstanding,
-      outstandingRamMb: acc.outstandingRamMb,
-      migratedDelta: done.length,
-      limit: input.limit,
-      limitSource: input.limitSource,
-      generation: input.generation,
-      now,
-      summary: acc.summary,
-      unanswered,
-      settleMs: options.settleMs ?? 0,
-    }),
-    converged.aborted,
-  );
+  const next = nextStatus(input, prev, acc, done.length, converged.aborted);
   const finished = next.finishedAt !== undefined;
   const settleAtMs = finished || next.emptySince === undefined
     ? undefined
@@ -166,6 +154,34 @@ export function planPass(input: PlanInput): Plan {
     next,
     summary: acc.summary,
   };
+}
+
+/** The status after the pass: what the steps accumulated, with the aborted VMs' tries. */
+function nextStatus(
+  input: PlanInput,
+  prev: PrevView,
+  acc: PlanAcc,
+  migratedDelta: number,
+  aborted: Converged["aborted"],
+): EvictionStatus {
+  return withAborted(
+    assembleStatus(prev.status, {
+      inFlight: acc.inFlight,
+      failed: acc.failed,
+      skipped: acc.skipped,
+      outstanding: acc.outstanding,
+      outstandingRamMb: acc.outstandingRamMb,
+      migratedDelta,
+      limit: input.limit,
+      limitSource: input.limitSource,
+      generation: input.generation,
+      now: input.now,
+      summary: acc.summary,
+      unanswered: pendingStarts(prev, acc),
+      settleMs: input.options.settleMs ?? 0,
+    }),
+    aborted,
+  );
 }
 
 function isBlocked(status: EvictionStatus): boolean {
