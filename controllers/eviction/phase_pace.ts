@@ -78,6 +78,7 @@ export function paceView(
     pending: (id) => state.starts.get(id)?.state === "pending",
     pollMs: pass.times.pollMs,
     limit: plan.next.effectiveLimit ?? 1,
+    novaLimit: plan.next.novaLiveMigrationLimit,
   };
 }
 

@@ -100,6 +100,63 @@ export interface PaceView {
   pollMs: number;
   /** The drain's limit (at 1, an early look is a whole pass more: none planned). */
   limit: number;
+  /** Nova's per-host limit as learned: our starts beyond it wait in Nova's queue. */
+  novaLimit?: number | undefined;
+}
+
+/** Our copies under way fill Nova's known limit: a start not listed yet will queue. */
+function fillsNovaLimit(view: PaceView): boolean {
+  if (view.novaLimit === undefined) return false;
+  const copying = view.inFlight.filter((e) => {
+    const s = view.records.get(e.id)?.status.toLowerCase();
+    return s !== undefined && !WAITING.has(s) &&
+      migrationPhase(s) === "in_progress";
+  });
+  return copying.length >= view.novaLimit;
+}
+
+/**
+ * When a copy Nova held queued began (Nova's clock): as the host's last
+ * copy to end before the record's last update ended (its slot freed:
+ * exact at Nova's limit 1, no later than the update at any limit), else
+ * at that update. Not the update alone: libvirt saves progress every 5 s,
+ * so a copy first seen long after it began would be timed short.
+ *
+ * @example
+ * ```ts
+ * import { queuedCopyStart } from "./pacing.ts";
+ * const rec = (status: string, createdAt: string, updatedAt: string) => ({ instanceUuid: "a",
+ *   migrationType: "live-migration", status, sourceCompute: "h", createdAt, updatedAt });
+ * const q = rec("running", "2026-01-01T00:00:00", "2026-01-01T00:01:30");
+ * const before = rec("completed", "2025-12-31T23:59:00", "2026-01-01T00:01:00");
+ * const earlier = rec("completed", "2025-12-31T23:58:00", "2026-01-01T00:00:20");
+ * console.assert(queuedCopyStart(q, [q, earlier, before]) === Date.parse("2026-01-01T00:01:00Z"));
+ * console.assert(queuedCopyStart(q, [q]) === Date.parse("2026-01-01T00:01:30Z"));
+ * ```
+ */
+export function queuedCopyStart(
+  r: ObservedMigration,
+  records: Iterable<ObservedMigration>,
+): number | undefined {
+  return slotFreedAt(r, records) ?? parseNovaTime(r.updatedAt ?? r.createdAt);
+}
+
+/** The end of the host's last copy to end between `r`'s creation and last update. */
+function slotFreedAt(
+  r: ObservedMigration,
+  records: Iterable<ObservedMigration>,
+): number | undefined {
+  const created = parseNovaTime(r.createdAt);
+  const updated = parseNovaTime(r.updatedAt ?? r.createdAt);
+  if (created === undefined || updated === undefined) return undefined;
+  let freed: number | undefined;
+  for (const o of records) {
+    if (o === r || !COMPLETED.has(o.status.toLowerCase())) continue;
+    const end = parseNovaTime(o.updatedAt ?? undefined);
+    if (end === undefined || end < created || end > updated) continue;
+    freed = Math.max(freed ?? -Infinity, end);
+  }
+  return freed;
 }
 
 /** Samples from own drains a drain needs before it times by them alone. */
@@ -314,11 +371,17 @@ export class Pace {
     const created = parseNovaTime(r.createdAt);
     const queued = known?.queued ?? false;
     if (!queued) {
-      // a record known only from events was created by the copy's first
-      // step: it began then, after any wait in Nova's queue none told of
+      // A record known only from events was created by the copy's first
+      // step: it began then, after any wait in Nova's queue none told of.
+      // At Nova's limit 1, a copy that ended since its creation held it queued.
+      const freed = r.id !== undefined && view.novaLimit === 1
+        ? slotFreedAt(r, view.records.values())
+        : undefined;
       const began = r.id === undefined && created !== undefined
         ? this.#cloud.clock.toLocal(created)
-        : undefined;
+        : freed === undefined
+        ? undefined
+        : this.#cloud.clock.toLocal(freed);
       return {
         recordId: key,
         sinceMs: Math.max(issued ?? view.nowMs, began ?? -Infinity),
@@ -326,7 +389,7 @@ export class Pace {
         queued,
       };
     }
-    const novaSince = parseNovaTime(r.updatedAt ?? r.createdAt);
+    const novaSince = queuedCopyStart(r, view.records.values());
     const perNovaMs = this.clockPerNovaMs();
     const waited = novaSince === undefined || created === undefined
       ? undefined
@@ -458,6 +521,7 @@ export class Pace {
     const queueing = [...view.records.values()].some((r) =>
       r.status.toLowerCase() === "queued"
     );
+    const full = fillsNovaLimit(view);
     const perNovaMs = this.clockPerNovaMs();
     for (const entry of view.inFlight) {
       // Our start not looked at yet: a fast failure frees its slot.
@@ -465,7 +529,7 @@ export class Pace {
       if (firstLook !== undefined) first.push(firstLook);
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
-      if (status === undefined && queueing) continue;
+      if (status === undefined && (queueing || full)) continue;
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id) ?? Number.NaN;
       const end = this.#endOf(entry, since, view, perNovaMs, queueing);

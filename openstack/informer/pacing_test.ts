@@ -282,6 +282,74 @@ Deno.test("Pace: a migration first seen queued is timed from when Nova's record 
   );
 });
 
+Deno.test("Pace: a queued copy first seen long after it began is timed from the copy ahead of it ending, not from libvirt's last save", () => {
+  const p = new Pace();
+  sameClock(p);
+  p.sample("live", 4096, 16_000);
+  const ours = (id: string) => id === "a" ? undefined : T;
+  p.learn(view(T, [["q", record("q", "queued", T, T)]], ["q"]));
+  // the copy ahead ended at T+10 s; q's record was last saved at T+21 s
+  const ahead = { ...record("a", "completed", T - 5000, T + 10_000), id: 2 };
+  const later = view(
+    T + 22_000,
+    [["a", ahead], ["q", record("q", "running", T, T + 21_000)]],
+    ["q"],
+    { issuedAt: ours },
+  );
+  p.learn(later);
+  assert.equal(
+    p.dueInMs(later).dueMs,
+    Math.round(10_000 + 16_000 * (1 + LATE_MARGIN) - 22_000),
+  );
+});
+
+Deno.test("Pace: at Nova's limit 1, a start never seen queued is timed from the copy ahead of it ending, not from its issue", () => {
+  const ahead = { ...record("a", "completed", T - 5000, T + 10_000), id: 2 };
+  const dueAt = (novaLimit: number) => {
+    const p = new Pace();
+    sameClock(p);
+    p.sample("live", 4096, 16_000);
+    const v = view(
+      T + 22_000,
+      [["a", ahead], ["s", record("s", "running", T, T + 21_000)]],
+      ["s"],
+      { issuedAt: (id) => id === "a" ? undefined : T, novaLimit },
+    );
+    p.learn(v);
+    return p.expectedEnds().size === 0 ? p.dueInMs(v).dueMs : undefined;
+  };
+  const due = (sinceMs: number) =>
+    Math.max(0, Math.round(sinceMs + 16_000 * (1 + LATE_MARGIN) - 22_000));
+  assert.equal(dueAt(1), due(10_000));
+  // at a higher limit it may have copied from our start: timed from it
+  assert.equal(dueAt(2), due(0));
+});
+
+Deno.test("Pace: a start not listed yet while our copies fill Nova's limit is not timed (it waits in Nova's queue)", () => {
+  const due = (novaLimit: number | undefined) => {
+    const p = new Pace();
+    sameClock(p);
+    p.sample("live", 4096, 8000);
+    const v = view(
+      T + 1000,
+      [["r", record("r", "running", T, T)]],
+      ["r", "new"],
+      {
+        issuedAt: (id) => id === "r" ? T : T + 500,
+        ramOf: (id) => id === "r" ? 40_960 : 1024,
+        novaLimit,
+      },
+    );
+    looked(p, v);
+    looked(p, { ...v, nowMs: v.nowMs + v.pollMs });
+    return p.dueInMs({ ...v, nowMs: T + 5000 }).dueMs;
+  };
+  // the small start is not timed: only its first look (the conductor) is due
+  assert.equal(due(1), 2000);
+  // an unknown limit: timed from its issue, its end (2.5 s) is past
+  assert.equal(due(undefined), 0);
+});
+
 Deno.test("Pace: while Nova queues more work for the host, the look comes later (it stays busy)", () => {
   const p = new Pace();
   sameClock(p);

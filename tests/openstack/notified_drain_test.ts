@@ -55,6 +55,10 @@ Deno.test({
           metricSum(text, "evictor_nova_calls_total")
         } Nova calls for ${names.length} VMs`,
       );
+      console.log(
+        text.split("\n").filter((l) => l.startsWith("evictor_nova_calls_total"))
+          .join("\n"),
+      );
       assert.equal(ev.status?.migratedCount, names.length);
       // Nova held a start queued behind a copy (its limit 1 here): the
       // informer lists what no event tells, so the drain learns it as a
