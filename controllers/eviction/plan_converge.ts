@@ -448,12 +448,15 @@ function entryStep(
   const boundS = rule?.boundSeconds(ramOf(ctx.view, entry.id, entry));
   const boundMs = boundS === undefined ? undefined : boundS * 1000;
   // A live start of ours Nova shows no copy of yet (no record, or one
-  // being scheduled): the pace's expected end knows no bound, so the
-  // look comes by the bound from the start, to see the copy begin.
+  // being scheduled or prepared, not queued): the pace's expected end
+  // knows no bound, so the look comes by the bound from the start, to
+  // see the copy begin.
   if (
     entry.kind === "live" && entry.adopted !== true &&
     boundMs !== undefined && rule?.onTimeout !== "Report" &&
-    (record === undefined || record.status.toLowerCase() === "accepted")
+    (record === undefined ||
+      (beforeCopy(record.status) &&
+        record.status.toLowerCase() !== "queued"))
   ) {
     out.lookByMs = Math.min(
       out.lookByMs ?? Infinity,

@@ -686,7 +686,7 @@ Deno.test("converge: kubectl evictor retry re-arms a VM left after its aborted t
   assert.deepEqual(plan.start.map((s) => s.id), ["a"]);
 });
 
-Deno.test("converge: a live start Nova shows no copy of yet is looked at by its bound from the start (lookByMs), under Abort and ForceComplete, not Report", () => {
+Deno.test("converge: a live start Nova shows no copy of yet (no record, accepted, preparing; not queued) is looked at by its bound from the start (lookByMs), under Abort and ForceComplete, not Report", () => {
   const unseen = (
     spec: ConvergenceSpec,
     migrations = [] as ReturnType<typeof mig>[],
@@ -709,6 +709,19 @@ Deno.test("converge: a live start Nova shows no copy of yet is looked at by its 
     at(700).getTime(),
   );
   assert.equal(unseen({ onTimeout: "Report" }).lookByMs, undefined);
+  // preparing is no copy yet either; a queued one waits for Nova's queue
+  assert.equal(
+    unseen({ onTimeout: "Abort" }, [
+      mig(7, "a", "preparing", { createdAt: novaTime(-100) }),
+    ]).lookByMs,
+    at(700).getTime(),
+  );
+  assert.equal(
+    unseen({ onTimeout: "Abort" }, [
+      mig(7, "a", "queued", { createdAt: novaTime(-100) }),
+    ]).lookByMs,
+    undefined,
+  );
   // once Nova shows the copy, its progress reads pace the looks
   assert.equal(
     unseen({ onTimeout: "Abort" }, [

@@ -359,7 +359,7 @@ export class Pace {
     }
   }
 
-  /** A migration first seen copying: since when (past Nova's queue: its `updated_at`). */
+  /** A migration first seen copying: since when (past Nova's queue: {@linkcode queuedCopyStart}). */
   #copying(
     view: PaceView,
     id: string,
@@ -370,18 +370,17 @@ export class Pace {
     const issued = view.issuedAt(id);
     const created = parseNovaTime(r.createdAt);
     const queued = known?.queued ?? false;
-    if (!queued) {
+    // At Nova's limit 1, a copy that ended since the record's creation
+    // held it queued, whether a look saw it queued or not.
+    const held = queued ||
+      (r.id !== undefined && view.novaLimit === 1 &&
+        slotFreedAt(r, view.records.values()) !== undefined);
+    if (!held) {
       // A record known only from events was created by the copy's first
       // step: it began then, after any wait in Nova's queue none told of.
-      // At Nova's limit 1, a copy that ended since its creation held it queued.
-      const freed = r.id !== undefined && view.novaLimit === 1
-        ? slotFreedAt(r, view.records.values())
-        : undefined;
       const began = r.id === undefined && created !== undefined
         ? this.#cloud.clock.toLocal(created)
-        : freed === undefined
-        ? undefined
-        : this.#cloud.clock.toLocal(freed);
+        : undefined;
       return {
         recordId: key,
         sinceMs: Math.max(issued ?? view.nowMs, began ?? -Infinity),
@@ -401,7 +400,7 @@ export class Pace {
         ? view.nowMs
         : Math.min(view.nowMs, issued + waited * perNovaMs),
       novaSinceMs: novaSince,
-      queued,
+      queued: true,
     };
   }
 
@@ -431,7 +430,16 @@ export class Pace {
       this.sample(kindOfMigrationType(r.migrationType), ram, nova.copyMs);
     }
     if (issued === undefined) return;
-    const slot = copySpan(issued, known?.sinceMs, queued, view.nowMs);
+    // A look made late on purpose (Nova's queue kept the host busy) adds
+    // no idle slot: at most a poll interval past Nova's end counts.
+    const endedMs = parseNovaTime(r.updatedAt ?? undefined);
+    const endedLocal = endedMs === undefined
+      ? undefined
+      : this.#cloud.clock.toLocal(endedMs);
+    const seenMs = endedLocal === undefined
+      ? view.nowMs
+      : Math.min(view.nowMs, endedLocal + view.pollMs);
+    const slot = copySpan(issued, known?.sinceMs, queued, seenMs);
     if (slot === undefined) return;
     this.#slots.push({ ramMb: ram, durationMs: slot.copyMs });
     if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
@@ -451,9 +459,17 @@ export class Pace {
     );
   }
 
-  /** Ms until the earliest end or first look due, whether any is untimed; sets endsBy. */
-  dueInMs(view: PaceView): { dueMs: number | undefined; untimed: boolean } {
-    const { model, first, untimed, byId } = this.#ends(view);
+  /**
+   * Ms until the earliest end or first look due, whether any is untimed
+   * and, while Nova's queue holds work of the host, how long an untimed
+   * copy has run (a look as late again costs no idle slot); sets endsBy.
+   */
+  dueInMs(view: PaceView): {
+    dueMs: number | undefined;
+    untimed: boolean;
+    untimedRunMs?: number;
+  } {
+    const { model, first, untimed, byId, backlog } = this.#ends(view);
     this.#endsBy = new Map(
       [...byId].map(([id, { since, end, timed }]) => [
         id,
@@ -467,9 +483,15 @@ export class Pace {
       [...byId].map(([id, { end, timed }]) => [id, timed ? end : undefined]),
     );
     const look = lookAt([...model, ...first], view.pollMs);
+    const untimedSince = Math.min(
+      ...[...byId.values()].filter((e) => !e.timed).map((e) => e.since),
+    );
     return {
       dueMs: look === undefined ? undefined : Math.max(0, look - view.nowMs),
       untimed,
+      ...(untimed && backlog && Number.isFinite(untimedSince)
+        ? { untimedRunMs: Math.max(0, view.nowMs - untimedSince) }
+        : {}),
     };
   }
 
@@ -509,6 +531,7 @@ export class Pace {
     first: number[];
     untimed: boolean;
     byId: Map<string, { since: number; end: number; timed: boolean }>;
+    backlog: boolean;
   } {
     const byId = new Map<
       string,
@@ -524,8 +547,9 @@ export class Pace {
     const full = fillsNovaLimit(view);
     const perNovaMs = this.clockPerNovaMs();
     for (const entry of view.inFlight) {
-      // Our start not looked at yet: a fast failure frees its slot.
-      const firstLook = this.#firstLook(entry.id, view);
+      // Our start not looked at yet: a fast failure frees its slot, unless
+      // it waits behind our copies anyway (their ends are looked at).
+      const firstLook = full ? undefined : this.#firstLook(entry.id, view);
       if (firstLook !== undefined) first.push(firstLook);
       const status = view.records.get(entry.id)?.status.toLowerCase();
       if (status !== undefined && WAITING.has(status)) continue;
@@ -543,7 +567,7 @@ export class Pace {
         timed: end !== undefined,
       });
     }
-    return { model, first, untimed, byId };
+    return { model, first, untimed, byId, backlog: queueing || full };
   }
 
   #endOf(
@@ -656,6 +680,8 @@ export interface LookInput {
   dueMs: number | undefined;
   /** Something runs that the model cannot time yet. */
   untimed: boolean;
+  /** How long an untimed copy has run while Nova's queue holds more work. */
+  untimedRunMs?: number | undefined;
   /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
   /** Until the earliest retry of a VM in backoff, if any. */
@@ -672,7 +698,9 @@ export interface LookInput {
 /**
  * The wait until the next look: the earliest expected end within
  * [pollMs, maxPollMs]; the slow poll when only a person can change
- * anything (a watched change wakes the drain earlier).
+ * anything (a watched change wakes the drain earlier). An untimed copy is
+ * looked at each poll interval, or, while Nova's queue keeps the host
+ * busy after it, as late again as it has run (at most the slow poll).
  *
  * @example
  * ```ts
@@ -686,6 +714,10 @@ export interface LookInput {
 export function nextLookMs(input: LookInput): number {
   const { pollMs, retryInMs: retry } = input;
   if (input.inFlight > 0) {
+    if (input.untimed && !input.watching && input.untimedRunMs !== undefined) {
+      const late = Math.min(input.untimedRunMs, input.slowPollMs);
+      return Math.max(pollMs, Math.min(late, input.dueMs ?? Infinity));
+    }
     if (input.untimed || input.dueMs === undefined) return pollMs;
     const due = input.watching
       ? pollMs

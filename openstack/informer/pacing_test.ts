@@ -96,6 +96,33 @@ Deno.test("nextLookMs: table", () => {
     ["overdue: the poll interval", { inFlight: 1, dueMs: 0 }, 2000],
     ["beyond the max", { inFlight: 1, dueMs: 600_000 }, 60_000],
     ["untimed: the poll interval", { inFlight: 1, untimed: true }, 2000],
+    ["untimed, Nova's queue busy: as late again as it ran", {
+      inFlight: 1,
+      untimed: true,
+      untimedRunMs: 7000,
+    }, 7000],
+    ["untimed, Nova's queue busy: at most the slow poll", {
+      inFlight: 1,
+      untimed: true,
+      untimedRunMs: 50_000,
+    }, 20_000],
+    ["untimed, Nova's queue busy, just begun: the poll interval", {
+      inFlight: 1,
+      untimed: true,
+      untimedRunMs: 500,
+    }, 2000],
+    ["untimed, Nova's queue busy, a timed end sooner", {
+      inFlight: 2,
+      untimed: true,
+      untimedRunMs: 50_000,
+      dueMs: 9000,
+    }, 9000],
+    ["untimed, Nova's queue busy, busy VMs: the poll interval", {
+      inFlight: 1,
+      untimed: true,
+      untimedRunMs: 50_000,
+      watching: true,
+    }, 2000],
     ["no model yet", { inFlight: 2 }, 2000],
     ["busy VMs: the poll interval", {
       inFlight: 1,
@@ -325,7 +352,7 @@ Deno.test("Pace: at Nova's limit 1, a start never seen queued is timed from the 
   assert.equal(dueAt(2), due(0));
 });
 
-Deno.test("Pace: a start not listed yet while our copies fill Nova's limit is not timed (it waits in Nova's queue)", () => {
+Deno.test("Pace: a start not listed yet while our copies fill Nova's limit is neither timed nor looked at first (it waits in Nova's queue)", () => {
   const due = (novaLimit: number | undefined) => {
     const p = new Pace();
     sameClock(p);
@@ -344,8 +371,8 @@ Deno.test("Pace: a start not listed yet while our copies fill Nova's limit is no
     looked(p, { ...v, nowMs: v.nowMs + v.pollMs });
     return p.dueInMs({ ...v, nowMs: T + 5000 }).dueMs;
   };
-  // the small start is not timed: only its first look (the conductor) is due
-  assert.equal(due(1), 2000);
+  // the small start is not timed, nor looked at first: the running copy's end times the look
+  assert.equal(due(1), Math.round(80_000 * (1 + LATE_MARGIN) - 5000));
   // an unknown limit: timed from its issue, its end (2.5 s) is past
   assert.equal(due(undefined), 0);
 });
@@ -394,6 +421,56 @@ Deno.test("Pace.slotRate: a line through our start to the pass that saw it done,
     mbPerSecond: 2000,
     overheadMs: 3000,
     migrations: 3,
+  });
+});
+
+Deno.test("Pace: an untimed copy states how long it has run only while Nova's queue holds more work of the host", () => {
+  const p = new Pace();
+  sameClock(p);
+  const busy = view(
+    T + 30_000,
+    [
+      ["r", record("r", "running", T, T)],
+      ["q", record("q", "queued", T, T)],
+    ],
+    ["r", "q"],
+    { issuedAt: () => T },
+  );
+  p.learn(busy);
+  looked(p, busy);
+  assert.deepEqual(p.dueInMs(busy), {
+    dueMs: undefined,
+    untimed: true,
+    untimedRunMs: 30_000,
+  });
+  const alone = view(T + 30_000, [["r", record("r", "running", T, T)]], [
+    "r",
+  ], { issuedAt: () => T });
+  const q = new Pace();
+  sameClock(q);
+  q.learn(alone);
+  looked(q, alone);
+  assert.deepEqual(q.dueInMs(alone), { dueMs: undefined, untimed: true });
+});
+
+Deno.test("Pace.slotRate: a look made long after Nova's end counts at most a poll interval past it", () => {
+  const p = new Pace();
+  sameClock(p);
+  const sizes: Record<string, number> = { a: 1000, b: 2000 };
+  // Nova ended a at T+4 s and b at T+6 s; the pass saw both at T+40 s
+  const done = (id: string, n: number, endMs: number) =>
+    p.learn(view(
+      T + 40_000,
+      [[id, { ...record(id, "completed", T, endMs), id: n }]],
+      [id],
+      { ramOf: (v) => sizes[v], issuedAt: () => T },
+    ));
+  done("a", 1, T + 4000);
+  done("b", 2, T + 6000);
+  assert.deepEqual(p.slotRate(), {
+    mbPerSecond: 500,
+    overheadMs: 4000,
+    migrations: 2,
   });
 });
 
