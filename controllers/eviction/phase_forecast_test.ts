@@ -64,7 +64,11 @@ Deno.test("pass: status.predictedFinishAt is written and moves with a copy's mea
         spec: { maxConcurrentMigrations: 1, abortStuckMigrations: false },
       },
     },
-    informer: { progress: () => Promise.resolve(progress()) },
+    // each pass a full one: a new read's ETA is news (as its wake would be)
+    informer: {
+      progress: () => Promise.resolve(progress()),
+      woken: () => true,
+    },
   });
   let status: EvictionStatus = ev.status ?? {};
   const passAt = async (s: number, etaNow: number) => {

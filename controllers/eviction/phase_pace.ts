@@ -67,6 +67,7 @@ export function paceView(
   pass: Pass,
   plan: Plan,
   records: PaceView["records"],
+  progress?: PaceView["progress"],
 ): PaceView {
   const { state } = pass;
   return {
@@ -79,6 +80,7 @@ export function paceView(
     pollMs: pass.times.pollMs,
     limit: plan.next.effectiveLimit ?? 1,
     novaLimit: plan.next.novaLiveMigrationLimit,
+    progress,
   };
 }
 
@@ -100,7 +102,7 @@ export function learn(
   seen: Observation,
 ): PaceView["records"] {
   const records = paceRecords(latestRecords(seen.migrations, pass.host));
-  pass.state.pace.learn(paceView(pass, plan, records));
+  pass.state.pace.learn(paceView(pass, plan, records, seen.progress));
   return records;
 }
 

@@ -102,6 +102,14 @@ export interface PaceView {
   limit: number;
   /** Nova's per-host limit as learned: our starts beyond it wait in Nova's queue. */
   novaLimit?: number | undefined;
+  /** The copies' progress as last read (progress.ts): times a copy the model cannot. */
+  progress?: ReadonlyMap<string, MeasuredEta> | undefined;
+}
+
+/** A copy's ETA as a read measured it (controller ms). */
+export interface MeasuredEta {
+  readAtMs: number;
+  etaSeconds?: number | undefined;
 }
 
 /** Our copies under way fill Nova's known limit: a start not listed yet will queue. */
@@ -227,6 +235,8 @@ export class Pace {
   readonly #paired = new Set<string>();
   /** Migration record ids already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
+  /** Each copy's ETA as last read, while it runs. */
+  readonly #eta = new Map<string, MeasuredEta>();
   /** Slot times on our clock: copy start to the pass that saw it end (poll latency in). */
   readonly #slots: Sample[] = [];
 
@@ -352,6 +362,10 @@ export class Pace {
     const live = new Set(view.inFlight.map((e) => e.id));
     for (const id of this.#active.keys()) {
       if (!live.has(id) && !view.records.has(id)) this.#active.delete(id);
+    }
+    for (const [id, p] of view.progress ?? []) this.#eta.set(id, p);
+    for (const id of this.#eta.keys()) {
+      if (!this.#active.has(id)) this.#eta.delete(id);
     }
     for (const e of view.inFlight) this.#noteLook(e.id, view);
     for (const id of this.#looked.keys()) {
@@ -583,7 +597,7 @@ export class Pace {
       : this.predictLocalMs(entry.kind, ram);
     if (
       localMs === undefined || perNovaMs === undefined || Number.isNaN(since)
-    ) return undefined;
+    ) return this.#measuredEnd(entry.id);
     // While Nova's queue holds more work for this host, a late look
     // costs nothing (the host stays busy) and an early one costs calls.
     const margin = queueing ? QUEUED_MARGIN : this.marginOf(
@@ -593,6 +607,13 @@ export class Pace {
       view.limit <= 1 ? 0 : MAX_EARLY_LOOKS,
     );
     return since + localMs * (1 + margin);
+  }
+
+  /** Without a model: the end a read's ETA gives (the late margin past it). */
+  #measuredEnd(id: string): number | undefined {
+    const p = this.#eta.get(id);
+    if (p?.etaSeconds === undefined) return undefined;
+    return p.readAtMs + p.etaSeconds * 1000 * (1 + LATE_MARGIN);
   }
 
   #noteLook(id: string, view: PaceView): void {

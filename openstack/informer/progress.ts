@@ -2,9 +2,9 @@
  * When the informer reads a live copy's progress from Nova
  * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
  * A read costs one call per copy, so a copy is read only when it is
- * needed: past its expected end (the pacing model's), once an untimed
- * copy has run longer than a progress interval, from its first figures
- * when its policy acts on a stall, or when its policy's decision is due;
+ * needed: past its expected end (the pacing model's), from its first
+ * figures while it is untimed (its ETA then times it) or its policy acts
+ * on a stall, or when its policy's decision is due;
  * never twice within an interval, never when it is expected to end before
  * the next look (that look sees its end for free). Times are the
  * controller's clock.
@@ -13,6 +13,7 @@
  */
 
 import type { ServerMigration } from "../nova_types.ts";
+import { parseNovaTime } from "../nova_time.ts";
 import type { CopyProgress } from "./progress_types.ts";
 
 /** The default progress interval (`--migration-progress-interval`). */
@@ -82,16 +83,19 @@ export function nextReadAtMs(
     copy.overdueAtMs ?? Infinity,
     // A timed copy on schedule needs no read (its end is the look's),
     // unless its policy acts on a stall.
-    copy.acts === true
+    // An untimed copy is read at its first figures too: its ETA times it.
+    copy.acts === true || copy.endAtMs === undefined
       ? copy.sinceMs + Math.min(intervalMs, FIRST_FIGURES_MS)
-      : copy.endAtMs === undefined
-      ? copy.sinceMs + intervalMs
       : Infinity,
     decideAt(copy, marks),
   );
+  // An untimed copy is read again after a save or two: two reads time it.
+  const gapMs = copy.endAtMs === undefined
+    ? Math.min(intervalMs, FIRST_FIGURES_MS)
+    : intervalMs;
   const again = marks.triedAtMs === undefined
     ? -Infinity
-    : marks.triedAtMs + intervalMs;
+    : marks.triedAtMs + gapMs;
   return Math.max(reason, again);
 }
 
@@ -195,6 +199,8 @@ export interface KeptProgress {
   progress: CopyProgress;
   firstRemainingBytes: number;
   firstAtMs: number;
+  /** Nova's save of the first read's figures (its `updated_at`, Nova's clock). */
+  firstSavedMs?: number;
 }
 
 /**
@@ -235,14 +241,20 @@ export function nextProgress(
   const lower = last === undefined || remaining < last.lowestRemainingBytes;
   const firstRemainingBytes = prev?.firstRemainingBytes ?? remaining;
   const firstAtMs = prev?.firstAtMs ?? atMs;
-  const rate = atMs > firstAtMs
-    ? Math.round(
-      (firstRemainingBytes - remaining) / ((atMs - firstAtMs) / 1000),
-    )
+  // Timed by Nova's saves when both reads show one (libvirt saves the
+  // figures every 5 s: a read's own time may be seconds past its figures).
+  const savedMs = parseNovaTime(m.updatedAt ?? undefined);
+  const firstSavedMs = prev === undefined ? savedMs : prev.firstSavedMs;
+  const spanMs = savedMs !== undefined && firstSavedMs !== undefined
+    ? savedMs - firstSavedMs
+    : atMs - firstAtMs;
+  const rate = spanMs > 0
+    ? Math.round((firstRemainingBytes - remaining) / (spanMs / 1000))
     : undefined;
   return {
     firstRemainingBytes,
     firstAtMs,
+    ...(firstSavedMs === undefined ? {} : { firstSavedMs }),
     progress: {
       serverId: m.serverUuid,
       migrationId: String(m.id),

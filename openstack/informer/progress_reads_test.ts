@@ -60,7 +60,7 @@ const copy = (id: string, o: Partial<CopyToWatch> = {}): CopyToWatch => ({
   ...o,
 });
 
-Deno.test("ProgressReads: reads the copies due, keeps the last progress, reads again an interval later, not before", async () => {
+Deno.test("ProgressReads: reads an untimed copy at its first figures, keeps the last progress, reads it again 10 s later, not before", async () => {
   const nova = reader({ "1": [800, 600] });
   const warned: string[] = [];
   const reads = new ProgressReads(nova.read, (_f, m) => warned.push(m));
@@ -71,18 +71,21 @@ Deno.test("ProgressReads: reads the copies due, keeps the last progress, reads a
     nova.at(nowMs);
     return { copies, nowMs, intervalMs: 30 * S, nextLookAtMs: nowMs + 2 * S };
   };
-  assert.equal((await reads.read("ev", need(10 * S))).size, 0);
+  // untimed: read at its first figures (10 s into the copy), not before
+  assert.equal((await reads.read("ev", need(9 * S))).size, 0);
   assert.deepEqual(nova.asked, []);
-  const first = await reads.read("ev", need(31 * S));
+  const first = await reads.read("ev", need(10 * S));
   assert.deepEqual(nova.asked, ["1"]);
   assert.equal(first.get("vm1")?.remainingBytes, 800);
-  const kept = await reads.read("ev", need(45 * S));
+  const kept = await reads.read("ev", need(15 * S));
   assert.deepEqual(nova.asked, ["1"]);
   assert.equal(kept.get("vm1")?.remainingBytes, 800);
-  const second = await reads.read("ev", need(61 * S));
+  // untimed: read again after 10 s (not an interval), so two reads time it
+  const second = await reads.read("ev", need(20 * S));
   assert.deepEqual(nova.asked, ["1", "1"]);
   assert.equal(second.get("vm1")?.remainingBytes, 600);
-  assert.equal(second.get("vm1")?.bytesPerSecond, 7);
+  assert.equal(second.get("vm1")?.bytesPerSecond, 20);
+  assert.equal(second.get("vm1")?.etaSeconds, 30);
   assert.deepEqual(warned, []);
 });
 
@@ -92,7 +95,12 @@ Deno.test("ProgressReads: a failed read keeps the last progress and is tried an 
   const reads = new ProgressReads(nova.read, (_f, m) => warned.push(m));
   const need = (
     nowMs: number,
-    copies = [copy("1", { decideAtMs: 900 * S })],
+    // timed and overdue: read each interval
+    copies = [copy("1", {
+      decideAtMs: 900 * S,
+      endAtMs: 20 * S,
+      overdueAtMs: 25 * S,
+    })],
   ) => {
     nova.at(nowMs);
     return { copies, nowMs, intervalMs: 30 * S, nextLookAtMs: nowMs + 2 * S };
@@ -163,6 +171,9 @@ Deno.test("PollingInformer.progress against the simulator over HTTP: a copy due 
         serverId: id,
         migrationId: mid,
         sinceMs: now - 31 * S,
+        // timed and overdue: read each interval
+        endAtMs: now - 5 * S,
+        overdueAtMs: now - 2 * S,
         decideAtMs: now + 600 * S,
       }],
       nowMs: now,

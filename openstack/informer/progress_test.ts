@@ -67,10 +67,16 @@ Deno.test("progress: readsDue, table", () => {
       read: true,
     },
     {
-      name: "untimed, younger than an interval",
+      name: "untimed, before its first figures",
       c: copy(),
-      nowMs: 29 * S,
+      nowMs: 9 * S,
       read: false,
+    },
+    {
+      name: "untimed, past its first figures (its ETA times it)",
+      c: copy(),
+      nowMs: 11 * S,
+      read: true,
     },
     {
       name: "timed, past its overdue end (before an interval)",
@@ -93,10 +99,24 @@ Deno.test("progress: readsDue, table", () => {
       read: false,
     },
     {
-      name: "read 20 s ago: not again within the interval",
-      c: copy(),
+      name: "overdue, read 20 s ago: not again within the interval",
+      c: copy({ endAtMs: 0, overdueAtMs: 0 }),
       marks: { triedAtMs: 40 * S },
       nowMs: 60 * S,
+      read: false,
+    },
+    {
+      name: "untimed, read 10 s ago: again (two reads time it)",
+      c: copy(),
+      marks: { triedAtMs: 40 * S },
+      nowMs: 50 * S,
+      read: true,
+    },
+    {
+      name: "untimed, read 9 s ago: not yet",
+      c: copy(),
+      marks: { triedAtMs: 40 * S },
+      nowMs: 49 * S,
       read: false,
     },
     {
@@ -114,7 +134,7 @@ Deno.test("progress: readsDue, table", () => {
     },
     {
       name: "completion bound due, read within the interval: not again",
-      c: copy({ decideAtMs: 50 * S }),
+      c: copy({ decideAtMs: 50 * S, endAtMs: 45 * S, overdueAtMs: 48 * S }),
       marks: { triedAtMs: 40 * S },
       nowMs: 50 * S,
       read: false,
@@ -160,9 +180,10 @@ Deno.test("progress: nextLookEstimate is the earliest end to come, within a poll
 Deno.test("progress: pendingReadAtMs only for copies with a decision pending, not expected to end first", () => {
   const marks = () => ({});
   assert.equal(pendingReadAtMs([copy()], marks, INTERVAL, 0), undefined);
+  // untimed: at its first figures
   assert.equal(
     pendingReadAtMs([copy({ decideAtMs: 900 * S })], marks, INTERVAL, 0),
-    30 * S,
+    10 * S,
   );
   assert.equal(
     pendingReadAtMs(
@@ -193,7 +214,7 @@ Deno.test("progress: pendingReadAtMs only for copies with a decision pending, no
       INTERVAL,
       0,
     ),
-    35 * S,
+    15 * S, // the earlier copy's first figures
   );
 });
 
@@ -254,7 +275,7 @@ const copyArb = fc.record({
   stallMs: fc.option(fc.integer({ min: 1 * S, max: 200 * S })),
 });
 
-Deno.test("progress: property — over passes, no copy is read twice within an interval, a copy whose decision is due is read by it unless expected to end before the next look, none expected to end before the next look is read", () => {
+Deno.test("progress: property — over passes, no copy is read twice within an interval (10 s while untimed), a copy whose decision is due is read by it unless expected to end before the next look, none expected to end before the next look is read", () => {
   fc.assert(
     fc.property(
       fc.array(copyArb, { minLength: 1, maxLength: 6 }),
@@ -296,8 +317,12 @@ Deno.test("progress: property — over passes, no copy is read twice within an i
             const m = marks.get(c.migrationId) ?? {};
             const endsFirst = c.endAtMs !== undefined && c.endAtMs > now &&
               c.endAtMs <= nextLookAtMs;
+            // an untimed copy is read again after 10 s: two reads time it
+            const gapMs = c.endAtMs === undefined
+              ? Math.min(intervalMs, 10 * S)
+              : intervalMs;
             const fresh = m.triedAtMs !== undefined &&
-              now - m.triedAtMs < intervalMs;
+              now - m.triedAtMs < gapMs;
             if (dueIds.has(c.migrationId)) {
               assert.ok(!endsFirst, "read though expected to end first");
               assert.ok(!fresh, "read twice within an interval");
@@ -320,9 +345,11 @@ Deno.test("progress: property — over passes, no copy is read twice within an i
             ]);
           }
         }
-        for (const times of reads.values()) {
+        for (const [id, times] of reads) {
+          const untimed = copies[Number(id)]?.endAtMs === undefined;
+          const gapMs = untimed ? Math.min(intervalMs, 10 * S) : intervalMs;
           for (let i = 1; i < times.length; i++) {
-            assert.ok((times[i] ?? 0) - (times[i - 1] ?? 0) >= intervalMs);
+            assert.ok((times[i] ?? 0) - (times[i - 1] ?? 0) >= gapMs);
           }
         }
       },
