@@ -330,7 +330,7 @@ export const RUN_FLAGS = {
     env: "EVICTOR_MIGRATION_PROGRESS_INTERVAL",
     default: "30s",
     help:
-      "a live copy's progress (remaining bytes, rate) is read from Nova at most once in this, and only when needed: past its expected end, once it has run this long, or when its policy's decision is due; 0: never (no progress in status, and no progress timeout can act)",
+      "a live copy's progress (remaining bytes, rate) is read from Nova at most once in this, and only when needed: past its expected end, while no migration learned times it (at its first figures and 10 s later), or when its policy's decision is due; 0: never (no progress in status, and no progress timeout can act)",
   },
   "migration-retry-backoff": {
     type: "string",
@@ -467,6 +467,8 @@ export function loadConfig(
 
 /** `--migration-progress-interval`: 0 (no progress reads) or at least 1 s. */
 function readProgressInterval(flags: FlagReader): number {
+  // "0" is how the help and docs spell off; a duration wants a unit
+  if (flags.str("migration-progress-interval") === "0") return 0;
   const ms = flags.duration("migration-progress-interval", 0);
   if (ms > 0 && ms < 1000) {
     flags.bad(

@@ -257,11 +257,14 @@ Deno.test("--migration-retry-backoff: a duration of at least 100ms", () => {
 
 Deno.test("--migration-progress-interval: default 30s, 0 (off) or at least 1s, one line naming a bad value", () => {
   assert.equal(loadConfig([], {}).migrationProgressIntervalMs, 30_000);
-  assert.equal(
-    loadConfig(["--migration-progress-interval=0s"], {})
-      .migrationProgressIntervalMs,
-    0,
-  );
+  for (const off of ["0s", "0"]) {
+    assert.equal(
+      loadConfig([`--migration-progress-interval=${off}`], {})
+        .migrationProgressIntervalMs,
+      0,
+      off,
+    );
+  }
   assert.equal(
     loadConfig(["--migration-progress-interval=1m"], {})
       .migrationProgressIntervalMs,
