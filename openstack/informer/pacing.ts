@@ -126,31 +126,24 @@ function fillsNovaLimit(view: PaceView): boolean {
 /**
  * When a copy Nova held queued began (Nova's clock): as the host's last
  * copy to end before the record's last update ended (its slot freed:
- * exact at Nova's limit 1, no later than the update at any limit), else
- * at that update. Not the update alone: libvirt saves progress every 5 s,
- * so a copy first seen long after it began would be timed short.
+ * exact at Nova's limit 1, no later than the update at any limit);
+ * undefined when none ended then. Not the update alone: libvirt saves
+ * progress every 5 s, so a copy first seen long after it began would be
+ * timed short.
  *
  * @example
  * ```ts
- * import { queuedCopyStart } from "./pacing.ts";
+ * import { slotFreedAt } from "./pacing.ts";
  * const rec = (status: string, createdAt: string, updatedAt: string) => ({ instanceUuid: "a",
  *   migrationType: "live-migration", status, sourceCompute: "h", createdAt, updatedAt });
  * const q = rec("running", "2026-01-01T00:00:00", "2026-01-01T00:01:30");
  * const before = rec("completed", "2025-12-31T23:59:00", "2026-01-01T00:01:00");
  * const earlier = rec("completed", "2025-12-31T23:58:00", "2026-01-01T00:00:20");
- * console.assert(queuedCopyStart(q, [q, earlier, before]) === Date.parse("2026-01-01T00:01:00Z"));
- * console.assert(queuedCopyStart(q, [q]) === Date.parse("2026-01-01T00:01:30Z"));
+ * console.assert(slotFreedAt(q, [q, earlier, before]) === Date.parse("2026-01-01T00:01:00Z"));
+ * console.assert(slotFreedAt(q, [q]) === undefined);
  * ```
  */
-export function queuedCopyStart(
-  r: ObservedMigration,
-  records: Iterable<ObservedMigration>,
-): number | undefined {
-  return slotFreedAt(r, records) ?? parseNovaTime(r.updatedAt ?? r.createdAt);
-}
-
-/** The end of the host's last copy to end between `r`'s creation and last update. */
-function slotFreedAt(
+export function slotFreedAt(
   r: ObservedMigration,
   records: Iterable<ObservedMigration>,
 ): number | undefined {
@@ -373,7 +366,7 @@ export class Pace {
     }
   }
 
-  /** A migration first seen copying: since when (past Nova's queue: {@linkcode queuedCopyStart}). */
+  /** A migration first seen copying: since when (past Nova's queue: {@linkcode slotFreedAt}). */
   #copying(
     view: PaceView,
     id: string,
@@ -384,11 +377,11 @@ export class Pace {
     const issued = view.issuedAt(id);
     const created = parseNovaTime(r.createdAt);
     const queued = known?.queued ?? false;
+    const freed = slotFreedAt(r, view.records.values());
     // At Nova's limit 1, a copy that ended since the record's creation
     // held it queued, whether a look saw it queued or not.
     const held = queued ||
-      (r.id !== undefined && view.novaLimit === 1 &&
-        slotFreedAt(r, view.records.values()) !== undefined);
+      (r.id !== undefined && view.novaLimit === 1 && freed !== undefined);
     if (!held) {
       // A record known only from events was created by the copy's first
       // step: it began then, after any wait in Nova's queue none told of.
@@ -402,7 +395,7 @@ export class Pace {
         queued,
       };
     }
-    const novaSince = queuedCopyStart(r, view.records.values());
+    const novaSince = freed ?? parseNovaTime(r.updatedAt ?? r.createdAt);
     const perNovaMs = this.clockPerNovaMs();
     const waited = novaSince === undefined || created === undefined
       ? undefined
