@@ -229,7 +229,6 @@ async function waitForSettled(
     status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
-    holding: status.inFlightCount ?? 0,
     freshSince: nowMs,
     signal,
   });

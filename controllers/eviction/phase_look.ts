@@ -132,7 +132,6 @@ export async function lookAtHost(
     status: pass.status,
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
-    holding: Math.max(pass.claimedFrom ?? 0, pass.status.inFlightCount ?? 0),
     endsBy: state.pace.endsBy(),
     signal: ctx.signal,
   };

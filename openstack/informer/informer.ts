@@ -8,6 +8,7 @@
 import type { ListRequest, NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
+import { latestRecords } from "./nova_records.ts";
 import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
 import type { CopyProgress } from "./progress_types.ts";
 
@@ -25,8 +26,6 @@ export interface StartProbe {
 export interface LookNeed extends ListRequest {
   /** The drain's starts, against which a view is checked. */
   starts: Iterable<StartProbe>;
-  /** Migrations the drain holds: while it holds any, a view is relisted sooner. */
-  holding: number;
   /** By when each end of ours should be heard of; a view still showing it moving looks. */
   endsBy?: ReadonlyMap<string, number> | undefined;
   /** A look resting on a list begun after this; absent: any view vouched for. */
@@ -49,7 +48,10 @@ export const RELIST_POLLS = 30;
 
 /**
  * How old (drain clock ms) a planned-from view may be: the relist interval
- * while the drain holds migrations, else no less than the finished check.
+ * while the drain has a copy with no end-by time (`unended`),
+ * else no less than the finished check. A migration with one is looked
+ * for once it is overdue (the trust rule), so the relist need not bound
+ * how long a lost end holds its slot.
  *
  * @example
  * ```ts
@@ -59,10 +61,49 @@ export const RELIST_POLLS = 30;
  * console.assert(relistAgeMs(t, 0) === 240_000);
  * ```
  */
-export function relistAgeMs(timing: InformerTiming, holding: number): number {
+export function relistAgeMs(timing: InformerTiming, unended: number): number {
   const { relistMs, finishedCheckMs, rate } = timing;
-  return (holding > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) * rate;
+  return (unended > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) *
+    rate;
 }
+
+/**
+ * The migrations of ours `seen` shows copying (past Nova's queue) with no
+ * end-by time in `need` (started since the pacing model last timed them):
+ * a lost end of those only a relist finds. A queued copy waits behind a
+ * copy with one; a start not heard of yet is probed (feed_trust.ts).
+ *
+ * @example
+ * ```ts
+ * import { unendedCopies } from "./informer.ts";
+ * const rec = (id: number, vm: string, status: string) => ({ id, status,
+ *   instanceUuid: vm, migrationType: "live-migration", sourceCompute: "h",
+ *   createdAt: "2026-01-01T00:00:00" });
+ * const seen = { migrations: [rec(1, "a", "running"), rec(2, "b", "running"),
+ *   rec(3, "c", "queued")] };
+ * const need = { host: "h", endsBy: new Map([["a", 9]]),
+ *   status: { inFlight: [{ id: "a" }, { id: "b" }, { id: "c" }] } };
+ * console.assert(unendedCopies(seen, need) === 1);
+ * ```
+ */
+export function unendedCopies(
+  seen: Pick<Observation, "migrations">,
+  need: {
+    host: string;
+    endsBy?: ReadonlyMap<string, number> | undefined;
+    status: { inFlight?: readonly { id: string }[] | undefined };
+  },
+): number {
+  const records = latestRecords(seen.migrations, need.host);
+  return (need.status.inFlight ?? []).filter((e) => {
+    const status = records.get(e.id)?.inProgress?.status.toLowerCase();
+    return status !== undefined && !QUEUED.has(status) &&
+      need.endsBy?.has(e.id) !== true;
+  }).length;
+}
+
+/** Record statuses of a live migration still in Nova's queue. */
+const QUEUED: ReadonlySet<string> = new Set(["accepted", "queued"]);
 
 /** Whether a drain's notified view is trusted, or demoted (its NovaNotifications condition). */
 export type NotificationStanding =
@@ -124,7 +165,7 @@ export interface HostInformer {
  *   listMigrations: () => Promise.resolve([]), getServer: () => Promise.reject() };
  * const informer = new PollingInformer(new NovaLister(nova, { now: () => 5 }));
  * const seen = await informer.look("ev", { host: "h", since: new Date(0),
- *   status: {}, ram: () => undefined, starts: [], holding: 0 });
+ *   status: {}, ram: () => undefined, starts: [] });
  * console.assert(seen.listedAtMs === 5 && !informer.cached());
  * ```
  */

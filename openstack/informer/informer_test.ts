@@ -5,6 +5,7 @@ import {
   type LookNeed,
   PollingInformer,
   relistAgeMs,
+  unendedCopies,
 } from "./informer.ts";
 import { NovaLister } from "./lister.ts";
 import {
@@ -15,22 +16,66 @@ import {
   T0,
 } from "../../tests/harness/notified_fixtures.ts";
 
-Deno.test("relistAgeMs: the relist interval while migrations are held, else no sooner than the finished check, on the drain's clock", () => {
+Deno.test("relistAgeMs: the relist interval while a copy runs with no end-by time, else no sooner than the finished check, on the drain's clock", () => {
   const cases: Array<[number, number, number, number, number, string]> = [
-    // relistMs, finishedCheckMs, rate, holding, age
-    [60_000, 120_000, 1, 1, 60_000, "running: the relist interval"],
-    [60_000, 120_000, 1, 4, 60_000, "running at the limit"],
-    [60_000, 120_000, 1, 0, 120_000, "finished or waiting: the finished check"],
+    // relistMs, finishedCheckMs, rate, unended copies, age
+    [
+      60_000,
+      120_000,
+      1,
+      1,
+      60_000,
+      "a copy not timed yet: the relist interval",
+    ],
+    [60_000, 120_000, 1, 4, 60_000, "four of them"],
+    [60_000, 120_000, 1, 0, 120_000, "each end looked for: the finished check"],
     [300_000, 120_000, 1, 0, 300_000, "a longer relist interval still holds"],
     [60_000, 120_000, 20, 2, 1_200_000, "a clock 20 times real time"],
   ];
-  for (const [relistMs, finishedCheckMs, rate, holding, age, why] of cases) {
+  for (const [relistMs, finishedCheckMs, rate, unended, age, why] of cases) {
     assert.equal(
-      relistAgeMs({ pollMs: 2000, relistMs, finishedCheckMs, rate }, holding),
+      relistAgeMs({ pollMs: 2000, relistMs, finishedCheckMs, rate }, unended),
       age,
       why,
     );
   }
+});
+
+Deno.test("unendedCopies: ours copying past Nova's queue with no end-by time; queued, others' and ended ones do not count", () => {
+  const status = {
+    inFlight: ["a", "b", "c", "d", "e"].map((id) => ({ id })),
+  };
+  const seen = {
+    migrations: [
+      record(1, "a", "running"),
+      record(2, "b", "queued"),
+      record(3, "c", "accepted"),
+      record(4, "d", "preparing"),
+      record(5, "e", "completed"),
+      record(6, "x", "running"),
+      record(7, "a", "error", { sourceCompute: "elsewhere" }),
+    ],
+  };
+  const cases: Array<
+    [ReadonlyMap<string, number> | undefined, number, string]
+  > = [
+    [undefined, 2, "a runs, d prepares: neither timed"],
+    [new Map([["a", 1]]), 1, "a timed"],
+    [new Map([["a", 1], ["d", 1]]), 0, "both timed"],
+    [
+      new Map([["x", 1], ["e", 1]]),
+      2,
+      "others' end-by times count for nothing",
+    ],
+  ];
+  for (const [endsBy, want, why] of cases) {
+    assert.equal(
+      unendedCopies(seen, { host: HOST, status, endsBy }),
+      want,
+      why,
+    );
+  }
+  assert.equal(unendedCopies(seen, { host: HOST, status: {} }), 0, "none ours");
 });
 
 Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's limit as the lists showed it; a glance teaches it too", async () => {
@@ -45,7 +90,6 @@ Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's 
     status: { outstandingInstances: ["a", "b"] },
     ram: () => undefined,
     starts: [],
-    holding: 1,
   };
   nova.show([listed("a"), listed("b")]);
   const first = await informer.look("ev", need);
@@ -76,7 +120,7 @@ Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's 
   assert.equal(informer.notifications(), undefined);
 });
 
-Deno.test("property: relistAgeMs — holding scales the relist interval, idle never sooner than holding nor than the finished check, linear in the rate", () => {
+Deno.test("property: relistAgeMs — an unended copy gives the relist interval, none never sooner nor before the finished check, linear in the rate; the poll interval plays no part", () => {
   const timing = fc.record({
     pollMs: fc.integer({ min: 1, max: 10_000 }),
     relistMs: fc.integer({ min: 1, max: 600_000 }),
@@ -84,24 +128,23 @@ Deno.test("property: relistAgeMs — holding scales the relist interval, idle ne
     rate: fc.integer({ min: 1, max: 100 }),
   });
   fc.assert(
-    fc.property(timing, fc.integer({ min: 1, max: 50 }), (t, holding) => {
-      const busy = relistAgeMs(t, holding);
-      const idle = relistAgeMs(t, 0);
-      assert.equal(busy, t.relistMs * t.rate, "holding: the relist interval");
-      assert.ok(idle >= busy, "an idle drain never relists sooner");
-      assert.ok(idle >= t.finishedCheckMs * t.rate, "nor before the check");
-      assert.equal(relistAgeMs({ ...t, rate: 1 }, 0) * t.rate, idle);
-      assert.equal(relistAgeMs(t, holding + 1), busy, "how many: no matter");
-    }),
+    fc.property(
+      timing,
+      fc.integer({ min: 1, max: 50 }),
+      fc.integer({ min: 1, max: 1_000_000 }),
+      (t, unended, pollMs) => {
+        const busy = relistAgeMs(t, unended);
+        const calm = relistAgeMs(t, 0);
+        assert.equal(busy, t.relistMs * t.rate, "the relist interval");
+        assert.ok(calm >= busy, "never sooner with every end looked for");
+        assert.ok(calm >= t.finishedCheckMs * t.rate, "nor before the check");
+        assert.equal(relistAgeMs({ ...t, rate: 1 }, 0) * t.rate, calm);
+        assert.equal(relistAgeMs(t, unended + 1), busy, "how many: no matter");
+        assert.equal(relistAgeMs({ ...t, pollMs }, unended), busy, "poll");
+        assert.equal(relistAgeMs({ ...t, pollMs }, 0), calm, "poll");
+      },
+    ),
   );
-});
-
-Deno.test("relistAgeMs: the poll interval plays no part", () => {
-  const t = { relistMs: 60_000, finishedCheckMs: 120_000, rate: 3 };
-  for (const pollMs of [1, 2000, 60_000, 1_000_000]) {
-    assert.equal(relistAgeMs({ ...t, pollMs }, 0), 360_000, `${pollMs}`);
-    assert.equal(relistAgeMs({ ...t, pollMs }, 1), 180_000, `${pollMs}`);
-  }
 });
 
 /** A look's need on HOST for `outstanding`, from `freshSince` when given. */
@@ -112,7 +155,6 @@ function needOf(outstanding: string[], freshSince?: number): LookNeed {
     status: { outstandingInstances: outstanding },
     ram: () => undefined,
     starts: [{ id: "a", state: "accepted", issuedAtMs: 1 }],
-    holding: 1,
     ...(freshSince === undefined ? {} : { freshSince }),
   };
 }

@@ -30,6 +30,7 @@ import {
   type NotificationStanding,
   relistAgeMs,
   type StartProbe,
+  unendedCopies,
 } from "./informer.ts";
 import type { NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
@@ -270,20 +271,24 @@ export class NotifiedInformer implements HostInformer {
     // the wakes so far are taken in by this look; later events wake again
     this.#woken.delete(key);
     this.probeStarts(key, need.starts);
+    const view = this.trustworthyView(key, Infinity);
     const fresh = need.freshSince;
-    const maxAgeMs = fresh === undefined
-      ? relistAgeMs(this.#timing, need.holding)
-      : this.#now() - fresh;
-    const view = this.trustworthyView(key, maxAgeMs);
     if (view !== undefined && fresh !== undefined) {
-      return { ...view.list, listedAtMs: view.stamp.atMs };
-    }
-    const seen = view?.observation(need.status, need.ram);
-    if (view !== undefined && seen !== undefined) {
-      const vouched = this.#vouches(key, view, seen, need.endsBy);
-      this.#untold.set(key, vouched.untold);
-      if (vouched.ok) {
-        return { ...seen, fromView: true, ...this.#limitOf(view.host) };
+      if (view.stamp.atMs > fresh) {
+        return { ...view.list, listedAtMs: view.stamp.atMs };
+      }
+    } else if (view !== undefined) {
+      const seen = view.observation(need.status, need.ram);
+      const ageMs = this.#now() - view.stamp.atMs;
+      if (
+        seen !== undefined &&
+        ageMs < relistAgeMs(this.#timing, unendedCopies(seen, need))
+      ) {
+        const vouched = this.#vouches(key, view, seen, need.endsBy);
+        this.#untold.set(key, vouched.untold);
+        if (vouched.ok) {
+          return { ...seen, fromView: true, ...this.#limitOf(view.host) };
+        }
       }
     }
     const stamp = this.beginList(key, need.host);

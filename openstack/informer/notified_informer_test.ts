@@ -37,7 +37,6 @@ function setUp(hooks?: ConstructorParameters<typeof NotifiedInformer>[5]) {
       status: {},
       ram: () => undefined,
       starts: [],
-      holding: 1,
       ...over,
     });
   /** A look that lists what Nova shows now. */
@@ -323,15 +322,34 @@ Deno.test("a migration's end not heard of by its due time: the view looks, then 
   assert.equal((await ending(T0 + 100_000)).fromView, true, "due later");
 });
 
-Deno.test("the view is relisted at the relist age while the drain holds migrations, at the finished check while it holds none", async () => {
+Deno.test("the view is relisted at the relist age while a copy of ours runs with no end-by time, at the finished check while each has one or none runs", async () => {
   const { feed, watches, look, relist, tick } = setUp();
-  await relist([listed("b")]);
+  await relist([moving("a"), moving("c"), listed("b")], [
+    record(1, "a", "running"),
+    record(2, "c", "queued"),
+  ]);
   prove(watches, feed, "b", T0);
+  const status = {
+    inFlight: [
+      { id: "a", kind: "live", startedAt: "2026-01-01T00:00:00Z" },
+      { id: "c", kind: "live", startedAt: "2026-01-01T00:00:00Z" },
+    ],
+  } as LookNeed["status"];
+  const ended = new Map([["a", T0 + 600_000]]);
   tick(59_999);
-  assert.equal((await look({ holding: 2 })).fromView, true);
+  assert.equal((await look({ status })).fromView, true);
   tick(1);
-  assert.equal((await look({ holding: 0 })).fromView, true, "idle: 120 s");
-  assert.equal((await look({ holding: 2 })).fromView, undefined, "60 s");
+  assert.equal((await look()).fromView, true, "none of ours runs: 120 s");
+  assert.equal(
+    (await look({ status, endsBy: ended })).fromView,
+    true,
+    "a has an end-by time, c is queued behind it: 120 s",
+  );
+  assert.equal(
+    (await look({ status })).fromView,
+    undefined,
+    "a runs with no end-by time: 60 s",
+  );
 });
 
 Deno.test("a look fresh since a time: the view's own list when it began after it, else a list", async () => {
@@ -358,10 +376,10 @@ Deno.test("a failed list leaves the view as it was and says why", async () => {
   const { feed, nova, watches, look, relist, tick } = setUp();
   await relist([listed("b")]);
   prove(watches, feed, "b", T0);
-  tick(60_000);
+  tick(120_000);
   nova.listServersOnHost = () => Promise.reject(new Error("Nova is away"));
   await assert.rejects(look(), /Nova is away/);
-  tick(-60_000);
+  tick(-120_000);
   assert.equal((await look()).fromView, true, "the old view stands");
 });
 
