@@ -13,7 +13,10 @@
 import { errText, TemporaryError } from "../../framework/errors.ts";
 import type { EvictionStatusInFlightItem } from "../../models/mod.ts";
 import { recordMatchesEntry } from "./classify.ts";
-import type { LookNeed } from "../../openstack/informer/informer.ts";
+import {
+  type LookNeed,
+  untimedCopies,
+} from "../../openstack/informer/informer.ts";
 import type {
   Observation,
   ObservedMigration,
@@ -133,6 +136,7 @@ export async function lookAtHost(
     ram: (id) => state.ram.get(id),
     starts: state.starts.values(),
     endsBy: state.pace.endsBy(),
+    untimed: untimedCopies(state.pace.expectedEnds(), pass.status.inFlight),
     signal: ctx.signal,
   };
   let seen = await withProgress(pass, await look(pass, need), options);

@@ -8,7 +8,6 @@
 import type { ListRequest, NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
-import { latestRecords } from "./nova_records.ts";
 import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
 import type { CopyProgress } from "./progress_types.ts";
 
@@ -28,6 +27,8 @@ export interface LookNeed extends ListRequest {
   starts: Iterable<StartProbe>;
   /** By when each end of ours should be heard of; a view still showing it moving looks. */
   endsBy?: ReadonlyMap<string, number> | undefined;
+  /** Copies of ours in flight the pacing model left untimed ({@linkcode untimedCopies}). */
+  untimed?: number;
   /** A look resting on a list begun after this; absent: any view vouched for. */
   freshSince?: number;
 }
@@ -48,10 +49,9 @@ export const RELIST_POLLS = 30;
 
 /**
  * How old (drain clock ms) a planned-from view may be: the relist interval
- * while the drain has a copy with no end-by time (`unended`),
- * else no less than the finished check. A migration with one is looked
- * for once it is overdue (the trust rule), so the relist need not bound
- * how long a lost end holds its slot.
+ * while a copy of the drain's runs untimed, else no less than the finished
+ * check. A timed copy is looked for once overdue (the trust rule), so the
+ * relist need not bound how long its lost end holds a slot.
  *
  * @example
  * ```ts
@@ -61,49 +61,32 @@ export const RELIST_POLLS = 30;
  * console.assert(relistAgeMs(t, 0) === 240_000);
  * ```
  */
-export function relistAgeMs(timing: InformerTiming, unended: number): number {
+export function relistAgeMs(timing: InformerTiming, untimed: number): number {
   const { relistMs, finishedCheckMs, rate } = timing;
-  return (unended > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) *
+  return (untimed > 0 ? relistMs : Math.max(relistMs, finishedCheckMs)) *
     rate;
 }
 
 /**
- * The migrations of ours `seen` shows copying (past Nova's queue) with no
- * end-by time in `need` (started since the pacing model last timed them):
- * a lost end of those only a relist finds. A queued copy waits behind a
- * copy with one; a start not heard of yet is probed (feed_trust.ts).
+ * The copies in flight that the pacing model left untimed: their end-by
+ * time rests on a guess of their length, so a lost end of theirs is
+ * bounded by the relist interval, not by that time.
  *
  * @example
  * ```ts
- * import { unendedCopies } from "./informer.ts";
- * const rec = (id: number, vm: string, status: string) => ({ id, status,
- *   instanceUuid: vm, migrationType: "live-migration", sourceCompute: "h",
- *   createdAt: "2026-01-01T00:00:00" });
- * const seen = { migrations: [rec(1, "a", "running"), rec(2, "b", "running"),
- *   rec(3, "c", "queued")] };
- * const need = { host: "h", endsBy: new Map([["a", 9]]),
- *   status: { inFlight: [{ id: "a" }, { id: "b" }, { id: "c" }] } };
- * console.assert(unendedCopies(seen, need) === 1);
+ * import { untimedCopies } from "./informer.ts";
+ * const ends = new Map([["a", 9], ["b", undefined], ["gone", undefined]]);
+ * console.assert(untimedCopies(ends, [{ id: "a" }, { id: "b" }]) === 1);
  * ```
  */
-export function unendedCopies(
-  seen: Pick<Observation, "migrations">,
-  need: {
-    host: string;
-    endsBy?: ReadonlyMap<string, number> | undefined;
-    status: { inFlight?: readonly { id: string }[] | undefined };
-  },
+export function untimedCopies(
+  expectedEnds: ReadonlyMap<string, number | undefined>,
+  inFlight: readonly { id: string }[] | undefined,
 ): number {
-  const records = latestRecords(seen.migrations, need.host);
-  return (need.status.inFlight ?? []).filter((e) => {
-    const status = records.get(e.id)?.inProgress?.status.toLowerCase();
-    return status !== undefined && !QUEUED.has(status) &&
-      need.endsBy?.has(e.id) !== true;
-  }).length;
+  return (inFlight ?? []).filter((e) =>
+    expectedEnds.has(e.id) && expectedEnds.get(e.id) === undefined
+  ).length;
 }
-
-/** Record statuses of a live migration still in Nova's queue. */
-const QUEUED: ReadonlySet<string> = new Set(["accepted", "queued"]);
 
 /** Whether a drain's notified view is trusted, or demoted (its NovaNotifications condition). */
 export type NotificationStanding =

@@ -5,7 +5,7 @@ import {
   type LookNeed,
   PollingInformer,
   relistAgeMs,
-  unendedCopies,
+  untimedCopies,
 } from "./informer.ts";
 import { NovaLister } from "./lister.ts";
 import {
@@ -16,66 +16,47 @@ import {
   T0,
 } from "../../tests/harness/notified_fixtures.ts";
 
-Deno.test("relistAgeMs: the relist interval while a copy runs with no end-by time, else no sooner than the finished check, on the drain's clock", () => {
+Deno.test("relistAgeMs: the relist interval while a copy runs untimed, else no sooner than the finished check, on the drain's clock", () => {
   const cases: Array<[number, number, number, number, number, string]> = [
-    // relistMs, finishedCheckMs, rate, unended copies, age
+    // relistMs, finishedCheckMs, rate, untimed copies, age
     [
       60_000,
       120_000,
       1,
       1,
       60_000,
-      "a copy not timed yet: the relist interval",
+      "a copy untimed: the relist interval",
     ],
     [60_000, 120_000, 1, 4, 60_000, "four of them"],
-    [60_000, 120_000, 1, 0, 120_000, "each end looked for: the finished check"],
+    [60_000, 120_000, 1, 0, 120_000, "every copy timed: the finished check"],
     [300_000, 120_000, 1, 0, 300_000, "a longer relist interval still holds"],
     [60_000, 120_000, 20, 2, 1_200_000, "a clock 20 times real time"],
   ];
-  for (const [relistMs, finishedCheckMs, rate, unended, age, why] of cases) {
+  for (const [relistMs, finishedCheckMs, rate, untimed, age, why] of cases) {
     assert.equal(
-      relistAgeMs({ pollMs: 2000, relistMs, finishedCheckMs, rate }, unended),
+      relistAgeMs({ pollMs: 2000, relistMs, finishedCheckMs, rate }, untimed),
       age,
       why,
     );
   }
 });
 
-Deno.test("unendedCopies: ours copying past Nova's queue with no end-by time; queued, others' and ended ones do not count", () => {
-  const status = {
-    inFlight: ["a", "b", "c", "d", "e"].map((id) => ({ id })),
-  };
-  const seen = {
-    migrations: [
-      record(1, "a", "running"),
-      record(2, "b", "queued"),
-      record(3, "c", "accepted"),
-      record(4, "d", "preparing"),
-      record(5, "e", "completed"),
-      record(6, "x", "running"),
-      record(7, "a", "error", { sourceCompute: "elsewhere" }),
-    ],
-  };
-  const cases: Array<
-    [ReadonlyMap<string, number> | undefined, number, string]
-  > = [
-    [undefined, 2, "a runs, d prepares: neither timed"],
-    [new Map([["a", 1]]), 1, "a timed"],
-    [new Map([["a", 1], ["d", 1]]), 0, "both timed"],
-    [
-      new Map([["x", 1], ["e", 1]]),
-      2,
-      "others' end-by times count for nothing",
-    ],
+Deno.test("untimedCopies: ours in flight the pacing model timed no end for; timed, ended and not yet seen copying ones do not count", () => {
+  const ends = new Map<string, number | undefined>([
+    ["a", undefined],
+    ["b", 5_000],
+    ["gone", undefined],
+  ]);
+  const cases: Array<[string[], number, string]> = [
+    [["a", "b"], 1, "a untimed, b timed"],
+    [["b"], 0, "b timed"],
+    [["a", "c"], 1, "c queued at the last pace: timed at this one"],
+    [[], 0, "none in flight: an ended copy's note counts for nothing"],
   ];
-  for (const [endsBy, want, why] of cases) {
-    assert.equal(
-      unendedCopies(seen, { host: HOST, status, endsBy }),
-      want,
-      why,
-    );
+  for (const [ids, want, why] of cases) {
+    assert.equal(untimedCopies(ends, ids.map((id) => ({ id }))), want, why);
   }
-  assert.equal(unendedCopies(seen, { host: HOST, status: {} }), 0, "none ours");
+  assert.equal(untimedCopies(ends, undefined), 0, "no status yet");
 });
 
 Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's limit as the lists showed it; a glance teaches it too", async () => {
@@ -120,7 +101,7 @@ Deno.test("PollingInformer: every look lists, at the drain's clock, with Nova's 
   assert.equal(informer.notifications(), undefined);
 });
 
-Deno.test("property: relistAgeMs — an unended copy gives the relist interval, none never sooner nor before the finished check, linear in the rate; the poll interval plays no part", () => {
+Deno.test("property: relistAgeMs — an untimed copy gives the relist interval, none never sooner nor before the finished check, linear in the rate; the poll interval plays no part", () => {
   const timing = fc.record({
     pollMs: fc.integer({ min: 1, max: 10_000 }),
     relistMs: fc.integer({ min: 1, max: 600_000 }),
@@ -132,15 +113,15 @@ Deno.test("property: relistAgeMs — an unended copy gives the relist interval, 
       timing,
       fc.integer({ min: 1, max: 50 }),
       fc.integer({ min: 1, max: 1_000_000 }),
-      (t, unended, pollMs) => {
-        const busy = relistAgeMs(t, unended);
+      (t, untimed, pollMs) => {
+        const busy = relistAgeMs(t, untimed);
         const calm = relistAgeMs(t, 0);
         assert.equal(busy, t.relistMs * t.rate, "the relist interval");
         assert.ok(calm >= busy, "never sooner with every end looked for");
         assert.ok(calm >= t.finishedCheckMs * t.rate, "nor before the check");
         assert.equal(relistAgeMs({ ...t, rate: 1 }, 0) * t.rate, calm);
-        assert.equal(relistAgeMs(t, unended + 1), busy, "how many: no matter");
-        assert.equal(relistAgeMs({ ...t, pollMs }, unended), busy, "poll");
+        assert.equal(relistAgeMs(t, untimed + 1), busy, "how many: no matter");
+        assert.equal(relistAgeMs({ ...t, pollMs }, untimed), busy, "poll");
         assert.equal(relistAgeMs({ ...t, pollMs }, 0), calm, "poll");
       },
     ),

@@ -30,7 +30,6 @@ import {
   type NotificationStanding,
   relistAgeMs,
   type StartProbe,
-  unendedCopies,
 } from "./informer.ts";
 import type { NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
@@ -277,13 +276,13 @@ export class NotifiedInformer implements HostInformer {
       if (view.stamp.atMs > fresh) {
         return { ...view.list, listedAtMs: view.stamp.atMs };
       }
-    } else if (view !== undefined) {
+    } else if (
+      view !== undefined &&
+      this.#now() - view.stamp.atMs <
+        relistAgeMs(this.#timing, need.untimed ?? 0)
+    ) {
       const seen = view.observation(need.status, need.ram);
-      const ageMs = this.#now() - view.stamp.atMs;
-      if (
-        seen !== undefined &&
-        ageMs < relistAgeMs(this.#timing, unendedCopies(seen, need))
-      ) {
+      if (seen !== undefined) {
         const vouched = this.#vouches(key, view, seen, need.endsBy);
         this.#untold.set(key, vouched.untold);
         if (vouched.ok) {

@@ -38,6 +38,12 @@ export const LATE_MARGIN = 0.03;
 export const LATE_END_SHARE = 0.25;
 /** Poll intervals an untimed end may be late (first copies race their end events). */
 export const UNTIMED_POLLS = 4;
+/**
+ * An untimed copy's least length: its memory once over 25 GbE (3 GB/s),
+ * so a 64 GiB copy is not looked for every few seconds before its first
+ * progress reads time it.
+ */
+export const FASTEST_COPY_MB_PER_MS = 3;
 /** The margin while Nova queues migrations of the host (it stays busy). */
 export const QUEUED_MARGIN = 0.25;
 
@@ -262,11 +268,15 @@ export class Pace {
     };
   }
 
-  /** A migration's slot time as the completed ones show it (0 before any). */
+  /**
+   * A migration's slot time as the completed ones show it; before any,
+   * the time the fastest link we expect takes to copy its memory once.
+   */
   #slotMs(ramMb: number | undefined): number {
+    if (ramMb === undefined) return 0;
     const fit = fitDuration(this.#slots);
-    return fit === undefined || ramMb === undefined
-      ? 0
+    return fit === undefined
+      ? ramMb / FASTEST_COPY_MB_PER_MS
       : Math.max(0, fit.a + fit.b * ramMb);
   }
 

@@ -815,6 +815,28 @@ Deno.test("Pace.endsBy: none for a start with no record (Nova's queue holds it s
   assert.equal(p.expectedEnds().get("q"), end);
 });
 
+Deno.test("Pace.endsBy: a drain's first copy, with no length to go by, is not due before the fastest link could copy its memory (then its poll intervals or a quarter more)", () => {
+  const cases: Array<[number, number, string]> = [
+    // RAM (MB), end-by after its start (ms)
+    [65_536, 65_536 / 3 + Math.max(8_000, 65_536 / 12), "64 GiB: 21.8 s + 8 s"],
+    [4096, 8_000 + 4096 / 3, "4 GiB: its untimed poll intervals rule"],
+  ];
+  for (const [ram, afterMs, why] of cases) {
+    const p = new Pace();
+    sameClock(p);
+    const copying = view(
+      T + 8_000,
+      [["a", { ...record("a", "running", T, T), id: 1 }]],
+      ["a"],
+      { issuedAt: (id) => id === "a" ? T : undefined, ramOf: () => ram },
+    );
+    p.learn(copying);
+    assert.equal(p.dueInMs(copying).untimed, true, why);
+    assert.equal(p.endsBy().get("a"), T + afterMs, why);
+    assert.equal(p.expectedEnds().get("a"), undefined, why);
+  }
+});
+
 Deno.test("Pace: starts in one second of Nova's clock are timed once its answers' Date headers tell the rate (one clock model)", () => {
   const clock = new NovaClock();
   const p = new Pace(new Durations(clock));
