@@ -276,54 +276,43 @@ function startAll(pass: Pass, plan: Plan, nowMs: number): IssuedStart[] {
   const accepted: { id: string; kind: "live" | "cold" }[] = [];
   const answers: Promise<void>[] = [];
   const issuedAll: IssuedStart[] = [];
-  for (const s of plan.start) {
+  for (const { id, kind, attempt, ramMb } of plan.start) {
     const issued: IssuedStart = {
-      id: s.id,
-      kind: s.kind,
+      id,
+      kind,
       state: "pending",
       issuedAtMs: nowMs,
     };
     issuedAll.push(issued);
-    const call = s.kind === "live"
-      ? deps.nova.liveMigrate(s.id, {}, ctx.signal)
-      : deps.nova.coldMigrate(s.id, {}, ctx.signal);
+    const call = kind === "live"
+      ? deps.nova.liveMigrate(id, {}, ctx.signal)
+      : deps.nova.coldMigrate(id, {}, ctx.signal);
     answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {
           answeredAtMs: deps.clock.now(),
         });
-        state.startBackoff.delete(s.id);
+        state.startBackoff.delete(id);
         if (r.requestId !== undefined) issued.requestId = r.requestId;
-        deps.metrics.started.inc({ kind: s.kind });
+        deps.metrics.started.inc({ kind });
         log.info(
-          {
-            serverId: s.id,
-            kind: s.kind,
-            attempt: s.attempt,
-            ramMb: s.ramMb,
-            requestId: r.requestId,
-          },
+          { serverId: id, kind, attempt, ramMb, requestId: r.requestId },
           "migration started",
         );
-        accepted.push({ id: s.id, kind: s.kind });
+        accepted.push({ id, kind });
       },
       (err: unknown) => {
         Object.assign(issued, answerOf(err), {
           answeredAtMs: deps.clock.now(),
         });
         if (issued.state === "unknown") {
-          noteUnanswered(pass, s.id, issued.message);
-        } else state.startBackoff.delete(s.id);
+          noteUnanswered(pass, id, issued.message);
+        } else state.startBackoff.delete(id);
         log.warn(
-          {
-            serverId: s.id,
-            kind: s.kind,
-            answer: issued.state,
-            err: issued.message,
-          },
+          { serverId: id, kind, answer: issued.state, err: issued.message },
           "migration start not accepted",
         );
-        if (state.starts.get(s.id) === issued) {
+        if (state.starts.get(id) === issued) {
           state.woken = true;
           ctx.enqueue(EvictionKind, ctx.key);
         }
