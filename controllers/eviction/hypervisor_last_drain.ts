@@ -46,11 +46,8 @@ export async function keepLesson(input: KeepLessonInput): Promise<boolean> {
   if (hypervisor === undefined) return false;
   const lesson = drainLesson(eviction, status, marks);
   if (
-    lesson === undefined ||
-    !needsRecording(lesson, lastDrainOf(hypervisor))
-  ) {
-    return false;
-  }
+    lesson === undefined || !needsRecording(lesson, lastDrainOf(hypervisor))
+  ) return false;
   try {
     const written = await patchStatus<Hypervisor>(
       client,
@@ -58,19 +55,17 @@ export async function keepLesson(input: KeepLessonInput): Promise<boolean> {
       host,
       { lastDrain: lesson },
     );
-    if (written.status?.lastDrain === undefined) {
+    const pruned = written.status?.lastDrain === undefined;
+    if (pruned) {
       await client.patch(HypervisorKind, host, {
         metadata: { annotations: lastDrainAnnotation(lesson) },
       });
-      log.info(
-        { lastDrain: lesson },
-        "the Hypervisor CRD prunes status.lastDrain: what the drain learned is kept in its annotation evictor.kvm.cloud.sap/last-drain",
-      );
-      return true;
     }
     log.info(
       { lastDrain: lesson },
-      "what the drain learned is kept in its Hypervisor's status.lastDrain",
+      pruned
+        ? "the Hypervisor CRD prunes status.lastDrain: what the drain learned is kept in its annotation evictor.kvm.cloud.sap/last-drain"
+        : "what the drain learned is kept in its Hypervisor's status.lastDrain",
     );
     return true;
   } catch (err) {
