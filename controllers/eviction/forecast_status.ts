@@ -11,7 +11,7 @@ export const FORECAST_SLACK_MS = 30_000;
 export const FORECAST_SLACK_SHARE = 0.1;
 
 /**
- * The value to write: the written one while the forecast is within the slack, else the forecast.
+ * The value to write: the written one while the forecast is within the slack, else it (to the second).
  *
  * @example
  * ```ts

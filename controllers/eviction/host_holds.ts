@@ -15,7 +15,8 @@ const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Why starts are held for stale traits (without a Hypervisor too: not an exclusive host at the default limit).
+ * Why starts are held for stale traits; without a Hypervisor they wait too, as upstream does,
+ * rather than drain an exclusive host at the default limit.
  *
  * @example
  * ```ts

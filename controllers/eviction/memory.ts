@@ -73,7 +73,8 @@ export interface DrainState {
 }
 
 /**
- * A Step's change of its drain's record: fields set, maps replaced, `ram` added to, notes not `tracked` forgotten.
+ * A Step's change of its drain's record: fields set, maps replaced, `ram` added to; untracked notes
+ * forgotten, then `issued` added.
  */
 export interface RecordChange {
   due?: DrainState["due"];

@@ -30,7 +30,7 @@ export interface ActionNote {
 }
 
 /**
- * From when a look may show a start was never processed; an unknown answer at once (backoff paces it).
+ * From when a look may show a start was never processed (undefined while awaited; unknown: at once).
  *
  * @example
  * ```ts
