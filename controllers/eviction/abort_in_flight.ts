@@ -1,9 +1,6 @@
 /**
- * The abort-in-flight annotation (`kubectl evictor cancel
- * --abort-in-flight`): the finalizer aborts our live migrations still in
- * progress instead of letting them finish. Only ours: a move someone else
- * began is theirs to stop; cold ones cannot be aborted in Nova.
- *
+ * `kubectl evictor cancel --abort-in-flight`: the finalizer aborts our live copies in progress
+ * (only ours: another's move is theirs to stop; Nova cannot abort a cold one).
  * @module
  */
 
@@ -43,9 +40,7 @@ export interface CancelAbort {
 }
 
 /**
- * The aborts a cancelled drain sends now: each abortable live record from
- * `host` of a start of ours not force-completed (the one status matched, if known), not sent
- * since the look began (once.ts); sorted by server id.
+ * A cancel's aborts: abortable live records of our starts from `host`, not force-completed nor sent yet.
  *
  * @example
  * ```ts

@@ -1,9 +1,5 @@
 /**
- * The cluster budget across processes, read from every Eviction's
- * `status.inFlightCount` (a deleted drain keeps counting until its
- * finalizer sees its migrations settled): the drains waiting for it, and
- * the slots a running drain leaves them.
- *
+ * The cluster budget across processes (every Eviction's `status.inFlightCount`): who waits, who gets a slot.
  * @module
  */
 
@@ -18,23 +14,20 @@ import { isDeleting } from "../../framework/kind.ts";
 
 /** A drain waiting for budget with nothing in flight. */
 export interface BudgetWaiter {
-  /** Its limit in force. */
   limit: number;
-  /** Its VMs left to start (its remaining work). */
+  /** Its VMs left to start. */
   remaining: number;
   /** A slot handed to it costs no extra look at Nova (snapshot, or first starts). */
   startsWithoutLook: boolean;
 }
 
 /**
- * How many of `want` further starts a drain may take from `left` free
- * budget slots, with `mine` in flight and `remaining` VMs left to start.
- * It leaves a slot to each waiter whose limit is below what this drain
- * would then hold (a host at limit 1 is never starved), and to each that
- * starts without a look and has more work left (largest remaining work
- * first, so the wave's longest drain is not the last to run). A waiter
- * that would have to look first is not handed a slot: each hand-over
- * would cost a look.
+ * How many of `want` starts a drain may take from `left` free slots, with
+ * `mine` in flight and `remaining` to start. A slot is left to each waiter
+ * whose limit is below what this drain would hold (a host at limit 1 is
+ * never starved), and to each that starts without a look and has more work
+ * left (so the wave's longest drain is not the last to run); a waiter that
+ * must look first is not handed one: each hand-over would cost a look.
  *
  * @throws {RangeError} when a count is not an integer >= 0.
  *
@@ -77,8 +70,7 @@ export function startsByRemainingWork(
 }
 
 /**
- * The unfinished drains other than `self` with nothing in flight that
- * `waiting(e)` says wait for budget.
+ * The unfinished drains but `self` with nothing in flight that `waiting(e)` says wait for budget.
  *
  * @example
  * ```ts
@@ -104,8 +96,7 @@ export function idleWaiters(
 }
 
 /**
- * Whether an Eviction says it waits for budget (Evicting WaitingForBudget):
- * how another process's waiting drain is seen.
+ * Whether an Eviction says it waits for budget (Evicting WaitingForBudget), e.g. another process's.
  *
  * @example
  * ```ts
@@ -123,10 +114,9 @@ export function waitsForBudget(e: Eviction): boolean {
 }
 
 /**
- * Whether an Eviction is about to start its first migrations (preflighted,
- * nothing moved or held, not stopped). Counted as waiting, a wave's member
- * is left its share of the first slots instead of finding them spent by
- * the member that came first (whose second start Nova may only queue).
+ * Whether an Eviction is about to start its first migrations. Counted as
+ * waiting, a wave's member gets its share of the first slots, not finding
+ * them spent by the first member (whose second start Nova may only queue).
  *
  * @example
  * ```ts
@@ -178,8 +168,7 @@ export function inFlightByEviction(
 }
 
 /**
- * Whether a change of one Eviction frees budget: its count in flight
- * dropped, or it is gone (`after` undefined) with some in flight.
+ * Whether a change of one Eviction's count in flight frees budget (`after` undefined: gone).
  *
  * @example
  * ```ts
@@ -197,9 +186,7 @@ export function freesBudget(
 }
 
 /**
- * The drains of this process that wait for budget, in line. A woken drain
- * keeps its place until its pass runs in full ({@linkcode BudgetWaiters.delete})
- * or finds the budget spent again.
+ * This process's drains waiting for budget, in line; a woken one keeps its place until it runs in full.
  *
  * @example
  * ```ts
@@ -217,12 +204,12 @@ export class BudgetWaiters {
   readonly #keys = new Map<string, "waiting" | "woken">();
   readonly #seen = new Map<string, number>();
 
-  /** `key` waits for budget; one already in line keeps its place. */
+  /** One already in line keeps its place. */
   add(key: string): void {
     this.#keys.set(key, "waiting");
   }
 
-  /** `key` no longer waits (it ran a full pass, or is gone). */
+  /** `key` ran a full pass, or is gone. */
   delete(key: string): void {
     this.#keys.delete(key);
   }
@@ -232,17 +219,14 @@ export class BudgetWaiters {
     return this.#keys.get(key);
   }
 
-  /** How many drains wait (not counting those woken). */
+  /** How many drains wait (not those woken). */
   get size(): number {
     let n = 0;
     for (const s of this.#keys.values()) if (s === "waiting") n++;
     return n;
   }
 
-  /**
-   * Enqueues the `count` longest-waiting drains (by `rank` first), marked
-   * woken: only as many as slots freed, sparing the others a futile pass.
-   */
+  /** Enqueues and marks woken the `count` longest-waiting (by `rank` first): one per freed slot. */
   wake(
     enqueue: (key: string) => void,
     count = Infinity,
@@ -261,7 +245,7 @@ export class BudgetWaiters {
     }
   }
 
-  /** Feeds one Eviction's change (`after` undefined: deleted); wakes as many as it frees. */
+  /** Feeds one Eviction's change (`after` undefined: deleted); wakes one per slot freed. */
   observe(
     key: string,
     after: Eviction | undefined,

@@ -1,6 +1,5 @@
 /**
  * What one VM still on the host is, this pass.
- *
  * @module
  */
 
@@ -33,13 +32,11 @@ import { stalledReason } from "./stalled.ts";
 
 /** What a VM on the host is this pass. */
 export type VmClass =
-  /** A migration of it runs (Nova says so, or our trigger is in its grace period). */
+  /** Nova says a migration runs, or our start is in its grace period. */
   | { class: "in_flight"; entry: EvictionStatusInFlightItem }
-  /** Movable now. */
   | { class: "ready"; kind: MigrationKind }
-  /** Failed before; retried at `retryAtMs`. */
   | { class: "backoff"; retryAtMs: number }
-  /** Failed `maxAttempts` times; reported, never retried. */
+  /** Out of attempts; reported, never retried. */
   | { class: "exhausted" }
   /** Status ERROR; reported, never blocks the others. */
   | { class: "error"; reason: string }
@@ -51,7 +48,7 @@ export type VmClass =
 /** The verdict on one VM. */
 export interface VmVerdict {
   vm: VmClass;
-  /** Its `status.failed` entry from now on (undefined: none). */
+  /** Its `status.failed` entry from now on. */
   failed: EvictionStatusFailedItem | undefined;
   /** Set when a failure was seen this pass. */
   failure: FailureReport | undefined;
@@ -59,25 +56,21 @@ export interface VmVerdict {
 
 /** What {@linkcode classifyServer} looks at for one VM. */
 export interface ClassifyInput {
-  /** The VM, listed on the host being drained. */
   server: ObservedServer;
-  /** Its most recent migration record leaving this host, if any. */
+  /** Its most recent migration record leaving this host. */
   latest: ObservedMigration | undefined;
   /** Its most recent record still in progress (an old stuck one counts too). */
   inProgress: ObservedMigration | undefined;
-  /** Its migration towards this host still in progress, if any. */
+  /** Its migration towards this host still in progress. */
   arriving?: ObservedMigration | undefined;
-  /** Its `status.inFlight` entry from the previous pass. */
+  /** The previous pass's status entries. */
   inFlight: EvictionStatusInFlightItem | undefined;
-  /** Its `status.failed` entry from the previous pass. */
   failed: EvictionStatusFailedItem | undefined;
-  /** Its `status.skipped` entry from the previous pass. */
   skipped?: EvictionStatusSkippedItem | undefined;
-  /** What this process knows of the answer to its last start, if anything. */
+  /** What this process knows of the answer to its last start. */
   note?: StartNote | undefined;
   /** When the look this pass rests on began (default `nowMs`; once.ts). */
   lookedAtMs?: number | undefined;
-  /** The current time, epoch milliseconds. */
   nowMs: number;
   options: PlanOptions;
 }
@@ -86,8 +79,7 @@ export interface ClassifyInput {
 export const UNSUPPORTED_PREFIX = "cannot be live-migrated: ";
 
 /**
- * Whether the record belongs to the trigger in `entry`: the same migration
- * id, or created (on our clock) no earlier than the trigger less the skew.
+ * Whether the record is the start in `entry`'s: its migration id, or created no earlier less the skew.
  *
  * @example
  * ```ts
@@ -118,9 +110,7 @@ export function recordMatchesEntry(
 }
 
 /**
- * The `status.inFlight` entry for a VM in flight: the previous one (its
- * startedAt and kind never change) or a new one from what Nova shows, with
- * the record's id and progress.
+ * The `status.inFlight` entry: the previous one's startedAt and kind, the record's id and progress.
  *
  * @example
  * ```ts
@@ -169,8 +159,7 @@ function progressPercent(
 }
 
 /**
- * Whether a failed VM is out of retries: `maxAttempts` used and, for a
- * transient cause, the retry window since its first failure over.
+ * Whether a failed VM is out of retries: `maxAttempts` used and, if transient, the retry window over.
  *
  * @example
  * ```ts
@@ -195,10 +184,9 @@ export function isExhausted(
 }
 
 /**
- * Classifies one VM listed on the host. The order of the checks is the
- * policy: deletion, arrival, a stalled task, anything that says a
- * migration runs (never trigger twice), the fate of our last start, then
- * the VM's own state.
+ * Classifies one VM on the host. The order of the checks is the policy:
+ * deletion, arrival, a stalled task, a running migration (never start
+ * twice), the fate of our last start, then the VM's own state.
  *
  * @example
  * ```ts
@@ -227,14 +215,13 @@ export function classifyServer(input: ClassifyInput): VmVerdict {
   return stateVerdict(facts, input, attempt);
 }
 
-/** What the steps of {@linkcode classifyServer} read about one VM. */
 interface VmFacts {
   id: string;
   status: string;
   taskState: string | null;
   /** A start of ours (not adopted). */
   ours: boolean;
-  /** The phase of the latest record from the host. */
+  /** Of the latest record from the host. */
   phase: ReturnType<typeof migrationPhase> | undefined;
   /** The latest record is the one our entry started (and not charged yet). */
   matched: boolean;
@@ -246,16 +233,14 @@ interface VmFacts {
 
 function factsOf(input: ClassifyInput): VmFacts {
   const { server, latest, inProgress, inFlight, failed, note, options } = input;
-  // A record created before the last attempt we charged belongs to that
-  // attempt (the clock skew allowance must not make it count twice).
+  // a record older than the last charged attempt is that one's (the skew must not charge it twice)
   const chargedAt = parseNovaTime(failed?.lastAttemptAt);
   const offset = options.novaClockOffsetMs ?? 0;
   const matched = inFlight !== undefined && latest !== undefined &&
     recordMatchesEntry(latest, inFlight, options.clockSkewMs, offset) &&
     (chargedAt === undefined ||
       (parseNovaTime(latest.createdAt) ?? -Infinity) - offset > chargedAt);
-  // A record older than our trigger says nothing about the trigger (its
-  // id and progress must not be copied into the entry).
+  // A record older than our start must not lend the entry its id and progress.
   const ownInProgress = inProgress !== undefined &&
       (inFlight === undefined ||
         recordMatchesEntry(inProgress, inFlight, options.clockSkewMs, offset))
@@ -285,7 +270,6 @@ function waitingClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   }
   const arriving = input.arriving;
   if (arriving === undefined) return undefined;
-  // Landing here: wait for it to land, then drain it. Never a failure.
   return {
     class: "busy",
     reason: `arriving (${recordName(arriving)} from ${
@@ -308,7 +292,7 @@ function stalledClass(input: ClassifyInput): VmClass | undefined {
   return reason === undefined ? undefined : { class: "skipped", reason };
 }
 
-/** Anything that says a migration runs: in flight (never trigger twice). */
+/** Anything that says a migration runs: in flight (never start twice). */
 function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   const { inProgress, inFlight, nowMs } = input;
   const runningKind = inFlightKindOfServer(f.status, f.taskState) ??
@@ -324,8 +308,7 @@ function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
     nowMs,
     input.options.novaClockOffsetMs,
   );
-  // Not ours: Nova showed it without a start of ours, refused ours, or it
-  // is not the kind we started (a user's resize is never ours).
+  // not ours: no start of ours, refused, or not the kind we started (a user's resize)
   const adopted = !f.ours || f.refused ||
     (f.ownInProgress !== undefined &&
       !isOurKind(f.ownInProgress.migrationType, inFlight?.kind));
@@ -335,16 +318,11 @@ function runningClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   };
 }
 
-/**
- * The fate of our last start when it settles the class: unanswered or not
- * yet shown unprocessed by a later look (in flight: once.ts), or not
- * movable live (skipped).
- */
+/** Our last start's class: in flight until a later look shows it unprocessed (once.ts); skipped if not live-movable. */
 function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   const { inFlight, note, nowMs, options } = input;
   if (!f.ours || inFlight === undefined) return undefined;
   const state = note?.state ?? "accepted";
-  // No answer yet: its slot stays taken, and the drain cannot finish.
   if (state === "pending") return { class: "in_flight", entry: inFlight };
   if (state === "refused" && /not supported/i.test(note?.message ?? "")) {
     // Nova cannot move it live (vTPM, SEV): a person decides.
@@ -362,7 +340,6 @@ function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   }
   if (state !== "accepted" && state !== "unknown") return undefined;
   const { latest, server } = input;
-  // Its record failed, or the VM is in ERROR: the outcome is known.
   if (f.matched && f.phase === "failed" && latest !== undefined) {
     return undefined;
   }
@@ -380,7 +357,6 @@ function attemptClass(f: VmFacts, input: ClassifyInput): VmClass | undefined {
   return undefined;
 }
 
-/** An attempt of ours that ended this pass, when one did. */
 interface AttemptOutcome {
   /** Why it failed (undefined: no attempt ended, nothing is charged). */
   reason: string | undefined;
@@ -388,11 +364,7 @@ interface AttemptOutcome {
   transient: boolean;
 }
 
-/**
- * Did an attempt of ours end this pass? A refusal or a failed migration is
- * one attempt; no answer, a 5xx, a 409 or nothing visible is never charged
- * (Nova did not process it).
- */
+/** An attempt of ours that ended: a refusal or a failed migration (no answer, a 5xx or a 409 is not one). */
 function attemptOutcome(f: VmFacts, input: ClassifyInput): AttemptOutcome {
   const { inFlight, note, latest, server } = input;
   const none = { reason: undefined, transient: false };
@@ -421,8 +393,7 @@ function attemptOutcome(f: VmFacts, input: ClassifyInput): AttemptOutcome {
       transient: true,
     };
   }
-  // Nova shows nothing of it after the grace period: never processed.
-  return none;
+  return none; // nothing of it after the grace period: never processed
 }
 
 /** A VM in ERROR: failed with its fault, reported once per change. */
@@ -445,7 +416,6 @@ function errorVerdict(
       : nowIso,
     firstFailedAt: failed?.firstFailedAt ?? failed?.lastAttemptAt ?? nowIso,
   };
-  // Reported once per change, not on every pass the VM stays in ERROR.
   const report = attempt.reason !== undefined || failed?.reason !== reason;
   return {
     vm: { class: "error", reason },

@@ -1,8 +1,5 @@
 /**
- * The conditions the drain derives from its next status (Evicting,
- * MigratingInstance, Drained, NovaNotifications, NotConverging) and {@linkcode changeCondition},
- * the one way a phase sets a condition and tells its change.
- *
+ * The conditions a drain derives from its next status, and {@linkcode changeCondition}.
  * @module
  */
 
@@ -43,9 +40,8 @@ export {
 } from "../conditions.ts";
 
 /**
- * `status` with `update` set and, when the condition's status or reason
- * changed, `event` (its message defaults to the condition's). A new message
- * alone is no news: counts in it change every pass.
+ * `status` with `update` set, and `event` when its status or reason changed (the message
+ * alone is no news: counts in it change every pass).
  *
  * @example
  * ```ts
@@ -78,14 +74,13 @@ export function changeCondition(
   };
 }
 
-/** The Event that tells a condition's change (see {@linkcode changeCondition}). */
+/** The Event that tells a condition's change. */
 export interface ConditionEvent {
   type: "Normal" | "Warning";
   reason: string;
   message?: string;
 }
 
-/** A maker of `type`'s updates. */
 function condition(type: string) {
   return (status: "True" | "False", reason: string, message: string) => ({
     type,
@@ -99,13 +94,12 @@ function condition(type: string) {
 export interface DrainSummary {
   /** Movable now but not started (no slot, cluster budget, starts held). */
   ready: number;
-  /** In a transient state, or their whereabouts unknown this pass: look again. */
+  /** In a transient state, or their whereabouts unknown this pass. */
   busy: number;
-  /** Waiting for their retry delay. */
   backoff: number;
-  /** Skipped, in ERROR, or out of attempts: nothing happens without a person. */
+  /** Skipped, in ERROR, or out of attempts. */
   needsPerson: number;
-  /** Why starts are held (e.g. stale traits); undefined when they are not. */
+  /** Why starts are held (e.g. stale traits). */
   held: string | undefined;
   /** VMs in backoff whose starts Nova left unanswered several times in a row. */
   unanswered?: number;
@@ -190,7 +184,6 @@ export function evictingCondition(
   );
 }
 
-/** Up to five VMs with their reasons, then how many more. */
 function namedVms(vms: readonly { id: string; reason: string }[]): string {
   const shown = vms.slice(0, 5).map((v) => `${v.id} (${v.reason})`);
   const more = vms.length > shown.length
@@ -226,9 +219,7 @@ function personNote(summary: DrainSummary): string {
 }
 
 /**
- * The MigratingInstance condition: False/Failed is sticky while any entry
- * of status.failed remains (a later success must not hide it, the upstream
- * bug).
+ * MigratingInstance: False/Failed while status.failed has an entry (a later success hid it upstream).
  *
  * @example
  * ```ts
@@ -280,7 +271,7 @@ export function migratingInstanceCondition(
 }
 
 /**
- * Both planner-owned conditions set on the status's conditions (others kept).
+ * The status's conditions with Evicting and MigratingInstance set.
  *
  * @example
  * ```ts
@@ -314,9 +305,7 @@ export function drainConditions(
 }
 
 /**
- * The Drained condition, read off a status whose Evicting condition is
- * final: True only for a host drained and settled, so that
- * `kubectl wait --for=condition=Drained` returns for that alone.
+ * Drained, from a final Evicting: True only for a host drained and settled (`kubectl wait` on it).
  *
  * @example
  * ```ts
@@ -360,8 +349,7 @@ export function drainedCondition(status: EvictionStatus): ConditionUpdate {
 }
 
 /**
- * The status with its Drained condition set from the rest of it; the last
- * step before a status write.
+ * The status with its Drained condition set; the last step before a write.
  *
  * @example
  * ```ts
@@ -376,7 +364,7 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
   const evicting = status.conditions?.find((c) =>
     c.type === CONDITION_EVICTING
   );
-  // Absent, Drained is not True either; no write is made for it alone.
+  // no write for Drained alone: without Evicting it is not True either
   if (evicting === undefined) return status;
   const generation = evicting.observedGeneration ?? status.observedGeneration;
   return {
@@ -391,9 +379,7 @@ export function withDrained(status: EvictionStatus, now: Date): EvictionStatus {
 }
 
 /**
- * The NovaNotifications condition: whether the drain plans from Nova's
- * notifications about its host or polls because they were found deaf or
- * wrong.
+ * NovaNotifications: the drain plans from Nova's notifications, or polls (found deaf or wrong).
  *
  * @example
  * ```ts
@@ -426,7 +412,7 @@ export function notificationsCondition(
   );
 }
 
-/** The condition of copies that stopped converging. */
+/** The condition of live copies that stopped converging. */
 export const CONDITION_NOT_CONVERGING = "NotConverging";
 /** A copy's remaining memory has not fallen for the progress timeout. */
 export const REASON_PROGRESS_STALLED = "ProgressStalled";
@@ -448,14 +434,12 @@ export interface NotConvergingCopy {
   /** Seconds since the bound was passed. */
   sinceSeconds: number;
   onTimeout: OnTimeout;
-  /** When the policy's action is due (ISO), if it is not yet sent. */
+  /** When the policy's action is due (ISO), if not yet sent. */
   actAt?: string;
 }
 
 /**
- * The NotConverging condition for the plan's reports: True naming each
- * copy, why, and what its policy does when (CompletionTimeout when any is
- * past its completion bound, else ProgressStalled); False otherwise.
+ * NotConverging: True naming each copy, why, and what its policy does when.
  *
  * @example
  * ```ts
@@ -491,10 +475,7 @@ export function notConvergingCondition(
   );
 }
 
-/**
- * One copy that does not converge, in words: why, what is left, what the
- * policy does when (the condition's message and the NotConverging Event).
- */
+/** One copy that does not converge, in words (the condition's and the Event's). */
 export function notConvergingText(r: NotConvergingCopy): string {
   const gib = (b: number) => `${(b / GIB).toFixed(1)} GiB`;
   const left = r.remainingBytes === undefined
@@ -510,7 +491,6 @@ export function notConvergingText(r: NotConvergingCopy): string {
   }`;
 }
 
-/** What the policy does with a copy that does not converge, and when. */
 function policyText(
   r: Pick<NotConvergingCopy, "onTimeout" | "actAt">,
 ): string {

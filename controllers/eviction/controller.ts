@@ -1,9 +1,5 @@
 /**
- * Registers the eviction controller on an {@linkcode Operator}: the
- * reconcile handler (one pass per run), the finalizer that re-enables the
- * compute service, and the watches that make a policy or Hypervisor change
- * reach the running drains.
- *
+ * Registers the eviction controller: its reconcile handler, finalizer, watches and the drains' informer.
  * @module
  */
 
@@ -48,26 +44,19 @@ import { CAPACITY_REPORT_TTL_MS, RecentMemo } from "../../capacity/memo.ts";
 import type { MigrationRate } from "../../capacity/makespan.ts";
 import type { DrainCost } from "../../capacity/history.ts";
 
-/**
- * What the eviction controller needs. Durations are real ms; the values
- * come checked from the flag parser (app/config.ts).
- */
+/** What the eviction controller needs; durations in real ms, checked by app/config.ts. */
 export interface EvictionControllerDeps {
   nova: NovaClient;
-  /** Limit settings from the flags, in force while there is no EvictionPolicy `default`. */
+  /** In force while there is no EvictionPolicy `default`. */
   flagSettings: LimitSettings;
-  /** The shortest wait between two passes (`--poll-interval`). */
+  /** `--poll-interval`: the shortest wait between two passes. */
   pollIntervalMs: number;
   /** The longest wait while migrations are in flight (default 30 poll intervals). */
   maxPollMs?: number;
   /** Between looks at a finished drain's host (default 60 poll intervals). */
   finishedCheckMs?: number;
-  /**
-   * How long consecutive fresh looks must find a host empty before its
-   * drain is done (`--drain-settle`; default 3 poll intervals; 0: the first).
-   */
+  /** `--drain-settle`: how long fresh looks must find a host empty (default 3 poll intervals). */
   settleMs?: number;
-  /** Overrides of the planner's options (grace period, retries, ...). */
   planOptions?: Partial<PlanOptions>;
   /** Evictions reconciled at once (default 4). */
   maxConcurrentReconciles?: number;
@@ -77,33 +66,25 @@ export interface EvictionControllerDeps {
   slowPollMs?: number;
   /** With notifications, the oldest view a pass plans from (default 30 poll intervals). */
   relistMs?: number;
-  /** A live copy's progress is read at most once in this (`--migration-progress-interval`, default 30 s). */
+  /** `--migration-progress-interval` (default 30 s). */
   progressIntervalMs?: number;
-  /** Time source (default the wall clock); tests pass the simulator's. */
+  /** Default the wall clock; tests pass the simulator's. */
   clock?: EvictionClock;
   /** The longest wait of a drain for its wave's hosts to be disabled (default 15 s). */
   waveSettleMs?: number;
-  /**
-   * Label selector of the Evictions that share this cloud across the
-   * operator's partitions (its budget, waves and one drain per host;
-   * default every Eviction): test environments scope it to their own.
-   */
+  /** The Evictions sharing this cloud across partitions (default all); test environments scope it. */
   cloudSelector?: string;
-  /** Placement, for the capacity check before a host is disabled (none without it). */
+  /** For the capacity check before a host is disabled (none without it). */
   placement?: CapacityPlacement;
   /** The cost predictions assume before any drain has ended (capacity/history.ts DEFAULT_COST). */
   defaultMigrationRate?: MigrationRate | DrainCost;
-  /** Bounds of a deleted Eviction's wait for its migrations (finalize.ts). */
   finalizer?: Partial<Pick<FinalizerDeps, "stalledAfterMs" | "giveUpAfterMs">>;
-  /** Nova's notifications (`--nova-notifications-url`); without them the drains poll. */
+  /** `--nova-notifications-url`; without it the drains poll. */
   notifications?: NotificationFeed;
 }
 
 /**
  * Registers the eviction controller. Call before `operator.start()`.
- *
- * The EvictionPolicy cache ignores the operator's label selector: the
- * policy is one cluster-wide object that every partition obeys.
  *
  * @example
  * ```ts ignore
@@ -121,7 +102,6 @@ export function registerEvictionController(
 ): void {
   const fin = finalizerDeps(deps.finalizer);
   const pass = passDeps(deps, operator);
-
   // The policy is cluster-wide: never partitioned by the label selector.
   operator.watch(EvictionPolicyKind, { labelSelector: null });
   const evictions = operator.cache(EvictionKind);
@@ -134,20 +114,15 @@ export function registerEvictionController(
     }),
     () => pass.clock.now(),
   );
-  // Finished drains too: the Hypervisor's instance count (from its status
-  // sync) is how a finished drain notices a VM cheaply. A running drain's
-  // pass woken by it returns at once unless something it depends on changed.
+  // finished drains too: the Hypervisor's instance count is how they notice a VM cheaply
   const evictionsOf = (host: string | undefined): string[] =>
     host === undefined ? [] : evictions
       .list((e: Eviction) => e.spec.hypervisor === host)
       .map((e) => e.metadata?.name ?? "");
-
   operator.reconcile(EvictionKind, (ctx) => reconcileEviction(ctx, pass), {
     name: "eviction",
     maxConcurrent: deps.maxConcurrentReconciles ?? 4,
-    // Our own status writes must not trigger extra passes (extra Nova calls).
-    ignoreStatusUpdates: true,
-    // One record per drain, forgotten in one call once its Eviction is gone.
+    ignoreStatusUpdates: true, // our own writes must not cost passes (Nova calls)
     forget: (key) => pass.memory.forget(key),
     watches: [
       related(EvictionPolicyKind, () => "all"),
@@ -157,7 +132,6 @@ export function registerEvictionController(
   operator.finalize(EvictionKind, (ctx) => finalizeEviction(ctx, pass, fin));
 }
 
-/** The pass's dependencies, with defaults; built once. */
 function passDeps(
   deps: EvictionControllerDeps,
   operator: Operator,
@@ -216,12 +190,7 @@ function passDeps(
   };
 }
 
-/**
- * Every Eviction of the cloud, whatever this process's label selector (the
- * budget, waves, capacity and Duplicate read it): an unpartitioned cache
- * started with the operator (its own cache stands in until then). A drop of
- * any count in flight wakes this process's drains waiting for budget.
- */
+/** Every Eviction of the cloud, whatever the label selector; a drop in flight wakes the budget's waiters. */
 function watchAllEvictions(
   operator: Operator,
   memory: DrainMemory,
@@ -261,10 +230,7 @@ function watchAllEvictions(
   };
 }
 
-/**
- * The drains' informer: polling, or the notified one, whose events wake
- * the drains of their hosts; its metrics exist in both modes.
- */
+/** The drains' informer, polling or notified (waking the hosts' drains); its metrics exist in both. */
 function hostInformer(
   operator: Operator,
   feed: NotificationFeed | undefined,

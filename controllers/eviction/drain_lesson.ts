@@ -1,10 +1,5 @@
 /**
- * What an ended drain learned, for its Hypervisor's `status.lastDrain`
- * (read by later drains' predictions, capacity/history.ts). The time per
- * drain is measured: from its start to its first migration plus from its
- * last migration's end to its end, known only to the process that saw the
- * first start.
- *
+ * What an ended drain learned, for its Hypervisor's `status.lastDrain` (read by capacity/history.ts).
  * @module
  */
 
@@ -16,9 +11,9 @@ import { drainEndMs } from "../conditions.ts";
 
 /** When the drain's first migration started and its last one ended (controller clock ms). */
 export interface DrainMarks {
-  /** The pass that started the drain's first migration; unset if this process did not see it. */
+  /** Unset if this process did not see the first start. */
   firstStartMs?: number;
-  /** The latest pass that saw a migration of the drain end (done or failed). */
+  /** The latest pass that saw a migration end (done or failed). */
   lastEndMs?: number;
 }
 
@@ -26,18 +21,14 @@ export interface DrainMarks {
 export interface MarkedPass {
   /** The status before the pass. */
   before: EvictionStatus;
-  /** Migrations started this pass. */
   started: number;
-  /** Migrations seen ending this pass (left the host, or failed). */
+  /** Migrations seen ending (left the host, or failed). */
   ended: number;
-  /** The pass's time, controller clock ms. */
   nowMs: number;
 }
 
 /**
- * The marks after a pass: the first start only of a drain that had none
- * (nothing migrated, in flight or failed), so a process taking a drain over
- * never marks a later start as its first.
+ * The marks after a pass; a first start only for a fresh drain (not one this process took over).
  *
  * @example
  * ```ts
@@ -61,8 +52,7 @@ export function noteMarks(marks: DrainMarks, pass: MarkedPass): DrainMarks {
 }
 
 /**
- * The record of an ended drain for its Hypervisor's status, or undefined
- * while it runs (capacity/makespan.ts drainEndMs) or without a start time.
+ * The record of an ended drain. `fixedMs`: start to first migration plus last migration's end to end.
  *
  * @example
  * ```ts
@@ -114,8 +104,7 @@ export function drainLesson(
 }
 
 /**
- * Whether `lesson` needs writing over the `recorded` one: not when the same,
- * nor when the recorded drain ended later.
+ * Whether `lesson` needs writing over `recorded`: not the same, nor one that ended later.
  *
  * @example
  * ```ts

@@ -1,10 +1,10 @@
 /**
- * The notes of the summarised Events (`MigrationsStarted`,
- * `MigrationsCompleted`): one per pass, not per VM, so that `kubectl
- * describe` keeps room for what a person must do; each under 1 KiB.
- *
+ * The notes of the Events that name VMs: one per pass, not per VM (so `kubectl describe` keeps room
+ * for what a person must do), each under 1 KiB.
  * @module
  */
+
+import type { RequestOutcome } from "./plan_types.ts";
 
 /** The most bytes of a note (Kubernetes truncates Event notes at 1 KiB). */
 export const MAX_NOTE_BYTES = 1024;
@@ -13,8 +13,7 @@ const encoder = new TextEncoder();
 const bytes = (s: string) => encoder.encode(s).length;
 
 /**
- * `items` joined with ", " within `maxBytes` (UTF-8), the rest counted as
- * "and N more"; at least one named.
+ * `items` joined within `maxBytes` (UTF-8), the rest counted as "and N more"; at least one named.
  *
  * @example
  * ```ts
@@ -42,11 +41,8 @@ export function listSome(items: readonly string[], maxBytes = 600): string {
 
 /** Where the drain stands after the pass, for the end of a note. */
 export interface NoteCounts {
-  /** Migrations in flight. */
   inFlight: number;
-  /** VMs still on (or heading to) the host. */
   outstanding: number;
-  /** VMs migrated so far. */
   migrated: number;
 }
 
@@ -54,7 +50,7 @@ function countsText(c: NoteCounts): string {
   return `(${c.inFlight} in flight, ${c.outstanding} outstanding, ${c.migrated} migrated)`;
 }
 
-/** The note with its list of VMs cut so that the whole stays in 1 KiB. */
+/** The list of VMs cut so that the whole note stays in 1 KiB. */
 function fitted(head: string, ids: readonly string[], tail: string): string {
   const room = MAX_NOTE_BYTES - bytes(head) - bytes(tail) - 24;
   return `${head}${listSome(ids, Math.max(room, 1))}${tail}`;
@@ -116,8 +112,7 @@ export function completedNote(
 }
 
 /**
- * The note of `ForceCompleteRequested` / `AbortRequested`: who asked for
- * what, and what became of it.
+ * The note of `ForceCompleteRequested` / `AbortRequested`.
  *
  * @example
  * ```ts
@@ -127,14 +122,7 @@ export function completedNote(
  * // alice asked to force-complete the live migration of vm-a (2026-01-01T00:00:00Z): sent to Nova
  * ```
  */
-export function requestNote(o: {
-  server: string;
-  action: "ForceComplete" | "Abort";
-  requestedBy: string;
-  requestedAt: string;
-  outcome: "Sent" | "NotInFlight" | "Refused";
-  message: string;
-}): string {
+export function requestNote(o: RequestOutcome): string {
   const what = o.action === "ForceComplete" ? "force-complete" : "abort";
   const outcome = o.outcome === "Sent"
     ? "sent to Nova"
@@ -144,7 +132,7 @@ export function requestNote(o: {
   const why = o.message === "" ? "" : ` (${o.message})`;
   const note =
     `${o.requestedBy} asked to ${what} the live migration of ${o.server} (${o.requestedAt}): ${outcome}${why}`;
-  return new TextEncoder().encode(note).length <= MAX_NOTE_BYTES
+  return bytes(note) <= MAX_NOTE_BYTES
     ? note
     : `${note.slice(0, MAX_NOTE_BYTES - 200)}…`;
 }

@@ -1,7 +1,6 @@
 /**
  * Failure reasons in Nova's words: a migration record says only `error`;
  * the instance action of the start's request says why (microversion 2.84+).
- *
  * @module
  */
 
@@ -16,8 +15,7 @@ export type ReadAction = (
 ) => Promise<InstanceAction>;
 
 /**
- * The plan with Nova's reason appended to each failure in `reasons` (by
- * server id), in the pass's failures and in the next status alike.
+ * The plan with Nova's reason (by server id) appended to each failure, in its failures and status.
  *
  * @example
  * ```ts
@@ -53,8 +51,7 @@ export function withReasons(
 }
 
 /**
- * Nova's reason for each failure of this pass whose start this process
- * issued, read from the start's instance action; a failed read gives none.
+ * Nova's reason for each failure of a start this process issued; a failed read gives none.
  *
  * @example
  * ```ts ignore

@@ -1,15 +1,6 @@
 /**
- * The finalizer of an Eviction: the drain's last passes, at limit 0. The
- * drain's look (the informer's) and planner run with no starts and no
- * aborts; while the plan holds migrations in flight, the Eviction keeps its
- * finalizer and its `status.inFlightCount` (budget_share.ts counts it), the
- * plan's confirms go out as the drain's do (phase_act.ts, once.ts), and
- * a cancel with `--abort-in-flight` aborts ours (abort_in_flight.ts). The
- * wait is bounded: a record without progress for `stalledAfterMs` stops
- * counting (settle.ts), and after `giveUpAfterMs` the finalizer stops
- * waiting. Then the compute service is re-enabled unless host_holds.ts keeps it
- * disabled.
- *
+ * The finalizer of an Eviction: passes at limit 0 until its migrations settle (bounded), then the
+ * compute service re-enabled unless host_holds.ts keeps it disabled.
  * @module
  */
 
@@ -46,21 +37,21 @@ import { type Plan, type PlanInput, planPass } from "./plan.ts";
 import { describeSettling, settleLook } from "./settle.ts";
 import { changesSince } from "./phase_pace.ts";
 
-/** The finalizer's bounds (drain clock ms), built once by the controller. */
+/** The finalizer's bounds (drain clock ms). */
 export interface FinalizerDeps {
-  /** A record without progress this long stops counting. */
+  /** A record without progress this long stops counting (settle.ts). */
   stalledAfterMs: number;
   /** The finalizer stops waiting after this long. */
   giveUpAfterMs: number;
 }
 
-/** Default bounds: 15 minutes without progress, one hour in all. */
+/** 15 minutes without progress, one hour in all. */
 export const DEFAULT_FINALIZER_BOUNDS: Readonly<FinalizerDeps> = Object.freeze(
   { stalledAfterMs: 15 * 60_000, giveUpAfterMs: 60 * 60_000 },
 );
 
 /**
- * Finalizer deps with the default bounds, checked.
+ * Finalizer bounds with the defaults, checked.
  *
  * @example
  * ```ts
@@ -81,8 +72,7 @@ export function finalizerDeps(
 }
 
 /**
- * The drain's plan for a deleted Eviction: the planner at limit 0, which
- * starts and aborts nothing.
+ * The plan for a deleted Eviction: limit 0, nothing started or aborted.
  *
  * @example
  * ```ts
@@ -109,9 +99,7 @@ export function deletedPlan(
 type Ctx = HandlerContext<Eviction> & { object: Eviction };
 
 /**
- * Runs the finalizer of one Eviction: a requeue while migrations from the
- * host settle, nothing once the service is handled. A failure is retried
- * after a delay doubling from the poll interval to `maxPollMs`.
+ * Runs the finalizer of one Eviction: a requeue while migrations settle; failures back off.
  *
  * @example
  * ```ts ignore
@@ -129,7 +117,7 @@ export async function finalizeEviction(
   try {
     const waiting = await waitForSettled(ctx, deps, fin);
     if (waiting === undefined) await restoreService(ctx, deps);
-    // Only now: a re-enable that keeps failing backs off as a list does.
+    // only now: a re-enable that keeps failing backs off as a list does
     state.settle.failures = 0;
     if (waiting !== undefined) return waiting;
     await keepLesson({
@@ -150,8 +138,7 @@ export async function finalizeEviction(
       { delayMs, cause: err },
     );
   }
-  // Its budget and its host are free: out of the budget line before the
-  // others are woken, so that no wake for a freed slot goes to it.
+  // out of the budget line before the others are woken, so no wake for a freed slot goes to it
   deps.memory.budgetWaiters.delete(key);
   deps.memory.budgetWaiters.wake((k) => ctx.enqueue(EvictionKind, k));
   deps.metrics.inFlight.remove({ hypervisor: host });
@@ -189,7 +176,7 @@ async function restoreService(ctx: Ctx, deps: EvictionPassDeps): Promise<void> {
   await ctx.event("Normal", "HypervisorReEnabled", `${what} re-enabled`);
 }
 
-/** The names of the other Evictions of the host that stand. */
+/** The other Evictions of the host that stand. */
 function othersOf(ctx: Ctx): string[] {
   const host = ctx.object.spec.hypervisor;
   return ctx.cache(EvictionKind).list((e) =>
@@ -199,10 +186,8 @@ function othersOf(ctx: Ctx): string[] {
 }
 
 /**
- * One look and plan at limit 0: the plan's confirms and a cancel's aborts
- * go out, and the count still settling is written to
- * `status.inFlightCount` (when it changed) and the ledger. A requeue while
- * any counts and the bound is not reached.
+ * One look and plan at limit 0: confirms and a cancel's aborts go out; the count still settling
+ * is kept in `status.inFlightCount` (the budget counts it) and the ledger.
  */
 async function waitForSettled(
   ctx: Ctx,
@@ -236,7 +221,6 @@ async function waitForSettled(
   const now = new Date(nowMs);
   const input = { ...seen, host, status, now, options, starts, confirms };
   const plan = deletedPlan({ ...input, aborts });
-  // the drain's act: confirms once, no starts or aborts at limit 0
   apply(pass, act(pass, plan, plan.next));
   const inFlight = plan.next.inFlight ?? [];
   const { migrations } = seen;
@@ -251,7 +235,6 @@ async function waitForSettled(
   state.settle.marks = look.marks;
   const running = look.counted.length;
   if (running !== before) {
-    // the finalizer's own write (no pass runs on a deleted Eviction)
     await ctx.updateStatus((s) => ({ ...s, inFlightCount: running }));
   }
   const waitedMs = nowMs - waitingSince;
@@ -260,18 +243,14 @@ async function waitForSettled(
   await reportSettling(ctx, deps, fin, look, gaveUp ? waitedMs : undefined);
   if (gaveUp || running === 0) return undefined;
   const detail = { running, stalled: look.stalled.length };
-  // Info when something changed (or on the first look), debug otherwise:
-  // waiting is the normal course of a deletion, not a failure.
+  // debug unless changed: waiting is the normal course of a deletion
   if (running !== before || waitingSince === nowMs) {
     log.info(detail, "deleted drain: migrations settling");
   } else log.debug(detail, "deleted drain: migrations settling");
   return { requeueAfterMs: deps.pollIntervalMs };
 }
 
-/**
- * The Warning of a deleted drain's look: it gave up after `gaveUpAfterMs`,
- * or the copies left showed no progress and no longer count.
- */
+/** The Warning of a deleted drain that gave up, or whose copies stalled. */
 async function reportSettling(
   ctx: Ctx,
   deps: EvictionPassDeps,
@@ -298,10 +277,7 @@ async function reportSettling(
   }
 }
 
-/**
- * Sends a cancel's aborts, each noted as once.ts reads it; a failed one is
- * logged and looked at again. One Event names those sent.
- */
+/** Sends a cancel's aborts, each noted (once.ts); one Event names those sent. */
 async function abortOurs(
   ctx: Ctx,
   deps: EvictionPassDeps,

@@ -1,9 +1,5 @@
 /**
- * The drain's live forecast of its end (status.predictedFinishAt): unlike
- * status.predictedMakespanSeconds, made once before the drain and kept for
- * the drain lessons, it moves as the copies run, with each one's measured
- * progress.
- *
+ * The drain's live forecast of its end (status.predictedFinishAt), moving with the copies' progress.
  * @module
  */
 
@@ -15,57 +11,44 @@ import type { OnTimeout } from "../../limits/convergence.ts";
 import { predictWave } from "../../capacity/makespan.ts";
 import { isRetry } from "./plan_converge.ts";
 
-/** Bytes per MB of flavor RAM (Nova's MB are MiB). */
+/** Nova's flavor MB are MiB. */
 const MIB = 1024 * 1024;
 
-/** A VM still to start: its id, how it moves, its flavor RAM. */
+/** A VM still to start. */
 export interface QueuedVm {
   id: string;
   kind: "live" | "cold";
   ramMb: number;
 }
 
-/** Input of {@linkcode forecastFinishMs}. */
+/** Input of {@linkcode forecastFinishMs}; times in controller clock ms. */
 export interface ForecastInput {
-  /** Now, ms (the controller's clock, as the status's times). */
   nowMs: number;
   /** Copies the drain runs at once for the VMs still to start. */
   limit: number;
-  /** The drain's copies in flight (status.inFlight after this pass). */
+  /** status.inFlight after this pass. */
   inFlight: readonly EvictionStatusInFlightItem[];
-  /** The pacing model's expected end of each running copy, ms; undefined: untimed. */
+  /** The pacing model's expected end of each running copy; undefined: untimed. */
   expectedEnds: ReadonlyMap<string, number | undefined>;
-  /** The VMs still on the host to start, those to retry after an abort among them. */
+  /** Those to retry after an abort among them. */
   toStart: readonly QueuedVm[];
   /** status.aborted: its VMs are retried alone and last. */
   aborted: readonly EvictionStatusAbortedItem[];
-  /** Flavor RAM of a VM, MB, where known. */
   ramOf: (id: string) => number | undefined;
-  /** A copy's learned duration, ms. */
+  /** A copy's learned duration. */
   durationMs: (kind: "live" | "cold", ramMb: number) => number;
-  /** What the convergence policy does with a copy past its bound; undefined: nothing. */
+  /** What the convergence policy does with a copy past its bound. */
   onTimeout: OnTimeout | undefined;
-  /** Aborted copies after which a VM is left for a person, not retried (default: no limit). */
+  /** Aborted copies after which a VM is left for a person (default: no limit). */
   maxAbortedTries?: number;
-  /** VMs on the host left for a person (skipped, in ERROR, out of attempts). */
+  /** VMs on the host left for a person. */
   needsPerson?: number;
 }
 
 /**
- * When the drain is predicted to end, ms; undefined when it cannot be
- * told: a copy not converging that the policy only reports, a copy whose
- * size is unknown, VMs to start with no slot (limit 0), or nothing left
- * but VMs that need a person.
- *
- * Each copy in flight ends at its measured ETA, else at the pacing
- * model's expected end, else its start plus its learned duration (never
- * before now). A copy not converging ends when the policy acts: Abort at
- * its deadline, its VM then retried alone after the others; ForceComplete
- * at the force_complete (sent, or due at its deadline) plus a paused copy
- * of its memory. The VMs still to start go largest first onto the limit
- * as slots free (capacity/makespan.ts `predictWave`); VMs to retry after
- * an abort follow one at a time (plan_converge.ts `retryAlone`), and while
- * a retry runs nothing starts beside it.
+ * When the drain is predicted to end; undefined when it cannot be told. A copy not converging
+ * ends when its policy acts; the VMs to start fill the limit (capacity/makespan.ts `predictWave`);
+ * retries after an abort follow one at a time, alone (plan_converge.ts `retryAlone`).
  *
  * @example
  * ```ts
@@ -97,7 +80,7 @@ export function forecastFinishMs(given: ForecastInput): number | undefined {
     if (end === undefined) return undefined;
     ends.push({ end: Math.max(nowMs, end), retry: isRetry(e, abortedById) });
   }
-  // only VMs a person must see to left: the drain ends when they act
+  // only VMs for a person left: the drain ends when they act
   if (
     ends.length === 0 && input.toStart.length === 0 &&
     (input.needsPerson ?? 0) > 0
@@ -136,7 +119,7 @@ export function forecastFinishMs(given: ForecastInput): number | undefined {
   return startMs + waveSeconds * 1000 + retries.reduce((a, b) => a + b, 0);
 }
 
-/** When a copy in flight ends, ms (maybe past); pushes its retry when it is to be aborted. */
+/** When a copy in flight ends (maybe past); pushes its retry when it is to be aborted. */
 function endOf(
   e: EvictionStatusInFlightItem,
   input: ForecastInput,
@@ -149,7 +132,7 @@ function endOf(
     const deadline = msOf(e.deadlineAt) ?? nowMs;
     if (input.onTimeout === "Abort") {
       if (ramMb === undefined) return undefined;
-      // this abort's try: retried after it unless it is the last allowed
+      // retried after this abort unless it is the last allowed
       const tries = (input.aborted.find((a) => a.id === e.id)?.tries ?? 0) + 1;
       if (tries < (input.maxAbortedTries ?? Infinity)) {
         retries.push(input.durationMs(e.kind, ramMb));
@@ -159,8 +142,7 @@ function endOf(
     if (input.onTimeout === "ForceComplete") {
       const actMs = msOf(e.forceCompleteSentAt) ?? deadline;
       const rate = e.bytesPerSecond;
-      // the VM paused dirties no page: what a read showed left goes at
-      // the measured rate, else the whole copy from the force_complete
+      // the paused VM dirties no page: what is left goes at the measured rate
       if (
         e.memoryRemainingBytes !== undefined && rate !== undefined && rate > 0
       ) {
@@ -175,13 +157,11 @@ function endOf(
   if (e.etaSeconds !== undefined) return nowMs + e.etaSeconds * 1000;
   const expected = input.expectedEnds.get(e.id);
   if (expected !== undefined) return expected;
-  const since = msOf(e.copyStartedAt) ??
-    msOf(e.startedAt);
+  const since = msOf(e.copyStartedAt) ?? msOf(e.startedAt);
   if (ramMb === undefined || since === undefined) return undefined;
   return since + input.durationMs(e.kind, ramMb);
 }
 
-/** A status time in ms; undefined when absent or not a time. */
 function msOf(iso: string | undefined): number | undefined {
   const ms = iso === undefined ? Number.NaN : Date.parse(iso);
   return Number.isNaN(ms) ? undefined : ms;

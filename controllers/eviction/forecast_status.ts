@@ -1,8 +1,5 @@
 /**
- * status.predictedFinishAt from a pass's forecast (forecast.ts): a status
- * write costs an API call, so a forecast that moved little keeps the
- * written value.
- *
+ * status.predictedFinishAt from a pass's forecast: a write costs an API call, so a small move is not written.
  * @module
  */
 
@@ -14,10 +11,7 @@ export const FORECAST_SLACK_MS = 30_000;
 export const FORECAST_SLACK_SHARE = 0.1;
 
 /**
- * The value to write: the written one while the new forecast differs from
- * it by no more than max(30 s, 10 % of the time left until the new one),
- * else the new one (to the second); undefined (the field removed) when
- * there is no forecast.
+ * The value to write: the written one while the forecast is within the slack, else it (to the second).
  *
  * @example
  * ```ts
@@ -48,9 +42,7 @@ export function forecastToWrite(
 }
 
 /**
- * `next` with status.predictedFinishAt by {@linkcode forecastToWrite}
- * (the written value is `next`'s, kept from the previous status); removed
- * once the drain has finished.
+ * `next` with status.predictedFinishAt by {@linkcode forecastToWrite}; removed once finished.
  *
  * @example
  * ```ts

@@ -1,6 +1,5 @@
 /**
  * Pure gates of a drain: stale traits, duplicate Evictions, re-enabling.
- *
  * @module
  */
 
@@ -9,7 +8,6 @@ import { isDeleting } from "../../framework/kind.ts";
 import type { Eviction, Hypervisor } from "../../models/mod.ts";
 import { disabledByUs } from "../compute_service.ts";
 
-/** Maintenance modes in which the compute service stays disabled. */
 const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
   "manual",
   "auto",
@@ -17,9 +15,8 @@ const MAINTENANCE_KEEPS_DISABLED: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Why starts are held for stale traits, or undefined. Without a Hypervisor
- * starts wait, as upstream does, rather than drain an exclusive host at
- * the default limit.
+ * Why starts are held for stale traits; without a Hypervisor they wait too, as upstream does,
+ * rather than drain an exclusive host at the default limit.
  *
  * @example
  * ```ts
@@ -55,8 +52,7 @@ function olderThan(a: Eviction, b: Eviction): boolean {
 }
 
 /**
- * The older unfinished Eviction of the same hypervisor that drains ahead of
- * `eviction`, if any (two can slip past the webhook, e.g. while it is down).
+ * The older unfinished Eviction of the same hypervisor (two can slip past the webhook while it is down).
  *
  * @example
  * ```ts
@@ -87,8 +83,7 @@ export function drainingAhead(
 }
 
 /**
- * Why the finalizer must leave the compute service disabled, or undefined
- * when it may re-enable it.
+ * Why the finalizer must leave the compute service disabled.
  *
  * @example
  * ```ts

@@ -1,11 +1,6 @@
 /**
- * Keeps what an ended drain learned (drain_lesson.ts) in its Hypervisor's
- * `status.lastDrain` (a merge patch of that field alone), or where the
- * installed CRD prunes it (the upstream operator's) in the annotation of
- * capacity/last_drain_record.ts. Called after every pass's status write
- * and by the finalizer; it writes only what is not recorded yet, so a
- * failed write is retried by the next.
- *
+ * Keeps what an ended drain learned in its Hypervisor's `status.lastDrain`, or in an annotation
+ * where the installed (upstream) CRD prunes it; a failed write is retried by the next pass.
  * @module
  */
 
@@ -28,21 +23,18 @@ import {
 /** What {@linkcode keepLesson} needs. */
 export interface KeepLessonInput {
   client: KubeClient;
-  /** The Eviction's name. */
   eviction: string;
-  /** The drained host (its Hypervisor's name). */
   host: string;
-  /** The Eviction's status as last written. */
+  /** As last written. */
   status: EvictionStatus;
   marks: DrainMarks;
-  /** The Hypervisor as cached. */
+  /** As cached. */
   hypervisor: Hypervisor | undefined;
   log: Logger;
 }
 
 /**
- * Writes the drain's lesson when it ended and is not recorded yet; never
- * throws. Returns whether it wrote.
+ * Writes the drain's lesson when it ended and is not recorded yet; never throws. Whether it wrote.
  *
  * @example
  * ```ts ignore
@@ -54,11 +46,8 @@ export async function keepLesson(input: KeepLessonInput): Promise<boolean> {
   if (hypervisor === undefined) return false;
   const lesson = drainLesson(eviction, status, marks);
   if (
-    lesson === undefined ||
-    !needsRecording(lesson, lastDrainOf(hypervisor))
-  ) {
-    return false;
-  }
+    lesson === undefined || !needsRecording(lesson, lastDrainOf(hypervisor))
+  ) return false;
   try {
     const written = await patchStatus<Hypervisor>(
       client,
@@ -66,19 +55,17 @@ export async function keepLesson(input: KeepLessonInput): Promise<boolean> {
       host,
       { lastDrain: lesson },
     );
-    if (written.status?.lastDrain === undefined) {
+    const pruned = written.status?.lastDrain === undefined;
+    if (pruned) {
       await client.patch(HypervisorKind, host, {
         metadata: { annotations: lastDrainAnnotation(lesson) },
       });
-      log.info(
-        { lastDrain: lesson },
-        "the Hypervisor CRD prunes status.lastDrain: what the drain learned is kept in its annotation evictor.kvm.cloud.sap/last-drain",
-      );
-      return true;
     }
     log.info(
       { lastDrain: lesson },
-      "what the drain learned is kept in its Hypervisor's status.lastDrain",
+      pruned
+        ? "the Hypervisor CRD prunes status.lastDrain: what the drain learned is kept in its annotation evictor.kvm.cloud.sap/last-drain"
+        : "what the drain learned is kept in its Hypervisor's status.lastDrain",
     );
     return true;
   } catch (err) {

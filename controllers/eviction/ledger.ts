@@ -1,8 +1,6 @@
 /**
- * The in-process ledger of migrations in flight per Eviction: passes read
- * the budget and reserve in one synchronous step, so two never spend the
- * same slot (a status written a moment ago may not be cached yet).
- *
+ * Migrations in flight per Eviction, in process: read and reserved in one synchronous step, so two
+ * passes never spend one slot (a status just written may not be cached yet).
  * @module
  */
 
@@ -20,7 +18,7 @@
 export class InFlightLedger {
   readonly #byKey = new Map<string, number>();
 
-  /** Records what a pass of `key` left in flight (after its starts). */
+  /** What a pass of `key` left in flight (after its starts). */
   set(key: string, inFlight: number): void {
     if (!Number.isSafeInteger(inFlight) || inFlight < 0) {
       throw new RangeError(
@@ -32,20 +30,17 @@ export class InFlightLedger {
     this.#byKey.set(key, inFlight);
   }
 
-  /** Forgets an Eviction (deleted). */
+  /** Forgets a deleted Eviction. */
   delete(key: string): void {
     this.#byKey.delete(key);
   }
 
-  /** What the ledger holds for `key` (0 when nothing). */
+  /** 0 when nothing. */
   get(key: string): number {
     return this.#byKey.get(key) ?? 0;
   }
 
-  /**
-   * Migrations in flight in every Eviction but `key`: per Eviction the
-   * larger of the ledger's and the cached status's (either may be ahead).
-   */
+  /** In every Eviction but `key`, the larger of ledger and cached status (either may be ahead). */
   othersInFlight(key: string, cached: ReadonlyMap<string, number>): number {
     let total = 0;
     const keys = new Set([...this.#byKey.keys(), ...cached.keys()]);
@@ -56,10 +51,7 @@ export class InFlightLedger {
     return total;
   }
 
-  /**
-   * Reads the budget and reserves in one synchronous step: `decide` gets
-   * the migrations in flight elsewhere and returns this Eviction's own.
-   */
+  /** Reserves in one synchronous step: `decide` maps the others' in flight to this one's. */
   reserve(
     key: string,
     cached: ReadonlyMap<string, number>,

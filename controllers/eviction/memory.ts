@@ -1,8 +1,5 @@
 /**
- * The in-process memory of each drain, forgotten in one call when its
- * Eviction is gone ({@linkcode DrainMemory.forget}). A restart loses it on
- * purpose: the status and a fresh look at Nova are enough to go on.
- *
+ * The in-process memory of each drain; a restart loses it on purpose (the status and a look suffice).
  * @module
  */
 
@@ -27,64 +24,57 @@ import type { ProgressMarks } from "./settle.ts";
 /** A start this process issued, and Nova's answer so far. */
 export interface IssuedStart extends StartNote {
   kind: MigrationKind;
-  /** Controller clock when it was issued. */
   issuedAtMs: number;
-  /** Nova's request id of an accepted start (its instance action). */
+  /** Of an accepted start (its instance action). */
   requestId?: string;
 }
 
-/** What the finalizer of a deleted drain keeps between its runs. */
+/** What the finalizer of a deleted drain keeps between its runs (finalize.ts). */
 export interface SettleState {
   /** When each record's current state was first seen (settle.ts). */
   marks: ProgressMarks;
-  /** Controller clock of this process's first wait for the migrations. */
+  /** This process's first wait for the migrations. */
   waitingSinceMs: number | undefined;
   /** Failed finalizer runs in a row. */
   failures: number;
 }
 
 /**
- * What one drain remembers. A pass changes it only through its Steps
- * (pass.ts `apply`, {@linkcode changeRecord}); the answers to act's calls
- * write their own notes, the start backoff and `woken` as they come (phase_act.ts).
+ * What one drain remembers (controller clock). A pass changes it only through its Steps; act's
+ * answers write their notes, the start backoff and `woken` as they come.
  */
 export interface DrainState {
-  /** Starts by server id (the last one per VM). */
+  /** The last start per VM. */
   readonly starts: Map<string, IssuedStart>;
-  /** The confirms sent, by server id (once.ts: none sent twice blindly). */
+  /** By server id; aborts and force-completes by migration id (once.ts). */
   readonly confirms: Map<string, ActionNote>;
-  /** The aborts sent, by migration id (once.ts). */
   readonly aborts: Map<string, ActionNote>;
-  /** The force-completes sent, by migration id (once.ts). */
   readonly forceCompletes: Map<string, ActionNote>;
   /** Flavor RAM of the VMs seen on the host. */
   readonly ram: Map<string, number>;
   /** The duration model (its first samples shared by every drain of the process). */
   readonly pace: Pace;
-  /** Before when (controller clock) a pass need not look, and from what inputs. */
+  /** Before when a pass need not look, and from what inputs. */
   due: { atMs: number; fingerprint: string } | undefined;
   /** A start answer came in that the next pass must act on. */
   woken: boolean;
-  /** Controller clock of the last look at Nova of a finished drain. */
   lastFinishedCheckMs: number | undefined;
-  /** VMs whose starts went unanswered, backing off (phase_act.ts). */
+  /** VMs whose starts went unanswered, backing off. */
   readonly startBackoff: Map<string, StartBackoff>;
   /** When this drain first saw each member of its wave still enabled (wave.ts). */
   readonly waveSeen: Map<string, number>;
   /** When each VM's copy began ({@linkcode copyStartsSeen}). */
   readonly copyStarted: Map<string, number>;
-  /** Controller clock of this process's first pass of the drain. */
+  /** This process's first pass of the drain. */
   firstSeenMs?: number;
-  /** When its first migration started and its last ended (drain_lesson.ts). */
   marks: DrainMarks;
-  /** The finalizer's memory once the Eviction is deleted (finalize.ts). */
+  /** The finalizer's, once the Eviction is deleted. */
   readonly settle: SettleState;
 }
 
 /**
- * What a pass changes of its drain's record (a Step's `record`): fields
- * set, maps replaced, `ram` added to; the notes not `tracked` (in flight)
- * are forgotten before the `issued` ones are added.
+ * A Step's change of its drain's record: fields set, maps replaced, `ram` added to; untracked notes
+ * forgotten, then `issued` added.
  */
 export interface RecordChange {
   due?: DrainState["due"];
@@ -105,7 +95,7 @@ export interface RecordChange {
 }
 
 /**
- * Applies a pass's change to its drain's record (called by pass.ts `apply`).
+ * Applies a pass's change to its drain's record.
  *
  * @example
  * ```ts
@@ -169,23 +159,18 @@ export class DrainMemory {
   readonly #states = new Map<string, DrainState>();
   /** Migration durations every drain learns from (one Nova, one clock). */
   readonly #cloud: Durations;
-  /** Migrations in flight per Eviction of this process, for the cluster budget. */
   readonly ledger = new InFlightLedger();
-  /** This process's drains waiting for budget, in line. */
   readonly budgetWaiters = new BudgetWaiters();
   /** What the drains know of their hosts, each watched by its drain's key. */
   readonly informer: HostInformer;
 
-  /**
-   * A memory whose drains see their hosts through `informer` and time
-   * Nova's migrations by `novaClock`.
-   */
+  /** Drains that see their hosts through `informer`, timing Nova by `novaClock`. */
   constructor(informer: HostInformer, novaClock: NovaClock = new NovaClock()) {
     this.informer = informer;
     this.#cloud = new Durations(novaClock);
   }
 
-  /** The state of a drain (created empty). */
+  /** A drain's state, created empty. */
   of(key: string): DrainState {
     let s = this.#states.get(key);
     if (s === undefined) {
@@ -220,14 +205,8 @@ export class DrainMemory {
 }
 
 /**
- * When each VM's copy leaving `host` began (controller clock): as `known`
- * has it, else as the drain's status wrote it for the same migration (so a
- * restart never restarts a copy's bound), else, first seen copying, when
- * Nova's record last changed (its turn to `running` or later; Nova's clock
- * less `novaOffsetMs`, at most now). The estimate is never before the copy
- * began: a copy is never cut short of its bound, whether Nova held it
- * queued or prepared it for long, nor lengthened by a look that came late.
- * A copy not yet begun ({@linkcode beforeCopy}) has no start.
+ * When each VM's copy leaving `host` began: as `known` has it, else as the status wrote it (a restart
+ * never restarts a copy's bound), else when Nova's record last changed (so no queued copy is cut short).
  *
  * @example
  * ```ts

@@ -1,6 +1,5 @@
 /**
  * Prometheus metrics of the eviction controller, on the operator's registry.
- *
  * @module
  */
 
@@ -10,7 +9,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 export type KindLabel = "live" | "cold" | "unknown";
 
 /**
- * The eviction controller's metrics (each field's meaning is its help).
+ * The eviction controller's metrics (each one's help says what it counts).
  *
  * @example
  * ```ts
@@ -23,7 +22,6 @@ export type KindLabel = "live" | "cold" | "unknown";
  * ```
  */
 export class EvictionMetrics {
-  /** The registry the metrics live on. */
   readonly registry: Registry;
   readonly started: Counter<"kind">;
   readonly succeeded: Counter<"kind">;
@@ -35,7 +33,6 @@ export class EvictionMetrics {
   readonly looks: Counter<"source">;
   readonly convergenceActions: Counter<"action" | "reason">;
 
-  /** Registers the metrics on `registry`. */
   constructor(registry: Registry) {
     this.registry = registry;
     const registers = [registry];

@@ -1,6 +1,5 @@
 /**
  * The next status of an Eviction, assembled from the parts a pass computed.
- *
  * @module
  */
 
@@ -25,8 +24,7 @@ import type {
 } from "./plan_types.ts";
 
 /**
- * Orders entries by id, the canonical order of every status list (so that
- * equal content compares equal).
+ * Orders by id, the order of every status list (so equal content compares equal).
  *
  * @example
  * ```ts
@@ -43,7 +41,7 @@ export interface StatusParts {
   inFlight: readonly EvictionStatusInFlightItem[];
   failed: readonly EvictionStatusFailedItem[];
   skipped: readonly EvictionStatusSkippedItem[];
-  /** Ids of the VMs still on the host (any order). */
+  /** Ids of the VMs still on the host. */
   outstanding: readonly string[];
   outstandingRamMb: number;
   /** VMs migrated this pass. */
@@ -52,19 +50,15 @@ export interface StatusParts {
   limitSource: LimitSource;
   generation: number | undefined;
   now: Date;
-  /** For the Evicting condition. */
   summary: DrainSummary;
   /** Starts of ours without an answer: the host is not seen empty meanwhile. */
   unanswered?: number;
-  /** How long consecutive looks must find the host empty before done (default 0). */
+  /** How long consecutive looks must find the host empty (default 0). */
   settleMs?: number;
 }
 
 /**
- * A complete status from the previous one and this pass's parts.
- * emptySince is the first of the consecutive looks that found the host
- * empty; finishedAt is set once a look finds it so `settleMs` later, and
- * kept while it stays empty. Fields the planner does not own are kept.
+ * The next status: emptySince the first look that found the host empty, finishedAt `settleMs` on.
  *
  * @example
  * ```ts
@@ -126,24 +120,19 @@ export function assembleStatus(
   };
 }
 
-/** The kept emptySince, or now when there is none (or it does not parse). */
 function settledSince(prev: string | undefined, nowIso: string): string {
   return prev !== undefined && !Number.isNaN(Date.parse(prev)) ? prev : nowIso;
 }
 
-/**
- * The latest status.actions kept, as many as spec.actions may hold: an
- * outcome dropped while its request is listed would make it pending again.
- */
+/** As many as spec.actions may hold: an outcome dropped while its request is listed makes it pending again. */
 export const MAX_ACTIONS = 128;
 
 /** A person's request Nova refused (ActionNote.refused), to report on status.actions. */
 export interface Refusal {
   server: string;
   action: "ForceComplete" | "Abort";
-  /** When it was sent (the status.actions entry's `at`). */
+  /** The status.actions entry's `at`. */
   sentAtMs: number;
-  /** Nova's message. */
   message: string;
 }
 
@@ -157,10 +146,7 @@ export interface ConvergenceParts {
 }
 
 /**
- * `next` (the planner's, with each copy's progress, marks and
- * status.aborted) with status.actions gaining this pass's request outcomes
- * (Nova's refusals of earlier ones marked, the latest
- * {@linkcode MAX_ACTIONS} kept) and the NotConverging condition.
+ * `next` with the pass's request outcomes and refusals on status.actions, and NotConverging.
  *
  * @example
  * ```ts
@@ -199,7 +185,6 @@ export function withConvergence(
   };
 }
 
-/** status.actions with this pass's outcomes and refusals, the latest kept. */
 function actionsAfter(
   kept: readonly EvictionStatusActionsItem[],
   parts: ConvergenceParts,

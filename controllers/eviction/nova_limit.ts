@@ -1,10 +1,6 @@
 /**
- * What the status says of Nova's own limit on the host's live migrations
- * (`max_concurrent_live_migrations`), a host fact the informer learns from
- * its lists (openstack/informer/lister.ts): a slot that Nova queues copies
- * nothing yet counts against the drain's limit and the cluster budget, so
- * the drain starts no more live migrations there than Nova runs.
- *
+ * Nova's own limit on the host's live migrations in the status: a slot Nova queues copies nothing
+ * yet counts against the budget, so the drain starts no more than Nova runs.
  * @module
  */
 
@@ -12,19 +8,15 @@ import {
   CONDITION_NOVA_LIMITED,
   REASON_LIMIT_RAISED,
   REASON_NOVA_QUEUES,
+  setCondition,
 } from "../conditions.ts";
 import type { EvictionStatus } from "../../models/mod.ts";
-import { setCondition } from "./conditions.ts";
 
 /** Condition type: Nova's per-host limit, not evictor's, sets the pace. */
 export { CONDITION_NOVA_LIMITED } from "../conditions.ts";
 
 /**
- * The next status with Nova's limit as the informer knows it (`limit`):
- * the field `novaLiveMigrationLimit` and the NovaLimited condition (True
- * while known; False once Nova was seen running more, its limit raised;
- * absent until Nova first queued). `changed` tells a transition to True,
- * for the Event.
+ * The next status with Nova's limit (the field, the NovaLimited condition); `changed`: it turned True.
  *
  * @example
  * ```ts
@@ -44,21 +36,20 @@ export function withNovaLimit(
   const conditions = next.conditions ?? [];
   const current = conditions.find((c) => c.type === CONDITION_NOVA_LIMITED);
   const { novaLiveMigrationLimit: _, ...rest } = next;
+  const set = (status: "True" | "False", reason: string, message: string) => {
+    const update = { type: CONDITION_NOVA_LIMITED, status, reason, message };
+    return setCondition(conditions, update, now, generation);
+  };
   if (limit === undefined) {
     if (current === undefined || current.status === "False") {
       return { status: rest, changed: false };
     }
-    const condition = {
-      type: CONDITION_NOVA_LIMITED,
-      status: "False" as const,
-      reason: REASON_LIMIT_RAISED,
-      message:
-        `Nova ran more live migrations at once from host ${host} than the limit it showed before; evictor uses its own limit again`,
-    };
+    const message =
+      `Nova ran more live migrations at once from host ${host} than the limit it showed before; evictor uses its own limit again`;
     return {
       status: {
         ...rest,
-        conditions: setCondition(conditions, condition, now, generation),
+        conditions: set("False", REASON_LIMIT_RAISED, message),
       },
       changed: false,
     };
@@ -67,17 +58,11 @@ export function withNovaLimit(
     `Nova runs at most ${limit} live migration(s) at a time from host ${host} (nova.conf [DEFAULT] max_concurrent_live_migrations) and queued more; evictor starts no more than that here (its own limit: ${
       next.effectiveLimit ?? "unknown"
     }), leaving the rest of the cluster budget to other hosts`;
-  const condition = {
-    type: CONDITION_NOVA_LIMITED,
-    status: "True" as const,
-    reason: REASON_NOVA_QUEUES,
-    message,
-  };
   return {
     status: {
       ...rest,
       novaLiveMigrationLimit: limit,
-      conditions: setCondition(conditions, condition, now, generation),
+      conditions: set("True", REASON_NOVA_QUEUES, message),
     },
     changed: current?.status !== "True",
     message,

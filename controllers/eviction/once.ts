@@ -1,10 +1,6 @@
 /**
- * Non-idempotent actions are sent once: a start, confirm, abort or
- * force-complete of ours whose outcome is unknown is sent again only when a look at Nova whose
- * list began after its answer shows it still needed. A snapshot listed
- * before the answer never releases it, however old: the rule, not a
- * timer, decides. Times are on the controller clock.
- *
+ * Non-idempotent actions are sent once: again only when a look listed after the answer shows it
+ * still needed (a rule, not a timer). Times are on the controller clock.
  * @module
  */
 
@@ -13,38 +9,28 @@ export interface StartNote {
   id: string;
   /** refused: a 4xx but 409; unknown: timeout, reset or 5xx (resolved by a look). */
   state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
-  /** Nova's message with its request id (refused, conflict, unknown). */
+  /** Nova's message with its request id. */
   message?: string;
   /** For a refusal: whether its cause may go away by itself (no valid host). */
   transient?: boolean;
-  /** live or cold (what was started). */
   kind?: "live" | "cold";
-  /** Controller clock when it was issued. */
   issuedAtMs?: number;
-  /** Controller clock when its answer (or its failure) came. */
+  /** When its answer (or its failure) came. */
   answeredAtMs?: number;
 }
 
-/**
- * A confirm, abort or force-complete this process sent, and when Nova
- * answered it. A force-complete is never sent twice for a migration
- * (status.inFlight[].forceCompleteSentAt says it was, across restarts).
- */
+/** A confirm, abort or force-complete this process sent, and when Nova answered it. */
 export interface ActionNote {
-  /** Controller clock when it was sent. */
   sentAtMs: number;
-  /** Controller clock when its answer (or its failure) came; undefined: none yet. */
+  /** When its answer (or its failure) came. */
   answeredAtMs?: number;
-  /** The VM it was sent for. */
   serverId?: string;
   /** Nova's message when it refused it (a 4xx but 429): reported, never resent blindly. */
   refused?: string;
 }
 
 /**
- * From when a look may show that a start made at `startedMs` was never
- * processed; undefined while its answer is awaited. An unknown answer
- * releases at once (the unanswered backoff paces the next try).
+ * From when a look may show a start was never processed (undefined while awaited; unknown: at once).
  *
  * @example
  * ```ts
@@ -67,8 +53,7 @@ export function startReleasableFromMs(
 }
 
 /**
- * Whether an action of ours may be sent (again): never sent, or answered
- * at least `afterMs` before the look began.
+ * Whether an action may be sent (again): never sent, or answered `afterMs` before the look began.
  *
  * @example
  * ```ts
@@ -91,7 +76,7 @@ export function maySendAgain(
 }
 
 /**
- * Forgets the notes whose keys are no longer tracked.
+ * Forgets the notes whose keys are not tracked.
  *
  * @example
  * ```ts

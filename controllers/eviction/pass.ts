@@ -1,8 +1,5 @@
 /**
- * The shape of a pass: what its phases share ({@linkcode Pass}, read-only
- * to them), what each returns ({@linkcode Step}), the one place a Step is
- * applied ({@linkcode apply}) and the one status write ({@linkcode record}).
- *
+ * The shape of a pass: what its phases share and return, and where a Step is applied and the status written.
  * @module
  */
 
@@ -35,26 +32,16 @@ import { DEFAULT_PROGRESS_INTERVAL_MS } from "../../openstack/informer/progress.
 
 /** The controller's time source. */
 export interface EvictionClock {
-  /** Milliseconds since the epoch. */
   now(): number;
-  /**
-   * Clock milliseconds per real millisecond (default 1). A simulator's
-   * scaled clock runs faster; requeue delays computed in clock time are
-   * divided by it, once, when a pass returns.
-   */
+  /** Clock ms per real ms (default 1): a simulator's scaled clock runs faster. */
   rate?: number;
 }
 
-/**
- * What a pass needs; built once by `registerEvictionController` (the
- * durations in real ms; controller.ts documents each).
- */
+/** What a pass needs; durations in real ms (controller.ts documents each). */
 export interface EvictionPassDeps {
-  /** Nova (its calls counted by the client, openstack/nova_metrics.ts). */
   nova: NovaClient;
   /** Nova's clock minus the controller's (ms), once learned and steady (nova_clock.ts). */
   novaClockOffsetMs: () => number;
-  /** Limit settings from the flags (used without an EvictionPolicy). */
   flagSettings: LimitSettings;
   pollIntervalMs: number;
   maxPollMs: number;
@@ -62,42 +49,34 @@ export interface EvictionPassDeps {
   finishedCheckMs: number;
   relistMs: number;
   settleMs: number;
-  /** A live copy's progress is read at most once in this (real ms; default 30 s, openstack/informer/progress.ts). */
   progressIntervalMs?: number;
   /** Overrides of the planner's options (the policy's timeout wins). */
   planOptions: Partial<PlanOptions>;
   clock: EvictionClock;
   memory: DrainMemory;
   metrics: EvictionMetrics;
-  /** Nova lookups of one pass at once. */
   actConcurrency: number;
-  /**
-   * Every Eviction of the cloud, whatever this process's label selector;
-   * with `caughtUp`, the budget's cross-process check waits for the watch
-   * to deliver the pass's intent instead of listing.
-   */
+  /** Every Eviction of the cloud; `caughtUp` spares the budget's check a list. */
   allEvictions?: {
     list(): Eviction[];
     caughtUp?(resourceVersion: string, timeoutMs: number): Promise<boolean>;
   };
   waveSettleMs: number;
-  /** Placement for the capacity check; without it there is none. */
+  /** Without it there is no capacity check. */
   capacity?: CapacityDeps;
 }
 
 /** The drain a pass plans for, as its convergence policy needs it. */
 export interface DrainOf {
-  /** The Hypervisor's traits (status.traits); undefined when unknown. */
+  /** The Hypervisor's status.traits. */
   traits: readonly string[] | undefined;
-  /** The Eviction's own spec.convergence. */
+  /** The Eviction's spec.convergence. */
   convergence: ConvergenceSpec | undefined;
 }
 
 /**
- * The planner options of a pass: defaults, the deps' overrides, the
- * policy's. With `drain`, `convergence` is the drain's resolved policy
- * (limits/resolve.ts `drainConvergence`); an override's stands only while
- * neither the settings nor the Eviction set any `convergence`.
+ * The planner options: defaults, overrides, the policy's; with `drain`, its resolved convergence
+ * (an override's stands only while neither the settings nor the Eviction set any).
  */
 export function planOptionsFor(
   overrides: Partial<PlanOptions>,
@@ -121,10 +100,7 @@ export function planOptionsFor(
   };
 }
 
-/**
- * The planner options of a drain's pass: {@linkcode planOptionsFor} with
- * its Hypervisor's traits (as cached) and its Eviction's convergence.
- */
+/** {@linkcode planOptionsFor} a drain's pass, its Hypervisor as cached. */
 export function passPlanOptions(
   pass: Pick<Pass, "deps" | "ev" | "hypervisor">,
   settings: LimitSettings,
@@ -135,14 +111,11 @@ export function passPlanOptions(
   });
 }
 
-/**
- * What a phase decided, for {@linkcode apply}: a phase reads the pass and
- * returns this; nothing else changes a pass or its drain's record.
- */
+/** What a phase decided; nothing else changes a pass or its drain's record. */
 export interface Step {
-  /** The status the phase leaves; absent: unchanged. */
+  /** Absent: unchanged. */
   status?: EvictionStatus;
-  /** The wait until the next look, when the phase ends the pass here. */
+  /** Set when the phase ends the pass here. */
   end?: NextLook | undefined;
   /** Why this pass starts nothing: its wave is not yet disabled. */
   hold?: string;
@@ -152,20 +125,16 @@ export interface Step {
   claimedFrom?: number;
   /** What must follow the pass's status write (waking the wave's peers). */
   after?: () => void;
-  /** The changes of the drain's record (memory.ts). */
   record?: RecordChange;
 }
 
-/**
- * Why a pass ends, as the wait until its next look on the controller's
- * clock; phase_pace.ts `requeue` turns it into the framework's real ms.
- */
+/** The wait until a pass's next look (phase_pace.ts `requeue` makes it real ms). */
 export interface NextLook {
   /** Controller-clock ms from now. */
   inMs: number;
 }
 
-/** A pass's durations on the controller's clock ({@linkcode passTimes}). */
+/** A pass's durations on the controller's clock. */
 export interface PassTimes {
   pollMs: number;
   maxPollMs: number;
@@ -180,13 +149,10 @@ export interface PassTimes {
   progressMs: number;
 }
 
-/** A new drain's wait for the rest of its wave to appear (real ms). */
 const WAVE_GATHER_MS = 1_000;
 
 /**
- * The deps' durations (real ms) on the controller's clock, which runs
- * `rate` times as fast (a simulator's time scale): the one conversion into
- * it; the pass compares them with that clock only.
+ * The deps' durations on the controller's clock, which runs `rate` times as fast.
  *
  * @example
  * ```ts
@@ -226,14 +192,14 @@ export function passTimes(
   ) as unknown as PassTimes;
 }
 
-/** A phase: reads the pass, returns what it decided. */
+/** Reads the pass, returns what it decided. */
 export type Phase = (pass: Pass) => Step | Promise<Step>;
 
 /** The pass the phases share, read-only to them. */
 export interface Pass {
   readonly ctx: HandlerContext<Eviction>;
   readonly deps: EvictionPassDeps;
-  /** The Eviction, with the freshest status this process knows. */
+  /** With the freshest status this process knows. */
   readonly ev: Eviction;
   readonly host: string;
   readonly log: Logger;
@@ -243,7 +209,6 @@ export interface Pass {
   readonly hypervisor: Hypervisor | undefined;
   /** Clock ms per real ms. */
   readonly rate: number;
-  /** The deps' durations on the controller's clock ({@linkcode passTimes}). */
   readonly times: PassTimes;
   readonly retryValue?: string;
   readonly claimedFrom?: number;
@@ -254,11 +219,7 @@ export interface Pass {
 /** The pass as reconcile.ts holds it: only {@linkcode apply} and {@linkcode record} change it. */
 export type MutablePass = { -readonly [K in keyof Pass]: Pass[K] };
 
-/**
- * Applies a Step to the pass and its drain's record: the one place a
- * pass changes (besides its status write's resourceVersion). Returns the
- * pass's result when the Step ends it.
- */
+/** Applies a Step to the pass and its drain's record; returns the Step's end. */
 export function apply(
   pass: MutablePass,
   step: Step,
@@ -309,13 +270,7 @@ export async function runSteps(
   return undefined;
 }
 
-/**
- * Record: writes the status when it changed (`ctx.updateStatus`, guarded
- * by the resourceVersion this process knows; the framework keeps what was
- * written, so an older cached status never comes back), with the Drained
- * condition read off the rest. Called at a pass's end and for the intent
- * before starts (phase budget), so a new leader finds every start of ours.
- */
+/** Writes the status when it changed, with Drained: at a pass's end, and before starts (the intent). */
 export async function record(
   pass: Pass,
   status: EvictionStatus,
@@ -346,10 +301,7 @@ export function emit(pass: Pass, e: PendingEvent): void {
   );
 }
 
-/**
- * The limit in force for a drain: the settings, its Hypervisor's traits
- * (as cached) and its Eviction's own cap.
- */
+/** The limit in force: the settings, the Hypervisor's traits (as cached) and the Eviction's cap. */
 export function limitOfDrain(
   settings: LimitSettings,
   hypervisors: { get(name: string): Hypervisor | undefined },
@@ -380,21 +332,14 @@ export function clusterInFlight(pass: Pass): Map<string, number> {
   return inFlightByEviction(all.list());
 }
 
-/**
- * The wait (controller clock) after a look at a finished drain, taken at
- * `atMs` (default now): as long as the drain has been finished, between the
- * poll interval and the slow finished check, so the looks double in
- * spacing (the first ones a poll interval apart); the slow finished check
- * while the informer watches the host.
- */
+/** The wait after a look at a finished drain: as long as it has been finished (doubling), within bounds. */
 export function finishedLookMs(
   pass: Pass,
   finishedAt: string | undefined,
   atMs = pass.deps.clock.now(),
 ): number {
   const { finishedCheckMs, pollMs } = pass.times;
-  // An informer that watches the host wakes the drain as an arrival
-  // begins: the looks need not come sooner than the slow finished check.
+  // an informer that watches the host wakes the drain as an arrival begins
   if (pass.deps.memory.informer.watching(pass.ctx.key)) return finishedCheckMs;
   const since = Date.parse(finishedAt ?? "");
   const finishedForMs = Number.isNaN(since)

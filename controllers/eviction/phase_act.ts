@@ -1,9 +1,5 @@
 /**
- * Act: issues the plan's starts, confirms and aborts, none awaited by the
- * pass: a slow or lost answer holds only its own VM's slot. The answers
- * fill in the notes the next pass plans with; one that needs action (a
- * refusal, a 409, none at all) wakes the drain at once.
- *
+ * Act: the plan's calls, none awaited (a lost answer holds only its VM's slot); answers that need action wake the drain.
  * @module
  */
 
@@ -35,8 +31,7 @@ export const UNANSWERED_BACKOFF_BASE_MS = 2_000;
 export const UNANSWERED_BACKOFF_CAP_MS = 120_000;
 
 /**
- * The backoff after the `count`-th unknown answer in a row: 2 s doubling,
- * at most 2 min.
+ * The backoff after the `count`-th unknown answer in a row.
  *
  * @example
  * ```ts
@@ -55,10 +50,7 @@ export function unansweredBackoffMs(count: number): number {
 }
 
 /**
- * What Nova's answer to a start means: 202 accepted; 409 conflict (look at
- * the VM); another 4xx a definitive refusal (transient for "no valid
- * host"); anything else (timeout, reset, 5xx, an abort) unknown: Nova may
- * or may not have processed it, so only observation can tell.
+ * What Nova's answer to a start means: a 4xx but 409 is a refusal; a timeout, reset or 5xx unknown.
  *
  * @example
  * ```ts
@@ -77,8 +69,7 @@ export function answerOf(
   const message = errText(err);
   if (err instanceof ConflictError) return { state: "conflict", message };
   const status = err instanceof OpenStackError ? err.status : undefined;
-  // An UnavailableError (429, as the client types it) is no refusal: Nova
-  // did not take the request on.
+  // a 429 (UnavailableError) is no refusal: Nova did not take it on
   if (
     status !== undefined && status >= 400 && status < 500 &&
     !(err instanceof UnavailableError)
@@ -93,9 +84,7 @@ export function answerOf(
 }
 
 /**
- * Act: issues the plan's calls; its Step leaves the plan's status (`next`)
- * and notes the calls in the drain's record, forgetting the notes the plan
- * no longer tracks.
+ * Act: issues the plan's calls; its Step leaves `next` and notes the calls.
  *
  * @example
  * ```ts ignore
@@ -135,11 +124,7 @@ export function act(pass: Pass, plan: Plan, next: EvictionStatus): Step {
   };
 }
 
-/**
- * Sends calls, each noted with its answer's time: none is sent again
- * before a look begun after it (once.ts); a refusal is noted with Nova's
- * words and wakes the drain to report it.
- */
+/** Sends calls, each noted with its answer's time (once.ts); a refusal wakes the drain to report it. */
 function sender(
   pass: Pass,
   nowMs: number,
@@ -167,7 +152,6 @@ function sender(
     }));
 }
 
-/** The plan's confirms of our cold migrations. */
 function confirmCalls(pass: Pass, plan: Plan): Call[] {
   const { deps, ctx, log } = pass;
   return plan.confirmResize.map((id) => ({
@@ -185,7 +169,6 @@ function confirmCalls(pass: Pass, plan: Plan): Call[] {
   }));
 }
 
-/** The plan's aborts, by migration id. */
 function abortCalls(pass: Pass, plan: Plan): Call[] {
   const { deps, ctx, log } = pass;
   return plan.abort.map((a) => ({
@@ -223,7 +206,6 @@ function abortCalls(pass: Pass, plan: Plan): Call[] {
   }));
 }
 
-/** The plan's force_completes, by migration id. */
 function forceCompleteCalls(pass: Pass, plan: Plan): Call[] {
   const { deps, ctx, log } = pass;
   return plan.forceComplete.map((f) => ({
@@ -260,7 +242,6 @@ function forceCompleteCalls(pass: Pass, plan: Plan): Call[] {
   }));
 }
 
-/** The MigrationAborted note: which copy, and why. */
 function abortedNote(a: AbortAction): string {
   const what = `live migration ${a.migrationId} of ${a.id}`;
   if (a.reason === "stuck") return `aborted stuck ${what}`;
@@ -272,7 +253,6 @@ function abortedNote(a: AbortAction): string {
   return `aborted ${what}: it did not converge within its policy's bound; it goes to the back of the host's queue and is retried alone`;
 }
 
-/** The ForceCompleteSent note: which copy, why, what Nova does. */
 function forceCompleteNote(f: ForceCompleteAction): string {
   const why = f.reason === "requested"
     ? `as ${f.requestedBy ?? "a person"} asked`
@@ -280,73 +260,59 @@ function forceCompleteNote(f: ForceCompleteAction): string {
   return `sent force_complete for live migration ${f.migrationId} of ${f.id} (${why}): Nova switches it to post-copy where permitted, else pauses the VM until the copy ends; never sent twice`;
 }
 
-/** A call to send: its note's key, its VM, the call, its success, its refusal. */
 interface Call {
+  /** Its note's key. */
   key: string;
   serverId: string;
   call: () => Promise<ActionResult>;
   done: (requestId: string | undefined) => void;
-  /** Nova refused it (a 4xx but 429), with Nova's message. */
+  /** Nova refused it (a 4xx but 429). */
   refused?: (message: string) => void;
 }
 
-/**
- * The plan's starts, each tracked by its note. Once all answered, one
- * `MigrationsStarted` Event names those Nova accepted.
- */
+/** The plan's starts, each noted; one `MigrationsStarted` Event, once all answered. */
 function startAll(pass: Pass, plan: Plan, nowMs: number): IssuedStart[] {
   const { deps, log, state, ctx } = pass;
   const accepted: { id: string; kind: "live" | "cold" }[] = [];
   const answers: Promise<void>[] = [];
   const issuedAll: IssuedStart[] = [];
-  for (const s of plan.start) {
+  for (const { id, kind, attempt, ramMb } of plan.start) {
     const issued: IssuedStart = {
-      id: s.id,
-      kind: s.kind,
+      id,
+      kind,
       state: "pending",
       issuedAtMs: nowMs,
     };
     issuedAll.push(issued);
-    const call = s.kind === "live"
-      ? deps.nova.liveMigrate(s.id, {}, ctx.signal)
-      : deps.nova.coldMigrate(s.id, {}, ctx.signal);
+    const call = kind === "live"
+      ? deps.nova.liveMigrate(id, {}, ctx.signal)
+      : deps.nova.coldMigrate(id, {}, ctx.signal);
     answers.push(call.then(
       (r) => {
         Object.assign(issued, answerOf(undefined), {
           answeredAtMs: deps.clock.now(),
         });
-        state.startBackoff.delete(s.id);
+        state.startBackoff.delete(id);
         if (r.requestId !== undefined) issued.requestId = r.requestId;
-        deps.metrics.started.inc({ kind: s.kind });
+        deps.metrics.started.inc({ kind });
         log.info(
-          {
-            serverId: s.id,
-            kind: s.kind,
-            attempt: s.attempt,
-            ramMb: s.ramMb,
-            requestId: r.requestId,
-          },
+          { serverId: id, kind, attempt, ramMb, requestId: r.requestId },
           "migration started",
         );
-        accepted.push({ id: s.id, kind: s.kind });
+        accepted.push({ id, kind });
       },
       (err: unknown) => {
         Object.assign(issued, answerOf(err), {
           answeredAtMs: deps.clock.now(),
         });
         if (issued.state === "unknown") {
-          noteUnanswered(pass, s.id, issued.message);
-        } else state.startBackoff.delete(s.id);
+          noteUnanswered(pass, id, issued.message);
+        } else state.startBackoff.delete(id);
         log.warn(
-          {
-            serverId: s.id,
-            kind: s.kind,
-            answer: issued.state,
-            err: issued.message,
-          },
+          { serverId: id, kind, answer: issued.state, err: issued.message },
           "migration start not accepted",
         );
-        if (state.starts.get(s.id) === issued) {
+        if (state.starts.get(id) === issued) {
           state.woken = true;
           ctx.enqueue(EvictionKind, ctx.key);
         }
@@ -365,11 +331,7 @@ function startAll(pass: Pass, plan: Plan, nowMs: number): IssuedStart[] {
   return issuedAll;
 }
 
-/**
- * Counts an unknown answer to a VM's start and backs it off; at the
- * UNANSWERED_REPORT_AFTER-th in a row an Event says Nova is not taking
- * starts. Nothing is charged: observation decides what happened.
- */
+/** Backs off a VM whose start went unanswered, nothing charged; tells it at the report threshold. */
 function noteUnanswered(
   pass: Pass,
   id: string,
@@ -393,12 +355,7 @@ function noteUnanswered(
   }
 }
 
-/**
- * The plan with its status showing convergence (next_status.ts
- * `withConvergence`): the requests' outcomes, Nova's refusals of earlier
- * ones (the notes' `refused`) and the NotConverging condition; a Normal
- * `Converging` Event when it turns False.
- */
+/** The plan with its status showing convergence; a `Converging` Event when it turns False. */
 export function convergenceShown(pass: Pass, plan: Plan): Plan {
   const { state } = pass;
   const refusals = [
