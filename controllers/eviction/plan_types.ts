@@ -1,6 +1,5 @@
 /**
- * The planner's input and output types, below plan.ts and plan_steps.ts.
- *
+ * The planner's input and output types.
  * @module
  */
 
@@ -35,7 +34,6 @@ export interface FailureReport {
   attempts: number;
   /** True when the VM will not be retried any more (until a person asks). */
   exhausted: boolean;
-  /** Whether the cause may go away by itself. */
   transient: boolean;
 }
 
@@ -52,7 +50,6 @@ export interface PlanInput {
   migrations: readonly ObservedMigration[];
   /** `GET /servers/{id}` answers for the ids of {@linkcode departedIds}. */
   departed: readonly DepartedServer[];
-  /** The Eviction's current status (undefined on the first pass). */
   status: EvictionStatus | undefined;
   /** Resolved per-host limit: an integer >= 0. */
   limit: number;
@@ -65,18 +62,11 @@ export interface PlanInput {
   generation?: number;
   /** Why no migration may start this pass; everything else still happens. */
   holdStarts?: string;
-  /**
-   * When each in-flight copy began (memory.ts `copyStartsSeen`): the
-   * migration timeout runs from there; written to the status for a restart.
-   */
+  /** When each in-flight copy began: its timeout runs from there. */
   copyStartedAtMs?: ReadonlyMap<string, number>;
   /** Nova's own limit on the host's live migrations, when seen: no budget is spent on its queue. */
   novaLiveLimit?: number;
-  /**
-   * Live migrations started beyond `novaLiveLimit` (default 0): without a
-   * cluster budget a queued one costs nothing and starts the moment one
-   * ends, sooner than the next look would.
-   */
+  /** Live starts beyond `novaLiveLimit` (default 0): without a cluster budget a queued one costs nothing. */
   novaQueueAhead?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
@@ -115,9 +105,7 @@ export interface StartAction {
   id: string;
   /** live: `os-migrateLive` with host null, block_migration auto; cold: `migrate`. */
   kind: MigrationKind;
-  /** Flavor RAM, for logs and the order. */
   ramMb: number;
-  /** 1 for the first attempt, n for the n-th. */
   attempt: number;
 }
 
@@ -127,7 +115,6 @@ export interface AbortAction {
   migrationId: string;
   /** Past the flat timeout (`stuck`), past its convergence bound (`timeout`), or asked by a person. */
   reason: "stuck" | "timeout" | "requested";
-  /** Who asked, for `requested`. */
   requestedBy?: string;
 }
 
@@ -156,11 +143,8 @@ export interface RequestOutcome {
 export interface StuckReport {
   id: string;
   kind: MigrationKind;
-  /** The record, when Nova showed one. */
   migrationId?: string;
-  /** When it started (status.inFlight[].startedAt). */
   startedAt: string;
-  /** Seconds since then. */
   elapsedSeconds: number;
 }
 
@@ -189,7 +173,7 @@ export interface Plan {
   done: string[];
   /** VMs that left the host this pass, moved by someone else (not counted). */
   movedByOthers: string[];
-  /** VMs deleted this pass (404). */
+  /** Deleted this pass (404). */
   gone: string[];
   /** Failures seen this pass: an attempt that failed, or a VM newly in ERROR. */
   failed: FailureReport[];
@@ -197,7 +181,6 @@ export interface Plan {
   skipped: EvictionStatusSkippedItem[];
   /** VMs on the host that the previous pass did not know (they join the queue). */
   newlyFound: string[];
-  /** VMs that stay on the host for now, by id. */
   waiting: WaitingVm[];
   /** Migrations in flight once the starts are made. */
   inFlightCount: number;
@@ -211,15 +194,10 @@ export interface Plan {
   arriving: string[];
   /** The earliest time a VM in backoff may be retried (epoch ms), if any. */
   nextRetryAtMs: number | undefined;
-  /**
-   * Under a policy that acts on copies (Abort, ForceComplete): the earliest
-   * bound, from its start, of a live start Nova shows no copy of yet; the
-   * next look comes no later (epoch ms).
-   */
+  /** The earliest bound of a live start Nova shows no copy of yet: the next look comes no later (epoch ms). */
   lookByMs?: number;
   /** The next status, every start in inFlight: written before the starts are issued. */
   next: EvictionStatus;
-  /** How the VMs not in flight stand. */
   summary: DrainSummary;
 }
 
