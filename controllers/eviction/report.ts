@@ -1,7 +1,5 @@
 /**
- * What a pass tells people: Events on the Eviction and the controller's
- * metrics, for the plan's outcomes.
- *
+ * What a pass tells people: Events on the Eviction and the controller's metrics.
  * @module
  */
 
@@ -14,11 +12,9 @@ import { notConvergingText } from "./conditions.ts";
 
 /** An Event to record on the Eviction. */
 export interface PendingEvent {
-  /** Normal or Warning. */
   type: "Normal" | "Warning";
-  /** CamelCase reason. */
+  /** CamelCase. */
   reason: string;
-  /** Message. */
   message: string;
   /** A routine summary: one Event per reason, updated (framework/events.ts). */
   series?: boolean;
@@ -26,15 +22,10 @@ export interface PendingEvent {
 
 /** What {@linkcode reportPass} looks at. */
 export interface PassReport {
-  /** The drained host. */
   host: string;
-  /** The plan. */
   plan: Plan;
-  /** The status before the pass. */
   before: EvictionStatus;
-  /** The status after it. */
   next: EvictionStatus;
-  /** The pass's time. */
   now: Date;
 }
 
