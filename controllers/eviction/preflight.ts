@@ -1,7 +1,5 @@
 /**
- * Preflight of a drain: find the host's compute service, disable it
- * (marked as ours), record it.
- *
+ * Preflight of a drain: find the host's compute service, disable it (marked as ours), record it.
  * @module
  */
 
@@ -33,24 +31,18 @@ export type PreflightOutcome =
 
 /** What {@linkcode preflight} looks at. */
 export interface PreflightInput {
-  /** The compute host (the Hypervisor's name). */
   host: string;
   /** The Eviction's spec.reason. */
   reason: string;
-  /** The Hypervisor object, if any. */
   hypervisor: Hypervisor | undefined;
-  /** The Eviction's status so far. */
   status: EvictionStatus;
   now: Date;
-  /** metadata.generation of the Eviction. */
   generation: number | undefined;
 }
 
 /**
- * Runs the preflight. A host that never registered ends at once with
- * nothing drained (NotInNova, not Succeeded: the name may be a typo); a
- * registered host Nova no longer knows fails. A service disabled already
- * is kept as it is (the finalizer re-enables only ours).
+ * Runs the preflight. A host that never registered ends at once (NotInNova, not Succeeded:
+ * the name may be a typo); a service disabled already is kept (the finalizer re-enables only ours).
  *
  * @example
  * ```ts ignore
