@@ -45,10 +45,7 @@ export interface Rule {
   /** How long the remaining bytes may go without a new low (ms). */
   progressMs: number | undefined;
   onTimeout: OnTimeout;
-  /** An answered abort is sent again after a look this much later. */
-  resendAfterMs: (boundMs: number) => number;
   forceCompleteTimeoutMs: number;
-  reason: "stuck" | "timeout";
   legacy: boolean;
 }
 
@@ -66,14 +63,11 @@ export interface Rule {
 export function ruleOf(options: PlanOptions): Rule | undefined {
   const c = options.convergence;
   if (c !== undefined) {
-    const progressMs = c.progressTimeoutSeconds * 1000;
     return {
       boundSeconds: (ramMb) => copyTimeoutSeconds(c, ramMb),
-      progressMs,
+      progressMs: c.progressTimeoutSeconds * 1000,
       onTimeout: c.onTimeout,
-      resendAfterMs: () => progressMs,
       forceCompleteTimeoutMs: c.forceCompleteTimeoutSeconds * 1000,
-      reason: "timeout",
       legacy: false,
     };
   }
@@ -83,9 +77,7 @@ export function ruleOf(options: PlanOptions): Rule | undefined {
     boundSeconds: () => flat,
     progressMs: undefined,
     onTimeout: options.abortStuckMigrations ? "Abort" : "Report",
-    resendAfterMs: (boundMs) => boundMs,
     forceCompleteTimeoutMs: Infinity,
-    reason: "stuck",
     legacy: true,
   };
 }
@@ -498,7 +490,8 @@ function policyStep(
     p,
     completionAtMs,
   );
-  const resendMs = rule.resendAfterMs(0);
+  // an answered abort is sent again after a look this much later
+  const resendMs = rule.progressMs ?? 0;
   // A person's action this pass stands for the policy's.
   const asked = out.abort.some((a) => a.migrationId === migrationId) ||
     out.forceComplete.some((f) => f.migrationId === migrationId);
