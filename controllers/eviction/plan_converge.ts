@@ -99,8 +99,7 @@ export function abortedOf(
 }
 
 /**
- * The status with `aborted[]` set (the one place that writes it): omitted
- * while neither the previous status nor this pass has any.
+ * The status with `aborted[]` set (the one place that writes it); omitted while nobody had any.
  *
  * @example
  * ```ts

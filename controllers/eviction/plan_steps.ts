@@ -409,8 +409,7 @@ function departed(
       acc.inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
       return;
     }
-    // Someone else's resize: only its owner may confirm or revert it, and
-    // a revert brings the VM back here. The host is not empty until then.
+    // Someone else's resize: only its owner confirms or reverts it (a revert brings it back).
     acc.outstanding.push(id);
     acc.summary.needsPerson++;
     acc.skipped.push({
@@ -447,10 +446,7 @@ function departed(
   else out.movedByOthers.push(id);
 }
 
-/**
- * A departed VM still showing a migration task: in flight while it
- * finishes, skipped once the task outlived its record (stalled.ts).
- */
+/** A departed VM still showing a migration task: in flight, or skipped once the task outlived its record. */
 function stillFinishing(
   input: PlanInput,
   records: Records,
@@ -527,8 +523,7 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
 }
 
 /**
- * At most `slots` starts in order, at most `liveSlots` of them live (Nova's
- * per-host limit is on live migrations only).
+ * At most `slots` starts in order, at most `liveSlots` of them live (Nova limits live ones only).
  *
  * @example
  * ```ts

@@ -42,7 +42,6 @@ export type Planner = (input: PlanInput) => Plan;
 
 /** Everything one pass of the planner looks at. */
 export interface PlanInput {
-  /** The compute service host being drained (`OS-EXT-SRV-ATTR:host`). */
   host: string;
   /** The VMs listed on the host this pass. Duplicates (pagination) are ignored. */
   servers: readonly ObservedServer[];
@@ -51,14 +50,12 @@ export interface PlanInput {
   /** `GET /servers/{id}` answers for the ids of {@linkcode departedIds}. */
   departed: readonly DepartedServer[];
   status: EvictionStatus | undefined;
-  /** Resolved per-host limit: an integer >= 0. */
   limit: number;
   limitSource: LimitSource;
   /** New migrations the cluster budget allows now; Infinity when unbounded. */
   clusterBudgetLeft: number;
   now: Date;
   options: PlanOptions;
-  /** metadata.generation of the Eviction, copied to observedGeneration. */
   generation?: number;
   /** Why no migration may start this pass; everything else still happens. */
   holdStarts?: string;
@@ -96,7 +93,6 @@ export type { ConvergenceRequest };
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
 export interface StartBackoff {
   count: number;
-  /** Not started again before this (epoch ms). */
   retryAtMs: number;
 }
 
@@ -130,11 +126,7 @@ export interface ForceCompleteAction {
 export type NotConvergingReport = NotConvergingCopy;
 
 /** What became of a person's request (Eviction status.actions). */
-export interface RequestOutcome {
-  server: string;
-  action: "ForceComplete" | "Abort";
-  requestedBy: string;
-  requestedAt: string;
+export interface RequestOutcome extends ConvergenceRequest {
   outcome: "Sent" | "NotInFlight" | "Refused";
   message: string;
 }
@@ -162,7 +154,6 @@ export interface Plan {
   start: StartAction[];
   /** Our cold migrations in VERIFY_RESIZE: confirm them (nobody else's). */
   confirmResize: string[];
-  /** Stuck live migrations to abort (only with abortStuckMigrations). */
   abort: AbortAction[];
   forceComplete: ForceCompleteAction[];
   notConverging: NotConvergingReport[];
@@ -175,7 +166,6 @@ export interface Plan {
   movedByOthers: string[];
   /** Deleted this pass (404). */
   gone: string[];
-  /** Failures seen this pass: an attempt that failed, or a VM newly in ERROR. */
   failed: FailureReport[];
   /** Every VM left alone now (being deleted, or needing a person). */
   skipped: EvictionStatusSkippedItem[];
@@ -211,7 +201,6 @@ export interface HostView {
 
 /** The host's migration records, latest per VM, and those arriving here. */
 export interface Records {
-  /** Per VM, its latest record from the host and the one in progress. */
   latest: ReadonlyMap<string, VmRecords>;
   /** Per VM, the migration towards the host in progress. */
   incoming: ReadonlyMap<string, ObservedMigration>;
