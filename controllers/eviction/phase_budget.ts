@@ -18,6 +18,7 @@ import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./host_holds.ts";
 import { copyStartsSeen } from "./memory.ts";
 import { pendingRequests, type RequestAnswer } from "./requests.ts";
+import type { Planned } from "./phase_look.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
@@ -248,10 +249,10 @@ export function planInputFor(
 /** Reserves the plan's starts in one synchronous step; a plan that would overspend the budget is made again. */
 export function planAndReserve(
   pass: Pass,
-  planned: { plan: Plan; input: PlanInput },
+  planned: Planned,
   settings: LimitSettings,
   planner: Planner,
-): { plan: Plan; input: PlanInput } {
+): Planned {
   const { ctx, deps } = pass;
   const { input } = planned;
   const cachedCounts = clusterInFlight(pass);
@@ -286,7 +287,7 @@ export const CAUGHT_UP_TIMEOUT_MS = 1000;
  */
 export async function confirmAcrossProcesses(
   pass: Pass,
-  reserved: { plan: Plan; input: PlanInput },
+  reserved: Planned,
   settings: LimitSettings,
   planner: Planner,
 ): Promise<Plan> {
