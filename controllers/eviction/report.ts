@@ -30,8 +30,7 @@ export interface PassReport {
 }
 
 /**
- * Counts the pass's outcomes in the metrics and returns the Events to
- * record, and whether the drain finished (settled) or reopened this pass.
+ * Counts the pass's outcomes in the metrics; returns the Events, and whether the drain finished or reopened.
  *
  * @example
  * ```ts ignore
@@ -148,11 +147,7 @@ function instanceEvents(r: PassReport, events: PendingEvent[]): void {
   }
 }
 
-/**
- * A copy newly not converging (once per copy, not every pass), each
- * person's request with who asked and what became of it, and a VM left
- * for a person at the policy's maxAbortedTries.
- */
+/** A copy newly not converging (once per copy), each person's request, and a VM left for a person. */
 function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
   const { plan } = r;
   const marked = new Set(

@@ -29,8 +29,7 @@ export type WaveDecision =
   | { go: false; pending: string[]; overdue: string[]; waitMs: number };
 
 /**
- * The other members of `self`'s wave not yet disabled (unfinished, not
- * deleted, not a duplicate, preflight not failed).
+ * The other members of `self`'s wave not yet disabled.
  *
  * @example
  * ```ts
