@@ -57,41 +57,32 @@ export async function preflight(
 ): Promise<PreflightOutcome> {
   const service = await nova.findComputeService(input.host, signal);
   if (service === undefined) return withoutService(input);
-  let disabledNow = false;
-  let status: EvictionStatus = input.status;
-  if (service.status === "enabled") {
+  const disabledNow = service.status === "enabled";
+  if (disabledNow) {
     await nova.setComputeServiceStatus(
       service.id,
       false,
       ourDisabledReason(input.reason),
       signal,
     );
-    disabledNow = true;
-    status = setOne(
-      input,
-      status,
-      CONDITION_HYPERVISOR_DISABLED,
-      "True",
-      REASON_DISABLED,
-      `compute service ${service.id} disabled: ${
-        ourDisabledReason(input.reason)
-      }`,
-    );
-  } else {
-    const ours = disabledByUs(service.disabledReason);
-    status = setOne(
-      input,
-      status,
-      CONDITION_HYPERVISOR_DISABLED,
-      "True",
-      ours ? REASON_DISABLED : REASON_ALREADY_DISABLED,
-      ours
-        ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
-        : `compute service ${service.id} was already disabled by someone else (${
-          JSON.stringify(service.disabledReason ?? "")
-        }); it will not be re-enabled`,
-    );
   }
+  const ours = disabledNow || disabledByUs(service.disabledReason);
+  let status = setOne(
+    input,
+    input.status,
+    CONDITION_HYPERVISOR_DISABLED,
+    "True",
+    ours ? REASON_DISABLED : REASON_ALREADY_DISABLED,
+    disabledNow
+      ? `compute service ${service.id} disabled: ${
+        ourDisabledReason(input.reason)
+      }`
+      : ours
+      ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
+      : `compute service ${service.id} was already disabled by someone else (${
+        JSON.stringify(service.disabledReason ?? "")
+      }); it will not be re-enabled`,
+  );
   status = setOne(
     input,
     status,
