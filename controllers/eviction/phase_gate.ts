@@ -316,12 +316,9 @@ async function checkCapacityFirst(
     setCondition,
   });
   if (phase.event !== undefined) emit(pass, phase.event);
-  if (!phase.hold) return { status: phase.status, record };
-  return {
-    status: phase.status,
-    end: { inMs: pass.times.slowPollMs },
-    record,
-  };
+  return phase.hold
+    ? { status: phase.status, end: { inMs: pass.times.slowPollMs }, record }
+    : { status: phase.status, record };
 }
 
 /** Evictions created together reach the cache ms apart: the first capacity check waits `waveGatherMs` to judge the wave whole. */
