@@ -248,7 +248,6 @@ function everyEviction(pass: Pass): Eviction[] {
   return (pass.deps.allEvictions ?? pass.ctx.cache(EvictionKind)).list();
 }
 
-/** Enqueues this process's drains that wait for their wave. */
 function wakeWaitingPeers(
   ctx: HandlerContext<Eviction>,
   evictions: readonly Eviction[],

@@ -77,7 +77,6 @@ export function paceView(
   };
 }
 
-/** Per VM leaving the host, its migration in progress, else the latest. */
 function paceRecords(
   latest: ReturnType<typeof latestRecords>,
 ): PaceView["records"] {

@@ -180,7 +180,6 @@ export function classifyOnHost(
   }
 }
 
-/** One classified VM into the accumulator. */
 function account(
   input: PlanInput,
   acc: PlanAcc,

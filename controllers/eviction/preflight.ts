@@ -102,7 +102,6 @@ export async function preflight(
   };
 }
 
-/** One condition set on a status, at the input's time and generation. */
 function setOne(
   input: PreflightInput,
   status: EvictionStatus,

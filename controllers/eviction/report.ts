@@ -183,7 +183,6 @@ function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
   }
 }
 
-/** The drain finished (settled) or reopened this pass. */
 function drainEvents(
   r: PassReport,
   metrics: EvictionMetrics,

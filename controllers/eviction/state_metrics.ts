@@ -174,7 +174,6 @@ function copyGauges(
   });
 }
 
-/** Evictions by state, and each Eviction's state. */
 function stateGauges(
   registers: Registry[],
   values: () => EvictionGaugeValues,
