@@ -1,8 +1,5 @@
 /**
- * Budget, the phases of a pass that spend the cluster budget: wait in
- * line, claim before looking, plan and reserve, the intent write before
- * starts, and the check across processes after it.
- *
+ * The phases of a pass that spend the cluster budget.
  * @module
  */
 
@@ -21,6 +18,7 @@ import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./host_holds.ts";
 import { copyStartsSeen } from "./memory.ts";
 import { pendingRequests, type RequestAnswer } from "./requests.ts";
+import type { Planned } from "./phase_look.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import type { Plan, PlanInput, Planner } from "./plan_types.ts";
 import {
@@ -40,11 +38,7 @@ import {
 } from "./pass.ts";
 import type { Observation } from "../../openstack/informer/snapshot.ts";
 
-/**
- * Wait for budget: a drain with nothing in flight while others spend the
- * cluster budget waits without a Nova call (WaitingForBudget, read by every
- * process), woken when budget frees and by its slow check.
- */
+/** A drain with nothing in flight waits, without a Nova call, while others spend the cluster budget. */
 export function waitForBudget(pass: Pass, settings: LimitSettings): Step {
   const { ctx, deps, state, status } = pass;
   const clusterMax = settings.spec.clusterMaxConcurrentMigrations;
@@ -104,11 +98,7 @@ export function budgetLeftFor(
   );
 }
 
-/**
- * The VMs a drain has left to start; before its first look, the instances
- * its Hypervisor reports; unknown, the most (drains that never looked never
- * leave a slot to each other).
- */
+/** VMs left to start; before the first look the Hypervisor's count; unknown: the most (drains that never looked never leave a slot to each other). */
 function remainingWork(pass: Pass, ev: Eviction | undefined): number {
   const status = ev?.status;
   if (status?.outstandingCount !== undefined) {
@@ -121,10 +111,7 @@ function remainingWork(pass: Pass, ev: Eviction | undefined): number {
   return reported ?? Number.MAX_SAFE_INTEGER;
 }
 
-/**
- * The starts the budget allows this drain with `left` free slots and `mine`
- * in flight, leaving slots to waiting drains (budget_share.ts startsByRemainingWork).
- */
+/** The starts the budget allows this drain, leaving slots to waiting drains. */
 export function allowedStarts(
   pass: Pass,
   settings: LimitSettings,
@@ -138,9 +125,7 @@ export function allowedStarts(
   return startsByRemainingWork(left, mine, want, remaining, waiting);
 }
 
-/**
- * This drain's migrations in flight: the ledger's, or its status's when higher.
- */
+/** This drain's migrations in flight: the ledger's, or its status's when higher. */
 export function inFlightOf(pass: Pass): number {
   return Math.max(
     pass.deps.memory.ledger.get(pass.ctx.key),
@@ -148,11 +133,7 @@ export function inFlightOf(pass: Pass): number {
   );
 }
 
-/**
- * The drains of every partition waiting for budget with nothing in flight:
- * their limits, work left and whether a slot handed to them costs a look
- * (another process's, and a drain about to start, are taken to need one).
- */
+/** Every partition's drains waiting for budget with nothing in flight (another process's are taken to need a look). */
 export function waitingDrains(
   pass: Pass,
   settings: LimitSettings,
@@ -182,11 +163,7 @@ export function waitingDrains(
   });
 }
 
-/**
- * Claims the free slots the pass could fill in the ledger before it looks,
- * so two passes never look at Nova for one slot. Returns the count before
- * the claim (for giveBack), if it claimed.
- */
+/** Claims the free slots before the look, so two passes never look for one slot; returns the count before (for giveBack). */
 export function claimBeforeLooking(
   pass: Pass,
   settings: LimitSettings,
@@ -204,10 +181,7 @@ export function claimBeforeLooking(
   return mine;
 }
 
-/**
- * Gives back the budget a pass that failed before act holds: its plan's
- * starts, or else its claim; drains in line are woken for it.
- */
+/** Gives back what a pass that failed before act holds (its plan's starts, else its claim). */
 export function giveBack(pass: Pass, plan: Plan | undefined): void {
   const { ctx, deps } = pass;
   if (plan !== undefined) {
@@ -218,11 +192,7 @@ export function giveBack(pass: Pass, plan: Plan | undefined): void {
   wakeForBudgetLeft(pass);
 }
 
-/**
- * The planner's input: the observation, the limit in force, the notes in
- * memory, Nova's limit as the informer knows it; no cluster budget yet. Pure
- * (it runs twice when a snapshot's plan is refused).
- */
+/** The planner's input, no cluster budget yet. Pure: it runs twice when a snapshot's plan is refused. */
 export function planInputFor(
   pass: Pass,
   seen: Observation,
@@ -276,16 +246,13 @@ export function planInputFor(
   };
 }
 
-/**
- * Reserve: the plan against the cluster budget, read and reserved in one
- * synchronous step; a plan that would overspend it is made again.
- */
+/** Reserves the plan's starts in one synchronous step; a plan that would overspend the budget is made again. */
 export function planAndReserve(
   pass: Pass,
-  planned: { plan: Plan; input: PlanInput },
+  planned: Planned,
   settings: LimitSettings,
   planner: Planner,
-): { plan: Plan; input: PlanInput } {
+): Planned {
   const { ctx, deps } = pass;
   const { input } = planned;
   const cachedCounts = clusterInFlight(pass);
@@ -303,7 +270,6 @@ export function planAndReserve(
       );
       if (budget < plan.start.length) {
         plan = planner({ ...input, clusterBudgetLeft: budget });
-        // held back by the budget: woken when a slot frees
         deps.memory.budgetWaiters.add(ctx.key);
       }
     }
@@ -316,16 +282,12 @@ export function planAndReserve(
 export const CAUGHT_UP_TIMEOUT_MS = 1000;
 
 /**
- * Across processes: another process may reserve from the same slots at
- * once. So starts under a cluster budget are written first (the intent),
- * then every Eviction is read as of after that write: the cache once its
- * watch delivered the intent (a watch delivers in version order), else a
- * list. Of two passes the later reader sees the other's intent and gives up
- * the starts over the budget.
+ * Another process may reserve the same slots: the starts are written first,
+ * then every Eviction read as of after that write; the later reader gives up the excess.
  */
 export async function confirmAcrossProcesses(
   pass: Pass,
-  reserved: { plan: Plan; input: PlanInput },
+  reserved: Planned,
   settings: LimitSettings,
   planner: Planner,
 ): Promise<Plan> {
@@ -361,11 +323,7 @@ export async function confirmAcrossProcesses(
   }
 }
 
-/**
- * Intent: writes the status with the starts before they are issued, so a
- * new leader knows them and every process counts them. When it fails
- * nothing starts: the claim goes back, the pass retries after a poll.
- */
+/** Writes the status with the starts before they are issued, so a new leader knows them; failed, nothing starts. */
 export async function writeIntent(
   pass: Pass,
   plan: Plan,
@@ -398,10 +356,7 @@ export async function evictionsAfterWrite(pass: Pass): Promise<Eviction[]> {
   return listed.items as Eviction[];
 }
 
-/**
- * Wakes as many waiting drains as there are free slots now, those with
- * the most work left first.
- */
+/** Wakes as many waiting drains as there are free slots, most work left first. */
 export function wakeForBudgetLeft(pass: Pass): void {
   const { ctx, deps } = pass;
   if (deps.memory.budgetWaiters.size === 0) return;

@@ -1,8 +1,5 @@
 /**
- * Part of planning: the drain's live forecast of its end on the status
- * (status.predictedFinishAt), from this pass's plan, what the host shows
- * and what the pacing model learned (forecast.ts, forecast_status.ts).
- *
+ * The drain's live forecast of its end (status.predictedFinishAt).
  * @module
  */
 
@@ -18,8 +15,7 @@ import type { PlanOptions } from "./plan_options.ts";
 import type { Plan } from "./plan_types.ts";
 
 /**
- * A copy's learned duration on the controller's clock, ms: the pacing
- * model's, else the default rate before it has samples.
+ * A copy's duration (controller ms): the pacing model's, else the default rate.
  *
  * @example
  * ```ts
@@ -39,14 +35,7 @@ export function learnedDurationMs(
   };
 }
 
-/**
- * The plan with status.predictedFinishAt: the VMs to start are those the
- * plan has waiting (ready, busy, in backoff, arriving), at their flavor
- * RAM, each moved as its status says (live unless shut off); a VM left for
- * a person is not waited for, and with only those left no end is known.
- * The limit is Nova's per-host live limit where that is lower. A host
- * seen empty ends at its settle time.
- */
+/** The plan with status.predictedFinishAt; a VM left for a person is not waited for. */
 export function forecastShown(
   pass: Pass,
   plan: Plan,
@@ -66,7 +55,6 @@ export function forecastShown(
     const kind = status === undefined ? "live" : startKindOfStatus(status);
     return [{ id: w.id, kind: kind ?? "live", ramMb }];
   });
-  // seen empty: the drain ends when the settle looks agree
   const forecastMs = plan.settleAtMs ?? forecastFinishMs({
     nowMs,
     limit: Math.min(

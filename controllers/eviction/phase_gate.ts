@@ -1,10 +1,5 @@
 /**
- * Gate, the second phase: what must hold before Nova is read, as steps in
- * this order: the oldest Eviction of a host drains; a
- * never-registered host is looked at only at the slow check; capacity and
- * preflight (disable the compute service); the wave's hosts are disabled;
- * a retry request is applied; a finished host is watched cheaply.
- *
+ * Gate, the second phase: what must hold before Nova is read.
  * @module
  */
 
@@ -50,7 +45,7 @@ import {
   type Step,
 } from "./pass.ts";
 
-/** Gate: its steps, in this order. */
+/** The gate's steps, in order. */
 export const GATE: readonly Phase[] = [
   duplicateStep,
   (p) => ({ end: watchUnregistered(p) }),
@@ -62,11 +57,8 @@ export const GATE: readonly Phase[] = [
 
 /** Only the oldest Eviction of a hypervisor, of every partition's, drains. */
 function duplicateStep(pass: Pass): Step {
-  const { ctx, deps, ev, host } = pass;
-  const ahead = drainingAhead(
-    ev,
-    (deps.allEvictions ?? ctx.cache(EvictionKind)).list(),
-  );
+  const { deps, ev, host } = pass;
+  const ahead = drainingAhead(ev, everyEviction(pass));
   if (ahead === undefined) return {};
   const other = ahead.metadata?.name ?? "";
   const { status, event } = changeCondition(
@@ -90,10 +82,7 @@ function duplicateStep(pass: Pass): Step {
   return { status, end: { inMs: pass.times.slowPollMs } };
 }
 
-/**
- * Before the compute service is known disabled: capacity, then the
- * preflight (a host Nova never knew is done at once, one it lost fails).
- */
+/** Before the compute service is known disabled: capacity, then the preflight. */
 async function preflightStep(pass: Pass): Promise<Step> {
   const { ctx, deps, ev, host } = pass;
   if (pass.status.hypervisorServiceId !== undefined) return {};
@@ -174,10 +163,7 @@ function retryStep(pass: Pass): Step {
   return { status: r.status, retry };
 }
 
-/**
- * A drain finished because its host never registered asks Nova again only
- * at the slow finished check, not on every Hypervisor status sync.
- */
+/** A drain finished because its host never registered asks Nova again only at the slow finished check. */
 function watchUnregistered(pass: Pass): NextLook | undefined {
   const { deps, state, status } = pass;
   if (status.finishedAt === undefined) return undefined;
@@ -192,20 +178,12 @@ function watchUnregistered(pass: Pass): NextLook | undefined {
   return leftMs > 0 ? { inMs: leftMs } : undefined;
 }
 
-/**
- * Wave: waits, bounded per member, while another pending Eviction's
- * compute service is still enabled (wave.ts); with migrations in flight it
- * only holds its starts. Peers waiting in this process are woken once this
- * drain's disabled service is written.
- */
+/** Waits for the wave (wave.ts); with migrations in flight it only holds its starts. */
 function waveStep(pass: Pass): Step {
   const { ctx, deps } = pass;
   if (pass.status.finishedAt !== undefined) return {};
   const now = new Date(deps.clock.now());
-  // every partition's Evictions: another process disables their hosts
-  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list().map((
-    e,
-  ) => ctx.latest(e));
+  const evictions = everyEviction(pass).map((e) => ctx.latest(e));
   const { decision, seen } = decideWave(pass, evictions, now);
   const before = pass.status;
   const update = waveCondition(pass.host, decision, evictions);
@@ -236,10 +214,7 @@ function waveStep(pass: Pass): Step {
   };
 }
 
-/**
- * The wave decision: each member's wait runs from when this drain began
- * waiting or first saw the member enabled, whichever is later.
- */
+/** The wave decision, with when each pending member was first seen. */
 function decideWave(
   pass: Pass,
   evictions: readonly Eviction[],
@@ -268,7 +243,11 @@ function decideWave(
   return { decision, seen };
 }
 
-/** Enqueues this process's drains that wait for their wave. */
+/** Every partition's Evictions, whatever this process's label selector. */
+function everyEviction(pass: Pass): Eviction[] {
+  return (pass.deps.allEvictions ?? pass.ctx.cache(EvictionKind)).list();
+}
+
 function wakeWaitingPeers(
   ctx: HandlerContext<Eviction>,
   evictions: readonly Eviction[],
@@ -284,10 +263,7 @@ function wakeWaitingPeers(
   }
 }
 
-/**
- * Capacity, before the service is disabled (and at the slow check while
- * `capacityCheck: Hold` waits): do the wave's VMs fit elsewhere?
- */
+/** Capacity, before the service is disabled: do the wave's VMs fit elsewhere? */
 async function checkCapacityFirst(
   pass: Pass,
   now: Date,
@@ -302,7 +278,7 @@ async function checkCapacityFirst(
   const spec = ctx.cache(EvictionPolicyKind).get(POLICY_NAME)?.spec;
   const settings = effectiveSettings(spec, deps.flagSettings);
   // every partition's: their VMs compete for the same room
-  const evictions = (deps.allEvictions ?? ctx.cache(EvictionKind)).list();
+  const evictions = everyEviction(pass);
   const hypervisors = ctx.cache(HypervisorKind);
   // as `kubectl evictor plan` predicts: under Nova's limit where learned
   const limitOf = (name: string) =>
@@ -339,29 +315,18 @@ async function checkCapacityFirst(
     setCondition,
   });
   if (phase.event !== undefined) emit(pass, phase.event);
-  if (!phase.hold) return { status: phase.status, record };
-  return {
-    status: phase.status,
-    end: { inMs: pass.times.slowPollMs },
-    record,
-  };
+  return phase.hold
+    ? { status: phase.status, end: { inMs: pass.times.slowPollMs }, record }
+    : { status: phase.status, record };
 }
 
-/**
- * Evictions created together reach the cache milliseconds apart: a drain's
- * first capacity check waits `waveGatherMs` from when this process first
- * saw it, so it judges the wave whole.
- */
+/** Evictions created together reach the cache ms apart: the first capacity check waits `waveGatherMs` to judge the wave whole. */
 function gatherWave(pass: Pass, seen: number, now: Date): NextLook | undefined {
   const leftMs = seen + pass.times.waveGatherMs - now.getTime();
   return leftMs > 0 ? { inMs: leftMs } : undefined;
 }
 
-/**
- * A finished drain stays watched: looks at doubling spacings (pass.ts
- * finishedLookMs), at once (at most once per poll interval) when its
- * Hypervisor reports instances or the informer saw a VM arrive.
- */
+/** A finished drain stays watched; at once (at most once per poll) when its Hypervisor reports instances. */
 function watchFinished(pass: Pass): NextLook | undefined {
   const { deps, state } = pass;
   if (pass.retryValue !== undefined || pass.status.finishedAt === undefined) {

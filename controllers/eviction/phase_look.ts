@@ -1,12 +1,5 @@
 /**
- * Look: what the drain needs of its host for this pass. A pass that only
- * starts migrations plans from the informer's view of the host when the
- * informer vouches for it (openstack/informer/), without a Nova call; a
- * pass that could finish, settle, confirm, abort or charge a failure, or
- * whose plan would release a slot the view cannot prove freed, needs a
- * look resting on a list begun now. Only such a look begun after a
- * start's answer may release it (once.ts).
- *
+ * Look: what the drain needs of its host for this pass (the informer's view, else a fresh list).
  * @module
  */
 
@@ -34,24 +27,18 @@ import {
 
 /** A plan and the input it was made from. */
 export interface Planned {
-  /** The plan. */
   plan: Plan;
-  /** Its input. */
   input: PlanInput;
 }
 
-/** What the look found; `planned` when the pass plans from the snapshot. */
+/** What the look found; `planned` when the pass plans from the snapshot, to be used as it is. */
 export interface Looked {
-  /** The observation. */
   seen: Observation;
-  /** The plan made from the snapshot, to be used as it is. */
   planned?: Planned;
 }
 
 /**
- * Whether a pass may act on a plan made from a snapshot: it only starts
- * migrations, counts completions and waits. Finishing (or settling),
- * confirming, aborting and charging a failure need a fresh look.
+ * Whether a plan from a snapshot may be acted on: it only starts, counts completions and waits.
  *
  * @example
  * ```ts
@@ -76,12 +63,8 @@ export function plansFromSnapshot(
 }
 
 /**
- * Whether a plan from a snapshot releases only slots it saw freed by
- * a live migration of ours completing (its record, matched to the start,
- * `completed`): anything else a plan would release from the status's
- * in-flight set (a cold move, a deletion, a VM the cache lost track of)
- * needs a fresh look, so that a cache that missed a change never frees a
- * slot it should not (and never starts one too many).
+ * Whether a plan from a snapshot releases only slots freed by a live migration of ours
+ * seen `completed`: a cache that missed a change must never free a slot (one start too many).
  *
  * @example
  * ```ts
@@ -114,14 +97,7 @@ export function releasesOnlyCompleted(
   );
 }
 
-/**
- * Look: any view of the host the informer vouches for, and the plan it
- * gives (`plan`) when that only starts or waits (that plan is then the
- * pass's); else a look resting on a list begun after that view's. What
- * the informer found wrong with itself is reported on the Eviction; a
- * failed list retries after the poll interval. The VMs' sizes go into the
- * drain record with the pass's Step (reconcile.ts).
- */
+/** The informer's view of the host and its plan when that only starts or waits; else a look on a list begun after it. */
 export async function lookAtHost(
   pass: Pass,
   plan: (seen: Observation) => Planned,
@@ -166,10 +142,7 @@ export async function lookAtHost(
 }
 
 /**
- * The live copies of ours in flight that a look shows copying (past Nova's
- * queue), as the informer's progress schedule takes them: since when, the
- * pacing model's expected end, the policy's completion bound and progress
- * timeout (limits/convergence.ts; without a policy the flat timeout).
+ * Our live copies in flight that a look shows copying, with their ends and bounds, for the progress schedule.
  *
  * @example
  * ```ts ignore

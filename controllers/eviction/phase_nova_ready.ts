@@ -1,10 +1,5 @@
 /**
- * Nova ready, the first phase of a pass: the compute microversion is
- * settled (openstack/microversion.ts). When Nova and evictor share none, no
- * call could work: `Evicting=False/NovaIncompatible` names both ranges and
- * the drain looks again at the slow pace. Any other error of the version
- * look is left to the pass's first call.
- *
+ * The first phase of a pass: settle the Nova compute microversion.
  * @module
  */
 
@@ -13,11 +8,8 @@ import { MicroversionError } from "../../openstack/mod.ts";
 import { changeCondition, CONDITION_EVICTING } from "./conditions.ts";
 import { emit, type Pass, type Step } from "./pass.ts";
 
-/** The reason of `Evicting=False` when no microversion can be agreed. */
-export { REASON_NOVA_INCOMPATIBLE } from "../conditions.ts";
-
 /**
- * Settles the Nova microversion; ends the pass when Nova is incompatible.
+ * Settles the microversion; ends the pass when Nova is incompatible (any other error is left to the first call).
  *
  * @example
  * ```ts ignore

@@ -1,9 +1,5 @@
 /**
- * Pacing of a pass: when a pass woken early may return at once, what the
- * duration model learns, and who decides the next look: {@linkcode
- * nextLook} from the plan and the informer, or the phase that ended the
- * pass; {@linkcode requeue} turns either into the framework's real ms.
- *
+ * Pacing of a pass: skipping early, what the duration model learns, and the next look.
  * @module
  */
 
@@ -33,11 +29,8 @@ export function fingerprintOf(
 }
 
 /**
- * A pass woken before it is due (e.g. by a Hypervisor status sync) with
- * nothing it depends on changed, no start answer, no change on its host
- * and no budget freed for it returns at once: no Nova call. A drain in
- * line for budget keeps its place (woken, it waits again when another
- * drain took the slot).
+ * A pass woken before it is due with nothing changed returns at once, without a Nova call;
+ * a drain in line for budget keeps its place.
  */
 export function skipEarly(
   pass: Pass,
@@ -62,7 +55,7 @@ export function skipEarly(
   return { inMs: leftMs };
 }
 
-/** The pacing model's view of this pass (its records, the drain's memory). */
+/** The pacing model's view of this pass. */
 export function paceView(
   pass: Pass,
   plan: Plan,
@@ -84,18 +77,13 @@ export function paceView(
   };
 }
 
-/** Per VM leaving the host, its migration in progress, else the latest. */
 function paceRecords(
   latest: ReturnType<typeof latestRecords>,
 ): PaceView["records"] {
   return new Map([...latest].map(([id, r]) => [id, r.inProgress ?? r.latest]));
 }
 
-/**
- * Part of planning: the pacing model learns from this pass's records
- * while the start notes still say which are ours; returns them (they time
- * the next look).
- */
+/** The pacing model learns from this pass's records while the start notes still say which are ours; returns them. */
 export function learn(
   pass: Pass,
   plan: Plan,
@@ -106,20 +94,12 @@ export function learn(
   return records;
 }
 
-/**
- * The pass's end in the framework's terms: the wait until its next look,
- * from the controller's clock to real ms (the one place a pass converts
- * by the clock's rate).
- */
+/** The wait until the next look in real ms (the one place a pass converts by the clock's rate). */
 export function requeue(pass: Pass, look: NextLook): ReconcileResult {
   return { requeueAfterMs: Math.max(1, Math.round(look.inMs / pass.rate)) };
 }
 
-/**
- * The next look of a pass that planned: at the settle time or the finished
- * drain's check, else when the pacing model expects the earliest running
- * migration to end (pacing.ts), and whether a glance will do for it.
- */
+/** The next look of a pass that planned, and whether a glance will do for it. */
 export function nextLook(
   pass: Pass,
   plan: Plan,
@@ -140,10 +120,8 @@ export function nextLook(
   const held = summary.held !== undefined;
   let inMs: number;
   if (plan.settleAtMs !== undefined) {
-    // Seen empty, not settled: look again at the settle time. Polling
-    // looks every poll interval meanwhile (each look may find a VM on its
-    // way here); an informer that watches the host wakes the drain as
-    // such an arrival begins, so one look at the settle time will do.
+    // Seen empty, not settled: polling looks every poll interval for a VM on its way
+    // here; a watching informer wakes the drain when one comes.
     const leftMs = Math.max(1, plan.settleAtMs - nowMs);
     inMs = deps.memory.informer.watching(pass.ctx.key)
       ? leftMs
@@ -151,9 +129,7 @@ export function nextLook(
   } else {
     // times the running migrations' ends for the informer's trust too
     const due = state.pace.dueInMs(view);
-    // Ready VMs the budget holds back are no reason to look sooner: the
-    // drain waits in line for budget (woken when a slot frees) and costs
-    // no Nova call meanwhile.
+    // Ready VMs held back by the budget are no reason to look sooner: a freed slot wakes the drain.
     inMs = held && plan.inFlightCount === 0 ? slowPollMs : nextLookMs({
       ...due,
       inFlight: plan.inFlightCount,
@@ -172,8 +148,6 @@ export function nextLook(
     inMs = byBound
       ? Math.max(pollMs, (plan.lookByMs ?? nowMs) - nowMs)
       : read.inMs;
-    // Due only for first looks at our starts, with nothing else to do then
-    // (no busy VM, no retry, no budget to wait for): a glance will do.
     const glanceWill = !read.due && !byBound && !held && summary.busy === 0 &&
       plan.nextRetryAtMs === undefined && state.pace.firstLooksOnly(view);
     state.pace.planGlance(glanceWill ? view : undefined);
@@ -183,10 +157,8 @@ export function nextLook(
 }
 
 /**
- * The next look no later than the next progress read of a copy whose
- * decision is pending (the informer's, openstack/informer/progress.ts),
- * and whether that read is what the look is for (then only a full look
- * will do, never a glance).
+ * The next look no later than the next progress read of a copy whose decision is pending,
+ * and whether that read is what it is for (then never a glance).
  *
  * @example
  * ```ts ignore
@@ -206,11 +178,7 @@ export function byProgressRead(
   return { inMs: Math.max(pass.times.pollMs, at - nowMs), due: true };
 }
 
-/**
- * Where a look at the host's migrations starts (Nova's `changes-since`):
- * the drain's start, less the clock skew allowed between Nova and us,
- * read on Nova's clock (Nova filters on its own, nova_clock.ts).
- */
+/** Nova's `changes-since` for the host's migrations: the drain's start less the clock skew, on Nova's clock. */
 export function changesSince(pass: Pass, options: PlanOptions): Date {
   const startedMs = Date.parse(pass.status.startedAt ?? "") ||
     pass.deps.clock.now();
@@ -220,11 +188,8 @@ export function changesSince(pass: Pass, options: PlanOptions): Date {
 }
 
 /**
- * The polling informer's glance: a pass due only for first looks at our
- * starts lists the host's migrations instead of a full look; when that
- * shows nothing to act on, the model learns from it and times the next
- * look (no write, no plan); else (or when the informer holds the records
- * already) undefined: a full pass looks.
+ * A pass due only for first looks at our starts lists the host's migrations alone;
+ * when quiet, the model learns and times the next look; else undefined: a full pass looks.
  */
 export async function glance(
   pass: Pass,
@@ -238,11 +203,8 @@ export async function glance(
   }
   if (state.woken || pass.retryValue !== undefined) return undefined;
   if (pass.status.finishedAt !== undefined) return undefined;
-  // The informer's snapshot shows the records without a call: the full
-  // pass reads it (phase_look.ts), or the informer relists when it is old.
-  if (deps.memory.informer.cached(ctx.key)) {
-    return undefined;
-  }
+  // The informer's snapshot shows the records without a call.
+  if (deps.memory.informer.cached(ctx.key)) return undefined;
   // budget freed for this drain: a full pass may start migrations
   if (deps.memory.budgetWaiters.standing(ctx.key) === "woken") return undefined;
   let migrations;

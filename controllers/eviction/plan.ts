@@ -1,7 +1,5 @@
 /**
- * The pure planner of a drain: what to start, confirm and abort this pass,
- * and the next status.
- *
+ * The pure planner of a drain: what to start, confirm and abort this pass, and the next status.
  * @module
  */
 
@@ -100,13 +98,7 @@ export function planPass(input: PlanInput): Plan {
   const acc = newAcc(input.holdStarts, abortedOf(input.status));
   classifyOnHost(input, prev, view, records, acc);
   const arriving = arrivals(prev, view, records, acc);
-  const { done, movedByOthers, gone, confirmResize } = departures(
-    input,
-    prev,
-    view,
-    records,
-    acc,
-  );
+  const out = departures(input, prev, view, records, acc);
   const converged = converge(input, {
     view,
     records,
@@ -122,22 +114,22 @@ export function planPass(input: PlanInput): Plan {
     : [...view.onHost.keys()].filter((id) =>
       !prev.outstanding.has(id) && !prev.inFlight.has(id)
     ).sort();
-  const next = nextStatus(input, prev, acc, done.length, converged.aborted);
+  const next = nextStatus(input, prev, acc, out.done.length, converged.aborted);
   const finished = next.finishedAt !== undefined;
   const settleAtMs = finished || next.emptySince === undefined
     ? undefined
     : Date.parse(next.emptySince) + (options.settleMs ?? 0);
   return {
     start,
-    confirmResize,
+    confirmResize: out.confirmResize,
     abort: converged.abort,
     forceComplete: converged.forceComplete,
     notConverging: converged.notConverging,
     requestOutcomes: converged.requestOutcomes,
     stuck: converged.stuck,
-    done,
-    movedByOthers,
-    gone,
+    done: out.done,
+    movedByOthers: out.movedByOthers,
+    gone: out.gone,
     failed: acc.failures,
     skipped: next.skipped ?? [],
     newlyFound,

@@ -1,12 +1,6 @@
 /**
- * Convergence: what the plan does with a live copy past its bound — report
- * it, abort it, or force-complete it once and abort it if it still runs —
- * and with a person's request to do either; an aborted VM goes back to the
- * queue, to be retried alone and last, until its tries are used. The
- * legacy flat timeout (`migrationTimeoutSeconds`, `abortStuckMigrations`)
- * is the same rule with a flat bound, no progress timeout and reason
- * `stuck`; it reports nothing new, writes no new field and requeues nothing.
- *
+ * Convergence: what the plan does with a live copy past its bound, and with a person's request.
+ * The legacy flat timeout is the same rule with a flat bound, no progress timeout, reason `stuck`.
  * @module
  */
 
@@ -51,10 +45,7 @@ export interface Rule {
   /** How long the remaining bytes may go without a new low (ms). */
   progressMs: number | undefined;
   onTimeout: OnTimeout;
-  /** An answered abort is sent again after a look this much later. */
-  resendAfterMs: (boundMs: number) => number;
   forceCompleteTimeoutMs: number;
-  reason: "stuck" | "timeout";
   legacy: boolean;
 }
 
@@ -72,14 +63,11 @@ export interface Rule {
 export function ruleOf(options: PlanOptions): Rule | undefined {
   const c = options.convergence;
   if (c !== undefined) {
-    const progressMs = c.progressTimeoutSeconds * 1000;
     return {
       boundSeconds: (ramMb) => copyTimeoutSeconds(c, ramMb),
-      progressMs,
+      progressMs: c.progressTimeoutSeconds * 1000,
       onTimeout: c.onTimeout,
-      resendAfterMs: () => progressMs,
       forceCompleteTimeoutMs: c.forceCompleteTimeoutSeconds * 1000,
-      reason: "timeout",
       legacy: false,
     };
   }
@@ -89,9 +77,7 @@ export function ruleOf(options: PlanOptions): Rule | undefined {
     boundSeconds: () => flat,
     progressMs: undefined,
     onTimeout: options.abortStuckMigrations ? "Abort" : "Report",
-    resendAfterMs: (boundMs) => boundMs,
     forceCompleteTimeoutMs: Infinity,
-    reason: "stuck",
     legacy: true,
   };
 }
@@ -113,8 +99,7 @@ export function abortedOf(
 }
 
 /**
- * The status with `aborted[]` set (the one place that writes it): omitted
- * while neither the previous status nor this pass has any.
+ * The status with `aborted[]` set (the one place that writes it); omitted while nobody had any.
  *
  * @example
  * ```ts
@@ -151,10 +136,8 @@ export function maxTries(options: PlanOptions): number {
 export const ABORTED_PREFIX = "aborted for not converging";
 
 /**
- * Classifies a VM whose copies were aborted for not converging: the copy
- * our abort ended is no failed attempt (its tries count in
- * `status.aborted`), and at `maxAbortedTries` the VM is left for a person,
- * as an exhausted failure.
+ * Classifies a VM whose copies were aborted: the copy our abort ended is no failed
+ * attempt; at `maxAbortedTries` the VM is left for a person (exhausted).
  *
  * @example
  * ```ts
@@ -224,10 +207,8 @@ export interface ReadyVm {
 }
 
 /**
- * The retry rule: a VM whose copy was aborted starts again only alone and
- * last (no other copy from the host in flight, no other VM ready), one at
- * a time, and nothing starts beside it while it runs. Returns the VMs that
- * may start and those held, with why.
+ * A VM whose copy was aborted starts again only alone and last, one at a time,
+ * and nothing starts beside it while it runs.
  *
  * @example
  * ```ts
@@ -255,10 +236,8 @@ export function retryAlone(
     };
   }
   const fresh = ready.filter((r) => r.abortedAtMs === undefined);
-  const retried = ready.filter((r) => r.abortedAtMs !== undefined).sort((
-    a,
-    b,
-  ) => (a.abortedAtMs ?? 0) - (b.abortedAtMs ?? 0) || byId(a, b));
+  const retried = ready.filter((r) => r.abortedAtMs !== undefined)
+    .sort((a, b) => (a.abortedAtMs ?? 0) - (b.abortedAtMs ?? 0) || byId(a, b));
   const first = fresh.length === 0 && inFlight.length === 0
     ? retried[0]
     : undefined;
@@ -274,8 +253,7 @@ export function retryAlone(
 }
 
 /**
- * Whether an in-flight copy is the retry of a VM whose copy was aborted
- * (started after its last abort): it runs alone.
+ * Whether an in-flight copy started after its VM's last abort (a retry: it runs alone).
  *
  * @example
  * ```ts
@@ -302,11 +280,9 @@ export interface Converged {
   forceComplete: ForceCompleteAction[];
   notConverging: NotConvergingReport[];
   requestOutcomes: RequestOutcome[];
-  /** The in-flight entries with their progress and convergence fields. */
   inFlight: InFlightItem[];
   /** The next `status.aborted[]`. */
   aborted: AbortedItem[];
-  /** {@linkcode Plan.lookByMs}. */
   lookByMs?: number;
 }
 
@@ -324,20 +300,14 @@ export interface ConvergeContext {
   view: HostView;
   records: Records;
   inFlight: readonly InFlightItem[];
-  /** The previous pass's in-flight entries, by id. */
   prevInFlight: ReadonlyMap<string, InFlightItem>;
-  /** The previous `status.aborted[]`, by id. */
+  /** The previous `status.aborted[]`. */
   aborted: ReadonlyMap<string, AbortedItem>;
   /** Ids still on or heading to the host. */
   outstanding: readonly string[];
 }
 
-/**
- * Decides, for each copy in flight, whether it is past its bound (stuck,
- * not converging) and what the policy and a person's requests send: at
- * most one force_complete per migration, aborts under the once rule,
- * nothing at limit 0 (a deleted drain).
- */
+/** Per copy in flight: past its bound or not, and what the policy and requests send (nothing at limit 0). */
 export function converge(input: PlanInput, ctx: ConvergeContext): Converged {
   const rule = ruleOf(input.options);
   const out: Converged = {
@@ -423,8 +393,7 @@ function guardsOf(
         out.forceComplete.some((f) => f.migrationId === c.migrationId)
           ? nowMs
           : undefined;
-      const known = [fromStatus, note, planned].filter((t) => t !== undefined);
-      return known.length === 0 ? undefined : Math.min(...known);
+      return minOf(fromStatus, note, planned);
     },
     mayAbort: (c, afterMs) =>
       acting && isAbortable(c.recordStatus) &&
@@ -447,10 +416,8 @@ function entryStep(
   const record = ctx.records.latest.get(entry.id)?.inProgress;
   const boundS = rule?.boundSeconds(ramOf(ctx.view, entry.id, entry));
   const boundMs = boundS === undefined ? undefined : boundS * 1000;
-  // A live start of ours Nova shows no copy of yet (no record, or one
-  // being scheduled or prepared, not queued): the pace's expected end
-  // knows no bound, so the look comes by the bound from the start, to
-  // see the copy begin.
+  // A live start Nova shows no copy of yet (not queued): the pace knows no
+  // bound, so the look comes by the bound from the start.
   if (
     entry.kind === "live" && entry.adopted !== true &&
     boundMs !== undefined && rule?.onTimeout !== "Report" &&
@@ -487,7 +454,6 @@ function entryStep(
   if (rule !== undefined && !rule.legacy) {
     return policyStep(input, rule, copy, completionAtMs, guard, out);
   }
-  // The flat timeout: aborted as stuck with abortStuckMigrations.
   if (
     rule?.onTimeout === "Abort" && pastCompletion &&
     guard.mayAbort(copy, boundMs ?? 0)
@@ -523,7 +489,8 @@ function policyStep(
     p,
     completionAtMs,
   );
-  const resendMs = rule.resendAfterMs(0);
+  // an answered abort is sent again after a look this much later
+  const resendMs = rule.progressMs ?? 0;
   // A person's action this pass stands for the policy's.
   const asked = out.abort.some((a) => a.migrationId === migrationId) ||
     out.forceComplete.some((f) => f.migrationId === migrationId);
@@ -551,8 +518,7 @@ function policyStep(
   ) {
     out.abort.push({ id: entry.id, migrationId, reason: "timeout" });
   }
-  const deadlineMs = fallbackAtMs ??
-    minOf(completionAtMs, progressAtMs);
+  const deadlineMs = fallbackAtMs ?? minOf(completionAtMs, progressAtMs);
   if (passed !== undefined) {
     const abortSent = input.aborts?.has(migrationId) === true ||
       out.abort.some((a) => a.migrationId === migrationId);
@@ -727,7 +693,6 @@ function nextAborted(
   return [...next.values()].filter((a) => here.has(a.id)).sort(byId);
 }
 
-/** The progress read of this very migration, if any. */
 function matching(
   p: CopyProgress | undefined,
   migrationId: string | undefined,

@@ -1,6 +1,5 @@
 /**
  * The planner's options and their defaults.
- *
  * @module
  */
 
@@ -15,10 +14,7 @@ export interface PlanOptions {
   retryBaseMs: number;
   /** Upper bound of the retry delay. */
   retryCapMs: number;
-  /**
-   * Attempts after which a VM is no longer retried (>= 1); a transient
-   * failure is retried beyond them while within `retryWindowMs`.
-   */
+  /** Attempts after which a VM is no longer retried (>= 1); a transient failure is retried on within `retryWindowMs`. */
   maxAttempts: number;
   /** How long after its first failure a transient failure is retried (`--migration-retry-window`). */
   retryWindowMs: number;
@@ -28,11 +24,7 @@ export interface PlanOptions {
   abortStuckMigrations: boolean;
   /** The drain's convergence policy (limits/convergence.ts); absent: the legacy fields alone. */
   convergence?: ConvergencePolicy;
-  /**
-   * How far Nova's clock may lag ours when matching a migration record to
-   * its start (below retryBaseMs, so the previous attempt's failed record
-   * is never taken for the new one).
-   */
+  /** How far Nova's clock may lag ours when matching a record to its start (below retryBaseMs, so a previous attempt's record is never taken for the new one). */
   clockSkewMs: number;
   /** Nova's clock minus ours (ms; nova_clock.ts), to read its record times on ours. */
   novaClockOffsetMs?: number;
@@ -41,9 +33,7 @@ export interface PlanOptions {
 }
 
 /**
- * Defaults: 60 s grace, retries after 30 s doubling up to 10 min, 5
- * attempts (transient failures: retried for 1 h), no timeout, no abort,
- * 10 s clock skew.
+ * The planner's defaults.
  *
  * @example
  * ```ts
@@ -103,8 +93,7 @@ export function validatePlanOptions(options: PlanOptions): void {
 }
 
 /**
- * The retry delay after `attempts` failed attempts:
- * `min(cap, base * 2^(attempts - 1))`, and 0 before any attempt.
+ * The retry delay after `attempts` failed attempts: `min(cap, base * 2^(attempts - 1))`.
  *
  * @example
  * ```ts

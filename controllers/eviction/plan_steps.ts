@@ -1,7 +1,5 @@
 /**
- * The planner's steps (plan.ts runs them in order), each adding to one
- * {@linkcode PlanAcc}.
- *
+ * The planner's steps (plan.ts runs them in order), each adding to one {@linkcode PlanAcc}.
  * @module
  */
 
@@ -28,6 +26,7 @@ import type {
 import type {
   AbortedItem,
   FailureReport,
+  Plan,
   PlanInput,
   StartAction,
   WaitingVm,
@@ -64,18 +63,15 @@ export interface PlanAcc {
   skipped: EvictionStatusSkippedItem[];
   /** Failures seen this pass (plan.failed). */
   failures: FailureReport[];
-  /** VMs that stay on the host for now. */
   waiting: WaitingVm[];
   /** VMs that may start now, before the limit is applied. */
   ready: ReadyVm[];
-  /** The previous `status.aborted[]` by id (plan_converge.ts). */
+  /** The previous `status.aborted[]`. */
   aborted: ReadonlyMap<string, AbortedItem>;
   /** Ids still on (or heading to) the host. */
   outstanding: string[];
   outstandingRamMb: number;
-  /** How the VMs not in flight stand. */
   summary: DrainSummary;
-  /** The earliest retry of a VM in backoff (epoch ms). */
   nextRetryAtMs: number | undefined;
 }
 
@@ -184,7 +180,6 @@ export function classifyOnHost(
   }
 }
 
-/** One classified VM into the accumulator. */
 function account(
   input: PlanInput,
   acc: PlanAcc,
@@ -284,16 +279,10 @@ export function arrivals(
 }
 
 /** What the departures step found. */
-export interface Departures {
-  /** Migrated this pass, by a start of ours. */
-  done: string[];
-  /** Left the host this pass, moved by someone else (not counted as migrated). */
-  movedByOthers: string[];
-  /** Deleted this pass (404). */
-  gone: string[];
-  /** Our cold migrations at VERIFY_RESIZE on their destination. */
-  confirmResize: string[];
-}
+export type Departures = Pick<
+  Plan,
+  "done" | "movedByOthers" | "gone" | "confirmResize"
+>;
 
 /** Departures: VMs tracked, or migrating from here, that are no longer listed. */
 export function departures(
@@ -419,8 +408,7 @@ function departed(
       acc.inFlight.push(inFlightEntry(id, entry, "cold", record, nowMs));
       return;
     }
-    // Someone else's resize: only its owner may confirm or revert it, and
-    // a revert brings the VM back here. The host is not empty until then.
+    // Someone else's resize: only its owner confirms or reverts it (a revert brings it back).
     acc.outstanding.push(id);
     acc.summary.needsPerson++;
     acc.skipped.push({
@@ -457,10 +445,7 @@ function departed(
   else out.movedByOthers.push(id);
 }
 
-/**
- * A departed VM still showing a migration task: in flight while it
- * finishes, skipped once the task outlived its record (stalled.ts).
- */
+/** A departed VM still showing a migration task: in flight, or skipped once the task outlived its record. */
 function stillFinishing(
   input: PlanInput,
   records: Records,
@@ -495,11 +480,7 @@ function stillFinishing(
   return true;
 }
 
-/**
- * Pick starts: largest first (LPT shortens the whole drain), as many as
- * the limit, the cluster budget and Nova's own live limit leave; a VM
- * retried after an aborted copy alone and last (plan_converge.ts).
- */
+/** Starts, largest first (LPT shortens the whole drain), as many as the limit, the budget and Nova's live limit leave. */
 export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
   const alone = retryAlone(acc.ready, acc.inFlight, acc.aborted);
   for (const h of alone.held) {
@@ -541,8 +522,7 @@ export function pickStarts(input: PlanInput, acc: PlanAcc): StartAction[] {
 }
 
 /**
- * At most `slots` starts in order, at most `liveSlots` of them live (Nova's
- * per-host limit is on live migrations only).
+ * At most `slots` starts in order, at most `liveSlots` of them live (Nova limits live ones only).
  *
  * @example
  * ```ts

@@ -1,6 +1,5 @@
 /**
- * The planner's input and output types, below plan.ts and plan_steps.ts.
- *
+ * The planner's input and output types.
  * @module
  */
 
@@ -35,7 +34,6 @@ export interface FailureReport {
   attempts: number;
   /** True when the VM will not be retried any more (until a person asks). */
   exhausted: boolean;
-  /** Whether the cause may go away by itself. */
   transient: boolean;
 }
 
@@ -44,7 +42,6 @@ export type Planner = (input: PlanInput) => Plan;
 
 /** Everything one pass of the planner looks at. */
 export interface PlanInput {
-  /** The compute service host being drained (`OS-EXT-SRV-ATTR:host`). */
   host: string;
   /** The VMs listed on the host this pass. Duplicates (pagination) are ignored. */
   servers: readonly ObservedServer[];
@@ -52,31 +49,21 @@ export interface PlanInput {
   migrations: readonly ObservedMigration[];
   /** `GET /servers/{id}` answers for the ids of {@linkcode departedIds}. */
   departed: readonly DepartedServer[];
-  /** The Eviction's current status (undefined on the first pass). */
   status: EvictionStatus | undefined;
-  /** Resolved per-host limit: an integer >= 0. */
   limit: number;
   limitSource: LimitSource;
   /** New migrations the cluster budget allows now; Infinity when unbounded. */
   clusterBudgetLeft: number;
   now: Date;
   options: PlanOptions;
-  /** metadata.generation of the Eviction, copied to observedGeneration. */
   generation?: number;
   /** Why no migration may start this pass; everything else still happens. */
   holdStarts?: string;
-  /**
-   * When each in-flight copy began (memory.ts `copyStartsSeen`): the
-   * migration timeout runs from there; written to the status for a restart.
-   */
+  /** When each in-flight copy began: its timeout runs from there. */
   copyStartedAtMs?: ReadonlyMap<string, number>;
   /** Nova's own limit on the host's live migrations, when seen: no budget is spent on its queue. */
   novaLiveLimit?: number;
-  /**
-   * Live migrations started beyond `novaLiveLimit` (default 0): without a
-   * cluster budget a queued one costs nothing and starts the moment one
-   * ends, sooner than the next look would.
-   */
+  /** Live starts beyond `novaLiveLimit` (default 0): without a cluster budget a queued one costs nothing. */
   novaQueueAhead?: number;
   /** What this process knows of the answers to its starts, by server id. */
   starts?: ReadonlyMap<string, StartNote>;
@@ -106,7 +93,6 @@ export type { ConvergenceRequest };
 /** A VM's backoff after unanswered starts ({@linkcode PlanInput.startBackoff}). */
 export interface StartBackoff {
   count: number;
-  /** Not started again before this (epoch ms). */
   retryAtMs: number;
 }
 
@@ -115,9 +101,7 @@ export interface StartAction {
   id: string;
   /** live: `os-migrateLive` with host null, block_migration auto; cold: `migrate`. */
   kind: MigrationKind;
-  /** Flavor RAM, for logs and the order. */
   ramMb: number;
-  /** 1 for the first attempt, n for the n-th. */
   attempt: number;
 }
 
@@ -127,7 +111,6 @@ export interface AbortAction {
   migrationId: string;
   /** Past the flat timeout (`stuck`), past its convergence bound (`timeout`), or asked by a person. */
   reason: "stuck" | "timeout" | "requested";
-  /** Who asked, for `requested`. */
   requestedBy?: string;
 }
 
@@ -143,11 +126,7 @@ export interface ForceCompleteAction {
 export type NotConvergingReport = NotConvergingCopy;
 
 /** What became of a person's request (Eviction status.actions). */
-export interface RequestOutcome {
-  server: string;
-  action: "ForceComplete" | "Abort";
-  requestedBy: string;
-  requestedAt: string;
+export interface RequestOutcome extends ConvergenceRequest {
   outcome: "Sent" | "NotInFlight" | "Refused";
   message: string;
 }
@@ -156,11 +135,8 @@ export interface RequestOutcome {
 export interface StuckReport {
   id: string;
   kind: MigrationKind;
-  /** The record, when Nova showed one. */
   migrationId?: string;
-  /** When it started (status.inFlight[].startedAt). */
   startedAt: string;
-  /** Seconds since then. */
   elapsedSeconds: number;
 }
 
@@ -178,7 +154,6 @@ export interface Plan {
   start: StartAction[];
   /** Our cold migrations in VERIFY_RESIZE: confirm them (nobody else's). */
   confirmResize: string[];
-  /** Stuck live migrations to abort (only with abortStuckMigrations). */
   abort: AbortAction[];
   forceComplete: ForceCompleteAction[];
   notConverging: NotConvergingReport[];
@@ -189,15 +164,13 @@ export interface Plan {
   done: string[];
   /** VMs that left the host this pass, moved by someone else (not counted). */
   movedByOthers: string[];
-  /** VMs deleted this pass (404). */
+  /** Deleted this pass (404). */
   gone: string[];
-  /** Failures seen this pass: an attempt that failed, or a VM newly in ERROR. */
   failed: FailureReport[];
   /** Every VM left alone now (being deleted, or needing a person). */
   skipped: EvictionStatusSkippedItem[];
   /** VMs on the host that the previous pass did not know (they join the queue). */
   newlyFound: string[];
-  /** VMs that stay on the host for now, by id. */
   waiting: WaitingVm[];
   /** Migrations in flight once the starts are made. */
   inFlightCount: number;
@@ -211,15 +184,10 @@ export interface Plan {
   arriving: string[];
   /** The earliest time a VM in backoff may be retried (epoch ms), if any. */
   nextRetryAtMs: number | undefined;
-  /**
-   * Under a policy that acts on copies (Abort, ForceComplete): the earliest
-   * bound, from its start, of a live start Nova shows no copy of yet; the
-   * next look comes no later (epoch ms).
-   */
+  /** The earliest bound of a live start Nova shows no copy of yet: the next look comes no later (epoch ms). */
   lookByMs?: number;
   /** The next status, every start in inFlight: written before the starts are issued. */
   next: EvictionStatus;
-  /** How the VMs not in flight stand. */
   summary: DrainSummary;
 }
 
@@ -233,7 +201,6 @@ export interface HostView {
 
 /** The host's migration records, latest per VM, and those arriving here. */
 export interface Records {
-  /** Per VM, its latest record from the host and the one in progress. */
   latest: ReadonlyMap<string, VmRecords>;
   /** Per VM, the migration towards the host in progress. */
   incoming: ReadonlyMap<string, ObservedMigration>;

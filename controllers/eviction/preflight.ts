@@ -1,7 +1,5 @@
 /**
- * Preflight of a drain: find the host's compute service, disable it
- * (marked as ours), record it.
- *
+ * Preflight of a drain: find the host's compute service, disable it (marked as ours), record it.
  * @module
  */
 
@@ -33,24 +31,18 @@ export type PreflightOutcome =
 
 /** What {@linkcode preflight} looks at. */
 export interface PreflightInput {
-  /** The compute host (the Hypervisor's name). */
   host: string;
   /** The Eviction's spec.reason. */
   reason: string;
-  /** The Hypervisor object, if any. */
   hypervisor: Hypervisor | undefined;
-  /** The Eviction's status so far. */
   status: EvictionStatus;
   now: Date;
-  /** metadata.generation of the Eviction. */
   generation: number | undefined;
 }
 
 /**
- * Runs the preflight. A host that never registered ends at once with
- * nothing drained (NotInNova, not Succeeded: the name may be a typo); a
- * registered host Nova no longer knows fails. A service disabled already
- * is kept as it is (the finalizer re-enables only ours).
+ * Runs the preflight. A host that never registered ends at once (NotInNova, not Succeeded:
+ * the name may be a typo); a service disabled already is kept (the finalizer re-enables only ours).
  *
  * @example
  * ```ts ignore
@@ -65,41 +57,32 @@ export async function preflight(
 ): Promise<PreflightOutcome> {
   const service = await nova.findComputeService(input.host, signal);
   if (service === undefined) return withoutService(input);
-  let disabledNow = false;
-  let status: EvictionStatus = input.status;
-  if (service.status === "enabled") {
+  const disabledNow = service.status === "enabled";
+  if (disabledNow) {
     await nova.setComputeServiceStatus(
       service.id,
       false,
       ourDisabledReason(input.reason),
       signal,
     );
-    disabledNow = true;
-    status = setOne(
-      input,
-      status,
-      CONDITION_HYPERVISOR_DISABLED,
-      "True",
-      REASON_DISABLED,
-      `compute service ${service.id} disabled: ${
-        ourDisabledReason(input.reason)
-      }`,
-    );
-  } else {
-    const ours = disabledByUs(service.disabledReason);
-    status = setOne(
-      input,
-      status,
-      CONDITION_HYPERVISOR_DISABLED,
-      "True",
-      ours ? REASON_DISABLED : REASON_ALREADY_DISABLED,
-      ours
-        ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
-        : `compute service ${service.id} was already disabled by someone else (${
-          JSON.stringify(service.disabledReason ?? "")
-        }); it will not be re-enabled`,
-    );
   }
+  const ours = disabledNow || disabledByUs(service.disabledReason);
+  let status = setOne(
+    input,
+    input.status,
+    CONDITION_HYPERVISOR_DISABLED,
+    "True",
+    ours ? REASON_DISABLED : REASON_ALREADY_DISABLED,
+    disabledNow
+      ? `compute service ${service.id} disabled: ${
+        ourDisabledReason(input.reason)
+      }`
+      : ours
+      ? `compute service ${service.id} disabled by evictor: ${service.disabledReason}`
+      : `compute service ${service.id} was already disabled by someone else (${
+        JSON.stringify(service.disabledReason ?? "")
+      }); it will not be re-enabled`,
+  );
   status = setOne(
     input,
     status,
@@ -119,7 +102,6 @@ export async function preflight(
   };
 }
 
-/** One condition set on a status, at the input's time and generation. */
 function setOne(
   input: PreflightInput,
   status: EvictionStatus,

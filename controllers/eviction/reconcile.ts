@@ -1,9 +1,5 @@
 /**
- * One pass of a drain: the phases of `mod.ts`, in that order. Each reads
- * the pass and returns a Step that `apply` (pass.ts) makes the pass's and
- * its drain record's; the status is then written once (record), whatever
- * phase ended the pass.
- *
+ * One pass of a drain: the phases of `mod.ts`, in that order.
  * @module
  */
 
@@ -74,9 +70,7 @@ export type { EvictionClock, EvictionPassDeps } from "./pass.ts";
 export { planOptionsFor } from "./pass.ts";
 
 /**
- * Runs one pass of the drain of `ctx.object`. Never throws for a single
- * VM's trouble; an observation error (a list call) throws a TemporaryError
- * that keeps the poll interval.
+ * Runs one pass of the drain of `ctx.object`; never throws for a single VM's trouble.
  *
  * @example
  * ```ts ignore
@@ -95,8 +89,7 @@ export async function reconcileEviction(
     (end): { end: PassEnd } => ({ end }),
     (error: unknown): { error: unknown } => ({ error }),
   );
-  // Record: after a failed phase, what the pass kept (the preflight's
-  // result), never starts that were not issued.
+  // After a failed phase: what the pass kept, never starts that were not issued.
   const written = record(pass, pass.status);
   if ("error" in ran) {
     await written.catch(() => {});
@@ -238,16 +231,11 @@ async function fullPass(
     acted = true;
     return { plan, fingerprint, before, records };
   } finally {
-    // whatever failed before act gives back the budget it claimed or reserved
     if (!acted) giveBack(pass, held);
   }
 }
 
-/**
- * The plan with Nova's words for its failures (one read per failure: rare,
- * so the starts may wait), Nova's limit (an Event when first seen) and
- * whether the drain plans from Nova's notifications.
- */
+/** The plan with Nova's words for its failures (rare: the starts may wait), Nova's limit and the notifications. */
 async function explained(
   pass: Pass,
   planned: Plan,
@@ -299,10 +287,7 @@ function withNotificationsShown(pass: Pass, plan: Plan): Plan {
   return { ...plan, next: { ...plan.next, conditions } };
 }
 
-/**
- * Report: Events and metrics of the pass; a consumed retry annotation is
- * removed (after the write, so the re-arm is recorded).
- */
+/** Events and metrics of the pass; a consumed retry annotation is removed after the write. */
 async function report(
   pass: Pass,
   plan: Plan,
@@ -310,13 +295,7 @@ async function report(
 ): Promise<void> {
   const { ctx, deps, host } = pass;
   const reported = reportPass(
-    {
-      host,
-      plan,
-      before,
-      next: plan.next,
-      now: new Date(deps.clock.now()),
-    },
+    { host, plan, before, next: plan.next, now: new Date(deps.clock.now()) },
     deps.metrics,
     pass.log,
   );
@@ -335,8 +314,6 @@ async function report(
       );
     } catch (err) {
       if (err instanceof ApiError && err.status === 422) {
-        // A newer retry request came during the pass: it stays, and the
-        // next pass applies it.
         pass.log.info({}, "a newer retry request waits for the next pass");
         ctx.enqueue(EvictionKind, ctx.key);
         return;

@@ -1,7 +1,5 @@
 /**
- * What a pass tells people: Events on the Eviction and the controller's
- * metrics, for the plan's outcomes.
- *
+ * What a pass tells people: Events on the Eviction and the controller's metrics.
  * @module
  */
 
@@ -14,11 +12,9 @@ import { notConvergingText } from "./conditions.ts";
 
 /** An Event to record on the Eviction. */
 export interface PendingEvent {
-  /** Normal or Warning. */
   type: "Normal" | "Warning";
-  /** CamelCase reason. */
+  /** CamelCase. */
   reason: string;
-  /** Message. */
   message: string;
   /** A routine summary: one Event per reason, updated (framework/events.ts). */
   series?: boolean;
@@ -26,21 +22,15 @@ export interface PendingEvent {
 
 /** What {@linkcode reportPass} looks at. */
 export interface PassReport {
-  /** The drained host. */
   host: string;
-  /** The plan. */
   plan: Plan;
-  /** The status before the pass. */
   before: EvictionStatus;
-  /** The status after it. */
   next: EvictionStatus;
-  /** The pass's time. */
   now: Date;
 }
 
 /**
- * Counts the pass's outcomes in the metrics and returns the Events to
- * record, and whether the drain finished (settled) or reopened this pass.
+ * Counts the pass's outcomes in the metrics; returns the Events, and whether the drain finished or reopened.
  *
  * @example
  * ```ts ignore
@@ -157,11 +147,7 @@ function instanceEvents(r: PassReport, events: PendingEvent[]): void {
   }
 }
 
-/**
- * A copy newly not converging (once per copy, not every pass), each
- * person's request with who asked and what became of it, and a VM left
- * for a person at the policy's maxAbortedTries.
- */
+/** A copy newly not converging (once per copy), each person's request, and a VM left for a person. */
 function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
   const { plan } = r;
   const marked = new Set(
@@ -197,7 +183,6 @@ function convergenceEvents(r: PassReport, events: PendingEvent[]): void {
   }
 }
 
-/** The drain finished (settled) or reopened this pass. */
 function drainEvents(
   r: PassReport,
   metrics: EvictionMetrics,

@@ -1,9 +1,5 @@
 /**
- * A person's requests for VMs in flight (Eviction `spec.actions`, appended
- * by `kubectl evictor force-complete|abort`) against what became of them
- * (`status.actions`): the planner acts on the requests without an outcome.
- * Pure.
- *
+ * A person's requests for VMs in flight (`spec.actions`) against their outcomes (`status.actions`).
  * @module
  */
 
@@ -15,9 +11,8 @@ export interface ConvergenceRequest {
   /** The VM, by Nova server id or name. */
   server: string;
   action: RequestedAction;
-  /** The user who asked. */
   requestedBy: string;
-  /** When (ISO date-time). */
+  /** ISO date-time. */
   requestedAt: string;
 }
 
@@ -46,12 +41,9 @@ export function answers(
 }
 
 /**
- * The requests that have no outcome yet, in the order they were made.
- * Each outcome answers one request: the one at its own index when that
- * matches (spec.actions is append-only and outcomes are recorded in
- * order), else the earliest unanswered one with the same server, action,
- * requestedBy (and requestedAt when the outcome carries it), so a status
- * list that was trimmed or written out of order still matches.
+ * The requests without an outcome, in order. An outcome answers the request
+ * at its own index when that matches, else the earliest unanswered matching
+ * one (a trimmed or reordered status list still matches).
  *
  * @example
  * ```ts

@@ -1,8 +1,5 @@
 /**
- * The retry annotation (`kubectl evictor retry`): server ids, or `*`, whose
- * failures the next pass forgets (a permanent one too: a person asked).
- * An annotation, so that the request is audited and RBAC-checked.
- *
+ * The retry annotation (`kubectl evictor retry`): an annotation, so the request is audited and RBAC-checked.
  * @module
  */
 
@@ -10,12 +7,11 @@ import type { EvictionStatus } from "../../models/mod.ts";
 import { UNSUPPORTED_PREFIX } from "./classify.ts";
 import { abortedOf, withAborted } from "./plan_converge.ts";
 
-/** The annotation key. */
+/** The retry annotation's key: server ids, or `*`. */
 export const RETRY_ANNOTATION = "evictor.kvm.cloud.sap/retry";
 
 /** What a retry request did. */
 export interface RetryOutcome {
-  /** The status with the re-armed VMs' failures removed. */
   status: EvictionStatus;
   /** Failed (or skipped as not live-migratable) VMs re-armed, sorted. */
   rearmed: string[];
@@ -24,9 +20,7 @@ export interface RetryOutcome {
 }
 
 /**
- * Applies a retry request to a status: the named VMs leave `status.failed`
- * (and `status.skipped` when Nova had refused to move them live, and
- * `status.aborted` when their copies were aborted for not converging).
+ * Applies a retry request: the named VMs leave `status.failed`, `skipped` (not live-migratable) and `aborted`.
  *
  * @example
  * ```ts
@@ -68,11 +62,9 @@ export function applyRetry(
 
 /** One operation of a JSON patch (RFC 6902). */
 export interface JsonPatchOp {
-  /** test or remove. */
   op: "test" | "remove";
   /** JSON pointer. */
   path: string;
-  /** For test: the value that must be there. */
   value?: string;
 }
 

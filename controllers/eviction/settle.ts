@@ -1,18 +1,13 @@
 /**
- * How long a deleted drain waits for what the planner holds in flight
- * (finalize.ts: the drain's plan at limit 0): a migration whose record
- * from the host shows no progress for `stalledAfterMs` stops counting, so
- * that an unknown or stuck status holds no finalizer and no budget slot
- * forever. Progress is a change of the record's status or `updated_at`
- * since we first saw it so, on our clock, never against Nova's.
- *
+ * A deleted drain's wait for its migrations in flight: one whose record shows no progress
+ * for `stalledAfterMs` (our clock) stops counting, so no stuck status holds a finalizer forever.
  * @module
  */
 
 import type { ObservedMigration } from "../../openstack/informer/snapshot.ts";
 import { latestRecords } from "../../openstack/informer/nova_records.ts";
 
-/** When each VM's record in progress was first seen in its current state. */
+/** When each VM's record in progress was first seen in its current state (status or `updated_at`). */
 export type ProgressMarks = ReadonlyMap<
   string,
   { sig: string; sinceMs: number }
@@ -21,20 +16,15 @@ export type ProgressMarks = ReadonlyMap<
 /** A VM in flight, with its record from the host (in progress, else latest). */
 export type Settling = { id: string; record?: ObservedMigration | undefined };
 
-/** The in-flight VMs counted, those stalled, and the marks to keep. */
+/** The in-flight VMs counted (against the cluster budget too), those stalled, and the marks to keep. */
 export interface SettleLook {
-  /** Counted (against the cluster budget too). */
   counted: Settling[];
-  /** Without progress for the bound: not counted. */
   stalled: Settling[];
-  /** For the next look (VMs with a record in progress). */
   marks: Map<string, { sig: string; sinceMs: number }>;
 }
 
 /**
- * Splits the plan's in-flight VMs into counted and stalled; one without a
- * record in progress (ours awaiting confirmation, a start Nova has not
- * listed yet) never stalls: the planner releases it by its own rules.
+ * Splits the in-flight VMs into counted and stalled; one without a record in progress never stalls.
  *
  * @example
  * ```ts

@@ -1,11 +1,7 @@
 /**
- * A migration that Nova ended while its server still shows the task. Real
- * Zed leaves a live migration so when `post_live_migration_at_destination`
- * fails (Neutron answering 401 to an expired token): the record completes,
- * the server keeps task_state migrating on the source, and Nova never
- * moves on by itself. Nothing is copying, so the VM holds no slot; Nova
- * refuses a new start (409) until a person resets its state.
- *
+ * A migration Nova ended while its server still shows the task: real Zed does so when
+ * `post_live_migration_at_destination` fails (Neutron 401 on an expired token), and
+ * refuses a new start (409) until a person resets the state. It holds no slot.
  * @module
  */
 
@@ -27,11 +23,8 @@ import { recordName } from "../../openstack/informer/nova_records.ts";
 export const STALLED_PREFIX = "migration ended, task stuck: ";
 
 /**
- * How long a server may show a task after its record ended: the record's
- * time is Nova's (read on our clock within `clockSkewMs`), and Nova's
- * views may disagree for as long as the drain's settle allowance. Real
- * Nova clears the task before it ends the record: only a raced look sees
- * both.
+ * How long a server may show a task after its record ended: the clock skew plus the
+ * settle allowance (real Nova clears the task first: only a raced look sees both).
  *
  * @example
  * ```ts
@@ -45,11 +38,8 @@ export function stallBoundMs(options: PlanOptions): number {
 }
 
 /**
- * Since when (our clock) the server shows a task its latest record from
- * the host says has ended, else undefined (no task, a record in progress,
- * none, or one of another kind: a new task not recorded yet). A later
- * start of ours (`ownStartMs`) is counted from instead: Nova shows a
- * retry's task before it writes the retry's record.
+ * Since when (our clock) the server shows a task its latest record says has ended.
+ * A later start of ours counts instead: Nova shows a retry's task before its record.
  *
  * @example
  * ```ts
@@ -79,10 +69,8 @@ export function stalledSinceMs(
 }
 
 /**
- * The `status.skipped` reason for a server whose task outlived its record
- * by more than {@linkcode stallBoundMs} (from a later start of ours, its
- * in-flight `entry`), naming the server, the record and what a person
- * does; else undefined (it still counts in flight).
+ * The `status.skipped` reason for a server whose task outlived its record by more
+ * than {@linkcode stallBoundMs}; else undefined (it still counts in flight).
  *
  * @example
  * ```ts

@@ -1,7 +1,5 @@
 /**
- * Gauges of the Evictions as they stand, from the cache at scrape time:
- * every replica reports the same values (queries take `max` across pods).
- *
+ * Gauges of the Evictions from the cache at scrape time: every replica reports the same (queries take `max`).
  * @module
  */
 
@@ -39,17 +37,12 @@ export const EVICTION_STATES = [
 /** One Eviction's series. */
 export interface EvictionSeries {
   eviction: string;
-  /** The Evicting condition's reason, Pending before it is set. */
   state: string;
-  /** status.effectiveLimit, when set. */
   limit: number | undefined;
-  /** status.predictedMakespanSeconds, when set. */
   predictedSeconds: number | undefined;
   /** From startedAt to the drain's end, or to now while it runs. */
   elapsedSeconds: number | undefined;
-  /** Memory left to copy of each live copy in flight, as last read. */
   remainingBytes: { server: string; bytes: number }[];
-  /** Live copies in flight past their progress or completion bound. */
   notConverging: number;
 }
 
@@ -58,7 +51,6 @@ export interface EvictionGaugeValues {
   /** Evictions per state, every state of {@linkcode EVICTION_STATES} listed. */
   byState: Map<string, number>;
   perEviction: EvictionSeries[];
-  /** The policy's clusterMaxConcurrentMigrations, if any. */
   clusterBudget: number | undefined;
 }
 
@@ -111,8 +103,7 @@ export function evictionGaugeValues(
 }
 
 /**
- * Registers the gauges on `registry`; `read` gives the cache's Evictions
- * and policy at scrape time.
+ * Registers the gauges; `read` gives the cache's Evictions and policy at scrape time.
  *
  * @example
  * ```ts
@@ -183,7 +174,6 @@ function copyGauges(
   });
 }
 
-/** Evictions by state, and each Eviction's state. */
 function stateGauges(
   registers: Registry[],
   values: () => EvictionGaugeValues,

@@ -1,6 +1,5 @@
 /**
  * Whether two Eviction statuses are the same (status is written only when changed).
- *
  * @module
  */
 

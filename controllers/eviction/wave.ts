@@ -1,9 +1,6 @@
 /**
- * Waves: a drain starts migrations only while every other pending
- * Eviction's compute service is disabled, so Nova cannot place a VM on a
- * host about to be drained (moving it twice). The wait is bounded per
- * member, so one that never disables holds nobody past the bound.
- *
+ * Waves: a drain starts only while every other pending Eviction's service is disabled, so
+ * Nova places no VM on a host about to be drained (moving it twice); bounded per member.
  * @module
  */
 
@@ -32,8 +29,7 @@ export type WaveDecision =
   | { go: false; pending: string[]; overdue: string[]; waitMs: number };
 
 /**
- * The other members of `self`'s wave not yet disabled (unfinished, not
- * deleted, not a duplicate, preflight not failed).
+ * The other members of `self`'s wave not yet disabled.
  *
  * @example
  * ```ts
@@ -72,9 +68,8 @@ function preflightFailed(e: Eviction): boolean {
 }
 
 /**
- * May `self` (disabled) start migrations? Not while a member is enabled,
- * for at most `settleMs` from when this drain began waiting or first saw
- * that member, whichever is later.
+ * May `self` start migrations? Not while a member is enabled, for at most `settleMs`
+ * from when this drain began waiting or first saw that member, whichever is later.
  *
  * @example
  * ```ts
