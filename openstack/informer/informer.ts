@@ -1,7 +1,6 @@
 /**
  * What a drain knows of its host's Nova state: a pass states what it needs
  * ({@linkcode LookNeed}), the informer decides whether to list.
- *
  * @module
  */
 
@@ -9,6 +8,7 @@ import type { ListRequest, NovaLister } from "./lister.ts";
 import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
 import { latestRecords } from "./nova_records.ts";
+import { waitingInNova } from "./nova_states.ts";
 import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
 import type { CopyProgress } from "./progress_types.ts";
 
@@ -16,7 +16,7 @@ import type { CopyProgress } from "./progress_types.ts";
 export interface StartProbe {
   id: string;
   state: "pending" | "accepted" | "refused" | "conflict" | "unknown";
-  /** Nova's message (a refusal's). */
+  /** A refusal's. */
   message?: string;
   issuedAtMs?: number;
   answeredAtMs?: number;
@@ -24,7 +24,6 @@ export interface StartProbe {
 
 /** What a pass needs of its host. */
 export interface LookNeed extends ListRequest {
-  /** The drain's starts, against which a view is checked. */
   starts: Iterable<StartProbe>;
   /** By when each end of ours should be heard of; a view still showing it moving looks. */
   endsBy?: ReadonlyMap<string, number> | undefined;
@@ -48,10 +47,8 @@ export const RELIST_POLLS = 30;
 
 /**
  * How old (drain clock ms) a planned-from view may be: the relist interval
- * while the drain has a copy with no end-by time (`unended`),
- * else no less than the finished check. A migration with one is looked
- * for once it is overdue (the trust rule), so the relist need not bound
- * how long a lost end holds its slot.
+ * while a copy has no end-by time (`unended`), else no less than the
+ * finished check (an end-by time bounds how long a lost end holds a slot).
  *
  * @example
  * ```ts
@@ -69,9 +66,7 @@ export function relistAgeMs(timing: InformerTiming, unended: number): number {
 
 /**
  * The migrations of ours `seen` shows copying (past Nova's queue) with no
- * end-by time in `need` (started since the pacing model last timed them):
- * a lost end of those only a relist finds. A queued copy waits behind a
- * copy with one; a start not heard of yet is probed (feed_trust.ts).
+ * end-by time in `need`: a lost end of those only a relist finds.
  *
  * @example
  * ```ts
@@ -96,14 +91,11 @@ export function unendedCopies(
 ): number {
   const records = latestRecords(seen.migrations, need.host);
   return (need.status.inFlight ?? []).filter((e) => {
-    const status = records.get(e.id)?.inProgress?.status.toLowerCase();
-    return status !== undefined && !QUEUED.has(status) &&
+    const status = records.get(e.id)?.inProgress?.status;
+    return status !== undefined && !waitingInNova(status) &&
       need.endsBy?.has(e.id) !== true;
   }).length;
 }
-
-/** Record statuses of a live migration still in Nova's queue. */
-const QUEUED: ReadonlySet<string> = new Set(["accepted", "queued"]);
 
 /** Whether a drain's notified view is trusted, or demoted (its NovaNotifications condition). */
 export type NotificationStanding =
@@ -137,11 +129,7 @@ export interface HostInformer {
   /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
   takeWarnings(key: string): InformerWarning[];
-  /**
-   * The drain's live copies' progress, by server id: Nova's record read
-   * for the copies due (progress.ts), the last read for the others; a
-   * failed read keeps the last and never fails the pass.
-   */
+  /** The live copies' progress by server id, read for the copies due (progress.ts). */
   progress(
     key: string,
     need: ProgressNeed,
