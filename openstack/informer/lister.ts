@@ -1,7 +1,6 @@
 /**
  * The informer's lister: every call the informer makes to Nova, and
  * Nova's per-host limit learned from every list of migrations.
- *
  * @module
  */
 
@@ -112,7 +111,7 @@ export class NovaLister {
       migrations,
       departed: looked.filter((d) => d !== undefined),
       listedAtMs,
-      ...this.#limitOf(host),
+      ...this.limitOf(host),
     };
   }
 
@@ -165,7 +164,8 @@ export class NovaLister {
     return this.#limits.get(host);
   }
 
-  #limitOf(host: string): { novaLimit?: number } {
+  /** {@linkcode novaLimit} as an observation's field. */
+  limitOf(host: string): { novaLimit?: number } {
     const limit = this.#limits.get(host);
     return limit === undefined ? {} : { novaLimit: limit };
   }

@@ -1,9 +1,6 @@
 /**
  * The informer fed by Nova's notifications: a view of each draining host,
  * listed once and kept by events buffered from before the list began.
- * Events that free a slot or bring a VM wake the drain; a feed state change
- * wakes every drain.
- *
  * @module
  */
 
@@ -54,9 +51,8 @@ const WAKING: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether an event taken into `host`'s view wakes its drain: a step's end
- * on the host (or of a VM `listedHere`), a VM at rest on the host, or the
- * first step of a migration towards it.
+ * Whether an event taken into `host`'s view wakes its drain: a step's end on
+ * it (or of a VM `listedHere`), a VM at rest on it, or a migration towards it.
  *
  * @example
  * ```ts
@@ -100,7 +96,7 @@ export function wakesDrain(
 interface Watch {
   host: string;
   view: WatchedHost | undefined;
-  /** Set while a list is under way: its stamp and the events since. */
+  /** While a list is under way: its stamp and the events since. */
   listing: { stamp: ListStamp; buffer: NovaNotification[] } | undefined;
   /** VMs a relist found ahead of the view: wrong only if no event comes by `untilMs` (lag). */
   lagging: Map<string, { diff: FactDiff; untilMs: number; heard: boolean }>;
@@ -146,13 +142,13 @@ export class NotifiedInformer implements HostInformer {
   readonly #wake: (key: string) => void;
   readonly #now: () => number;
   readonly #watches = new Map<string, Watch>();
-  /** Drains woken by an event that no look has taken in yet. */
+  /** Woken by an event no look has taken in yet. */
   readonly #woken = new Set<string>();
   readonly #stop: Array<() => void>;
   readonly #trust: FeedTrust;
   readonly #hooks: InformerHooks;
   readonly #pollMs: number;
-  /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
+  /** By drain: VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
   readonly #progress: ProgressReads;
 
@@ -204,7 +200,6 @@ export class NotifiedInformer implements HostInformer {
     this.#judgeLag(key, watch, now);
     const missed = view.missedMoves();
     if (missed.length > 0) {
-      // The view contradicts itself: it missed a migration's events.
       this.#trust.relisted(
         key,
         false,
@@ -287,7 +282,11 @@ export class NotifiedInformer implements HostInformer {
         const vouched = this.#vouches(key, view, seen, need.endsBy);
         this.#untold.set(key, vouched.untold);
         if (vouched.ok) {
-          return { ...seen, fromView: true, ...this.#limitOf(view.host) };
+          return {
+            ...seen,
+            fromView: true,
+            ...this.#lister.limitOf(view.host),
+          };
         }
       }
     }
@@ -318,16 +317,7 @@ export class NotifiedInformer implements HostInformer {
     return this.#lister.migrations(host, since, signal);
   }
 
-  #limitOf(host: string): { novaLimit?: number } {
-    const limit = this.#lister.novaLimit(host);
-    return limit === undefined ? {} : { novaLimit: limit };
-  }
-
-  /**
-   * Whether `seen` may ground the plan (the trust rule, docs/drain.md):
-   * not with a VM here no list vouches for, an end of ours overdue, or a
-   * live migration without a record for a poll interval (maybe `queued`).
-   */
+  /** Whether `seen` may ground the plan (the trust rule, docs/drain.md). */
   #vouches(
     key: string,
     view: WatchedHost,
@@ -415,7 +405,6 @@ export class NotifiedInformer implements HostInformer {
     const view = new WatchedHost(watch.host, list, stamp);
     const now = this.#now();
     this.#judgeLag(key, watch, now);
-    // VMs of waking events that came while the list ran
     const woke = new Set<string | undefined>();
     for (const n of watch.listing.buffer) {
       if (!view.apply(n)) continue;
