@@ -1,7 +1,6 @@
 /**
  * When the host views of one notification feed may be planned from (the
  * view's trust, docs/drain.md). Times are on the drain's clock.
- *
  * @module
  */
 

@@ -2,7 +2,6 @@
  * The first look after a start: a start can fail within a second
  * (NoValidHost), so it is looked at a poll interval after it was issued,
  * not only when the model expects its copy to end.
- *
  * @module
  */
 

@@ -1,7 +1,6 @@
 /**
  * Metrics of what the informer finds wrong with itself, registered in
  * both modes so the alerts' series exist from the start.
- *
  * @module
  */
 

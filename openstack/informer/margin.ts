@@ -2,7 +2,6 @@
  * How long after a migration's predicted end to look: an early look
  * spends calls and idles the slot a poll interval, a late one idles it
  * from the end; the margin that idles least, early looks capped.
- *
  * @module
  */
 

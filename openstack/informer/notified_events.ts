@@ -4,7 +4,6 @@
  * status each migration step leaves (checked against Nova Zed's
  * `compute/manager.py` and `conductor/manager.py`). Nova sends no event
  * when a queued migration begins to prepare, nor when the copy starts.
- *
  * @module
  */
 

@@ -5,7 +5,6 @@
  * drain's first minutes); the rate is a simulator's time scale, 1 in
  * production. The offset is applied only at one rate: a drifting one
  * would move every record by a growing amount.
- *
  * @module
  */
 

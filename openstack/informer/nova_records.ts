@@ -1,7 +1,6 @@
 /**
  * What Nova's lists say of a host's VMs, read the same way by the planner
  * and by the notified view.
- *
  * @module
  */
 

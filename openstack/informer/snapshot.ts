@@ -1,6 +1,5 @@
 /**
  * What a look at one host shows of Nova, as the planner takes it.
- *
  * @module
  */
 
