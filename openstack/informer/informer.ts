@@ -170,7 +170,7 @@ export class PollingInformer implements HostInformer {
     return this.#lister.list(need);
   }
 
-  cached(): boolean {
+  cached(_key?: string): boolean {
     return false;
   }
 
@@ -182,19 +182,19 @@ export class PollingInformer implements HostInformer {
     return this.#lister.migrations(host, since, signal);
   }
 
-  woken(): boolean {
+  woken(_key?: string): boolean {
     return false;
   }
 
-  watching(): boolean {
+  watching(_key?: string): boolean {
     return false;
   }
 
-  takeWarnings(): InformerWarning[] {
+  takeWarnings(_key?: string): InformerWarning[] {
     return [];
   }
 
-  notifications(): undefined {
+  notifications(_key?: string): NotificationStanding | undefined {
     return undefined;
   }
 

@@ -20,20 +20,17 @@ import { type FactDiff, factDiffs, planFacts } from "./view_diff.ts";
 import { inFlightKindOfServer } from "./nova_states.ts";
 import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
 import {
-  type HostInformer,
   type InformerTiming,
   type InformerWarning,
   type LookNeed,
   type NotificationStanding,
+  PollingInformer,
   relistAgeMs,
   type StartProbe,
   unendedCopies,
 } from "./informer.ts";
 import type { NovaLister } from "./lister.ts";
-import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
-import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
-import type { CopyProgress } from "./progress_types.ts";
 
 /**
  * Events that end a step a drain waits for. Not `post_dest.end`: the
@@ -135,7 +132,7 @@ const NO_HOOKS: InformerHooks = { differed() {}, demoted() {} };
  * const seen = await informer.look("ev", need); // listed: the view from now on
  * ```
  */
-export class NotifiedInformer implements HostInformer {
+export class NotifiedInformer extends PollingInformer {
   readonly #feed: NotificationFeed;
   readonly #lister: NovaLister;
   readonly #timing: InformerTiming;
@@ -150,7 +147,6 @@ export class NotifiedInformer implements HostInformer {
   readonly #pollMs: number;
   /** By drain: VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
-  readonly #progress: ProgressReads;
 
   /** `wake(key)` runs a drain's pass at once; `now` is the drain's clock. */
   constructor(
@@ -166,9 +162,9 @@ export class NotifiedInformer implements HostInformer {
     },
     hooks: InformerHooks = NO_HOOKS,
   ) {
+    super(lister);
     this.#feed = feed;
     this.#lister = lister;
-    this.#progress = lister.progressReads();
     this.#timing = timing;
     this.#hooks = hooks;
     const trust = trustOptionsFor(timing);
@@ -236,7 +232,7 @@ export class NotifiedInformer implements HostInformer {
     }
   }
 
-  notifications(key: string): NotificationStanding | undefined {
+  override notifications(key: string): NotificationStanding | undefined {
     const now = this.#now();
     const d = this.#trust.demotion(key, now);
     if (d !== undefined) {
@@ -258,11 +254,11 @@ export class NotifiedInformer implements HostInformer {
     return this.#trust.feedDemoted(this.#now());
   }
 
-  woken(key: string): boolean {
+  override woken(key: string): boolean {
     return this.#woken.has(key);
   }
 
-  async look(key: string, need: LookNeed): Promise<Observation> {
+  override async look(key: string, need: LookNeed): Promise<Observation> {
     // the wakes so far are taken in by this look; later events wake again
     this.#woken.delete(key);
     this.probeStarts(key, need.starts);
@@ -303,18 +299,10 @@ export class NotifiedInformer implements HostInformer {
     return listed;
   }
 
-  cached(key: string): boolean {
+  override cached(key: string): boolean {
     const view = this.trustworthyView(key, Infinity);
     return view !== undefined &&
       this.#vouches(key, view, view.observation(undefined), undefined).ok;
-  }
-
-  glance(
-    host: string,
-    since: Date | undefined,
-    signal?: AbortSignal,
-  ): Promise<Migration[]> {
-    return this.#lister.migrations(host, since, signal);
   }
 
   /** Whether `seen` may ground the plan (the trust rule, docs/drain.md). */
@@ -361,12 +349,12 @@ export class NotifiedInformer implements HostInformer {
     return false;
   }
 
-  watching(key: string): boolean {
+  override watching(key: string): boolean {
     return this.trustworthyView(key, Infinity) !== undefined &&
       this.#trust.live(this.#now());
   }
 
-  takeWarnings(key: string): InformerWarning[] {
+  override takeWarnings(key: string): InformerWarning[] {
     return this.#trust.takeDemotions(key).map((d) => {
       const what = d.scope === "feed"
         ? "Nova's notification feed demoted for every host"
@@ -494,26 +482,15 @@ export class NotifiedInformer implements HostInformer {
     if (watch?.listing?.stamp === stamp) watch.listing = undefined;
   }
 
-  progress(
-    key: string,
-    need: ProgressNeed,
-  ): Promise<ReadonlyMap<string, CopyProgress>> {
-    return this.#progress.read(key, need);
-  }
-
-  progressDueAtMs(key: string): number | undefined {
-    return this.#progress.pendingReadAtMs(key);
-  }
-
-  forget(key: string): void {
-    this.#progress.forget(key);
+  override forget(key: string): void {
+    super.forget(key);
     this.#watches.delete(key);
     this.#woken.delete(key);
     this.#untold.delete(key);
     this.#trust.forget(key);
   }
 
-  close(): void {
+  override close(): void {
     for (const stop of this.#stop) stop();
     this.#watches.clear();
   }
