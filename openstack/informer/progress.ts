@@ -64,19 +64,18 @@ export function nextReadAtMs(
   marks: ReadMarks,
   intervalMs: number,
 ): number {
+  const firstMs = Math.min(intervalMs, FIRST_FIGURES_MS);
   const reason = Math.min(
     copy.overdueAtMs ?? Infinity,
     // a timed copy on schedule needs no read unless its policy acts on a
     // stall; an untimed one is read at its first figures (its ETA times it)
     copy.acts === true || copy.endAtMs === undefined
-      ? copy.sinceMs + Math.min(intervalMs, FIRST_FIGURES_MS)
+      ? copy.sinceMs + firstMs
       : Infinity,
     decideAt(copy, marks),
   );
   // two reads time an untimed copy
-  const gapMs = copy.endAtMs === undefined
-    ? Math.min(intervalMs, FIRST_FIGURES_MS)
-    : intervalMs;
+  const gapMs = copy.endAtMs === undefined ? firstMs : intervalMs;
   const again = marks.triedAtMs === undefined
     ? -Infinity
     : marks.triedAtMs + gapMs;
