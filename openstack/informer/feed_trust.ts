@@ -1,7 +1,6 @@
 /**
  * When the host views of one notification feed may be planned from (the
- * view's trust, docs/drain.md). Times are on the drain's clock.
- *
+ * trust rule, docs/drain.md). Times are on the drain's clock.
  * @module
  */
 
@@ -15,7 +14,7 @@ export interface Demotion {
   scope: "host" | "feed";
   reason: DemotionReason;
   detail: string;
-  /** Until when it lasts at least. */
+  /** It lasts at least until then. */
   untilMs: number;
 }
 
@@ -35,7 +34,6 @@ export interface TrustOptions {
   pollMs: number;
 }
 
-/** One host's trust. */
 interface HostTrust {
   demotedUntilMs: number;
   /** The last relist that could be compared agreed. */
@@ -50,7 +48,7 @@ interface HostTrust {
   refused: Set<string>;
   /** The feed demotion this host has reported last. */
   feedSeen: number;
-  /** The host's last demotion, until it is trusted again. */
+  /** Until the host is trusted again. */
   demotion: Demotion | undefined;
 }
 
@@ -76,15 +74,14 @@ export class FeedTrust {
   readonly #hosts = new Map<string, HostTrust>();
   #recent: number[] = [];
   #feedUntilMs = -Infinity;
-  /** Feed demotions in a row (the backoff's exponent). */
+  /** The backoff's exponent. */
   #feedLevel = 0;
-  /** Feed demotions so far (what a host has reported is compared with it). */
+  /** Feed demotions so far (a host's `feedSeen` is compared with it). */
   #feedSeq = 0;
   #feedLast: Demotion | undefined;
   #lastEventMs = -Infinity;
   readonly #onDemotion: (d: Demotion) => void;
 
-  /** `onDemotion` is told of each demotion once, as it happens. */
   constructor(
     options: TrustOptions,
     onDemotion: (d: Demotion) => void = () => {},
@@ -200,7 +197,7 @@ export class FeedTrust {
     return this.feedDemoted(nowMs) ? this.#feedLast : undefined;
   }
 
-  /** How many hosts are shown demoted ({@linkcode demotion}), by reason. */
+  /** How many hosts are shown demoted, by reason. */
   demotedHosts(nowMs: number): Record<DemotionReason, number> {
     const count: Record<DemotionReason, number> = { wrong: 0, deaf: 0 };
     for (const key of this.#hosts.keys()) {
@@ -252,7 +249,7 @@ export class FeedTrust {
     const already = nowMs < h.demotedUntilMs;
     h.demotedUntilMs = nowMs + o.hostDemotionMs;
     h.proven = false;
-    // A demoted host that disagrees again stays demoted; it counts once.
+    // a demoted host that disagrees again stays demoted; it counts once
     if (already) return;
     const demotion: Demotion = {
       scope: "host",
@@ -267,8 +264,7 @@ export class FeedTrust {
       nowMs - t <= o.feedWindowMs
     );
     if (this.#recent.length < o.feedAfter || this.feedDemoted(nowMs)) return;
-    // A feed found wrong or deaf again soon after its last demotion backs
-    // off longer; one that behaved for a whole window starts over.
+    // a feed that behaved for a whole window starts its backoff over
     if (nowMs - this.#feedUntilMs > o.feedWindowMs) this.#feedLevel = 0;
     const forMs = backoffDelay(
       this.#feedLevel,
@@ -294,8 +290,8 @@ export class FeedTrust {
 }
 
 /**
- * The trust bounds on the drains' clock for a poll and relist interval
- * (real ms) and a clock `rate` times real time.
+ * The trust bounds on the drains' clock for a poll and relist interval (real
+ * ms) and a clock `rate` times real time.
  *
  * @example
  * ```ts
@@ -318,12 +314,10 @@ export function trustOptionsFor(
     feedBackoffMaxMs: Math.max(feedBackoffMs, 3_600_000),
     pollMs,
   };
-  // the one conversion: every bound on the drains' clock
   const onClock = Object.fromEntries(
     Object.entries(real).map(([k, ms]) => [k, ms * rate]),
   ) as typeof real;
   return { ...onClock, feedAfter: FEED_DEMOTION_AFTER };
 }
 
-/** Host demotions within the feed window that demote the whole feed. */
 export const FEED_DEMOTION_AFTER = 3;

@@ -1,8 +1,6 @@
 /**
  * The first look after a start: a start can fail within a second
- * (NoValidHost), so it is looked at a poll interval after it was issued,
- * not only when the model expects its copy to end.
- *
+ * (NoValidHost), so it is looked at a poll interval after it was issued.
  * @module
  */
 
@@ -15,9 +13,8 @@ export const FIRST_LOOK_SHARE = 0.75;
 export const FIRST_LOOK_WINDOW = 3;
 
 /**
- * When to look next at a start of ours for how it began; undefined once
- * the model times it (`withConductor`: still deciding, which on a loaded
- * cloud can take many polls).
+ * When to look next at a start of ours for how it began; undefined once the
+ * model times it (`withConductor`: on a loaded cloud, deciding takes polls).
  *
  * @example
  * ```ts

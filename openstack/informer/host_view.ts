@@ -1,8 +1,6 @@
 /**
  * A list-and-watch view of one draining host: one list, then the events
- * since, deduplicated and folded in one total order (so duplicated or
- * reordered events give the same view).
- *
+ * since, deduplicated and folded in one total order.
  * @module
  */
 
@@ -38,7 +36,7 @@ const PARKED_MAX = 1024;
 
 /** When and in which state of the feed a list was taken. */
 export interface ListStamp {
-  /** Controller clock when the list began. */
+  /** When the list began. */
   atMs: number;
   epoch: number;
   up: boolean;
@@ -47,7 +45,7 @@ export interface ListStamp {
 /** What a list of the host found. */
 export type Listed = Pick<Observation, "servers" | "migrations" | "departed">;
 
-/** Nova's time format: ISO 8601 without a zone (UTC). */
+/** Nova's time format: ISO 8601 without a zone. */
 function novaTime(ms: number): string {
   return new Date(ms).toISOString().replace("Z", "");
 }
@@ -100,7 +98,7 @@ export class WatchedHost {
       (id !== undefined && this.#known.has(id));
   }
 
-  /** Takes in a new event about the host; returns whether it was kept. */
+  /** Whether the event was new and about the host (then kept). */
   apply(n: NovaNotification): boolean {
     if (this.#events.has(n.messageId)) return false;
     if (!this.concerns(n)) {
@@ -187,8 +185,7 @@ export class WatchedHost {
   }
 
   /**
-   * VMs listed here that the events show elsewhere without a migration:
-   * the view missed events.
+   * VMs listed here that the events show elsewhere without a migration.
    *
    * @example
    * ```ts
@@ -424,11 +421,7 @@ function latestOf(
 /** Nova keeps a record's times in whole seconds (the view's own records: ms). */
 const RECORD_TIME_PRECISION_MS = 1000;
 
-/**
- * Whether a record ended before step `n`. A listed `updated_at` is cut to
- * the second: a step in that second may be the record's own end, so it
- * counts as the record's (a new migration is taken from a later step).
- */
+/** Whether a record ended before step `n` (a step in its end's second is its own). */
 function endedBefore(m: ObservedMigration, n: NovaNotification): boolean {
   if (!recordEnded(m.status)) return false;
   const end = parseNovaTime(m.updatedAt ?? m.createdAt);

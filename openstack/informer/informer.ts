@@ -1,7 +1,6 @@
 /**
  * What a drain knows of its host's Nova state: a pass states what it needs
  * ({@linkcode LookNeed}), the informer decides whether to list.
- *
  * @module
  */
 
@@ -23,7 +22,6 @@ export interface StartProbe {
 
 /** What a pass needs of its host. */
 export interface LookNeed extends ListRequest {
-  /** The drain's starts, against which a view is checked. */
   starts: Iterable<StartProbe>;
   /** By when each end of ours should be heard of; a view still showing it moving looks. */
   endsBy?: ReadonlyMap<string, number> | undefined;
@@ -120,11 +118,7 @@ export interface HostInformer {
   /** Whether arrivals wake the drain (then an idle one may look slowly). */
   watching(key: string): boolean;
   takeWarnings(key: string): InformerWarning[];
-  /**
-   * The drain's live copies' progress, by server id: Nova's record read
-   * for the copies due (progress.ts), the last read for the others; a
-   * failed read keeps the last and never fails the pass.
-   */
+  /** The live copies' progress by server id, read for the copies due (progress.ts). */
   progress(
     key: string,
     need: ProgressNeed,
@@ -165,7 +159,7 @@ export class PollingInformer implements HostInformer {
     return this.#lister.list(need);
   }
 
-  cached(): boolean {
+  cached(_key?: string): boolean {
     return false;
   }
 
@@ -177,19 +171,19 @@ export class PollingInformer implements HostInformer {
     return this.#lister.migrations(host, since, signal);
   }
 
-  woken(): boolean {
+  woken(_key?: string): boolean {
     return false;
   }
 
-  watching(): boolean {
+  watching(_key?: string): boolean {
     return false;
   }
 
-  takeWarnings(): InformerWarning[] {
+  takeWarnings(_key?: string): InformerWarning[] {
     return [];
   }
 
-  notifications(): undefined {
+  notifications(_key?: string): NotificationStanding | undefined {
     return undefined;
   }
 

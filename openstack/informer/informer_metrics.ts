@@ -1,7 +1,6 @@
 /**
  * Metrics of what the informer finds wrong with itself, registered in
  * both modes so the alerts' series exist from the start.
- *
  * @module
  */
 
@@ -40,8 +39,7 @@ export class InformerMetrics {
       labelNames: ["scope", "reason"],
       registers,
     });
-    // Every host series exists from the start: the first demotion shows
-    // in increase(), and the alert's series are never missing.
+    // the first demotion shows in increase(), and the alerts' series exist
     for (const reason of ["wrong", "deaf"]) {
       this.demotions.inc({ scope: "host", reason }, 0);
     }

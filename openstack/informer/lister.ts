@@ -1,7 +1,6 @@
 /**
  * The informer's lister: every call the informer makes to Nova, and
  * Nova's per-host limit learned from every list of migrations.
- *
  * @module
  */
 
@@ -27,9 +26,9 @@ export type ListingNova =
 /** What a look at a host reads. */
 export interface ListRequest {
   host: string;
-  /** The migrations changed since then (Nova's clock: the drain's start). */
+  /** The drain's start (Nova's clock). */
   since: Date;
-  /** The drain's status: the VMs whose departure a look must tell. */
+  /** Its VMs' departures a look must tell. */
   status: EvictionStatus;
   ram: (id: string) => number | undefined;
   signal?: AbortSignal | undefined;
@@ -40,7 +39,6 @@ export interface ListerOptions {
   now: () => number;
   /** `GET /servers/{id}` of one look at once (default 8). */
   concurrency?: number;
-  /** Where a failed lookup of one VM is told. */
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
@@ -68,11 +66,8 @@ export class NovaLister {
   }
 
   /**
-   * One look at the host: servers, migrations since `since` (with no
-   * server left, also every record in progress however old: Nova filters
-   * `changes-since` on `updated_at`, which a queued record does not
-   * touch), and lookups of tracked VMs that left without a record saying
-   * where. Throws when a list fails; a failed lookup leaves the VM out.
+   * One look at the host. With no server left, also every record in progress:
+   * Nova filters `changes-since` on `updated_at`, which a queued record keeps.
    */
   async list(req: ListRequest): Promise<Observation> {
     const { host, signal } = req;
@@ -112,7 +107,7 @@ export class NovaLister {
       migrations,
       departed: looked.filter((d) => d !== undefined),
       listedAtMs,
-      ...this.#limitOf(host),
+      ...this.limitOf(host),
     };
   }
 
@@ -130,10 +125,7 @@ export class NovaLister {
     return migrations;
   }
 
-  /**
-   * One live copy's record with its progress counters, bounded with the
-   * lookups (`concurrency`); undefined once Nova no longer shows it.
-   */
+  /** One live copy's record, bounded with the lookups; undefined once Nova no longer shows it. */
   serverMigration(
     serverId: string,
     migrationId: string,
@@ -165,7 +157,8 @@ export class NovaLister {
     return this.#limits.get(host);
   }
 
-  #limitOf(host: string): { novaLimit?: number } {
+  /** {@linkcode novaLimit} as an observation's field. */
+  limitOf(host: string): { novaLimit?: number } {
     const limit = this.#limits.get(host);
     return limit === undefined ? {} : { novaLimit: limit };
   }
@@ -178,10 +171,8 @@ export class NovaLister {
 }
 
 /**
- * Nova's `max_concurrent_live_migrations` for `host` after a list: one
- * queued while others copy shows it (the higher of it and the known one);
- * more copying than known with none queued says it was raised (unknown
- * again); any other list keeps what is known.
+ * Nova's `max_concurrent_live_migrations` for `host` after a list: one queued
+ * while others copy shows it; more copying than known says it was raised.
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
 /**
- * How long after a migration's predicted end to look: an early look
- * spends calls and idles the slot a poll interval, a late one idles it
- * from the end; the margin that idles least, early looks capped.
- *
+ * How long after a migration's predicted end to look: an early look spends
+ * calls and idles the slot a poll interval, a late one idles it from the end.
  * @module
  */
 
@@ -21,7 +19,7 @@ const HEDGE = 0.01;
 
 /**
  * Mean idle slot time and early looks per migration when looking `margin`
- * (a fraction of the prediction) past the predicted end, then every `pollMs`.
+ * past the predicted end, then every `pollMs`.
  *
  * @example
  * ```ts
@@ -92,7 +90,6 @@ export function bestMargin(
   for (const m of candidates) {
     const cost = marginCost(valid, m, pollMs);
     if (cost.earlyLooks > maxEarlyLooks) continue;
-    // strictly less: of equal ones the later (sorted from the latest)
     if (cost.idleMs < bestIdle - 1e-9) {
       best = m;
       bestIdle = cost.idleMs;

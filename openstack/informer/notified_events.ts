@@ -1,10 +1,7 @@
 /**
- * What one of Nova's versioned notifications means to a host's view:
- * which events carry a trustworthy instance snapshot, and which record
- * status each migration step leaves (checked against Nova Zed's
- * `compute/manager.py` and `conductor/manager.py`). Nova sends no event
- * when a queued migration begins to prepare, nor when the copy starts.
- *
+ * What Nova's versioned notifications mean to a host's view (checked against
+ * Nova Zed's `compute/manager.py`, `conductor/manager.py`). Nova sends no
+ * event when a queued migration begins to prepare, nor when the copy starts.
  * @module
  */
 
@@ -63,7 +60,7 @@ export interface MigrationStep {
   migrationType: "live-migration" | "migration";
   /** The record status the step leaves (undefined: no change of its own). */
   status: string | undefined;
-  /** The event runs on the destination (its publisher is the destination). */
+  /** Its publisher is the destination. */
   onDestination: boolean;
   /** The payload's host is the source (false once the VM moved). */
   payloadIsSource: boolean;
@@ -182,8 +179,8 @@ function tieRank(n: NovaNotification): number {
 }
 
 /**
- * Total order of events (timestamp, migration step, message id): a view
- * is independent of the order they arrived in.
+ * Total order of events (timestamp, migration step, message id): a view is
+ * independent of the order they arrived in.
  *
  * @example
  * ```ts

@@ -1,9 +1,6 @@
 /**
  * The informer fed by Nova's notifications: a view of each draining host,
  * listed once and kept by events buffered from before the list began.
- * Events that free a slot or bring a VM wake the drain; a feed state change
- * wakes every drain.
- *
  * @module
  */
 
@@ -23,19 +20,16 @@ import { type FactDiff, factDiffs, planFacts } from "./view_diff.ts";
 import { inFlightKindOfServer } from "./nova_states.ts";
 import { latestRecords, untoldLiveMigrations } from "./nova_records.ts";
 import {
-  type HostInformer,
   type InformerTiming,
   type InformerWarning,
   type LookNeed,
   type NotificationStanding,
+  PollingInformer,
   relistAgeMs,
   type StartProbe,
 } from "./informer.ts";
 import type { NovaLister } from "./lister.ts";
-import type { Migration } from "../nova_types.ts";
 import type { Observation } from "./snapshot.ts";
-import type { ProgressNeed, ProgressReads } from "./progress_reads.ts";
-import type { CopyProgress } from "./progress_types.ts";
 
 /**
  * Events that end a step a drain waits for. Not `post_dest.end`: the
@@ -53,9 +47,8 @@ const WAKING: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether an event taken into `host`'s view wakes its drain: a step's end
- * on the host (or of a VM `listedHere`), a VM at rest on the host, or the
- * first step of a migration towards it.
+ * Whether an event taken into `host`'s view wakes its drain: a step's end on
+ * it (or of a VM `listedHere`), a VM at rest on it, or a migration towards it.
  *
  * @example
  * ```ts
@@ -99,7 +92,7 @@ export function wakesDrain(
 interface Watch {
   host: string;
   view: WatchedHost | undefined;
-  /** Set while a list is under way: its stamp and the events since. */
+  /** While a list is under way: its stamp and the events since. */
   listing: { stamp: ListStamp; buffer: NovaNotification[] } | undefined;
   /** VMs a relist found ahead of the view: wrong only if no event comes by `untilMs` (lag). */
   lagging: Map<string, { diff: FactDiff; untilMs: number; heard: boolean }>;
@@ -138,22 +131,21 @@ const NO_HOOKS: InformerHooks = { differed() {}, demoted() {} };
  * const seen = await informer.look("ev", need); // listed: the view from now on
  * ```
  */
-export class NotifiedInformer implements HostInformer {
+export class NotifiedInformer extends PollingInformer {
   readonly #feed: NotificationFeed;
   readonly #lister: NovaLister;
   readonly #timing: InformerTiming;
   readonly #wake: (key: string) => void;
   readonly #now: () => number;
   readonly #watches = new Map<string, Watch>();
-  /** Drains woken by an event that no look has taken in yet. */
+  /** Woken by an event no look has taken in yet. */
   readonly #woken = new Set<string>();
   readonly #stop: Array<() => void>;
   readonly #trust: FeedTrust;
   readonly #hooks: InformerHooks;
   readonly #pollMs: number;
-  /** By drain: its host's VMs in a live migration the view shows no record of, since when. */
+  /** By drain: VMs in a live migration the view shows no record of, since when. */
   readonly #untold = new Map<string, Map<string, number>>();
-  readonly #progress: ProgressReads;
 
   /** `wake(key)` runs a drain's pass at once; `now` is the drain's clock. */
   constructor(
@@ -169,9 +161,9 @@ export class NotifiedInformer implements HostInformer {
     },
     hooks: InformerHooks = NO_HOOKS,
   ) {
+    super(lister);
     this.#feed = feed;
     this.#lister = lister;
-    this.#progress = lister.progressReads();
     this.#timing = timing;
     this.#hooks = hooks;
     const trust = trustOptionsFor(timing);
@@ -203,7 +195,6 @@ export class NotifiedInformer implements HostInformer {
     this.#judgeLag(key, watch, now);
     const missed = view.missedMoves();
     if (missed.length > 0) {
-      // The view contradicts itself: it missed a migration's events.
       this.#trust.relisted(
         key,
         false,
@@ -240,7 +231,7 @@ export class NotifiedInformer implements HostInformer {
     }
   }
 
-  notifications(key: string): NotificationStanding | undefined {
+  override notifications(key: string): NotificationStanding | undefined {
     const now = this.#now();
     const d = this.#trust.demotion(key, now);
     if (d !== undefined) {
@@ -262,11 +253,11 @@ export class NotifiedInformer implements HostInformer {
     return this.#trust.feedDemoted(this.#now());
   }
 
-  woken(key: string): boolean {
+  override woken(key: string): boolean {
     return this.#woken.has(key);
   }
 
-  async look(key: string, need: LookNeed): Promise<Observation> {
+  override async look(key: string, need: LookNeed): Promise<Observation> {
     // the wakes so far are taken in by this look; later events wake again
     this.#woken.delete(key);
     this.probeStarts(key, need.starts);
@@ -286,7 +277,11 @@ export class NotifiedInformer implements HostInformer {
         const vouched = this.#vouches(key, view, seen, need.endsBy);
         this.#untold.set(key, vouched.untold);
         if (vouched.ok) {
-          return { ...seen, fromView: true, ...this.#limitOf(view.host) };
+          return {
+            ...seen,
+            fromView: true,
+            ...this.#lister.limitOf(view.host),
+          };
         }
       }
     }
@@ -303,30 +298,13 @@ export class NotifiedInformer implements HostInformer {
     return listed;
   }
 
-  cached(key: string): boolean {
+  override cached(key: string): boolean {
     const view = this.trustworthyView(key, Infinity);
     return view !== undefined &&
       this.#vouches(key, view, view.observation(undefined), undefined).ok;
   }
 
-  glance(
-    host: string,
-    since: Date | undefined,
-    signal?: AbortSignal,
-  ): Promise<Migration[]> {
-    return this.#lister.migrations(host, since, signal);
-  }
-
-  #limitOf(host: string): { novaLimit?: number } {
-    const limit = this.#lister.novaLimit(host);
-    return limit === undefined ? {} : { novaLimit: limit };
-  }
-
-  /**
-   * Whether `seen` may ground the plan (the trust rule, docs/drain.md):
-   * not with a VM here no list vouches for, an end of ours overdue, or a
-   * live migration without a record for a poll interval (maybe `queued`).
-   */
+  /** Whether `seen` may ground the plan (the trust rule, docs/drain.md). */
   #vouches(
     key: string,
     view: WatchedHost,
@@ -370,12 +348,12 @@ export class NotifiedInformer implements HostInformer {
     return false;
   }
 
-  watching(key: string): boolean {
+  override watching(key: string): boolean {
     return this.trustworthyView(key, Infinity) !== undefined &&
       this.#trust.live(this.#now());
   }
 
-  takeWarnings(key: string): InformerWarning[] {
+  override takeWarnings(key: string): InformerWarning[] {
     return this.#trust.takeDemotions(key).map((d) => {
       const what = d.scope === "feed"
         ? "Nova's notification feed demoted for every host"
@@ -414,7 +392,6 @@ export class NotifiedInformer implements HostInformer {
     const view = new WatchedHost(watch.host, list, stamp);
     const now = this.#now();
     this.#judgeLag(key, watch, now);
-    // VMs of waking events that came while the list ran
     const woke = new Set<string | undefined>();
     for (const n of watch.listing.buffer) {
       if (!view.apply(n)) continue;
@@ -504,26 +481,15 @@ export class NotifiedInformer implements HostInformer {
     if (watch?.listing?.stamp === stamp) watch.listing = undefined;
   }
 
-  progress(
-    key: string,
-    need: ProgressNeed,
-  ): Promise<ReadonlyMap<string, CopyProgress>> {
-    return this.#progress.read(key, need);
-  }
-
-  progressDueAtMs(key: string): number | undefined {
-    return this.#progress.pendingReadAtMs(key);
-  }
-
-  forget(key: string): void {
-    this.#progress.forget(key);
+  override forget(key: string): void {
+    super.forget(key);
     this.#watches.delete(key);
     this.#woken.delete(key);
     this.#untold.delete(key);
     this.#trust.forget(key);
   }
 
-  close(): void {
+  override close(): void {
     for (const stop of this.#stop) stop();
     this.#watches.clear();
   }

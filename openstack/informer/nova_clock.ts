@@ -1,11 +1,7 @@
 /**
- * Nova's clock against ours, fitted from readings (answers' `Date`, our
- * starts' `created_at`). The offset matters when Nova is behind (a failed
- * record of our start looks older than it; `changes-since` hides the
- * drain's first minutes); the rate is a simulator's time scale, 1 in
- * production. The offset is applied only at one rate: a drifting one
- * would move every record by a growing amount.
- *
+ * Nova's clock against ours, fitted from answers' `Date` and our starts'
+ * `created_at`. The offset matters when Nova is behind (`changes-since` hides
+ * the drain's first minutes); the rate is a simulator's time scale.
  * @module
  */
 
@@ -21,7 +17,7 @@ export const STEADY_SPAN_MS = 10_000;
 /** The most drift (Nova ms per our ms, minus 1) of clocks taken as one rate. */
 export const MAX_DRIFT = 0.05;
 
-/** Samples kept (one per second of our clock at most). */
+/** One per second of our clock at most. */
 const MAX_SAMPLES = 32;
 
 interface Sample {
@@ -77,7 +73,7 @@ export class NovaClock {
       : (novaMs - fit.offsetMs) * fit.localPerNovaMs;
   }
 
-  /** Nova's clock minus ours, once steady at one rate; else 0. */
+  /** Nova's clock minus ours, once steady at one rate (a drifting one would move every record more and more); else 0. */
   offsetMs(): number {
     const fit = fitClock(this.#samples);
     if (fit === undefined || fit.localPerNovaMs !== 1) return 0;

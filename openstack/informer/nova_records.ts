@@ -1,7 +1,5 @@
 /**
- * What Nova's lists say of a host's VMs, read the same way by the planner
- * and by the notified view.
- *
+ * What Nova's lists say of a host's VMs, read alike by planner and view.
  * @module
  */
 
@@ -114,9 +112,8 @@ export function unfinishedElsewhere(
 }
 
 /**
- * The ids to look up with `GET /servers/{id}`: tracked or unfinished
- * elsewhere (found even when the status write that tracked it was lost),
- * no longer listed. Sorted, for deterministic requests.
+ * The ids to look up with `GET /servers/{id}`, sorted: tracked or unfinished
+ * elsewhere (found even when the status write that tracked it was lost).
  *
  * @example
  * ```ts
@@ -148,8 +145,7 @@ export function departedIds(
 }
 
 /**
- * Where a VM that left is, when its record says so; undefined when only a
- * lookup can tell (it may have been deleted).
+ * Where a VM that left is, when its record says so (else a lookup tells).
  *
  * @example
  * ```ts

@@ -1,7 +1,6 @@
 /**
  * What Nova's server and migration states mean to a drain; tables to audit
  * against Nova's `vm_states.py`, `task_states.py`, `objects/migration.py`.
- *
  * @module
  */
 
@@ -63,7 +62,7 @@ const MIGRATION_DONE: ReadonlySet<string> = new Set([
   "done",
 ]);
 
-/** Live migration record statuses that `DELETE /servers/{id}/migrations/{mid}` can abort (2.65+). */
+/** What `DELETE /servers/{id}/migrations/{mid}` can abort (2.65+). */
 const ABORTABLE: ReadonlySet<string> = new Set([
   "queued",
   "preparing",
@@ -90,9 +89,6 @@ export function migrationPhase(status: string): MigrationPhase {
   return "in_progress";
 }
 
-/** Record statuses of a migration Nova holds before its copy begins. */
-const NOT_YET_COPYING: ReadonlySet<string> = new Set(["accepted", "queued"]);
-
 /**
  * Whether Nova holds a migration before its copy (`accepted`, `queued`):
  * waiting, not stuck; the migration timeout runs from the copy's start.
@@ -105,14 +101,13 @@ const NOT_YET_COPYING: ReadonlySet<string> = new Set(["accepted", "queued"]);
  * ```
  */
 export function waitingInNova(status: string): boolean {
-  return NOT_YET_COPYING.has(status.toLowerCase());
+  const s = status.toLowerCase();
+  return s === "accepted" || s === "queued";
 }
 
 /**
- * Whether Nova has not yet begun to copy the VM's memory: waiting
- * (`accepted`, `queued`) or `preparing` the destination. Nova sets
- * `running` as the copy begins, and its completion timeout runs from
- * there; so does ours.
+ * Whether Nova has not begun to copy the VM's memory: waiting or `preparing`
+ * (Nova's completion timeout runs from `running`; so does ours).
  *
  * @example
  * ```ts

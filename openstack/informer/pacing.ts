@@ -1,9 +1,6 @@
 /**
- * The polling informer's schedule: a per-drain duration model (duration
- * against flavor RAM, per kind) that times the next look at the earliest
- * expected end, and bounds how late an end event may come. Times are the
- * controller's clock; nova_clock.ts converts Nova's.
- *
+ * The informer's schedule: a per-drain duration model (copy time against
+ * flavor RAM) timing the next look and how late an end event may come.
  * @module
  */
 
@@ -13,6 +10,7 @@ import {
   kindOfMigrationType,
   type MigrationKind,
   migrationPhase,
+  waitingInNova,
 } from "./nova_states.ts";
 import { firstLookAt, pastConductor } from "./first_look.ts";
 import type { ObservedMigration } from "./snapshot.ts";
@@ -24,13 +22,10 @@ interface Sample {
   durationMs: number;
 }
 
-/** Record statuses of a migration that waits (Nova's per-host queue). */
-const WAITING: ReadonlySet<string> = new Set(["accepted", "queued"]);
-/** Record statuses of a migration that is done copying. */
 const COMPLETED: ReadonlySet<string> = new Set(["completed", "finished"]);
 
 const MAX_SAMPLES = 64;
-/** Samples of one size it takes to judge that size's spread on its own. */
+/** Samples of one size that judge its spread alone. */
 const SAME_SIZE_SAMPLES = 5;
 /** Wake this much after the expected end while few samples tell the spread. */
 export const LATE_MARGIN = 0.03;
@@ -71,7 +66,7 @@ export function fitDuration(
     sxy += (x.ramMb - mx) * (x.durationMs - my);
   }
   if (sxx === 0 || sxy <= 0) {
-    // One size only (or noise): proportional to RAM through the mean.
+    // one size only (or noise): through 0 and the mean
     return mx > 0 ? { a: 0, b: my / mx } : { a: my, b: 0 };
   }
   const b = sxy / sxx;
@@ -79,40 +74,39 @@ export function fitDuration(
   return a >= 0 ? { a, b } : { a: 0, b: my / mx };
 }
 
+/** A running migration as last timed (`end` a guess while untimed). */
+type Due = { since: number; end: number; timed: boolean };
+
 interface Active {
-  /** The migration record's id (a VM's next attempt has another). */
+  /** A VM's next attempt has another record. */
   recordId: string;
-  /** When its copy was known to run (our start, or past Nova's queue); NaN while it waits. */
+  /** Since when it copies; NaN while it waits. */
   sinceMs: number;
-  /** Nova's time its copy started, when a record showed it. */
   novaSinceMs: number | undefined;
-  /** Seen waiting in Nova's queue first (its created_at says nothing then). */
+  /** Seen in Nova's queue first (its created_at says nothing then). */
   queued: boolean;
 }
 
 /** What {@linkcode Pace.learn} and {@linkcode Pace.dueInMs} look at. */
 export interface PaceView {
   nowMs: number;
-  /** The drain's in-flight entries after this pass. */
   inFlight: readonly EvictionStatusInFlightItem[];
   /** The latest record leaving the host, per server id. */
   records: ReadonlyMap<string, ObservedMigration>;
   ramOf: (id: string) => number | undefined;
-  /** Controller clock of our start of a VM, if this process issued one. */
+  /** Our start of a VM, if this process issued one. */
   issuedAt: (id: string) => number | undefined;
   /** Starts still waiting for Nova's answer. */
   pending: (id: string) => boolean;
-  /** The poll interval on the controller's clock (the soonest next look). */
   pollMs: number;
   /** The drain's limit (at 1, an early look is a whole pass more: none planned). */
   limit: number;
-  /** Nova's per-host limit as learned: our starts beyond it wait in Nova's queue. */
   novaLimit?: number | undefined;
-  /** The copies' progress as last read (progress.ts): times a copy the model cannot. */
+  /** Times a copy the model cannot. */
   progress?: ReadonlyMap<string, MeasuredEta> | undefined;
 }
 
-/** A copy's ETA as a read measured it (controller ms). */
+/** A copy's ETA as a read measured it. */
 export interface MeasuredEta {
   readAtMs: number;
   etaSeconds?: number | undefined;
@@ -123,19 +117,16 @@ function fillsNovaLimit(view: PaceView): boolean {
   if (view.novaLimit === undefined) return false;
   const copying = view.inFlight.filter((e) => {
     const s = view.records.get(e.id)?.status.toLowerCase();
-    return s !== undefined && !WAITING.has(s) &&
+    return s !== undefined && !waitingInNova(s) &&
       migrationPhase(s) === "in_progress";
   });
   return copying.length >= view.novaLimit;
 }
 
 /**
- * When a copy Nova held queued began (Nova's clock): as the host's last
- * copy to end before the record's last update ended (its slot freed:
- * exact at Nova's limit 1, no later than the update at any limit);
- * undefined when none ended then. Not the update alone: libvirt saves
- * progress every 5 s, so a copy first seen long after it began would be
- * timed short.
+ * When a copy Nova held queued began (Nova's clock): as the host's last copy
+ * before its record's last update ended. Not the update alone: libvirt saves
+ * progress every 5 s, so a copy first seen long after it began times short.
  *
  * @example
  * ```ts
@@ -170,8 +161,8 @@ export function slotFreedAt(
 const OWN_SAMPLES = 3;
 
 /**
- * Finished migrations' durations and Nova's clock, of one drain or of all
- * a process's drains (a later drain times its first migrations by theirs).
+ * Finished migrations' durations and Nova's clock, of one drain or of all a
+ * process's drains (a later drain times its first migrations by theirs).
  *
  * @example
  * ```ts
@@ -182,7 +173,6 @@ const OWN_SAMPLES = 3;
  * ```
  */
 export class Durations {
-  /** Finished migrations per kind, the latest {@linkcode MAX_SAMPLES}. */
   readonly samples: Record<MigrationKind, Sample[]> = { live: [], cold: [] };
   readonly clock: NovaClock;
 
@@ -213,33 +203,27 @@ export class Pace {
   readonly #own = new Durations();
   readonly #cloud: Durations;
   readonly #active = new Map<string, Active>();
-  /** The latest look at each start of ours in flight (first_look.ts). */
   readonly #looked = new Map<
     string,
     {
       issuedAtMs: number;
       atMs: number;
       pastConductor: boolean;
-      /** The look found the record `accepted`, or none: the conductor decides. */
+      /** The conductor still decides (record `accepted`, or none). */
       withConductor: boolean;
     }
   >();
-  /** The view a planned glance times from ({@linkcode Pace.planGlance}). */
   #glance: PaceView | undefined;
-  /** By when each timed migration's end should be heard of, as last timed. */
   #endsBy: ReadonlyMap<string, number> = new Map();
-  /** Each running migration's expected end, as last timed (undefined: untimed). */
   #expected: ReadonlyMap<string, number | undefined> = new Map();
   /** Record keys already read as Nova's clock at our start. */
   readonly #paired = new Set<string>();
-  /** Migration record ids already sampled (a record stays listed). */
+  /** Record keys already sampled (a record stays listed). */
   readonly #sampled = new Set<string>();
-  /** Each copy's ETA as last read, while it runs. */
   readonly #eta = new Map<string, MeasuredEta>();
-  /** Slot times on our clock: copy start to the pass that saw it end (poll latency in). */
+  /** Copy start to the pass that saw it end, our clock (poll latency in). */
   readonly #slots: Sample[] = [];
 
-  /** `cloud`: what the process's drains learn together. */
   constructor(cloud?: Durations) {
     this.#cloud = cloud ?? this.#own;
   }
@@ -253,7 +237,7 @@ export class Pace {
       : this.#cloud.samples[kind];
   }
 
-  /** Slot time as copy rate and per-migration cost, Nova's queue left out; needs two sizes. */
+  /** Slot time as copy rate and per-migration cost (Nova's queue left out). */
   slotRate():
     | { mbPerSecond: number; overheadMs: number; migrations: number }
     | undefined {
@@ -280,28 +264,24 @@ export class Pace {
       : Math.max(0, fit.a + fit.b * ramMb);
   }
 
-  /** Controller-clock ms per Nova ms (nova_clock.ts), undefined while unknown. */
+  /** Controller ms per Nova ms; undefined while unknown. */
   clockPerNovaMs(): number | undefined {
     return this.#cloud.clock.localPerNovaMs();
   }
 
-  /** Records a migration of `ramMb` that ran for `durationMs`. */
   sample(kind: MigrationKind, ramMb: number, durationMs: number): void {
     if (!(durationMs > 0) || !(ramMb >= 0)) return;
     this.#own.add(kind, ramMb, durationMs);
     if (this.#cloud !== this.#own) this.#cloud.add(kind, ramMb, durationMs);
   }
 
-  /** Expected running time of a migration of `ramMb`, or undefined without a model. */
+  /** Expected running time (Nova ms); undefined without a model. */
   predictMs(kind: MigrationKind, ramMb: number): number | undefined {
     const fit = fitDuration(this.#samplesOf(kind));
     return fit === undefined ? undefined : fit.a + fit.b * ramMb;
   }
 
-  /**
-   * {@linkcode predictMs} on the controller's clock (Nova's ms converted),
-   * or undefined without a model or before Nova's clock is paired.
-   */
+  /** {@linkcode predictMs} on the controller's clock, once Nova's is paired. */
   predictLocalMs(kind: MigrationKind, ramMb: number): number | undefined {
     const novaMs = this.predictMs(kind, ramMb);
     const perNovaMs = this.clockPerNovaMs();
@@ -346,7 +326,7 @@ export class Pace {
       const same = known !== undefined && keys.includes(known.recordId)
         ? known
         : undefined;
-      if (WAITING.has(status)) {
+      if (waitingInNova(status)) {
         // with the conductor, or behind Nova's per-host limit: not copying
         this.#active.set(id, {
           recordId: keys[0] ?? "",
@@ -376,7 +356,7 @@ export class Pace {
     }
   }
 
-  /** A migration first seen copying: since when (past Nova's queue: {@linkcode slotFreedAt}). */
+  /** A migration first seen copying: since when. */
   #copying(
     view: PaceView,
     id: string,
@@ -388,13 +368,11 @@ export class Pace {
     const created = parseNovaTime(r.createdAt);
     const queued = known?.queued ?? false;
     const freed = slotFreedAt(r, view.records.values());
-    // At Nova's limit 1, a copy that ended since the record's creation
-    // held it queued, whether a look saw it queued or not.
+    // at Nova's limit 1, a copy that ended since its creation held it queued
     const held = queued ||
       (r.id !== undefined && view.novaLimit === 1 && freed !== undefined);
     if (!held) {
-      // A record known only from events was created by the copy's first
-      // step: it began then, after any wait in Nova's queue none told of.
+      // a record known only from events was created by the copy's first step
       const began = r.id === undefined && created !== undefined
         ? this.#cloud.clock.toLocal(created)
         : undefined;
@@ -447,8 +425,8 @@ export class Pace {
       this.sample(kindOfMigrationType(r.migrationType), ram, nova.copyMs);
     }
     if (issued === undefined) return;
-    // A look made late on purpose (Nova's queue kept the host busy) adds
-    // no idle slot: at most a poll interval past Nova's end counts.
+    // a look late on purpose (Nova's queue kept the host busy) adds no idle
+    // slot: at most a poll interval past Nova's end counts
     const endedMs = parseNovaTime(r.updatedAt ?? undefined);
     const endedLocal = endedMs === undefined
       ? undefined
@@ -462,7 +440,7 @@ export class Pace {
     if (this.#slots.length > MAX_SAMPLES) this.#slots.shift();
   }
 
-  /** Our start's record is a reading of Nova's clock at our start. */
+  /** Our start's record reads Nova's clock at our start. */
   #pairClocks(
     keys: readonly string[],
     issuedMs: number | undefined,
@@ -477,9 +455,8 @@ export class Pace {
   }
 
   /**
-   * Ms until the earliest end or first look due, whether any is untimed
-   * and, while Nova's queue holds work of the host, how long an untimed
-   * copy has run (a look as late again costs no idle slot); sets endsBy.
+   * Ms until the earliest end or first look due; while Nova's queue holds
+   * work of the host, how long an untimed copy has run. Sets endsBy.
    */
   dueInMs(view: PaceView): {
     dueMs: number | undefined;
@@ -524,12 +501,12 @@ export class Pace {
     this.#glance = view;
   }
 
-  /** By when each running migration's end should be heard of (the trust rule). */
+  /** By when each running migration's end should be heard of. */
   endsBy(): ReadonlyMap<string, number> {
     return this.#endsBy;
   }
 
-  /** Each running migration's expected end as last timed; undefined while untimed. */
+  /** Each running migration's expected end; undefined while untimed. */
   expectedEnds(): ReadonlyMap<string, number | undefined> {
     return this.#expected;
   }
@@ -547,13 +524,10 @@ export class Pace {
     model: number[];
     first: number[];
     untimed: boolean;
-    byId: Map<string, { since: number; end: number; timed: boolean }>;
+    byId: Map<string, Due>;
     backlog: boolean;
   } {
-    const byId = new Map<
-      string,
-      { since: number; end: number; timed: boolean }
-    >();
+    const byId = new Map<string, Due>();
     const model: number[] = [];
     const first: number[] = [];
     let untimed = false;
@@ -564,12 +538,11 @@ export class Pace {
     const full = fillsNovaLimit(view);
     const perNovaMs = this.clockPerNovaMs();
     for (const entry of view.inFlight) {
-      // Our start not looked at yet: a fast failure frees its slot, unless
-      // it waits behind our copies anyway (their ends are looked at).
+      // a fast failure of a start frees its slot, unless it waits behind ours
       const firstLook = full ? undefined : this.#firstLook(entry.id, view);
       if (firstLook !== undefined) first.push(firstLook);
       const status = view.records.get(entry.id)?.status.toLowerCase();
-      if (status !== undefined && WAITING.has(status)) continue;
+      if (status !== undefined && waitingInNova(status)) continue;
       if (status === undefined && (queueing || full)) continue;
       const since = this.#active.get(entry.id)?.sinceMs ??
         view.issuedAt(entry.id) ?? Number.NaN;
@@ -601,8 +574,7 @@ export class Pace {
     if (
       localMs === undefined || perNovaMs === undefined || Number.isNaN(since)
     ) return this.#measuredEnd(entry.id);
-    // While Nova's queue holds more work for this host, a late look
-    // costs nothing (the host stays busy) and an early one costs calls.
+    // while Nova's queue keeps the host busy, a late look costs nothing
     const margin = queueing ? QUEUED_MARGIN : this.marginOf(
       entry.kind,
       ram!,
@@ -612,7 +584,7 @@ export class Pace {
     return since + localMs * (1 + margin);
   }
 
-  /** Without a model: the end a read's ETA gives (the late margin past it). */
+  /** Without a model: the end a read's ETA gives. */
   #measuredEnd(id: string): number | undefined {
     const p = this.#eta.get(id);
     if (p?.etaSeconds === undefined) return undefined;
@@ -629,8 +601,8 @@ export class Pace {
       issuedAtMs: issued,
       atMs: view.nowMs,
       pastConductor: before || pastConductor(status),
-      // No record after Nova's 202 is the conductor too: it writes the
-      // record after the answer, seconds later on a loaded cloud.
+      // the conductor writes the record after Nova's 202, seconds later on a
+      // loaded cloud
       withConductor: status === undefined
         ? !view.pending(id)
         : status.toLowerCase() === "accepted",
@@ -700,20 +672,14 @@ export function lookAt(
 
 /** What {@linkcode nextLookMs} decides from (ms). */
 export interface LookInput {
-  /** Until the earliest expected finish, if timed. */
   dueMs: number | undefined;
-  /** Something runs that the model cannot time yet. */
   untimed: boolean;
-  /** How long an untimed copy has run while Nova's queue holds more work. */
   untimedRunMs?: number | undefined;
-  /** Migrations in flight (ours, adopted, pending). */
   inFlight: number;
-  /** Until the earliest retry of a VM in backoff, if any. */
   retryInMs: number | undefined;
   /** Work that moves without us: busy or arriving VMs, free slots with ready VMs. */
   watching: boolean;
   pollMs: number;
-  /** Longest wait while anything is in flight. */
   maxPollMs: number;
   /** Wait while nothing can change without a person or an event. */
   slowPollMs: number;
@@ -721,10 +687,8 @@ export interface LookInput {
 
 /**
  * The wait until the next look: the earliest expected end within
- * [pollMs, maxPollMs]; the slow poll when only a person can change
- * anything (a watched change wakes the drain earlier). An untimed copy is
- * looked at each poll interval, or, while Nova's queue keeps the host
- * busy after it, as late again as it has run (at most the slow poll).
+ * [pollMs, maxPollMs]; an untimed copy each poll interval or, while Nova's
+ * queue keeps the host busy, as late again as it has run.
  *
  * @example
  * ```ts
@@ -756,9 +720,8 @@ export function nextLookMs(input: LookInput): number {
 }
 
 /**
- * Splits `startMs`..`endMs` at `copyFromMs` (first seen past Nova's
- * per-host queue), so the model learns the copy alone, not a rate several
- * times too slow. Undefined when queued and the split is unknown.
+ * Splits `startMs`..`endMs` at `copyFromMs` (past Nova's queue), so the
+ * model learns the copy alone; undefined when queued and the split unknown.
  *
  * @example
  * ```ts

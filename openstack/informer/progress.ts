@@ -1,14 +1,6 @@
 /**
- * When the informer reads a live copy's progress from Nova
- * (`GET /servers/{id}/migrations/{mid}`), and what it keeps of the reads.
- * A read costs one call per copy, so a copy is read only when it is
- * needed: past its expected end (the pacing model's), from its first
- * figures while it is untimed (its ETA then times it) or its policy acts
- * on a stall, or when its policy's decision is due;
- * never twice within an interval, never when it is expected to end before
- * the next look (that look sees its end for free). Times are the
- * controller's clock.
- *
+ * When to read a live copy's progress (`GET /servers/{id}/migrations/{mid}`,
+ * one call per copy: only when needed), and what is kept of the reads.
  * @module
  */
 
@@ -19,28 +11,23 @@ import type { CopyProgress } from "./progress_types.ts";
 /** The default progress interval (`--migration-progress-interval`). */
 export const DEFAULT_PROGRESS_INTERVAL_MS = 30_000;
 
-/**
- * How long after a copy starts Nova surely shows its figures: libvirt's
- * monitor saves them on the migration record every 5 s, none before.
- */
+/** By when Nova surely shows a copy's figures: libvirt saves them every 5 s. */
 const FIRST_FIGURES_MS = 10_000;
 
 /** A live copy in flight, as a pass states it. */
 export interface CopyToWatch {
   serverId: string;
-  /** Nova's id of the migration (what the read names). */
   migrationId: string;
-  /** When its copy was first seen under way. */
   sinceMs: number;
-  /** When the pacing model expects it to end; absent while it is untimed. */
+  /** Absent while the pacing model cannot time it. */
   endAtMs?: number | undefined;
-  /** When its end is overdue (pacing.ts `endsBy`); absent while untimed. */
+  /** pacing.ts `endsBy`. */
   overdueAtMs?: number | undefined;
   /** When its completion bound is reached (the policy's decision). */
   decideAtMs?: number | undefined;
-  /** The progress timeout: a decision is due this long after its lowest remaining bytes were first read. */
+  /** The progress timeout, from its lowest remaining bytes' first read. */
   stallMs?: number | undefined;
-  /** Its policy acts on a stall (Abort, ForceComplete): read from its first figures on, so a stall is seen within the timeout and an interval. */
+  /** Its policy acts on a stall (Abort, ForceComplete): read from its first figures on. */
   acts?: boolean | undefined;
 }
 
@@ -48,7 +35,6 @@ export interface CopyToWatch {
 export interface ReadMarks {
   /** The last read tried (answered or not). */
   triedAtMs?: number | undefined;
-  /** When its lowest remaining bytes were first read. */
   lowestAtMs?: number | undefined;
 }
 
@@ -61,9 +47,8 @@ export function decideAt(copy: CopyToWatch, marks: ReadMarks): number {
 }
 
 /**
- * The first time at or after which the schedule reads `copy` (the
- * next-look rule aside): once one of its reasons holds and an interval
- * has passed since its last read.
+ * When `copy` is next read (the next-look rule aside): once a reason holds
+ * and an interval has passed since its last read.
  *
  * @example
  * ```ts
@@ -79,20 +64,18 @@ export function nextReadAtMs(
   marks: ReadMarks,
   intervalMs: number,
 ): number {
+  const firstMs = Math.min(intervalMs, FIRST_FIGURES_MS);
   const reason = Math.min(
     copy.overdueAtMs ?? Infinity,
-    // A timed copy on schedule needs no read (its end is the look's),
-    // unless its policy acts on a stall.
-    // An untimed copy is read at its first figures too: its ETA times it.
+    // a timed copy on schedule needs no read unless its policy acts on a
+    // stall; an untimed one is read at its first figures (its ETA times it)
     copy.acts === true || copy.endAtMs === undefined
-      ? copy.sinceMs + Math.min(intervalMs, FIRST_FIGURES_MS)
+      ? copy.sinceMs + firstMs
       : Infinity,
     decideAt(copy, marks),
   );
-  // An untimed copy is read again after a save or two: two reads time it.
-  const gapMs = copy.endAtMs === undefined
-    ? Math.min(intervalMs, FIRST_FIGURES_MS)
-    : intervalMs;
+  // two reads time an untimed copy
+  const gapMs = copy.endAtMs === undefined ? firstMs : intervalMs;
   const again = marks.triedAtMs === undefined
     ? -Infinity
     : marks.triedAtMs + gapMs;
@@ -109,14 +92,14 @@ function endsBy(copy: CopyToWatch, nowMs: number, atMs: number): boolean {
 export interface ReadSchedule {
   nowMs: number;
   intervalMs: number;
-  /** When the next look should come ({@linkcode nextLookEstimate}). */
   nextLookAtMs: number;
   copies: readonly CopyToWatch[];
   marks: (migrationId: string) => ReadMarks;
 }
 
 /**
- * The copies to read now.
+ * The copies to read now (not one that ends before the next look: that
+ * look sees its end for free).
  *
  * @example
  * ```ts
@@ -137,8 +120,7 @@ export function readsDue(s: ReadSchedule): CopyToWatch[] {
 
 /**
  * When the next look should come, as the copies' expected ends tell it
- * (the pacing model's next look: the earliest end to come, within
- * [`pollMs`, `maxPollMs`]; a poll interval while one is untimed).
+ * (pacing.ts `nextLookMs` in short).
  *
  * @example
  * ```ts
@@ -161,9 +143,8 @@ export function nextLookEstimate(
 }
 
 /**
- * When the next read is due of a copy whose decision is pending (a bound
- * of its policy is known) and that is not expected to end first: the next
- * look must come by then.
+ * When the next read is due of a copy whose decision is pending and that is
+ * not expected to end first: the next look must come by then.
  *
  * @example
  * ```ts
@@ -185,10 +166,7 @@ export function pendingReadAtMs(
     const m = marks(c.migrationId);
     if (decideAt(c, m) === Infinity) continue;
     const at = nextReadAtMs(c, m, intervalMs);
-    // Its end's look comes first; one past its end needs a look to read.
-    if (c.endAtMs !== undefined && c.endAtMs > nowMs && c.endAtMs <= at) {
-      continue;
-    }
+    if (endsBy(c, nowMs, at)) continue; // its end's look comes first
     first = Math.min(first ?? Infinity, at);
   }
   return first;
@@ -199,15 +177,13 @@ export interface KeptProgress {
   progress: CopyProgress;
   firstRemainingBytes: number;
   firstAtMs: number;
-  /** Nova's save of the first read's figures (its `updated_at`, Nova's clock). */
+  /** The first read's `updated_at` (Nova's clock). */
   firstSavedMs?: number;
 }
 
 /**
- * A copy's progress after a read of its record at `atMs`: the lowest
- * remaining bytes (and when first read; all of it counts as read at
- * `copyStartMs`), the net rate since the first read, the ETA at that rate.
- * Undefined while Nova reports no counters.
+ * A copy's progress after a read at `atMs` (all of it counts as read at
+ * `copyStartMs`); undefined while Nova reports no counters.
  *
  * @example
  * ```ts
@@ -232,8 +208,7 @@ export function nextProgress(
   const total = m.memoryTotalBytes;
   const remaining = m.memoryRemainingBytes;
   if (total === null || remaining === null || total <= 0) return prev;
-  // The copy began with all of it to send: a first read that still shows
-  // all of it shows no progress since the copy's start.
+  // a first read that still shows all of it shows no progress since the start
   const last = prev?.progress ?? (copyStartMs === undefined ? undefined : {
     lowestRemainingBytes: total,
     lowestAtMs: Math.min(copyStartMs, atMs),
@@ -241,8 +216,8 @@ export function nextProgress(
   const lower = last === undefined || remaining < last.lowestRemainingBytes;
   const firstRemainingBytes = prev?.firstRemainingBytes ?? remaining;
   const firstAtMs = prev?.firstAtMs ?? atMs;
-  // Timed by Nova's saves when both reads show one (libvirt saves the
-  // figures every 5 s: a read's own time may be seconds past its figures).
+  // by Nova's saves when both show one: libvirt saves the figures every 5 s,
+  // so a read's own time may be seconds past its figures
   const savedMs = parseNovaTime(m.updatedAt ?? undefined);
   const firstSavedMs = prev === undefined ? savedMs : prev.firstSavedMs;
   const spanMs = savedMs !== undefined && firstSavedMs !== undefined

@@ -1,8 +1,6 @@
 /**
- * The informer's reads of its drains' live copies: the schedule
- * (progress.ts) applied, the last progress of each copy kept per drain,
- * forgotten when the copy ends or the drain is forgotten.
- *
+ * The informer's reads of its drains' live copies: progress.ts's schedule
+ * applied, each copy's last progress kept until it ends.
  * @module
  */
 
@@ -26,12 +24,11 @@ export type ProgressReader = (
 
 /** What a pass needs of its copies' progress. */
 export interface ProgressNeed {
-  /** The live copies in flight, with the pacing model's and the policy's times. */
   copies: readonly CopyToWatch[];
   nowMs: number;
-  /** The progress interval: no copy is read twice within it; 0: no reads at all. */
+  /** No copy is read twice within it; 0: no reads at all. */
   intervalMs: number;
-  /** When the next look should come (progress.ts `nextLookEstimate`). */
+  /** progress.ts `nextLookEstimate`. */
   nextLookAtMs: number;
   signal?: AbortSignal | undefined;
 }
@@ -44,7 +41,6 @@ interface Tracked extends ReadMarks {
 
 interface Drain {
   copies: Map<string, Tracked>;
-  /** When the next read of a copy with a decision pending is due. */
   pendingAtMs: number | undefined;
 }
 
@@ -72,12 +68,7 @@ export class ProgressReads {
     this.#warn = warn;
   }
 
-  /**
-   * Reads the copies due (progress.ts `readsDue`) and gives the progress
-   * of the copies in `need` as last read, by server id. A failed read
-   * keeps the last progress and is tried again an interval later; it
-   * never fails the look.
-   */
+  /** Reads the copies due; gives each copy's last progress by server id (a failed read never fails the look). */
   async read(
     key: string,
     need: ProgressNeed,
@@ -93,10 +84,10 @@ export class ProgressReads {
       if (!live.has(id)) drain.copies.delete(id);
     }
     const marks = (id: string) => drain.copies.get(id) ?? {};
-    const watched = need.copies.filter((c) =>
-      drain.copies.get(c.migrationId)?.ended !== true
-    );
-    const due = readsDue({ ...need, copies: watched, marks });
+    const unended = (c: CopyToWatch) =>
+      drain.copies.get(c.migrationId)?.ended !== true;
+    const copies = need.copies.filter(unended);
+    const due = readsDue({ ...need, copies, marks });
     await Promise.all(due.map(async (c) => {
       const t: Tracked = drain.copies.get(c.migrationId) ?? {};
       drain.copies.set(c.migrationId, t);
@@ -126,9 +117,7 @@ export class ProgressReads {
       }
     }));
     drain.pendingAtMs = pendingReadAtMs(
-      need.copies.filter((c) =>
-        drain.copies.get(c.migrationId)?.ended !== true
-      ),
+      need.copies.filter(unended),
       marks,
       need.intervalMs,
       need.nowMs,
@@ -146,7 +135,6 @@ export class ProgressReads {
     return this.#drains.get(key)?.pendingAtMs;
   }
 
-  /** Forgets a drain's reads. */
   forget(key: string): void {
     this.#drains.delete(key);
   }

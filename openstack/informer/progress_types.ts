@@ -1,7 +1,5 @@
 /**
- * What the informer knows of one live copy's progress, from Nova's
- * per-migration record (`GET /servers/{id}/migrations/{mid}`).
- *
+ * What the informer knows of one live copy's progress (progress.ts).
  * @module
  */
 
@@ -9,11 +7,10 @@
 export interface CopyProgress {
   readonly serverId: string;
   readonly migrationId: string;
-  /** `memory_total_bytes` of the last read. */
+  /** `memory_total_bytes`. */
   readonly totalBytes: number;
-  /** `memory_remaining_bytes` of the last read. */
+  /** `memory_remaining_bytes`. */
   readonly remainingBytes: number;
-  /** When the last read was made (controller ms). */
   readonly readAtMs: number;
   /** The lowest remaining bytes read so far, and when it was first read. */
   readonly lowestRemainingBytes: number;

@@ -1,6 +1,5 @@
 /**
  * What a look at one host shows of Nova, as the planner takes it.
- *
  * @module
  */
 
@@ -33,7 +32,7 @@ export interface ObservedMigration {
   status: string;
   sourceCompute: string | null;
   destCompute?: string | null;
-  /** Nova time, usually without a zone (UTC). */
+  /** Nova time, usually without a zone. */
   createdAt: string;
   updatedAt?: string | null;
   memoryProcessedBytes?: number | null;
@@ -53,12 +52,12 @@ export interface Observation {
   /** Migrations from or to the host since the drain started. */
   migrations: ObservedMigration[];
   departed: DepartedServer[];
-  /** Drain clock when the list this rests on began (what may release an action: once.ts). */
+  /** When the list this rests on began (what may release an action: once.ts). */
   listedAtMs: number;
   /** Nova's limit on the host's live migrations, as its lists showed it. */
   novaLimit?: number;
   /** From the informer's view, not a list made for this look. */
   fromView?: boolean;
-  /** The live copies' progress as last read, by server id (informer.ts `progress`). */
+  /** By server id. */
   progress?: ReadonlyMap<string, CopyProgress>;
 }

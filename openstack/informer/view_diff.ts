@@ -1,7 +1,6 @@
 /**
  * What a relist checks of a host's view: the facts the planner decides
  * by, per VM (a difference is a missed or misread event).
- *
  * @module
  */
 
