@@ -96,8 +96,9 @@ export interface Config {
     | undefined;
   /**
    * `--nova-notifications-relist`: how old a drain's notified view of its
-   * host may grow before a pass lists the host afresh (ms; default 30 poll
-   * intervals). Each relist costs two Nova calls per draining host.
+   * host may grow, while a copy of the drain's runs untimed, before a pass
+   * lists the host afresh (ms; default 30 poll intervals). Each relist costs
+   * two Nova calls per draining host.
    */
   readonly novaNotificationsRelistMs: number;
   /** How the notification feed consumes (used only with a URL). */
@@ -376,7 +377,7 @@ export const RUN_FLAGS = {
     type: "string",
     env: "EVICTOR_NOVA_NOTIFICATIONS_RELIST",
     help:
-      "with notifications, how old a drain's view of its host may grow before it lists the host afresh (two Nova calls), at least --poll-interval (default 30 poll intervals, 60s)",
+      "with notifications, how old a drain's view of its host may grow while a copy runs that the drain cannot time yet, before it lists the host afresh (two Nova calls; else the slow finished check), at least --poll-interval (default 30 poll intervals, 60s)",
   },
   "nova-notifications-exchange": {
     type: "string",
