@@ -18,9 +18,8 @@ import { REASON_WAITING_FOR_BUDGET } from "../conditions.ts";
 import { traitsHold } from "./host_holds.ts";
 import { copyStartsSeen } from "./memory.ts";
 import { pendingRequests, type RequestAnswer } from "./requests.ts";
-import type { Planned } from "./phase_look.ts";
 import type { PlanOptions } from "./plan_options.ts";
-import type { Plan, PlanInput, Planner } from "./plan_types.ts";
+import type { Plan, PlanInput, Planned, Planner } from "./plan_types.ts";
 import {
   aboutToStart,
   type BudgetWaiter,

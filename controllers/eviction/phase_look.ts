@@ -15,7 +15,7 @@ import type {
   ObservedMigration,
 } from "../../openstack/informer/snapshot.ts";
 import { emit, type Pass } from "./pass.ts";
-import type { Plan, PlanInput } from "./plan_types.ts";
+import type { Plan, Planned } from "./plan_types.ts";
 import type { PlanOptions } from "./plan_options.ts";
 import { copyStartsSeen } from "./memory.ts";
 import { copyTimeoutSeconds } from "../../limits/convergence.ts";
@@ -24,12 +24,6 @@ import {
   type CopyToWatch,
   nextLookEstimate,
 } from "../../openstack/informer/progress.ts";
-
-/** A plan and the input it was made from. */
-export interface Planned {
-  plan: Plan;
-  input: PlanInput;
-}
 
 /** What the look found; `planned` when the pass plans from the snapshot, to be used as it is. */
 export interface Looked {

@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
 import { TemporaryError } from "../../framework/errors.ts";
 import type { LookNeed } from "../../openstack/informer/informer.ts";
-import {
-  copiesToWatch,
-  lookAtHost,
-  type Planned,
-  plansFromSnapshot,
-} from "./phase_look.ts";
+import { copiesToWatch, lookAtHost, plansFromSnapshot } from "./phase_look.ts";
+import type { Planned } from "./plan_types.ts";
 import type { ProgressNeed } from "../../openstack/informer/progress_reads.ts";
 import type { Server } from "../../openstack/mod.ts";
 import { DEFAULT_PLAN_OPTIONS } from "./plan_options.ts";

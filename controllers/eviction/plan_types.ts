@@ -40,6 +40,12 @@ export interface FailureReport {
 /** The planner (plan.ts planPass), given to the phases that re-plan under the cluster budget. */
 export type Planner = (input: PlanInput) => Plan;
 
+/** A plan and the input it was made from. */
+export interface Planned {
+  plan: Plan;
+  input: PlanInput;
+}
+
 /** Everything one pass of the planner looks at. */
 export interface PlanInput {
   host: string;
